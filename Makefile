@@ -1,0 +1,48 @@
+# nvme-csd: top-level orchestration. meson builds the project's own C/C++ (build/meson);
+# this file fetches and builds everything around it. 'make help' lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+MESON_BUILD := build/meson
+
+.PHONY: all help deps qemu image build vm test test-% clean distclean
+
+all: qemu image build
+
+help:
+	@echo "make deps      install the Debian packages the project needs (root)"
+	@echo "make qemu      fetch QEMU 10.0 source, patch it, build build/qemu/qemu-system-x86_64"
+	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
+	@echo "make build     the project's C/C++ (meson, build/meson)"
+	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
+	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
+
+deps:
+	@bash ci/deps.sh
+
+qemu: deps
+	@bash qemu-device/build-qemu.sh --qtest
+
+image: deps
+	@bash images/fetch-kernel.sh
+	@bash images/build-guest.sh
+
+build: deps
+	@if [ -f $(MESON_BUILD)/build.ninja ]; then true; else meson setup $(MESON_BUILD) --buildtype=release; fi
+	@ninja -C $(MESON_BUILD)
+
+# CMD is passed through the environment so any quoting survives.
+vm: qemu image build
+	@if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
+
+test: qemu image build
+	@$(PYTHON) tests/run_all.py
+
+test-%: qemu image build
+	@$(PYTHON) tests/run_all.py $*
+
+clean:
+	rm -rf build
+
+# Also drops the cached QEMU build, downloads and kernels (~/.cache/nvme-csd).
+distclean: clean
+	rm -rf $${CSD_CACHE:-$$HOME/.cache/nvme-csd}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs every Debian package nvme-csd needs (as root); does nothing when all are there.
+# Usage: ci/deps.sh [--check]   (--check: only report what is missing, exit 1 if any)
+set -euo pipefail
+
+# From bookworm-backports: QEMU 10 needs meson >= 1.5.
+backports=(meson python3-pycotap)
+packages=(
+    # toolchain and QEMU build
+    build-essential pkg-config ninja-build ccache flex bison python3 python3-venv
+    libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev
+    dpkg-dev xz-utils bzip2 rsync patch cpio e2fsprogs
+    # firmware: qboot and option ROMs, SeaBIOS and the e1000 ROM for QEMU's qtests
+    qemu-system-data seabios ipxe-qemu
+    # guest userland (copied into the guest image)
+    busybox-static nvme-cli fio python3-numpy
+    # device core and host library
+    libopenblas-dev libzstd-dev liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
+    libnvme-dev liburing-dev clang libclang-rt-14-dev pybind11-dev python3-dev
+)
+
+missing() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || echo "$p"
+    done
+}
+
+meson_ok() {
+    command -v meson >/dev/null && dpkg --compare-versions "$(meson --version)" ge 1.5
+}
+
+need=$(missing "${packages[@]}")
+need_bpo=$(missing "${backports[@]}")
+meson_ok || need_bpo="$need_bpo meson"
+
+if [ -z "$(echo $need $need_bpo)" ]; then
+    exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+    echo "missing packages:" $need $need_bpo
+    exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing packages:" $need $need_bpo >&2
+    echo "deps: run 'sudo make deps' (or as root)" >&2
+    exit 1
+fi
+
+echo "deps: installing" $need $need_bpo
+"$(dirname "$0")/apt-sources.sh"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+if [ -n "$(echo $need)" ]; then
+    apt-get install -y -qq --no-install-recommends $need
+fi
+if [ -n "$(echo $need_bpo)" ]; then
+    apt-get install -y -qq --no-install-recommends -t bookworm-backports $(echo $need_bpo | tr ' ' '\n' | sort -u)
+fi
+meson_ok || { echo "deps: meson >= 1.5 is still missing" >&2; exit 1; }

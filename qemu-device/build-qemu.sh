@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Fetches QEMU 10.0 source with apt, applies nvme-csd's overlay and patch series, and
+# builds build/qemu/qemu-system-x86_64 (plus the nvme qtests), cached on a hash of inputs.
+#
+# Usage: qemu-device/build-qemu.sh [--core-lib PATH] [--qtest]
+#   --core-lib PATH  static device-core library to link into QEMU (libcsd_core.a)
+#   --qtest          also build tests/qtest/qos-test and copy it to build/qemu/
+# Environment: CSD_CACHE (default ~/.cache/nvme-csd), JOBS (default nproc).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+# shellcheck source=qemu-source.conf
+. "$here/qemu-source.conf"
+
+core_lib=""
+want_qtest=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --core-lib) core_lib=$(realpath "$2"); shift 2 ;;
+        --qtest) want_qtest=1; shift ;;
+        *) echo "build-qemu: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+
+cache=${CSD_CACHE:-$HOME/.cache/nvme-csd}
+jobs=${JOBS:-$(nproc)}
+out="$top/build/qemu"
+dl="$cache/dl"
+work="$cache/qemu"
+mkdir -p "$dl" "$work" "$out"
+
+say() { echo "build-qemu: $*"; }
+die() { echo "build-qemu: error: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- fetch source
+# Echoes the Debian version to use: the pinned one if apt offers it, else the newest
+# of the same upstream series.
+pick_version() {
+    local offered
+    offered=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' | sort -u)
+    if ! printf '%s\n' "$offered" | grep -q "^1:${QEMU_UPSTREAM_SERIES}\."; then
+        "$top/ci/apt-sources.sh" >&2 && apt-get update -qq >&2 || true   # adds the trixie deb-src entry
+        offered=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' | sort -u)
+    fi
+    if printf '%s\n' "$offered" | grep -qxF "$QEMU_DEB_VERSION"; then
+        echo "$QEMU_DEB_VERSION"
+        return
+    fi
+    local series_re="^1:${QEMU_UPSTREAM_SERIES//./\\.}\\."
+    local best
+    best=$(printf '%s\n' "$offered" | grep -E "$series_re" | sort -V | tail -n 1 || true)
+    if [ -z "$best" ]; then
+        die "apt offers no QEMU $QEMU_UPSTREAM_SERIES.x source (offered: $(echo $offered)).
+  Run 'make deps' (it adds the trixie deb-src entry) or check the apt sources."
+    fi
+    echo "build-qemu: warning: pinned QEMU $QEMU_DEB_VERSION is gone from the archive; using $best" >&2
+    echo "$best"
+}
+
+deb_version=$(pick_version)
+upstream=${deb_version#*:}          # 10.0.13+ds-0+deb13u1
+upstream=${upstream%%-*}            # 10.0.13+ds
+tarball="qemu_${upstream}.orig.tar.xz"
+dsc="qemu_${deb_version#*:}.dsc"
+
+if [ ! -f "$dl/$tarball" ] || [ ! -f "$dl/$dsc" ]; then
+    say "fetching QEMU source $deb_version with apt"
+    (cd "$dl" && apt-get source --download-only -qq "qemu=$deb_version") ||
+        die "apt-get source qemu=$deb_version failed"
+fi
+
+# Verify the tarball against the pinned checksum, or the .dsc's for a fallback version.
+if [ "$deb_version" = "$QEMU_DEB_VERSION" ]; then
+    want_sha=$QEMU_ORIG_SHA256
+else
+    want_sha=$(awk -v f="$tarball" '/^Checksums-Sha256:/ {on=1; next} /^[^ ]/ {on=0} on && $3 == f {print $1}' "$dl/$dsc")
+fi
+have_sha=$(sha256sum "$dl/$tarball" | cut -d' ' -f1)
+[ -n "$want_sha" ] && [ "$have_sha" = "$want_sha" ] ||
+    die "checksum mismatch for $tarball: have $have_sha, want ${want_sha:-unknown}; delete $dl and retry"
+
+# ---------------------------------------------------------------- input hash
+configure_flags="$QEMU_CONFIGURE_FLAGS --python=/usr/bin/python3"
+if [ -n "$core_lib" ]; then
+    [ -f "$core_lib" ] || die "core library $core_lib not found"
+    configure_flags="$configure_flags --extra-ldflags=-Wl,--start-group,$work/csd-core/libcsd_core.a,-lopenblas,-lzstd,-llz4,-lxxhash,-lstdc++,-lm,--end-group"
+fi
+
+input_hash=$(
+    {
+        echo "$deb_version $have_sha $want_qtest"
+        echo "$configure_flags"
+        sha256sum "$0" "$here/qemu-source.conf"
+        find "$here/patches" "$here/overlay" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+        [ -z "$core_lib" ] || sha256sum < "$core_lib"
+    } | sed "s|$top/||g" | sha256sum | cut -c1-16
+)
+
+stamp="$work/stamp"
+products=(qemu-system-x86_64)
+[ "$want_qtest" = 0 ] || products+=(qos-test)
+
+copy_products() {
+    local p
+    for p in "${products[@]}"; do
+        local from="$work/build/$p"
+        [ "$p" = qos-test ] && from="$work/build/tests/qtest/qos-test"
+        cmp -s "$from" "$out/$p" 2>/dev/null || cp "$from" "$out/$p"
+    done
+    # Firmware (the +ds source ships none), where QEMU looks relative to its binary
+    # (build/qemu/../share/qemu): qboot and option ROMs for the guest, SeaBIOS for qtests.
+    local fw="$top/build/share/qemu" f
+    mkdir -p "$fw"
+    for f in /usr/share/qemu/qboot.rom /usr/share/qemu/linuxboot_dma.bin \
+             /usr/share/qemu/kvmvapic.bin /usr/share/seabios/bios-256k.bin \
+             /usr/share/seabios/vgabios-stdvga.bin /usr/lib/ipxe/qemu/efi-e1000.rom; do
+        [ -f "$f" ] || die "$f missing: run 'make deps' (qemu-system-data, seabios, ipxe-qemu)"
+        cmp -s "$f" "$fw/$(basename "$f")" || cp "$f" "$fw/"
+    done
+}
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$input_hash" ]; then
+    ok=1
+    for p in "${products[@]}"; do
+        b="$work/build/$p"; [ "$p" = qos-test ] && b="$work/build/tests/qtest/qos-test"
+        [ -x "$b" ] || ok=0
+    done
+    if [ $ok = 1 ]; then
+        copy_products
+        say "up to date (inputs $input_hash)"
+        exit 0
+    fi
+fi
+
+# ---------------------------------------------------------------- staged tree
+pristine="$work/pristine-$upstream"
+if [ ! -d "$pristine" ]; then
+    say "unpacking $tarball"
+    rm -rf "$pristine.tmp" && mkdir -p "$pristine.tmp"
+    tar -xf "$dl/$tarball" -C "$pristine.tmp" --strip-components=1
+    mv "$pristine.tmp" "$pristine"
+fi
+
+stage="$work/stage"
+rm -rf "$stage"
+cp -a "$pristine" "$stage"
+if [ -d "$here/overlay" ]; then
+    cp -r "$here/overlay/." "$stage/"
+fi
+for p in "$here"/patches/*.patch; do
+    [ -e "$p" ] || continue
+    if ! patch -d "$stage" -p1 -N -s --dry-run < "$p" >/dev/null 2>&1; then
+        echo "build-qemu: error: patch $(basename "$p") does not apply to QEMU $upstream:" >&2
+        patch -d "$stage" -p1 -N --dry-run < "$p" >&2 || true
+        exit 1
+    fi
+    patch -d "$stage" -p1 -N -s < "$p"
+    say "applied $(basename "$p")"
+done
+# meson insists on the EDK2 images that the +ds tarball leaves out; they are never used.
+for f in edk2-aarch64-code edk2-arm-code edk2-arm-vars edk2-i386-code edk2-i386-secure-code \
+         edk2-i386-vars edk2-x86_64-code edk2-x86_64-secure-code edk2-loongarch64-code \
+         edk2-loongarch64-vars edk2-riscv-code edk2-riscv-vars; do
+    [ -f "$stage/pc-bios/$f.fd.bz2" ] || bzip2 -c < /dev/null > "$stage/pc-bios/$f.fd.bz2"
+done
+
+# Copy only changed files into the build's source tree so ninja rebuilds only those.
+mkdir -p "$work/src"
+rsync -rlc --delete "$stage/" "$work/src/"
+rm -rf "$stage"
+
+if [ -n "$core_lib" ]; then
+    mkdir -p "$work/csd-core"
+    if ! cmp -s "$core_lib" "$work/csd-core/libcsd_core.a"; then
+        cp "$core_lib" "$work/csd-core/libcsd_core.a"
+        rm -f "$work/build/qemu-system-x86_64"   # ninja cannot see link_args inputs
+    fi
+fi
+
+# ---------------------------------------------------------------- configure, build
+export CCACHE_DIR="$cache/ccache"
+flags_stamp="$work/build/.csd-configure-flags"
+if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$flags_stamp" 2>/dev/null)" != "$configure_flags" ]; then
+    say "configuring QEMU $upstream"
+    rm -rf "$work/build" && mkdir -p "$work/build"
+    # shellcheck disable=SC2086
+    (cd "$work/build" && ../src/configure $configure_flags > configure.log 2>&1) || {
+        tail -n 40 "$work/build/configure.log" >&2
+        die "QEMU configure failed (log: $work/build/configure.log)"
+    }
+    echo "$configure_flags" > "$flags_stamp"
+fi
+
+targets=(qemu-system-x86_64)
+[ "$want_qtest" = 0 ] || targets+=(tests/qtest/qos-test)
+say "building ${targets[*]} with $jobs jobs (a cold build takes 6-8 minutes on 2 cores)"
+start=$(date +%s)
+ninja -C "$work/build" -j "$jobs" "${targets[@]}" | awk '
+    /^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 0) { print "build-qemu: " $1; fflush() } next }
+    { print; fflush() }'
+[ "${PIPESTATUS[0]}" = 0 ] || die "QEMU build failed"
+say "built in $(( $(date +%s) - start )) s"
+
+echo "$input_hash" > "$stamp"
+copy_products
+say "done: $out/qemu-system-x86_64"

@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""Boots the nvme-csd guest on the project's QEMU and runs tests or commands in it.
+
+  csdvm.py test [--filter RE] [TEST.sh ...]  run guest tests (tests/vm/guest/*.sh), grouped
+                                             by the device configuration each one declares
+  csdvm.py cmd 'nvme list'                   run one command in the guest, return its status
+  csdvm.py shell                             interactive guest shell (leave with Ctrl-a x)
+
+Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
+(keys: csd, slm, cu, disk, lbads, python, timeout). The harness streams guest output,
+enforces a per-boot and a per-test timeout, kills QEMU on every exit path, prints
+``N passed, N failed`` and exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+BUILD = TOP / "build"
+QEMU = BUILD / "qemu" / "qemu-system-x86_64"
+FIRMWARE = BUILD / "share" / "qemu"   # where QEMU looks relative to its binary
+IMAGES = BUILD / "images"
+GUEST_TESTS = TOP / "tests" / "vm" / "guest"
+HOST_CHECKS = TOP / "tests" / "vm" / "host"
+MARK = "@@CSD "
+
+
+# --------------------------------------------------------------------------- config
+@dataclass
+class VmConfig:
+    """Device and guest settings for one boot."""
+
+    csd: bool = True
+    slm: str = "64M"
+    cu: int = 2
+    disk: str = "256M"
+    lbads: int = 9
+    memory: str = "1G"
+    test_timeout: int = 120
+    boot_timeout: int = 90
+    extra_device: str = ""
+    extra_qemu: list[str] = field(default_factory=list)
+
+    def key(self) -> tuple:
+        return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
+                self.extra_device, tuple(self.extra_qemu))
+
+    def describe(self) -> str:
+        s = f"csd={'on' if self.csd else 'off'}"
+        if self.csd:
+            s += f" slm={self.slm} cu={self.cu}"
+        return s + f" disk={self.disk} lba={1 << self.lbads}"
+
+    def apply(self, items: list[str]) -> "VmConfig":
+        """A copy with ``key=value`` settings applied (keys: csd slm cu disk lbads memory timeout)."""
+        cfg = VmConfig(**{k: getattr(self, k) for k in self.__dataclass_fields__})
+        for item in items:
+            k, _, v = item.partition("=")
+            if k == "csd":
+                cfg.csd = v in ("on", "1", "true", "yes")
+            elif k in ("slm", "disk", "memory"):
+                setattr(cfg, k, v)
+            elif k in ("cu", "lbads"):
+                setattr(cfg, k, int(v))
+            elif k == "timeout":
+                cfg.test_timeout = int(v)
+            elif k == "device":
+                cfg.extra_device = v
+            else:
+                raise ValueError(f"unknown vm setting '{k}'")
+        return cfg
+
+    @staticmethod
+    def from_header(text: str) -> list["VmConfig"]:
+        """The configurations a guest test asks for: one per ``# vm: key=value ...`` line."""
+        cfgs = [VmConfig().apply(m.group(1).split())
+                for m in (re.match(r"#\s*vm:\s*(.*)", line) for line in text.splitlines()[:20]) if m]
+        return cfgs or [VmConfig()]
+
+
+def parse_size(text: str) -> int:
+    """Turns '64M', '1G', '4096' into bytes."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)", text.strip().upper())
+    if not m:
+        raise ValueError(f"bad size '{text}'")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m.group(2)]
+
+
+def pick_accel() -> str:
+    """TCG unless CSD_ACCEL=kvm: nested KVM on these machines dies on MSR writes (see docs)."""
+    return os.environ.get("CSD_ACCEL", "tcg")
+
+
+# --------------------------------------------------------------------------- run archive
+def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
+    """Builds a newc cpio archive from (path, mode, data) entries; directories have no data."""
+    out = bytearray()
+    ino = 1000
+
+    def header(name: str, mode: int, size: int) -> None:
+        nonlocal ino
+        ino += 1
+        nb = name.encode() + b"\0"
+        fields = [ino, mode, 0, 0, 1, 0, size, 0, 0, 0, 0, len(nb), 0]
+        out.extend(b"070701" + b"".join(b"%08X" % f for f in fields) + nb)
+        out.extend(b"\0" * (-len(out) % 4))
+
+    for name, mode, data in entries:
+        header(name, mode, len(data))
+        out.extend(data)
+        out.extend(b"\0" * (-len(out) % 4))
+    header("TRAILER!!!", 0, 0)
+    out.extend(b"\0" * (-len(out) % 512))
+    return bytes(out)
+
+
+def run_archive(main: str | None, env: dict[str, str], files: dict[str, Path]) -> bytes:
+    """The per-run archive: /csd/main (none: a shell), /csd/env and files (guest -> host path)."""
+    dirs: set[str] = {"csd"}
+    entries: list[tuple[str, int, bytes]] = []
+    for gpath, hpath in sorted(files.items()):
+        parts = gpath.strip("/").split("/")
+        for i in range(1, len(parts)):
+            dirs.add("/".join(parts[:i]))
+        mode = 0o100755 if os.access(hpath, os.X_OK) else 0o100644
+        entries.append((gpath.strip("/"), mode, Path(hpath).read_bytes()))
+    envtext = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
+    entries.append(("csd/env", 0o100644, envtext.encode()))
+    if main is not None:
+        entries.append(("csd/main", 0o100755, main.encode()))
+    return cpio_newc([(d, 0o40755, b"") for d in sorted(dirs)] + entries)
+
+
+def project_files() -> dict[str, Path]:
+    """Guest-side files every run carries: test scripts, host-built binaries and libraries."""
+    files: dict[str, Path] = {}
+    for p in sorted(GUEST_TESTS.glob("*")):
+        if p.is_file():
+            files[f"/csd/tests/{p.name}"] = p
+    guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
+    if guest_dir.is_dir():
+        for p in sorted(guest_dir.rglob("*")):
+            if p.is_file():
+                files[f"/csd/{p.relative_to(guest_dir)}"] = p
+    return files
+
+
+# --------------------------------------------------------------------------- the VM
+class Vm:
+    """One QEMU process running the guest, its console read line by line."""
+
+    def __init__(self, cfg: VmConfig, workdir: Path, disk: Path | None = None):
+        self.cfg = cfg
+        self.workdir = workdir
+        self.disk = disk or workdir / "namespace.img"
+        self.proc: subprocess.Popen | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.started = 0.0
+
+    def ensure_disk(self) -> None:
+        if not self.disk.exists():
+            with open(self.disk, "wb") as f:
+                f.truncate(parse_size(self.cfg.disk))
+
+    def qemu_argv(self, initrd: Path, interactive: bool = False) -> list[str]:
+        for need in (QEMU, FIRMWARE / "qboot.rom", IMAGES / "vmlinuz", IMAGES / "usr.img"):
+            if not need.exists():
+                raise SystemExit(f"csdvm: {need} is missing: run 'make qemu image' first")
+        accel = pick_accel()
+        dev = (f"nvme,id=nvme0,serial=csd0001,drive=nvm0,"
+               f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
+        if self.cfg.csd:
+            dev += f",csd=on"
+            extra = self.cfg.extra_device
+            if extra:
+                dev += "," + extra
+        argv = [
+            str(QEMU), "-machine", f"q35,accel={accel}",
+            "-cpu", "host" if accel == "kvm" else "max",
+            "-m", self.cfg.memory, "-smp", "2",
+            "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
+            "-bios", str(FIRMWARE / "qboot.rom"),
+            "-kernel", str(IMAGES / "vmlinuz"), "-initrd", str(initrd),
+            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 8250.nr_uarts=1 "
+                       "tsc=reliable no_timer_check mitigations=off",
+            "-no-reboot",
+            "-drive", f"if=none,id=usr,file={IMAGES / 'usr.img'},format=raw,readonly=on",
+            "-device", "virtio-blk-pci,drive=usr",
+            "-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback",
+            "-device", dev,
+        ]
+        argv += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
+        return argv + self.cfg.extra_qemu
+
+    def make_initrd(self, main: str | None, env: dict[str, str], files: dict[str, Path]) -> Path:
+        initrd = self.workdir / "initrd.cpio"
+        with open(initrd, "wb") as f:
+            f.write((IMAGES / "initramfs.cpio").read_bytes())
+            f.write(run_archive(main, env, files))
+        return initrd
+
+    def start(self, main: str, env: dict[str, str], files: dict[str, Path]) -> None:
+        self.ensure_disk()
+        argv = self.qemu_argv(self.make_initrd(main, env, files))
+        if os.environ.get("CSD_VM_VERBOSE"):
+            print("csdvm: " + shlex.join(argv), flush=True)
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        threading.Thread(target=self._reader, daemon=True).start()
+
+    def _reader(self) -> None:
+        assert self.proc and self.proc.stdout
+        buf = b""
+        while True:
+            chunk = self.proc.stdout.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            *done, buf = buf.split(b"\n")
+            for raw in done:
+                self.lines.put(raw.decode("utf-8", "replace").rstrip("\r"))
+        if buf:
+            self.lines.put(buf.decode("utf-8", "replace"))
+        self.lines.put(None)
+
+    def send(self, text: str) -> None:
+        """Writes a line to the guest console."""
+        assert self.proc and self.proc.stdin
+        try:
+            self.proc.stdin.write(text.encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def kill(self) -> None:
+        """Ends QEMU (and anything it started) whatever state it is in."""
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc:
+            self.proc.wait()
+
+
+# --------------------------------------------------------------------------- running
+@dataclass
+class TestResult:
+    name: str
+    passed: bool
+    seconds: float
+    why: str = ""
+
+
+GUEST_RUNNER = r"""#!/bin/sh
+# Runs the guest tests named in /csd/tests/list, each under its own timeout.
+stty -echo 2>/dev/null
+for t in $(cat /csd/tests/list); do
+    echo "@@CSD BEGIN $t $CSD_TEST_TIMEOUT"
+    ( cd /tmp && exec timeout -s KILL "$CSD_TEST_TIMEOUT" sh /csd/tests/$t ) < /dev/console
+    echo "@@CSD END $t $?"
+done
+"""
+
+
+def run_host_check(line: str, vm: Vm) -> int:
+    """Runs tests/vm/host/NAME.sh ARGS for a guest's '@@CSD HOSTCHECK NAME ARGS' line."""
+    words = line[len(MARK + "HOSTCHECK "):].split()
+    if not words or not re.fullmatch(r"[A-Za-z0-9_.-]+", words[0]):
+        return 2
+    script = HOST_CHECKS / f"{words[0]}.sh"
+    if not script.exists():
+        print(f"csdvm: no host check {script}", flush=True)
+        return 2
+    env = dict(os.environ, CSD_DISK=str(vm.disk), CSD_WORKDIR=str(vm.workdir))
+    r = subprocess.run(["bash", str(script), *words[1:]], env=env, timeout=120)
+    return r.returncode
+
+
+def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
+    """Boots one guest with cfg and runs the named guest tests in it."""
+    results: list[TestResult] = []
+    with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
+        vm = Vm(cfg, Path(tmp))
+        files = project_files()
+        tlist = Path(tmp) / "list"
+        tlist.write_text("\n".join(tests) + "\n")
+        files["/csd/tests/list"] = tlist
+        env = {"CSD_TEST_TIMEOUT": str(cfg.test_timeout)}
+        log(f"csdvm: booting guest ({cfg.describe()}, accel {pick_accel()}) for {len(tests)} test(s)")
+        vm.start(GUEST_RUNNER, env, files)
+        current: str | None = None
+        began = 0.0
+        deadline = vm.started + cfg.boot_timeout
+        first_test_at = None
+        pending = list(tests)
+        try:
+            while True:
+                try:
+                    line = vm.lines.get(timeout=max(0.05, deadline - time.monotonic()))
+                except queue.Empty:
+                    line = ""
+                now = time.monotonic()
+                if line is None:
+                    why = "guest stopped" + (f" during {current}" if current else "")
+                    if current:
+                        results.append(TestResult(current, False, now - began, why))
+                        pending.remove(current)
+                    break
+                if now >= deadline:
+                    what = f"test {current} timed out" if current else "boot timed out"
+                    log(f"csdvm: {what}; killing QEMU")
+                    if current:
+                        results.append(TestResult(current, False, now - began, "timeout"))
+                        pending.remove(current)
+                    break
+                if not line:
+                    continue
+                if line.startswith(MARK + "BEGIN "):
+                    current = line.split()[2]
+                    began = now
+                    deadline = now + cfg.test_timeout + 15
+                    if first_test_at is None:
+                        first_test_at = now - vm.started
+                        log(f"csdvm: guest up, first test after {first_test_at:.2f} s")
+                    log(f"--- {current}")
+                elif line.startswith(MARK + "END "):
+                    _, _, name, rc = line.split()[:4]
+                    ok = rc == "0"
+                    results.append(TestResult(name, ok, now - began, "" if ok else f"exit {rc}"))
+                    pending.remove(name)
+                    log(f"{'PASS' if ok else 'FAIL'} {name} ({now - began:.1f} s)")
+                    current = None
+                    deadline = now + cfg.test_timeout + 15
+                elif line.startswith(MARK + "HOSTCHECK "):
+                    rc = run_host_check(line, vm)
+                    vm.send(f"@@HOST {rc}")
+                elif line.startswith(MARK + "EXIT") or line.startswith(MARK + "FATAL"):
+                    log(line)
+                    if "FATAL" in line:
+                        break
+                elif line.startswith("@@HOST"):
+                    continue
+                else:
+                    log(f"    {line}")
+        finally:
+            vm.kill()
+    for name in pending:
+        results.append(TestResult(name, False, 0.0, "not run (guest ended early)"))
+    return results
+
+
+def collect_tests(names: list[str], pattern: str | None) -> list[Path]:
+    if names:
+        paths = [GUEST_TESTS / Path(n).name for n in names]
+    else:
+        paths = sorted(p for p in GUEST_TESTS.glob("*.sh") if not p.name.startswith("lib"))
+    if pattern:
+        paths = [p for p in paths if re.search(pattern, p.name)]
+    for p in paths:
+        if not p.exists():
+            raise SystemExit(f"csdvm: no guest test {p}")
+    return paths
+
+
+def cmd_test(args) -> int:
+    global GUEST_TESTS
+    if args.dir:
+        GUEST_TESTS = Path(args.dir).resolve()
+    groups: dict[tuple, tuple[VmConfig, list[str]]] = {}
+    for p in collect_tests(args.tests, args.filter):
+        for cfg in VmConfig.from_header(p.read_text()):
+            groups.setdefault(cfg.key(), (cfg, []))[1].append(p.name)
+    results: list[TestResult] = []
+    for cfg, tests in groups.values():
+        for r in run_group(cfg, tests, log=lambda s: print(s, flush=True)):
+            r.name += f" [{cfg.describe()}]"
+            results.append(r)
+    failed = [r for r in results if not r.passed]
+    for r in failed:
+        print(f"FAILED {r.name}: {r.why}")
+    print(f"vm: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed or not results else 0
+
+
+def cmd_run(args) -> int:
+    """Runs one shell command in a guest and returns its exit status."""
+    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size)
+    with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
+        disk = Path(args.disk) if args.disk else None
+        vm = Vm(cfg, Path(tmp), disk)
+        main = "#!/bin/sh\nstty -echo 2>/dev/null\ncd /root\n" + args.command + "\n"
+        vm.start(main, {}, project_files())
+        status = 1
+        deadline = vm.started + args.timeout
+        try:
+            while True:
+                try:
+                    line = vm.lines.get(timeout=max(0.05, deadline - time.monotonic()))
+                except queue.Empty:
+                    print(f"csdvm: command timed out after {args.timeout} s", file=sys.stderr)
+                    break
+                if line is None:
+                    break
+                if line.startswith(MARK + "EXIT "):
+                    status = int(line.split()[2])
+                elif line.startswith(MARK + "FATAL"):
+                    print(line, file=sys.stderr)
+                else:
+                    print(line, flush=True)
+        finally:
+            vm.kill()
+    return status
+
+
+def cmd_shell(args) -> int:
+    """Interactive guest shell on this terminal (QEMU's mux: Ctrl-a x quits)."""
+    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size)
+    workdir = Path(tempfile.mkdtemp(prefix="csdvm-"))
+    disk = Path(args.disk) if args.disk else BUILD / "vm-namespace.img"
+    vm = Vm(cfg, workdir, disk)
+    vm.ensure_disk()
+    initrd = vm.make_initrd(None, {}, project_files())
+    print(f"csdvm: namespace backed by {disk} ({cfg.describe()}); Ctrl-a x quits", flush=True)
+    try:
+        return subprocess.call(vm.qemu_argv(initrd, interactive=True))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("test", help="run guest tests")
+    t.add_argument("tests", nargs="*")
+    t.add_argument("--filter", help="regular expression on test file names")
+    t.add_argument("--dir", help="folder of guest tests (default tests/vm/guest)")
+    for name in ("cmd", "shell"):
+        c = sub.add_parser(name, help="run one command" if name == "cmd" else "interactive shell")
+        if name == "cmd":
+            c.add_argument("command")
+            c.add_argument("--timeout", type=int, default=600)
+        c.add_argument("--disk", help="backing file of the namespace (kept)")
+        c.add_argument("--disk-size", default="256M")
+        c.add_argument("--slm", default="64M")
+        c.add_argument("--no-csd", action="store_true", help="stock nvme device (csd=off)")
+    args = ap.parse_args()
+    return {"test": cmd_test, "cmd": cmd_run, "shell": cmd_shell}[args.what](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+# Harness self-test: a test that never ends is killed by the guest-side timeout.
+# vm: csd=off timeout=3
+sleep 1000
