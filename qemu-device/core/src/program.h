@@ -1,0 +1,157 @@
+// program.h - what a device-defined program sees: SLM spans, its parameters, and helpers
+// for overflow-safe sizes and element views over byte ranges of any alignment.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "csd_spec.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the core assumes a little-endian host");
+
+namespace csd {
+
+// A byte range of SLM, already checked to lie inside it.
+struct Span {
+    uint8_t *data = nullptr;
+    uint64_t len = 0;
+};
+
+// What a program returns: an NVMe status value and completion Dwords 0 and 1.
+struct ExecResult {
+    uint16_t status = CSD_STATUS_SUCCESS;
+    uint32_t dw0 = 0;
+    uint32_t dw1 = 0;
+};
+
+// The arguments of one Execute: its ranges in descriptor order and its parameter bytes.
+struct ProgramCall {
+    const Span *ranges = nullptr;
+    uint32_t nr_ranges = 0;
+    const uint8_t *params = nullptr;
+    uint32_t param_len = 0;
+};
+
+using ProgramFn = ExecResult (*)(const ProgramCall &);
+
+// One device-defined program. zero_length_range is the index of the range that may be
+// empty (conv2d's bias), or -1.
+struct ProgramInfo {
+    uint16_t id;
+    const char *name;
+    ProgramFn run;
+    int zero_length_range;
+};
+
+// The device-defined program with this id, or nullptr.
+const ProgramInfo *find_program(uint16_t id);
+
+// All device-defined programs, in id order.
+const ProgramInfo *program_table(size_t *count);
+
+// Success with the given completion Dwords.
+inline ExecResult ok(uint32_t dw0 = 0, uint32_t dw1 = 0) { return {CSD_STATUS_SUCCESS, dw0, dw1}; }
+
+// An error status (Do Not Retry set), with optional completion Dwords.
+inline ExecResult fail(uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0)
+{
+    return {static_cast<uint16_t>(status | CSD_STATUS_DNR), dw0, dw1};
+}
+
+// Copies the parameters into P when param_len is exactly sizeof(P).
+template <class P>
+bool read_params(const ProgramCall &call, P *out)
+{
+    if (call.param_len != sizeof(P)) {
+        return false;
+    }
+    std::memcpy(out, call.params, sizeof(P));
+    return true;
+}
+
+// a * b (* c) in 64 bits; false on overflow.
+inline bool mul_ok(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool mul_ok(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
+{
+    uint64_t t;
+    return mul_ok(a, b, &t) && mul_ok(t, c, out);
+}
+
+// Bytes that `count` elements of `elem` bytes take, or UINT64_MAX on overflow (which no
+// SLM range can hold, so size checks fail naturally).
+inline uint64_t bytes_of(uint64_t count, uint64_t elem)
+{
+    uint64_t n;
+    return mul_ok(count, elem, &n) ? n : std::numeric_limits<uint64_t>::max();
+}
+
+// Read-only typed view of the first n elements of a span; copies into aligned memory
+// when the span is not aligned for T.
+template <class T>
+class InView {
+public:
+    InView(const Span &s, size_t n)
+    {
+        if (reinterpret_cast<uintptr_t>(s.data) % alignof(T) == 0) {
+            ptr_ = reinterpret_cast<const T *>(s.data);
+        } else {
+            copy_.resize(n);
+            std::memcpy(copy_.data(), s.data, n * sizeof(T));
+            ptr_ = copy_.data();
+        }
+    }
+    const T *get() const { return ptr_; }
+    const T &operator[](size_t i) const { return ptr_[i]; }
+
+private:
+    const T *ptr_;
+    std::vector<T> copy_;
+};
+
+// Writable typed view of the first n elements of a span; when the span is not aligned
+// for T it works on an aligned copy (initialised from the span, so T may also be read)
+// that commit() writes back.
+template <class T>
+class OutView {
+public:
+    OutView(const Span &s, size_t n) : dst_(s.data), n_(n)
+    {
+        if (reinterpret_cast<uintptr_t>(s.data) % alignof(T) == 0) {
+            ptr_ = reinterpret_cast<T *>(s.data);
+        } else {
+            copy_.resize(n);
+            std::memcpy(copy_.data(), s.data, n * sizeof(T));
+            ptr_ = copy_.data();
+        }
+    }
+    T *get() { return ptr_; }
+    T &operator[](size_t i) { return ptr_[i]; }
+    void commit()
+    {
+        if (!copy_.empty()) {
+            std::memcpy(dst_, copy_.data(), n_ * sizeof(T));
+        }
+    }
+
+private:
+    uint8_t *dst_;
+    size_t n_;
+    T *ptr_;
+    std::vector<T> copy_;
+};
+
+// Each program's entry point (programs/<name>.cc).
+ExecResult program_copy(const ProgramCall &call);
+ExecResult program_gemm(const ProgramCall &call);
+ExecResult program_elementwise(const ProgramCall &call);
+ExecResult program_softmax(const ProgramCall &call);
+ExecResult program_reduce(const ProgramCall &call);
+ExecResult program_filter(const ProgramCall &call);
+ExecResult program_convert(const ProgramCall &call);
+ExecResult program_checksum(const ProgramCall &call);
+ExecResult program_conv2d(const ProgramCall &call);
+ExecResult program_decompress(const ProgramCall &call);
+
+}  // namespace csd

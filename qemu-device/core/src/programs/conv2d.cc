@@ -1,0 +1,109 @@
+// conv2d (09h): NCHW f32 convolution with stride, padding and dilation, optional bias;
+// im2col over blocks of output rows, then OpenBLAS sgemm. DW0 = output bytes.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "../program.h"
+
+namespace csd {
+
+namespace {
+
+constexpr uint64_t kColBudget = 32ull << 20;  // bytes of im2col scratch per block
+
+// Output extent for one spatial axis; 0 when the kernel does not fit.
+uint64_t out_extent(uint64_t in, uint64_t pad, uint64_t dil, uint64_t k, uint64_t stride)
+{
+    const uint64_t span = dil * (k - 1) + 1;
+    const uint64_t padded = in + 2 * pad;
+    return padded < span ? 0 : (padded - span) / stride + 1;
+}
+
+}  // namespace
+
+ExecResult program_conv2d(const ProgramCall &call)
+{
+    csd_conv2d_params p;
+    if (call.nr_ranges != 4 || !read_params(call, &p)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint32_t dims[] = {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w};
+    for (uint32_t d : dims) {
+        if (d == 0 || d > (1u << 24)) {
+            return fail(CSD_STATUS_INVALID_PARAMETERS);
+        }
+    }
+    if ((p.flags & ~CSD_CONV2D_HAS_BIAS) != 0 || p.pad_h > (1u << 24) || p.pad_w > (1u << 24)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint64_t P = out_extent(p.h, p.pad_h, p.dilation_h, p.r, p.stride_h);
+    const uint64_t Q = out_extent(p.w, p.pad_w, p.dilation_w, p.s, p.stride_w);
+    uint64_t in_elems, w_elems, out_elems, crs, hw, pq;
+    if (P == 0 || Q == 0 || !mul_ok(p.n, p.c, p.h * uint64_t{p.w}, &in_elems) ||
+        !mul_ok(p.k, p.c, p.r * uint64_t{p.s}, &w_elems) || !mul_ok(p.n, p.k, P * Q, &out_elems) ||
+        !mul_ok(p.c, p.r, p.s, &crs) || !mul_ok(p.h, p.w, &hw) || !mul_ok(P, Q, &pq)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const Span &in = call.ranges[0], &wt = call.ranges[1], &bias = call.ranges[2], &out = call.ranges[3];
+    const bool has_bias = p.flags & CSD_CONV2D_HAS_BIAS;
+    if (in.len < bytes_of(in_elems, 4) || wt.len < bytes_of(w_elems, 4) ||
+        (has_bias && bias.len < bytes_of(p.k, 4)) || crs > INT32_MAX || pq > INT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint64_t out_bytes = bytes_of(out_elems, 4);
+    if (out.len < out_bytes) {
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW);
+    }
+    if (out_bytes > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+
+    InView<float> x(in, in_elems), w(wt, w_elems);
+    InView<float> b(has_bias ? bias : Span{}, has_bias ? p.k : 0);
+    std::vector<float> y(out_elems);  // separate: the output may overlap the input
+    // Rows of output per block so that the im2col scratch stays within its budget.
+    const uint64_t rows_per_block = std::max<uint64_t>(1, std::min<uint64_t>(P, kColBudget / 4 / (crs * Q)));
+    std::vector<float> col(crs * rows_per_block * Q);
+    std::vector<float> tmp(p.k * rows_per_block * Q);
+    for (uint64_t img = 0; img < p.n; img++) {
+        const float *xi = x.get() + img * p.c * hw;
+        float *yi = y.data() + img * p.k * pq;
+        for (uint64_t p0 = 0; p0 < P; p0 += rows_per_block) {
+            const uint64_t np = std::min<uint64_t>(rows_per_block, P - p0);
+            const uint64_t ncols = np * Q;
+            // col[(c,r,s), (pp,q)] = x[c, p*sh - ph + r*dh, q*sw - pw + s*dw] (0 outside)
+            for (uint64_t c = 0; c < p.c; c++) {
+                for (uint64_t r = 0; r < p.r; r++) {
+                    for (uint64_t s = 0; s < p.s; s++) {
+                        float *dst = col.data() + ((c * p.r + r) * p.s + s) * ncols;
+                        for (uint64_t pp = 0; pp < np; pp++) {
+                            const int64_t ih = static_cast<int64_t>((p0 + pp) * p.stride_h + r * p.dilation_h) - p.pad_h;
+                            for (uint64_t q = 0; q < Q; q++) {
+                                const int64_t iw = static_cast<int64_t>(q * p.stride_w + s * p.dilation_w) - p.pad_w;
+                                const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
+                                dst[pp * Q + q] = inside ? xi[(c * p.h + ih) * p.w + iw] : 0.0f;
+                            }
+                        }
+                    }
+                }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p.k),
+                        static_cast<int>(ncols), static_cast<int>(crs), 1.0f, w.get(),
+                        static_cast<int>(crs), col.data(), static_cast<int>(ncols), 0.0f, tmp.data(),
+                        static_cast<int>(ncols));
+            for (uint64_t k = 0; k < p.k; k++) {
+                const float add = has_bias ? b[k] : 0.0f;
+                float *yrow = yi + k * pq + p0 * Q;
+                const float *trow = tmp.data() + k * ncols;
+                for (uint64_t i = 0; i < ncols; i++) {
+                    yrow[i] = trow[i] + add;
+                }
+            }
+        }
+    }
+    std::memcpy(out.data, y.data(), out_bytes);
+    return ok(static_cast<uint32_t>(out_bytes));
+}
+
+}  // namespace csd

@@ -1,0 +1,161 @@
+// convert (07h): f32 <-> f16 / bf16 (round to nearest even), int8 / uint8 quantised
+// values <-> f32 with scale and zero point. DW0 = bytes written.
+#include <cmath>
+
+#include "../program.h"
+
+namespace csd {
+
+namespace {
+
+uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+float bits_f32(uint32_t u)
+{
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// IEEE binary32 -> binary16, round to nearest even; NaN stays (quiet) NaN.
+uint16_t f32_to_f16(float f)
+{
+    const uint32_t x = f32_bits(f);
+    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+    const uint32_t exp = (x >> 23) & 0xFF;
+    uint32_t man = x & 0x7FFFFF;
+    if (exp == 0xFF) {
+        return sign | 0x7C00 | (man ? 0x200 | (man >> 13) : 0);
+    }
+    const int e = static_cast<int>(exp) - 127 + 15;
+    if (e >= 0x1F) {
+        return sign | 0x7C00;  // overflow to infinity
+    }
+    if (e <= 0) {
+        // subnormal half (or zero): shift the full significand into place, RNE
+        if (e < -10) {
+            return sign;
+        }
+        man |= 0x800000;
+        const uint32_t shift = static_cast<uint32_t>(14 - e);
+        uint32_t half = man >> shift;
+        const uint32_t rem = man & ((1u << shift) - 1);
+        const uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) {
+            half++;
+        }
+        return sign | static_cast<uint16_t>(half);
+    }
+    uint32_t half = (static_cast<uint32_t>(e) << 10) | (man >> 13);
+    const uint32_t rem = man & 0x1FFF;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) {
+        half++;  // may carry into the exponent, up to infinity: correct
+    }
+    return sign | static_cast<uint16_t>(half);
+}
+
+float f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    if (exp == 0x1F) {
+        return bits_f32(sign | 0x7F800000 | (man << 13));
+    }
+    if (exp == 0) {
+        if (man == 0) {
+            return bits_f32(sign);
+        }
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while (!(man & 0x400));
+        return bits_f32(sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3FF) << 13);
+    }
+    return bits_f32(sign | (exp + 127 - 15) << 23 | man << 13);
+}
+
+uint16_t f32_to_bf16(float f)
+{
+    const uint32_t x = f32_bits(f);
+    if ((x & 0x7FFFFFFF) > 0x7F800000) {
+        return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN, sign kept
+    }
+    return static_cast<uint16_t>((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
+}
+
+float bf16_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
+
+int8_t f32_to_i8(float x, float scale, int32_t zp)
+{
+    const double q = std::nearbyint(static_cast<double>(x) / scale);  // FE_TONEAREST: half to even
+    if (std::isnan(q)) {
+        return static_cast<int8_t>(zp < -128 ? -128 : zp > 127 ? 127 : zp);
+    }
+    const double v = q + zp;
+    return static_cast<int8_t>(v < -128.0 ? -128 : v > 127.0 ? 127 : v);
+}
+
+template <class In, class Out, class F>
+void convert_all(const Span &in, const Span &out, size_t n, F f)
+{
+    InView<In> src(in, n);
+    std::vector<Out> tmp(n);  // separate: output and input may overlap
+    for (size_t i = 0; i < n; i++) {
+        tmp[i] = f(src[i]);
+    }
+    std::memcpy(out.data, tmp.data(), n * sizeof(Out));
+}
+
+}  // namespace
+
+ExecResult program_convert(const ProgramCall &call)
+{
+    csd_convert_params p;
+    if (call.nr_ranges != 2 || !read_params(call, &p) || p.op > CSD_CVT_U8_F32 || p.count == 0) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    if (p.op == CSD_CVT_F32_I8 && (!std::isfinite(p.scale) || p.scale == 0.0f)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    static const uint8_t in_size[] = {4, 4, 2, 2, 1, 4, 1};
+    static const uint8_t out_size[] = {2, 2, 4, 4, 4, 1, 4};
+    const uint64_t n = p.count;
+    if (call.ranges[0].len < bytes_of(n, in_size[p.op])) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint64_t out_bytes = bytes_of(n, out_size[p.op]);
+    if (call.ranges[1].len < out_bytes) {
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW);
+    }
+    if (out_bytes > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const Span &in = call.ranges[0], &out = call.ranges[1];
+    const float scale = p.scale;
+    const int32_t zp = p.zero_point;
+    switch (p.op) {
+    case CSD_CVT_F32_F16: convert_all<float, uint16_t>(in, out, n, f32_to_f16); break;
+    case CSD_CVT_F32_BF16: convert_all<float, uint16_t>(in, out, n, f32_to_bf16); break;
+    case CSD_CVT_F16_F32: convert_all<uint16_t, float>(in, out, n, f16_to_f32); break;
+    case CSD_CVT_BF16_F32: convert_all<uint16_t, float>(in, out, n, bf16_to_f32); break;
+    case CSD_CVT_I8_F32:
+        convert_all<int8_t, float>(in, out, n, [=](int8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
+        break;
+    case CSD_CVT_F32_I8:
+        convert_all<float, int8_t>(in, out, n, [=](float x) { return f32_to_i8(x, scale, zp); });
+        break;
+    default:
+        convert_all<uint8_t, float>(in, out, n, [=](uint8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
+        break;
+    }
+    return ok(static_cast<uint32_t>(out_bytes));
+}
+
+}  // namespace csd

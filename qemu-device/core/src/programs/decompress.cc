@@ -1,0 +1,102 @@
+// decompress (0Ah): zstd frames (libzstd) or the LZ4 frame format (liblz4) from the exact
+// compressed bytes of the input range. DW0 = decompressed bytes. Corrupt or truncated
+// input: Program Fault; output too small: Output Overflow.
+#include <lz4frame.h>
+#include <zstd.h>
+
+#include <memory>
+
+#include "../program.h"
+
+namespace csd {
+
+namespace {
+
+// Whether a decoder that filled `out` still has bytes to give: asks for one more byte.
+template <class MoreFn>
+ExecResult full_output(MoreFn more)
+{
+    return more() ? fail(CSD_STATUS_OUTPUT_OVERFLOW) : fail(CSD_STATUS_PROGRAM_FAULT);
+}
+
+ExecResult zstd_frames(const Span &in, const Span &out)
+{
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx *)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!dctx) {
+        return fail(CSD_STATUS_INTERNAL_ERROR);
+    }
+    ZSTD_inBuffer src{in.data, in.len, 0};
+    ZSTD_outBuffer dst{out.data, out.len, 0};
+    size_t ret = 1;
+    while (src.pos < src.size || ret != 0) {
+        const size_t before_in = src.pos, before_out = dst.pos;
+        ret = ZSTD_decompressStream(dctx.get(), &dst, &src);
+        if (ZSTD_isError(ret)) {
+            return fail(CSD_STATUS_PROGRAM_FAULT);
+        }
+        if (src.pos == before_in && dst.pos == before_out) {
+            if (dst.pos == dst.size) {
+                return full_output([&] {
+                    uint8_t probe;
+                    ZSTD_outBuffer one{&probe, 1, 0};
+                    const size_t r = ZSTD_decompressStream(dctx.get(), &one, &src);
+                    return !ZSTD_isError(r) && one.pos == 1;
+                });
+            }
+            return fail(CSD_STATUS_PROGRAM_FAULT);  // input ends inside a frame
+        }
+    }
+    if (dst.pos > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    return ok(static_cast<uint32_t>(dst.pos));
+}
+
+ExecResult lz4_frames(const Span &in, const Span &out)
+{
+    LZ4F_dctx *raw = nullptr;
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
+        return fail(CSD_STATUS_INTERNAL_ERROR);
+    }
+    std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx *)> dctx(raw, LZ4F_freeDecompressionContext);
+    uint64_t in_pos = 0, out_pos = 0;
+    size_t hint = 1;
+    while (in_pos < in.len || hint != 0) {
+        size_t src_size = in.len - in_pos, dst_size = out.len - out_pos;
+        hint = LZ4F_decompress(dctx.get(), out.data + out_pos, &dst_size, in.data + in_pos, &src_size, nullptr);
+        if (LZ4F_isError(hint)) {
+            return fail(CSD_STATUS_PROGRAM_FAULT);
+        }
+        in_pos += src_size;
+        out_pos += dst_size;
+        if (src_size == 0 && dst_size == 0) {
+            if (out_pos == out.len && hint != 0) {
+                return full_output([&] {
+                    uint8_t probe;
+                    size_t one = 1, rest = in.len - in_pos;
+                    const size_t r = LZ4F_decompress(dctx.get(), &probe, &one, in.data + in_pos, &rest, nullptr);
+                    return !LZ4F_isError(r) && one == 1;
+                });
+            }
+            return fail(CSD_STATUS_PROGRAM_FAULT);  // input ends inside a frame
+        }
+    }
+    if (out_pos > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    return ok(static_cast<uint32_t>(out_pos));
+}
+
+}  // namespace
+
+ExecResult program_decompress(const ProgramCall &call)
+{
+    uint32_t algo;
+    if (call.nr_ranges != 2 || !read_params(call, &algo) || algo > CSD_DECOMP_LZ4) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    return algo == CSD_DECOMP_ZSTD ? zstd_frames(call.ranges[0], call.ranges[1])
+                                   : lz4_frames(call.ranges[0], call.ranges[1]);
+}
+
+}  // namespace csd

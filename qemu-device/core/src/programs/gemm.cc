@@ -1,0 +1,42 @@
+// gemm (02h): C = alpha * op(A) * op(B) + beta * C in f32 with OpenBLAS; DW0 = m*n*4.
+#include <cblas.h>
+
+#include "../program.h"
+
+namespace csd {
+
+ExecResult program_gemm(const ProgramCall &call)
+{
+    csd_gemm_params p;
+    if (call.nr_ranges != 3 || !read_params(call, &p)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint32_t kIntMax = static_cast<uint32_t>(INT32_MAX);
+    if (p.m == 0 || p.n == 0 || p.k == 0 || p.m > kIntMax || p.n > kIntMax || p.k > kIntMax ||
+        (p.flags & ~(CSD_GEMM_TRANS_A | CSD_GEMM_TRANS_B)) != 0) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const Span &a = call.ranges[0], &b = call.ranges[1], &c = call.ranges[2];
+    uint64_t a_elems, b_elems, c_elems;
+    if (!mul_ok(p.m, p.k, &a_elems) || !mul_ok(p.k, p.n, &b_elems) || !mul_ok(p.m, p.n, &c_elems) ||
+        a.len < bytes_of(a_elems, 4) || b.len < bytes_of(b_elems, 4)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    uint64_t c_bytes = bytes_of(c_elems, 4);
+    if (c.len < c_bytes) {
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW);
+    }
+    if (c_bytes > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);  // DW0 could not report it
+    }
+    const bool ta = p.flags & CSD_GEMM_TRANS_A, tb = p.flags & CSD_GEMM_TRANS_B;
+    InView<float> av(a, a_elems), bv(b, b_elems);
+    OutView<float> cv(c, c_elems);
+    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, p.alpha, av.get(), ta ? m : k, bv.get(), tb ? k : n, p.beta, cv.get(), n);
+    cv.commit();
+    return ok(static_cast<uint32_t>(c_bytes));
+}
+
+}  // namespace csd

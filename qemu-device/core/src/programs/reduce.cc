@@ -1,0 +1,113 @@
+// reduce (05h): one 8-byte result per row of a rows x cols matrix: sum, min, max, mean
+// (f64 for float input, i64 for integer input; integer sums wrap), argmax, argmin (u64,
+// first index of the extreme). min/max/argmin/argmax skip NaN unless a row is all NaN.
+#include <cmath>
+#include <type_traits>
+
+#include "../program.h"
+
+namespace csd {
+
+namespace {
+
+template <class T>
+uint64_t reduce_row(const T *x, uint32_t n, uint32_t op)
+{
+    uint64_t bits = 0;
+    if (op == CSD_RED_SUM || op == CSD_RED_MEAN) {
+        if constexpr (std::is_floating_point_v<T>) {
+            double s = 0.0;
+            for (uint32_t i = 0; i < n; i++) {
+                s += static_cast<double>(x[i]);
+            }
+            if (op == CSD_RED_MEAN) {
+                s /= n;
+            }
+            std::memcpy(&bits, &s, 8);
+        } else {
+            uint64_t s = 0;  // two's complement wrap
+            __int128 exact = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                s += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+                exact += x[i];
+            }
+            if (op == CSD_RED_MEAN) {
+                double m = static_cast<double>(exact) / n;
+                std::memcpy(&bits, &m, 8);
+            } else {
+                bits = s;
+            }
+        }
+        return bits;
+    }
+    // min, max, argmin, argmax: first extreme, NaN skipped where possible
+    const bool want_max = op == CSD_RED_MAX || op == CSD_RED_ARGMAX;
+    uint32_t best = 0;
+    if constexpr (std::is_floating_point_v<T>) {
+        while (best < n && std::isnan(x[best])) {
+            best++;
+        }
+        if (best == n) {
+            best = 0;
+        }
+    }
+    for (uint32_t i = best + 1; i < n; i++) {
+        if (want_max ? x[i] > x[best] : x[i] < x[best]) {
+            best = i;
+        }
+    }
+    if (op == CSD_RED_ARGMAX || op == CSD_RED_ARGMIN) {
+        return best;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+        double v = static_cast<double>(x[best]);
+        std::memcpy(&bits, &v, 8);
+    } else {
+        int64_t v = x[best];
+        std::memcpy(&bits, &v, 8);
+    }
+    return bits;
+}
+
+template <class T>
+void reduce_all(const Span &in, uint64_t elems, uint32_t rows, uint32_t cols, uint32_t op, uint64_t *out)
+{
+    InView<T> x(in, elems);
+    for (uint64_t r = 0; r < rows; r++) {
+        out[r] = reduce_row(x.get() + r * cols, cols, op);
+    }
+}
+
+}  // namespace
+
+ExecResult program_reduce(const ProgramCall &call)
+{
+    csd_reduce_params p;
+    if (call.nr_ranges != 2 || !read_params(call, &p) || p.op > CSD_RED_ARGMIN ||
+        p.dtype > CSD_DT_I64 || p.rows == 0 || p.cols == 0) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint64_t esize = (p.dtype == CSD_DT_F32 || p.dtype == CSD_DT_I32) ? 4 : 8;
+    uint64_t elems;
+    if (!mul_ok(p.rows, p.cols, &elems) || call.ranges[0].len < bytes_of(elems, esize)) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    const uint64_t out_bytes = bytes_of(p.rows, 8);
+    if (call.ranges[1].len < out_bytes) {
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW);
+    }
+    if (out_bytes > UINT32_MAX) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    std::vector<uint64_t> res(p.rows);  // separate: the output may overlap the input
+    switch (p.dtype) {
+    case CSD_DT_F32: reduce_all<float>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_F64: reduce_all<double>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_I32: reduce_all<int32_t>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    default: reduce_all<int64_t>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    }
+    std::memcpy(call.ranges[1].data, res.data(), out_bytes);
+    return ok(static_cast<uint32_t>(out_bytes));
+}
+
+}  // namespace csd

@@ -1,0 +1,185 @@
+// elementwise, softmax and reduce against reference loops computed here.
+#include <cmath>
+#include <limits>
+
+#include "core_fixture.h"
+
+namespace {
+
+class Vector : public CoreTest {};
+
+double ref_unary(uint32_t op, double x, double a, double b)
+{
+    switch (op) {
+    case CSD_EW_RELU: return x > 0 ? x : 0;
+    case CSD_EW_SIGMOID: return 1 / (1 + std::exp(-x));
+    case CSD_EW_TANH: return std::tanh(x);
+    case CSD_EW_GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case CSD_EW_AXPB: return a * x + b;
+    case CSD_EW_EXP: return std::exp(x);
+    default: return std::fabs(x);
+    }
+}
+
+double ref_binary(uint32_t op, double x, double y)
+{
+    switch (op) {
+    case CSD_EW_ADD: return x + y;
+    case CSD_EW_SUB: return x - y;
+    case CSD_EW_MUL: return x * y;
+    case CSD_EW_DIV: return x / y;
+    case CSD_EW_MAX: return x > y ? x : y;
+    default: return x < y ? x : y;
+    }
+}
+
+TEST_F(Vector, BinaryOps)
+{
+    const uint32_t n = 1003;
+    auto x = random_vector<float>(n, 11, -4, 4), y = random_vector<float>(n, 12, 0.5, 3);
+    put(0, x);
+    put(8192, y);
+    for (uint32_t op : {0u, 1u, 2u, 3u, 4u, 5u}) {
+        csd_elementwise_params p{op, n, 0, 0};
+        auto r = exec(CSD_PROG_ELEMENTWISE, {{0, n * 4}, {8192, n * 4}, {16384, n * 4}}, p);
+        EXPECT_OK(r);
+        EXPECT_EQ(r.dw0, n * 4);
+        auto out = get<float>(16384, n);
+        for (uint32_t i = 0; i < n; i++) {
+            ASSERT_NEAR(out[i], ref_binary(op, x[i], y[i]), 1e-5 * (1 + std::fabs(ref_binary(op, x[i], y[i])))) << op;
+        }
+    }
+}
+
+TEST_F(Vector, UnaryOpsInPlace)
+{
+    const uint32_t n = 517;
+    auto x = random_vector<float>(n, 13, -5, 5);
+    for (uint32_t op : {16u, 17u, 18u, 19u, 20u, 21u, 22u}) {
+        put(4, x);  // unaligned to 8, aligned to 4; in place: out == x
+        csd_elementwise_params p{op, n, 1.5f, -0.25f};
+        EXPECT_OK(exec(CSD_PROG_ELEMENTWISE, {{4, n * 4}, {4, n * 4}}, p));
+        auto out = get<float>(4, n);
+        for (uint32_t i = 0; i < n; i++) {
+            const double want = ref_unary(op, x[i], 1.5, -0.25);
+            ASSERT_NEAR(out[i], want, 2e-6 * (1 + std::fabs(want))) << "op " << op << " x " << x[i];
+        }
+    }
+}
+
+TEST_F(Vector, ElementwiseErrors)
+{
+    csd_elementwise_params p{CSD_EW_ADD, 4, 0, 0};
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);  // binary needs 3
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 12}, {32, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 16}, {32, 12}}, p), CSD_STATUS_OUTPUT_OVERFLOW);
+    p.op = 7;
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 16}, {32, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);
+    p.op = CSD_EW_RELU;
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 16}, {32, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);
+    p.count = 0;
+    EXPECT_STATUS(exec(CSD_PROG_ELEMENTWISE, {{0, 16}, {16, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);
+}
+
+TEST_F(Vector, SoftmaxStableAndInPlace)
+{
+    const uint32_t rows = 7, cols = 129;
+    auto x = random_vector<float>(rows * cols, 14, -10, 10);
+    x[5] = 1000.0f;  // would overflow exp() without the max shift
+    x[cols + 3] = -1000.0f;
+    put(0, x);
+    csd_softmax_params p{rows, cols};
+    auto r = exec(CSD_PROG_SOFTMAX, {{0, x.size() * 4}, {0, x.size() * 4}}, p);
+    EXPECT_OK(r);
+    EXPECT_EQ(r.dw0, rows * cols * 4);
+    auto out = get<float>(0, x.size());
+    for (uint32_t i = 0; i < rows; i++) {
+        double mx = -INFINITY, sum = 0;
+        for (uint32_t j = 0; j < cols; j++) mx = std::max<double>(mx, x[i * cols + j]);
+        for (uint32_t j = 0; j < cols; j++) sum += std::exp(double(x[i * cols + j]) - mx);
+        for (uint32_t j = 0; j < cols; j++) {
+            const double want = std::exp(double(x[i * cols + j]) - mx) / sum;
+            ASSERT_NEAR(out[i * cols + j], want, 1e-6 + 1e-5 * want);
+        }
+    }
+    EXPECT_STATUS(exec(CSD_PROG_SOFTMAX, {{0, 16}, {64, 12}}, csd_softmax_params{1, 4}), CSD_STATUS_OUTPUT_OVERFLOW);
+    EXPECT_STATUS(exec(CSD_PROG_SOFTMAX, {{0, 12}, {64, 16}}, csd_softmax_params{1, 4}), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_SOFTMAX, {{0, 16}, {64, 16}}, csd_softmax_params{0, 4}), CSD_STATUS_INVALID_PARAMETERS);
+}
+
+class Reduce : public CoreTest {
+protected:
+    template <class T>
+    std::vector<uint64_t> run(const std::vector<T> &x, uint32_t op, uint32_t dtype, uint32_t rows, uint32_t cols)
+    {
+        put(0, x);
+        csd_reduce_params p{op, dtype, rows, cols};
+        auto r = exec(CSD_PROG_REDUCE, {{0, x.size() * sizeof(T)}, {1 << 20, rows * 8ull}}, p);
+        EXPECT_OK(r);
+        EXPECT_EQ(r.dw0, rows * 8);
+        return get<uint64_t>(1 << 20, rows);
+    }
+};
+
+double as_f64(uint64_t b) { double d; std::memcpy(&d, &b, 8); return d; }
+
+TEST_F(Reduce, FloatSumMinMaxMeanArg)
+{
+    const uint32_t rows = 3, cols = 1000;
+    auto x = random_vector<float>(rows * cols, 15, -100, 100);
+    x[1 * cols + 10] = 500; x[1 * cols + 20] = 500;   // first of equal maxima wins
+    x[2 * cols + 7] = -500; x[2 * cols + 9] = -500;
+    for (uint32_t op = 0; op <= 5; op++) {
+        auto got = run(x, op, CSD_DT_F32, rows, cols);
+        for (uint32_t r = 0; r < rows; r++) {
+            const float *row = x.data() + r * cols;
+            double sum = 0; size_t amax = 0, amin = 0;
+            for (uint32_t j = 0; j < cols; j++) {
+                sum += row[j];
+                if (row[j] > row[amax]) amax = j;
+                if (row[j] < row[amin]) amin = j;
+            }
+            switch (op) {
+            case CSD_RED_SUM: EXPECT_DOUBLE_EQ(as_f64(got[r]), sum); break;
+            case CSD_RED_MEAN: EXPECT_DOUBLE_EQ(as_f64(got[r]), sum / cols); break;
+            case CSD_RED_MIN: EXPECT_EQ(as_f64(got[r]), row[amin]); break;
+            case CSD_RED_MAX: EXPECT_EQ(as_f64(got[r]), row[amax]); break;
+            case CSD_RED_ARGMAX: EXPECT_EQ(got[r], amax); break;
+            default: EXPECT_EQ(got[r], amin); break;
+            }
+        }
+    }
+    EXPECT_EQ(run(x, CSD_RED_ARGMAX, CSD_DT_F32, rows, cols)[1], 10u);
+    EXPECT_EQ(run(x, CSD_RED_ARGMIN, CSD_DT_F32, rows, cols)[2], 7u);
+}
+
+TEST_F(Reduce, DoubleAndNaN)
+{
+    std::vector<double> x{std::nan(""), 2.5, -1.0, 7.0};
+    EXPECT_EQ(as_f64(run(x, CSD_RED_MAX, CSD_DT_F64, 1, 4)[0]), 7.0);
+    EXPECT_EQ(run(x, CSD_RED_ARGMIN, CSD_DT_F64, 1, 4)[0], 2u);
+    EXPECT_TRUE(std::isnan(as_f64(run(x, CSD_RED_SUM, CSD_DT_F64, 1, 4)[0])));
+}
+
+TEST_F(Reduce, IntegersWrapAndMean)
+{
+    std::vector<int64_t> big{INT64_MAX, 1, 5, -3};
+    EXPECT_EQ(static_cast<int64_t>(run(big, CSD_RED_SUM, CSD_DT_I64, 1, 4)[0]), INT64_MIN + 2);  // wraps
+    EXPECT_EQ(static_cast<int64_t>(run(big, CSD_RED_MIN, CSD_DT_I64, 1, 4)[0]), -3);
+    std::vector<int32_t> v{-7, 3, 10, 2, INT32_MIN, INT32_MAX};
+    EXPECT_EQ(static_cast<int64_t>(run(v, CSD_RED_SUM, CSD_DT_I32, 2, 3)[0]), 6);
+    EXPECT_EQ(static_cast<int64_t>(run(v, CSD_RED_SUM, CSD_DT_I32, 2, 3)[1]), int64_t{2} + INT32_MIN + INT32_MAX);
+    EXPECT_DOUBLE_EQ(as_f64(run(v, CSD_RED_MEAN, CSD_DT_I32, 2, 3)[0]), 2.0);
+    EXPECT_EQ(static_cast<int64_t>(run(v, CSD_RED_MAX, CSD_DT_I32, 2, 3)[1]), INT32_MAX);
+    EXPECT_EQ(run(v, CSD_RED_ARGMIN, CSD_DT_I32, 2, 3)[1], 1u);
+}
+
+TEST_F(Reduce, Errors)
+{
+    EXPECT_STATUS(exec(CSD_PROG_REDUCE, {{0, 16}, {64, 8}}, csd_reduce_params{6, 0, 1, 4}), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_REDUCE, {{0, 16}, {64, 8}}, csd_reduce_params{0, 4, 1, 4}), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_REDUCE, {{0, 16}, {64, 8}}, csd_reduce_params{0, 1, 1, 4}), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_REDUCE, {{0, 32}, {64, 8}}, csd_reduce_params{0, 0, 2, 4}), CSD_STATUS_OUTPUT_OVERFLOW);
+}
+
+}  // namespace
