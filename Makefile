@@ -19,8 +19,10 @@ help:
 deps:
 	@bash ci/deps.sh
 
-qemu: deps
-	@bash qemu-device/build-qemu.sh --qtest
+CORE_LIB := $(MESON_BUILD)/qemu-device/core/libcsd_core.a
+qemu: build
+	@bash qemu-device/build-qemu.sh --qtest --core-lib $(CORE_LIB) \
+	    --core-libs $(MESON_BUILD)/qemu-device/core/csd_core_link_libs.txt
 
 image: deps
 	@bash images/fetch-kernel.sh

@@ -4,6 +4,7 @@
 #
 # Usage: qemu-device/build-qemu.sh [--core-lib PATH] [--qtest]
 #   --core-lib PATH  static device-core library to link into QEMU (libcsd_core.a)
+#   --core-libs FILE file naming the libraries the core needs (-lopenblas ...), from meson
 #   --qtest          also build tests/qtest/qos-test and copy it to build/qemu/
 # Environment: CSD_CACHE (default ~/.cache/nvme-csd), JOBS (default nproc).
 set -euo pipefail
@@ -14,10 +15,12 @@ top=$(cd "$here/.." && pwd)
 . "$here/qemu-source.conf"
 
 core_lib=""
+core_libs=""
 want_qtest=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --core-lib) core_lib=$(realpath "$2"); shift 2 ;;
+        --core-libs) core_libs=$(cat "$2"); shift 2 ;;
         --qtest) want_qtest=1; shift ;;
         *) echo "build-qemu: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -84,7 +87,8 @@ have_sha=$(sha256sum "$dl/$tarball" | cut -d' ' -f1)
 configure_flags="$QEMU_CONFIGURE_FLAGS --python=/usr/bin/python3"
 if [ -n "$core_lib" ]; then
     [ -f "$core_lib" ] || die "core library $core_lib not found"
-    configure_flags="$configure_flags --extra-ldflags=-Wl,--start-group,$work/csd-core/libcsd_core.a,-lopenblas,-lzstd,-llz4,-lxxhash,-lstdc++,-lm,--end-group"
+    [ -n "$core_libs" ] || die "--core-lib needs --core-libs"
+    configure_flags="$configure_flags --extra-ldflags=-Wl,--start-group,$work/csd-core/libcsd_core.a,$(echo $core_libs | tr ' ' ','),--end-group"
 fi
 
 input_hash=$(
@@ -92,7 +96,7 @@ input_hash=$(
         echo "$deb_version $have_sha $want_qtest"
         echo "$configure_flags"
         sha256sum "$0" "$here/qemu-source.conf"
-        find "$here/patches" "$here/overlay" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+        find "$here/patches" "$here/overlay" "$here/core/include" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
         [ -z "$core_lib" ] || sha256sum < "$core_lib"
     } | sed "s|$top/||g" | sha256sum | cut -c1-16
 )
@@ -148,6 +152,8 @@ cp -a "$pristine" "$stage"
 if [ -d "$here/overlay" ]; then
     cp -r "$here/overlay/." "$stage/"
 fi
+# The device core's C ABI, next to the glue that includes it.
+cp "$here"/core/include/*.h "$stage/hw/nvme/"
 for p in "$here"/patches/*.patch; do
     [ -e "$p" ] || continue
     if ! patch -d "$stage" -p1 -N -s --dry-run < "$p" >/dev/null 2>&1; then
@@ -172,10 +178,14 @@ rm -rf "$stage"
 
 if [ -n "$core_lib" ]; then
     mkdir -p "$work/csd-core"
-    if ! cmp -s "$core_lib" "$work/csd-core/libcsd_core.a"; then
-        cp "$core_lib" "$work/csd-core/libcsd_core.a"
+    # meson makes a thin archive (member paths only): write a self-contained copy.
+    rm -f "$work/csd-core/new.a"
+    printf 'CREATE %s\nADDLIB %s\nSAVE\nEND\n' "$work/csd-core/new.a" "$core_lib" | ar -M
+    if ! cmp -s "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"; then
+        mv "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"
         rm -f "$work/build/qemu-system-x86_64"   # ninja cannot see link_args inputs
     fi
+    rm -f "$work/csd-core/new.a"
 fi
 
 # ---------------------------------------------------------------- configure, build

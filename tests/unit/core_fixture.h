@@ -76,6 +76,7 @@ protected:
     {
         csd_exec *job = nullptr;
         ExecOut r{};
+        csd_core_stat_add(core, CSD_STAT_EXEC_CMDS, 1);  // as every host does on arrival
         r.status = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job);
         if (r.status != 0) {
             EXPECT_EQ(job, nullptr);

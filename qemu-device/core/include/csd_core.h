@@ -51,7 +51,8 @@ uint32_t csd_core_max_desc_len(void);
 /*
  * Validates an execute descriptor of len bytes (magic, version, program, ranges in SLM,
  * parameter size) and, on success, returns a job in *exec that csd_core_exec_run runs.
- * Counts the Execute command and, on failure, an Execute error in the statistics.
+ * Counts an Execute error on failure; the host counts the command itself (EXEC_CMDS)
+ * when it arrives, so that commands failing before this call count too.
  */
 uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len,
                                csd_exec **exec);

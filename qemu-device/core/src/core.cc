@@ -213,7 +213,6 @@ static uint16_t exec_prepare(csd_core *core, const uint8_t *d, uint32_t len, csd
 uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec)
 {
     *exec = nullptr;
-    csd_core_stat_add(core, CSD_STAT_EXEC_CMDS, 1);
     const uint16_t st = exec_prepare(core, static_cast<const uint8_t *>(desc), len, exec);
     if (st != CSD_STATUS_SUCCESS) {
         csd_core_stat_add(core, CSD_STAT_EXEC_ERRORS, 1);
