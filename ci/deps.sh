@@ -13,10 +13,10 @@ packages=(
     # firmware: qboot and option ROMs, SeaBIOS and the e1000 ROM for QEMU's qtests
     qemu-system-data seabios ipxe-qemu
     # guest userland (copied into the guest image)
-    busybox-static nvme-cli fio python3-numpy
+    busybox-static nvme-cli fio python3-numpy zstd lz4
     # device core and host library
     libopenblas-dev libzstd-dev liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
-    libnvme-dev liburing-dev clang libclang-rt-14-dev pybind11-dev python3-dev
+    libnvme-dev liburing-dev libisal-dev clang libclang-rt-14-dev pybind11-dev python3-dev
 )
 
 missing() {

@@ -17,7 +17,7 @@ kroot="$out/kernel-root"
 die() { echo "build-guest: error: $*" >&2; exit 1; }
 
 # Guest programs taken whole, with every library they link (ldd closure).
-guest_programs=(/usr/sbin/nvme /usr/bin/fio /usr/bin/python3.11)
+guest_programs=(/usr/sbin/nvme /usr/bin/fio /usr/bin/python3.11 /usr/bin/zstd /usr/bin/lz4)
 # Python trees taken whole; the .so files inside get their ldd closure too.
 python_trees=(/usr/lib/python3.11 /usr/lib/python3/dist-packages/numpy)
 python_skip=(test idlelib tkinter turtledemo ensurepip lib2to3 pydoc_data __pycache__ config-3.11-x86_64-linux-gnu)
@@ -31,7 +31,7 @@ inputs_hash() {
     {
         sha256sum "$0" "$here/guest-init.sh"
         echo "$krel"
-        dpkg-query -W -f '${Package} ${Version}\n' busybox-static nvme-cli fio python3.11 python3-numpy \
+        dpkg-query -W -f '${Package} ${Version}\n' busybox-static nvme-cli fio python3.11 python3-numpy zstd lz4 \
             libnvme1 2>/dev/null
     } | sha256sum | cut -c1-16
 }
