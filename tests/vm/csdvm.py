@@ -184,7 +184,7 @@ class Vm:
         dev = (f"nvme,id=nvme0,serial=csd0001,drive=nvm0,"
                f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
         if self.cfg.csd:
-            dev += f",csd=on"
+            dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)},csd.compute-units={self.cfg.cu}"
             extra = self.cfg.extra_device
             if extra:
                 dev += "," + extra
