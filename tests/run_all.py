@@ -14,6 +14,7 @@ CLOSING = re.compile(r"(\d+) passed, (\d+) failed")
 # name -> command (run from the top of the tree); each prints its own closing line.
 SUITES = {
     "unit": ["tests/unit/run-unit.sh"],
+    "fuzz": ["tests/fuzz/run-fuzz.sh", "60"],
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "harness": ["tests/vm/selftest.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Writes one valid seed input per program (descriptor + SLM bytes) for the fuzzer."""
+import os
+import struct
+import sys
+
+out = sys.argv[1]
+
+
+def seed(name, program, ranges, params, slm=b""):
+    d = struct.pack("<4sHHHHI", b"CSDX", 1, program, len(ranges), 0, len(params))
+    for off, ln in ranges:
+        d += struct.pack("<QQ", off, ln)
+    d += params
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(struct.pack("<H", len(d)) + d + slm)
+
+
+data = bytes(range(256)) * 64
+seed("copy", 1, [(0, 64), (4096, 64)], b"", data)
+seed("gemm", 2, [(0, 64), (64, 64), (128, 64)], struct.pack("<4I2f", 4, 4, 4, 3, 1.0, 0.5), data)
+seed("ew-add", 3, [(0, 64), (64, 64), (128, 64)], struct.pack("<2I2f", 0, 16, 0, 0), data)
+seed("ew-gelu", 3, [(0, 64), (0, 64)], struct.pack("<2I2f", 19, 16, 0, 0), data)
+seed("softmax", 4, [(0, 64), (64, 64)], struct.pack("<2I", 4, 4), data)
+seed("reduce", 5, [(0, 64), (64, 16)], struct.pack("<4I", 4, 0, 2, 8), data)
+seed("filter", 6, [(0, 256), (4096, 256)], struct.pack("<3IHHII", 16, 16, 4, 4, 4, 0, 0) + struct.pack("<dd", 0.5, 1.0), data)
+seed("convert", 7, [(0, 64), (64, 32)], struct.pack("<2IfI", 0, 16, 1.0, 0), data)
+seed("checksum", 8, [(0, 100)], struct.pack("<I", 1), data)
+seed("conv2d", 9, [(0, 64), (64, 36), (0, 0), (256, 16)], struct.pack("<14I", 1, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0, 1, 1, 0), data)
+zstd_frame = bytes.fromhex("28b52ffd2000410000616161")  # a tiny zstd frame
+seed("decompress", 10, [(0, len(zstd_frame)), (64, 64)], struct.pack("<I", 0), zstd_frame)
