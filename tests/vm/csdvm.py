@@ -151,6 +151,8 @@ def project_files() -> dict[str, Path]:
     for p in sorted(GUEST_TESTS.glob("*")):
         if p.is_file():
             files[f"/csd/tests/{p.name}"] = p
+    for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test
+        files[f"/csd/docs/{p.name}"] = p
     guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
     if guest_dir.is_dir():
         for p in sorted(guest_dir.rglob("*")):

@@ -1,0 +1,33 @@
+"""Runs the ```sh blocks of a Markdown file in one shell, in order, and compares each
+block's output with the ```text block right after it (when there is one)."""
+import re
+import subprocess
+import sys
+
+from csd_guest import Checks
+
+doc = open(sys.argv[1]).read()
+blocks = re.findall(r"```(\w*)\n(.*?)```", doc, re.S)
+recipes = []  # (script, expected or None)
+for i, (kind, body) in enumerate(blocks):
+    if kind == "sh":
+        nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+        recipes.append((body, nxt[1] if nxt and nxt[0] == "text" else None))
+
+script = "".join(f"echo '@@RECIPE {i}'\n{body}\n" for i, (body, _) in enumerate(recipes))
+out = subprocess.run(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                     text=True).stdout
+parts = re.split(r"^@@RECIPE (\d+)\n", out, flags=re.M)
+got = {int(parts[i]): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+c = Checks()
+for i, (body, want) in enumerate(recipes):
+    first = body.strip().splitlines()[0][:60]
+    if want is None:
+        c.ok(i in got, f"recipe {i} ran: {first}")
+        continue
+    ok = got.get(i, "").rstrip() == want.rstrip()
+    if not ok:
+        print(f"--- recipe {i} printed:\n{got.get(i, '<nothing>')}--- the document says:\n{want}")
+    c.ok(ok, f"recipe {i} prints what the document says: {first}")
+c.ok(len(recipes) >= 8, f"{len(recipes)} recipes found")
+c.report()
