@@ -5,7 +5,7 @@
 # Usage: qemu-device/build-qemu.sh [--core-lib PATH] [--qtest]
 #   --core-lib PATH  static device-core library to link into QEMU (libcsd_core.a)
 #   --core-libs FILE file naming the libraries the core needs (-lopenblas ...), from meson
-#   --qtest          also build tests/qtest/qos-test and copy it to build/qemu/
+#   --qtest          also build the qtests (qos-test, csd-test) and copy them to build/qemu/
 # Environment: CSD_CACHE (default ~/.cache/nvme-csd), JOBS (default nproc).
 set -euo pipefail
 
@@ -103,13 +103,13 @@ input_hash=$(
 
 stamp="$work/stamp"
 products=(qemu-system-x86_64)
-[ "$want_qtest" = 0 ] || products+=(qos-test)
+[ "$want_qtest" = 0 ] || products+=(qos-test csd-test)
 
 copy_products() {
     local p
     for p in "${products[@]}"; do
         local from="$work/build/$p"
-        [ "$p" = qos-test ] && from="$work/build/tests/qtest/qos-test"
+        [ "$p" = qemu-system-x86_64 ] || from="$work/build/tests/qtest/$p"
         cmp -s "$from" "$out/$p" 2>/dev/null || cp "$from" "$out/$p"
     done
     # Firmware (the +ds source ships none), where QEMU looks relative to its binary
@@ -127,7 +127,7 @@ copy_products() {
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$input_hash" ]; then
     ok=1
     for p in "${products[@]}"; do
-        b="$work/build/$p"; [ "$p" = qos-test ] && b="$work/build/tests/qtest/qos-test"
+        b="$work/build/$p"; [ "$p" = qemu-system-x86_64 ] || b="$work/build/tests/qtest/$p"
         [ -x "$b" ] || ok=0
     done
     if [ $ok = 1 ]; then
@@ -203,7 +203,7 @@ if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$flags_stamp" 2>/dev/null)" !
 fi
 
 targets=(qemu-system-x86_64)
-[ "$want_qtest" = 0 ] || targets+=(tests/qtest/qos-test)
+[ "$want_qtest" = 0 ] || targets+=(tests/qtest/qos-test tests/qtest/csd-test)
 say "building ${targets[*]} with $jobs jobs (a cold build takes 6-8 minutes on 2 cores)"
 start=$(date +%s)
 ninja -C "$work/build" -j "$jobs" "${targets[@]}" | awk '

@@ -1,23 +1,66 @@
 #!/usr/bin/env bash
-# Runs QEMU's qos-test nvme paths (stock tests and the csd ones from the overlay) against
-# build/qemu/qemu-system-x86_64; prints TAP and a closing 'N passed, N failed' line.
+# Runs the qtests against build/qemu/qemu-system-x86_64: QEMU's own nvme qos-tests with
+# csd off and again with csd on (-global nvme.csd=on through a wrapper named like the
+# binary, since libqtest reads the target from the name), the csd qtests, and the
+# realize-time checks of the csd properties. Prints TAP and 'qtest: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-export QTEST_QEMU_BINARY="$top/build/qemu/qemu-system-x86_64"
+qemu="$top/build/qemu/qemu-system-x86_64"
 qos="$top/build/qemu/qos-test"
-[ -x "$qos" ] && [ -x "$QTEST_QEMU_BINARY" ] || { echo "qtest: build QEMU first (make qemu)" >&2; exit 1; }
-
-mapfile -t paths < <("$qos" -l 2>/dev/null | grep -E '/(nvme|csd)[-/]' )
-[ ${#paths[@]} -gt 0 ] || { echo "qtest: qos-test lists no nvme tests" >&2; exit 1; }
-pass=0 fail=0
-for p in "${paths[@]}"; do
-    out=$(timeout 120 "$qos" --tap -m quick -p "$p" 2>&1)
-    rc=$?
-    if [ $rc = 0 ] && grep -q '^ok ' <<<"$out" && ! grep -q '^not ok' <<<"$out"; then
-        pass=$((pass + 1)); echo "ok $((pass + fail)) $p"
-    else
-        fail=$((fail + 1)); echo "not ok $((pass + fail)) $p"; sed 's/^/#   /' <<<"$out" | tail -n 30
-    fi
+csd="$top/build/qemu/csd-test"
+for b in "$qemu" "$qos" "$csd"; do
+    [ -x "$b" ] || { echo "qtest: $b missing (make qemu)" >&2; exit 1; }
 done
+wrapdir=$(mktemp -d)
+trap 'rm -rf "$wrapdir"' EXIT
+printf '#!/bin/sh\nexec "%s" -global nvme.csd=on "$@"\n' "$qemu" > "$wrapdir/qemu-system-x86_64"
+chmod +x "$wrapdir/qemu-system-x86_64"
+
+n=0 pass=0 fail=0
+result() {  # result RC NAME OUTPUT
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then
+        pass=$((pass + 1)); echo "ok $n $2"
+    else
+        fail=$((fail + 1)); echo "not ok $n $2"; sed 's/^/#   /' <<<"$3" | tail -n 30
+    fi
+}
+
+mapfile -t paths < <(QTEST_QEMU_BINARY="$qemu" "$qos" -l 2>/dev/null | grep '/nvme/')
+[ ${#paths[@]} -gt 0 ] || result 1 "qos-test lists nvme tests" ""
+for bin in "$qemu" "$wrapdir/qemu-system-x86_64"; do
+    label=$([ "$bin" = "$qemu" ] && echo "csd=off" || echo "csd=on")
+    for p in "${paths[@]}"; do
+        out=$(QTEST_QEMU_BINARY="$bin" timeout 120 "$qos" --tap -m quick -p "$p" 2>&1)
+        rc=$?
+        grep -q '^ok ' <<<"$out" && ! grep -q '^not ok' <<<"$out" || rc=1
+        result $rc "$p [$label]" "$out"
+    done
+done
+
+out=$(QTEST_QEMU_BINARY="$qemu" timeout 300 "$csd" --tap 2>&1)
+rc=$?
+while read -r line; do
+    case "$line" in
+        "ok "*) result 0 "${line#ok * }" "" ;;
+        "not ok "*) result 1 "${line#not ok * }" "$out" ;;
+    esac
+done < <(grep -E '^(not )?ok ' <<<"$out")
+[ $rc = 0 ] || grep -q '^not ok' <<<"$out" || result 1 "csd-test exited $rc" "$out"
+
+# Realize-time validation: bad csd properties stop QEMU with a message naming them.
+check_refused() {  # check_refused 'DEVICE OPTIONS' 'MESSAGE'
+    out=$(timeout 20 "$qemu" -M pc -nodefaults -display none -S \
+        -drive if=none,id=d,file=null-co://,format=raw -device "nvme,drive=d,serial=x,$1" 2>&1)
+    rc=$?
+    [ $rc != 0 ] && grep -q -- "$2" <<<"$out"
+    result $? "refused: $1" "$out"
+}
+check_refused "csd=on,csd.slm-size=1000" "csd.slm-size must be a multiple of 4 KiB"
+check_refused "csd=on,csd.slm-size=512G" "csd.slm-size must be a multiple of 4 KiB"
+check_refused "csd=on,csd.compute-units=0" "csd.compute-units must be between 1 and 256"
+check_refused "csd=on,csd.compute-units=300" "csd.compute-units must be between 1 and 256"
+check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
+
 echo "qtest: $pass passed, $fail failed"
 [ $fail = 0 ]

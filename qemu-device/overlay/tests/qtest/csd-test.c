@@ -1,0 +1,417 @@
+/*
+ * QTest for the nvme CSD command set: drives the controller with no guest (a minimal
+ * in-test NVMe driver over PCI BAR0), one test per opcode plus error paths, log pages,
+ * csd=off, and a controller reset with Executes queued behind the compute units.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/pci.h"
+#include "hw/nvme/csd_spec.h"
+
+#define NVME_REG_CAP  0x00
+#define NVME_REG_CC   0x14
+#define NVME_REG_CSTS 0x1c
+#define NVME_REG_AQA  0x24
+#define NVME_REG_ASQ  0x28
+#define NVME_REG_ACQ  0x30
+#define QDEPTH        64
+#define LBA           512
+#define NS_BYTES      (4 * 1024 * 1024)
+#define SLM_BYTES     (1 * 1024 * 1024)
+
+typedef struct Sqe {
+    uint8_t opc, flags;
+    uint16_t cid;
+    uint32_t nsid, cdw2, cdw3;
+    uint64_t mptr, prp1, prp2;
+    uint32_t cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
+} Sqe;
+
+typedef struct Cqe {
+    uint32_t dw0, dw1;
+    uint16_t sqhd, sqid, cid, status;
+} Cqe;
+
+typedef struct Queue {
+    uint64_t sq, cq;
+    uint16_t tail, head, phase;
+} Queue;
+
+typedef struct Nvme {
+    QOSState *qs;
+    QPCIDevice *dev;
+    QPCIBar bar;
+    Queue q[2];     /* admin, I/O queue 1 */
+    uint16_t cid;
+    uint64_t buf;   /* 64 KiB of guest memory, 4 KiB aligned, for data */
+    char *disk;
+} Nvme;
+
+static uint64_t galloc(Nvme *n, size_t bytes)
+{
+    uint64_t a = guest_alloc(&n->qs->alloc, bytes + 4096);
+    return (a + 4095) & ~4095ULL;
+}
+
+/* Submits a command on queue qid without waiting. */
+static uint16_t submit(Nvme *n, int qid, Sqe *cmd)
+{
+    Queue *q = &n->q[qid];
+
+    cmd->cid = ++n->cid;
+    qtest_memwrite(n->qs->qts, q->sq + q->tail * 64, cmd, sizeof(*cmd));
+    q->tail = (q->tail + 1) % QDEPTH;
+    qpci_io_writel(n->dev, n->bar, 0x1000 + 8 * qid, q->tail);
+    return cmd->cid;
+}
+
+/* Waits for the next completion on queue qid (10 s at most). */
+static Cqe reap(Nvme *n, int qid)
+{
+    Queue *q = &n->q[qid];
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    Cqe cqe;
+
+    for (;;) {
+        qtest_memread(n->qs->qts, q->cq + q->head * 16, &cqe, sizeof(cqe));
+        if ((cqe.status & 1) == q->phase) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100);
+    }
+    q->head = (q->head + 1) % QDEPTH;
+    if (q->head == 0) {
+        q->phase ^= 1;
+    }
+    qpci_io_writel(n->dev, n->bar, 0x1000 + 8 * qid + 4, q->head);
+    return cqe;
+}
+
+/* Runs one command and returns its completion; status is SCT/SC/DNR (phase removed). */
+static Cqe run(Nvme *n, int qid, Sqe cmd)
+{
+    uint16_t cid = submit(n, qid, &cmd);
+    Cqe c = reap(n, qid);
+
+    g_assert_cmpint(c.cid, ==, cid);
+    c.status >>= 1;
+    return c;
+}
+
+static void enable(Nvme *n)
+{
+    QTestState *qts = n->qs->qts;
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+    n->q[0].tail = n->q[0].head = 0;
+    n->q[0].phase = 1;
+    qtest_memset(qts, n->q[0].cq, 0, QDEPTH * 16);
+    qpci_io_writel(n->dev, n->bar, NVME_REG_AQA, (QDEPTH - 1) << 16 | (QDEPTH - 1));
+    qpci_io_writeq(n->dev, n->bar, NVME_REG_ASQ, n->q[0].sq);
+    qpci_io_writeq(n->dev, n->bar, NVME_REG_ACQ, n->q[0].cq);
+    qpci_io_writel(n->dev, n->bar, NVME_REG_CC, 1 | 6 << 16 | 4 << 20);
+    while (!(qpci_io_readl(n->dev, n->bar, NVME_REG_CSTS) & 1)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100);
+    }
+    /* I/O queue pair 1, physically contiguous, polled */
+    n->q[1].tail = n->q[1].head = 0;
+    n->q[1].phase = 1;
+    qtest_memset(qts, n->q[1].cq, 0, QDEPTH * 16);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x05, .prp1 = n->q[1].cq,
+                                     .cdw10 = (QDEPTH - 1) << 16 | 1, .cdw11 = 1 }).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = n->q[1].sq,
+                                     .cdw10 = (QDEPTH - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 }).status, ==, 0);
+}
+
+static void disable(Nvme *n)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    qpci_io_writel(n->dev, n->bar, NVME_REG_CC, 0);
+    while (qpci_io_readl(n->dev, n->bar, NVME_REG_CSTS) & 1) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100);
+    }
+}
+
+static Nvme *start(const char *csd_opts)
+{
+    Nvme *n = g_new0(Nvme, 1);
+    int fd = g_file_open_tmp("csd-test-XXXXXX", &n->disk, NULL);
+    g_autofree uint8_t *pattern = g_malloc(NS_BYTES);
+
+    for (int i = 0; i < NS_BYTES; i++) {
+        pattern[i] = (uint8_t)(i * 7 + i / 4096);
+    }
+    g_assert_cmpint(write(fd, pattern, NS_BYTES), ==, NS_BYTES);
+    close(fd);
+    n->qs = qtest_pc_boot("-drive id=d0,if=none,file=%s,format=raw "
+                          "-device nvme,addr=04.0,drive=d0,serial=csdqtest%s",
+                          n->disk, csd_opts);
+    n->dev = qpci_device_find(n->qs->pcibus, QPCI_DEVFN(4, 0));
+    g_assert(n->dev);
+    qpci_device_enable(n->dev);
+    n->bar = qpci_iomap(n->dev, 0, NULL);
+    for (int i = 0; i < 2; i++) {
+        n->q[i].sq = galloc(n, QDEPTH * 64);
+        n->q[i].cq = galloc(n, QDEPTH * 16);
+    }
+    n->buf = galloc(n, 65536);
+    enable(n);
+    return n;
+}
+
+static void stop(Nvme *n)
+{
+    g_free(n->dev);
+    qtest_shutdown(n->qs);
+    unlink(n->disk);
+    g_free(n->disk);
+    g_free(n);
+}
+
+static Sqe slm_xfer(uint8_t opc, uint64_t prp, uint64_t off, uint32_t len)
+{
+    return (Sqe){ .opc = opc, .nsid = 1, .prp1 = prp, .cdw10 = (uint32_t)off,
+                  .cdw11 = (uint32_t)(off >> 32), .cdw12 = len };
+}
+
+static Sqe slm_lba(uint8_t opc, uint64_t slba, uint32_t nlb, uint64_t off)
+{
+    return (Sqe){ .opc = opc, .nsid = 1, .cdw10 = (uint32_t)slba,
+                  .cdw11 = (uint32_t)(slba >> 32), .cdw12 = nlb - 1,
+                  .cdw13 = (uint32_t)off, .cdw14 = (uint32_t)(off >> 32) };
+}
+
+/* Writes a descriptor to guest memory at n->buf and returns the Execute command. */
+static Sqe execute(Nvme *n, uint16_t prog, int nr, const uint64_t *ranges,
+                   const void *params, uint32_t plen)
+{
+    uint8_t d[CSD_MAX_DESC_LEN];
+    struct csd_desc_header h = { .version = 1, .program_id = prog, .nr_ranges = nr,
+                                 .param_len = plen };
+    uint32_t len = 16 + 16 * nr + plen;
+
+    memcpy(h.magic, "CSDX", 4);
+    memcpy(d, &h, 16);
+    memcpy(d + 16, ranges, 16 * nr);
+    memcpy(d + 16 + 16 * nr, params, plen);
+    qtest_memwrite(n->qs->qts, n->buf, d, len);
+    return (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .prp1 = n->buf, .cdw10 = len };
+}
+
+static uint16_t code(Cqe c)
+{
+    return c.status & 0x7ff;
+}
+
+static void test_identify_and_logs(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.compute-units=3");
+    uint8_t page[4096];
+    uint32_t iocs[256];
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x06, .prp1 = n->buf, .cdw10 = 1 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, 4096);
+    g_assert_cmpmem(page + CSD_ID_VS_OFFSET, 4, "CSD1", 4);
+
+    /* Commands Supported and Effects, NVM command set (CSI 0) */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = 0x05 | 1023 << 16 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf + 1024, iocs, sizeof(iocs));
+    for (int opc = 0x80; opc <= 0x85; opc++) {
+        bool ours = opc != 0x83;
+        g_assert_cmpint(iocs[opc] & 1, ==, ours);
+        g_assert_cmpint(!!(iocs[opc] & 2), ==, opc == CSD_OPC_SLM_STORE);
+    }
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = CSD_LOG_CAPABILITIES | 1023 << 16 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, 4096);
+    struct csd_caps_log caps;
+    memcpy(&caps, page, sizeof(caps));
+    g_assert_cmpmem(caps.magic, 4, "CSD1", 4);
+    g_assert_cmphex(caps.version, ==, CSD_LOG_VERSION);
+    g_assert_cmpuint(caps.slm_size, ==, SLM_BYTES);
+    g_assert_cmpuint(caps.compute_units, ==, 3);
+    g_assert_cmpuint(caps.nr_programs, ==, 10);
+    g_assert_cmpstr((char *)page + 64 + 32 * 9 + 8, ==, "decompress");
+
+    /* NSID 1 is not allowed for the controller's log pages */
+    g_assert_cmphex(code(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 1, .prp1 = n->buf,
+                                          .cdw10 = CSD_LOG_STATISTICS | 1023 << 16 })),
+                    ==, CSD_STATUS_INVALID_FIELD);
+    stop(n);
+}
+
+static void test_slm_write_read(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M");
+    uint8_t out[4096], in[4096];
+    Cqe c;
+
+    for (int i = 0; i < 4096; i++) {
+        out[i] = i ^ 0x5a;
+    }
+    qtest_memwrite(n->qs->qts, n->buf, out, 4096);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf, 8192, 4096)).status, ==, 0);
+    qtest_memset(n->qs->qts, n->buf, 0, 4096);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 8192, 4096)).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, in, 4096);
+    g_assert_cmpmem(in, 4096, out, 4096);
+
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf, SLM_BYTES - 8, 16));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, UINT64_MAX - 3, 8));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf, 2, 4));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 0, 0));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 0, 2 * 1024 * 1024)); /* > MDTS */
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    stop(n);
+}
+
+static void test_slm_load_store(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M");
+    uint8_t got[8 * LBA], want[8 * LBA];
+    g_autofree gchar *file = NULL;
+    gsize flen;
+
+    for (int i = 0; i < 8 * LBA; i++) {
+        int b = 3 * LBA + i;
+        want[i] = (uint8_t)(b * 7 + b / 4096);
+    }
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 3, 8, 4096)).status, ==, 0);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 4096, 8 * LBA)).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_STORE, 1000, 8, 4096)).status, ==, 0);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 1 }).status, ==, 0); /* Flush */
+    g_assert(g_file_get_contents(n->disk, &file, &flen, NULL));
+    g_assert_cmpuint(flen, ==, NS_BYTES);
+    g_assert_cmpmem(file + 1000 * LBA, 8 * LBA, want, sizeof(want));
+    /* the LBAs around it are untouched */
+    g_assert_cmpint((uint8_t)file[1000 * LBA - 1], ==, (uint8_t)((1000 * LBA - 1) * 7 + (1000 * LBA - 1) / 4096));
+    g_assert_cmpint((uint8_t)file[1008 * LBA], ==, (uint8_t)(1008 * LBA * 7 + 1008 * LBA / 4096));
+
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, NS_BYTES / LBA - 1, 2, 0)).status,
+                    ==, 0x0080 | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_STORE, UINT64_MAX, 1, 0)).status,
+                    ==, 0x0080 | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, 8, SLM_BYTES - LBA)).status,
+                    ==, CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    stop(n);
+}
+
+static void test_execute(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M");
+    uint64_t r1[2] = { 65536, 9 };
+    uint32_t crc = CSD_CKSUM_CRC32C;
+    Cqe c;
+
+    qtest_memwrite(n->qs->qts, n->buf + 8192, "123456789\0\0\0", 12);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf + 8192, 65536, 12)).status, ==, 0);
+    c = run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 4));
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmphex(c.dw0, ==, 0xE3069283);
+    g_assert_cmphex(c.dw1, ==, 0);
+
+    uint64_t cp[4] = { 65536, 12, 131072, 8 };
+    c = run(n, 1, execute(n, CSD_PROG_COPY, 2, cp, NULL, 0));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_OUTPUT_OVERFLOW | CSD_STATUS_DNR);
+    c = run(n, 1, execute(n, 0x55, 2, cp, NULL, 0));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR);
+    uint64_t oob[4] = { SLM_BYTES - 4, 8, 0, 8 };
+    c = run(n, 1, execute(n, CSD_PROG_COPY, 2, oob, NULL, 0));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    c = run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 2));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR);
+    uint32_t zstd = CSD_DECOMP_ZSTD;
+    uint64_t dz[4] = { 65536, 12, 131072, 4096 };
+    c = run(n, 1, execute(n, CSD_PROG_DECOMPRESS, 2, dz, &zstd, 4));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_PROGRAM_FAULT | CSD_STATUS_DNR);
+
+    Sqe bad = execute(n, CSD_PROG_COPY, 2, cp, NULL, 0);
+    bad.cdw10 += 4;                 /* disagrees with the descriptor */
+    g_assert_cmphex(run(n, 1, bad).status, ==, CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR);
+    bad.cdw10 = 0;
+    g_assert_cmphex(run(n, 1, bad).status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    bad.cdw10 = CSD_MAX_DESC_LEN + 4;
+    g_assert_cmphex(run(n, 1, bad).status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    qtest_memwrite(n->qs->qts, n->buf, "XSDC", 4);
+    bad.cdw10 = 48;
+    g_assert_cmphex(run(n, 1, bad).status, ==, CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR);
+    stop(n);
+}
+
+/* Many Executes behind one compute unit, then the controller is disabled and enabled. */
+static void test_reset_with_queued_executes(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
+    struct csd_gemm_params g = { 1024, 1024, 1024, 0, 1.0f, 0.0f };
+    uint32_t crc = CSD_CKSUM_CRC32C;
+
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 8; i++) {
+            uint64_t r[6] = { 0, 4 << 20, 4 << 20, 4 << 20, (uint64_t)(8 + 4 * i) << 20, 4 << 20 };
+            Sqe cmd = execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+
+            uint8_t d[256];
+
+            /* each command keeps its own descriptor page */
+            qtest_memread(n->qs->qts, n->buf, d, cmd.cdw10);
+            qtest_memwrite(n->qs->qts, n->buf + 4096 * (i + 1), d, cmd.cdw10);
+            cmd.prp1 = n->buf + 4096 * (i + 1);
+            submit(n, 1, &cmd);
+        }
+        disable(n);     /* reset: cancels the queued ones, waits for the running one */
+        enable(n);
+    }
+    uint64_t r1[2] = { 0, 4096 };
+    g_assert_cmphex(run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 4)).status, ==, 0);
+    stop(n);
+}
+
+static void test_csd_off(void)
+{
+    Nvme *n = start("");
+    uint8_t page[4096];
+
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf, 0, 4)).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, 1, 0)).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .prp1 = n->buf,
+                                     .cdw10 = 32 }).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    g_assert_cmphex(code(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                          .cdw10 = CSD_LOG_CAPABILITIES | 1023 << 16 })),
+                    ==, CSD_STATUS_INVALID_FIELD);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x06, .prp1 = n->buf, .cdw10 = 1 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, 4096);
+    g_assert_cmpmem(page + CSD_ID_VS_OFFSET, 4, "\0\0\0\0", 4);
+    stop(n);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/csd/identify-and-logs", test_identify_and_logs);
+    qtest_add_func("/csd/slm-write-read", test_slm_write_read);
+    qtest_add_func("/csd/slm-load-store", test_slm_load_store);
+    qtest_add_func("/csd/execute", test_execute);
+    qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
+    qtest_add_func("/csd/csd-off", test_csd_off);
+    return g_test_run();
+}
