@@ -153,6 +153,8 @@ def project_files() -> dict[str, Path]:
             files[f"/csd/tests/{p.name}"] = p
     for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test
         files[f"/csd/docs/{p.name}"] = p
+    for p in sorted((TOP / "bench" / "vm").glob("*.py")):  # guest-side benchmarks
+        files[f"/csd/bench/{p.name}"] = p
     guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
     if guest_dir.is_dir():
         for p in sorted(guest_dir.rglob("*")):
@@ -402,7 +404,8 @@ def cmd_test(args) -> int:
 
 def cmd_run(args) -> int:
     """Runs one shell command in a guest and returns its exit status."""
-    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size)
+    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size, lbads=args.lbads,
+                   memory=args.memory)
     with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
         disk = Path(args.disk) if args.disk else None
         vm = Vm(cfg, Path(tmp), disk)
@@ -432,7 +435,8 @@ def cmd_run(args) -> int:
 
 def cmd_shell(args) -> int:
     """Interactive guest shell on this terminal (QEMU's mux: Ctrl-a x quits)."""
-    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size)
+    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size, lbads=args.lbads,
+                   memory=args.memory)
     workdir = Path(tempfile.mkdtemp(prefix="csdvm-"))
     disk = Path(args.disk) if args.disk else BUILD / "vm-namespace.img"
     vm = Vm(cfg, workdir, disk)
@@ -461,6 +465,8 @@ def main() -> int:
         c.add_argument("--disk-size", default="256M")
         c.add_argument("--slm", default="64M")
         c.add_argument("--no-csd", action="store_true", help="stock nvme device (csd=off)")
+        c.add_argument("--lbads", type=int, default=9, help="log2 of the LBA size (9: 512 B, 12: 4 KiB)")
+        c.add_argument("--memory", default="1G", help="guest memory")
     args = ap.parse_args()
     return {"test": cmd_test, "cmd": cmd_run, "shell": cmd_shell}[args.what](args)
 
