@@ -72,6 +72,9 @@ uint16_t csd_exec_program_id(const csd_exec *exec);
 /* Name of a device-defined program ("gemm"), or NULL for an unknown id. */
 const char *csd_program_name(uint16_t id);
 
+/* CRC-32C (Castagnoli) of len bytes, as the checksum program computes it. */
+uint32_t csd_crc32c(const void *data, uint64_t len);
+
 /* English name of an NVMe status value ("Invalid Program"), for messages and traces. */
 const char *csd_status_name(uint16_t status);
 

@@ -9,6 +9,7 @@
 
 #include "csd_core.h"
 #include "program.h"
+#include "programs/checksum_impl.h"
 
 namespace csd {
 
@@ -260,6 +261,11 @@ const char *csd_program_name(uint16_t id)
 {
     const csd::ProgramInfo *p = csd::find_program(id);
     return p ? p->name : nullptr;
+}
+
+uint32_t csd_crc32c(const void *data, uint64_t len)
+{
+    return csd::crc32c(static_cast<const uint8_t *>(data), len);
 }
 
 const char *csd_status_name(uint16_t status)

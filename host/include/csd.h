@@ -1,0 +1,73 @@
+/*
+ * csd.h - the C API of libcsd. Every call returns 0 on success or a negative errno
+ * (-EIO when the drive answered with an NVMe status); csd_last_error() then names the
+ * failure in words and csd_last_status() gives the NVMe status (0 for OS errors).
+ * Errors are kept per thread.
+ */
+#ifndef CSD_H
+#define CSD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "csd_spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct csd_dev csd_dev;
+
+/* An SLM byte range of an Execute. */
+typedef struct csd_range {
+    uint64_t offset;
+    uint64_t length;
+} csd_range;
+
+/* Opens /dev/ngXnY, /dev/nvmeXnY or emu:<file>?slm=..; checks that it is a CSD. */
+int csd_open(const char *path, csd_dev **dev);
+/* Opens an NVMe node with io_uring passthrough (queue_depth commands in flight). */
+int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev);
+/* Closes the device; frees every SLM allocation made through it. */
+void csd_close(csd_dev *dev);
+/* Words describing the last failure on this thread ("Execute gemm: Invalid Parameters"). */
+const char *csd_last_error(void);
+/* NVMe status of the last failure on this thread, 0 if it was no NVMe status. */
+uint16_t csd_last_status(void);
+
+/* SLM size, compute units and number of programs from the capabilities log. */
+int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *compute_units, uint32_t *nr_programs);
+/* Allocates SLM (align: a power of two) and returns its offset. */
+int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset);
+/* Frees an allocation made by csd_slm_alloc. */
+int csd_slm_free(csd_dev *dev, uint64_t offset);
+/* Host memory -> SLM, any offset and length. */
+int csd_slm_write(csd_dev *dev, uint64_t offset, const void *data, uint64_t len);
+/* SLM -> host memory, any offset and length. */
+int csd_slm_read(csd_dev *dev, uint64_t offset, void *data, uint64_t len);
+/* Namespace LBAs -> SLM. */
+int csd_slm_load(csd_dev *dev, uint64_t slba, uint64_t nlb, uint64_t slm_offset);
+/* SLM -> namespace LBAs. */
+int csd_slm_store(csd_dev *dev, uint64_t slba, uint64_t nlb, uint64_t slm_offset);
+/* Runs a program; dw0/dw1 (may be NULL) receive the completion Dwords. On Output
+ * Overflow they are filled too (filter: bytes needed, matching records). */
+int csd_execute(csd_dev *dev, uint16_t program, const csd_range *ranges, uint16_t nr_ranges, const void *params,
+                uint32_t param_len, uint32_t *dw0, uint32_t *dw1);
+/* checksum program (CSD_CKSUM_CRC32C or CSD_CKSUM_XXH64) over an SLM range. */
+int csd_checksum(csd_dev *dev, uint32_t algo, csd_range data, uint64_t *sum);
+/* gemm program: C = alpha op(A) op(B) + beta C (flags: CSD_GEMM_TRANS_A / _B). */
+int csd_gemm(csd_dev *dev, csd_range a, csd_range b, csd_range c, uint32_t m, uint32_t n, uint32_t k, uint32_t flags,
+             float alpha, float beta);
+
+/* Object store on the namespace: put replaces; get copies at most cap bytes and sets
+ * *len to the object's size (-ENOSPC if cap is too small, nothing copied). */
+int csd_store_format(csd_dev *dev);
+int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len);
+int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len);
+int csd_store_remove(csd_dev *dev, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CSD_H */

@@ -1,0 +1,104 @@
+// device.hpp - a computational-storage NVMe device: detection, capabilities,
+// statistics, SLM data movement, namespace I/O and Execute, over any Transport.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "csd/error.hpp"
+#include "csd/slm.hpp"
+#include "csd/transport.hpp"
+
+namespace csd {
+
+// One device-defined (or downloadable) program of the capabilities log.
+struct ProgramInfo {
+    uint16_t id = 0;
+    uint8_t type = 0;  // 0 device-defined, 1 downloadable
+    std::string name;
+};
+
+// The capabilities log page (C0h).
+struct Capabilities {
+    uint32_t version = 0;
+    uint64_t slm_size = 0;
+    uint32_t compute_units = 0;
+    uint32_t max_desc_len = 0;
+    uint32_t max_ranges = 0;
+    std::vector<ProgramInfo> programs;
+};
+
+// The statistics log page (C1h).
+struct Statistics {
+    uint64_t slm_load_cmds = 0, slm_store_cmds = 0, slm_write_cmds = 0, slm_read_cmds = 0;
+    uint64_t exec_cmds = 0, exec_errors = 0;
+    uint64_t bytes_namespace_to_slm = 0, bytes_slm_to_namespace = 0;
+    uint64_t bytes_host_to_slm = 0, bytes_slm_to_host = 0, exec_busy_ns = 0;
+    std::array<uint64_t, 256> per_program{};
+};
+
+// An SLM byte range of an Execute descriptor.
+struct Range {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+};
+
+// Completion Dwords 0 and 1 of a successful Execute.
+struct ExecResult {
+    uint32_t dw0 = 0;
+    uint32_t dw1 = 0;
+};
+
+class Device {
+public:
+    // Opens path (see open_transport) and checks that it is a CSD; throws csd::Error
+    // naming the problem for a plain NVMe device or a missing one.
+    static std::unique_ptr<Device> open(const std::string &path, const OpenOptions &opts = {});
+    // Wraps an open transport and checks that its device is a CSD.
+    explicit Device(std::unique_ptr<Transport> transport);
+
+    const Capabilities &caps() const { return caps_; }  // read once at open
+    Statistics stats();                                 // read now
+    NamespaceInfo ns() const { return transport_->ns(); }
+    Transport &transport() { return *transport_; }
+    SlmAllocator &slm() { return allocator_; }          // this process's SLM allocator
+
+    // Host memory -> SLM at any offset and length (chunked, unaligned ends patched).
+    void slm_write(uint64_t offset, const void *data, uint64_t len);
+    // SLM -> host memory at any offset and length.
+    void slm_read(uint64_t offset, void *data, uint64_t len);
+    // Namespace LBAs -> SLM (SLM Load), any number of LBAs.
+    void slm_load(uint64_t slba, uint64_t nlb, uint64_t slm_offset);
+    // SLM -> namespace LBAs (SLM Store), as durable as a Write.
+    void slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset);
+    // Plain NVMe Read / Write / Flush of the namespace.
+    void read_lbas(uint64_t slba, uint64_t nlb, void *data);
+    void write_lbas(uint64_t slba, uint64_t nlb, const void *data);
+    void flush();
+
+    // Runs a program on SLM ranges and waits; throws csd::Error with the status.
+    ExecResult execute(uint16_t program, const std::vector<Range> &ranges, const void *params = nullptr,
+                       uint32_t param_len = 0);
+    // The same, asynchronously: the future throws csd::Error on failure.
+    std::future<ExecResult> execute_async(uint16_t program, const std::vector<Range> &ranges,
+                                          const void *params = nullptr, uint32_t param_len = 0);
+
+private:
+    Completion run(Command cmd, const char *what);
+    void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
+    void read_capabilities();
+
+    std::unique_ptr<Transport> transport_;
+    Capabilities caps_;
+    SlmAllocator allocator_;
+};
+
+// Builds an execute descriptor (command set section 4).
+std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> &ranges, const void *params,
+                                     uint32_t param_len);
+
+}  // namespace csd

@@ -1,0 +1,55 @@
+// slm.hpp - the host-managed SLM allocator and RAII buffers. SLM belongs to the drive;
+// this allocator hands out ranges of it within one process (csd.ko arbitrates between
+// processes). First fit over a free list, coalescing on free, any power-of-two alignment.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace csd {
+
+class SlmAllocator;
+
+// An allocated SLM range; frees itself when destroyed. Movable, not copyable.
+class SlmBuffer {
+public:
+    SlmBuffer() = default;
+    SlmBuffer(SlmAllocator *owner, uint64_t offset, uint64_t size) : owner_(owner), offset_(offset), size_(size) {}
+    SlmBuffer(SlmBuffer &&o) noexcept { *this = std::move(o); }
+    SlmBuffer &operator=(SlmBuffer &&o) noexcept;
+    SlmBuffer(const SlmBuffer &) = delete;
+    SlmBuffer &operator=(const SlmBuffer &) = delete;
+    ~SlmBuffer() { reset(); }
+
+    uint64_t offset() const { return offset_; }
+    uint64_t size() const { return size_; }
+    explicit operator bool() const { return owner_ != nullptr; }
+    void reset();  // frees the range now
+
+private:
+    SlmAllocator *owner_ = nullptr;
+    uint64_t offset_ = 0, size_ = 0;
+};
+
+class SlmAllocator {
+public:
+    explicit SlmAllocator(uint64_t size = 0) { reset(size); }
+    // Forgets every allocation and manages [0, size).
+    void reset(uint64_t size);
+    // Allocates size bytes aligned to align (a power of two); throws csd::Error (ENOMEM)
+    // when no free range is large enough.
+    SlmBuffer alloc(uint64_t size, uint64_t align = 4096);
+    // Returns a range to the free list (SlmBuffer does this).
+    void release(uint64_t offset, uint64_t size);
+    uint64_t size() const { return size_; }
+    uint64_t free_bytes() const;
+    uint64_t largest_free() const;  // the largest allocation that can succeed (align 1)
+
+private:
+    mutable std::mutex mu_;
+    uint64_t size_ = 0;
+    std::map<uint64_t, uint64_t> free_;  // offset -> length, non-adjacent
+};
+
+}  // namespace csd

@@ -1,0 +1,66 @@
+// transport.hpp - how libcsd reaches a drive: one NVMe command in, one completion out.
+// Backends (one file each in host/lib/): ioctl passthrough (libnvme), io_uring
+// passthrough, and the in-process device built on the device core.
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+
+namespace csd {
+
+// One NVMe command. The data direction follows the opcode's bits 1:0 (01b host to
+// controller, 10b controller to host), as NVMe requires.
+struct Command {
+    uint8_t opcode = 0;
+    bool admin = false;
+    uint32_t nsid = 0;
+    uint32_t cdw10 = 0, cdw11 = 0, cdw12 = 0, cdw13 = 0, cdw14 = 0, cdw15 = 0;
+    void *data = nullptr;
+    uint32_t data_len = 0;
+};
+
+// A completion: the NVMe status field (0 on success; SCT/SC with DNR bit 14) and
+// Dwords 0 and 1 of the completion queue entry.
+struct Completion {
+    uint16_t status = 0;
+    uint64_t result = 0;
+    uint32_t dw0() const { return static_cast<uint32_t>(result); }
+    uint32_t dw1() const { return static_cast<uint32_t>(result >> 32); }
+};
+
+// Facts about the namespace behind a transport.
+struct NamespaceInfo {
+    uint32_t nsid = 1;
+    uint32_t lba_size = 512;
+    uint64_t lba_count = 0;
+};
+
+// A way to send NVMe commands to one namespace of one drive.
+class Transport {
+public:
+    virtual ~Transport() = default;
+    // Short name of the backend: "ioctl", "uring", "inproc", "kmod".
+    virtual const char *name() const = 0;
+    // Sends one command and waits for its completion; throws csd::Error on OS failure.
+    virtual Completion submit(const Command &cmd) = 0;
+    // Sends one command; the future gives its completion (default: a worker thread).
+    virtual std::future<Completion> submit_async(const Command &cmd);
+    // Largest data transfer of one command, in bytes.
+    virtual uint32_t max_transfer() const = 0;
+    // The namespace commands go to.
+    virtual NamespaceInfo ns() const = 0;
+};
+
+// Options for opening a device.
+struct OpenOptions {
+    unsigned queue_depth = 64;  // io_uring ring size
+    bool use_uring = false;     // /dev/ngXnY: io_uring passthrough instead of ioctl
+};
+
+// Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
+// or emu:<backing file>?slm=64M&lba=512&cu=2&size=256M (in-process device).
+std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts = {});
+
+}  // namespace csd

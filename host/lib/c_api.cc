@@ -1,0 +1,223 @@
+// c_api.cc - the C API over the C++ library: exceptions become negative errno values
+// plus a per-thread message and NVMe status.
+#include "csd.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "csd/device.hpp"
+#include "csd/programs.hpp"
+#include "csd/store.hpp"
+
+struct csd_dev {
+    std::unique_ptr<csd::Device> dev;
+    std::map<uint64_t, csd::SlmBuffer> allocations;
+    std::unique_ptr<csd::ObjectStore> store;
+};
+
+namespace {
+
+thread_local std::string g_error;
+thread_local uint16_t g_status;
+
+template <class F>
+int guard(F &&f)
+{
+    try {
+        f();
+        return 0;
+    } catch (const csd::Error &e) {
+        g_error = e.what();
+        g_status = e.status();
+        return e.status() ? -EIO : -(e.errnum() ? e.errnum() : EIO);
+    } catch (const std::bad_alloc &) {
+        g_error = "out of host memory";
+        g_status = 0;
+        return -ENOMEM;
+    } catch (const std::exception &e) {
+        g_error = e.what();
+        g_status = 0;
+        return -EIO;
+    }
+}
+
+int bad_arg(const char *what)
+{
+    g_error = what;
+    g_status = 0;
+    return -EINVAL;
+}
+
+csd::ObjectStore &store_of(csd_dev *d)
+{
+    if (!d->store) d->store = std::make_unique<csd::ObjectStore>(*d->dev);
+    return *d->store;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *csd_last_error(void) { return g_error.c_str(); }
+uint16_t csd_last_status(void) { return g_status; }
+
+static int open_with(const char *path, const csd::OpenOptions &o, csd_dev **dev)
+{
+    if (!path || !dev) return bad_arg("csd_open: path and dev must not be NULL");
+    *dev = nullptr;
+    return guard([&] {
+        auto d = std::make_unique<csd_dev>();
+        d->dev = csd::Device::open(path, o);
+        *dev = d.release();
+    });
+}
+
+int csd_open(const char *path, csd_dev **dev) { return open_with(path, {}, dev); }
+
+int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev)
+{
+    csd::OpenOptions o;
+    o.use_uring = true;
+    o.queue_depth = queue_depth;
+    return open_with(path, o, dev);
+}
+
+void csd_close(csd_dev *dev)
+{
+    if (dev) {
+        dev->allocations.clear();  // before the device (and its allocator) goes
+        dev->store.reset();
+        delete dev;
+    }
+}
+
+int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
+{
+    if (!dev) return bad_arg("csd_info: dev is NULL");
+    const auto &c = dev->dev->caps();
+    if (slm_size) *slm_size = c.slm_size;
+    if (cu) *cu = c.compute_units;
+    if (nprog) *nprog = static_cast<uint32_t>(c.programs.size());
+    return 0;
+}
+
+int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset)
+{
+    if (!dev || !offset) return bad_arg("csd_slm_alloc: dev and offset must not be NULL");
+    return guard([&] {
+        csd::SlmBuffer b = dev->dev->slm().alloc(size, align ? align : 4096);
+        *offset = b.offset();
+        dev->allocations.emplace(b.offset(), std::move(b));
+    });
+}
+
+int csd_slm_free(csd_dev *dev, uint64_t offset)
+{
+    if (!dev) return bad_arg("csd_slm_free: dev is NULL");
+    auto it = dev->allocations.find(offset);
+    if (it == dev->allocations.end()) return bad_arg("csd_slm_free: no allocation starts at that offset");
+    dev->allocations.erase(it);
+    return 0;
+}
+
+int csd_slm_write(csd_dev *dev, uint64_t off, const void *data, uint64_t len)
+{
+    if (!dev || (!data && len)) return bad_arg("csd_slm_write: dev and data must not be NULL");
+    return guard([&] { dev->dev->slm_write(off, data, len); });
+}
+
+int csd_slm_read(csd_dev *dev, uint64_t off, void *data, uint64_t len)
+{
+    if (!dev || (!data && len)) return bad_arg("csd_slm_read: dev and data must not be NULL");
+    return guard([&] { dev->dev->slm_read(off, data, len); });
+}
+
+int csd_slm_load(csd_dev *dev, uint64_t slba, uint64_t nlb, uint64_t off)
+{
+    if (!dev) return bad_arg("csd_slm_load: dev is NULL");
+    return guard([&] { dev->dev->slm_load(slba, nlb, off); });
+}
+
+int csd_slm_store(csd_dev *dev, uint64_t slba, uint64_t nlb, uint64_t off)
+{
+    if (!dev) return bad_arg("csd_slm_store: dev is NULL");
+    return guard([&] { dev->dev->slm_store(slba, nlb, off); });
+}
+
+int csd_execute(csd_dev *dev, uint16_t program, const csd_range *ranges, uint16_t n, const void *params,
+                uint32_t plen, uint32_t *dw0, uint32_t *dw1)
+{
+    if (!dev || (!ranges && n) || (!params && plen)) return bad_arg("csd_execute: NULL dev, ranges or params");
+    std::vector<csd::Range> r;
+    for (uint16_t i = 0; i < n; i++) r.push_back({ranges[i].offset, ranges[i].length});
+    return guard([&] {
+        try {
+            const csd::ExecResult x = dev->dev->execute(program, r, params, plen);
+            if (dw0) *dw0 = x.dw0;
+            if (dw1) *dw1 = x.dw1;
+        } catch (const csd::Error &e) {
+            if (dw0) *dw0 = e.dw0();
+            if (dw1) *dw1 = e.dw1();
+            throw;
+        }
+    });
+}
+
+int csd_checksum(csd_dev *dev, uint32_t algo, csd_range data, uint64_t *sum)
+{
+    if (!dev || !sum) return bad_arg("csd_checksum: dev and sum must not be NULL");
+    return guard([&] {
+        *sum = csd::programs::checksum(*dev->dev, static_cast<csd::ChecksumAlgo>(algo), {data.offset, data.length});
+    });
+}
+
+int csd_gemm(csd_dev *dev, csd_range a, csd_range b, csd_range c, uint32_t m, uint32_t n, uint32_t k, uint32_t flags,
+             float alpha, float beta)
+{
+    if (!dev) return bad_arg("csd_gemm: dev is NULL");
+    return guard([&] {
+        csd::programs::gemm(*dev->dev, {a.offset, a.length}, {b.offset, b.length}, {c.offset, c.length}, m, n, k,
+                            flags & CSD_GEMM_TRANS_A, flags & CSD_GEMM_TRANS_B, alpha, beta);
+    });
+}
+
+int csd_store_format(csd_dev *dev)
+{
+    if (!dev) return bad_arg("csd_store_format: dev is NULL");
+    return guard([&] {
+        dev->store.reset();
+        csd::ObjectStore::format(*dev->dev);
+    });
+}
+
+int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len)
+{
+    if (!dev || !name || (!data && len)) return bad_arg("csd_store_put: NULL dev, name or data");
+    return guard([&] { store_of(dev).put(name, data, len); });
+}
+
+int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len)
+{
+    if (!dev || !name || !len) return bad_arg("csd_store_get: NULL dev, name or len");
+    int rc = guard([&] {
+        auto &s = store_of(dev);
+        *len = s.stat(name).bytes;
+        if (*len > cap) throw csd::Error("csd_store_get: buffer of " + std::to_string(cap) + " bytes for object '" +
+                                             std::string(name) + "' of " + std::to_string(*len),
+                                         ENOSPC);
+        auto v = s.get(name);
+        if (!v.empty()) std::memcpy(buf, v.data(), v.size());
+    });
+    return rc;
+}
+
+int csd_store_remove(csd_dev *dev, const char *name)
+{
+    if (!dev || !name) return bad_arg("csd_store_remove: NULL dev or name");
+    return guard([&] { store_of(dev).remove(name); });
+}
+
+}  // extern "C"

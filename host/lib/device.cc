@@ -1,0 +1,330 @@
+// device.cc - csd::Device: detection, log pages, chunked data movement, Execute.
+#include "csd/device.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "csd_core.h"
+#include "csd_spec.h"
+
+namespace csd {
+
+namespace {
+
+constexpr uint8_t kAdminGetLogPage = 0x02;
+constexpr uint8_t kAdminIdentify = 0x06;
+constexpr uint8_t kNvmFlush = 0x00, kNvmWrite = 0x01, kNvmRead = 0x02;
+constexpr uint64_t kMaxNlb = 65536;  // NLB is a 16-bit, 0's based field
+
+Command io(uint8_t opcode, uint32_t nsid)
+{
+    Command c;
+    c.opcode = opcode;
+    c.nsid = nsid;
+    return c;
+}
+
+void set_lo_hi(uint32_t &lo, uint32_t &hi, uint64_t v)
+{
+    lo = static_cast<uint32_t>(v);
+    hi = static_cast<uint32_t>(v >> 32);
+}
+
+}  // namespace
+
+std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> &ranges, const void *params,
+                                     uint32_t param_len)
+{
+    std::vector<uint8_t> d(CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * ranges.size() + param_len);
+    csd_desc_header h{};
+    std::memcpy(h.magic, CSD_DESC_MAGIC, 4);
+    h.version = CSD_DESC_VERSION;
+    h.program_id = program;
+    h.nr_ranges = static_cast<uint16_t>(ranges.size());
+    h.param_len = param_len;
+    std::memcpy(d.data(), &h, sizeof h);
+    for (size_t i = 0; i < ranges.size(); i++) {
+        csd_desc_range r{ranges[i].offset, ranges[i].length};
+        std::memcpy(d.data() + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * i, &r, sizeof r);
+    }
+    if (param_len) {
+        std::memcpy(d.data() + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * ranges.size(), params, param_len);
+    }
+    return d;
+}
+
+std::unique_ptr<Device> Device::open(const std::string &path, const OpenOptions &opts)
+{
+    return std::make_unique<Device>(open_transport(path, opts));
+}
+
+Device::Device(std::unique_ptr<Transport> transport) : transport_(std::move(transport))
+{
+    // Identify Controller: vendor-specific bytes 3072..3075 carry the signature.
+    std::vector<uint8_t> id(4096);
+    Command c;
+    c.admin = true;
+    c.opcode = kAdminIdentify;
+    c.cdw10 = 1;
+    c.data = id.data();
+    c.data_len = 4096;
+    const Completion r = transport_->submit(c);
+    if (r.status != 0) {
+        throw Error("Identify Controller", r.status);
+    }
+    if (std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4) != 0) {
+        char model[41] = {};
+        std::memcpy(model, id.data() + 24, 40);
+        throw Error(std::string("not a computational-storage device (Identify has no CSD1 signature; model '") +
+                        model + "'): is the QEMU device started with csd=on?",
+                    ENODEV);
+    }
+    read_capabilities();
+    allocator_.reset(caps_.slm_size);
+}
+
+Completion Device::run(Command cmd, const char *what)
+{
+    const Completion r = transport_->submit(cmd);
+    if (r.status != 0) {
+        throw Error(what, r.status, r.dw0(), r.dw1());
+    }
+    return r;
+}
+
+static std::vector<uint8_t> get_log(Transport &t, uint8_t lid, const char *what)
+{
+    std::vector<uint8_t> page(CSD_LOG_PAGE_SIZE);
+    Command c;
+    c.admin = true;
+    c.opcode = kAdminGetLogPage;
+    c.nsid = 0xFFFFFFFF;
+    c.cdw10 = lid | ((CSD_LOG_PAGE_SIZE / 4 - 1) << 16);
+    c.data = page.data();
+    c.data_len = CSD_LOG_PAGE_SIZE;
+    const Completion r = t.submit(c);
+    if (r.status != 0) {
+        throw Error(what, r.status);
+    }
+    return page;
+}
+
+void Device::read_capabilities()
+{
+    const auto page = get_log(*transport_, CSD_LOG_CAPABILITIES, "Get Log Page C0h (capabilities)");
+    csd_caps_log h;
+    std::memcpy(&h, page.data(), sizeof h);
+    if (std::memcmp(h.magic, "CSD1", 4) != 0) {
+        throw Error("capabilities log page has no CSD1 magic", EPROTO);
+    }
+    caps_.version = h.version;
+    caps_.slm_size = h.slm_size;
+    caps_.compute_units = h.compute_units;
+    caps_.max_desc_len = h.max_desc_len;
+    caps_.max_ranges = h.max_ranges;
+    const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - 64) / 32);
+    for (uint32_t i = 0; i < n; i++) {
+        csd_caps_entry e;
+        std::memcpy(&e, page.data() + 64 + 32 * i, sizeof e);
+        caps_.programs.push_back({e.id, e.type, std::string(e.name, strnlen(e.name, sizeof e.name))});
+    }
+}
+
+Statistics Device::stats()
+{
+    const auto page = get_log(*transport_, CSD_LOG_STATISTICS, "Get Log Page C1h (statistics)");
+    Statistics s;
+    uint64_t v[CSD_STAT_COUNT];
+    std::memcpy(v, page.data() + CSD_STATS_COUNTERS_OFFSET, sizeof v);
+    s.slm_load_cmds = v[CSD_STAT_SLM_LOAD_CMDS];
+    s.slm_store_cmds = v[CSD_STAT_SLM_STORE_CMDS];
+    s.slm_write_cmds = v[CSD_STAT_SLM_WRITE_CMDS];
+    s.slm_read_cmds = v[CSD_STAT_SLM_READ_CMDS];
+    s.exec_cmds = v[CSD_STAT_EXEC_CMDS];
+    s.exec_errors = v[CSD_STAT_EXEC_ERRORS];
+    s.bytes_namespace_to_slm = v[CSD_STAT_BYTES_NS_TO_SLM];
+    s.bytes_slm_to_namespace = v[CSD_STAT_BYTES_SLM_TO_NS];
+    s.bytes_host_to_slm = v[CSD_STAT_BYTES_HOST_TO_SLM];
+    s.bytes_slm_to_host = v[CSD_STAT_BYTES_SLM_TO_HOST];
+    s.exec_busy_ns = v[CSD_STAT_EXEC_BUSY_NS];
+    std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, 8 * 256);
+    return s;
+}
+
+// SLM Write/Read move 4-byte aligned multiples of 4; unaligned ends go through a
+// read-modify-write of their 4-byte word.
+void Device::slm_write(uint64_t offset, const void *data, uint64_t len)
+{
+    auto *p = static_cast<const uint8_t *>(data);
+    while (len > 0 && (offset % 4 != 0 || len < 4)) {
+        uint8_t word[4];
+        const uint64_t base = offset & ~3ull;
+        slm_read(base, word, 4);
+        const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
+        std::memcpy(word + (offset - base), p, n);
+        Command c = io(CSD_OPC_SLM_WRITE, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, base);
+        c.cdw12 = 4;
+        c.data = word;
+        c.data_len = 4;
+        run(c, "SLM Write");
+        offset += n;
+        p += n;
+        len -= n;
+    }
+    const uint64_t chunk_max = transport_->max_transfer() & ~3u;
+    while (len >= 4) {
+        const uint64_t n = std::min<uint64_t>(len & ~3ull, chunk_max);
+        Command c = io(CSD_OPC_SLM_WRITE, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, offset);
+        c.cdw12 = static_cast<uint32_t>(n);
+        c.data = const_cast<uint8_t *>(p);
+        c.data_len = static_cast<uint32_t>(n);
+        run(c, "SLM Write");
+        offset += n;
+        p += n;
+        len -= n;
+    }
+    if (len) {
+        slm_write(offset, p, len);  // the tail, through the first loop
+    }
+}
+
+void Device::slm_read(uint64_t offset, void *data, uint64_t len)
+{
+    auto *p = static_cast<uint8_t *>(data);
+    const uint64_t chunk_max = transport_->max_transfer() & ~3u;
+    while (len > 0) {
+        const uint64_t base = offset & ~3ull;
+        if (base != offset || len < 4) {  // unaligned head or short tail: one word
+            uint8_t word[4];
+            Command c = io(CSD_OPC_SLM_READ, ns().nsid);
+            set_lo_hi(c.cdw10, c.cdw11, base);
+            c.cdw12 = 4;
+            c.data = word;
+            c.data_len = 4;
+            run(c, "SLM Read");
+            const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
+            std::memcpy(p, word + (offset - base), n);
+            offset += n;
+            p += n;
+            len -= n;
+            continue;
+        }
+        const uint64_t n = std::min<uint64_t>(len & ~3ull, chunk_max);
+        Command c = io(CSD_OPC_SLM_READ, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, offset);
+        c.cdw12 = static_cast<uint32_t>(n);
+        c.data = p;
+        c.data_len = static_cast<uint32_t>(n);
+        run(c, "SLM Read");
+        offset += n;
+        p += n;
+        len -= n;
+    }
+}
+
+void Device::slm_load(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
+{
+    while (nlb > 0) {
+        const uint64_t n = std::min(nlb, kMaxNlb);
+        Command c = io(CSD_OPC_SLM_LOAD, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, slba);
+        c.cdw12 = static_cast<uint32_t>(n - 1);
+        set_lo_hi(c.cdw13, c.cdw14, slm_offset);
+        run(c, "SLM Load");
+        slba += n;
+        nlb -= n;
+        slm_offset += n * ns().lba_size;
+    }
+}
+
+void Device::slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
+{
+    while (nlb > 0) {
+        const uint64_t n = std::min(nlb, kMaxNlb);
+        Command c = io(CSD_OPC_SLM_STORE, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, slba);
+        c.cdw12 = static_cast<uint32_t>(n - 1);
+        set_lo_hi(c.cdw13, c.cdw14, slm_offset);
+        run(c, "SLM Store");
+        slba += n;
+        nlb -= n;
+        slm_offset += n * ns().lba_size;
+    }
+}
+
+void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what)
+{
+    const uint32_t lba = ns().lba_size;
+    const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(transport_->max_transfer() / lba, kMaxNlb));
+    while (nlb > 0) {
+        const uint64_t n = std::min(nlb, per);
+        Command c = io(opcode, ns().nsid);
+        set_lo_hi(c.cdw10, c.cdw11, slba);
+        c.cdw12 = static_cast<uint32_t>(n - 1);
+        c.data = p;
+        c.data_len = static_cast<uint32_t>(n * lba);
+        run(c, what);
+        slba += n;
+        nlb -= n;
+        p += n * lba;
+    }
+}
+
+void Device::read_lbas(uint64_t slba, uint64_t nlb, void *data)
+{
+    rw_lbas(kNvmRead, slba, nlb, static_cast<uint8_t *>(data), "Read");
+}
+
+void Device::write_lbas(uint64_t slba, uint64_t nlb, const void *data)
+{
+    rw_lbas(kNvmWrite, slba, nlb, static_cast<uint8_t *>(const_cast<void *>(data)), "Write");
+}
+
+void Device::flush() { run(io(kNvmFlush, ns().nsid), "Flush"); }
+
+static std::string exec_what(uint16_t program)
+{
+    char buf[64];
+    const char *name = csd_program_name(program);
+    std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
+    return buf;
+}
+
+ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, const void *params,
+                           uint32_t param_len)
+{
+    auto d = make_descriptor(program, ranges, params, param_len);
+    Command c = io(CSD_OPC_EXECUTE, ns().nsid);
+    c.cdw10 = static_cast<uint32_t>(d.size());
+    c.data = d.data();
+    c.data_len = static_cast<uint32_t>(d.size());
+    const Completion r = transport_->submit(c);
+    if (r.status != 0) {
+        throw Error(exec_what(program), r.status, r.dw0(), r.dw1());
+    }
+    return {r.dw0(), r.dw1()};
+}
+
+std::future<ExecResult> Device::execute_async(uint16_t program, const std::vector<Range> &ranges,
+                                               const void *params, uint32_t param_len)
+{
+    auto d = std::make_shared<std::vector<uint8_t>>(make_descriptor(program, ranges, params, param_len));
+    Command c = io(CSD_OPC_EXECUTE, ns().nsid);
+    c.cdw10 = static_cast<uint32_t>(d->size());
+    c.data = d->data();
+    c.data_len = static_cast<uint32_t>(d->size());
+    auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
+    // The descriptor must live until the command completes: the deferred future owns it.
+    return std::async(std::launch::deferred, [d, fut, program]() {
+        const Completion r = fut->get();
+        if (r.status != 0) {
+            throw Error(exec_what(program), r.status, r.dw0(), r.dw1());
+        }
+        return ExecResult{r.dw0(), r.dw1()};
+    });
+}
+
+}  // namespace csd

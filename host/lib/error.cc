@@ -1,0 +1,45 @@
+// error.cc - csd::Error and status names.
+#include "csd/error.hpp"
+
+#include <cstring>
+
+#include "csd_core.h"
+
+namespace csd {
+
+std::string status_name(uint16_t status)
+{
+    const char *n = csd_status_name(status);
+    if (std::strcmp(n, "Unknown Status") != 0) {
+        return n;
+    }
+    switch (status & 0x7FF) {  // generic statuses the core does not produce
+    case 0x008: return "Command Aborted due to SQ Deletion";
+    case 0x00B: return "Invalid Namespace or Format";
+    case 0x371: return "Host Aborted Command";
+    default: {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "Status 0x%03x", status & 0x7FF);
+        return buf;
+    }
+    }
+}
+
+static std::string with_status(const std::string &what, uint16_t status)
+{
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%04x", status);
+    return what + ": " + status_name(status) + " (NVMe status " + hex + ")";
+}
+
+Error::Error(const std::string &what, uint16_t status, uint32_t dw0, uint32_t dw1)
+    : std::runtime_error(with_status(what, status)), status_(status), dw0_(dw0), dw1_(dw1)
+{
+}
+
+Error::Error(const std::string &what, int errnum)
+    : std::runtime_error(what + ": " + std::strerror(errnum)), errnum_(errnum)
+{
+}
+
+}  // namespace csd

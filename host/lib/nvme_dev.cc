@@ -1,0 +1,97 @@
+// nvme_dev.cc - the Linux NVMe device node shared by the ioctl and io_uring backends.
+#include "nvme_dev.hpp"
+
+#include <fcntl.h>
+#include <libnvme.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <vector>
+
+#include "csd/error.hpp"
+
+namespace csd {
+
+NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
+{
+    std::smatch m;
+    static const std::regex node(R"(/dev/(nvme|ng)(\d+)n(\d+))");
+    if (!std::regex_match(path, m, node)) {
+        throw Error("open " + path + ": not an NVMe namespace node (/dev/ngXnY or /dev/nvmeXnY)", EINVAL);
+    }
+    const std::string ctrl = m[2], nsn = m[3];
+    if (want_generic) {
+        path_ = "/dev/ng" + ctrl + "n" + nsn;
+    }
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) {
+        throw Error("open " + path_, errno);
+    }
+    const int nsid = ioctl(fd_, NVME_IOCTL_ID);
+    if (nsid <= 0) {
+        const int e = errno;
+        ::close(fd_);
+        throw Error("NVME_IOCTL_ID on " + path_, e);
+    }
+    ns_.nsid = static_cast<uint32_t>(nsid);
+    // Identify Namespace: size and the LBA format in use.
+    std::vector<uint8_t> id(4096);
+    Command c;
+    c.admin = true;
+    c.opcode = 0x06;
+    c.nsid = ns_.nsid;
+    c.cdw10 = 0;
+    c.data = id.data();
+    c.data_len = 4096;
+    const Completion r = ioctl_submit(c);
+    if (r.status) {
+        ::close(fd_);
+        throw Error("Identify Namespace on " + path_, r.status);
+    }
+    std::memcpy(&ns_.lba_count, id.data(), 8);
+    const uint8_t flbas = id[26] & 0xF;
+    ns_.lba_size = 1u << id[128 + 4 * flbas + 2];
+    // The kernel's limit for one passthrough transfer.
+    std::ifstream f("/sys/block/nvme" + ctrl + "n" + nsn + "/queue/max_hw_sectors_kb");
+    uint32_t kb = 0;
+    if (f >> kb && kb >= 4) {
+        max_transfer_ = kb * 1024;
+    }
+}
+
+NvmeDev::~NvmeDev()
+{
+    if (fd_ >= 0) {
+        ::close(fd_);
+    }
+}
+
+Completion NvmeDev::ioctl_submit(const Command &cmd) const
+{
+    nvme_passthru_cmd64 p{};
+    p.opcode = cmd.opcode;
+    p.nsid = cmd.nsid;
+    p.cdw10 = cmd.cdw10;
+    p.cdw11 = cmd.cdw11;
+    p.cdw12 = cmd.cdw12;
+    p.cdw13 = cmd.cdw13;
+    p.cdw14 = cmd.cdw14;
+    p.cdw15 = cmd.cdw15;
+    p.addr = reinterpret_cast<uintptr_t>(cmd.data);
+    p.data_len = cmd.data_len;
+    __u64 result = 0;
+    const int rc = cmd.admin ? nvme_submit_admin_passthru64(fd_, &p, &result)
+                             : nvme_submit_io_passthru64(fd_, &p, &result);
+    if (rc < 0) {
+        char what[64];
+        std::snprintf(what, sizeof what, "passthrough of opcode %02xh on %s", cmd.opcode, path_.c_str());
+        throw Error(what, errno);
+    }
+    return {static_cast<uint16_t>(rc), result};
+}
+
+}  // namespace csd

@@ -1,0 +1,110 @@
+// slm_allocator.cc - first-fit SLM allocator with coalescing free list.
+#include <cerrno>
+#include <string>
+
+#include "csd/error.hpp"
+#include "csd/slm.hpp"
+
+namespace csd {
+
+SlmBuffer &SlmBuffer::operator=(SlmBuffer &&o) noexcept
+{
+    if (this != &o) {
+        reset();
+        owner_ = o.owner_;
+        offset_ = o.offset_;
+        size_ = o.size_;
+        o.owner_ = nullptr;
+    }
+    return *this;
+}
+
+void SlmBuffer::reset()
+{
+    if (owner_) {
+        owner_->release(offset_, size_);
+        owner_ = nullptr;
+    }
+}
+
+void SlmAllocator::reset(uint64_t size)
+{
+    std::lock_guard<std::mutex> g(mu_);
+    size_ = size;
+    free_.clear();
+    if (size) {
+        free_[0] = size;
+    }
+}
+
+SlmBuffer SlmAllocator::alloc(uint64_t size, uint64_t align)
+{
+    if (size == 0 || align == 0 || (align & (align - 1)) != 0) {
+        throw Error("SLM allocation of " + std::to_string(size) + " bytes (align " + std::to_string(align) + ")", EINVAL);
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+        const uint64_t start = (it->first + align - 1) & ~(align - 1);
+        const uint64_t end = it->first + it->second;
+        if (start < it->first || start > end || end - start < size) {
+            continue;
+        }
+        const uint64_t before = start - it->first, after = end - start - size;
+        const uint64_t base = it->first;
+        free_.erase(it);
+        if (before) {
+            free_[base] = before;
+        }
+        if (after) {
+            free_[start + size] = after;
+        }
+        return SlmBuffer(this, start, size);
+    }
+    uint64_t largest = 0;
+    for (auto &f : free_) {
+        largest = std::max(largest, f.second);
+    }
+    throw Error("SLM allocation of " + std::to_string(size) + " bytes: no free range that large (largest " +
+                    std::to_string(largest) + ")",
+                ENOMEM);
+}
+
+void SlmAllocator::release(uint64_t offset, uint64_t size)
+{
+    std::lock_guard<std::mutex> g(mu_);
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && next->first == offset + size) {  // merge with the following range
+        size += next->second;
+        next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == offset) {  // merge with the preceding range
+            prev->second += size;
+            return;
+        }
+    }
+    free_[offset] = size;
+}
+
+uint64_t SlmAllocator::free_bytes() const
+{
+    std::lock_guard<std::mutex> g(mu_);
+    uint64_t n = 0;
+    for (auto &f : free_) {
+        n += f.second;
+    }
+    return n;
+}
+
+uint64_t SlmAllocator::largest_free() const
+{
+    std::lock_guard<std::mutex> g(mu_);
+    uint64_t m = 0;
+    for (auto &f : free_) {
+        m = std::max(m, f.second);
+    }
+    return m;
+}
+
+}  // namespace csd

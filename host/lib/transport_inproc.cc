@@ -1,0 +1,304 @@
+// transport_inproc.cc - the in-process device: the same device core that QEMU embeds,
+// answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
+// CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
+// root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M (size only when creating the file).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "csd/error.hpp"
+#include "csd_core.h"
+#include "transports.hpp"
+
+namespace csd {
+
+namespace {
+
+constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+constexpr uint16_t kLbaRange = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
+constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
+constexpr uint32_t kMaxTransfer = 512 * 1024;  // as QEMU's default MDTS with 4 KiB pages
+
+uint64_t parse_size(const std::string &v)
+{
+    size_t pos = 0;
+    uint64_t n = std::stoull(v, &pos);
+    const std::string unit = v.substr(pos);
+    if (unit == "K" || unit == "k") n <<= 10;
+    else if (unit == "M" || unit == "m") n <<= 20;
+    else if (unit == "G" || unit == "g") n <<= 30;
+    else if (!unit.empty()) throw Error("emu: bad size '" + v + "'", EINVAL);
+    return n;
+}
+
+std::future<Completion> ready(Completion c)
+{
+    std::promise<Completion> p;
+    p.set_value(c);
+    return p.get_future();
+}
+
+class TransportInproc : public Transport {
+public:
+    explicit TransportInproc(const std::string &spec)
+    {
+        const size_t q = spec.find('?');
+        path_ = spec.substr(0, q);
+        std::map<std::string, std::string> kv;
+        if (q != std::string::npos) {
+            std::string rest = spec.substr(q + 1);
+            size_t start = 0;
+            while (start <= rest.size()) {
+                const size_t amp = rest.find('&', start);
+                const std::string item = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
+                const size_t eq = item.find('=');
+                if (!item.empty()) {
+                    if (eq == std::string::npos) throw Error("emu: option '" + item + "' needs a value", EINVAL);
+                    kv[item.substr(0, eq)] = item.substr(eq + 1);
+                }
+                if (amp == std::string::npos) break;
+                start = amp + 1;
+            }
+        }
+        uint64_t slm = 64 << 20, size = 256 << 20;
+        uint32_t cu = 2;
+        try {
+            for (auto &[k, v] : kv) {
+                if (k == "slm") slm = parse_size(v);
+                else if (k == "lba") lba_ = static_cast<uint32_t>(parse_size(v));
+                else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
+                else if (k == "size") size = parse_size(v);
+                else throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size)", EINVAL);
+            }
+        } catch (const std::logic_error &) {
+            throw Error("emu: bad option value in '" + spec + "'", EINVAL);
+        }
+        if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
+        if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
+        if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);
+        if (slm < 4096 || slm % 4096) throw Error("emu: slm must be a multiple of 4 KiB", EINVAL);
+        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw Error("emu: open " + path_, errno);
+        struct stat st;
+        fstat(fd_, &st);
+        if (st.st_size == 0 && ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+            const int e = errno;
+            ::close(fd_);
+            throw Error("emu: size " + path_, e);
+        }
+        fstat(fd_, &st);
+        ns_.nsid = 1;
+        ns_.lba_size = lba_;
+        ns_.lba_count = static_cast<uint64_t>(st.st_size) / lba_;
+        core_ = csd_core_new(slm, cu);
+        if (!core_) {
+            ::close(fd_);
+            throw Error("emu: SLM of " + std::to_string(slm) + " bytes", ENOMEM);
+        }
+        for (uint32_t i = 0; i < cu; i++) {
+            workers_.emplace_back([this] { work(); });
+        }
+    }
+
+    ~TransportInproc() override
+    {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        for (auto &t : workers_) t.join();
+        csd_core_free(core_);
+        ::close(fd_);
+    }
+
+    const char *name() const override { return "inproc"; }
+    uint32_t max_transfer() const override { return kMaxTransfer; }
+    NamespaceInfo ns() const override { return ns_; }
+    Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
+
+    std::future<Completion> submit_async(const Command &cmd) override
+    {
+        if (cmd.admin) return ready(admin(cmd));
+        if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
+        switch (cmd.opcode) {
+        case 0x00: return ready({static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0});
+        case 0x01: return ready(rw(cmd, true));
+        case 0x02: return ready(rw(cmd, false));
+        case CSD_OPC_SLM_LOAD: return ready(load_store(cmd, false));
+        case CSD_OPC_SLM_STORE: return ready(load_store(cmd, true));
+        case CSD_OPC_SLM_WRITE: return ready(slm_xfer(cmd, true));
+        case CSD_OPC_SLM_READ: return ready(slm_xfer(cmd, false));
+        case CSD_OPC_EXECUTE: return execute(cmd);
+        default: return ready({kInvalidOpcode, 0});
+        }
+    }
+
+private:
+    Completion admin(const Command &c)
+    {
+        if (c.opcode == 0x06) {  // Identify
+            if (c.data_len < 4096) return {kInvalidField, 0};
+            auto *p = static_cast<uint8_t *>(c.data);
+            std::memset(p, 0, 4096);
+            if ((c.cdw10 & 0xFF) == 1) {
+                std::memcpy(p + 4, "csd-inproc", 10);                       // serial
+                std::memcpy(p + 24, "nvme-csd in-process device              ", 40);  // model
+                p[77] = 7;                                                   // MDTS
+                std::memcpy(p + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4);
+                return {0, 0};
+            }
+            if ((c.cdw10 & 0xFF) == 0) {
+                if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
+                std::memcpy(p, &ns_.lba_count, 8);
+                std::memcpy(p + 8, &ns_.lba_count, 8);
+                std::memcpy(p + 16, &ns_.lba_count, 8);
+                p[128 + 2] = static_cast<uint8_t>(__builtin_ctz(lba_));
+                return {0, 0};
+            }
+            return {kInvalidField, 0};
+        }
+        if (c.opcode == 0x02) {  // Get Log Page
+            const uint8_t lid = c.cdw10 & 0xFF;
+            const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
+            const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
+            if ((lid != CSD_LOG_CAPABILITIES && lid != CSD_LOG_STATISTICS) || (c.nsid != 0 && c.nsid != 0xFFFFFFFF) ||
+                off >= CSD_LOG_PAGE_SIZE || c.data_len < len) {
+                return {kInvalidField, 0};
+            }
+            uint8_t page[CSD_LOG_PAGE_SIZE];
+            if (lid == CSD_LOG_CAPABILITIES) csd_core_log_capabilities(core_, page);
+            else csd_core_log_statistics(core_, page);
+            std::memcpy(c.data, page + off, std::min<uint64_t>(len, CSD_LOG_PAGE_SIZE - off));
+            return {0, 0};
+        }
+        return {kInvalidOpcode, 0};
+    }
+
+    bool lba_range_ok(uint64_t slba, uint64_t nlb) const
+    {
+        return slba <= ns_.lba_count && nlb <= ns_.lba_count - slba;
+    }
+
+    Completion rw(const Command &c, bool write)
+    {
+        const uint64_t slba = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
+        const uint64_t nlb = (c.cdw12 & 0xFFFF) + 1;
+        const uint64_t bytes = nlb * lba_;
+        if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
+        if (bytes > kMaxTransfer || c.data_len < bytes) return {kInvalidField, 0};
+        const ssize_t n = write ? pwrite(fd_, c.data, bytes, static_cast<off_t>(slba * lba_))
+                                : pread(fd_, c.data, bytes, static_cast<off_t>(slba * lba_));
+        return {static_cast<uint16_t>(n == static_cast<ssize_t>(bytes) ? 0 : kInternal), 0};
+    }
+
+    Completion load_store(const Command &c, bool store)
+    {
+        csd_core_stat_add(core_, store ? CSD_STAT_SLM_STORE_CMDS : CSD_STAT_SLM_LOAD_CMDS, 1);
+        const uint64_t slba = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
+        const uint64_t nlb = (c.cdw12 & 0xFFFF) + 1;
+        const uint64_t off = c.cdw13 | static_cast<uint64_t>(c.cdw14) << 32;
+        const uint64_t bytes = nlb * lba_;
+        if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
+        uint8_t *slm;
+        const uint16_t st = csd_core_slm_range(core_, off, bytes, &slm);
+        if (st) return {st, 0};
+        uint64_t done = 0;
+        while (done < bytes) {
+            const ssize_t n = store ? pwrite(fd_, slm + done, bytes - done, static_cast<off_t>(slba * lba_ + done))
+                                    : pread(fd_, slm + done, bytes - done, static_cast<off_t>(slba * lba_ + done));
+            if (n <= 0) return {kInternal, 0};
+            done += static_cast<uint64_t>(n);
+        }
+        csd_core_stat_add(core_, store ? CSD_STAT_BYTES_SLM_TO_NS : CSD_STAT_BYTES_NS_TO_SLM, bytes);
+        return {0, 0};
+    }
+
+    Completion slm_xfer(const Command &c, bool to_slm)
+    {
+        csd_core_stat_add(core_, to_slm ? CSD_STAT_SLM_WRITE_CMDS : CSD_STAT_SLM_READ_CMDS, 1);
+        const uint64_t off = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
+        const uint32_t len = c.cdw12;
+        uint16_t st = csd_core_check_slm_xfer(off, len);
+        if (!st && (len > kMaxTransfer || c.data_len < len)) st = kInvalidField;
+        uint8_t *slm = nullptr;
+        if (!st) st = csd_core_slm_range(core_, off, len, &slm);
+        if (st) return {st, 0};
+        if (to_slm) std::memcpy(slm, c.data, len);
+        else std::memcpy(c.data, slm, len);
+        csd_core_stat_add(core_, to_slm ? CSD_STAT_BYTES_HOST_TO_SLM : CSD_STAT_BYTES_SLM_TO_HOST, len);
+        return {0, 0};
+    }
+
+    std::future<Completion> execute(const Command &c)
+    {
+        csd_core_stat_add(core_, CSD_STAT_EXEC_CMDS, 1);
+        const uint32_t len = c.cdw10;
+        if (len == 0 || len > csd_core_max_desc_len() || c.data_len < len) {
+            csd_core_stat_add(core_, CSD_STAT_EXEC_ERRORS, 1);
+            return ready({kInvalidField, 0});
+        }
+        csd_exec *job = nullptr;
+        const uint16_t st = csd_core_exec_prepare(core_, c.data, len, &job);  // copies what it needs
+        if (st) return ready({st, 0});
+        auto promise = std::make_shared<std::promise<Completion>>();
+        auto fut = promise->get_future();
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            queue_.push_back([this, job, promise] {
+                uint32_t dw0 = 0, dw1 = 0;
+                const uint16_t s = csd_core_exec_run(core_, job, &dw0, &dw1);
+                promise->set_value({s, static_cast<uint64_t>(dw1) << 32 | dw0});
+            });
+        }
+        cv_.notify_one();
+        return fut;
+    }
+
+    void work()
+    {
+        for (;;) {
+            std::function<void()> job;
+            {
+                std::unique_lock<std::mutex> g(mu_);
+                cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
+                if (queue_.empty()) return;  // stop_ and drained
+                job = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            job();
+        }
+    }
+
+    std::string path_;
+    int fd_ = -1;
+    uint32_t lba_ = 512;
+    NamespaceInfo ns_;
+    csd_core *core_ = nullptr;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool stop_ = false;
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_inproc_transport(const std::string &spec)
+{
+    return std::make_unique<TransportInproc>(spec);
+}
+
+}  // namespace csd

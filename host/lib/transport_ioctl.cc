@@ -1,0 +1,28 @@
+// transport_ioctl.cc - synchronous NVMe passthrough through ioctl (libnvme).
+#include "nvme_dev.hpp"
+#include "transports.hpp"
+
+namespace csd {
+
+namespace {
+
+class TransportIoctl : public Transport {
+public:
+    explicit TransportIoctl(const std::string &path) : dev_(path, false) {}
+    const char *name() const override { return "ioctl"; }
+    Completion submit(const Command &cmd) override { return dev_.ioctl_submit(cmd); }
+    uint32_t max_transfer() const override { return dev_.max_transfer(); }
+    NamespaceInfo ns() const override { return dev_.ns(); }
+
+private:
+    NvmeDev dev_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_ioctl_transport(const std::string &path)
+{
+    return std::make_unique<TransportIoctl>(path);
+}
+
+}  // namespace csd
