@@ -4,15 +4,16 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build vm test test-% clean distclean
+.PHONY: all help deps qemu image build guest vm test test-% clean distclean
 
-all: qemu image build
+all: qemu image build guest
 
 help:
 	@echo "make deps      install the Debian packages the project needs (root)"
 	@echo "make qemu      fetch QEMU 10.0 source, patch it, build build/qemu/qemu-system-x86_64"
 	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
 	@echo "make build     the project's C/C++ (meson, build/meson)"
+	@echo "make guest     stage csdctl, libcsd and the library tests for the guest (build/guest)"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
 	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
 
@@ -32,14 +33,17 @@ build: deps
 	@if [ -f $(MESON_BUILD)/build.ninja ]; then true; else meson setup $(MESON_BUILD) --buildtype=release; fi
 	@ninja -C $(MESON_BUILD)
 
+guest: image build
+	@bash images/stage-guest.sh
+
 # CMD is passed through the environment so any quoting survives.
-vm: qemu image build
+vm: qemu image build guest
 	@if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
 
-test: qemu image build
+test: qemu image build guest
 	@$(PYTHON) tests/run_all.py
 
-test-%: qemu image build
+test-%: qemu image build guest
 	@$(PYTHON) tests/run_all.py $*
 
 clean:

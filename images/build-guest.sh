@@ -18,6 +18,8 @@ die() { echo "build-guest: error: $*" >&2; exit 1; }
 
 # Guest programs taken whole, with every library they link (ldd closure).
 guest_programs=(/usr/sbin/nvme /usr/bin/fio /usr/bin/python3.11 /usr/bin/zstd /usr/bin/lz4)
+# Libraries libcsd and csdctl load in the guest (so the per-run archive stays small).
+guest_libs=(libopenblas.so.0 libisal.so.2 libxxhash.so.0 liburing.so.2 libnvme.so.1 libzstd.so.1 liblz4.so.1)
 # Python trees taken whole; the .so files inside get their ldd closure too.
 python_trees=(/usr/lib/python3.11 /usr/lib/python3/dist-packages/numpy)
 python_skip=(test idlelib tkinter turtledemo ensurepip lib2to3 pydoc_data __pycache__ config-3.11-x86_64-linux-gnu)
@@ -32,7 +34,7 @@ inputs_hash() {
         sha256sum "$0" "$here/guest-init.sh"
         echo "$krel"
         dpkg-query -W -f '${Package} ${Version}\n' busybox-static nvme-cli fio python3.11 python3-numpy zstd lz4 \
-            libnvme1 2>/dev/null
+            libnvme1 libopenblas0-pthread libisal2 libxxhash0 liburing2 2>/dev/null
     } | sha256sum | cut -c1-16
 }
 hash=$(inputs_hash)
@@ -75,6 +77,12 @@ for p in "${guest_programs[@]}"; do
     copy_into_usr "$p"
     copy_libs_of "$p"
 done
+for l in "${guest_libs[@]}"; do
+    p=/lib/x86_64-linux-gnu/$l
+    [ -e "$p" ] || die "$p is missing: run 'make deps'"
+    copy_into_usr "$p"
+    copy_libs_of "$p"
+done
 ln -sf python3.11 "$usr/bin/python3"
 # /bin/sh (and env) for scripts: busybox lives in the initramfs at /busybox.
 ln -sf /busybox/sh "$usr/bin/sh"
@@ -95,6 +103,8 @@ done
 mkdir -p "$usr/lib64"
 cp -L /lib64/ld-linux-x86-64.so.2 "$usr/lib64/ld-linux-x86-64.so.2"
 
+# What the image holds, so that images/stage-guest.sh ships only the libraries it lacks.
+(cd "$usr" && find . \( -type f -o -type l \) | sed 's|^\./|/usr/|') | sort > "$out/usr.list"
 size_mb=$(( $(du -sm "$usr" | cut -f1) * 115 / 100 + 16 ))
 rm -f "$out/usr.img.tmp"
 mke2fs -q -t ext4 -L csd-usr -O ^has_journal -d "$usr" "$out/usr.img.tmp" "${size_mb}M"

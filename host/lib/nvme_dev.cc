@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -55,11 +56,18 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
     std::memcpy(&ns_.lba_count, id.data(), 8);
     const uint8_t flbas = id[26] & 0xF;
     ns_.lba_size = 1u << id[128 + 4 * flbas + 2];
-    // The kernel's limit for one passthrough transfer.
-    std::ifstream f("/sys/block/nvme" + ctrl + "n" + nsn + "/queue/max_hw_sectors_kb");
-    uint32_t kb = 0;
-    if (f >> kb && kb >= 4) {
+    // The kernel's limit for one passthrough transfer: max_hw_sectors_kb, and one page
+    // less than max_segments pages, since a user buffer that is not page-aligned spans
+    // one page more than its length.
+    const std::string q = "/sys/block/nvme" + ctrl + "n" + nsn + "/queue/";
+    std::ifstream fkb(q + "max_hw_sectors_kb"), fseg(q + "max_segments");
+    uint32_t kb = 0, segs = 0;
+    if (fkb >> kb && kb >= 8) {
         max_transfer_ = kb * 1024;
+    }
+    const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+    if (fseg >> segs && segs >= 2) {
+        max_transfer_ = std::min(max_transfer_, (segs - 1) * page);
     }
 }
 

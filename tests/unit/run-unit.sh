@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Runs the device-core GoogleTest binaries; prints 'unit: N passed, N failed'.
+# Runs the host-side test programs: device-core GoogleTest suites, libcsd's integration
+# suite against the in-process device, and the C API test. Prints 'unit: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+mb="$top/build/meson"
 pass=0 fail=0
-for t in csd-core-tests csd-core-portable-tests; do
-    bin="$top/build/meson/tests/unit/$t"
+for bin in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
+           "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test"; do
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
+    echo "--- $(basename "$bin")"
     out=$("$bin" --gtest_brief=1 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' <<<"$out")
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' <<<"$out")
+    # GoogleTest's summary, or the plain closing line of the C test
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^c-api: \([0-9]*\) passed.*/\1/p' <<<"$out")
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^c-api: [0-9]* passed, \([0-9]*\) failed.*/\1/p' <<<"$out")
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
-    [ $rc = 0 ] || [ -n "$f" ] || fail=$((fail + 1))
+    [ $rc = 0 ] || [ "${f:-0}" != 0 ] || fail=$((fail + 1))
 done
 echo "unit: $pass passed, $fail failed"
 [ $fail = 0 ]

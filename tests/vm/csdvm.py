@@ -373,7 +373,7 @@ def collect_tests(names: list[str], pattern: str | None) -> list[Path]:
     if names:
         paths = [GUEST_TESTS / Path(n).name for n in names]
     else:
-        paths = sorted(p for p in GUEST_TESTS.glob("*.sh") if not p.name.startswith("lib"))
+        paths = sorted(p for p in GUEST_TESTS.glob("*.sh") if p.name != "lib.sh")
     if pattern:
         paths = [p for p in paths if re.search(pattern, p.name)]
     for p in paths:

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Puts the project's guest-side binaries (csdctl, libcsd, the library tests) into
+# build/guest/{bin,lib}; tests/vm/csdvm.py ships that folder to /csd at every boot.
+# Libraries the /usr image already has are not copied (build/images/usr.list).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+mb="$top/build/meson"
+out="$top/build/guest"
+list="$top/build/images/usr.list"
+[ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
+bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test")
+rm -rf "$out.tmp" && mkdir -p "$out.tmp/bin" "$out.tmp/lib"
+for b in "${bins[@]}"; do
+    [ -x "$b" ] || { echo "stage-guest: $b missing (make build)" >&2; exit 1; }
+    cp "$b" "$out.tmp/bin/"
+    for lib in $(ldd "$b" | awk '/=> \// {print $3}'); do
+        # the guest's loader searches /usr/lib/x86_64-linux-gnu (it has no ld.so.cache)
+        if ! grep -qxF "/usr/lib/x86_64-linux-gnu/$(basename "$lib")" "$list"; then
+            cp -L "$lib" "$out.tmp/lib/$(basename "$lib")"
+        fi
+    done
+done
+rm -rf "$out" && mv "$out.tmp" "$out"
+echo "stage-guest: $(ls "$out/bin" | wc -l) programs, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1)"

@@ -1,0 +1,86 @@
+/* The C API of libcsd, from C: open, SLM, Execute, errors in words, the store.
+ * Device: argv[1] or a fresh in-process device. Prints 'c-api: N passed, N failed'. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "csd.h"
+
+static int passed, failed;
+
+#define CHECK(cond, what)                                                                  \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            passed++;                                                                      \
+        } else {                                                                           \
+            failed++;                                                                      \
+            printf("FAIL %s (line %d; last error: %s)\n", what, __LINE__, csd_last_error()); \
+        }                                                                                  \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    char path[256] = "emu:/tmp/csd-capi-XXXXXX";
+    char tmpl[] = "/tmp/csd-capi-XXXXXX";
+    int tmpfd = -1;
+    if (argc > 1) {
+        snprintf(path, sizeof path, "%s", argv[1]);
+    } else {
+        tmpfd = mkstemp(tmpl);
+        close(tmpfd);
+        unlink(tmpl);
+        snprintf(path, sizeof path, "emu:%s?size=16M&slm=8M", tmpl);
+    }
+    csd_dev *dev = NULL;
+    CHECK(csd_open("/nonexistent/device", &dev) == -EINVAL && dev == NULL, "bad path is -EINVAL");
+    CHECK(strstr(csd_last_error(), "expected /dev/ngXnY") != NULL, "the error says what a path looks like");
+    CHECK(csd_open(path, &dev) == 0 && dev != NULL, "csd_open");
+    if (!dev) {
+        printf("c-api: %d passed, %d failed\n", passed, failed);
+        return 1;
+    }
+    uint64_t slm = 0;
+    uint32_t cu = 0, np = 0;
+    CHECK(csd_info(dev, &slm, &cu, &np) == 0 && slm >= (1u << 20) && cu >= 1 && np == 10, "csd_info");
+
+    uint64_t off = 0;
+    CHECK(csd_slm_alloc(dev, 4096, 4096, &off) == 0 && off % 4096 == 0, "csd_slm_alloc");
+    CHECK(csd_slm_write(dev, off, "123456789", 9) == 0, "csd_slm_write of 9 bytes");
+    char back[10] = {0};
+    CHECK(csd_slm_read(dev, off, back, 9) == 0 && memcmp(back, "123456789", 9) == 0, "csd_slm_read");
+    uint64_t sum = 0;
+    csd_range r = {off, 9};
+    CHECK(csd_checksum(dev, CSD_CKSUM_CRC32C, r, &sum) == 0 && sum == 0xE3069283u, "csd_checksum CRC-32C");
+    uint32_t dw0 = 1, dw1 = 1;
+    uint32_t algo = CSD_CKSUM_CRC32C;
+    CHECK(csd_execute(dev, CSD_PROG_CHECKSUM, &r, 1, &algo, 4, &dw0, &dw1) == 0 && dw0 == 0xE3069283u && dw1 == 0,
+          "csd_execute checksum");
+
+    CHECK(csd_execute(dev, 0x77, &r, 1, NULL, 0, NULL, NULL) == -EIO, "unknown program is -EIO");
+    CHECK((csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PROGRAM, "csd_last_status is Invalid Program");
+    CHECK(strstr(csd_last_error(), "Invalid Program") != NULL, "csd_last_error names the status");
+    csd_range oob = {slm - 4, 8};
+    CHECK(csd_execute(dev, CSD_PROG_CHECKSUM, &oob, 1, &algo, 4, NULL, NULL) == -EIO &&
+              (csd_last_status() & 0x7FF) == CSD_STATUS_SLM_OUT_OF_BOUNDS,
+          "range outside SLM is SLM Range Out of Bounds");
+    CHECK(csd_slm_free(dev, off) == 0, "csd_slm_free");
+    CHECK(csd_slm_free(dev, off) == -EINVAL, "double free is -EINVAL");
+    CHECK(csd_execute(NULL, 1, NULL, 0, NULL, 0, NULL, NULL) == -EINVAL, "NULL device is -EINVAL");
+
+    CHECK(csd_store_format(dev) == 0, "csd_store_format");
+    const char msg[] = "hello from C";
+    CHECK(csd_store_put(dev, "greeting", msg, sizeof msg) == 0, "csd_store_put");
+    char got[64];
+    uint64_t len = 0;
+    CHECK(csd_store_get(dev, "greeting", got, 4, &len) == -ENOSPC && len == sizeof msg, "small buffer is -ENOSPC");
+    CHECK(csd_store_get(dev, "greeting", got, sizeof got, &len) == 0 && len == sizeof msg && strcmp(got, msg) == 0,
+          "csd_store_get");
+    CHECK(csd_store_remove(dev, "greeting") == 0, "csd_store_remove");
+    CHECK(csd_store_get(dev, "greeting", got, sizeof got, &len) == -ENOENT, "removed object is -ENOENT");
+    csd_close(dev);
+    if (tmpfd >= 0) unlink(tmpl);
+    printf("c-api: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,322 @@
+// libcsd integration tests. The device comes from $CSD_TEST_DEVICE (default: a fresh
+// in-process device over a temporary file); $CSD_TEST_URING=1 selects io_uring. The same
+// binary runs on the host (in-process) and in the guest (ioctl and io_uring on /dev/ng0n1).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "csd/device.hpp"
+#include "csd/programs.hpp"
+#include "csd/store.hpp"
+
+using namespace csd;
+
+namespace {
+
+std::string g_path;
+bool g_uring = false;
+
+std::unique_ptr<Device> open_dev()
+{
+    OpenOptions o;
+    o.use_uring = g_uring;
+    o.queue_depth = 32;
+    return Device::open(g_path, o);
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
+{
+    std::mt19937 g(seed);
+    std::vector<uint8_t> v(n);
+    for (auto &b : v) b = static_cast<uint8_t>(g());
+    return v;
+}
+
+class Library : public ::testing::Test {
+protected:
+    void SetUp() override { dev = open_dev(); }
+    std::unique_ptr<Device> dev;
+};
+
+TEST_F(Library, DetectsTheDevice)
+{
+    EXPECT_GE(dev->caps().slm_size, 4u << 20);
+    EXPECT_GE(dev->caps().compute_units, 1u);
+    EXPECT_EQ(dev->caps().max_desc_len, 4096u);
+    ASSERT_EQ(dev->caps().programs.size(), 10u);
+    EXPECT_EQ(dev->caps().programs[1].name, "gemm");
+    EXPECT_GT(dev->ns().lba_count, 0u);
+    std::printf("transport %s, SLM %llu bytes, %u compute units\n", dev->transport().name(),
+                static_cast<unsigned long long>(dev->caps().slm_size), dev->caps().compute_units);
+}
+
+TEST_F(Library, SlmWriteReadAnyAlignmentAndSize)
+{
+    auto data = random_bytes(3 * 1024 * 1024 + 7, 1);  // several max-transfer chunks, odd length
+    for (uint64_t off : {0ull, 1ull, 3ull, 4097ull}) {
+        dev->slm_write(off, data.data(), data.size());
+        std::vector<uint8_t> back(data.size());
+        dev->slm_read(off, back.data(), back.size());
+        ASSERT_EQ(back, data) << "offset " << off;
+    }
+    uint8_t one = 0xAB, got = 0;
+    dev->slm_write(10, &one, 1);
+    dev->slm_read(10, &got, 1);
+    EXPECT_EQ(got, 0xAB);
+}
+
+TEST_F(Library, SlmLoadStoreThroughTheNamespace)
+{
+    const uint32_t lba = dev->ns().lba_size;
+    const uint64_t nlb = (1u << 20) / lba;
+    auto data = random_bytes(nlb * lba, 2);
+    const uint64_t slba = dev->ns().lba_count - 2 * nlb;  // near the end, away from the store
+    dev->write_lbas(slba, nlb, data.data());
+    SlmBuffer b = dev->slm().alloc(nlb * lba);
+    dev->slm_load(slba, nlb, b.offset());
+    EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, range(b)), programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()));
+    dev->slm_store(slba + nlb, nlb, b.offset());
+    dev->flush();
+    std::vector<uint8_t> back(data.size());
+    dev->read_lbas(slba + nlb, nlb, back.data());
+    EXPECT_EQ(back, data);
+}
+
+TEST_F(Library, ErrorsNameTheStatus)
+{
+    try {
+        dev->execute(0x42, {{0, 16}});
+        FAIL() << "no error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_PROGRAM);
+        EXPECT_NE(std::string(e.what()).find("Invalid Program"), std::string::npos) << e.what();
+    }
+    try {
+        dev->slm_load(dev->ns().lba_count, 1, 0);
+        FAIL() << "no error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_LBA_OUT_OF_RANGE);
+        EXPECT_NE(std::string(e.what()).find("LBA Out of Range"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(dev->slm_read(dev->caps().slm_size - 4, nullptr, 8), Error);
+}
+
+TEST_F(Library, AllocatorAlignsFreesAndCoalesces)
+{
+    SlmAllocator a(1 << 20);
+    SlmBuffer x = a.alloc(1000, 64), y = a.alloc(5000, 4096), z = a.alloc(100, 1);
+    EXPECT_EQ(x.offset() % 64, 0u);
+    EXPECT_EQ(y.offset() % 4096, 0u);
+    EXPECT_TRUE(x.offset() + 1000 <= y.offset() || y.offset() + 5000 <= x.offset());
+    y.reset();
+    x.reset();
+    z.reset();
+    EXPECT_EQ(a.free_bytes(), 1u << 20);
+    EXPECT_EQ(a.largest_free(), 1u << 20);  // everything merged back
+    SlmBuffer all = a.alloc(1 << 20, 1);
+    EXPECT_THROW(a.alloc(1), Error);
+    EXPECT_THROW(a.alloc(0), Error);
+    EXPECT_THROW(a.alloc(8, 3), Error);  // not a power of two
+    SlmBuffer moved = std::move(all);
+    EXPECT_FALSE(all);
+    EXPECT_TRUE(moved);
+}
+
+TEST_F(Library, TypedProgramsMatchHostComputation)
+{
+    const uint32_t m = 64, n = 48, k = 80;
+    std::vector<float> a(m * k), b(k * n);
+    std::mt19937 g(3);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto &v : a) v = u(g);
+    for (auto &v : b) v = u(g);
+    auto c = programs::gemm(*dev, a, b, m, n, k);
+    for (uint32_t i = 0; i < m; i += 7) {
+        for (uint32_t j = 0; j < n; j += 5) {
+            double s = 0;
+            for (uint32_t l = 0; l < k; l++) s += double(a[i * k + l]) * b[l * n + j];
+            ASSERT_NEAR(c[i * n + j], s, 1e-4);
+        }
+    }
+    const char *txt = "123456789";
+    EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, txt, 9), 0xE3069283u);
+
+    // softmax in place, reduce and convert on SLM buffers
+    SlmBuffer x = dev->slm().alloc(4 * 8), r = dev->slm().alloc(8 * 2);
+    std::vector<float> xs = {1, 2, 3, 4, -1, 0, 1, 2};
+    dev->slm_write(x.offset(), xs.data(), 32);
+    programs::softmax(*dev, range(x), range(x), 2, 4);
+    programs::reduce(*dev, ReduceOp::sum, DType::f32, range(x), range(r), 2, 4);
+    double sums[2];
+    dev->slm_read(r.offset(), sums, 16);
+    EXPECT_NEAR(sums[0], 1.0, 1e-6);
+    EXPECT_NEAR(sums[1], 1.0, 1e-6);
+    SlmBuffer h = dev->slm().alloc(16);
+    EXPECT_EQ(programs::convert(*dev, ConvertOp::f32_f16, range(x), range(h), 8), 16u);
+}
+
+TEST_F(Library, FilterGrowsItsOutput)
+{
+    struct Rec { uint32_t id; float v; };
+    std::vector<Rec> recs(10000);
+    for (uint32_t i = 0; i < recs.size(); i++) recs[i] = {i, (i % 100) / 100.0f};
+    SlmBuffer in = dev->slm().alloc(recs.size() * sizeof(Rec));
+    dev->slm_write(in.offset(), recs.data(), recs.size() * sizeof(Rec));
+    SlmBuffer out = dev->slm().alloc(64);  // far too small
+    FilterSpec s;
+    s.record_size = sizeof(Rec);
+    s.count = static_cast<uint32_t>(recs.size());
+    s.field_offset = 4;
+    s.field_type = FieldType::f32;
+    s.op = CmpOp::ge;
+    s.lo = 0.895;  // f32 fields compare as f64: 0.9f is below 0.9
+    const FilterResult r = programs::filter(*dev, range(in), out, s);
+    EXPECT_EQ(r.matches, 1000u);
+    EXPECT_EQ(r.bytes, 1000 * sizeof(Rec));
+    EXPECT_GE(out.size(), r.bytes);
+    std::vector<Rec> got(r.matches);
+    dev->slm_read(out.offset(), got.data(), r.bytes);
+    for (const Rec &x : got) ASSERT_GE(x.v, 0.9f);
+    SlmBuffer small = dev->slm().alloc(64);
+    try {
+        programs::filter(*dev, range(in), range(small), s);
+        FAIL();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_OUTPUT_OVERFLOW);
+        EXPECT_EQ(e.dw1(), 1000u);
+    }
+}
+
+TEST_F(Library, AsyncExecutesOverlap)
+{
+    SlmBuffer src = dev->slm().alloc(4096), dst = dev->slm().alloc(64 * 4096);
+    auto data = random_bytes(4096, 4);
+    dev->slm_write(src.offset(), data.data(), 4096);
+    std::vector<std::future<ExecResult>> fs;
+    for (int i = 0; i < 64; i++) {
+        fs.push_back(dev->execute_async(CSD_PROG_COPY, {range(src), Range{dst.offset() + 4096ull * i, 4096}}));
+    }
+    for (auto &f : fs) EXPECT_EQ(f.get().dw0, 4096u);
+    std::vector<uint8_t> back(4096);
+    dev->slm_read(dst.offset() + 63 * 4096, back.data(), 4096);
+    EXPECT_EQ(back, data);
+    auto bad = dev->execute_async(0x99, {range(src)});
+    EXPECT_THROW(bad.get(), Error);
+}
+
+class Store : public Library {
+protected:
+    void SetUp() override
+    {
+        Library::SetUp();
+        ObjectStore::format(*dev);
+    }
+};
+
+TEST_F(Store, PutGetListRemoveAndReopen)
+{
+    auto blob = random_bytes(3 * 1024 * 1024 + 123, 5);
+    std::vector<float> t(1000);
+    for (size_t i = 0; i < t.size(); i++) t[i] = float(i) * 0.5f;
+    {
+        ObjectStore s(*dev);
+        s.put("blob", blob.data(), blob.size());
+        s.put("tensor", t.data(), t.size() * 4, "<f4", {10, 100});
+        s.put("empty", nullptr, 0);
+        EXPECT_EQ(s.list().size(), 3u);
+        s.put("blob", blob.data(), 1000);  // replace
+        EXPECT_EQ(s.stat("blob").bytes, 1000u);
+        s.remove("empty");
+        EXPECT_FALSE(s.exists("empty"));
+        EXPECT_THROW(s.remove("empty"), Error);
+        EXPECT_THROW(s.get("nothing"), Error);
+        EXPECT_THROW(s.put("", blob.data(), 1), Error);
+    }
+    ObjectStore s(*dev);  // reopened: the catalog came back from the namespace
+    EXPECT_EQ(s.list().size(), 2u);
+    EXPECT_EQ(s.get("blob"), std::vector<uint8_t>(blob.begin(), blob.begin() + 1000));
+    const ObjectInfo ti = s.stat("tensor");
+    EXPECT_EQ(ti.dtype, "<f4");
+    EXPECT_EQ(ti.shape, (std::vector<uint64_t>{10, 100}));
+    float mid[3];
+    s.read("tensor", 4 * 500 + 0, 12, mid);  // ranged read
+    EXPECT_EQ(mid[0], 250.0f);
+    EXPECT_EQ(mid[2], 251.0f);
+    EXPECT_THROW(s.read("tensor", 3999, 2, mid), Error);
+}
+
+TEST_F(Store, SurvivesATornSuperblock)
+{
+    ObjectStore s(*dev);
+    auto a = random_bytes(10000, 6);
+    s.put("a", a.data(), a.size());
+    const uint64_t gen = s.generation();
+    // The newest superblock's slot gets garbage, as if power failed while writing it.
+    const uint32_t lba = dev->ns().lba_size;
+    std::vector<uint8_t> junk(std::max<uint32_t>(4096, lba), 0x5A);
+    const uint64_t lpb = junk.size() / lba;
+    dev->write_lbas((gen % 2 == 1 ? 0 : 1) * lpb, lpb, junk.data());
+    dev->flush();
+    ObjectStore back(*dev);
+    EXPECT_EQ(back.generation(), gen - 1);  // the previous state
+    EXPECT_FALSE(back.exists("a"));
+    back.put("b", a.data(), a.size());      // and it keeps working
+    ObjectStore again(*dev);
+    EXPECT_EQ(again.get("b"), a);
+}
+
+TEST_F(Store, ComputeOnObjectsInsideTheDrive)
+{
+    struct Rec { uint32_t id; float v; uint64_t pad; };
+    std::vector<Rec> recs(5000);
+    for (uint32_t i = 0; i < recs.size(); i++) recs[i] = {i, (i % 10) / 10.0f, 0};
+    ObjectStore s(*dev);
+    s.put("sales", recs.data(), recs.size() * sizeof(Rec));
+    FilterSpec f;
+    f.record_size = sizeof(Rec);
+    f.field_offset = 4;
+    f.field_type = FieldType::f32;
+    f.op = CmpOp::gt;
+    f.lo = 0.5;
+    const auto before = dev->stats();
+    const FilterResult r = s.filter("sales", f, "hot");
+    const auto after = dev->stats();
+    EXPECT_EQ(r.matches, 2000u);
+    EXPECT_EQ(s.stat("hot").bytes, 2000 * sizeof(Rec));
+    auto hot = s.get("hot");
+    for (size_t i = 0; i < r.matches; i++) {
+        Rec x;
+        std::memcpy(&x, hot.data() + i * sizeof(Rec), sizeof x);
+        ASSERT_GT(x.v, 0.5f);
+    }
+    // Only descriptors and small results crossed the bus.
+    EXPECT_EQ(after.bytes_slm_to_host - before.bytes_slm_to_host, 0u);
+    EXPECT_GE(after.bytes_slm_to_namespace - before.bytes_slm_to_namespace, 2000 * sizeof(Rec));
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    ::testing::InitGoogleTest(&argc, argv);
+    const char *p = std::getenv("CSD_TEST_DEVICE");
+    g_uring = std::getenv("CSD_TEST_URING") && std::string(std::getenv("CSD_TEST_URING")) == "1";
+    std::string tmp;
+    if (p) {
+        g_path = p;
+    } else {
+        char name[] = "/tmp/csd-test-XXXXXX";
+        const int fd = mkstemp(name);
+        close(fd);
+        unlink(name);
+        tmp = name;
+        g_path = "emu:" + tmp + "?size=64M&slm=32M";
+    }
+    const int rc = RUN_ALL_TESTS();
+    if (!tmp.empty()) unlink(tmp.c_str());
+    return rc;
+}

@@ -1,0 +1,3 @@
+# libcsd's C API in the guest against the emulated device.
+# vm: csd=on slm=64M
+exec csd-c-api-test /dev/ng0n1
