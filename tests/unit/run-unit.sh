@@ -9,7 +9,8 @@ for bin in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
            "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test"; do
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
     echo "--- $(basename "$bin")"
-    out=$("$bin" --gtest_brief=1 2>&1); rc=$?
+    case "$bin" in *-test) args=() ;; *) args=(--gtest_brief=1) ;; esac
+    out=$("$bin" "${args[@]}" 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
     # GoogleTest's summary, or the plain closing line of the C test
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^c-api: \([0-9]*\) passed.*/\1/p' <<<"$out")
