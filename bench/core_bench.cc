@@ -52,7 +52,7 @@ uint32_t exec(csd_core *core, const std::vector<uint8_t> &d, uint32_t *dw1 = nul
     csd_exec *job;
     uint32_t dw0 = 0, x = 0;
     if (csd_core_exec_prepare(core, d.data(), static_cast<uint32_t>(d.size()), &job) != 0 ||
-        csd_core_exec_run(core, job, &dw0, dw1 ? dw1 : &x) != 0) {
+        csd_core_exec_run(core, job, nullptr, &dw0, dw1 ? dw1 : &x) != 0) {
         std::fprintf(stderr, "core_bench: Execute failed\n");
         std::exit(1);
     }

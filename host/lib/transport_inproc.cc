@@ -259,7 +259,7 @@ private:
             std::lock_guard<std::mutex> g(mu_);
             queue_.push_back([this, job, promise] {
                 uint32_t dw0 = 0, dw1 = 0;
-                const uint16_t s = csd_core_exec_run(core_, job, &dw0, &dw1);
+                const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
                 promise->set_value({s, static_cast<uint64_t>(dw1) << 32 | dw0});
             });
         }

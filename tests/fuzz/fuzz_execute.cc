@@ -4,17 +4,42 @@
 // out-of-SLM access (ASan sees SLM as one mapping with guard pages) or hang is a finding.
 #include <sys/mman.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "csd_core.h"
 
 static csd_core *g_core;
+// A watchdog cancels a program that runs longer than a second, as a controller reset
+// would: long but legal inputs end with Command Abort Requested, and the cancel path
+// is fuzzed too.
+static int g_cancel;
+static std::atomic<long> g_started_ms{-1};
+
+static long now_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static void watchdog()
+{
+    for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const long s = g_started_ms.load();
+        if (s >= 0 && now_ms() - s > 1000) {
+            __atomic_store_n(&g_cancel, 1, __ATOMIC_RELAXED);
+        }
+    }
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!g_core) {
         g_core = csd_core_new(1 << 20, 1);
+        std::thread(watchdog).detach();
     }
     if (size < 2) {
         return 0;
@@ -32,7 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     csd_exec *job = nullptr;
     if (csd_core_exec_prepare(g_core, data, static_cast<uint32_t>(dlen), &job) == 0) {
         uint32_t dw0, dw1;
-        csd_core_exec_run(g_core, job, &dw0, &dw1);
+        __atomic_store_n(&g_cancel, 0, __ATOMIC_RELAXED);
+        g_started_ms = now_ms();
+        csd_core_exec_run(g_core, job, &g_cancel, &dw0, &dw1);
+        g_started_ms = -1;
     }
     return 0;
 }

@@ -22,7 +22,7 @@ python3 "$here/make_seeds.py" "$out/corpus"
 log="$out/last-run.log"
 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
     "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -max_len=8192 \
-    -print_final_stats=1 -artifact_prefix="$out/findings/" "$out/corpus" > "$log" 2>&1
+    -print_final_stats=1 -artifact_prefix="$out/findings/" "$out/corpus" "$here/regressions" > "$log" 2>&1
 rc=$?
 grep -E "^stat::number_of_executed_units|^stat::new_units_added|Done [0-9]+ runs" "$log"
 if [ $rc = 0 ]; then

@@ -82,7 +82,7 @@ protected:
             EXPECT_EQ(job, nullptr);
             return r;
         }
-        r.status = csd_core_exec_run(core, job, &r.dw0, &r.dw1);
+        r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
         return r;
     }
 

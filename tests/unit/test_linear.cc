@@ -161,4 +161,15 @@ TEST_F(Linear, Conv2dErrors)
     EXPECT_STATUS(exec(CSD_PROG_CONV2D, {{0, 64}, {1024, 36}, {0, 0}, {2048, 16}}, p), CSD_STATUS_INVALID_PARAMETERS);
 }
 
+TEST_F(Linear, Conv2dStopsWhenCancelled)
+{
+    csd_conv2d_params p{1, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0, 1, 1, 0};
+    auto d = make_descriptor(CSD_PROG_CONV2D, {{0, 64}, {1024, 36}, {0, 0}, {2048, 16}}, &p, sizeof p);
+    csd_exec *job = nullptr;
+    ASSERT_EQ(csd_core_exec_prepare(core, d.data(), static_cast<uint32_t>(d.size()), &job), 0);
+    const int cancel = 1;  // as a controller reset sets it while the program runs
+    uint32_t dw0, dw1;
+    EXPECT_EQ(CSD_STATUS_CODE(csd_core_exec_run(core, job, &cancel, &dw0, &dw1)), CSD_STATUS_ABORT_REQUESTED);
+}
+
 }  // namespace

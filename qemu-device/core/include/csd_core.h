@@ -59,9 +59,11 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len,
 
 /*
  * Runs a prepared job (on any thread) and frees it; returns the status and the
- * completion's Dwords 0 and 1. Updates the statistics.
+ * completion's Dwords 0 and 1. Updates the statistics. If cancel is not NULL, long
+ * programs poll *cancel (atomically) and stop with Command Abort Requested once another
+ * thread sets it non-zero, so that a controller reset never waits long for them.
  */
-uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, uint32_t *dw0, uint32_t *dw1);
+uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1);
 
 /* Frees a prepared job that will not run (e.g. the command was aborted). */
 void csd_core_exec_discard(csd_core *core, csd_exec *exec);

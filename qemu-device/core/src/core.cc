@@ -221,9 +221,10 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
     return st;
 }
 
-uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, uint32_t *dw0, uint32_t *dw1)
+uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)
 {
     csd::ProgramCall call;
+    call.cancel = cancel;
     call.ranges = exec->ranges;
     call.nr_ranges = exec->nr_ranges;
     call.params = exec->params;

@@ -32,7 +32,14 @@ struct ProgramCall {
     uint32_t nr_ranges = 0;
     const uint8_t *params = nullptr;
     uint32_t param_len = 0;
+    const int *cancel = nullptr;  // set by the host to stop a long program
 };
+
+// Whether the host asked the running program to stop (polled in long loops).
+inline bool cancelled(const ProgramCall &call)
+{
+    return call.cancel && __atomic_load_n(call.cancel, __ATOMIC_RELAXED) != 0;
+}
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 

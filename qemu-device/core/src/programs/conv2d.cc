@@ -1,5 +1,5 @@
 // conv2d (09h): NCHW f32 convolution with stride, padding and dilation, optional bias;
-// im2col over blocks of output rows, then OpenBLAS sgemm. DW0 = output bytes.
+// im2col over blocks of output positions, then OpenBLAS sgemm. DW0 = output bytes.
 #include <cblas.h>
 
 #include <algorithm>
@@ -62,28 +62,31 @@ ExecResult program_conv2d(const ProgramCall &call)
     InView<float> x(in, in_elems), w(wt, w_elems);
     InView<float> b(has_bias ? bias : Span{}, has_bias ? p.k : 0);
     std::vector<float> y(out_elems);  // separate: the output may overlap the input
-    // Rows of output per block so that the im2col scratch stays within its budget.
-    const uint64_t rows_per_block = std::max<uint64_t>(1, std::min<uint64_t>(P, kColBudget / 4 / (crs * Q)));
-    std::vector<float> col(crs * rows_per_block * Q);
-    std::vector<float> tmp(p.k * rows_per_block * Q);
+    // Output positions (flattened p*Q+q) per block, so that the im2col scratch stays
+    // within its budget whatever the shapes; at least one position per block.
+    const uint64_t per_block = std::max<uint64_t>(1, std::min<uint64_t>(pq, kColBudget / 4 / crs));
+    std::vector<float> col(crs * per_block);
+    std::vector<float> tmp(p.k * per_block);
     for (uint64_t img = 0; img < p.n; img++) {
         const float *xi = x.get() + img * p.c * hw;
         float *yi = y.data() + img * p.k * pq;
-        for (uint64_t p0 = 0; p0 < P; p0 += rows_per_block) {
-            const uint64_t np = std::min<uint64_t>(rows_per_block, P - p0);
-            const uint64_t ncols = np * Q;
-            // col[(c,r,s), (pp,q)] = x[c, p*sh - ph + r*dh, q*sw - pw + s*dw] (0 outside)
+        for (uint64_t i0 = 0; i0 < pq; i0 += per_block) {
+            if (cancelled(call)) {
+                return fail(CSD_STATUS_ABORT_REQUESTED);
+            }
+            const uint64_t ncols = std::min<uint64_t>(per_block, pq - i0);
+            // col[(c,r,s), j] = x[c, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside),
+            // for output position i0 + j = (oh, ow)
             for (uint64_t c = 0; c < p.c; c++) {
                 for (uint64_t r = 0; r < p.r; r++) {
                     for (uint64_t s = 0; s < p.s; s++) {
                         float *dst = col.data() + ((c * p.r + r) * p.s + s) * ncols;
-                        for (uint64_t pp = 0; pp < np; pp++) {
-                            const int64_t ih = static_cast<int64_t>((p0 + pp) * p.stride_h + r * p.dilation_h) - p.pad_h;
-                            for (uint64_t q = 0; q < Q; q++) {
-                                const int64_t iw = static_cast<int64_t>(q * p.stride_w + s * p.dilation_w) - p.pad_w;
-                                const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
-                                dst[pp * Q + q] = inside ? xi[(c * p.h + ih) * p.w + iw] : 0.0f;
-                            }
+                        for (uint64_t j = 0; j < ncols; j++) {
+                            const uint64_t oh = (i0 + j) / Q, ow = (i0 + j) % Q;
+                            const int64_t ih = static_cast<int64_t>(oh * p.stride_h + r * p.dilation_h) - p.pad_h;
+                            const int64_t iw = static_cast<int64_t>(ow * p.stride_w + s * p.dilation_w) - p.pad_w;
+                            const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
+                            dst[j] = inside ? xi[(c * p.h + ih) * p.w + iw] : 0.0f;
                         }
                     }
                 }
@@ -94,10 +97,10 @@ ExecResult program_conv2d(const ProgramCall &call)
                         static_cast<int>(ncols));
             for (uint64_t k = 0; k < p.k; k++) {
                 const float add = has_bias ? b[k] : 0.0f;
-                float *yrow = yi + k * pq + p0 * Q;
+                float *yrow = yi + k * pq + i0;
                 const float *trow = tmp.data() + k * ncols;
-                for (uint64_t i = 0; i < ncols; i++) {
-                    yrow[i] = trow[i] + add;
+                for (uint64_t j = 0; j < ncols; j++) {
+                    yrow[j] = trow[j] + add;
                 }
             }
         }

@@ -71,6 +71,9 @@ ExecResult program_filter(const ProgramCall &call)
     uint64_t written = 0;
     uint32_t hits = 0;
     for (uint32_t i = 0; i < p.count; i++) {
+        if ((i & 0xFFFF) == 0 && cancelled(call)) {
+            return fail(CSD_STATUS_ABORT_REQUESTED);
+        }
         const uint8_t *rec = in.data + static_cast<uint64_t>(i) * p.record_size;
         if (!matches(rec + p.field_offset, p)) {
             continue;
