@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build guest vm test test-% clean distclean
+.PHONY: all help deps qemu image build guest vm demo test test-% clean distclean
 
 all: qemu image build guest
 
@@ -14,6 +14,7 @@ help:
 	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
 	@echo "make build     the project's C/C++ (meson, build/meson)"
 	@echo "make guest     stage csdctl, libcsd and the library tests for the guest (build/guest)"
+	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
 	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
 
@@ -39,6 +40,9 @@ guest: image build
 # CMD is passed through the environment so any quoting survives.
 vm: qemu image build guest
 	@if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
+
+demo: qemu image build guest
+	@bash host/demo/run-demo.sh
 
 test: qemu image build guest
 	@$(PYTHON) tests/run_all.py

@@ -84,8 +84,21 @@ Device::Device(std::unique_ptr<Transport> transport) : transport_(std::move(tran
     allocator_.reset(caps_.slm_size);
 }
 
+void Device::count(const Command &cmd)
+{
+    commands_++;
+    if ((cmd.opcode & 3) == 1) to_device_ += cmd.data_len;       // bits 1:0 = 01b
+    else if ((cmd.opcode & 3) == 2) from_device_ += cmd.data_len;  // bits 1:0 = 10b
+}
+
+BusCounters Device::bus() const
+{
+    return {commands_.load(), to_device_.load(), from_device_.load()};
+}
+
 Completion Device::run(Command cmd, const char *what)
 {
+    count(cmd);
     const Completion r = transport_->submit(cmd);
     if (r.status != 0) {
         throw Error(what, r.status, r.dw0(), r.dw1());
@@ -301,6 +314,7 @@ ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, c
     c.cdw10 = static_cast<uint32_t>(d.size());
     c.data = d.data();
     c.data_len = static_cast<uint32_t>(d.size());
+    count(c);
     const Completion r = transport_->submit(c);
     if (r.status != 0) {
         throw Error(exec_what(program), r.status, r.dw0(), r.dw1());
@@ -316,6 +330,7 @@ std::future<ExecResult> Device::execute_async(uint16_t program, const std::vecto
     c.cdw10 = static_cast<uint32_t>(d->size());
     c.data = d->data();
     c.data_len = static_cast<uint32_t>(d->size());
+    count(c);
     auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
     // The descriptor must live until the command completes: the deferred future owns it.
     return std::async(std::launch::deferred, [d, fut, program]() {

@@ -23,11 +23,13 @@ namespace {
 
 const char *kUsage = R"(csdctl - drive the nvme-csd computational-storage device
 
-usage: csdctl [--device PATH] [--uring] [--json] COMMAND [ARGS]
+usage: csdctl [--device PATH] [--uring] [--json] [--bus-stats] COMMAND [ARGS]
 
 device (default: $CSD_DEVICE, else /dev/ng0n1):
   /dev/ngXnY, /dev/nvmeXnY   a CSD (emulated or real), ioctl passthrough (--uring: io_uring)
   emu:FILE[?slm=64M&lba=512&cu=2&size=256M]   the in-process device over FILE
+
+--bus-stats prints the commands and data bytes this run moved across the bus (stderr).
 
 commands:
   info                          capabilities (SLM size, compute units, limits)
@@ -51,6 +53,7 @@ struct Opts {
     std::string device;
     bool uring = false;
     bool json = false;
+    bool bus_stats = false;  // print the data moved across the bus to stderr at exit
     std::vector<std::string> args;
     std::map<std::string, std::string> flags;  // --name value (or "1" for switches)
 };
@@ -438,6 +441,8 @@ int main(int argc, char **argv)
             o.uring = true;
         } else if (a == "--json") {
             o.json = true;
+        } else if (a == "--bus-stats") {
+            o.bus_stats = true;
         } else if (a == "--indices") {
             o.flags["indices"] = "1";
         } else if (a.rfind("--", 0) == 0) {
@@ -456,13 +461,21 @@ int main(int argc, char **argv)
         oo.use_uring = o.uring;
         auto dev = Device::open(o.device, oo);
         const std::string &c = o.args[0];
-        if (c == "info") return cmd_info(*dev, o);
-        if (c == "programs") return cmd_programs(*dev, o);
-        if (c == "stats") return cmd_stats(*dev, o);
-        if (c == "run") return cmd_run(*dev, o);
-        if (c == "bench") return cmd_bench(*dev, o);
-        if (c == "format" || c == "put" || c == "get" || c == "ls" || c == "stat" || c == "rm") return cmd_store(*dev, o);
-        die("unknown command '" + c + "' (see csdctl --help)");
+        int rc;
+        if (c == "info") rc = cmd_info(*dev, o);
+        else if (c == "programs") rc = cmd_programs(*dev, o);
+        else if (c == "stats") rc = cmd_stats(*dev, o);
+        else if (c == "run") rc = cmd_run(*dev, o);
+        else if (c == "bench") rc = cmd_bench(*dev, o);
+        else if (c == "format" || c == "put" || c == "get" || c == "ls" || c == "stat" || c == "rm") rc = cmd_store(*dev, o);
+        else die("unknown command '" + c + "' (see csdctl --help)");
+        if (o.bus_stats) {
+            const BusCounters b = dev->bus();
+            std::fprintf(stderr, "{\"bus_commands\": %llu, \"bus_bytes_to_device\": %llu, \"bus_bytes_from_device\": %llu}\n",
+                         static_cast<unsigned long long>(b.commands), static_cast<unsigned long long>(b.bytes_to_device),
+                         static_cast<unsigned long long>(b.bytes_from_device));
+        }
+        return rc;
     } catch (const Error &e) {
         die(e.what());
     } catch (const std::invalid_argument &) {

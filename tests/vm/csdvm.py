@@ -155,6 +155,8 @@ def project_files() -> dict[str, Path]:
         files[f"/csd/docs/{p.name}"] = p
     for p in sorted((TOP / "bench" / "vm").glob("*.py")):  # guest-side benchmarks
         files[f"/csd/bench/{p.name}"] = p
+    for p in sorted((TOP / "host" / "demo").glob("*.py")):  # make demo
+        files[f"/csd/demo/{p.name}"] = p
     guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
     if guest_dir.is_dir():
         for p in sorted(guest_dir.rglob("*")):

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -47,6 +48,13 @@ struct Range {
     uint64_t length = 0;
 };
 
+// Data this process moved across the bus (PCIe in a real system), by direction.
+struct BusCounters {
+    uint64_t commands = 0;
+    uint64_t bytes_to_device = 0;    // host -> controller data (writes, SLM Write, descriptors)
+    uint64_t bytes_from_device = 0;  // controller -> host data (reads, SLM Read, log pages)
+};
+
 // Completion Dwords 0 and 1 of a successful Execute.
 struct ExecResult {
     uint32_t dw0 = 0;
@@ -66,6 +74,7 @@ public:
     NamespaceInfo ns() const { return transport_->ns(); }
     Transport &transport() { return *transport_; }
     SlmAllocator &slm() { return allocator_; }          // this process's SLM allocator
+    BusCounters bus() const;                            // data moved so far by this Device
 
     // Host memory -> SLM at any offset and length (chunked, unaligned ends patched).
     void slm_write(uint64_t offset, const void *data, uint64_t len);
@@ -89,12 +98,14 @@ public:
 
 private:
     Completion run(Command cmd, const char *what);
+    void count(const Command &cmd);
     void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
     void read_capabilities();
 
     std::unique_ptr<Transport> transport_;
     Capabilities caps_;
     SlmAllocator allocator_;
+    std::atomic<uint64_t> commands_{0}, to_device_{0}, from_device_{0};
 };
 
 // Builds an execute descriptor (command set section 4).
