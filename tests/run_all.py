@@ -18,6 +18,7 @@ SUITES = {
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "harness": ["tests/vm/selftest.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
+    "crash": [sys.executable, "tests/vm/crash_store.py"],
 }
 
 
