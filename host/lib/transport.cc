@@ -1,15 +1,91 @@
 // transport.cc - picks a backend for a path; the default asynchronous submit.
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "csd/error.hpp"
 #include "transports.hpp"
 
 namespace csd {
 
+namespace {
+
+// Threads that run blocking submissions for transports without native asynchrony
+// (ioctl): started once, so an asynchronous command costs a queue hand-off, not a
+// thread start.
+class BlockingPool {
+public:
+    explicit BlockingPool(unsigned n)
+    {
+        for (unsigned i = 0; i < n; i++) {
+            threads_.emplace_back([this] { run(); });
+        }
+    }
+    ~BlockingPool()
+    {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        for (auto &t : threads_) t.join();
+    }
+    void post(std::function<void()> f)
+    {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            jobs_.push_back(std::move(f));
+        }
+        cv_.notify_one();
+    }
+
+private:
+    void run()
+    {
+        for (;;) {
+            std::function<void()> f;
+            {
+                std::unique_lock<std::mutex> g(mu_);
+                cv_.wait(g, [this] { return stop_ || !jobs_.empty(); });
+                if (jobs_.empty()) return;
+                f = std::move(jobs_.front());
+                jobs_.pop_front();
+            }
+            f();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+    bool stop_ = false;
+    std::vector<std::thread> threads_;
+};
+
+BlockingPool &blocking_pool()
+{
+    static BlockingPool pool(32);
+    return pool;
+}
+
+}  // namespace
+
 std::future<Completion> Transport::submit_async(const Command &cmd)
 {
-    return std::async(std::launch::async, [this, cmd] { return submit(cmd); });
+    auto promise = std::make_shared<std::promise<Completion>>();
+    auto fut = promise->get_future();
+    blocking_pool().post([this, cmd, promise] {
+        try {
+            promise->set_value(submit(cmd));
+        } catch (...) {
+            promise->set_exception(std::current_exception());
+        }
+    });
+    return fut;
 }
 
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts)
