@@ -21,7 +21,11 @@ guest_programs=(/usr/sbin/nvme /usr/bin/fio /usr/bin/python3.11 /usr/bin/zstd /u
 # Libraries libcsd and csdctl load in the guest (so the per-run archive stays small).
 guest_libs=(libopenblas.so.0 libisal.so.2 libxxhash.so.0 liburing.so.2 libnvme.so.1 libzstd.so.1 liblz4.so.1)
 # Python trees taken whole; the .so files inside get their ldd closure too.
-python_trees=(/usr/lib/python3.11 /usr/lib/python3/dist-packages/numpy)
+python_trees=(/usr/lib/python3.11 /usr/lib/python3/dist-packages/numpy
+              /usr/lib/python3/dist-packages/pytest /usr/lib/python3/dist-packages/_pytest
+              /usr/lib/python3/dist-packages/pluggy /usr/lib/python3/dist-packages/iniconfig
+              /usr/lib/python3/dist-packages/packaging /usr/lib/python3/dist-packages/attr
+              /usr/lib/python3/dist-packages/attrs)
 python_skip=(test idlelib tkinter turtledemo ensurepip lib2to3 pydoc_data __pycache__ config-3.11-x86_64-linux-gnu)
 
 for p in "${guest_programs[@]}" /usr/bin/busybox "${python_trees[@]}"; do
@@ -33,7 +37,7 @@ inputs_hash() {
     {
         sha256sum "$0" "$here/guest-init.sh"
         echo "$krel"
-        dpkg-query -W -f '${Package} ${Version}\n' busybox-static nvme-cli fio python3.11 python3-numpy zstd lz4 \
+        dpkg-query -W -f '${Package} ${Version}\n' busybox-static nvme-cli fio python3.11 python3-numpy zstd lz4 python3-pytest \
             libnvme1 libopenblas0-pthread libisal2 libxxhash0 liburing2 2>/dev/null
     } | sha256sum | cut -c1-16
 }
@@ -83,6 +87,7 @@ for l in "${guest_libs[@]}"; do
     copy_into_usr "$p"
     copy_libs_of "$p"
 done
+mkdir -p "$usr/lib/python3/dist-packages" && cp /usr/lib/python3/dist-packages/py.py "$usr/lib/python3/dist-packages/py.py"
 ln -sf python3.11 "$usr/bin/python3"
 # /bin/sh (and env) for scripts: busybox lives in the initramfs at /busybox.
 ln -sf /busybox/sh "$usr/bin/sh"

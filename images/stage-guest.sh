@@ -20,5 +20,17 @@ for b in "${bins[@]}"; do
         fi
     done
 done
+# The Python package for the guest's Debian python3 (/usr/bin/python3), built from the
+# same sources; kept in build/guest-python so that unchanged sources are not rebuilt.
+pyout="$top/build/guest-python"
+(cd "$top/python" && /usr/bin/python3 setup.py -q build_ext --build-lib "$pyout" \
+    --build-temp "$top/build/guest-python-tmp" > "$top/build/guest-python.log" 2>&1) || {
+    tail -n 30 "$top/build/guest-python.log" >&2
+    echo "stage-guest: building the Python extension for /usr/bin/python3 failed" >&2
+    exit 1
+}
+mkdir -p "$out.tmp/python/nvme_csd"
+cp "$pyout"/nvme_csd/_core*.so "$top"/python/nvme_csd/*.py "$out.tmp/python/nvme_csd/"
+cp -r "$top/python/tests" "$out.tmp/python/tests"
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "stage-guest: $(ls "$out/bin" | wc -l) programs, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1)"

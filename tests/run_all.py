@@ -17,6 +17,7 @@ SUITES = {
     "fuzz": ["tests/fuzz/run-fuzz.sh", "60"],
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "harness": ["tests/vm/selftest.sh"],
+    "python": ["python/run-tests.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
     "crash": [sys.executable, "tests/vm/crash_store.py"],
 }

@@ -127,6 +127,12 @@ public:
     const char *name() const override { return "inproc"; }
     uint32_t max_transfer() const override { return kMaxTransfer; }
     NamespaceInfo ns() const override { return ns_; }
+    uint8_t *slm_host_pointer() override
+    {
+        uint8_t *p = nullptr;
+        csd_core_slm_range(core_, 0, csd_core_slm_size(core_), &p);
+        return p;
+    }
     Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
 
     std::future<Completion> submit_async(const Command &cmd) override

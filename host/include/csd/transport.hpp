@@ -51,6 +51,9 @@ public:
     virtual uint32_t max_transfer() const = 0;
     // The namespace commands go to.
     virtual NamespaceInfo ns() const = 0;
+    // SLM as host memory when the device lives in this process (in-process device),
+    // else nullptr: lets callers view SLM without copies where that is safe.
+    virtual uint8_t *slm_host_pointer() { return nullptr; }
 };
 
 // Options for opening a device.

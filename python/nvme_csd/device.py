@@ -1,0 +1,376 @@
+"""The Device: capabilities, statistics, SLM buffers and the ten programs, callable with
+numpy arrays, torch CPU tensors, anything with __dlpack__ or the buffer protocol, or SLM
+buffers (which stay in the drive)."""
+
+import concurrent.futures
+import struct
+
+import numpy as np
+
+from . import _core
+from .errors import CsdError, InvalidParameters
+from .store import Store
+
+PROGRAM_IDS = {"copy": 1, "gemm": 2, "elementwise": 3, "softmax": 4, "reduce": 5, "filter": 6,
+               "convert": 7, "checksum": 8, "conv2d": 9, "decompress": 10}
+EW_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "relu": 16, "sigmoid": 17,
+          "tanh": 18, "gelu": 19, "axpb": 20, "exp": 21, "abs": 22}
+REDUCE_OPS = {"sum": 0, "min": 1, "max": 2, "mean": 3, "argmax": 4, "argmin": 5}
+REDUCE_DTYPES = {np.dtype("<f4"): 0, np.dtype("<f8"): 1, np.dtype("<i4"): 2, np.dtype("<i8"): 3}
+FIELD_TYPES = {np.dtype("<i4"): 0, np.dtype("<i8"): 1, np.dtype("<u4"): 2, np.dtype("<u8"): 3,
+               np.dtype("<f4"): 4, np.dtype("<f8"): 5}
+CMP_OPS = {"==": 0, "eq": 0, "!=": 1, "ne": 1, "<": 2, "lt": 2, "<=": 3, "le": 3, ">": 4, "gt": 4,
+           ">=": 5, "ge": 5, "between": 6}
+CONVERT = {("float32", "float16"): (0, 4, 2), ("float32", "bfloat16"): (1, 4, 2),
+           ("float16", "float32"): (2, 2, 4), ("bfloat16", "float32"): (3, 2, 4),
+           ("int8", "float32"): (4, 1, 4), ("float32", "int8"): (5, 4, 1), ("uint8", "float32"): (6, 1, 4)}
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def as_numpy(x, dtype=None, name="argument"):
+    """A C-contiguous numpy view of x (numpy, torch CPU tensor, DLPack or buffer), no copy
+    when the memory allows; raises InvalidParameters with the reason otherwise."""
+    if isinstance(x, np.ndarray):
+        a = x
+    elif _is_torch(x):
+        if x.device.type != "cpu":
+            raise InvalidParameters(f"{name}: a {x.device.type} tensor; pass a CPU tensor")
+        a = x.detach().numpy()
+    elif hasattr(x, "__dlpack__"):
+        a = np.from_dlpack(x)
+    else:
+        try:
+            a = np.frombuffer(memoryview(x), dtype=np.uint8)
+        except TypeError:
+            raise InvalidParameters(f"{name}: expected an array, tensor or buffer, got {type(x).__name__}") from None
+    if dtype is not None and a.dtype != np.dtype(dtype):
+        raise InvalidParameters(f"{name}: dtype {a.dtype}, expected {np.dtype(dtype)}")
+    if not a.flags.c_contiguous:
+        raise InvalidParameters(f"{name}: not C-contiguous (use numpy.ascontiguousarray or .contiguous())")
+    return a
+
+
+class SlmArray:
+    """An array that lives in SLM: a device allocation with a dtype and shape. Programs
+    take it without moving data; .numpy() brings it to the host (a view, no copy, on the
+    in-process device)."""
+
+    def __init__(self, dev, buf, dtype, shape):
+        self.device, self.buffer = dev, buf
+        self.dtype, self.shape = np.dtype(dtype), tuple(shape)
+
+    @property
+    def nbytes(self):
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def offset(self):
+        return self.buffer.offset
+
+    def range(self, nbytes=None):
+        return (self.buffer.offset, self.nbytes if nbytes is None else nbytes)
+
+    def numpy(self, copy=True):
+        """The contents as a numpy array (copy=False: a view of SLM, in-process device only)."""
+        if not copy:
+            view = self.device._dev.slm_host_view(self.offset, self.nbytes)
+            if view is None:
+                raise CsdError("SLM is not host memory on this transport: use numpy(copy=True)")
+            return np.frombuffer(view, dtype=self.dtype).reshape(self.shape)
+        out = np.empty(self.shape, dtype=self.dtype)
+        if self.nbytes:
+            self.device._dev.slm_read_into(self.offset, out)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def free(self):
+        self.buffer.free()
+
+    def __repr__(self):
+        return f"SlmArray(offset={self.offset}, dtype={self.dtype}, shape={self.shape})"
+
+
+class Device:
+    """A computational-storage device (see nvme_csd.open)."""
+
+    def __init__(self, path, uring=False, queue_depth=64):
+        self._dev = _core.Device(path, uring, queue_depth)
+        self.path = path
+        self._pool = None
+        self.store = Store(self)
+
+    # ---------------------------------------------------------------- basics
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Closes the device; later calls raise DeviceClosed."""
+        if self._pool:
+            self._pool.shutdown(wait=True)
+        self._dev.close()
+
+    @property
+    def closed(self):
+        return self._dev.closed
+
+    @property
+    def caps(self):
+        """The capabilities log: slm_size, compute_units, max_desc_len, max_ranges, programs."""
+        return self._dev.capabilities()
+
+    @property
+    def programs(self):
+        """Names of the device's programs."""
+        return [name for _, name, _ in self._dev.capabilities()["programs"]]
+
+    @property
+    def stats(self):
+        """The statistics log page as a dict."""
+        return self._dev.statistics()
+
+    @property
+    def transport(self):
+        return self._dev.transport
+
+    @property
+    def namespace(self):
+        return self._dev.namespace()
+
+    def bus(self):
+        """(commands, bytes to the device, bytes from the device) moved by this Device."""
+        return self._dev.bus()
+
+    # ---------------------------------------------------------------- SLM
+    def alloc(self, shape, dtype=np.uint8, align=4096):
+        """Allocates an SlmArray of the given shape and dtype in SLM."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return SlmArray(self, self._dev.slm_alloc(max(nbytes, 4), align), dtype, shape)
+
+    def to_slm(self, x, dtype=None):
+        """Copies an array (numpy, torch, DLPack, buffer) into a new SlmArray."""
+        if isinstance(x, SlmArray):
+            return x
+        a = as_numpy(x, dtype)
+        s = self.alloc(a.shape, a.dtype)
+        if a.nbytes:
+            self._dev.slm_write(s.offset, a)
+        return s
+
+    def _result(self, s, like):
+        """Brings an SlmArray home as numpy, or as torch when the input was torch."""
+        out = s.numpy()
+        s.free()
+        if _is_torch(like):
+            import torch
+            return torch.from_numpy(out)
+        return out
+
+    def execute(self, program, ranges, params=b""):
+        """Runs a program by name or id on SLM ranges [(offset, length), ...]; returns (dw0, dw1)."""
+        pid = PROGRAM_IDS.get(program, program) if isinstance(program, str) else program
+        if isinstance(program, str) and program not in PROGRAM_IDS:
+            raise InvalidParameters(f"no program named {program!r}; known: {sorted(PROGRAM_IDS)}")
+        return self._dev.execute(pid, [tuple(r) for r in ranges], bytes(params))
+
+    def submit(self, fn, *args, **kwargs):
+        """Runs fn(*args) on a worker thread; returns a concurrent.futures.Future. Device
+        calls release the GIL, so several in flight keep the compute units busy."""
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(2, self.caps["compute_units"] * 2))
+        return self._pool.submit(fn, *args, **kwargs)
+
+    # ---------------------------------------------------------------- programs
+    def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+        """alpha * op(a) @ op(b) + beta * c in float32, inside the drive."""
+        A, B = self.to_slm(a, np.float32), self.to_slm(b, np.float32)
+        if len(A.shape) != 2 or len(B.shape) != 2:
+            raise InvalidParameters("gemm: a and b must be 2-D")
+        m, k = (A.shape[1], A.shape[0]) if trans_a else A.shape
+        k2, n = (B.shape[1], B.shape[0]) if trans_b else B.shape
+        if k != k2:
+            raise InvalidParameters(f"gemm: shapes {A.shape} and {B.shape} do not multiply"
+                                    f"{' (with transposes)' if trans_a or trans_b else ''}")
+        C = self.to_slm(c, np.float32) if c is not None else self.alloc((m, n), np.float32)
+        if C.shape != (m, n):
+            raise InvalidParameters(f"gemm: c has shape {C.shape}, expected {(m, n)}")
+        flags = (1 if trans_a else 0) | (2 if trans_b else 0)
+        self.execute(2, [A.range(), B.range(), C.range()], struct.pack("<4I2f", m, n, k, flags, alpha, beta))
+        for src, arr in ((a, A), (b, B)):
+            if not isinstance(src, SlmArray):
+                arr.free()
+        return C if isinstance(c, SlmArray) or (isinstance(a, SlmArray) and isinstance(b, SlmArray)) \
+            else self._result(C, a)
+
+    def gemm_async(self, a, b, **kw):
+        """gemm on a worker thread: a Future of the result."""
+        return self.submit(self.gemm, a, b, **kw)
+
+    def elementwise(self, op, x, y=None, *, a=0.0, b=0.0, out=None):
+        """out = x op y (add sub mul div max min) or op(x) (relu sigmoid tanh gelu axpb exp abs)."""
+        if op not in EW_OPS:
+            raise InvalidParameters(f"elementwise: unknown op {op!r}; known: {sorted(EW_OPS)}")
+        X = self.to_slm(x, np.float32)
+        n = int(np.prod(X.shape, dtype=np.int64))
+        ranges = [X.range()]
+        Y = None
+        if EW_OPS[op] < 16:
+            if y is None:
+                raise InvalidParameters(f"elementwise {op} needs y")
+            Y = self.to_slm(y, np.float32)
+            if Y.shape != X.shape:
+                raise InvalidParameters(f"elementwise {op}: shapes {X.shape} and {Y.shape} differ")
+            ranges.append(Y.range())
+        O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
+        ranges.append(O.range())
+        self.execute(3, ranges, struct.pack("<2I2f", EW_OPS[op], n, a, b))
+        return self._finish(O, x, out, [(x, X), (y, Y)])
+
+    def _finish(self, O, like, out, temps):
+        for src, arr in temps:
+            if arr is not None and not isinstance(src, SlmArray):
+                arr.free()
+        if isinstance(out, SlmArray) or isinstance(like, SlmArray):
+            return O
+        return self._result(O, like)
+
+    def softmax(self, x, out=None):
+        """Row-wise softmax of a 2-D float32 array."""
+        X = self.to_slm(x, np.float32)
+        rows, cols = (1, X.shape[0]) if len(X.shape) == 1 else (int(np.prod(X.shape[:-1])), X.shape[-1])
+        O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
+        self.execute(4, [X.range(), O.range()], struct.pack("<2I", rows, cols))
+        return self._finish(O, x, out, [(x, X)])
+
+    def reduce(self, x, op="sum"):
+        """One result per row of a 2-D array (1-D: one result): sum min max mean (float64
+        for floats, int64 for integer sums/min/max), argmax argmin (int64)."""
+        if op not in REDUCE_OPS:
+            raise InvalidParameters(f"reduce: unknown op {op!r}; known: {sorted(REDUCE_OPS)}")
+        X = self.to_slm(x)
+        if X.dtype not in REDUCE_DTYPES:
+            raise InvalidParameters(f"reduce: dtype {X.dtype} not one of float32 float64 int32 int64")
+        rows, cols = (1, X.shape[0]) if len(X.shape) == 1 else (int(np.prod(X.shape[:-1])), X.shape[-1])
+        out_dtype = np.int64 if op in ("argmax", "argmin") or (X.dtype.kind == "i" and op != "mean") \
+            else np.float64
+        O = self.alloc((rows,), out_dtype)
+        self.execute(5, [X.range(), O.range()], struct.pack("<4I", REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], rows, cols))
+        return self._finish(O, x, None, [(x, X)])
+
+    def filter(self, records, field, op, lo, hi=0, *, indices=False):
+        """Records (a structured numpy array) whose `field` compares true with lo (and hi
+        for 'between'); returns the matching records, or their indices (uint32)."""
+        r = as_numpy(records, name="records") if not isinstance(records, SlmArray) else None
+        dt = r.dtype if r is not None else records.dtype
+        if dt.fields is None or field not in dt.fields:
+            raise InvalidParameters(f"filter: records must be a structured array with a field {field!r}")
+        ftype, foff = dt.fields[field][0], dt.fields[field][1]
+        if ftype not in FIELD_TYPES:
+            raise InvalidParameters(f"filter: field {field!r} has dtype {ftype}, not i4 i8 u4 u8 f4 f8")
+        if op not in CMP_OPS:
+            raise InvalidParameters(f"filter: unknown op {op!r}; known: {sorted(CMP_OPS)}")
+        R = self.to_slm(r) if r is not None else records
+        count = int(np.prod(R.shape, dtype=np.int64))
+        code = FIELD_TYPES[ftype]
+        if code >= 4:
+            bounds = struct.pack("<dd", float(lo), float(hi))
+        elif code in (2, 3):
+            bounds = struct.pack("<QQ", int(lo) & (2 ** 64 - 1), int(hi) & (2 ** 64 - 1))
+        else:
+            bounds = struct.pack("<qq", int(lo), int(hi))
+        params = struct.pack("<3IHHII", dt.itemsize, count, foff, code, CMP_OPS[op], 1 if indices else 0, 0) + bounds
+        unit = 4 if indices else dt.itemsize
+        cap = max(count // 8, 1)
+        while True:
+            O = self.alloc((cap * unit,), np.uint8)
+            try:
+                dw0, matches = self.execute(6, [R.range(), O.range()], params)
+                break
+            except CsdError as e:
+                O.free()
+                if e.code != 0x1C4:
+                    raise
+                cap = max(e.dw1, 1)  # the device said how many matched
+        if r is not None:
+            R.free()
+        res = O.numpy()[:dw0].view(np.uint32 if indices else dt).copy()
+        O.free()
+        return res
+
+    def convert(self, x, to, *, scale=1.0, zero_point=0, src=None):
+        """Converts float32 <-> float16/bfloat16 (round to nearest even), int8/uint8 <-> float32
+        (quantised with scale and zero_point). bfloat16 is carried as uint16."""
+        a = as_numpy(x) if not isinstance(x, SlmArray) else None
+        frm = src or (a.dtype.name if a is not None else x.dtype.name)
+        if frm == "uint16" and to == "float32":
+            frm = "bfloat16"
+        key = (frm, to)
+        if key not in CONVERT:
+            raise InvalidParameters(f"convert: {frm} -> {to} not supported; known: {sorted(CONVERT)}")
+        op, _, osize = CONVERT[key]
+        X = self.to_slm(a) if a is not None else x
+        n = int(np.prod(X.shape, dtype=np.int64))
+        out_dtype = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "int8": np.int8}[to]
+        O = self.alloc(X.shape, out_dtype)
+        self.execute(7, [X.range(), O.range()], struct.pack("<2Ifi", op, n, scale, zero_point))
+        return self._finish(O, x, None, [(x, X)])
+
+    def checksum(self, data, algo="crc32c"):
+        """CRC-32C or XXH64 (seed 0) of the data, computed in the drive."""
+        if algo not in ("crc32c", "xxh64"):
+            raise InvalidParameters("checksum: algo must be 'crc32c' or 'xxh64'")
+        D = self.to_slm(data) if not isinstance(data, SlmArray) else data
+        if D.nbytes == 0:
+            raise InvalidParameters("checksum: empty data")
+        dw0, dw1 = self.execute(8, [D.range()], struct.pack("<I", 0 if algo == "crc32c" else 1))
+        if D is not data:
+            D.free()
+        return dw1 << 32 | dw0
+
+    def conv2d(self, x, w, bias=None, *, stride=1, padding=0, dilation=1):
+        """2-D convolution, NCHW float32 input, KCRS weight, optional bias (K)."""
+        pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
+        (sh, sw), (ph, pw), (dh, dwl) = pair(stride), pair(padding), pair(dilation)
+        X, W = self.to_slm(x, np.float32), self.to_slm(w, np.float32)
+        if len(X.shape) != 4 or len(W.shape) != 4 or X.shape[1] != W.shape[1]:
+            raise InvalidParameters(f"conv2d: x {X.shape} must be NCHW and w {W.shape} KCRS with equal C")
+        n, c, h, wd = X.shape
+        k, _, r, s = W.shape
+        p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+        q = (wd + 2 * pw - dwl * (s - 1) - 1) // sw + 1
+        if p <= 0 or q <= 0:
+            raise InvalidParameters("conv2d: the kernel does not fit the padded input")
+        Bs = self.to_slm(bias, np.float32) if bias is not None else None
+        O = self.alloc((n, k, p, q), np.float32)
+        params = struct.pack("<14I", n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dwl, 1 if Bs is not None else 0)
+        self.execute(9, [X.range(), W.range(), Bs.range() if Bs is not None else (0, 0), O.range()], params)
+        return self._finish(O, x, None, [(x, X), (w, W), (bias, Bs)])
+
+    def decompress(self, data, out_size, codec="zstd"):
+        """Decompresses zstd frames or an LZ4 frame inside the drive; out_size is an upper
+        bound of the result's size. Returns bytes."""
+        if codec not in ("zstd", "lz4"):
+            raise InvalidParameters("decompress: codec must be 'zstd' or 'lz4'")
+        D = self.to_slm(data)
+        O = self.alloc((max(int(out_size), 4),), np.uint8)
+        try:
+            n, _ = self.execute(10, [D.range(), O.range()], struct.pack("<I", 0 if codec == "zstd" else 1))
+            return O.numpy()[:n].tobytes()
+        finally:
+            D.free()
+            O.free()
+
+
+def open(path, *, uring=False, queue_depth=64):  # noqa: A001 (mirrors builtins.open)
+    """Opens a CSD: '/dev/ngXnY' or '/dev/nvmeXnY' (uring=True for io_uring passthrough),
+    or 'emu:FILE?slm=64M&lba=512&cu=2&size=256M' for the in-process device."""
+    return Device(path, uring=uring, queue_depth=queue_depth)

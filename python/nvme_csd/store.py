@@ -1,0 +1,119 @@
+"""The object store as a mapping: dev.store["w"] = array; dev.store["w"] -> array."""
+
+import numpy as np
+
+from .errors import InvalidParameters, NotFound
+
+
+class Store:
+    """Named objects kept on the drive's namespace. Tensors keep dtype and shape; bytes-like
+    values are stored as blobs and come back as bytes. Every assignment and deletion is
+    durable when it returns."""
+
+    def __init__(self, device):
+        self._device = device
+
+    @property
+    def _dev(self):
+        return self._device._dev
+
+    def format(self):
+        """Creates an empty store over the whole namespace (existing objects are lost)."""
+        self._dev.store_format()
+
+    def __setitem__(self, name, value):
+        from .device import as_numpy, _is_torch
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            self._dev.store_put(name, value, "", [])
+            return
+        if not (isinstance(value, np.ndarray) or _is_torch(value) or hasattr(value, "__dlpack__")):
+            raise InvalidParameters(f"store[{name!r}]: store arrays, tensors or bytes, not {type(value).__name__}")
+        a = as_numpy(value, name=f"store[{name!r}]")
+        if a.dtype.hasobject or a.dtype.fields is not None:
+            raise InvalidParameters(f"store[{name!r}]: dtype {a.dtype} cannot be stored as a tensor; "
+                                    "store a.tobytes() as a blob")
+        self._dev.store_put(name, a, a.dtype.str, list(a.shape))
+
+    def put(self, name, value):
+        """Same as store[name] = value."""
+        self[name] = value
+
+    def __getitem__(self, name):
+        return self.get(name)
+
+    def get(self, name, *, device="cpu"):
+        """The object: a numpy array for tensors (device='cuda': a torch CUDA tensor), bytes
+        for blobs. Checked against its CRC-32C."""
+        info = self.stat(name)
+        if info["dtype"]:
+            out = np.empty(info["shape"], dtype=np.dtype(info["dtype"]))
+        else:
+            out = np.empty(info["bytes"], dtype=np.uint8)
+        if info["bytes"]:
+            self._dev.store_read_into(name, 0, out, True)
+        if device != "cpu":
+            from .gpu import to_device
+            return to_device(out, device)
+        return out if info["dtype"] else out.tobytes()
+
+    def read(self, name, offset, length):
+        """length bytes of an object from offset (a ranged read), as bytes."""
+        out = np.empty(length, dtype=np.uint8)
+        if length:
+            self._dev.store_read_into(name, offset, out, False)
+        return out.tobytes()
+
+    def stat(self, name):
+        """The catalog entry: name, dtype, shape, bytes, crc32c, generation."""
+        try:
+            return self._dev.store_stat(name)
+        except NotFound:
+            raise NotFound(f"no object {name!r} in the store") from None
+
+    def load(self, name):
+        """Loads an object into SLM (SLM Load, nothing crosses the bus): an SlmArray."""
+        from .device import SlmArray
+        info = self.stat(name)
+        buf = self._dev.store_load(name)
+        if info["dtype"]:
+            return SlmArray(self._device, buf, info["dtype"], info["shape"])
+        return SlmArray(self._device, buf, np.uint8, (info["bytes"],))
+
+    def filter(self, src, dst, *, record_size, field_offset, field_type, op, lo, hi=0, indices=False):
+        """filter object src into object dst inside the drive; returns the match count."""
+        from .device import CMP_OPS, FIELD_TYPES
+        code = FIELD_TYPES[np.dtype(field_type)]
+        matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
+                                            float(lo), float(hi), int(lo), int(hi), indices)
+        return matches
+
+    def __delitem__(self, name):
+        if not self._dev.store_exists(name):
+            raise NotFound(f"no object {name!r} in the store")
+        self._dev.store_remove(name)
+
+    def __contains__(self, name):
+        return self._dev.store_exists(name)
+
+    def __iter__(self):
+        return iter([o["name"] for o in self._dev.store_list()])
+
+    def __len__(self):
+        return len(self._dev.store_list())
+
+    def keys(self):
+        return list(self)
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def prefetch(self, names, *, depth=2, device="cpu"):
+        """Iterates over objects, reading up to `depth` ahead on worker threads (double
+        buffering by default): usable as a PyTorch data source."""
+        names = list(names)
+        pending = [self._device.submit(self.get, n, device=device) for n in names[:depth]]
+        for i, _ in enumerate(names):
+            item = pending.pop(0).result()
+            if i + depth < len(names):
+                pending.append(self._device.submit(self.get, names[i + depth], device=device))
+            yield item

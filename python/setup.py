@@ -1,0 +1,70 @@
+"""Builds nvme_csd._core: the pybind11 bindings compiled together with libcsd and the
+device core from this repository (no prebuilt library needed). The ioctl and io_uring
+transports are included where libnvme and liburing are found; elsewhere (the GPU machine)
+the in-process device alone."""
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import setup
+
+here = Path(__file__).resolve().parent
+top = here.parent
+core = top / "qemu-device" / "core"
+host = top / "host"
+
+
+def pkg(*args):
+    try:
+        return shlex.split(subprocess.run(["pkg-config", *args], check=True, capture_output=True,
+                                          text=True).stdout)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def rel(p):
+    return os.path.relpath(p, here)
+
+
+sources = ["src/bindings.cc"]
+sources += [rel(p) for p in sorted((core / "src").glob("*.cc"))]
+sources += [rel(p) for p in sorted((core / "src" / "programs").glob("*.cc"))]
+host_libs = ["c_api.cc", "device.cc", "error.cc", "programs.cc", "slm_allocator.cc", "store.cc",
+             "transport.cc", "transport_inproc.cc"]
+macros, cflags, ldflags, libs = [], [], [], ["zstd", "lz4"]
+
+blas = pkg("--cflags", "--libs", "openblas")
+if blas is not None:
+    cflags += [f for f in blas if not f.startswith("-l")]
+    ldflags += [f for f in blas if f.startswith("-L")]
+for inc in ("/usr/include/x86_64-linux-gnu/openblas-pthread", "/usr/include/openblas"):
+    if Path(inc, "cblas.h").exists():
+        cflags.append("-I" + inc)
+libs.append("openblas")
+if pkg("--exists", "libxxhash") is not None:
+    macros.append(("CSD_HAVE_XXHASH", "1"))
+    libs.append("xxhash")
+if pkg("--exists", "libisal") is not None:
+    macros.append(("CSD_HAVE_ISAL", "1"))
+    libs.append("isal")
+if os.environ.get("NVME_CSD_NO_PASSTHRU") is None and pkg("--exists", "libnvme") is not None \
+        and pkg("--exists", "liburing") is not None:
+    macros.append(("CSD_HAVE_PASSTHRU", "1"))
+    host_libs += ["nvme_dev.cc", "transport_ioctl.cc", "transport_uring.cc"]
+    libs += ["nvme", "uring"]
+sources += [rel(host / "lib" / f) for f in host_libs]
+
+ext = Pybind11Extension(
+    "nvme_csd._core",
+    sources,
+    include_dirs=[str(core / "include"), str(host / "include"), str(host / "lib")],
+    define_macros=macros,
+    extra_compile_args=cflags + ["-O2"],
+    extra_link_args=ldflags,
+    libraries=libs,
+    cxx_std=17,
+)
+
+setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})

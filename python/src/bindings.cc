@@ -1,0 +1,274 @@
+// bindings.cc - nvme_csd._core: libcsd for Python (pybind11). Thin: the Pythonic layer
+// (numpy/torch/DLPack, program wrappers, the store mapping) is nvme_csd/*.py. Every call
+// that talks to the device releases the GIL, so threads overlap device work.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+
+#include "csd/device.hpp"
+#include "csd/programs.hpp"
+#include "csd/store.hpp"
+
+namespace py = pybind11;
+using namespace csd;
+
+namespace {
+
+// A contiguous, readable view of any buffer-protocol object.
+struct InBuf {
+    py::buffer_info info;
+    explicit InBuf(const py::buffer &b) : info(b.request())
+    {
+        if (!PyBuffer_IsContiguous(info.view(), 'C')) {
+            throw py::value_error("the buffer is not C-contiguous");
+        }
+    }
+    const void *ptr() const { return info.ptr; }
+    uint64_t size() const { return static_cast<uint64_t>(info.size) * info.itemsize; }
+};
+
+// A contiguous, writable view.
+struct OutBuf {
+    py::buffer_info info;
+    explicit OutBuf(const py::buffer &b) : info(b.request(true))
+    {
+        if (!PyBuffer_IsContiguous(info.view(), 'C')) {
+            throw py::value_error("the output buffer is not C-contiguous");
+        }
+    }
+    void *ptr() const { return info.ptr; }
+    uint64_t size() const { return static_cast<uint64_t>(info.size) * info.itemsize; }
+};
+
+// The device and what lives as long as it: SLM buffers keep it alive.
+struct PyDevice {
+    std::unique_ptr<Device> dev;
+    std::unique_ptr<ObjectStore> store;
+    bool closed = false;
+    Device &d()
+    {
+        if (closed || !dev) throw Error("the device is closed", EBADF);
+        return *dev;
+    }
+    ObjectStore &s()
+    {
+        if (!store) store = std::make_unique<ObjectStore>(d());
+        return *store;
+    }
+};
+
+struct PySlm {
+    std::shared_ptr<PyDevice> owner;
+    SlmBuffer buf;
+};
+
+py::dict object_info(const ObjectInfo &o)
+{
+    py::dict d;
+    d["name"] = o.name;
+    d["dtype"] = o.dtype;
+    d["shape"] = o.shape;
+    d["bytes"] = o.bytes;
+    d["crc32c"] = o.crc32c;
+    d["generation"] = o.generation;
+    return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m)
+{
+    m.doc() = "libcsd bindings (use the nvme_csd package, not this module)";
+
+    // csd::Error -> nvme_csd.errors.CsdError subclass chosen by status
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const Error &e) {
+            py::gil_scoped_acquire g;
+            py::object make = py::module_::import("nvme_csd.errors").attr("make_error");
+            py::object exc = make(e.what(), e.status(), e.errnum(), e.dw0(), e.dw1());
+            PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+        }
+    });
+
+    py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
+        .def(py::init([](const std::string &path, bool uring, unsigned qd) {
+                 OpenOptions o;
+                 o.use_uring = uring;
+                 o.queue_depth = qd;
+                 auto p = std::make_shared<PyDevice>();
+                 py::gil_scoped_release r;
+                 p->dev = Device::open(path, o);
+                 return p;
+             }),
+             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64)
+        .def("close", [](PyDevice &p) {
+            p.store.reset();
+            p.closed = true;
+        })
+        .def_property_readonly("closed", [](PyDevice &p) { return p.closed; })
+        .def_property_readonly("transport", [](PyDevice &p) { return std::string(p.d().transport().name()); })
+        .def("capabilities", [](PyDevice &p) {
+            const Capabilities &c = p.d().caps();
+            py::dict d;
+            d["version"] = c.version;
+            d["slm_size"] = c.slm_size;
+            d["compute_units"] = c.compute_units;
+            d["max_desc_len"] = c.max_desc_len;
+            d["max_ranges"] = c.max_ranges;
+            py::list progs;
+            for (const auto &x : c.programs) progs.append(py::make_tuple(x.id, x.name, x.type));
+            d["programs"] = progs;
+            return d;
+        })
+        .def("namespace", [](PyDevice &p) {
+            const NamespaceInfo n = p.d().ns();
+            py::dict d;
+            d["nsid"] = n.nsid;
+            d["lba_size"] = n.lba_size;
+            d["lba_count"] = n.lba_count;
+            return d;
+        })
+        .def("statistics", [](PyDevice &p) {
+            Statistics s;
+            {
+                py::gil_scoped_release r;
+                s = p.d().stats();
+            }
+            py::dict d;
+            d["slm_load_cmds"] = s.slm_load_cmds;
+            d["slm_store_cmds"] = s.slm_store_cmds;
+            d["slm_write_cmds"] = s.slm_write_cmds;
+            d["slm_read_cmds"] = s.slm_read_cmds;
+            d["exec_cmds"] = s.exec_cmds;
+            d["exec_errors"] = s.exec_errors;
+            d["bytes_namespace_to_slm"] = s.bytes_namespace_to_slm;
+            d["bytes_slm_to_namespace"] = s.bytes_slm_to_namespace;
+            d["bytes_host_to_slm"] = s.bytes_host_to_slm;
+            d["bytes_slm_to_host"] = s.bytes_slm_to_host;
+            d["exec_busy_ns"] = s.exec_busy_ns;
+            d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
+            return d;
+        })
+        .def("bus", [](PyDevice &p) {
+            const BusCounters b = p.d().bus();
+            return py::make_tuple(b.commands, b.bytes_to_device, b.bytes_from_device);
+        })
+        .def("slm_alloc", [](std::shared_ptr<PyDevice> p, uint64_t size, uint64_t align) {
+            auto s = std::make_shared<PySlm>();
+            s->owner = p;
+            s->buf = p->d().slm().alloc(size, align);
+            return s;
+        }, py::arg("size"), py::arg("align") = 4096)
+        .def("slm_write", [](PyDevice &p, uint64_t off, const py::buffer &b) {
+            InBuf in(b);
+            py::gil_scoped_release r;
+            p.d().slm_write(off, in.ptr(), in.size());
+        })
+        .def("slm_read_into", [](PyDevice &p, uint64_t off, const py::buffer &b) {
+            OutBuf out(b);
+            py::gil_scoped_release r;
+            p.d().slm_read(off, out.ptr(), out.size());
+        })
+        .def("slm_load", [](PyDevice &p, uint64_t slba, uint64_t nlb, uint64_t off) {
+            py::gil_scoped_release r;
+            p.d().slm_load(slba, nlb, off);
+        })
+        .def("slm_store", [](PyDevice &p, uint64_t slba, uint64_t nlb, uint64_t off) {
+            py::gil_scoped_release r;
+            p.d().slm_store(slba, nlb, off);
+        })
+        .def("execute", [](PyDevice &p, uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
+                           const py::bytes &params) {
+            std::vector<Range> rr;
+            for (auto &[o, l] : ranges) rr.push_back({o, l});
+            std::string ps = params;
+            ExecResult x;
+            {
+                py::gil_scoped_release r;
+                x = p.d().execute(program, rr, ps.data(), static_cast<uint32_t>(ps.size()));
+            }
+            return py::make_tuple(x.dw0, x.dw1);
+        })
+        .def("slm_host_view", [](PyDevice &p, uint64_t off, uint64_t len) -> py::object {
+            uint8_t *base = p.d().transport().slm_host_pointer();
+            if (!base) return py::none();
+            if (off > p.d().caps().slm_size || len > p.d().caps().slm_size - off) throw Error("SLM view", ERANGE);
+            return py::memoryview::from_memory(base + off, static_cast<ssize_t>(len), false);
+        })
+        // object store
+        .def("store_format", [](PyDevice &p) {
+            p.store.reset();
+            py::gil_scoped_release r;
+            ObjectStore::format(p.d());
+        })
+        .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
+                             const std::vector<uint64_t> &shape) {
+            InBuf in(b);
+            ObjectStore &s = p.s();
+            py::gil_scoped_release r;
+            s.put(name, in.ptr(), in.size(), dtype, shape);
+        })
+        .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b,
+                                   bool check) {
+            OutBuf out(b);
+            ObjectStore &s = p.s();
+            py::gil_scoped_release r;
+            if (check && off == 0 && out.size() == s.stat(name).bytes) {
+                auto v = s.get(name);  // CRC-checked
+                if (!v.empty()) std::memcpy(out.ptr(), v.data(), v.size());
+            } else {
+                s.read(name, off, out.size(), out.ptr());
+            }
+        })
+        .def("store_stat", [](PyDevice &p, const std::string &name) { return object_info(p.s().stat(name)); })
+        .def("store_list", [](PyDevice &p) {
+            py::list l;
+            for (const auto &o : p.s().list()) l.append(object_info(o));
+            return l;
+        })
+        .def("store_remove", [](PyDevice &p, const std::string &name) {
+            ObjectStore &s = p.s();
+            py::gil_scoped_release r;
+            s.remove(name);
+        })
+        .def("store_exists", [](PyDevice &p, const std::string &name) { return p.s().exists(name); })
+        .def("store_load", [](std::shared_ptr<PyDevice> p, const std::string &name) {
+            auto s = std::make_shared<PySlm>();
+            s->owner = p;
+            ObjectStore &st = p->s();
+            py::gil_scoped_release r;
+            s->buf = st.load(name);
+            return s;
+        })
+        .def("store_filter", [](PyDevice &p, const std::string &src, const std::string &dst, uint32_t record_size,
+                                uint32_t field_offset, uint16_t field_type, uint16_t op, double lo, double hi,
+                                int64_t lo_int, int64_t hi_int, bool indices) {
+            FilterSpec s;
+            s.record_size = record_size;
+            s.field_offset = field_offset;
+            s.field_type = static_cast<FieldType>(field_type);
+            s.op = static_cast<CmpOp>(op);
+            s.lo = lo;
+            s.hi = hi;
+            s.lo_int = lo_int;
+            s.hi_int = hi_int;
+            s.indices = indices;
+            ObjectStore &st = p.s();
+            FilterResult r;
+            {
+                py::gil_scoped_release g;
+                r = st.filter(src, s, dst);
+            }
+            return py::make_tuple(r.matches, r.bytes);
+        });
+
+    py::class_<PySlm, std::shared_ptr<PySlm>>(m, "SlmBuffer")
+        .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })
+        .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
+        .def_property_readonly("freed", [](PySlm &s) { return !s.buf; })
+        .def("free", [](PySlm &s) { s.buf.reset(); });
+}

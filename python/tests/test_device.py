@@ -1,0 +1,160 @@
+"""nvme_csd against a device: programs checked with numpy, errors, the store mapping."""
+import math
+
+import numpy as np
+import pytest
+
+import nvme_csd
+
+
+def test_quickstart(dev):
+    dev.store["w"] = np.random.rand(256, 256).astype(np.float32)
+    w = dev.store["w"]
+    assert w.dtype == np.float32 and w.shape == (256, 256)
+    assert np.allclose(dev.gemm(w, w), w @ w, rtol=1e-4, atol=1e-3)
+    assert dev.stats["exec_cmds"] >= 1
+
+
+def test_caps_and_programs(dev):
+    caps = dev.caps
+    assert caps["slm_size"] >= 4 << 20 and caps["max_desc_len"] == 4096
+    assert dev.programs == ["copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert",
+                            "checksum", "conv2d", "decompress"]
+
+
+def test_gemm_transposes_alpha_beta(dev):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((20, 30), dtype=np.float32)
+    b = rng.standard_normal((40, 20), dtype=np.float32)
+    c = rng.standard_normal((30, 40), dtype=np.float32)
+    got = dev.gemm(a, b, c, trans_a=True, trans_b=True, alpha=0.5, beta=2.0)
+    assert np.allclose(got, 0.5 * a.T @ b.T + 2.0 * c, atol=1e-4)
+
+
+def test_elementwise_softmax_reduce(dev):
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    y = np.full(1000, 2.0, dtype=np.float32)
+    assert np.allclose(dev.elementwise("mul", x, y), x * y)
+    gelu = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    assert np.allclose(dev.elementwise("gelu", x), gelu, atol=1e-6)
+    assert np.allclose(dev.elementwise("axpb", x, a=2.0, b=1.0), 2 * x + 1)
+    m = np.random.default_rng(2).standard_normal((5, 50)).astype(np.float32)
+    e = np.exp(m - m.max(axis=1, keepdims=True))
+    assert np.allclose(dev.softmax(m), e / e.sum(axis=1, keepdims=True), atol=1e-6)
+    assert np.allclose(dev.reduce(m, "mean"), m.astype(np.float64).mean(axis=1))
+    assert np.array_equal(dev.reduce(m, "argmax"), m.argmax(axis=1))
+    ints = np.arange(-10, 10, dtype=np.int32).reshape(2, 10)
+    assert dev.reduce(ints, "sum").tolist() == [-55, 45]
+
+
+def test_filter_records_and_indices(dev):
+    rec = np.zeros(10000, dtype=[("id", "<u4"), ("value", "<f4"), ("region", "<i8")])
+    rec["id"] = np.arange(10000)
+    rec["value"] = np.random.default_rng(3).random(10000, dtype=np.float32)
+    rec["region"] = np.arange(10000) % 7 - 3
+    hot = dev.filter(rec, "value", ">", 0.9)
+    assert np.array_equal(hot, rec[rec["value"].astype(np.float64) > 0.9])
+    idx = dev.filter(rec, "region", "between", -1, 1, indices=True)
+    assert np.array_equal(idx, np.nonzero((rec["region"] >= -1) & (rec["region"] <= 1))[0])
+
+
+def test_convert_matches_numpy(dev):
+    x = (np.random.default_rng(4).standard_normal(4096) * 1000).astype(np.float32)
+    assert np.array_equal(dev.convert(x, "float16"), x.astype(np.float16))
+    back = dev.convert(x.astype(np.float16), "float32")
+    assert np.array_equal(back, x.astype(np.float16).astype(np.float32))
+    q = dev.convert(x, "int8", scale=10.0, zero_point=3)
+    assert np.array_equal(q, np.clip(np.rint(x.astype(np.float64) / 10) + 3, -128, 127).astype(np.int8))
+
+
+def test_checksum_and_decompress(dev):
+    assert dev.checksum(b"123456789") == 0xE3069283
+    assert dev.checksum(b"Nobody inspects the spammish repetition", "xxh64") == 0xFBCEA83C8A378BF1
+    with pytest.raises(nvme_csd.ProgramFault):
+        dev.decompress(b"definitely not zstd", 4096)
+
+
+def test_conv2d_against_loops(dev):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 7, 7), dtype=np.float32)
+    w = rng.standard_normal((3, 2, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(3, dtype=np.float32)
+    y = dev.conv2d(x, w, b, stride=2, padding=1)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 3, 4, 4))
+    for k in range(3):
+        for i in range(4):
+            for j in range(4):
+                want[0, k, i, j] = (xp[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3] * w[k]).sum() + b[k]
+    assert np.allclose(y, want, atol=1e-4)
+
+
+def test_slm_arrays_stay_in_the_drive(dev):
+    a = dev.to_slm(np.eye(64, dtype=np.float32))
+    b = dev.to_slm(np.arange(64 * 64, dtype=np.float32).reshape(64, 64))
+    before = dev.bus()
+    c = dev.gemm(a, b)                      # SLM in, SLM out
+    after = dev.bus()
+    assert isinstance(c, nvme_csd.SlmArray)
+    assert after[2] - before[2] == 0        # nothing came back over the bus
+    assert np.array_equal(c.numpy(), np.arange(64 * 64, dtype=np.float32).reshape(64, 64))
+
+
+def test_async_calls_return_futures(dev):
+    m = np.random.default_rng(6).standard_normal((64, 64)).astype(np.float32)
+    futs = [dev.gemm_async(m, m) for _ in range(8)]
+    for f in futs:
+        assert np.allclose(f.result(), m @ m, atol=1e-3)
+
+
+def test_store_mapping(dev):
+    t = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
+    dev.store["t"] = t
+    dev.store["blob"] = b"raw bytes"
+    assert set(dev.store) == {"t", "blob"} and len(dev.store) == 2 and "t" in dev.store
+    assert np.array_equal(dev.store["t"], t) and dev.store["t"].dtype == np.int64
+    assert dev.store["blob"] == b"raw bytes"
+    assert dev.store.read("t", 8, 16) == t.tobytes()[8:24]
+    del dev.store["blob"]
+    assert "blob" not in dev.store
+    with pytest.raises(KeyError):
+        dev.store["blob"]
+    with pytest.raises(KeyError):
+        del dev.store["blob"]
+    assert [x.tolist() for x in dev.store.prefetch(["t", "t"])] == [t.tolist(), t.tolist()]
+
+
+def test_store_filter_in_drive(dev):
+    rec = np.zeros(5000, dtype=[("id", "<u4"), ("v", "<f4")])
+    rec["id"] = np.arange(5000)
+    rec["v"] = np.arange(5000) / 5000
+    dev.store["sales"] = rec.tobytes()
+    n = dev.store.filter("sales", "hot", record_size=8, field_offset=4, field_type="<f4", op=">=", lo=0.8)
+    assert n == 1000
+    assert np.frombuffer(dev.store["hot"], dtype=rec.dtype)["id"].min() == 4000
+
+
+def test_bad_input_is_a_clear_error_and_device_stays_usable(dev):
+    m = np.ones((4, 4), dtype=np.float32)
+    with pytest.raises(nvme_csd.InvalidParameters, match="dtype float64"):
+        dev.gemm(np.ones((4, 4)), m)
+    with pytest.raises(nvme_csd.InvalidParameters, match="C-contiguous"):
+        dev.gemm(np.ones((8, 8), dtype=np.float32)[::2, ::2], m)
+    with pytest.raises(nvme_csd.InvalidParameters, match="do not multiply"):
+        dev.gemm(np.ones((4, 5), dtype=np.float32), m)
+    with pytest.raises(nvme_csd.InvalidParameters, match="unknown op"):
+        dev.reduce(m, "median")
+    with pytest.raises(nvme_csd.InvalidProgram) as e:
+        dev.execute(0x42, [(0, 16)])
+    assert e.value.status_name == "Invalid Program" and e.value.code == 0x1C0
+    with pytest.raises(nvme_csd.SlmOutOfBounds):
+        dev.execute("copy", [(dev.caps["slm_size"] - 4, 8), (0, 8)])
+    assert np.allclose(dev.gemm(m, m), 4 * m)       # still usable
+
+
+def test_closed_device(dev):
+    dev.close()
+    with pytest.raises(nvme_csd.DeviceClosed):
+        dev.stats
+    with pytest.raises(nvme_csd.CsdError):
+        dev.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))

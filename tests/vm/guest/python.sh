@@ -1,0 +1,14 @@
+# The Python bindings' pytest suite in the guest (Debian's python3 and numpy) against the
+# emulated device over ioctl and io_uring passthrough, and the README quickstart.
+# vm: csd=on slm=64M timeout=300
+. /csd/tests/lib.sh
+cd /csd/python
+CSD_TEST_DEVICE=/dev/ng0n1 python3 -m pytest -q -p no:cacheprovider tests || fail "pytest over ioctl"
+CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 python3 -m pytest -q -p no:cacheprovider tests || fail "pytest over io_uring"
+python3 - <<'PY' || fail "README quickstart"
+import numpy as np, nvme_csd
+with nvme_csd.open("/dev/ng0n1") as dev:
+    dev.store.format()
+    dev.store["w"] = np.random.rand(256, 256).astype(np.float32)
+    print(dev.gemm(dev.store["w"], dev.store["w"]).shape, dev.stats["exec_cmds"])
+PY
