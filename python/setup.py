@@ -56,10 +56,23 @@ if os.environ.get("NVME_CSD_NO_PASSTHRU") is None and pkg("--exists", "libnvme")
     libs += ["nvme", "uring"]
 sources += [rel(host / "lib" / f) for f in host_libs]
 
+# The GPU part (land data in GPU memory) where the CUDA runtime is found; never required.
+cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+include_dirs = [str(core / "include"), str(host / "include"), str(host / "lib")]
+if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists():
+    sources.append(rel(host / "cuda" / "gpu.cc"))
+    macros.append(("CSD_HAVE_GPU", "1"))
+    include_dirs += [str(cuda / "include"), str(host / "cuda")]
+    ldflags += ["-L" + str(cuda / "lib64"), "-Wl,-rpath," + str(cuda / "lib64")]
+    libs.append("cudart")
+    if (cuda / "include" / "cufile.h").exists():
+        macros.append(("CSD_HAVE_CUFILE", "1"))
+        libs.append("cufile")
+
 ext = Pybind11Extension(
     "nvme_csd._core",
     sources,
-    include_dirs=[str(core / "include"), str(host / "include"), str(host / "lib")],
+    include_dirs=include_dirs,
     define_macros=macros,
     extra_compile_args=cflags + ["-O2"],
     extra_link_args=ldflags,

@@ -127,6 +127,7 @@ public:
     const char *name() const override { return "inproc"; }
     uint32_t max_transfer() const override { return kMaxTransfer; }
     NamespaceInfo ns() const override { return ns_; }
+    std::string backing_file() const override { return path_; }
     uint8_t *slm_host_pointer() override
     {
         uint8_t *p = nullptr;

@@ -145,6 +145,14 @@ class Device:
     def namespace(self):
         return self._dev.namespace()
 
+    def read(self, slm_array, *, device="cpu"):
+        """An SlmArray's contents: numpy on the CPU, or a torch tensor on device='cuda'
+        landed through the pinned pipeline (registered SLM on the in-process device)."""
+        if device == "cpu":
+            return slm_array.numpy()
+        from . import gpu
+        return gpu.slm_to_cuda(self, slm_array, device=device)
+
     def bus(self):
         """(commands, bytes to the device, bytes from the device) moved by this Device."""
         return self._dev.bus()
@@ -266,9 +274,11 @@ class Device:
         self.execute(5, [X.range(), O.range()], struct.pack("<4I", REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], rows, cols))
         return self._finish(O, x, None, [(x, X)])
 
-    def filter(self, records, field, op, lo, hi=0, *, indices=False):
+    def filter(self, records, field, op, lo, hi=0, *, indices=False, device="cpu"):
         """Records (a structured numpy array) whose `field` compares true with lo (and hi
-        for 'between'); returns the matching records, or their indices (uint32)."""
+        for 'between'); returns the matching records, or their indices (uint32).
+        device='cuda': the result goes from SLM straight to a torch CUDA tensor (records
+        as uint8 rows of the record size, indices as int32)."""
         r = as_numpy(records, name="records") if not isinstance(records, SlmArray) else None
         dt = r.dtype if r is not None else records.dtype
         if dt.fields is None or field not in dt.fields:
@@ -302,6 +312,14 @@ class Device:
                 cap = max(e.dw1, 1)  # the device said how many matched
         if r is not None:
             R.free()
+        if device != "cpu":
+            from . import gpu
+            n = dw0 // unit
+            view = SlmArray(self, O.buffer, np.int32 if indices else np.uint8, (n,) if indices else (n, dt.itemsize))
+            try:
+                return gpu.slm_to_cuda(self, view, device=device)
+            finally:
+                O.free()
         res = O.numpy()[:dw0].view(np.uint32 if indices else dt).copy()
         O.free()
         return res

@@ -41,9 +41,13 @@ class Store:
     def __getitem__(self, name):
         return self.get(name)
 
-    def get(self, name, *, device="cpu"):
-        """The object: a numpy array for tensors (device='cuda': a torch CUDA tensor), bytes
-        for blobs. Checked against its CRC-32C."""
+    def get(self, name, *, device="cpu", cufile=False):
+        """The object: a numpy array for tensors, bytes for blobs, checked against its
+        CRC-32C; device='cuda' gives a torch CUDA tensor landed by the GPU pipeline (no
+        host copy in Python; cufile=True tries GPUDirect Storage first)."""
+        if device != "cpu":
+            from . import gpu
+            return gpu.object_to_cuda(self._device, name, cufile=cufile, device=device)
         info = self.stat(name)
         if info["dtype"]:
             out = np.empty(info["shape"], dtype=np.dtype(info["dtype"]))
@@ -51,9 +55,6 @@ class Store:
             out = np.empty(info["bytes"], dtype=np.uint8)
         if info["bytes"]:
             self._dev.store_read_into(name, 0, out, True)
-        if device != "cpu":
-            from .gpu import to_device
-            return to_device(out, device)
         return out if info["dtype"] else out.tobytes()
 
     def read(self, name, offset, length):

@@ -10,6 +10,9 @@
 #include "csd/device.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#ifdef CSD_HAVE_GPU
+#include "gpu.hpp"
+#endif
 
 namespace py = pybind11;
 using namespace csd;
@@ -46,6 +49,14 @@ struct OutBuf {
 struct PyDevice {
     std::unique_ptr<Device> dev;
     std::unique_ptr<ObjectStore> store;
+#ifdef CSD_HAVE_GPU
+    std::unique_ptr<gpu::Landing> landing;
+    gpu::Landing &land()
+    {
+        if (!landing) landing = std::make_unique<gpu::Landing>(d());
+        return *landing;
+    }
+#endif
     bool closed = false;
     Device &d()
     {
@@ -106,6 +117,9 @@ PYBIND11_MODULE(_core, m)
              }),
              py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64)
         .def("close", [](PyDevice &p) {
+#ifdef CSD_HAVE_GPU
+            p.landing.reset();
+#endif
             p.store.reset();
             p.closed = true;
         })
@@ -265,6 +279,33 @@ PYBIND11_MODULE(_core, m)
             }
             return py::make_tuple(r.matches, r.bytes);
         });
+
+#ifdef CSD_HAVE_GPU
+    m.attr("has_gpu_part") = true;
+    m.def("gpu_available", [] { return gpu::available(); });
+    auto report = [](const gpu::CopyReport &r) { return py::make_tuple(r.path, r.bytes, r.seconds); };
+    m.def("gpu_slm_to_gpu", [report](PyDevice &p, uint64_t off, uint64_t len, uintptr_t dst, uintptr_t stream, bool direct) {
+        gpu::CopyReport r;
+        {
+            py::gil_scoped_release g;
+            r = p.land().slm_to_gpu(off, len, reinterpret_cast<void *>(dst), reinterpret_cast<cudaStream_t>(stream), direct).get();
+        }
+        return report(r);
+    });
+    m.def("gpu_object_to_gpu", [report](PyDevice &p, const std::string &name, uintptr_t dst, uintptr_t stream, bool cufile) {
+        ObjectStore &s = p.s();
+        gpu::CopyReport r;
+        {
+            py::gil_scoped_release g;
+            r = p.land().object_to_gpu(s, name, reinterpret_cast<void *>(dst), reinterpret_cast<cudaStream_t>(stream), cufile).get();
+        }
+        return report(r);
+    });
+    m.def("gpu_cufile_status", [](PyDevice &p) { return p.land().cufile_status(); });
+#else
+    m.attr("has_gpu_part") = false;
+    m.def("gpu_available", [] { return false; });
+#endif
 
     py::class_<PySlm, std::shared_ptr<PySlm>>(m, "SlmBuffer")
         .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })

@@ -7,7 +7,7 @@
   csdvm.py shell                             interactive guest shell (leave with Ctrl-a x)
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
-(keys: csd, slm, cu, disk, lbads, python, timeout). The harness streams guest output,
+(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone). The harness streams guest output,
 enforces a per-boot and a per-test timeout, kills QEMU on every exit path, prints
 ``N passed, N failed`` and exits non-zero on any failure.
 """
@@ -54,6 +54,7 @@ class VmConfig:
     boot_timeout: int = 90
     extra_device: str = ""
     extra_qemu: list[str] = field(default_factory=list)
+    alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
@@ -80,6 +81,8 @@ class VmConfig:
                 cfg.test_timeout = int(v)
             elif k == "device":
                 cfg.extra_device = v
+            elif k == "alone":
+                cfg.alone = True
             else:
                 raise ValueError(f"unknown vm setting '{k}'")
         return cfg
@@ -391,7 +394,8 @@ def cmd_test(args) -> int:
     groups: dict[tuple, tuple[VmConfig, list[str]]] = {}
     for p in collect_tests(args.tests, args.filter):
         for cfg in VmConfig.from_header(p.read_text()):
-            groups.setdefault(cfg.key(), (cfg, []))[1].append(p.name)
+            key = cfg.key() + ((p.name,) if cfg.alone else ())
+            groups.setdefault(key, (cfg, []))[1].append(p.name)
     results: list[TestResult] = []
     for cfg, tests in groups.values():
         for r in run_group(cfg, tests, log=lambda s: print(s, flush=True)):

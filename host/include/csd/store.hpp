@@ -53,6 +53,8 @@ public:
     // Removes an object; durable when it returns.
     void remove(const std::string &name);
     uint64_t generation() const { return generation_; }
+    // The namespace LBA where an object's data starts (its bytes are contiguous).
+    uint64_t first_lba(const ObjectInfo &o) const { return o.block * lbas_per_block_; }
     uint64_t free_bytes() const;
 
     // Loads an object into SLM (SLM Load, no bus crossing); the buffer is block-rounded.

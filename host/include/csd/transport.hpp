@@ -54,6 +54,8 @@ public:
     // SLM as host memory when the device lives in this process (in-process device),
     // else nullptr: lets callers view SLM without copies where that is safe.
     virtual uint8_t *slm_host_pointer() { return nullptr; }
+    // The file holding the namespace when the device lives in this process, else "".
+    virtual std::string backing_file() const { return {}; }
 };
 
 // Options for opening a device.

@@ -1,0 +1,227 @@
+// gpu.cc - the pinned-buffer pipeline, registered-SLM copies and cuFile reads.
+#include "gpu.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#ifdef CSD_HAVE_CUFILE
+#include <cufile.h>
+#endif
+
+namespace csd::gpu {
+
+namespace {
+
+void check(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        throw Error(std::string(what) + ": " + cudaGetErrorString(e), EIO);
+    }
+}
+
+double since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+bool available()
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
+    : dev_(dev), chunk_(std::max<uint64_t>(chunk, 1 << 20)), readers_(std::max(readers, 1))
+{
+    if (!available()) {
+        throw Error("no CUDA device", ENODEV);
+    }
+    buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
+    for (Buffer &b : buffers_) {
+        check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
+        check(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming), "cudaEventCreate");
+    }
+}
+
+Landing::~Landing()
+{
+    for (Buffer &b : buffers_) {
+        if (b.done) {
+            cudaEventSynchronize(b.done);
+            cudaEventDestroy(b.done);
+        }
+        if (b.host) cudaFreeHost(b.host);
+    }
+    if (slm_registered_) {
+        cudaHostUnregister(dev_.transport().slm_host_pointer());
+    }
+}
+
+// Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice.
+void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill)
+{
+    const uint64_t slice = std::max<uint64_t>((n / readers_ + 4095) & ~4095ull, 4096);
+    std::vector<std::thread> ts;
+    std::exception_ptr err;
+    std::mutex err_mu;
+    for (uint64_t off = 0; off < n; off += slice) {
+        const uint64_t len = std::min(slice, n - off);
+        ts.emplace_back([&, off, len] {
+            try {
+                fill(pos + off, len, dst + off);
+            } catch (...) {
+                std::lock_guard<std::mutex> g(err_mu);
+                err = std::current_exception();
+            }
+        });
+    }
+    for (auto &t : ts) t.join();
+    if (err) std::rethrow_exception(err);
+}
+
+// The pipeline: buffer i is refilled only after the GPU copy that last used it finished
+// (its event), so the drive-side fill of one chunk overlaps the copies of the others.
+CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream)
+{
+    std::lock_guard<std::mutex> g(run_mu_);
+    const auto t0 = std::chrono::steady_clock::now();
+    size_t i = 0;
+    for (uint64_t pos = 0; pos < len; pos += chunk_, i++) {
+        Buffer &b = buffers_[i % buffers_.size()];
+        check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+        const uint64_t n = std::min(chunk_, len - pos);
+        fill_parallel(pos, n, b.host, fill);
+        check(cudaMemcpyAsync(dst + pos, b.host, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        check(cudaEventRecord(b.done, stream), "cudaEventRecord");
+    }
+    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+    return {"pinned-pipeline", len, since(t0)};
+}
+
+std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
+                                            bool direct)
+{
+    uint8_t *slm = dev_.transport().slm_host_pointer();
+    if (direct && slm) {
+        return std::async(std::launch::async, [=] {
+            std::lock_guard<std::mutex> g(run_mu_);
+            if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
+                throw Error("slm_to_gpu: range outside SLM", ERANGE);
+            }
+            if (!slm_registered_) {  // pin SLM once; later copies go straight from it
+                check(cudaHostRegister(slm, dev_.caps().slm_size, cudaHostRegisterDefault), "cudaHostRegister(SLM)");
+                slm_registered_ = true;
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+            return CopyReport{"slm-registered", len, since(t0)};
+        });
+    }
+    return std::async(std::launch::async, [=] {
+        return pipeline(len, [this, offset](uint64_t pos, uint64_t n, uint8_t *d) { dev_.slm_read(offset + pos, d, n); },
+                        static_cast<uint8_t *>(dst), stream);
+    });
+}
+
+std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream)
+{
+    const uint32_t lba = dev_.ns().lba_size;
+    if (chunk_ % lba != 0) {
+        throw Error("lbas_to_gpu: the chunk size must be a multiple of the LBA size", EINVAL);
+    }
+    return std::async(std::launch::async, [=] {
+        return pipeline(nlb * lba,
+                        [this, slba, lba](uint64_t pos, uint64_t n, uint8_t *d) {
+                            // slices are 4 KiB multiples; the last may end mid-LBA only at len
+                            dev_.read_lbas(slba + pos / lba, (n + lba - 1) / lba, d);
+                        },
+                        static_cast<uint8_t *>(dst), stream);
+    });
+}
+
+std::string Landing::cufile_status()
+{
+#ifdef CSD_HAVE_CUFILE
+    if (dev_.transport().backing_file().empty()) {
+        return "the device is not a file this process can read (cuFile needs the in-process device)";
+    }
+    const CUfileError_t st = cuFileDriverOpen();
+    if (st.err != CU_FILE_SUCCESS) {
+        return "cuFileDriverOpen failed (error " + std::to_string(st.err) + ")";
+    }
+    return "available";
+#else
+    return "this build has no cuFile (cufile.h was not found)";
+#endif
+}
+
+std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
+                                               cudaStream_t stream, bool use_cufile)
+{
+    const ObjectInfo o = store.stat(name);
+    const uint32_t lba = dev_.ns().lba_size;
+    const uint64_t first = store.first_lba(o);
+#ifdef CSD_HAVE_CUFILE
+    if (use_cufile && cufile_status() == "available") {
+        const std::string path = dev_.transport().backing_file();
+        return std::async(std::launch::async, [=] {
+            std::lock_guard<std::mutex> g(run_mu_);
+            const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0) throw Error("open " + path, errno);
+            CUfileDescr_t descr{};
+            descr.handle.fd = fd;
+            descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+            CUfileHandle_t fh;
+            const CUfileError_t st = cuFileHandleRegister(&fh, &descr);
+            if (st.err != CU_FILE_SUCCESS) {
+                ::close(fd);
+                throw Error("cuFileHandleRegister failed (error " + std::to_string(st.err) + ")", EIO);
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // order after earlier work
+            uint64_t done = 0;
+            while (done < o.bytes) {
+                const ssize_t n = cuFileRead(fh, dst, o.bytes - done, static_cast<off_t>(first * lba + done),
+                                             static_cast<off_t>(done));
+                if (n <= 0) {
+                    cuFileHandleDeregister(fh);
+                    ::close(fd);
+                    throw Error("cuFileRead of object '" + name + "'", n < 0 ? static_cast<int>(-n) : EIO);
+                }
+                done += static_cast<uint64_t>(n);
+            }
+            cuFileHandleDeregister(fh);
+            ::close(fd);
+            return CopyReport{"cufile", o.bytes, since(t0)};
+        });
+    }
+#else
+    (void)use_cufile;
+#endif
+    return std::async(std::launch::async, [=] {
+        return pipeline(o.bytes,
+                        [this, first, lba](uint64_t pos, uint64_t n, uint8_t *d) {
+                            const uint64_t nlb = (n + lba - 1) / lba;
+                            if (nlb * lba == n) {
+                                dev_.read_lbas(first + pos / lba, nlb, d);
+                            } else {  // the object's last, partial LBA
+                                std::vector<uint8_t> tmp(nlb * lba);
+                                dev_.read_lbas(first + pos / lba, nlb, tmp.data());
+                                std::memcpy(d, tmp.data(), n);
+                            }
+                        },
+                        static_cast<uint8_t *>(dst), stream);
+    });
+}
+
+}  // namespace csd::gpu

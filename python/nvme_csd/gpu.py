@@ -1,0 +1,58 @@
+"""Land data from the drive in GPU memory as torch CUDA tensors: SLM arrays and stored
+objects go through libcsd's pinned-buffer pipeline (or registered SLM, or cuFile) straight
+into a tensor's memory, with no extra copy; `last_path` says which path ran."""
+
+import numpy as np
+
+from . import _core
+from .errors import CsdError
+
+last_report = None  # (path, bytes, seconds) of the latest transfer
+
+
+def available():
+    """Whether this build has the GPU part and a CUDA device is present."""
+    return bool(_core.has_gpu_part) and _core.gpu_available()
+
+
+def _require():
+    if not _core.has_gpu_part:
+        raise CsdError("this nvme_csd was built without CUDA (no /usr/local/cuda at build time)")
+    if not _core.gpu_available():
+        raise CsdError("no CUDA device")
+    import torch
+    return torch
+
+
+def _torch_dtype(torch, dtype):
+    return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+
+
+def slm_to_cuda(dev, slm_array, *, direct=True, device="cuda"):
+    """An SlmArray's contents as a new torch CUDA tensor (same dtype and shape)."""
+    global last_report
+    torch = _require()
+    out = torch.empty(slm_array.shape, dtype=_torch_dtype(torch, slm_array.dtype), device=device)
+    stream = torch.cuda.current_stream(out.device).cuda_stream
+    last_report = _core.gpu_slm_to_gpu(dev._dev, slm_array.offset, slm_array.nbytes, out.data_ptr(), stream, direct)
+    return out
+
+
+def object_to_cuda(dev, name, *, cufile=False, device="cuda"):
+    """A stored tensor (or blob, as uint8) as a new torch CUDA tensor."""
+    global last_report
+    torch = _require()
+    info = dev.store.stat(name)
+    dtype = np.dtype(info["dtype"]) if info["dtype"] else np.dtype(np.uint8)
+    shape = info["shape"] if info["dtype"] else [info["bytes"]]
+    out = torch.empty(shape, dtype=_torch_dtype(torch, dtype), device=device)
+    if info["bytes"]:
+        stream = torch.cuda.current_stream(out.device).cuda_stream
+        last_report = _core.gpu_object_to_gpu(dev._dev, name, out.data_ptr(), stream, cufile)
+    return out
+
+
+def to_device(array, device):
+    """A host array on a torch device (the fallback for data already in host memory)."""
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
