@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The host-only build on a machine with an NVIDIA GPU (no QEMU, libnvme or liburing
+# needed: the in-process device), then the GPU tests (also under compute-sanitizer), the
+# bandwidth benchmark and the Python GPU tests. Writes logs to $OUT (default build/gpu-out).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$top/build/gpu-out}
+mkdir -p "$out"
+cd "$top"
+{
+    nvidia-smi -L
+    echo "python3: $(command -v python3)"
+    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+    meson setup build/gpu-host -Dpassthru=disabled -Dbuildtype=release 2>&1 | grep -E "found|Has header|ERROR|Message" | tail -30
+    ninja -C build/gpu-host 2>&1 | grep -E "error|FAILED" | head -30
+    echo "== core and library tests (host-only build)"
+    build/gpu-host/tests/unit/csd-core-tests --gtest_brief=1 | tail -2
+    build/gpu-host/tests/unit/csd-core-portable-tests --gtest_brief=1 | tail -2
+    build/gpu-host/tests/host/csd-library-tests --gtest_brief=1 | tail -2
+    echo "== GPU tests"
+    build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
+    echo "== GPU tests under compute-sanitizer"
+    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | tail -8
+} 2>&1 | tee "$out/gpu-tests.log"
+{
+    echo "== gpu_bench (chunk 8 MiB, 4 buffers, 8 readers)"
+    build/gpu-host/bench/gpu/gpu_bench 1024 8 4 8
+    echo "== gpu_bench (chunk 16 MiB, 4 buffers, 12 readers)"
+    build/gpu-host/bench/gpu/gpu_bench 1024 16 4 12
+} 2>&1 | tee "$out/gpu-bench.log"
+{
+    echo "== Python"
+    python3 -m pip install -q --no-build-isolation ./python 2>&1 | tail -5
+    cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15
+} 2>&1 | tee "$out/gpu-python.log"
