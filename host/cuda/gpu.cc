@@ -149,17 +149,56 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
     });
 }
 
+#ifdef CSD_HAVE_CUFILE
+namespace {
+
+// A cuFile handle on the in-process device's backing file, opened O_DIRECT as GDS wants.
+struct CuFile {
+    int fd = -1;
+    CUfileHandle_t fh{};
+    bool ok = false;
+    std::string why;
+    explicit CuFile(const std::string &path)
+    {
+        const CUfileError_t drv = cuFileDriverOpen();
+        if (drv.err != CU_FILE_SUCCESS) {
+            why = "cuFileDriverOpen failed (error " + std::to_string(drv.err) + ")";
+            return;
+        }
+        fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0) {
+            why = "open " + path + " with O_DIRECT: " + std::strerror(errno);
+            return;
+        }
+        CUfileDescr_t descr{};
+        descr.handle.fd = fd;
+        descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+        const CUfileError_t st = cuFileHandleRegister(&fh, &descr);
+        if (st.err != CU_FILE_SUCCESS) {
+            why = "cuFileHandleRegister failed on " + path + " (error " + std::to_string(st.err) + ")";
+            return;
+        }
+        ok = true;
+    }
+    ~CuFile()
+    {
+        if (ok) cuFileHandleDeregister(fh);
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+}  // namespace
+#endif
+
 std::string Landing::cufile_status()
 {
 #ifdef CSD_HAVE_CUFILE
-    if (dev_.transport().backing_file().empty()) {
+    const std::string path = dev_.transport().backing_file();
+    if (path.empty()) {
         return "the device is not a file this process can read (cuFile needs the in-process device)";
     }
-    const CUfileError_t st = cuFileDriverOpen();
-    if (st.err != CU_FILE_SUCCESS) {
-        return "cuFileDriverOpen failed (error " + std::to_string(st.err) + ")";
-    }
-    return "available";
+    CuFile probe(path);
+    return probe.ok ? "available" : probe.why;
 #else
     return "this build has no cuFile (cufile.h was not found)";
 #endif
@@ -171,57 +210,54 @@ std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::st
     const ObjectInfo o = store.stat(name);
     const uint32_t lba = dev_.ns().lba_size;
     const uint64_t first = store.first_lba(o);
+    auto fill = [this, first, lba](uint64_t pos, uint64_t n, uint8_t *d) {
+        const uint64_t nlb = (n + lba - 1) / lba;
+        if (nlb * lba == n) {
+            dev_.read_lbas(first + pos / lba, nlb, d);
+        } else {  // the object's last, partial LBA
+            std::vector<uint8_t> tmp(nlb * lba);
+            dev_.read_lbas(first + pos / lba, nlb, tmp.data());
+            std::memcpy(d, tmp.data(), n);
+        }
+    };
 #ifdef CSD_HAVE_CUFILE
-    if (use_cufile && cufile_status() == "available") {
+    if (use_cufile) {
         const std::string path = dev_.transport().backing_file();
         return std::async(std::launch::async, [=] {
-            std::lock_guard<std::mutex> g(run_mu_);
-            const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0) throw Error("open " + path, errno);
-            CUfileDescr_t descr{};
-            descr.handle.fd = fd;
-            descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-            CUfileHandle_t fh;
-            const CUfileError_t st = cuFileHandleRegister(&fh, &descr);
-            if (st.err != CU_FILE_SUCCESS) {
-                ::close(fd);
-                throw Error("cuFileHandleRegister failed (error " + std::to_string(st.err) + ")", EIO);
+            CuFile cf(path);
+            if (!cf.ok) {  // fall back; the report says which path ran and why
+                CopyReport r = pipeline(o.bytes, fill, static_cast<uint8_t *>(dst), stream);
+                r.path += " (cuFile: " + cf.why + ")";
+                return r;
             }
+            std::lock_guard<std::mutex> g(run_mu_);
             const auto t0 = std::chrono::steady_clock::now();
-            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // order after earlier work
+            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // after earlier work
+            // cuFile reads the 4 KiB-aligned body; the tail comes through a pinned buffer.
+            const uint64_t body = o.bytes & ~4095ull;
             uint64_t done = 0;
-            while (done < o.bytes) {
-                const ssize_t n = cuFileRead(fh, dst, o.bytes - done, static_cast<off_t>(first * lba + done),
+            while (done < body) {
+                const ssize_t n = cuFileRead(cf.fh, dst, body - done, static_cast<off_t>(first * lba + done),
                                              static_cast<off_t>(done));
-                if (n <= 0) {
-                    cuFileHandleDeregister(fh);
-                    ::close(fd);
-                    throw Error("cuFileRead of object '" + name + "'", n < 0 ? static_cast<int>(-n) : EIO);
-                }
+                if (n <= 0) throw Error("cuFileRead of object '" + name + "'", n < 0 ? static_cast<int>(-n) : EIO);
                 done += static_cast<uint64_t>(n);
             }
-            cuFileHandleDeregister(fh);
-            ::close(fd);
+            if (o.bytes > body) {
+                Buffer &b = buffers_[0];
+                check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+                fill(body, o.bytes - body, b.host);
+                check(cudaMemcpyAsync(static_cast<uint8_t *>(dst) + body, b.host, o.bytes - body,
+                                      cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+                check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+            }
             return CopyReport{"cufile", o.bytes, since(t0)};
         });
     }
 #else
     (void)use_cufile;
 #endif
-    return std::async(std::launch::async, [=] {
-        return pipeline(o.bytes,
-                        [this, first, lba](uint64_t pos, uint64_t n, uint8_t *d) {
-                            const uint64_t nlb = (n + lba - 1) / lba;
-                            if (nlb * lba == n) {
-                                dev_.read_lbas(first + pos / lba, nlb, d);
-                            } else {  // the object's last, partial LBA
-                                std::vector<uint8_t> tmp(nlb * lba);
-                                dev_.read_lbas(first + pos / lba, nlb, tmp.data());
-                                std::memcpy(d, tmp.data(), n);
-                            }
-                        },
-                        static_cast<uint8_t *>(dst), stream);
-    });
+    return std::async(std::launch::async,
+                      [=] { return pipeline(o.bytes, fill, static_cast<uint8_t *>(dst), stream); });
 }
 
 }  // namespace csd::gpu

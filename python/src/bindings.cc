@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "csd/device.hpp"
 #include "csd/programs.hpp"
@@ -53,6 +54,7 @@ struct PyDevice {
     std::unique_ptr<gpu::Landing> landing;
     gpu::Landing &land()
     {
+        std::lock_guard<std::mutex> g(init_mu);
         if (!landing) landing = std::make_unique<gpu::Landing>(d());
         return *landing;
     }
@@ -63,8 +65,10 @@ struct PyDevice {
         if (closed || !dev) throw Error("the device is closed", EBADF);
         return *dev;
     }
+    std::mutex init_mu;  // store and landing are made lazily, maybe from several threads
     ObjectStore &s()
     {
+        std::lock_guard<std::mutex> g(init_mu);
         if (!store) store = std::make_unique<ObjectStore>(d());
         return *store;
     }
