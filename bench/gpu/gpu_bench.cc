@@ -66,7 +66,6 @@ int main(int argc, char **argv)
     dev->slm_write(0, data.data(), max);
     ObjectStore::format(*dev);
     ObjectStore store(*dev);
-    store.put("blob", data.data(), max);
 
     void *d = nullptr, *pinned = nullptr;
     cudaMalloc(&d, max);

@@ -20,13 +20,18 @@ cd "$top"
     echo "== GPU tests"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
     echo "== GPU tests under compute-sanitizer"
-    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | tail -8
+    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
+    echo "== the same with cuFile in forced compatibility mode"
+    CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | grep -E "cuFile|path|PASSED|FAILED"
+    [ -f cufile.log ] && tail -n 15 cufile.log
 } 2>&1 | tee "$out/gpu-tests.log"
 {
     echo "== gpu_bench (chunk 8 MiB, 4 buffers, 8 readers)"
     build/gpu-host/bench/gpu/gpu_bench 1024 8 4 8
     echo "== gpu_bench (chunk 16 MiB, 4 buffers, 12 readers)"
     build/gpu-host/bench/gpu/gpu_bench 1024 16 4 12
+    echo "== gpu_bench with cuFile forced into compatibility mode"
+    CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/bench/gpu/gpu_bench 256 8 4 8
 } 2>&1 | tee "$out/gpu-bench.log"
 {
     echo "== Python"
