@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -33,6 +34,64 @@ double since(std::chrono::steady_clock::time_point t0)
 
 }  // namespace
 
+// A fixed set of threads that run the slices of one fill at a time.
+class Landing::FillPool {
+public:
+    explicit FillPool(int n)
+    {
+        for (int i = 0; i < n; i++) threads_.emplace_back([this] { run(); });
+    }
+    ~FillPool()
+    {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        for (auto &t : threads_) t.join();
+    }
+    // Runs every task on the pool and waits for all; rethrows the first failure.
+    void run_all(std::vector<std::function<void()>> tasks)
+    {
+        std::unique_lock<std::mutex> g(mu_);
+        tasks_ = std::move(tasks);
+        next_ = 0;
+        left_ = tasks_.size();
+        err_ = nullptr;
+        cv_.notify_all();
+        done_cv_.wait(g, [this] { return left_ == 0; });
+        if (err_) std::rethrow_exception(err_);
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock<std::mutex> g(mu_);
+        for (;;) {
+            cv_.wait(g, [this] { return stop_ || next_ < tasks_.size(); });
+            if (stop_) return;
+            std::function<void()> f = tasks_[next_++];
+            g.unlock();
+            std::exception_ptr e;
+            try {
+                f();
+            } catch (...) {
+                e = std::current_exception();
+            }
+            g.lock();
+            if (e && !err_) err_ = e;
+            if (--left_ == 0) done_cv_.notify_all();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable cv_, done_cv_;
+    std::vector<std::function<void()>> tasks_;
+    size_t next_ = 0, left_ = 0;
+    std::exception_ptr err_;
+    bool stop_ = false;
+    std::vector<std::thread> threads_;
+};
+
 bool available()
 {
     int n = 0;
@@ -45,6 +104,7 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
     if (!available()) {
         throw Error("no CUDA device", ENODEV);
     }
+    pool_ = std::make_unique<FillPool>(readers_);
     buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
     for (Buffer &b : buffers_) {
         check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
@@ -70,22 +130,16 @@ Landing::~Landing()
 void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill)
 {
     const uint64_t slice = std::max<uint64_t>((n / readers_ + 4095) & ~4095ull, 4096);
-    std::vector<std::thread> ts;
-    std::exception_ptr err;
-    std::mutex err_mu;
+    std::vector<std::function<void()>> tasks;
     for (uint64_t off = 0; off < n; off += slice) {
         const uint64_t len = std::min(slice, n - off);
-        ts.emplace_back([&, off, len] {
-            try {
-                fill(pos + off, len, dst + off);
-            } catch (...) {
-                std::lock_guard<std::mutex> g(err_mu);
-                err = std::current_exception();
-            }
-        });
+        tasks.push_back([&fill, pos, off, len, dst] { fill(pos + off, len, dst + off); });
     }
-    for (auto &t : ts) t.join();
-    if (err) std::rethrow_exception(err);
+    if (tasks.size() == 1) {
+        tasks[0]();
+    } else {
+        pool_->run_all(std::move(tasks));
+    }
 }
 
 // The pipeline: buffer i is refilled only after the GPU copy that last used it finished

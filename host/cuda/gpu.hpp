@@ -65,6 +65,9 @@ private:
     CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream);
     void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill);
 
+    // Persistent threads that fill slices of a pinned buffer.
+    class FillPool;
+    std::unique_ptr<FillPool> pool_;
     Device &dev_;
     uint64_t chunk_;
     int readers_;

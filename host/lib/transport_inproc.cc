@@ -29,7 +29,7 @@ constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kLbaRange = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
-constexpr uint32_t kMaxTransfer = 512 * 1024;  // as QEMU's default MDTS with 4 KiB pages
+constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
 
 uint64_t parse_size(const std::string &v)
 {
@@ -163,7 +163,7 @@ private:
             if ((c.cdw10 & 0xFF) == 1) {
                 std::memcpy(p + 4, "csd-inproc", 10);                       // serial
                 std::memcpy(p + 24, "nvme-csd in-process device              ", 40);  // model
-                p[77] = 7;                                                   // MDTS
+                p[77] = 11;                                                  // MDTS: 8 MiB
                 std::memcpy(p + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4);
                 return {0, 0};
             }
