@@ -140,7 +140,8 @@ static void disable(Nvme *n)
     }
 }
 
-static Nvme *start(const char *csd_opts)
+/* Starts QEMU; drive_fmt is the -drive option with one %s for the backing file. */
+static Nvme *start_with(const char *drive_fmt, const char *csd_opts)
 {
     Nvme *n = g_new0(Nvme, 1);
     int fd = g_file_open_tmp("csd-test-XXXXXX", &n->disk, NULL);
@@ -151,9 +152,8 @@ static Nvme *start(const char *csd_opts)
     }
     g_assert_cmpint(write(fd, pattern, NS_BYTES), ==, NS_BYTES);
     close(fd);
-    n->qs = qtest_pc_boot("-drive id=d0,if=none,file=%s,format=raw "
-                          "-device nvme,addr=04.0,drive=d0,serial=csdqtest%s",
-                          n->disk, csd_opts);
+    g_autofree char *drive = g_strdup_printf(drive_fmt, n->disk);
+    n->qs = qtest_pc_boot("%s -device nvme,addr=04.0,drive=d0,serial=csdqtest%s", drive, csd_opts);
     n->dev = qpci_device_find(n->qs->pcibus, QPCI_DEVFN(4, 0));
     g_assert(n->dev);
     qpci_device_enable(n->dev);
@@ -165,6 +165,11 @@ static Nvme *start(const char *csd_opts)
     n->buf = galloc(n, 65536);
     enable(n);
     return n;
+}
+
+static Nvme *start(const char *csd_opts)
+{
+    return start_with("-drive id=d0,if=none,file=%s,format=raw", csd_opts);
 }
 
 static void stop(Nvme *n)
@@ -383,6 +388,26 @@ static void test_reset_with_queued_executes(void)
     stop(n);
 }
 
+/* The backing store fails (blkdebug injects EIO): Internal Error, nothing else breaks. */
+static void test_backing_store_failure(void)
+{
+    g_autofree char *conf = NULL;
+    int fd = g_file_open_tmp("csd-blkdebug-XXXXXX", &conf, NULL);
+    const char *rules = "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"64\"\n"
+                        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\nsector = \"128\"\n";
+    g_assert_cmpint(write(fd, rules, strlen(rules)), ==, (ssize_t)strlen(rules));
+    close(fd);
+    g_autofree char *drive = g_strdup_printf("-drive id=d0,if=none,driver=raw,file.driver=blkdebug,"
+                                             "file.config=%s,file.image.filename=%%s", conf);
+    Nvme *n = start_with(drive, ",csd=on,csd.slm-size=1M");
+
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 64, 8, 0)).status & 0x7ff, ==, CSD_STATUS_INTERNAL_ERROR);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_STORE, 128, 8, 0)).status & 0x7ff, ==, CSD_STATUS_INTERNAL_ERROR);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, 8, 0)).status, ==, 0);   /* elsewhere: fine */
+    stop(n);
+    unlink(conf);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -412,6 +437,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/slm-load-store", test_slm_load_store);
     qtest_add_func("/csd/execute", test_execute);
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
+    qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
