@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "csd/device.hpp"
 #include "csd_core.h"
 
 namespace {
@@ -29,22 +30,9 @@ double seconds(const std::function<void()> &f, int reps)
     return best;
 }
 
-std::vector<uint8_t> desc(uint16_t prog, std::vector<std::pair<uint64_t, uint64_t>> ranges, const void *p, uint32_t plen)
+std::vector<uint8_t> desc(uint16_t prog, const std::vector<csd::Range> &ranges, const void *p, uint32_t plen)
 {
-    std::vector<uint8_t> d(16 + 16 * ranges.size() + plen);
-    csd_desc_header h{};
-    std::memcpy(h.magic, "CSDX", 4);
-    h.version = 1;
-    h.program_id = prog;
-    h.nr_ranges = static_cast<uint16_t>(ranges.size());
-    h.param_len = plen;
-    std::memcpy(d.data(), &h, 16);
-    for (size_t i = 0; i < ranges.size(); i++) {
-        csd_desc_range r{ranges[i].first, ranges[i].second};
-        std::memcpy(d.data() + 16 + 16 * i, &r, 16);
-    }
-    std::memcpy(d.data() + 16 + 16 * ranges.size(), p, plen);
-    return d;
+    return csd::make_descriptor(prog, ranges, p, plen);
 }
 
 uint32_t exec(csd_core *core, const std::vector<uint8_t> &d, uint32_t *dw1 = nullptr)

@@ -238,34 +238,30 @@ void Device::slm_read(uint64_t offset, void *data, uint64_t len)
     }
 }
 
-void Device::slm_load(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
+// SLM Load and SLM Store: NLB is 16 bits, so large ranges take several commands.
+void Device::slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what)
 {
     while (nlb > 0) {
         const uint64_t n = std::min(nlb, kMaxNlb);
-        Command c = io(CSD_OPC_SLM_LOAD, ns().nsid);
+        Command c = io(opcode, ns().nsid);
         set_lo_hi(c.cdw10, c.cdw11, slba);
         c.cdw12 = static_cast<uint32_t>(n - 1);
         set_lo_hi(c.cdw13, c.cdw14, slm_offset);
-        run(c, "SLM Load");
+        run(c, what);
         slba += n;
         nlb -= n;
         slm_offset += n * ns().lba_size;
     }
 }
 
+void Device::slm_load(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
+{
+    slm_lbas(CSD_OPC_SLM_LOAD, slba, nlb, slm_offset, "SLM Load");
+}
+
 void Device::slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
 {
-    while (nlb > 0) {
-        const uint64_t n = std::min(nlb, kMaxNlb);
-        Command c = io(CSD_OPC_SLM_STORE, ns().nsid);
-        set_lo_hi(c.cdw10, c.cdw11, slba);
-        c.cdw12 = static_cast<uint32_t>(n - 1);
-        set_lo_hi(c.cdw13, c.cdw14, slm_offset);
-        run(c, "SLM Store");
-        slba += n;
-        nlb -= n;
-        slm_offset += n * ns().lba_size;
-    }
+    slm_lbas(CSD_OPC_SLM_STORE, slba, nlb, slm_offset, "SLM Store");
 }
 
 void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what)

@@ -280,24 +280,38 @@ void ObjectStore::commit(std::map<std::string, ObjectInfo> next)
     objects_ = std::move(next);
 }
 
-void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
-                      const std::vector<uint64_t> &shape, const Progress &progress)
+// A catalog entry for a new object (its data block still to be allocated).
+static ObjectInfo new_entry(const std::string &name, uint64_t bytes, const std::string &dtype,
+                            const std::vector<uint64_t> &shape, uint64_t generation)
 {
-    check_name(name);
-    std::lock_guard<std::mutex> g(mu_);
     ObjectInfo o;
     o.name = name;
     o.dtype = dtype;
     o.shape = shape;
     o.bytes = bytes;
+    o.generation = generation;
+    return o;
+}
+
+// Adds or replaces an object whose data is written and flushed; caller holds mu_.
+void ObjectStore::commit_object(const ObjectInfo &o)
+{
+    auto next = objects_;
+    next[o.name] = o;
+    commit(std::move(next));
+}
+
+void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
+                      const std::vector<uint64_t> &shape, const Progress &progress)
+{
+    check_name(name);
+    std::lock_guard<std::mutex> g(mu_);
+    ObjectInfo o = new_entry(name, bytes, dtype, shape, generation_ + 1);
     o.crc32c = csd_crc32c(data, bytes);
-    o.generation = generation_ + 1;
     o.block = allocate(blocks_for(bytes), {});
     write_blocks(o.block, data, bytes, progress);
     dev_.flush();
-    auto next = objects_;
-    next[name] = o;
-    commit(std::move(next));
+    commit_object(o);
 }
 
 ObjectInfo ObjectStore::stat(const std::string &name) const
@@ -391,21 +405,14 @@ void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, ui
                     EINVAL);
     }
     std::lock_guard<std::mutex> g(mu_);
-    ObjectInfo o;
-    o.name = name;
-    o.dtype = dtype;
-    o.shape = shape;
-    o.bytes = bytes;
-    o.generation = generation_ + 1;
+    ObjectInfo o = new_entry(name, bytes, dtype, shape, generation_ + 1);
     // The CRC is computed inside the drive too: only 8 bytes cross the bus.
     o.crc32c = bytes ? static_cast<uint32_t>(programs::checksum(dev_, ChecksumAlgo::crc32c, Range{src.offset(), bytes}))
                      : csd_crc32c(nullptr, 0);
     o.block = allocate(blocks, {});
     dev_.slm_store(o.block * lbas_per_block_, blocks * lbas_per_block_, src.offset());
     dev_.flush();
-    auto next = objects_;
-    next[name] = o;
-    commit(std::move(next));
+    commit_object(o);
 }
 
 FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec, const std::string &dst)

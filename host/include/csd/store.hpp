@@ -72,6 +72,7 @@ private:
     uint64_t blocks_for(uint64_t bytes) const { return bytes == 0 ? 1 : (bytes + block_ - 1) / block_; }
     uint64_t allocate(uint64_t blocks, const std::vector<Extent> &also_used) const;
     void commit(std::map<std::string, ObjectInfo> next);
+    void commit_object(const ObjectInfo &o);
     void write_blocks(uint64_t block, const void *data, uint64_t bytes, const Progress &progress = {});
     struct Slot {
         uint64_t generation = 0, total_blocks = 0;
