@@ -20,11 +20,12 @@ for b in "${bins[@]}"; do
         fi
     done
 done
-# The Python package for the guest's Debian python3 (/usr/bin/python3), built from the
+# The Python package for the guest's Debian python3 (/usr/bin/python3), without the CUDA
+# part (the guest has no GPU or CUDA libraries), built from the
 # same sources; kept in build/guest-python so that unchanged sources are not rebuilt.
-pyout="$top/build/guest-python"
-(cd "$top/python" && /usr/bin/python3 setup.py -q build_ext --build-lib "$pyout" \
-    --build-temp "$top/build/guest-python-tmp" > "$top/build/guest-python.log" 2>&1) || {
+pyout="$top/build/guest-python-nocuda"
+(cd "$top/python" && NVME_CSD_NO_CUDA=1 /usr/bin/python3 setup.py -q build_ext --build-lib "$pyout" \
+    --build-temp "$top/build/guest-python-nocuda-tmp" > "$top/build/guest-python.log" 2>&1) || {
     tail -n 30 "$top/build/guest-python.log" >&2
     echo "stage-guest: building the Python extension for /usr/bin/python3 failed" >&2
     exit 1
