@@ -432,7 +432,7 @@ def cmd_run(args) -> int:
                     status = int(line.split()[2])
                 elif line.startswith(MARK + "FATAL"):
                     print(line, file=sys.stderr)
-                else:
+                elif not re.search(r"\] reboot: Power down$", line):  # the guest's goodbye
                     print(line, flush=True)
         finally:
             vm.kill()
