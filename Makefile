@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build guest vm demo test test-% clean distclean
+.PHONY: all help deps qemu image build kmod guest vm demo test test-% clean distclean
 
 all: qemu image build guest
 
@@ -13,7 +13,8 @@ help:
 	@echo "make qemu      fetch QEMU 10.0 source, patch it, build build/qemu/qemu-system-x86_64"
 	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
 	@echo "make build     the project's C/C++ (meson, build/meson)"
-	@echo "make guest     stage csdctl, libcsd and the library tests for the guest (build/guest)"
+	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
+	@echo "make guest     stage csdctl, libcsd, csd.ko and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
 	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
@@ -34,7 +35,10 @@ build: deps
 	@if [ -f $(MESON_BUILD)/build.ninja ]; then true; else meson setup $(MESON_BUILD) --buildtype=release; fi
 	@ninja -C $(MESON_BUILD)
 
-guest: image build
+kmod: image
+	@bash kmod/build.sh
+
+guest: image build kmod
 	@bash images/stage-guest.sh
 
 # CMD is passed through the environment so any quoting survives.

@@ -10,6 +10,8 @@ packages=(
     build-essential pkg-config ninja-build ccache flex bison python3 python3-venv
     libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev
     dpkg-dev xz-utils bzip2 rsync patch cpio e2fsprogs
+    # guest kernel module builds (BTF for modules)
+    dwarves
     # firmware: qboot and option ROMs, SeaBIOS and the e1000 ROM for QEMU's qtests
     qemu-system-data seabios ipxe-qemu
     # guest userland (copied into the guest image)

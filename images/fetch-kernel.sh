@@ -31,8 +31,31 @@ if [ ! -f "$dest/.complete" ]; then
     rm -rf "$dest/debs"
     touch "$dest/.complete"
 fi
+# The headers' Makefile includes the common tree by its installed path: point it here.
+sed -i "s|^include /usr/src/|include $dest/root/usr/src/|" "$dest/root/usr/src/linux-headers-$krel/Makefile"
+
+# nvme-core's private header (struct nvme_ctrl, nvme_ns, __nvme_submit_sync_cmd), which
+# the headers package lacks and csd.ko needs, and checkpatch.pl for its style check: from
+# Debian's linux-source of this version.
+if [ ! -f "$dest/nvme-private/nvme.h" ] || [ ! -f "$dest/checkpatch/checkpatch.pl" ]; then
+    src_ver=$(apt-cache show "$image_pkg" | awk '/^Version:/ {print $2; exit}')
+    series_pkg="linux-source-${series}"
+    echo "fetch-kernel: fetching $series_pkg $src_ver for drivers/nvme/host/nvme.h"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -qq "$series_pkg=$src_ver") ||
+        die "apt-get download $series_pkg=$src_ver failed (csd.ko needs nvme-core's private header)"
+    dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -xO "./usr/src/$series_pkg.tar.xz" |
+        tar -xJ -C "$tmp" "$series_pkg/drivers/nvme/host/nvme.h" "$series_pkg/scripts/checkpatch.pl" \
+            "$series_pkg/scripts/spelling.txt" "$series_pkg/scripts/const_structs.checkpatch"
+    mkdir -p "$dest/nvme-private" "$dest/checkpatch"
+    mv "$tmp/$series_pkg/drivers/nvme/host/nvme.h" "$dest/nvme-private/nvme.h"
+    mv "$tmp/$series_pkg/scripts/"* "$dest/checkpatch/"
+    rm -rf "$tmp"
+fi
 
 cp -f "$dest/root/boot/vmlinuz-$krel" "$out/vmlinuz"
 echo "$krel" > "$out/kernel-release"
 ln -sfn "$dest/root" "$out/kernel-root"
+ln -sfn "$dest/nvme-private" "$out/nvme-private"
+ln -sfn "$dest/checkpatch" "$out/checkpatch"
 echo "fetch-kernel: $krel ready (headers in $dest/root/usr/src/linux-headers-$krel)"

@@ -8,7 +8,8 @@ mb="$top/build/meson"
 out="$top/build/guest"
 list="$top/build/images/usr.list"
 [ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
-bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test")
+bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test"
+      "$mb/tests/kmod/kmod_check")
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/bin" "$out.tmp/lib"
 for b in "${bins[@]}"; do
     [ -x "$b" ] || { echo "stage-guest: $b missing (make build)" >&2; exit 1; }
@@ -33,5 +34,10 @@ pyout="$top/build/guest-python-nocuda"
 mkdir -p "$out.tmp/python/nvme_csd"
 cp "$pyout"/nvme_csd/_core*.so "$top"/python/nvme_csd/*.py "$out.tmp/python/nvme_csd/"
 cp -r "$top/python/tests" "$out.tmp/python/tests"
+# The kernel module, when built (kmod/build.sh)
+if [ -f "$top/build/kmod/csd.ko" ]; then
+    mkdir -p "$out.tmp/kmod"
+    cp "$top/build/kmod/csd.ko" "$out.tmp/kmod/"
+fi
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "stage-guest: $(ls "$out/bin" | wc -l) programs, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1)"

@@ -32,7 +32,7 @@ sources = ["src/bindings.cc"]
 sources += [rel(p) for p in sorted((core / "src").glob("*.cc"))]
 sources += [rel(p) for p in sorted((core / "src" / "programs").glob("*.cc"))]
 host_libs = ["c_api.cc", "device.cc", "error.cc", "programs.cc", "slm_allocator.cc", "store.cc",
-             "transport.cc", "transport_inproc.cc"]
+             "transport.cc", "transport_inproc.cc", "transport_kmod.cc"]
 macros, cflags, ldflags, libs = [], [], [], ["zstd", "lz4"]
 
 blas = pkg("--cflags", "--libs", "openblas")

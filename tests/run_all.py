@@ -16,6 +16,7 @@ SUITES = {
     "unit": ["tests/unit/run-unit.sh"],
     "fuzz": ["tests/fuzz/run-fuzz.sh", "60"],
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
+    "kmod-style": ["kmod/check-style.sh"],
     "harness": ["tests/vm/selftest.sh"],
     "python": ["python/run-tests.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],

@@ -94,10 +94,11 @@ std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOpt
         return make_inproc_transport(path.substr(4));
     }
     if (path.rfind("/dev/csd", 0) == 0) {
-        throw Error("open " + path + ": the kernel-module transport is not in this build", ENOTSUP);
+        return make_kmod_transport(path);
     }
     if (path.rfind("/dev/", 0) != 0) {
-        throw Error("open " + path + ": expected /dev/ngXnY, /dev/nvmeXnY or emu:<file>[?slm=64M&lba=512&cu=2&size=256M]",
+        throw Error("open " + path + ": expected /dev/ngXnY, /dev/nvmeXnY, /dev/csdN[?slm=16M] or "
+                    "emu:<file>[?slm=64M&lba=512&cu=2&size=256M]",
                     EINVAL);
     }
 #ifdef CSD_HAVE_PASSTHRU

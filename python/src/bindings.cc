@@ -77,6 +77,16 @@ struct PyDevice {
 struct PySlm {
     std::shared_ptr<PyDevice> owner;
     SlmBuffer buf;
+    // After the device was closed its allocator is gone: nothing left to free.
+    ~PySlm()
+    {
+        if (owner && !owner->dev) buf.detach();
+    }
+    void free()
+    {
+        if (owner && !owner->dev) buf.detach();
+        buf.reset();
+    }
 };
 
 py::dict object_info(const ObjectInfo &o)
@@ -120,12 +130,14 @@ PYBIND11_MODULE(_core, m)
                  return p;
              }),
              py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64)
-        .def("close", [](PyDevice &p) {
+        .def("close", [](PyDevice &p) {  // releases the device now (its SLM, its file)
 #ifdef CSD_HAVE_GPU
             p.landing.reset();
 #endif
             p.store.reset();
             p.closed = true;
+            py::gil_scoped_release r;
+            p.dev.reset();
         })
         .def_property_readonly("closed", [](PyDevice &p) { return p.closed; })
         .def_property_readonly("transport", [](PyDevice &p) { return std::string(p.d().transport().name()); })
@@ -315,5 +327,5 @@ PYBIND11_MODULE(_core, m)
         .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })
         .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
         .def_property_readonly("freed", [](PySlm &s) { return !s.buf; })
-        .def("free", [](PySlm &s) { s.buf.reset(); });
+        .def("free", [](PySlm &s) { s.free(); });
 }

@@ -26,6 +26,8 @@ public:
     uint64_t size() const { return size_; }
     explicit operator bool() const { return owner_ != nullptr; }
     void reset();  // frees the range now
+    // Forgets the range without freeing it (its allocator, or the device, is gone).
+    void detach() { owner_ = nullptr; }
 
 private:
     SlmAllocator *owner_ = nullptr;

@@ -65,6 +65,7 @@ struct OpenOptions {
 };
 
 // Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
+// /dev/csdN?slm=16M (csd.ko: this much SLM for this process, no root needed),
 // or emu:<backing file>?slm=64M&lba=512&cu=2&size=256M (in-process device).
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts = {});
 

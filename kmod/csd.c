@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * csd.ko - shared, isolated access to nvme-csd computational-storage drives.
+ *
+ * At load the module looks at every NVMe controller (/dev/nvme<N>), keeps those whose
+ * Identify Controller carries the CSD1 signature, and creates /dev/csd<N> and a "csd"
+ * sysfs class for each. Callers get SLM in allocations that belong to their open file;
+ * every SLM address they give is (handle, offset) inside one of their own allocations,
+ * which the module checks and translates before it sends the command through nvme-core
+ * (__nvme_submit_sync_cmd on the namespace's or the admin queue). Allocations go away
+ * when the file is closed, also when the process is killed.
+ */
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/nvme.h>
+#include <linux/overflow.h>
+#include <linux/rwsem.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/unaligned.h>
+
+#include "nvme.h" /* nvme-core's private header, from Debian's linux-source of this kernel */
+#include "uapi/csd_ioctl.h"
+
+MODULE_IMPORT_NS(NVME_TARGET_PASSTHRU);
+
+#define CSD_MAX_DEVICES 16
+#define CSD_MAX_CONTROLLERS 64
+#define CSD_CHUNK (256 * 1024) /* bytes per SLM Write/Read and namespace I/O command */
+#define CSD_OPC_SLM_LOAD 0x80
+#define CSD_OPC_SLM_WRITE 0x81
+#define CSD_OPC_SLM_READ 0x82
+#define CSD_OPC_SLM_STORE 0x84
+#define CSD_OPC_EXECUTE 0x85
+#define CSD_MAX_DESC_LEN 4096
+#define CSD_LOG_CAPS 0xc0
+#define CSD_LOG_STATS 0xc1
+
+static unsigned int group;
+module_param(group, uint, 0444);
+MODULE_PARM_DESC(group, "group id allowed to use /dev/csd* (0660); 0: root only (0600)");
+
+struct csd_dev;
+
+struct csd_file {
+	struct csd_dev *cd;
+	struct rw_semaphore free_sem; /* CSD_IOC_FREE waits for this file's commands */
+};
+
+struct csd_alloc {
+	struct list_head node; /* in csd_dev.allocs, sorted by offset */
+	u64 off;
+	u64 len;
+	u32 handle;
+	struct csd_file *owner;
+};
+
+struct csd_dev {
+	struct device dev;
+	struct cdev cdev;
+	int minor;
+	struct file *ctrl_file;
+	struct nvme_ctrl *ctrl;
+	struct nvme_ns *ns;
+	u8 *caps; /* the capabilities log page, read at attach */
+	u64 slm_size;
+	u32 compute_units;
+	u32 nr_programs;
+	struct mutex lock; /* allocs, next_handle */
+	struct list_head allocs;
+	u32 next_handle;
+};
+
+static dev_t csd_devt;
+static struct csd_dev *csd_devices[CSD_MAX_DEVICES];
+
+/* ---------------------------------------------------------------- sysfs */
+
+static ssize_t slm_size_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct csd_dev *cd = container_of(dev, struct csd_dev, dev);
+
+	return sysfs_emit(buf, "%llu\n", cd->slm_size);
+}
+static DEVICE_ATTR_RO(slm_size);
+
+static ssize_t compute_units_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct csd_dev *cd = container_of(dev, struct csd_dev, dev);
+
+	return sysfs_emit(buf, "%u\n", cd->compute_units);
+}
+static DEVICE_ATTR_RO(compute_units);
+
+static ssize_t programs_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct csd_dev *cd = container_of(dev, struct csd_dev, dev);
+	int len = 0;
+	u32 i;
+
+	for (i = 0; i < cd->nr_programs; i++) {
+		const u8 *e = cd->caps + 64 + 32 * i;
+
+		len += sysfs_emit_at(buf, len, "%04x %.24s\n", get_unaligned_le16(e),
+				     (const char *)e + 8);
+	}
+	return len;
+}
+static DEVICE_ATTR_RO(programs);
+
+static struct attribute *csd_attrs[] = {
+	&dev_attr_slm_size.attr,
+	&dev_attr_compute_units.attr,
+	&dev_attr_programs.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(csd);
+
+static const struct class csd_class = {
+	.name = "csd",
+	.dev_groups = csd_groups,
+};
+
+/* devtmpfs asks for the node's mode and owner (mode/uid/gid are NULL on removal). */
+static char *csd_devnode(const struct device *dev, umode_t *mode, kuid_t *uid, kgid_t *gid)
+{
+	if (mode)
+		*mode = group ? 0660 : 0600;
+	if (gid && group)
+		*gid = KGIDT_INIT(group);
+	return NULL;
+}
+
+static const struct device_type csd_type = {
+	.name = "csd",
+	.devnode = csd_devnode,
+};
+
+/* ---------------------------------------------------------------- commands */
+
+/* Sends one command; returns 0, a positive NVMe status, or a negative errno. */
+static int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
+		      unsigned int len, u64 *result)
+{
+	union nvme_result res = {};
+	struct request_queue *q = admin ? cd->ctrl->admin_q : cd->ns->queue;
+	int ret = __nvme_submit_sync_cmd(q, c, &res, buf, len, NVME_QID_ANY, 0);
+
+	if (result)
+		*result = le64_to_cpu(res.u64);
+	return ret;
+}
+
+static void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
+		    u32 cdw12, u32 cdw13, u32 cdw14)
+{
+	memset(c, 0, sizeof(*c));
+	c->common.opcode = opcode;
+	c->common.nsid = cpu_to_le32(nsid);
+	c->common.cdw10 = cpu_to_le32(cdw10);
+	c->common.cdw11 = cpu_to_le32(cdw11);
+	c->common.cdw12 = cpu_to_le32(cdw12);
+	c->common.cdw13 = cpu_to_le32(cdw13);
+	c->common.cdw14 = cpu_to_le32(cdw14);
+}
+
+static int csd_get_log(struct csd_dev *cd, u8 lid, void *page)
+{
+	struct nvme_command c;
+
+	csd_cmd(&c, nvme_admin_get_log_page, NVME_NSID_ALL,
+		lid | ((CSD_IOC_LOG_SIZE / 4 - 1) << 16), 0, 0, 0, 0);
+	return csd_submit(cd, true, &c, page, CSD_IOC_LOG_SIZE, NULL);
+}
+
+/* ---------------------------------------------------------------- SLM allocations */
+
+/* Absolute SLM offset of [offset, offset + len) in one of cf's allocations. */
+static int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs)
+{
+	struct csd_dev *cd = cf->cd;
+	struct csd_alloc *a;
+	u64 end;
+	int ret = -ENOENT;
+
+	mutex_lock(&cd->lock);
+	list_for_each_entry(a, &cd->allocs, node) {
+		if (a->handle != handle || a->owner != cf)
+			continue;
+		ret = -ERANGE;
+		if (!check_add_overflow(offset, len, &end) && end <= a->len) {
+			*abs = a->off + offset;
+			ret = 0;
+		}
+		break;
+	}
+	mutex_unlock(&cd->lock);
+	return ret;
+}
+
+static int csd_free(struct csd_file *cf, u32 handle, bool all);
+
+/* Writes zeros over SLM [off, off + len) with SLM Write commands. */
+static int csd_zero(struct csd_dev *cd, u64 off, u64 len)
+{
+	struct nvme_command c;
+	u64 done = 0;
+	void *zeros = kvzalloc(min_t(u64, len, CSD_CHUNK), GFP_KERNEL);
+	int ret = 0;
+
+	if (!zeros)
+		return -ENOMEM;
+	while (done < len && !ret) {
+		u32 n = min_t(u64, len - done, CSD_CHUNK);
+
+		csd_cmd(&c, CSD_OPC_SLM_WRITE, cd->ns->head->ns_id, lower_32_bits(off + done),
+			upper_32_bits(off + done), n, 0, 0);
+		ret = csd_submit(cd, false, &c, zeros, n, NULL);
+		done += n;
+	}
+	kvfree(zeros);
+	return ret;
+}
+
+static int csd_alloc(struct csd_file *cf, struct csd_ioc_alloc *req)
+{
+	struct csd_dev *cd = cf->cd;
+	u64 align = req->align ? req->align : 4096;
+	u64 size, start = 0, end;
+	struct csd_alloc *a, *pos;
+	struct list_head *before;
+	int ret;
+
+	if (!req->size || align < 4096 || !is_power_of_2(align) || req->size > cd->slm_size)
+		return -EINVAL;
+	size = round_up(req->size, 4096);
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	mutex_lock(&cd->lock);
+	before = &cd->allocs;
+	list_for_each_entry(pos, &cd->allocs, node) {
+		start = round_up(start, align);
+		if (!check_add_overflow(start, size, &end) && end <= pos->off)
+			goto found;
+		start = pos->off + pos->len;
+		before = &pos->node;
+	}
+	start = round_up(start, align);
+	if (check_add_overflow(start, size, &end) || end > cd->slm_size) {
+		mutex_unlock(&cd->lock);
+		kfree(a);
+		return -ENOSPC;
+	}
+found:
+	a->off = start;
+	a->len = size;
+	a->owner = cf;
+	do {
+		a->handle = ++cd->next_handle;
+	} while (!a->handle);
+	list_add(&a->node, before);
+	mutex_unlock(&cd->lock);
+	/* SLM is not cleared when freed: clear it now, so no one sees another's old data */
+	ret = csd_zero(cd, a->off, a->len);
+	if (ret) {
+		csd_free(cf, a->handle, false);
+		return ret > 0 ? -EIO : ret;
+	}
+	req->handle = a->handle;
+	return 0;
+}
+
+/* Frees one allocation of cf (handle) or, with all, every allocation of cf. */
+static int csd_free(struct csd_file *cf, u32 handle, bool all)
+{
+	struct csd_dev *cd = cf->cd;
+	struct csd_alloc *a, *tmp;
+	int ret = all ? 0 : -ENOENT;
+
+	mutex_lock(&cd->lock);
+	list_for_each_entry_safe(a, tmp, &cd->allocs, node) {
+		if (a->owner != cf || (!all && a->handle != handle))
+			continue;
+		list_del(&a->node);
+		kfree(a);
+		ret = 0;
+		if (!all)
+			break;
+	}
+	mutex_unlock(&cd->lock);
+	return ret;
+}
+
+static u64 csd_free_bytes(struct csd_dev *cd)
+{
+	struct csd_alloc *a;
+	u64 used = 0;
+
+	mutex_lock(&cd->lock);
+	list_for_each_entry(a, &cd->allocs, node)
+		used += a->len;
+	mutex_unlock(&cd->lock);
+	return cd->slm_size - used;
+}
+
+/* ---------------------------------------------------------------- ioctls */
+
+static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
+{
+	struct csd_ioc_xfer x;
+	struct nvme_command c;
+	u64 abs, done = 0;
+	void *bounce;
+	int ret;
+
+	if (copy_from_user(&x, argp, sizeof(x)))
+		return -EFAULT;
+	if (!x.len || x.len % 4 || x.offset % 4)
+		return -EINVAL;
+	ret = csd_translate(cf, x.handle, x.offset, x.len, &abs);
+	if (ret)
+		return ret;
+	bounce = kvmalloc(min_t(u64, x.len, CSD_CHUNK), GFP_KERNEL);
+	if (!bounce)
+		return -ENOMEM;
+	x.status = 0;
+	while (done < x.len) {
+		u32 n = min_t(u64, x.len - done, CSD_CHUNK);
+		void __user *ubuf = u64_to_user_ptr(x.buf + done);
+
+		if (to_slm && copy_from_user(bounce, ubuf, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		csd_cmd(&c, to_slm ? CSD_OPC_SLM_WRITE : CSD_OPC_SLM_READ, cf->cd->ns->head->ns_id,
+			lower_32_bits(abs + done), upper_32_bits(abs + done), n, 0, 0);
+		ret = csd_submit(cf->cd, false, &c, bounce, n, NULL);
+		if (ret > 0) {
+			x.status = ret;
+			ret = 0;
+			break;
+		}
+		if (ret < 0)
+			break;
+		if (!to_slm && copy_to_user(ubuf, bounce, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		done += n;
+	}
+	kvfree(bounce);
+	if (!ret && copy_to_user(argp, &x, sizeof(x)))
+		ret = -EFAULT;
+	return ret;
+}
+
+static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
+{
+	struct csd_dev *cd = cf->cd;
+	struct csd_ioc_lba l;
+	struct nvme_command c;
+	u64 abs, bytes;
+	int ret;
+
+	if (copy_from_user(&l, argp, sizeof(l)))
+		return -EFAULT;
+	if (!l.nlb || l.nlb > 65536)
+		return -EINVAL;
+	bytes = (u64)l.nlb << cd->ns->head->lba_shift;
+	ret = csd_translate(cf, l.handle, l.offset, bytes, &abs);
+	if (ret)
+		return ret;
+	csd_cmd(&c, store ? CSD_OPC_SLM_STORE : CSD_OPC_SLM_LOAD, cd->ns->head->ns_id,
+		lower_32_bits(l.slba), upper_32_bits(l.slba), l.nlb - 1, lower_32_bits(abs),
+		upper_32_bits(abs));
+	ret = csd_submit(cd, false, &c, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	l.status = ret;
+	return copy_to_user(argp, &l, sizeof(l)) ? -EFAULT : 0;
+}
+
+static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	u32 shift = cd->ns->head->lba_shift;
+	struct csd_ioc_ns_io r;
+	struct nvme_command c;
+	u64 done = 0, bytes;
+	void *bounce;
+	int ret = 0;
+
+	if (copy_from_user(&r, argp, sizeof(r)))
+		return -EFAULT;
+	r.status = 0;
+	if (!r.nlb) { /* Flush */
+		if (r.buf)
+			return -EINVAL;
+		csd_cmd(&c, nvme_cmd_flush, cd->ns->head->ns_id, 0, 0, 0, 0, 0);
+		ret = csd_submit(cd, false, &c, NULL, 0, NULL);
+		goto out;
+	}
+	if (r.nlb > (U64_MAX >> shift) || check_add_overflow(r.slba, r.nlb, &bytes))
+		return -EINVAL;
+	bytes = r.nlb << shift;
+	bounce = kvmalloc(min_t(u64, bytes, CSD_CHUNK), GFP_KERNEL);
+	if (!bounce)
+		return -ENOMEM;
+	while (done < bytes) {
+		u32 n = min_t(u64, bytes - done, CSD_CHUNK);
+		u64 slba = r.slba + (done >> shift);
+		void __user *ubuf = u64_to_user_ptr(r.buf + done);
+
+		if (r.write && copy_from_user(bounce, ubuf, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
+			lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
+		ret = csd_submit(cd, false, &c, bounce, n, NULL);
+		if (ret)
+			break;
+		if (!r.write && copy_to_user(ubuf, bounce, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		done += n;
+	}
+	kvfree(bounce);
+out:
+	if (ret < 0)
+		return ret;
+	r.status = ret;
+	return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
+}
+
+static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	struct csd_ioc_exec *e;
+	struct nvme_command c;
+	u32 desc_len, i;
+	u64 result;
+	u8 *d;
+	int ret;
+
+	e = kmalloc(sizeof(*e), GFP_KERNEL);
+	d = kzalloc(CSD_MAX_DESC_LEN, GFP_KERNEL);
+	if (!e || !d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = -EFAULT;
+	if (copy_from_user(e, argp, sizeof(*e)))
+		goto out;
+	ret = -EINVAL;
+	if (!e->nr_ranges || e->nr_ranges > CSD_IOC_MAX_RANGES ||
+	    e->param_len > CSD_MAX_DESC_LEN - 16 - 16 * e->nr_ranges)
+		goto out;
+	desc_len = 16 + 16 * e->nr_ranges + e->param_len;
+	memcpy(d, "CSDX", 4);
+	put_unaligned_le16(1, d + 4);
+	put_unaligned_le16(e->program, d + 6);
+	put_unaligned_le16(e->nr_ranges, d + 8);
+	put_unaligned_le32(e->param_len, d + 12);
+	for (i = 0; i < e->nr_ranges; i++) {
+		struct csd_ioc_range *r = &e->ranges[i];
+		u64 abs = 0;
+
+		if (r->length) {
+			ret = csd_translate(cf, r->handle, r->offset, r->length, &abs);
+			if (ret)
+				goto out;
+		}
+		put_unaligned_le64(abs, d + 16 + 16 * i);
+		put_unaligned_le64(r->length, d + 24 + 16 * i);
+	}
+	ret = -EFAULT;
+	if (e->param_len && copy_from_user(d + 16 + 16 * e->nr_ranges, u64_to_user_ptr(e->params),
+					   e->param_len))
+		goto out;
+	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, desc_len, 0, 0, 0, 0);
+	ret = csd_submit(cd, false, &c, d, desc_len, &result);
+	if (ret < 0)
+		goto out;
+	e->status = ret;
+	e->dw0 = lower_32_bits(result);
+	e->dw1 = upper_32_bits(result);
+	ret = copy_to_user(argp, e, sizeof(*e)) ? -EFAULT : 0;
+out:
+	kfree(d);
+	kfree(e);
+	return ret;
+}
+
+static int csd_ioc_log(struct csd_file *cf, void __user *argp)
+{
+	struct csd_ioc_log l;
+	void *page;
+	int ret;
+
+	if (copy_from_user(&l, argp, sizeof(l)))
+		return -EFAULT;
+	if (l.lid != CSD_LOG_CAPS && l.lid != CSD_LOG_STATS)
+		return -EINVAL;
+	page = kzalloc(CSD_IOC_LOG_SIZE, GFP_KERNEL);
+	if (!page)
+		return -ENOMEM;
+	ret = csd_get_log(cf->cd, l.lid, page);
+	if (ret >= 0) {
+		l.status = ret;
+		ret = 0;
+		if (copy_to_user(u64_to_user_ptr(l.buf), page, CSD_IOC_LOG_SIZE) ||
+		    copy_to_user(argp, &l, sizeof(l)))
+			ret = -EFAULT;
+	}
+	kfree(page);
+	return ret;
+}
+
+static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct csd_file *cf = file->private_data;
+	struct csd_dev *cd = cf->cd;
+	void __user *argp = (void __user *)arg;
+	long ret;
+
+	switch (cmd) {
+	case CSD_IOC_INFO: {
+		u32 shift = cd->ns->head->lba_shift;
+		struct csd_ioc_info info = {
+			.slm_size = cd->slm_size,
+			.free_bytes = csd_free_bytes(cd),
+			.lba_count = get_capacity(cd->ns->disk) >> (shift - SECTOR_SHIFT),
+			.lba_size = 1U << shift,
+			.compute_units = cd->compute_units,
+			.nr_programs = cd->nr_programs,
+			.max_transfer = CSD_CHUNK,
+		};
+
+		return copy_to_user(argp, &info, sizeof(info)) ? -EFAULT : 0;
+	}
+	case CSD_IOC_ALLOC: {
+		struct csd_ioc_alloc a;
+
+		if (copy_from_user(&a, argp, sizeof(a)))
+			return -EFAULT;
+		ret = csd_alloc(cf, &a);
+		if (!ret && copy_to_user(argp, &a, sizeof(a))) {
+			csd_free(cf, a.handle, false);
+			ret = -EFAULT;
+		}
+		return ret;
+	}
+	case CSD_IOC_FREE: {
+		u32 handle;
+
+		if (get_user(handle, (u32 __user *)argp))
+			return -EFAULT;
+		down_write(&cf->free_sem); /* no command of this file is using it now */
+		ret = csd_free(cf, handle, false);
+		up_write(&cf->free_sem);
+		return ret;
+	}
+	}
+
+	down_read(&cf->free_sem);
+	switch (cmd) {
+	case CSD_IOC_LOG:
+		ret = csd_ioc_log(cf, argp);
+		break;
+	case CSD_IOC_WRITE:
+	case CSD_IOC_READ:
+		ret = csd_ioc_xfer(cf, argp, cmd == CSD_IOC_WRITE);
+		break;
+	case CSD_IOC_LOAD:
+	case CSD_IOC_STORE:
+		ret = csd_ioc_lba(cf, argp, cmd == CSD_IOC_STORE);
+		break;
+	case CSD_IOC_EXEC:
+		ret = csd_ioc_exec(cf, argp);
+		break;
+	case CSD_IOC_NS_IO:
+		ret = csd_ioc_ns_io(cf, argp);
+		break;
+	default:
+		ret = -ENOTTY;
+	}
+	up_read(&cf->free_sem);
+	return ret;
+}
+
+static int csd_open(struct inode *inode, struct file *file)
+{
+	struct csd_dev *cd = container_of(inode->i_cdev, struct csd_dev, cdev);
+	struct csd_file *cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+
+	if (!cf)
+		return -ENOMEM;
+	cf->cd = cd;
+	init_rwsem(&cf->free_sem);
+	file->private_data = cf;
+	return 0;
+}
+
+static int csd_release(struct inode *inode, struct file *file)
+{
+	struct csd_file *cf = file->private_data;
+
+	csd_free(cf, 0, true);
+	kfree(cf);
+	return 0;
+}
+
+static const struct file_operations csd_fops = {
+	.owner = THIS_MODULE,
+	.open = csd_open,
+	.release = csd_release,
+	.unlocked_ioctl = csd_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+/* ---------------------------------------------------------------- attach */
+
+static void csd_dev_release(struct device *dev)
+{
+	struct csd_dev *cd = container_of(dev, struct csd_dev, dev);
+
+	kfree(cd->caps);
+	kfree(cd);
+}
+
+/* Keeps controller /dev/nvme<idx> if it is a CSD; returns 1 if attached, 0 if not. */
+static int csd_try_attach(int idx, int minor)
+{
+	char path[32];
+	struct file *f;
+	struct nvme_ctrl *ctrl;
+	struct csd_dev *cd;
+	u8 *id;
+	int ret;
+
+	snprintf(path, sizeof(path), "/dev/nvme%d", idx);
+	f = filp_open(path, O_RDWR, 0);
+	if (IS_ERR(f))
+		return 0;
+	ctrl = nvme_ctrl_from_file(f);
+	if (!ctrl)
+		goto not_ours;
+	cd = kzalloc(sizeof(*cd), GFP_KERNEL);
+	id = kzalloc(4096, GFP_KERNEL);
+	if (!cd || !id) {
+		kfree(cd);
+		kfree(id);
+		goto not_ours;
+	}
+	cd->ctrl = ctrl;
+	cd->ctrl_file = f;
+	{
+		struct nvme_command c;
+
+		csd_cmd(&c, nvme_admin_identify, 0, NVME_ID_CNS_CTRL, 0, 0, 0, 0);
+		ret = csd_submit(cd, true, &c, id, 4096, NULL);
+	}
+	if (ret || memcmp(id + 3072, "CSD1", 4)) {
+		kfree(id);
+		kfree(cd);
+		goto not_ours;
+	}
+	cd->caps = id; /* reused for the capabilities page */
+	ret = csd_get_log(cd, CSD_LOG_CAPS, cd->caps);
+	cd->ns = nvme_find_get_ns(ctrl, 1);
+	if (ret || !cd->ns || memcmp(cd->caps, "CSD1", 4)) {
+		dev_warn(ctrl->device, "csd: CSD1 signature but no capabilities log or namespace 1\n");
+		if (cd->ns)
+			nvme_put_ns(cd->ns);
+		kfree(cd->caps);
+		kfree(cd);
+		goto not_ours;
+	}
+	cd->slm_size = get_unaligned_le64(cd->caps + 8);
+	cd->compute_units = get_unaligned_le32(cd->caps + 16);
+	cd->nr_programs = min_t(u32, get_unaligned_le32(cd->caps + 28), (4096 - 64) / 32);
+	mutex_init(&cd->lock);
+	INIT_LIST_HEAD(&cd->allocs);
+	cd->minor = minor;
+	device_initialize(&cd->dev);
+	cd->dev.class = &csd_class;
+	cd->dev.type = &csd_type;
+	cd->dev.devt = MKDEV(MAJOR(csd_devt), minor);
+	cd->dev.release = csd_dev_release;
+	dev_set_name(&cd->dev, "csd%d", minor);
+	cdev_init(&cd->cdev, &csd_fops);
+	cd->cdev.owner = THIS_MODULE;
+	ret = cdev_device_add(&cd->cdev, &cd->dev);
+	if (ret) {
+		nvme_put_ns(cd->ns);
+		filp_close(f, NULL);
+		put_device(&cd->dev);
+		return 0;
+	}
+	csd_devices[minor] = cd;
+	dev_info(&cd->dev, "%s: %llu bytes of SLM, %u compute units, %u programs\n", path,
+		 cd->slm_size, cd->compute_units, cd->nr_programs);
+	return 1;
+
+not_ours:
+	filp_close(f, NULL);
+	return 0;
+}
+
+static void csd_detach(struct csd_dev *cd)
+{
+	struct file *f = cd->ctrl_file;
+
+	cdev_device_del(&cd->cdev, &cd->dev);
+	nvme_put_ns(cd->ns);
+	filp_close(f, NULL);
+	put_device(&cd->dev);
+}
+
+static int __init csd_init(void)
+{
+	int ret, i, n = 0;
+
+	ret = alloc_chrdev_region(&csd_devt, 0, CSD_MAX_DEVICES, "csd");
+	if (ret)
+		return ret;
+	ret = class_register(&csd_class);
+	if (ret) {
+		unregister_chrdev_region(csd_devt, CSD_MAX_DEVICES);
+		return ret;
+	}
+	for (i = 0; i < CSD_MAX_CONTROLLERS && n < CSD_MAX_DEVICES; i++)
+		n += csd_try_attach(i, n);
+	pr_info("csd: %d computational-storage controller(s)\n", n);
+	return 0;
+}
+
+static void __exit csd_exit(void)
+{
+	int i;
+
+	for (i = 0; i < CSD_MAX_DEVICES; i++)
+		if (csd_devices[i])
+			csd_detach(csd_devices[i]);
+	class_unregister(&csd_class);
+	unregister_chrdev_region(csd_devt, CSD_MAX_DEVICES);
+}
+
+module_init(csd_init);
+module_exit(csd_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("nvme-csd: shared, isolated access to computational-storage NVMe drives");

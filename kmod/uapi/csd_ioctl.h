@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * csd_ioctl.h - the interface of csd.ko (/dev/csd<N>), shared by the module and libcsd.
+ *
+ * SLM is handed out in allocations that belong to the open file: every SLM address a
+ * caller gives is (handle, offset) inside one of its own allocations, checked by the
+ * module; allocations are freed when the file is closed (also when the process dies).
+ * Calls return 0 with the command's NVMe status in the argument's `status` field, or a
+ * negative errno for bad arguments or failures to reach the device.
+ */
+#ifndef _UAPI_CSD_IOCTL_H
+#define _UAPI_CSD_IOCTL_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define CSD_IOC_MAGIC 0xCD
+#define CSD_IOC_MAX_RANGES 16
+#define CSD_IOC_LOG_SIZE 4096
+
+/* Device facts; free_bytes is SLM not allocated by anyone. */
+struct csd_ioc_info {
+	__u64 slm_size;
+	__u64 free_bytes;
+	__u64 lba_count;
+	__u32 lba_size;
+	__u32 compute_units;
+	__u32 nr_programs;
+	__u32 max_transfer; /* bytes per CSD_IOC_WRITE/READ chunk the module moves */
+};
+
+/* A log page of the controller: C0h (capabilities) or C1h (statistics). */
+struct csd_ioc_log {
+	__u32 lid;
+	__u32 status;
+	__u64 buf; /* user pointer to CSD_IOC_LOG_SIZE bytes */
+};
+
+struct csd_ioc_alloc {
+	__u64 size;  /* in: bytes (rounded up to 4 KiB) */
+	__u64 align; /* in: power of two, at least 4096; 0 means 4096 */
+	__u32 handle; /* out */
+	__u32 reserved;
+};
+
+/* Host buffer <-> SLM allocation: [offset, offset + len) of allocation `handle`. */
+struct csd_ioc_xfer {
+	__u32 handle;
+	__u32 status;
+	__u64 offset;
+	__u64 len; /* multiple of 4 */
+	__u64 buf; /* user pointer */
+};
+
+/* Namespace LBAs <-> SLM allocation (SLM Load / SLM Store). */
+struct csd_ioc_lba {
+	__u32 handle;
+	__u32 status;
+	__u64 offset;
+	__u64 slba;
+	__u32 nlb; /* LBAs, 1 .. 65536 */
+	__u32 reserved;
+};
+
+/* Plain namespace I/O for the object store: read / write LBAs, or flush (nlb 0, buf 0). */
+struct csd_ioc_ns_io {
+	__u32 write;
+	__u32 status;
+	__u64 slba;
+	__u64 nlb;
+	__u64 buf; /* user pointer; 0 with nlb 0 means Flush */
+};
+
+struct csd_ioc_range {
+	__u32 handle; /* 0 with length 0: an empty range */
+	__u32 reserved;
+	__u64 offset;
+	__u64 length;
+};
+
+/* Execute: ranges name (handle, offset, length); the module writes the descriptor. */
+struct csd_ioc_exec {
+	__u16 program;
+	__u16 nr_ranges;
+	__u32 param_len;
+	__u64 params; /* user pointer */
+	struct csd_ioc_range ranges[CSD_IOC_MAX_RANGES];
+	__u32 status;
+	__u32 dw0;
+	__u32 dw1;
+	__u32 reserved;
+};
+
+#define CSD_IOC_INFO _IOR(CSD_IOC_MAGIC, 0x00, struct csd_ioc_info)
+#define CSD_IOC_LOG _IOWR(CSD_IOC_MAGIC, 0x01, struct csd_ioc_log)
+#define CSD_IOC_ALLOC _IOWR(CSD_IOC_MAGIC, 0x02, struct csd_ioc_alloc)
+#define CSD_IOC_FREE _IOW(CSD_IOC_MAGIC, 0x03, __u32)
+#define CSD_IOC_WRITE _IOWR(CSD_IOC_MAGIC, 0x04, struct csd_ioc_xfer)
+#define CSD_IOC_READ _IOWR(CSD_IOC_MAGIC, 0x05, struct csd_ioc_xfer)
+#define CSD_IOC_LOAD _IOWR(CSD_IOC_MAGIC, 0x06, struct csd_ioc_lba)
+#define CSD_IOC_STORE _IOWR(CSD_IOC_MAGIC, 0x07, struct csd_ioc_lba)
+#define CSD_IOC_EXEC _IOWR(CSD_IOC_MAGIC, 0x08, struct csd_ioc_exec)
+#define CSD_IOC_NS_IO _IOWR(CSD_IOC_MAGIC, 0x09, struct csd_ioc_ns_io)
+
+#endif /* _UAPI_CSD_IOCTL_H */

@@ -1,0 +1,197 @@
+/*
+ * kmod_check - exercises csd.ko's ioctls from user space for the guest tests.
+ *   kmod_check hold PATH FILE      allocate 1 MiB, write a secret, put the handle in FILE,
+ *                                  then sleep until killed
+ *   kmod_check probe PATH HANDLE   as another user: every access to HANDLE must fail;
+ *                                  own ranges outside an allocation must fail
+ *   kmod_check badargs PATH        NULL pointers, huge and wrapping lengths, bad counts,
+ *                                  unknown ioctl numbers: clean errors only
+ *   kmod_check free PATH           print the SLM bytes no one has allocated
+ * Prints 'kmod_check: N passed, N failed' (except hold and free).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "../../kmod/uapi/csd_ioctl.h"
+
+static int passed, failed;
+
+static void expect(int ok, const char *what)
+{
+	if (ok) {
+		passed++;
+		printf("ok   %s\n", what);
+	} else {
+		failed++;
+		printf("FAIL %s (errno %d: %s)\n", what, errno, strerror(errno));
+	}
+}
+
+/* The ioctl fails with errno e. */
+static int fails_with(int fd, unsigned long req, void *arg, int e)
+{
+	errno = 0;
+	return ioctl(fd, req, arg) == -1 && errno == e;
+}
+
+static int open_dev(const char *path)
+{
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0) {
+		perror(path);
+		exit(2);
+	}
+	return fd;
+}
+
+static int report(void)
+{
+	printf("kmod_check: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: kmod_check hold|probe|badargs|free PATH [ARG]\n");
+		return 2;
+	}
+	int fd = open_dev(argv[2]);
+	const char *what = argv[1];
+	static char buf[1 << 20];
+
+	if (!strcmp(what, "hold") && argc == 4) {
+		struct csd_ioc_alloc a = { .size = 1 << 20 };
+		struct csd_ioc_xfer x = { 0 };
+
+		if (ioctl(fd, CSD_IOC_ALLOC, &a)) {
+			perror("CSD_IOC_ALLOC");
+			return 1;
+		}
+		memset(buf, 'S', sizeof(buf));
+		x.handle = a.handle;
+		x.len = sizeof(buf);
+		x.buf = (uintptr_t)buf;
+		if (ioctl(fd, CSD_IOC_WRITE, &x) || x.status) {
+			fprintf(stderr, "write failed\n");
+			return 1;
+		}
+		FILE *f = fopen(argv[3], "w");
+		fprintf(f, "%u\n", a.handle);
+		fclose(f);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(what, "free")) {
+		struct csd_ioc_info info;
+
+		if (ioctl(fd, CSD_IOC_INFO, &info))
+			return 1;
+		printf("%llu\n", (unsigned long long)info.free_bytes);
+		return 0;
+	}
+	if (!strcmp(what, "probe") && argc == 4) {
+		uint32_t other = (uint32_t)strtoul(argv[3], NULL, 10);
+		struct csd_ioc_xfer x = { .handle = other, .len = 4096, .buf = (uintptr_t)buf };
+		struct csd_ioc_lba l = { .handle = other, .nlb = 1 };
+		struct csd_ioc_exec e = { .program = 1, .nr_ranges = 2 };
+		struct csd_ioc_alloc mine = { .size = 8192 };
+
+		expect(fails_with(fd, CSD_IOC_READ, &x, ENOENT), "reading another user's allocation: ENOENT");
+		expect(fails_with(fd, CSD_IOC_WRITE, &x, ENOENT), "writing another user's allocation: ENOENT");
+		expect(fails_with(fd, CSD_IOC_LOAD, &l, ENOENT), "SLM Load into another user's allocation: ENOENT");
+		expect(fails_with(fd, CSD_IOC_STORE, &l, ENOENT), "SLM Store from another user's allocation: ENOENT");
+		e.ranges[0] = (struct csd_ioc_range){ .handle = other, .length = 4096 };
+		expect(ioctl(fd, CSD_IOC_ALLOC, &mine) == 0, "own allocation");
+		e.ranges[1] = (struct csd_ioc_range){ .handle = mine.handle, .length = 4096 };
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, ENOENT), "Execute reading another user's allocation: ENOENT");
+		expect(fails_with(fd, CSD_IOC_FREE, &other, ENOENT), "freeing another user's allocation: ENOENT");
+		e.ranges[0] = (struct csd_ioc_range){ .handle = mine.handle, .offset = 4096, .length = 8192 };
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, ERANGE), "Execute past the end of own allocation: ERANGE");
+		x.handle = mine.handle;
+		x.offset = 8192;
+		expect(fails_with(fd, CSD_IOC_READ, &x, ERANGE), "read past the end of own allocation: ERANGE");
+		x.offset = 0;
+		x.len = 8192;
+		memset(buf, 0, 8192);
+		expect(ioctl(fd, CSD_IOC_READ, &x) == 0 && x.status == 0, "reading own allocation");
+		{
+			int zero = 1;
+
+			for (int i = 0; i < 8192; i++)
+				zero &= buf[i] == 0;
+			expect(zero, "a new allocation reads as zeros (no one's old data)");
+		}
+		expect(ioctl(fd, CSD_IOC_FREE, &mine.handle) == 0, "freeing own allocation");
+		expect(fails_with(fd, CSD_IOC_READ, &x, ENOENT), "a freed handle is gone");
+		return report();
+	}
+	if (!strcmp(what, "badargs")) {
+		struct csd_ioc_alloc a = { .size = 65536 };
+		struct csd_ioc_xfer x;
+		struct csd_ioc_exec e;
+		struct csd_ioc_lba l;
+		struct csd_ioc_info info;
+		uint32_t bogus = 0xdeadbeef;
+
+		expect(ioctl(fd, CSD_IOC_INFO, &info) == 0, "CSD_IOC_INFO");
+		expect(fails_with(fd, CSD_IOC_INFO, NULL, EFAULT), "INFO into NULL: EFAULT");
+		expect(fails_with(fd, CSD_IOC_ALLOC, NULL, EFAULT), "ALLOC from NULL: EFAULT");
+		expect(fails_with(fd, CSD_IOC_EXEC, (void *)16, EFAULT), "EXEC from a bad pointer: EFAULT");
+		expect(fails_with(fd, _IO(CSD_IOC_MAGIC, 0x77), NULL, ENOTTY), "unknown ioctl number: ENOTTY");
+		expect(fails_with(fd, _IOWR('N', 0x48, struct csd_ioc_exec), &e, ENOTTY), "NVMe ioctl number: ENOTTY");
+		struct csd_ioc_alloc z = { .size = 0 };
+		expect(fails_with(fd, CSD_IOC_ALLOC, &z, EINVAL), "allocation of 0 bytes: EINVAL");
+		z = (struct csd_ioc_alloc){ .size = 4096, .align = 12345 };
+		expect(fails_with(fd, CSD_IOC_ALLOC, &z, EINVAL), "alignment not a power of two: EINVAL");
+		z = (struct csd_ioc_alloc){ .size = UINT64_MAX };
+		expect(fails_with(fd, CSD_IOC_ALLOC, &z, EINVAL), "allocation of 2^64-1 bytes: EINVAL");
+		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation of 64 KiB");
+		expect(fails_with(fd, CSD_IOC_FREE, &bogus, ENOENT), "freeing an unknown handle: ENOENT");
+		x = (struct csd_ioc_xfer){ .handle = a.handle, .offset = UINT64_MAX - 3, .len = 8, .buf = (uintptr_t)buf };
+		expect(fails_with(fd, CSD_IOC_WRITE, &x, ERANGE), "offset + length wrapping 2^64: ERANGE");
+		x = (struct csd_ioc_xfer){ .handle = a.handle, .len = UINT64_MAX & ~3ULL, .buf = (uintptr_t)buf };
+		expect(fails_with(fd, CSD_IOC_READ, &x, ERANGE), "huge length: ERANGE");
+		x = (struct csd_ioc_xfer){ .handle = a.handle, .len = 6, .buf = (uintptr_t)buf };
+		expect(fails_with(fd, CSD_IOC_WRITE, &x, EINVAL), "length not a multiple of 4: EINVAL");
+		x = (struct csd_ioc_xfer){ .handle = a.handle, .len = 4096, .buf = 0 };
+		expect(fails_with(fd, CSD_IOC_WRITE, &x, EFAULT), "writing from a NULL buffer: EFAULT");
+		expect(fails_with(fd, CSD_IOC_READ, &x, EFAULT), "reading into a NULL buffer: EFAULT");
+		l = (struct csd_ioc_lba){ .handle = a.handle, .nlb = 0 };
+		expect(fails_with(fd, CSD_IOC_LOAD, &l, EINVAL), "SLM Load of 0 LBAs: EINVAL");
+		l = (struct csd_ioc_lba){ .handle = a.handle, .nlb = 65536 };
+		expect(fails_with(fd, CSD_IOC_LOAD, &l, ERANGE), "SLM Load larger than the allocation: ERANGE");
+		l = (struct csd_ioc_lba){ .handle = a.handle, .nlb = 1, .slba = UINT64_MAX };
+		expect(ioctl(fd, CSD_IOC_LOAD, &l) == 0 && (l.status & 0x7ff) == 0x080,
+		       "SLM Load past the namespace: LBA Out of Range from the drive");
+		memset(&e, 0, sizeof(e));
+		e.program = 1;
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 0 ranges: EINVAL");
+		e.nr_ranges = 17;
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 17 ranges: EINVAL");
+		e.nr_ranges = 1;
+		e.param_len = 0xFFFFFFFF;
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 4 GiB of parameters: EINVAL");
+		e.param_len = 4;
+		e.params = 0;
+		e.ranges[0] = (struct csd_ioc_range){ .handle = a.handle, .length = 16 };
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EFAULT), "Execute with NULL parameters: EFAULT");
+		uint32_t algo = 0;
+		e.program = 8;
+		e.params = (uintptr_t)&algo;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && e.status == 0, "a good Execute still works");
+		e.program = 0x42;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x1c0,
+		       "unknown program: the drive's Invalid Program");
+		return report();
+	}
+	fprintf(stderr, "kmod_check: unknown command %s\n", what);
+	return 2;
+}

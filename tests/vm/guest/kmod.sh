@@ -1,0 +1,40 @@
+# csd.ko: attach, sysfs, access by group, isolation between two non-root users, cleanup
+# on exit and on kill -9, bad arguments, unload refused while open, libcsd's suite and the
+# C API through /dev/csd0 as a non-root user, and a clean kernel log.
+# vm: csd=on slm=64M alone timeout=300
+. /csd/tests/lib.sh
+insmod /csd/kmod/csd.ko group=990 || fail "insmod csd.ko"
+[ -c /dev/csd0 ] || fail "/dev/csd0 missing"
+ls -l /dev/csd0 | grep -q '^crw-rw----.* csd ' || { ls -l /dev/csd0; fail "/dev/csd0 is not 0660 group csd"; }
+[ "$(cat /sys/class/csd/csd0/slm_size)" = 67108864 ] || fail "sysfs slm_size"
+[ "$(cat /sys/class/csd/csd0/compute_units)" = 2 ] || fail "sysfs compute_units"
+grep -q '^0002 gemm$' /sys/class/csd/csd0/programs || fail "sysfs programs"
+echo "attached: /dev/csd0, sysfs slm_size compute_units programs"
+
+as() { user=$1; shift; su -s /bin/sh "$user" -c "$*"; }
+# a user outside the group cannot open it
+as nobody "kmod_check free /dev/csd0" 2>/dev/null && fail "nobody opened /dev/csd0"
+echo "a user outside group csd is refused"
+
+free0=$(as csduser "kmod_check free /dev/csd0")
+as csduser "kmod_check hold /dev/csd0 /tmp/handle" & holder=$!
+i=0; while [ ! -s /tmp/handle ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+[ -s /tmp/handle ] || fail "holder did not start"
+as csdother "kmod_check probe /dev/csd0 $(cat /tmp/handle)" || fail "isolation checks"
+rmmod csd 2>/dev/null && fail "csd.ko unloaded while a file was open"
+echo "unload refused while /dev/csd0 is open"
+kill -9 $(pidof kmod_check) || fail "no holder to kill"
+wait $holder 2>/dev/null || true
+i=0; while [ "$(as csduser "kmod_check free /dev/csd0")" != "$free0" ] && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
+[ "$(as csduser "kmod_check free /dev/csd0")" = "$free0" ] || fail "SLM of a killed process was not freed"
+echo "the killed holder's SLM came back ($free0 bytes free)"
+as csduser "kmod_check badargs /dev/csd0" || fail "bad-argument checks"
+[ "$(as csduser "kmod_check free /dev/csd0")" = "$free0" ] || fail "SLM of an exited process was not freed"
+
+as csduser "CSD_TEST_DEVICE=/dev/csd0 csd-library-tests --gtest_brief=1" || fail "libcsd suite through csd.ko"
+as csduser "csd-c-api-test /dev/csd0" || fail "C API through csd.ko"
+as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 python3 -m pytest -q -p no:cacheprovider tests" \
+    || fail "Python suite through csd.ko"
+rmmod csd || fail "rmmod after all files closed"
+if dmesg | grep -E 'WARNING|BUG|Oops|general protection' ; then fail "kernel log has a WARN, BUG or oops"; fi
+echo "kernel log clean"
