@@ -16,7 +16,9 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
+#include <linux/dma-mapping.h>
 #include <linux/overflow.h>
+#include <linux/pci.h>
 #include <linux/rwsem.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -42,6 +44,10 @@ MODULE_IMPORT_NS(NVME_TARGET_PASSTHRU);
 static unsigned int group;
 module_param(group, uint, 0444);
 MODULE_PARM_DESC(group, "group id allowed to use /dev/csd* (0660); 0: root only (0600)");
+
+static char *p2p_peer;
+module_param(p2p_peer, charp, 0444);
+MODULE_PARM_DESC(p2p_peer, "PCI device (DDDD:BB:DD.F) whose BARs may receive peer-to-peer SLM Reads");
 
 struct csd_dev;
 
@@ -72,6 +78,7 @@ struct csd_dev {
 	struct mutex lock; /* allocs, next_handle */
 	struct list_head allocs;
 	u32 next_handle;
+	atomic64_t p2p_bytes; /* delivered to the peer by peer-to-peer SLM Reads */
 };
 
 static dev_t csd_devt;
@@ -111,7 +118,16 @@ static ssize_t programs_show(struct device *dev, struct device_attribute *attr, 
 }
 static DEVICE_ATTR_RO(programs);
 
+static ssize_t p2p_bytes_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct csd_dev *cd = container_of(dev, struct csd_dev, dev);
+
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&cd->p2p_bytes));
+}
+static DEVICE_ATTR_RO(p2p_bytes);
+
 static struct attribute *csd_attrs[] = {
+	&dev_attr_p2p_bytes.attr,
 	&dev_attr_slm_size.attr,
 	&dev_attr_compute_units.attr,
 	&dev_attr_programs.attr,
@@ -522,6 +538,106 @@ static int csd_ioc_log(struct csd_file *cf, void __user *argp)
 	return ret;
 }
 
+/*
+ * Peer-to-peer: the peer's BAR is mapped for the NVMe controller's DMA
+ * (dma_map_resource), the PRP entries are built here, and the command goes through
+ * nvme-core with no data buffer, so the driver leaves the data pointer as set: the
+ * drive writes into the peer's memory directly.
+ */
+#define CSD_P2P_CHUNK (512 * 1024) /* at most 128 pages: one PRP list page */
+
+static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, dma_addr_t dst,
+			 u32 len, __le64 *prp_list, dma_addr_t prp_list_dma)
+{
+	struct nvme_command c;
+	u32 pages = len >> PAGE_SHIFT, i;
+
+	csd_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
+		len, 0, 0);
+	c.common.dptr.prp1 = cpu_to_le64(dst);
+	if (pages == 2) {
+		c.common.dptr.prp2 = cpu_to_le64(dst + PAGE_SIZE);
+	} else if (pages > 2) {
+		for (i = 1; i < pages; i++)
+			prp_list[i - 1] = cpu_to_le64(dst + ((u64)i << PAGE_SHIFT));
+		dma_sync_single_for_device(dma_dev, prp_list_dma, PAGE_SIZE, DMA_TO_DEVICE);
+		c.common.dptr.prp2 = cpu_to_le64(prp_list_dma);
+	}
+	return csd_submit(cd, false, &c, NULL, 0, NULL);
+}
+
+static int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	struct device *dma_dev = cd->ctrl->dev; /* the NVMe controller's PCI device */
+	unsigned int dom, bus, slot, fn;
+	struct pci_dev *peer = NULL;
+	struct csd_ioc_p2p p;
+	dma_addr_t dst = DMA_MAPPING_ERROR, prp_dma = DMA_MAPPING_ERROR;
+	__le64 *prp_list = NULL;
+	u64 abs, end, done = 0;
+	phys_addr_t phys;
+	int ret;
+
+	if (copy_from_user(&p, argp, sizeof(p)))
+		return -EFAULT;
+	if (!p2p_peer || sscanf(p2p_peer, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
+		return -EPERM; /* no peer configured by the administrator */
+	if (!p.len || p.len % PAGE_SIZE || p.bar_offset % PAGE_SIZE || p.bar >= PCI_STD_NUM_BARS)
+		return -EINVAL;
+	ret = csd_translate(cf, p.handle, p.offset, p.len, &abs);
+	if (ret)
+		return ret;
+	peer = pci_get_domain_bus_and_slot(dom, bus, PCI_DEVFN(slot, fn));
+	if (!peer)
+		return -ENODEV;
+	ret = -EINVAL;
+	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
+	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
+		goto out;
+	phys = pci_resource_start(peer, p.bar) + p.bar_offset;
+	ret = -ENOMEM;
+	dst = dma_map_resource(dma_dev, phys, p.len, DMA_FROM_DEVICE, 0);
+	if (dma_mapping_error(dma_dev, dst)) {
+		dst = DMA_MAPPING_ERROR;
+		goto out;
+	}
+	prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!prp_list)
+		goto out;
+	prp_dma = dma_map_single(dma_dev, prp_list, PAGE_SIZE, DMA_TO_DEVICE);
+	if (dma_mapping_error(dma_dev, prp_dma)) {
+		prp_dma = DMA_MAPPING_ERROR;
+		goto out;
+	}
+	p.status = 0;
+	ret = 0;
+	while (done < p.len) {
+		u32 n = min_t(u64, p.len - done, CSD_P2P_CHUNK);
+
+		ret = csd_p2p_chunk(cd, dma_dev, abs + done, dst + done, n, prp_list, prp_dma);
+		if (ret > 0) {
+			p.status = ret;
+			ret = 0;
+			break;
+		}
+		if (ret < 0)
+			break;
+		done += n;
+		atomic64_add(n, &cd->p2p_bytes);
+	}
+	if (!ret && copy_to_user(argp, &p, sizeof(p)))
+		ret = -EFAULT;
+out:
+	if (prp_dma != DMA_MAPPING_ERROR)
+		dma_unmap_single(dma_dev, prp_dma, PAGE_SIZE, DMA_TO_DEVICE);
+	kfree(prp_list);
+	if (dst != DMA_MAPPING_ERROR)
+		dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
+	pci_dev_put(peer);
+	return ret;
+}
+
 static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct csd_file *cf = file->private_data;
@@ -586,6 +702,9 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		break;
 	case CSD_IOC_NS_IO:
 		ret = csd_ioc_ns_io(cf, argp);
+		break;
+	case CSD_IOC_P2P_READ:
+		ret = csd_ioc_p2p(cf, argp);
 		break;
 	default:
 		ret = -ENOTTY;
@@ -687,6 +806,7 @@ static int csd_try_attach(int idx, int minor)
 	cd->nr_programs = min_t(u32, get_unaligned_le32(cd->caps + 28), (4096 - 64) / 32);
 	mutex_init(&cd->lock);
 	INIT_LIST_HEAD(&cd->allocs);
+	atomic64_set(&cd->p2p_bytes, 0);
 	cd->minor = minor;
 	device_initialize(&cd->dev);
 	cd->dev.class = &csd_class;

@@ -91,6 +91,22 @@ struct csd_ioc_exec {
 	__u32 reserved;
 };
 
+/*
+ * Peer-to-peer SLM Read: SLM [offset, offset + len) of allocation `handle` goes straight
+ * into BAR `bar` of the PCI device the module was loaded with (p2p_peer=DDDD:BB:DD.F),
+ * at bar_offset, by the drive's own DMA; no host memory buffer is involved. bar_offset
+ * and len are multiples of 4 KiB.
+ */
+struct csd_ioc_p2p {
+	__u32 handle;
+	__u32 status;
+	__u64 offset;
+	__u64 len;
+	__u32 bar;
+	__u32 reserved;
+	__u64 bar_offset;
+};
+
 #define CSD_IOC_INFO _IOR(CSD_IOC_MAGIC, 0x00, struct csd_ioc_info)
 #define CSD_IOC_LOG _IOWR(CSD_IOC_MAGIC, 0x01, struct csd_ioc_log)
 #define CSD_IOC_ALLOC _IOWR(CSD_IOC_MAGIC, 0x02, struct csd_ioc_alloc)
@@ -101,5 +117,6 @@ struct csd_ioc_exec {
 #define CSD_IOC_STORE _IOWR(CSD_IOC_MAGIC, 0x07, struct csd_ioc_lba)
 #define CSD_IOC_EXEC _IOWR(CSD_IOC_MAGIC, 0x08, struct csd_ioc_exec)
 #define CSD_IOC_NS_IO _IOWR(CSD_IOC_MAGIC, 0x09, struct csd_ioc_ns_io)
+#define CSD_IOC_P2P_READ _IOWR(CSD_IOC_MAGIC, 0x0a, struct csd_ioc_p2p)
 
 #endif /* _UAPI_CSD_IOCTL_H */

@@ -7,6 +7,8 @@
  *   kmod_check badargs PATH        NULL pointers, huge and wrapping lengths, bad counts,
  *                                  unknown ioctl numbers: clean errors only
  *   kmod_check free PATH           print the SLM bytes no one has allocated
+ *   kmod_check p2p PATH BAR LEN    write a known pattern into SLM, then deliver it into
+ *                                  the configured peer's BAR at offset 0 (peer-to-peer)
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
@@ -88,6 +90,31 @@ int main(int argc, char **argv)
 		fclose(f);
 		for (;;)
 			pause();
+	}
+	if (!strcmp(what, "p2p") && argc == 5) {
+		uint64_t len = strtoull(argv[4], NULL, 0);
+		struct csd_ioc_alloc a = { .size = len };
+		struct csd_ioc_xfer x = { 0 };
+		struct csd_ioc_p2p p = { 0 };
+		char *pat = malloc(len);
+
+		for (uint64_t i = 0; i < len; i++)
+			pat[i] = (char)((i * 31 + 7) & 0xff);
+		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation for the peer transfer");
+		x.handle = a.handle;
+		x.len = len;
+		x.buf = (uintptr_t)pat;
+		expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && x.status == 0, "pattern written into SLM");
+		p.handle = a.handle;
+		p.len = len;
+		p.bar = (uint32_t)atoi(argv[3]);
+		expect(ioctl(fd, CSD_IOC_P2P_READ, &p) == 0 && p.status == 0, "peer-to-peer SLM Read into the BAR");
+		p.bar_offset = 4096 * 1024;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EINVAL), "a range past the BAR's end: EINVAL");
+		p.bar_offset = 100;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EINVAL), "an unaligned BAR offset: EINVAL");
+		free(pat);
+		return report();
 	}
 	if (!strcmp(what, "free")) {
 		struct csd_ioc_info info;

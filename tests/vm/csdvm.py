@@ -55,10 +55,11 @@ class VmConfig:
     extra_device: str = ""
     extra_qemu: list[str] = field(default_factory=list)
     alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
+    peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
-                self.extra_device, tuple(self.extra_qemu))
+                self.extra_device, tuple(self.extra_qemu), self.peer)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -83,6 +84,8 @@ class VmConfig:
                 cfg.extra_device = v
             elif k == "alone":
                 cfg.alone = True
+            elif k == "peer":
+                cfg.peer = v
             else:
                 raise ValueError(f"unknown vm setting '{k}'")
         return cfg
@@ -212,6 +215,10 @@ class Vm:
             "-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback",
             "-device", dev,
         ]
+        if self.cfg.peer:  # a peer PCI device whose BAR 2 is the host file workdir/peer.mem
+            argv += ["-object", f"memory-backend-file,id=peer,size={self.cfg.peer},"
+                                f"mem-path={self.workdir / 'peer.mem'},share=on",
+                     "-device", "ivshmem-plain,memdev=peer"]
         argv += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
         return argv + self.cfg.extra_qemu
 
