@@ -25,6 +25,9 @@
 #include <linux/unaligned.h>
 
 #include "nvme.h" /* nvme-core's private header, from Debian's linux-source of this kernel */
+#ifdef CSD_HAVE_NV_P2P
+#include <nv-p2p.h> /* NVIDIA's peer-to-peer API: only where Kbuild found its header */
+#endif
 #include "uapi/csd_ioctl.h"
 
 MODULE_IMPORT_NS(NVME_TARGET_PASSTHRU);
@@ -546,24 +549,71 @@ static int csd_ioc_log(struct csd_file *cf, void __user *argp)
  */
 #define CSD_P2P_CHUNK (512 * 1024) /* at most 128 pages: one PRP list page */
 
-static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, dma_addr_t dst,
-			 u32 len, __le64 *prp_list, dma_addr_t prp_list_dma)
+/* Where the peer's 4 KiB page `page` (from the transfer's start) is, for the drive. */
+typedef dma_addr_t (*csd_page_addr_t)(void *ctx, u64 page);
+
+static dma_addr_t csd_linear_page(void *ctx, u64 page)
+{
+	return *(dma_addr_t *)ctx + (page << PAGE_SHIFT);
+}
+
+/* One SLM Read of len bytes into the peer pages first.. first+len/4K, PRPs built here. */
+static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, u32 len,
+			 csd_page_addr_t addr, void *ctx, u64 first, __le64 *prp_list,
+			 dma_addr_t prp_list_dma)
 {
 	struct nvme_command c;
 	u32 pages = len >> PAGE_SHIFT, i;
 
 	csd_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
 		len, 0, 0);
-	c.common.dptr.prp1 = cpu_to_le64(dst);
+	c.common.dptr.prp1 = cpu_to_le64(addr(ctx, first));
 	if (pages == 2) {
-		c.common.dptr.prp2 = cpu_to_le64(dst + PAGE_SIZE);
+		c.common.dptr.prp2 = cpu_to_le64(addr(ctx, first + 1));
 	} else if (pages > 2) {
 		for (i = 1; i < pages; i++)
-			prp_list[i - 1] = cpu_to_le64(dst + ((u64)i << PAGE_SHIFT));
+			prp_list[i - 1] = cpu_to_le64(addr(ctx, first + i));
 		dma_sync_single_for_device(dma_dev, prp_list_dma, PAGE_SIZE, DMA_TO_DEVICE);
 		c.common.dptr.prp2 = cpu_to_le64(prp_list_dma);
 	}
 	return csd_submit(cd, false, &c, NULL, 0, NULL);
+}
+
+/* Runs SLM Read chunks over [abs, abs + len) into the peer pages; counts p2p_bytes. */
+static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 len,
+		       csd_page_addr_t addr, void *ctx, u32 *status)
+{
+	dma_addr_t prp_dma;
+	__le64 *prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	u64 done = 0;
+	int ret = 0;
+
+	if (!prp_list)
+		return -ENOMEM;
+	prp_dma = dma_map_single(dma_dev, prp_list, PAGE_SIZE, DMA_TO_DEVICE);
+	if (dma_mapping_error(dma_dev, prp_dma)) {
+		kfree(prp_list);
+		return -ENOMEM;
+	}
+	*status = 0;
+	while (done < len) {
+		u32 n = min_t(u64, len - done, CSD_P2P_CHUNK);
+
+		ret = csd_p2p_chunk(cd, dma_dev, abs + done, n, addr, ctx, done >> PAGE_SHIFT,
+				    prp_list, prp_dma);
+		if (ret > 0) {
+			*status = ret;
+			ret = 0;
+			break;
+		}
+		if (ret < 0)
+			break;
+		done += n;
+		atomic64_add(n, &cd->p2p_bytes);
+	}
+	dma_unmap_single(dma_dev, prp_dma, PAGE_SIZE, DMA_TO_DEVICE);
+	kfree(prp_list);
+	return ret;
 }
 
 static int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
@@ -573,10 +623,8 @@ static int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 	unsigned int dom, bus, slot, fn;
 	struct pci_dev *peer = NULL;
 	struct csd_ioc_p2p p;
-	dma_addr_t dst = DMA_MAPPING_ERROR, prp_dma = DMA_MAPPING_ERROR;
-	__le64 *prp_list = NULL;
-	u64 abs, end, done = 0;
-	phys_addr_t phys;
+	dma_addr_t dst;
+	u64 abs, end;
 	int ret;
 
 	if (copy_from_user(&p, argp, sizeof(p)))
@@ -595,48 +643,79 @@ static int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
 	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
 		goto out;
-	phys = pci_resource_start(peer, p.bar) + p.bar_offset;
+	dst = dma_map_resource(dma_dev, pci_resource_start(peer, p.bar) + p.bar_offset, p.len,
+			       DMA_FROM_DEVICE, 0);
 	ret = -ENOMEM;
-	dst = dma_map_resource(dma_dev, phys, p.len, DMA_FROM_DEVICE, 0);
-	if (dma_mapping_error(dma_dev, dst)) {
-		dst = DMA_MAPPING_ERROR;
+	if (dma_mapping_error(dma_dev, dst))
 		goto out;
-	}
-	prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
-	if (!prp_list)
-		goto out;
-	prp_dma = dma_map_single(dma_dev, prp_list, PAGE_SIZE, DMA_TO_DEVICE);
-	if (dma_mapping_error(dma_dev, prp_dma)) {
-		prp_dma = DMA_MAPPING_ERROR;
-		goto out;
-	}
-	p.status = 0;
-	ret = 0;
-	while (done < p.len) {
-		u32 n = min_t(u64, p.len - done, CSD_P2P_CHUNK);
-
-		ret = csd_p2p_chunk(cd, dma_dev, abs + done, dst + done, n, prp_list, prp_dma);
-		if (ret > 0) {
-			p.status = ret;
-			ret = 0;
-			break;
-		}
-		if (ret < 0)
-			break;
-		done += n;
-		atomic64_add(n, &cd->p2p_bytes);
-	}
+	ret = csd_p2p_run(cd, dma_dev, abs, p.len, csd_linear_page, &dst, &p.status);
+	dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
 	if (!ret && copy_to_user(argp, &p, sizeof(p)))
 		ret = -EFAULT;
 out:
-	if (prp_dma != DMA_MAPPING_ERROR)
-		dma_unmap_single(dma_dev, prp_dma, PAGE_SIZE, DMA_TO_DEVICE);
-	kfree(prp_list);
-	if (dst != DMA_MAPPING_ERROR)
-		dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
 	pci_dev_put(peer);
 	return ret;
 }
+
+#ifdef CSD_HAVE_NV_P2P
+/*
+ * GPU memory as the peer (real hardware with NVIDIA's driver): the GPU pages behind a
+ * CUDA allocation come from nvidia_p2p_get_pages, are mapped for the NVMe controller with
+ * nvidia_p2p_dma_map_pages, and the drive writes into them through the same PRP path.
+ */
+struct csd_nv_pages {
+	nvidia_p2p_page_table_t *table;
+	nvidia_p2p_dma_mapping_t *map;
+	u64 va_offset; /* of the transfer inside the first GPU page */
+};
+
+static void csd_nv_free_callback(void *data)
+{
+	/* the GPU memory went away under us; the mapping dies with the transfer */
+}
+
+static dma_addr_t csd_nv_page(void *ctx, u64 page)
+{
+	struct csd_nv_pages *nv = ctx;
+	u64 byte = nv->va_offset + (page << PAGE_SHIFT);
+	u64 gpu_page = byte / NVIDIA_P2P_PAGE_SIZE_64KB_BYTES;
+
+	return nv->map->dma_addresses[gpu_page] + (byte % NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
+}
+
+static int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	struct pci_dev *pdev = to_pci_dev(cd->ctrl->dev);
+	struct csd_ioc_p2p_gpu g;
+	struct csd_nv_pages nv = {};
+	u64 abs, va, span;
+	int ret;
+
+	if (copy_from_user(&g, argp, sizeof(g)))
+		return -EFAULT;
+	if (!g.len || g.len % PAGE_SIZE || g.gpu_va % PAGE_SIZE)
+		return -EINVAL;
+	ret = csd_translate(cf, g.handle, g.offset, g.len, &abs);
+	if (ret)
+		return ret;
+	va = round_down(g.gpu_va, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
+	span = round_up(g.gpu_va + g.len, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES) - va;
+	nv.va_offset = g.gpu_va - va;
+	ret = nvidia_p2p_get_pages(0, 0, va, span, &nv.table, csd_nv_free_callback, &nv);
+	if (ret)
+		return ret;
+	ret = nvidia_p2p_dma_map_pages(pdev, nv.table, &nv.map);
+	if (!ret) {
+		ret = csd_p2p_run(cd, &pdev->dev, abs, g.len, csd_nv_page, &nv, &g.status);
+		nvidia_p2p_dma_unmap_pages(pdev, nv.table, nv.map);
+	}
+	nvidia_p2p_put_pages(0, 0, va, nv.table);
+	if (!ret && copy_to_user(argp, &g, sizeof(g)))
+		ret = -EFAULT;
+	return ret;
+}
+#endif
 
 static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -706,6 +785,11 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CSD_IOC_P2P_READ:
 		ret = csd_ioc_p2p(cf, argp);
 		break;
+#ifdef CSD_HAVE_NV_P2P
+	case CSD_IOC_P2P_GPU_READ:
+		ret = csd_ioc_p2p_gpu(cf, argp);
+		break;
+#endif
 	default:
 		ret = -ENOTTY;
 	}

@@ -107,6 +107,15 @@ struct csd_ioc_p2p {
 	__u64 bar_offset;
 };
 
+/* Peer-to-peer into GPU memory (NVIDIA, where the module was built with nv-p2p.h). */
+struct csd_ioc_p2p_gpu {
+	__u32 handle;
+	__u32 status;
+	__u64 offset;
+	__u64 len;    /* multiple of 4 KiB */
+	__u64 gpu_va; /* CUDA device pointer, 4 KiB aligned */
+};
+
 #define CSD_IOC_INFO _IOR(CSD_IOC_MAGIC, 0x00, struct csd_ioc_info)
 #define CSD_IOC_LOG _IOWR(CSD_IOC_MAGIC, 0x01, struct csd_ioc_log)
 #define CSD_IOC_ALLOC _IOWR(CSD_IOC_MAGIC, 0x02, struct csd_ioc_alloc)
@@ -118,5 +127,6 @@ struct csd_ioc_p2p {
 #define CSD_IOC_EXEC _IOWR(CSD_IOC_MAGIC, 0x08, struct csd_ioc_exec)
 #define CSD_IOC_NS_IO _IOWR(CSD_IOC_MAGIC, 0x09, struct csd_ioc_ns_io)
 #define CSD_IOC_P2P_READ _IOWR(CSD_IOC_MAGIC, 0x0a, struct csd_ioc_p2p)
+#define CSD_IOC_P2P_GPU_READ _IOWR(CSD_IOC_MAGIC, 0x0b, struct csd_ioc_p2p_gpu)
 
 #endif /* _UAPI_CSD_IOCTL_H */
