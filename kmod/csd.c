@@ -173,6 +173,34 @@ static int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, vo
 	return ret;
 }
 
+/*
+ * Sends one I/O command whose data is the caller's user buffer: the pages are mapped for
+ * the drive's DMA (as nvme-core's own passthrough does), with no copy through the kernel.
+ */
+static int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __user *ubuf,
+			   unsigned int len)
+{
+	struct request_queue *q = cd->ns->queue;
+	struct request *req;
+	struct bio *bio;
+	int ret;
+
+	req = blk_mq_alloc_request(q, nvme_req_op(c), 0);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+	nvme_init_request(req, c);
+	ret = blk_rq_map_user(q, req, NULL, ubuf, len, GFP_KERNEL);
+	if (ret) {
+		blk_mq_free_request(req);
+		return ret;
+	}
+	bio = req->bio;
+	ret = nvme_execute_rq(req, false);
+	blk_rq_unmap_user(bio);
+	blk_mq_free_request(req);
+	return ret;
+}
+
 static void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
 		    u32 cdw12, u32 cdw13, u32 cdw14)
 {
@@ -333,8 +361,7 @@ static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
 	struct csd_ioc_xfer x;
 	struct nvme_command c;
 	u64 abs, done = 0;
-	void *bounce;
-	int ret;
+	int ret = 0;
 
 	if (copy_from_user(&x, argp, sizeof(x)))
 		return -EFAULT;
@@ -343,21 +370,13 @@ static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
 	ret = csd_translate(cf, x.handle, x.offset, x.len, &abs);
 	if (ret)
 		return ret;
-	bounce = kvmalloc(min_t(u64, x.len, CSD_CHUNK), GFP_KERNEL);
-	if (!bounce)
-		return -ENOMEM;
 	x.status = 0;
 	while (done < x.len) {
 		u32 n = min_t(u64, x.len - done, CSD_CHUNK);
-		void __user *ubuf = u64_to_user_ptr(x.buf + done);
 
-		if (to_slm && copy_from_user(bounce, ubuf, n)) {
-			ret = -EFAULT;
-			break;
-		}
 		csd_cmd(&c, to_slm ? CSD_OPC_SLM_WRITE : CSD_OPC_SLM_READ, cf->cd->ns->head->ns_id,
 			lower_32_bits(abs + done), upper_32_bits(abs + done), n, 0, 0);
-		ret = csd_submit(cf->cd, false, &c, bounce, n, NULL);
+		ret = csd_submit_user(cf->cd, &c, u64_to_user_ptr(x.buf + done), n);
 		if (ret > 0) {
 			x.status = ret;
 			ret = 0;
@@ -365,13 +384,8 @@ static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
 		}
 		if (ret < 0)
 			break;
-		if (!to_slm && copy_to_user(ubuf, bounce, n)) {
-			ret = -EFAULT;
-			break;
-		}
 		done += n;
 	}
-	kvfree(bounce);
 	if (!ret && copy_to_user(argp, &x, sizeof(x)))
 		ret = -EFAULT;
 	return ret;
@@ -409,8 +423,7 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	u32 shift = cd->ns->head->lba_shift;
 	struct csd_ioc_ns_io r;
 	struct nvme_command c;
-	u64 done = 0, bytes;
-	void *bounce;
+	u64 done = 0, bytes, last;
 	int ret = 0;
 
 	if (copy_from_user(&r, argp, sizeof(r)))
@@ -421,36 +434,22 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 			return -EINVAL;
 		csd_cmd(&c, nvme_cmd_flush, cd->ns->head->ns_id, 0, 0, 0, 0, 0);
 		ret = csd_submit(cd, false, &c, NULL, 0, NULL);
-		goto out;
-	}
-	if (r.nlb > (U64_MAX >> shift) || check_add_overflow(r.slba, r.nlb, &bytes))
-		return -EINVAL;
-	bytes = r.nlb << shift;
-	bounce = kvmalloc(min_t(u64, bytes, CSD_CHUNK), GFP_KERNEL);
-	if (!bounce)
-		return -ENOMEM;
-	while (done < bytes) {
-		u32 n = min_t(u64, bytes - done, CSD_CHUNK);
-		u64 slba = r.slba + (done >> shift);
-		void __user *ubuf = u64_to_user_ptr(r.buf + done);
+	} else {
+		if (r.nlb > (U64_MAX >> shift) || check_add_overflow(r.slba, r.nlb, &last))
+			return -EINVAL;
+		bytes = r.nlb << shift;
+		while (done < bytes) {
+			u32 n = min_t(u64, bytes - done, CSD_CHUNK);
+			u64 slba = r.slba + (done >> shift);
 
-		if (r.write && copy_from_user(bounce, ubuf, n)) {
-			ret = -EFAULT;
-			break;
+			csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
+				lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
+			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf + done), n);
+			if (ret)
+				break;
+			done += n;
 		}
-		csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
-			lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
-		ret = csd_submit(cd, false, &c, bounce, n, NULL);
-		if (ret)
-			break;
-		if (!r.write && copy_to_user(ubuf, bounce, n)) {
-			ret = -EFAULT;
-			break;
-		}
-		done += n;
 	}
-	kvfree(bounce);
-out:
 	if (ret < 0)
 		return ret;
 	r.status = ret;

@@ -414,6 +414,14 @@ int cmd_bench(Device &d, const Opts &o)
     for (unsigned qd : {1u, 8u, 32u}) {
         std::printf("Execute copy 4 KiB, queue depth %2u: %9.0f commands/s\n", qd, throughput(qd));
     }
+    {  // 16 MiB SLM Read (or what SLM holds, if less)
+        const uint64_t n = std::min<uint64_t>(16 << 20, d.caps().slm_size);
+        SlmBuffer big = d.slm().alloc(n);
+        std::vector<uint8_t> host(n);
+        const double us = latency([&] { d.slm_read(big.offset(), host.data(), n); });
+        std::printf("SLM Read of %llu MiB: %.2f ms (%.2f GB/s)\n", static_cast<unsigned long long>(n >> 20), us / 1000,
+                    n / us / 1000);
+    }
     std::vector<uint8_t> buf(4096);
     const uint32_t per = 4096 / d.ns().lba_size;
     std::printf("median latency: 4 KiB copy Execute %.1f us, 4 KiB Read %.1f us\n",
