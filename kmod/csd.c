@@ -310,14 +310,17 @@ found:
 		a->handle = ++cd->next_handle;
 	} while (!a->handle);
 	list_add(&a->node, before);
+	req->handle = a->handle;
 	mutex_unlock(&cd->lock);
-	/* SLM is not cleared when freed: clear it now, so no one sees another's old data */
-	ret = csd_zero(cd, a->off, a->len);
+	/*
+	 * SLM is not cleared when freed: clear it now, so no one sees another's old data.
+	 * The caller holds free_sem, so this allocation cannot be freed meanwhile.
+	 */
+	ret = csd_zero(cd, start, size);
 	if (ret) {
-		csd_free(cf, a->handle, false);
+		csd_free(cf, req->handle, false);
 		return ret > 0 ? -EIO : ret;
 	}
-	req->handle = a->handle;
 	return 0;
 }
 
@@ -738,18 +741,6 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 		return copy_to_user(argp, &info, sizeof(info)) ? -EFAULT : 0;
 	}
-	case CSD_IOC_ALLOC: {
-		struct csd_ioc_alloc a;
-
-		if (copy_from_user(&a, argp, sizeof(a)))
-			return -EFAULT;
-		ret = csd_alloc(cf, &a);
-		if (!ret && copy_to_user(argp, &a, sizeof(a))) {
-			csd_free(cf, a.handle, false);
-			ret = -EFAULT;
-		}
-		return ret;
-	}
 	case CSD_IOC_FREE: {
 		u32 handle;
 
@@ -764,6 +755,19 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	down_read(&cf->free_sem);
 	switch (cmd) {
+	case CSD_IOC_ALLOC: {
+		struct csd_ioc_alloc a;
+
+		ret = -EFAULT;
+		if (copy_from_user(&a, argp, sizeof(a)))
+			break;
+		ret = csd_alloc(cf, &a);
+		if (!ret && copy_to_user(argp, &a, sizeof(a))) {
+			csd_free(cf, a.handle, false);
+			ret = -EFAULT;
+		}
+		break;
+	}
 	case CSD_IOC_LOG:
 		ret = csd_ioc_log(cf, argp);
 		break;
