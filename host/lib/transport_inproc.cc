@@ -18,6 +18,7 @@
 
 #include "csd/error.hpp"
 #include "csd_core.h"
+#include "synth.hpp"
 #include "transports.hpp"
 
 namespace csd {
@@ -30,18 +31,6 @@ constexpr uint16_t kLbaRange = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
-
-uint64_t parse_size(const std::string &v)
-{
-    size_t pos = 0;
-    uint64_t n = std::stoull(v, &pos);
-    const std::string unit = v.substr(pos);
-    if (unit == "K" || unit == "k") n <<= 10;
-    else if (unit == "M" || unit == "m") n <<= 20;
-    else if (unit == "G" || unit == "g") n <<= 30;
-    else if (!unit.empty()) throw Error("emu: bad size '" + v + "'", EINVAL);
-    return n;
-}
 
 std::future<Completion> ready(Completion c)
 {
@@ -84,6 +73,8 @@ public:
             }
         } catch (const std::logic_error &) {
             throw Error("emu: bad option value in '" + spec + "'", EINVAL);
+        } catch (const Error &e) {
+            throw Error(std::string("emu: ") + e.what(), EINVAL);
         }
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
@@ -159,20 +150,14 @@ private:
         if (c.opcode == 0x06) {  // Identify
             if (c.data_len < 4096) return {kInvalidField, 0};
             auto *p = static_cast<uint8_t *>(c.data);
-            std::memset(p, 0, 4096);
             if ((c.cdw10 & 0xFF) == 1) {
-                std::memcpy(p + 4, "csd-inproc", 10);                       // serial
-                std::memcpy(p + 24, "nvme-csd in-process device              ", 40);  // model
-                p[77] = 11;                                                  // MDTS: 8 MiB
-                std::memcpy(p + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4);
+                fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
+                std::memcpy(p + 4, "csd-inproc", 10);                           // serial
                 return {0, 0};
             }
             if ((c.cdw10 & 0xFF) == 0) {
                 if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
-                std::memcpy(p, &ns_.lba_count, 8);
-                std::memcpy(p + 8, &ns_.lba_count, 8);
-                std::memcpy(p + 16, &ns_.lba_count, 8);
-                p[128 + 2] = static_cast<uint8_t>(__builtin_ctz(lba_));
+                fill_identify_namespace(p, ns_);
                 return {0, 0};
             }
             return {kInvalidField, 0};

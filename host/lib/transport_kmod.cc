@@ -14,6 +14,7 @@
 #include "../../kmod/uapi/csd_ioctl.h"
 #include "csd/error.hpp"
 #include "csd_spec.h"
+#include "synth.hpp"
 #include "transports.hpp"
 
 namespace csd {
@@ -25,18 +26,6 @@ constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidDescriptor = CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR;
 
-uint64_t parse_size(const std::string &v)
-{
-    size_t pos = 0;
-    uint64_t n = std::stoull(v, &pos);
-    const std::string unit = v.substr(pos);
-    if (unit == "K") n <<= 10;
-    else if (unit == "M") n <<= 20;
-    else if (unit == "G") n <<= 30;
-    else if (!unit.empty()) throw Error("csd: bad size '" + v + "'", EINVAL);
-    return n;
-}
-
 class TransportKmod : public Transport {
 public:
     explicit TransportKmod(const std::string &spec)
@@ -47,11 +36,7 @@ public:
         if (q != std::string::npos) {
             const std::string opt = spec.substr(q + 1);
             if (opt.rfind("slm=", 0) != 0) throw Error("open " + spec + ": the only option is ?slm=SIZE", EINVAL);
-            try {
-                want = parse_size(opt.substr(4));
-            } catch (const std::logic_error &) {
-                throw Error("open " + spec + ": bad slm size", EINVAL);
-            }
+            want = parse_size(opt.substr(4));
         }
         fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
         if (fd_ < 0) {
@@ -177,16 +162,12 @@ private:
     {
         auto *p = static_cast<uint8_t *>(c.data);
         if (c.opcode == 0x06 && c.data_len >= 4096) {  // Identify, from the module's facts
-            std::memset(p, 0, 4096);
             if ((c.cdw10 & 0xFF) == 1) {
-                std::memcpy(p + 24, "nvme-csd through csd.ko                 ", 40);
-                std::memcpy(p + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4);
+                fill_identify_controller(p, "nvme-csd through csd.ko", 6);  // 256 KiB moves
                 return {0, 0};
             }
             if ((c.cdw10 & 0xFF) == 0) {
-                std::memcpy(p, &ns_.lba_count, 8);
-                std::memcpy(p + 8, &ns_.lba_count, 8);
-                p[130] = static_cast<uint8_t>(__builtin_ctz(ns_.lba_size));
+                fill_identify_namespace(p, ns_);
                 return {0, 0};
             }
             return {kInvalidField, 0};
