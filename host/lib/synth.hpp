@@ -22,13 +22,13 @@ inline uint64_t parse_size(const std::string &v)
     try {
         n = std::stoull(v, &pos);
     } catch (const std::logic_error &) {
-        throw Error("bad size '" + v + "'", EINVAL);
+        throw Error("bad size '" + v + "' (a number with K, M or G)", EINVAL);
     }
     const std::string unit = v.substr(pos);
     if (unit == "K" || unit == "k") n <<= 10;
     else if (unit == "M" || unit == "m") n <<= 20;
     else if (unit == "G" || unit == "g") n <<= 30;
-    else if (!unit.empty()) throw Error("bad size '" + v + "'", EINVAL);
+    else if (!unit.empty()) throw Error("bad size '" + v + "' (a number with K, M or G)", EINVAL);
     return n;
 }
 
