@@ -73,7 +73,7 @@ public:
             }
         } catch (const std::logic_error &) {
             throw Error("emu: bad option value in '" + spec + "'", EINVAL);
-
+        }
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
         if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);
