@@ -165,42 +165,41 @@ Statistics Device::stats()
     return s;
 }
 
-// SLM Write/Read move 4-byte aligned multiples of 4; unaligned ends go through a
-// read-modify-write of their 4-byte word.
+// One SLM Write or SLM Read of n bytes at a 4-byte aligned offset.
+void Device::slm_cmd(uint8_t opcode, uint64_t offset, void *data, uint64_t n)
+{
+    Command c = io(opcode, ns().nsid);
+    set_lo_hi(c.cdw10, c.cdw11, offset);
+    c.cdw12 = static_cast<uint32_t>(n);
+    c.data = data;
+    c.data_len = static_cast<uint32_t>(n);
+    run(c, opcode == CSD_OPC_SLM_WRITE ? "SLM Write" : "SLM Read");
+}
+
+// SLM Write/Read move 4-byte aligned multiples of 4; an unaligned head or a short tail
+// goes through its 4-byte word (read-modify-write for SLM Write).
 void Device::slm_write(uint64_t offset, const void *data, uint64_t len)
 {
     auto *p = static_cast<const uint8_t *>(data);
-    while (len > 0 && (offset % 4 != 0 || len < 4)) {
-        uint8_t word[4];
-        const uint64_t base = offset & ~3ull;
-        slm_read(base, word, 4);
-        const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
-        std::memcpy(word + (offset - base), p, n);
-        Command c = io(CSD_OPC_SLM_WRITE, ns().nsid);
-        set_lo_hi(c.cdw10, c.cdw11, base);
-        c.cdw12 = 4;
-        c.data = word;
-        c.data_len = 4;
-        run(c, "SLM Write");
-        offset += n;
-        p += n;
-        len -= n;
-    }
     const uint64_t chunk_max = transport_->max_transfer() & ~3u;
-    while (len >= 4) {
+    while (len > 0) {
+        const uint64_t base = offset & ~3ull;
+        if (base != offset || len < 4) {
+            uint8_t word[4];
+            slm_cmd(CSD_OPC_SLM_READ, base, word, 4);
+            const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
+            std::memcpy(word + (offset - base), p, n);
+            slm_cmd(CSD_OPC_SLM_WRITE, base, word, 4);
+            offset += n;
+            p += n;
+            len -= n;
+            continue;
+        }
         const uint64_t n = std::min<uint64_t>(len & ~3ull, chunk_max);
-        Command c = io(CSD_OPC_SLM_WRITE, ns().nsid);
-        set_lo_hi(c.cdw10, c.cdw11, offset);
-        c.cdw12 = static_cast<uint32_t>(n);
-        c.data = const_cast<uint8_t *>(p);
-        c.data_len = static_cast<uint32_t>(n);
-        run(c, "SLM Write");
+        slm_cmd(CSD_OPC_SLM_WRITE, offset, const_cast<uint8_t *>(p), n);
         offset += n;
         p += n;
         len -= n;
-    }
-    if (len) {
-        slm_write(offset, p, len);  // the tail, through the first loop
     }
 }
 
@@ -210,14 +209,9 @@ void Device::slm_read(uint64_t offset, void *data, uint64_t len)
     const uint64_t chunk_max = transport_->max_transfer() & ~3u;
     while (len > 0) {
         const uint64_t base = offset & ~3ull;
-        if (base != offset || len < 4) {  // unaligned head or short tail: one word
+        if (base != offset || len < 4) {
             uint8_t word[4];
-            Command c = io(CSD_OPC_SLM_READ, ns().nsid);
-            set_lo_hi(c.cdw10, c.cdw11, base);
-            c.cdw12 = 4;
-            c.data = word;
-            c.data_len = 4;
-            run(c, "SLM Read");
+            slm_cmd(CSD_OPC_SLM_READ, base, word, 4);
             const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
             std::memcpy(p, word + (offset - base), n);
             offset += n;
@@ -226,12 +220,7 @@ void Device::slm_read(uint64_t offset, void *data, uint64_t len)
             continue;
         }
         const uint64_t n = std::min<uint64_t>(len & ~3ull, chunk_max);
-        Command c = io(CSD_OPC_SLM_READ, ns().nsid);
-        set_lo_hi(c.cdw10, c.cdw11, offset);
-        c.cdw12 = static_cast<uint32_t>(n);
-        c.data = p;
-        c.data_len = static_cast<uint32_t>(n);
-        run(c, "SLM Read");
+        slm_cmd(CSD_OPC_SLM_READ, offset, p, n);
         offset += n;
         p += n;
         len -= n;

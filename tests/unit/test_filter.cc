@@ -121,13 +121,9 @@ TEST_F(Filter, EveryTypeAndOpAgainstReference)
 TEST_F(Filter, NaNMatchesOnlyNotEqual)
 {
     for (int op = 0; op <= 6; op++) {
-        auto p = params(20 + 8, CSD_FT_F32, static_cast<uint16_t>(op), 1e9, 0, 2e9, 0, 1);
-        p.field_offset = offsetof(Rec, f32);
-        p.count = 4;  // record 3 is NaN
-        p.op = static_cast<uint16_t>(op);
-        std::memcpy(slm(1 << 20), "\xff\xff\xff\xff", 4);
-        auto r = exec(CSD_PROG_FILTER, {{3 * sizeof(Rec), sizeof(Rec)}, {1 << 20, 64}},
-                      [&] { auto q = p; q.count = 1; return q; }());
+        auto p = params(offsetof(Rec, f32), CSD_FT_F32, static_cast<uint16_t>(op), 1e9, 0, 2e9, 0, 1);
+        p.count = 1;  // record 3 alone: its f32 is NaN
+        auto r = exec(CSD_PROG_FILTER, {{3 * sizeof(Rec), sizeof(Rec)}, {1 << 20, 64}}, p);
         EXPECT_OK(r);
         EXPECT_EQ(r.dw1, op == CSD_CMP_NE ? 1u : 0u) << op;
     }

@@ -101,6 +101,7 @@ private:
     void count(const Command &cmd);
     void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
     void slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what);
+    void slm_cmd(uint8_t opcode, uint64_t offset, void *data, uint64_t n);
     void read_capabilities();
 
     std::unique_ptr<Transport> transport_;
