@@ -96,7 +96,7 @@ input_hash=$(
         echo "$deb_version $have_sha $want_qtest"
         echo "$configure_flags"
         sha256sum "$0" "$here/qemu-source.conf"
-        find "$here/patches" "$here/overlay" "$here/core/include" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+        find "$here/patches" "$here/overlay" "$here/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
         [ -z "$core_lib" ] || sha256sum < "$core_lib"
     } | sed "s|$top/||g" | sha256sum | cut -c1-16
 )
@@ -152,8 +152,8 @@ cp -a "$pristine" "$stage"
 if [ -d "$here/overlay" ]; then
     cp -r "$here/overlay/." "$stage/"
 fi
-# The device core's C ABI, next to the glue that includes it.
-cp "$here"/core/include/*.h "$stage/hw/nvme/"
+# The device core's C ABI and the wire format, next to the glue that includes them.
+cp "$here"/core/include/*.h "$top"/spec/*.h "$stage/hw/nvme/"
 for p in "$here"/patches/*.patch; do
     [ -e "$p" ] || continue
     if ! patch -d "$stage" -p1 -N -s --dry-run < "$p" >/dev/null 2>&1; then

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "csd_core.h"
 #include "csd_spec.h"
 
 namespace csd {
@@ -36,21 +35,10 @@ void set_lo_hi(uint32_t &lo, uint32_t &hi, uint64_t v)
 std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> &ranges, const void *params,
                                      uint32_t param_len)
 {
-    std::vector<uint8_t> d(CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * ranges.size() + param_len);
-    csd_desc_header h{};
-    std::memcpy(h.magic, CSD_DESC_MAGIC, 4);
-    h.version = CSD_DESC_VERSION;
-    h.program_id = program;
-    h.nr_ranges = static_cast<uint16_t>(ranges.size());
-    h.param_len = param_len;
-    std::memcpy(d.data(), &h, sizeof h);
-    for (size_t i = 0; i < ranges.size(); i++) {
-        csd_desc_range r{ranges[i].offset, ranges[i].length};
-        std::memcpy(d.data() + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * i, &r, sizeof r);
-    }
-    if (param_len) {
-        std::memcpy(d.data() + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * ranges.size(), params, param_len);
-    }
+    std::vector<csd_desc_range> rr;
+    for (const Range &r : ranges) rr.push_back({r.offset, r.length});
+    std::vector<uint8_t> d(csd_desc_size(static_cast<uint32_t>(ranges.size()), param_len));
+    csd_desc_encode(d.data(), program, static_cast<uint16_t>(ranges.size()), rr.data(), params, param_len);
     return d;
 }
 
@@ -128,7 +116,7 @@ void Device::read_capabilities()
     const auto page = get_log(*transport_, CSD_LOG_CAPABILITIES, "Get Log Page C0h (capabilities)");
     csd_caps_log h;
     std::memcpy(&h, page.data(), sizeof h);
-    if (std::memcmp(h.magic, "CSD1", 4) != 0) {
+    if (std::memcmp(h.magic, CSD_CAPS_MAGIC, 4) != 0) {
         throw Error("capabilities log page has no CSD1 magic", EPROTO);
     }
     caps_.version = h.version;
@@ -136,10 +124,10 @@ void Device::read_capabilities()
     caps_.compute_units = h.compute_units;
     caps_.max_desc_len = h.max_desc_len;
     caps_.max_ranges = h.max_ranges;
-    const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - 64) / 32);
+    const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry));
     for (uint32_t i = 0; i < n; i++) {
         csd_caps_entry e;
-        std::memcpy(&e, page.data() + 64 + 32 * i, sizeof e);
+        std::memcpy(&e, page.data() + CSD_CAPS_ENTRIES_OFFSET + sizeof e * i, sizeof e);
         caps_.programs.push_back({e.id, e.type, std::string(e.name, strnlen(e.name, sizeof e.name))});
     }
 }

@@ -3,26 +3,18 @@
 
 #include <cstring>
 
-#include "csd_core.h"
+#include "csd_spec.h"
 
 namespace csd {
 
 std::string status_name(uint16_t status)
 {
-    const char *n = csd_status_name(status);
-    if (std::strcmp(n, "Unknown Status") != 0) {
+    if (const char *n = csd_status_name(status)) {
         return n;
     }
-    switch (status & 0x7FF) {  // generic statuses the core does not produce
-    case 0x008: return "Command Aborted due to SQ Deletion";
-    case 0x00B: return "Invalid Namespace or Format";
-    case 0x371: return "Host Aborted Command";
-    default: {
-        char buf[48];
-        std::snprintf(buf, sizeof buf, "Status 0x%03x", status & 0x7FF);
-        return buf;
-    }
-    }
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "Status 0x%03x", CSD_STATUS_CODE(status));
+    return buf;
 }
 
 static std::string with_status(const std::string &what, uint16_t status)

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "csd_core.h"
+#include "csd_crc32c.h"
 
 namespace csd {
 

@@ -2,6 +2,8 @@
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
 // root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M (size only when creating the file).
+// The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
+// glue does. It is the only file of libcsd that includes the core.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -119,9 +121,7 @@ public:
     std::string backing_file() const override { return path_; }
     uint8_t *slm_host_pointer() override
     {
-        uint8_t *p = nullptr;
-        csd_core_slm_range(core_, 0, csd_core_slm_size(core_), &p);
-        return p;
+        return csd_core_slm_base(core_);
     }
     Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
 
@@ -133,12 +133,21 @@ public:
         case 0x00: return ready({static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0});
         case 0x01: return ready(rw(cmd, true));
         case 0x02: return ready(rw(cmd, false));
-        case CSD_OPC_SLM_LOAD: return ready(load_store(cmd, false));
-        case CSD_OPC_SLM_STORE: return ready(load_store(cmd, true));
-        case CSD_OPC_SLM_WRITE: return ready(slm_xfer(cmd, true));
-        case CSD_OPC_SLM_READ: return ready(slm_xfer(cmd, false));
-        case CSD_OPC_EXECUTE: return execute(cmd);
-        default: return ready({kInvalidOpcode, 0});
+        default: break;
+        }
+        if (!csd_is_io_opcode(cmd.opcode)) return ready({kInvalidOpcode, 0});
+        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
+        const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+        csd_op op;
+        const uint16_t st = csd_core_decode(core_, &c, &ctx, &op);
+        if (st) return ready({st, 0});
+        if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
+        switch (cmd.opcode) {
+        case CSD_OPC_SLM_LOAD:
+        case CSD_OPC_SLM_STORE: return ready(complete(op, {load_store(op), 0}));
+        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return ready(complete(op, {0, 0}));
+        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return ready(complete(op, {0, 0}));
+        default: return execute(cmd, op);
         }
     }
 
@@ -164,14 +173,12 @@ private:
             const uint8_t lid = c.cdw10 & 0xFF;
             const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
             const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
-            if ((lid != CSD_LOG_CAPABILITIES && lid != CSD_LOG_STATISTICS) || (c.nsid != 0 && c.nsid != 0xFFFFFFFF) ||
-                off >= CSD_LOG_PAGE_SIZE || c.data_len < len) {
-                return {kInvalidField, 0};
-            }
+            if (!csd_core_is_log_page(lid) || c.data_len < len) return {kInvalidField, 0};
             uint8_t page[CSD_LOG_PAGE_SIZE];
-            if (lid == CSD_LOG_CAPABILITIES) csd_core_log_capabilities(core_, page);
-            else csd_core_log_statistics(core_, page);
-            std::memcpy(c.data, page + off, std::min<uint64_t>(len, CSD_LOG_PAGE_SIZE - off));
+            uint32_t avail;
+            const uint16_t st = csd_core_get_log(core_, lid, c.nsid, off, page, &avail);
+            if (st) return {st, 0};
+            std::memcpy(c.data, page + off, std::min<uint64_t>(len, avail));
             return {0, 0};
         }
         return {kInvalidOpcode, 0};
@@ -194,63 +201,41 @@ private:
         return {static_cast<uint16_t>(n == static_cast<ssize_t>(bytes) ? 0 : kInternal), 0};
     }
 
-    Completion load_store(const Command &c, bool store)
+    // Ends a decoded command in the core (which counts it) and passes its completion on.
+    Completion complete(const csd_op &op, Completion r)
     {
-        csd_core_stat_add(core_, store ? CSD_STAT_SLM_STORE_CMDS : CSD_STAT_SLM_LOAD_CMDS, 1);
-        const uint64_t slba = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
-        const uint64_t nlb = (c.cdw12 & 0xFFFF) + 1;
-        const uint64_t off = c.cdw13 | static_cast<uint64_t>(c.cdw14) << 32;
-        const uint64_t bytes = nlb * lba_;
-        if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
-        uint8_t *slm;
-        const uint16_t st = csd_core_slm_range(core_, off, bytes, &slm);
-        if (st) return {st, 0};
+        csd_core_complete(core_, &op, r.status);
+        return r;
+    }
+
+    // SLM Load / SLM Store: the checked SLM bytes from / to the backing file.
+    uint16_t load_store(const csd_op &op)
+    {
+        const bool store = op.opcode == CSD_OPC_SLM_STORE;
+        const uint64_t pos = op.slba * lba_;
         uint64_t done = 0;
-        while (done < bytes) {
-            const ssize_t n = store ? pwrite(fd_, slm + done, bytes - done, static_cast<off_t>(slba * lba_ + done))
-                                    : pread(fd_, slm + done, bytes - done, static_cast<off_t>(slba * lba_ + done));
-            if (n <= 0) return {kInternal, 0};
+        while (done < op.bytes) {
+            const ssize_t n = store ? pwrite(fd_, op.slm + done, op.bytes - done, static_cast<off_t>(pos + done))
+                                    : pread(fd_, op.slm + done, op.bytes - done, static_cast<off_t>(pos + done));
+            if (n <= 0) return kInternal;
             done += static_cast<uint64_t>(n);
         }
-        csd_core_stat_add(core_, store ? CSD_STAT_BYTES_SLM_TO_NS : CSD_STAT_BYTES_NS_TO_SLM, bytes);
-        return {0, 0};
+        return 0;
     }
 
-    Completion slm_xfer(const Command &c, bool to_slm)
+    std::future<Completion> execute(const Command &c, const csd_op &op)
     {
-        csd_core_stat_add(core_, to_slm ? CSD_STAT_SLM_WRITE_CMDS : CSD_STAT_SLM_READ_CMDS, 1);
-        const uint64_t off = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
-        const uint32_t len = c.cdw12;
-        uint16_t st = csd_core_check_slm_xfer(off, len);
-        if (!st && (len > kMaxTransfer || c.data_len < len)) st = kInvalidField;
-        uint8_t *slm = nullptr;
-        if (!st) st = csd_core_slm_range(core_, off, len, &slm);
-        if (st) return {st, 0};
-        if (to_slm) std::memcpy(slm, c.data, len);
-        else std::memcpy(c.data, slm, len);
-        csd_core_stat_add(core_, to_slm ? CSD_STAT_BYTES_HOST_TO_SLM : CSD_STAT_BYTES_SLM_TO_HOST, len);
-        return {0, 0};
-    }
-
-    std::future<Completion> execute(const Command &c)
-    {
-        csd_core_stat_add(core_, CSD_STAT_EXEC_CMDS, 1);
-        const uint32_t len = c.cdw10;
-        if (len == 0 || len > csd_core_max_desc_len() || c.data_len < len) {
-            csd_core_stat_add(core_, CSD_STAT_EXEC_ERRORS, 1);
-            return ready({kInvalidField, 0});
-        }
         csd_exec *job = nullptr;
-        const uint16_t st = csd_core_exec_prepare(core_, c.data, len, &job);  // copies what it needs
-        if (st) return ready({st, 0});
+        const uint16_t st = csd_core_exec_prepare(core_, c.data, static_cast<uint32_t>(op.bytes), &job);  // copies what it needs
+        if (st) return ready(complete(op, {st, 0}));
         auto promise = std::make_shared<std::promise<Completion>>();
         auto fut = promise->get_future();
         {
             std::lock_guard<std::mutex> g(mu_);
-            queue_.push_back([this, job, promise] {
+            queue_.push_back([this, job, promise, op] {
                 uint32_t dw0 = 0, dw1 = 0;
                 const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
-                promise->set_value({s, static_cast<uint64_t>(dw1) << 32 | dw0});
+                promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
             });
         }
         cv_.notify_one();

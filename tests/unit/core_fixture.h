@@ -72,17 +72,35 @@ protected:
         return v;
     }
 
+    // A namespace of 1 Mi LBAs of 512 bytes with 8 MiB transfers, as an embedding reports it.
+    static constexpr csd_ctx kCtx{1u << 20, 512, 8u << 20};
+
+    // Decodes one command as an embedding would; the status of the decode.
+    uint16_t decode(uint8_t opcode, uint32_t cdw10, uint32_t cdw11, uint32_t cdw12, uint32_t cdw13, uint32_t cdw14,
+                    csd_op *op)
+    {
+        const csd_cmd c{opcode, 1, cdw10, cdw11, cdw12, cdw13, cdw14, 0};
+        return csd_core_decode(core, &c, &kCtx, op);
+    }
+
+    // An Execute as every embedding runs it: decode, prepare, run, complete.
     ExecOut exec_raw(const std::vector<uint8_t> &desc)
     {
         csd_exec *job = nullptr;
+        csd_op op;
         ExecOut r{};
-        csd_core_stat_add(core, CSD_STAT_EXEC_CMDS, 1);  // as every host does on arrival
+        r.status = decode(CSD_OPC_EXECUTE, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, &op);
+        if (r.status != 0) {
+            return r;
+        }
+        EXPECT_EQ(op.bytes, desc.size());
         r.status = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job);
         if (r.status != 0) {
             EXPECT_EQ(job, nullptr);
-            return r;
+        } else {
+            r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
         }
-        r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
+        csd_core_complete(core, &op, r.status);
         return r;
     }
 

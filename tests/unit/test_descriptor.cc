@@ -51,7 +51,7 @@ TEST_F(Descriptor, LengthLimits)
     std::vector<uint8_t> params(CSD_MAX_DESC_LEN, 0);
     auto big = make_descriptor(CSD_PROG_COPY, {{0, 4}, {8, 4}}, params.data(), CSD_MAX_DESC_LEN - 47);
     EXPECT_EQ(big.size(), CSD_MAX_DESC_LEN + 1);
-    EXPECT_STATUS(exec_raw(big), CSD_STATUS_INVALID_DESCRIPTOR);
+    EXPECT_STATUS(exec_raw(big), CSD_STATUS_INVALID_FIELD);  // CDW10 past max_desc_len
 }
 
 TEST_F(Descriptor, UnknownPrograms)
@@ -84,10 +84,11 @@ TEST_F(Descriptor, SlmRangeAndTransferChecks)
     EXPECT_EQ(csd_core_slm_range(core, 0, kSlm, &p), 0);
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_slm_range(core, 1, kSlm, &p)), CSD_STATUS_SLM_OUT_OF_BOUNDS);
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_slm_range(core, UINT64_MAX, 2, &p)), CSD_STATUS_SLM_OUT_OF_BOUNDS);
-    EXPECT_EQ(csd_core_check_slm_xfer(8, 4), 0);
-    EXPECT_EQ(CSD_STATUS_CODE(csd_core_check_slm_xfer(8, 0)), CSD_STATUS_INVALID_FIELD);
-    EXPECT_EQ(CSD_STATUS_CODE(csd_core_check_slm_xfer(8, 6)), CSD_STATUS_INVALID_FIELD);
-    EXPECT_EQ(CSD_STATUS_CODE(csd_core_check_slm_xfer(2, 4)), CSD_STATUS_INVALID_FIELD);
+    csd_op op;
+    EXPECT_EQ(decode(CSD_OPC_SLM_WRITE, 8, 0, 4, 0, 0, &op), 0);
+    EXPECT_EQ(CSD_STATUS_CODE(decode(CSD_OPC_SLM_WRITE, 8, 0, 0, 0, 0, &op)), CSD_STATUS_INVALID_FIELD);
+    EXPECT_EQ(CSD_STATUS_CODE(decode(CSD_OPC_SLM_READ, 8, 0, 6, 0, 0, &op)), CSD_STATUS_INVALID_FIELD);
+    EXPECT_EQ(CSD_STATUS_CODE(decode(CSD_OPC_SLM_READ, 2, 0, 4, 0, 0, &op)), CSD_STATUS_INVALID_FIELD);
 }
 
 TEST_F(Descriptor, SlmStartsZeroed)
@@ -107,7 +108,9 @@ TEST(CoreNew, RejectsZeroSizes)
 TEST_F(Descriptor, CapabilitiesPage)
 {
     uint8_t page[CSD_LOG_PAGE_SIZE];
-    csd_core_log_capabilities(core, page);
+    uint32_t avail;
+    ASSERT_EQ(csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 0, page, &avail), 0);
+    EXPECT_EQ(avail, CSD_LOG_PAGE_SIZE);
     EXPECT_EQ(std::memcmp(page, "CSD1", 4), 0);
     uint32_t u32;
     uint64_t u64;
@@ -146,13 +149,17 @@ TEST_F(Descriptor, StatisticsCount)
     EXPECT_OK(exec0(CSD_PROG_COPY, {{0, 4}, {8, 4}}));
     EXPECT_STATUS(exec0(CSD_PROG_COPY, {{0, 8}, {8, 4}}), CSD_STATUS_OUTPUT_OVERFLOW);  // run-time error
     EXPECT_STATUS(exec0(0x77, {{0, 8}}), CSD_STATUS_INVALID_PROGRAM);                  // validation error
-    csd_core_stat_add(core, CSD_STAT_SLM_LOAD_CMDS, 1);
-    csd_core_stat_add(core, CSD_STAT_BYTES_NS_TO_SLM, 4096);
+    csd_op op;
+    ASSERT_EQ(decode(CSD_OPC_SLM_LOAD, 0, 0, 7, 0, 0, &op), 0);  // 8 LBAs of 512 bytes
+    csd_core_complete(core, &op, 0);
+    ASSERT_EQ(decode(CSD_OPC_SLM_LOAD, 0, 0, 7, 0, 0, &op), 0);
+    csd_core_complete(core, &op, CSD_STATUS_INTERNAL_ERROR);  // moved nothing
     uint8_t page[CSD_LOG_PAGE_SIZE];
-    csd_core_log_statistics(core, page);
+    uint32_t avail;
+    ASSERT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0xFFFFFFFF, 0, page, &avail), 0);
     EXPECT_EQ(std::memcmp(page, "CSDS", 4), 0);
     auto counter = [&](int i) { uint64_t v; std::memcpy(&v, page + 8 + 8 * i, 8); return v; };
-    EXPECT_EQ(counter(CSD_STAT_SLM_LOAD_CMDS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_SLM_LOAD_CMDS), 2u);
     EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 4u);
     EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 2u);
     EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4096u);

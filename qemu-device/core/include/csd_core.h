@@ -1,8 +1,15 @@
 /*
- * csd_core.h - C ABI of the nvme-csd device core: SLM, execute descriptors, the
- * device-defined programs, capabilities and statistics. It knows nothing of QEMU or of
- * the host library; hosts (QEMU's hw/nvme glue, libcsd's in-process device) move bytes
- * and complete commands, the core answers in NVMe status values (csd_spec.h).
+ * csd_core.h - C ABI of the nvme-csd device core. The core owns the command set: it
+ * decodes and validates every CSD command, keeps the statistics, owns SLM, parses execute
+ * descriptors, runs the programs and fills the log pages, answering in NVMe status values
+ * (spec/csd_spec.h). It knows nothing of QEMU or of the host library; the embeddings
+ * (QEMU's hw/nvme glue, libcsd's in-process device) only move bytes:
+ *
+ *   csd_core_decode(cmd) -> status, csd_op     what to move, where (SLM checked)
+ *   ... the embedding moves op.bytes (DMA, block I/O, memcpy) ...
+ *   Execute only: csd_core_exec_prepare(descriptor) then csd_core_exec_run(job)
+ *   csd_core_complete(op, final status)        counts bytes moved or the error
+ *
  * All functions are thread-safe unless noted.
  */
 #ifndef CSD_CORE_H
@@ -20,6 +27,31 @@ extern "C" {
 typedef struct csd_core csd_core;
 typedef struct csd_exec csd_exec;
 
+/* The fields of a submission queue entry that the command set reads. */
+struct csd_cmd {
+    uint8_t opcode;
+    uint32_t nsid;
+    uint32_t cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
+};
+
+/* What the embedding knows of the namespace and transfer limits at submission time. */
+struct csd_ctx {
+    uint64_t lba_count;    /* LBAs in the namespace the command addresses */
+    uint32_t lba_size;     /* bytes per LBA (a power of two) */
+    uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit */
+};
+
+/* A decoded command: what the embedding must do for it. */
+struct csd_op {
+    uint8_t opcode;      /* CSD_OPC_* */
+    uint64_t slba;       /* SLM Load / Store: first LBA */
+    uint32_t nlb;        /* SLM Load / Store: number of LBAs (not 0's based) */
+    uint64_t slm_offset; /* SLM Load / Store / Write / Read */
+    uint8_t *slm;        /* SLM Load / Store / Write / Read: the checked SLM bytes */
+    uint64_t bytes;      /* bytes to move: SLM<->namespace, SLM<->host, or the descriptor
+                            to transfer from the host for Execute */
+};
+
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
 csd_core *csd_core_new(uint64_t slm_size, uint32_t compute_units);
 
@@ -31,54 +63,59 @@ uint64_t csd_core_slm_size(const csd_core *core);
 
 /*
  * Checks that [offset, offset + length) lies inside SLM (no overflow) and returns a
- * pointer to its first byte in *ptr; CSD_STATUS_SLM_OUT_OF_BOUNDS otherwise.
+ * pointer to its first byte in *ptr; SLM Range Out of Bounds otherwise.
  */
 uint16_t csd_core_slm_range(csd_core *core, uint64_t offset, uint64_t length, uint8_t **ptr);
 
-/* Checks the SLM Write / SLM Read rule: offset and length multiples of 4, length > 0. */
-uint16_t csd_core_check_slm_xfer(uint64_t offset, uint32_t length);
-
-/* Adds one to a *_CMDS counter (or n to a byte counter) of the statistics. */
-void csd_core_stat_add(csd_core *core, enum csd_stat which, uint64_t n);
-
-/* Fills the 4096-byte Capabilities (C0h) or Statistics (C1h) log page. */
-void csd_core_log_capabilities(const csd_core *core, uint8_t page[CSD_LOG_PAGE_SIZE]);
-void csd_core_log_statistics(const csd_core *core, uint8_t page[CSD_LOG_PAGE_SIZE]);
-
-/* Maximum descriptor length and number of ranges (the capabilities' values). */
-uint32_t csd_core_max_desc_len(void);
+/* All of SLM as host memory (for an in-process embedding that shares it with its host). */
+uint8_t *csd_core_slm_base(csd_core *core);
 
 /*
- * Validates an execute descriptor of len bytes (magic, version, program, ranges in SLM,
- * parameter size) and, on success, returns a job in *exec that csd_core_exec_run runs.
- * Counts an Execute error on failure; the host counts the command itself (EXEC_CMDS)
- * when it arrives, so that commands failing before this call count too.
+ * Decodes and validates one CSD I/O command (csd_is_io_opcode) and counts it. On success
+ * *op says what to move; the embedding then calls csd_core_complete exactly once. On
+ * failure the status is final and already counted (no csd_core_complete).
  */
-uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len,
-                               csd_exec **exec);
+uint16_t csd_core_decode(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
+                         struct csd_op *op);
+
+/*
+ * Ends a decoded command with its final status: counts the bytes a successful command
+ * moved, or an Execute that failed anywhere (decode excepted, which counts itself).
+ */
+void csd_core_complete(csd_core *core, const struct csd_op *op, uint16_t status);
+
+/*
+ * Validates the execute descriptor an Execute transferred (op->bytes of it: magic,
+ * version, program, ranges in SLM, parameters) and, on success, returns a job in *exec
+ * that csd_core_exec_run runs. The job copies what it needs from desc.
+ */
+uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec);
 
 /*
  * Runs a prepared job (on any thread) and frees it; returns the status and the
- * completion's Dwords 0 and 1. Updates the statistics. If cancel is not NULL, long
- * programs poll *cancel (atomically) and stop with Command Abort Requested once another
- * thread sets it non-zero, so that a controller reset never waits long for them.
+ * completion's Dwords 0 and 1. Counts the program's run and busy time. If cancel is not
+ * NULL, long programs poll *cancel (atomically) and stop with Command Abort Requested
+ * once another thread sets it non-zero, so that a controller reset never waits long.
  */
-uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1);
+uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0,
+                           uint32_t *dw1);
 
 /* Frees a prepared job that will not run (e.g. the command was aborted). */
-void csd_core_exec_discard(csd_core *core, csd_exec *exec);
+void csd_core_exec_discard(csd_exec *exec);
 
 /* Program id of a prepared job. */
 uint16_t csd_exec_program_id(const csd_exec *exec);
 
-/* Name of a device-defined program ("gemm"), or NULL for an unknown id. */
-const char *csd_program_name(uint16_t id);
+/*
+ * Get Log Page for the command set's pages (C0h, C1h): checks NSID and offset, fills
+ * page with the whole 4096-byte page and returns in *avail the bytes from offset on.
+ * Invalid Field for an NSID other than 0 or FFFFFFFFh or an offset past the page.
+ */
+uint16_t csd_core_get_log(const csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
+                          uint8_t page[CSD_LOG_PAGE_SIZE], uint32_t *avail);
 
-/* CRC-32C (Castagnoli) of len bytes, as the checksum program computes it. */
-uint32_t csd_crc32c(const void *data, uint64_t len);
-
-/* English name of an NVMe status value ("Invalid Program"), for messages and traces. */
-const char *csd_status_name(uint16_t status);
+/* Whether a log page identifier is one of the command set's (C0h, C1h). */
+int csd_core_is_log_page(uint8_t lid);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the core assumes a little-endian host");
 
-namespace csd {
+namespace csd::core {
 
 // A byte range of SLM, already checked to lie inside it.
 struct Span {
@@ -43,11 +43,10 @@ inline bool cancelled(const ProgramCall &call)
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 
-// One device-defined program. zero_length_range is the index of the range that may be
-// empty (conv2d's bias), or -1.
+// One device-defined program (its name is csd_program_name(id), from the wire format).
+// zero_length_range is the index of the range that may be empty (conv2d's bias), or -1.
 struct ProgramInfo {
     uint16_t id;
-    const char *name;
     ProgramFn run;
     int zero_length_range;
 };
@@ -161,4 +160,4 @@ ExecResult program_checksum(const ProgramCall &call);
 ExecResult program_conv2d(const ProgramCall &call);
 ExecResult program_decompress(const ProgramCall &call);
 
-}  // namespace csd
+}  // namespace csd::core

@@ -2,8 +2,9 @@
 // DW0 = low 32 bits, DW1 = high 32 bits.
 #include "../program.h"
 #include "checksum_impl.h"
+#include "csd_crc32c.h"
 
-namespace csd {
+namespace csd::core {
 
 ExecResult program_checksum(const ProgramCall &call)
 {
@@ -12,8 +13,8 @@ ExecResult program_checksum(const ProgramCall &call)
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     const Span &d = call.ranges[0];
-    const uint64_t sum = algo == CSD_CKSUM_CRC32C ? crc32c(d.data, d.len) : xxh64(d.data, d.len);
+    const uint64_t sum = algo == CSD_CKSUM_CRC32C ? csd_crc32c(d.data, d.len) : xxh64(d.data, d.len);
     return ok(static_cast<uint32_t>(sum), static_cast<uint32_t>(sum >> 32));
 }
 
-}  // namespace csd
+}  // namespace csd::core

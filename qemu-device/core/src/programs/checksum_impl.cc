@@ -1,72 +1,14 @@
-// CRC-32C and XXH64 over the libraries Debian packages where the build found them
-// (CSD_HAVE_ISAL, CSD_HAVE_XXHASH), else portable versions (for hosts without them).
+// XXH64 over libxxhash where the build found it (CSD_HAVE_XXHASH), else a portable
+// version (for hosts without it). CRC-32C lives with the wire format (spec/crc32c.cc).
 #include "checksum_impl.h"
 
 #include <cstring>
 
-#ifdef CSD_HAVE_ISAL
-#include <isa-l/crc.h>
-#endif
 #ifdef CSD_HAVE_XXHASH
 #include <xxhash.h>
 #endif
 
-namespace csd {
-
-#ifdef CSD_HAVE_ISAL
-uint32_t crc32c(const uint8_t *data, uint64_t len)
-{
-    uint32_t crc = 0xFFFFFFFFu;
-    while (len > 0) {  // ISA-L takes an int length
-        const int chunk = len > (1u << 30) ? (1 << 30) : static_cast<int>(len);
-        crc = crc32_iscsi(const_cast<uint8_t *>(data), chunk, crc);
-        data += chunk;
-        len -= static_cast<uint64_t>(chunk);
-    }
-    return crc ^ 0xFFFFFFFFu;
-}
-#else
-namespace {
-struct Crc32cTable {
-    uint32_t t[8][256];
-    Crc32cTable()
-    {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) {
-                c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-            }
-            t[0][i] = c;
-        }
-        for (uint32_t i = 0; i < 256; i++) {
-            for (int s = 1; s < 8; s++) {
-                t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
-            }
-        }
-    }
-};
-}  // namespace
-
-uint32_t crc32c(const uint8_t *data, uint64_t len)
-{
-    static const Crc32cTable tab;
-    uint32_t crc = 0xFFFFFFFFu;
-    while (len >= 8) {  // slicing by 8
-        uint64_t w;
-        std::memcpy(&w, data, 8);
-        w ^= crc;
-        crc = tab.t[7][w & 0xFF] ^ tab.t[6][(w >> 8) & 0xFF] ^ tab.t[5][(w >> 16) & 0xFF] ^
-              tab.t[4][(w >> 24) & 0xFF] ^ tab.t[3][(w >> 32) & 0xFF] ^ tab.t[2][(w >> 40) & 0xFF] ^
-              tab.t[1][(w >> 48) & 0xFF] ^ tab.t[0][w >> 56];
-        data += 8;
-        len -= 8;
-    }
-    while (len--) {
-        crc = (crc >> 8) ^ tab.t[0][(crc ^ *data++) & 0xFF];
-    }
-    return crc ^ 0xFFFFFFFFu;
-}
-#endif
+namespace csd::core {
 
 #ifdef CSD_HAVE_XXHASH
 uint64_t xxh64(const uint8_t *data, uint64_t len) { return XXH64(data, len, 0); }
@@ -127,4 +69,4 @@ uint64_t xxh64(const uint8_t *p, uint64_t len)
 }
 #endif
 
-}  // namespace csd
+}  // namespace csd::core

@@ -6,7 +6,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 namespace {
 
@@ -109,4 +109,4 @@ ExecResult program_conv2d(const ProgramCall &call)
     return ok(static_cast<uint32_t>(out_bytes));
 }
 
-}  // namespace csd
+}  // namespace csd::core

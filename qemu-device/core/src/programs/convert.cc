@@ -4,7 +4,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 namespace {
 
@@ -158,4 +158,4 @@ ExecResult program_convert(const ProgramCall &call)
     return ok(static_cast<uint32_t>(out_bytes));
 }
 
-}  // namespace csd
+}  // namespace csd::core

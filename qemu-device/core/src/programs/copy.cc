@@ -1,7 +1,7 @@
 // copy (01h): dst[0..len) = src; DW0 = src length.
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 ExecResult program_copy(const ProgramCall &call)
 {
@@ -20,4 +20,4 @@ ExecResult program_copy(const ProgramCall &call)
     return ok(static_cast<uint32_t>(src.len));
 }
 
-}  // namespace csd
+}  // namespace csd::core

@@ -8,7 +8,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 namespace {
 
@@ -99,4 +99,4 @@ ExecResult program_decompress(const ProgramCall &call)
                                    : lz4_frames(call.ranges[0], call.ranges[1]);
 }
 
-}  // namespace csd
+}  // namespace csd::core

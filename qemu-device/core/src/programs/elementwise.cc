@@ -3,7 +3,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 namespace {
 
@@ -80,4 +80,4 @@ ExecResult program_elementwise(const ProgramCall &call)
     return ok(static_cast<uint32_t>(bytes));
 }
 
-}  // namespace csd
+}  // namespace csd::core

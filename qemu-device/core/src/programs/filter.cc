@@ -5,7 +5,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 namespace {
 
@@ -95,4 +95,4 @@ ExecResult program_filter(const ProgramCall &call)
     return ok(static_cast<uint32_t>(written), hits);
 }
 
-}  // namespace csd
+}  // namespace csd::core

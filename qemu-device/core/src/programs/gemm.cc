@@ -3,7 +3,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 ExecResult program_gemm(const ProgramCall &call)
 {
@@ -39,4 +39,4 @@ ExecResult program_gemm(const ProgramCall &call)
     return ok(static_cast<uint32_t>(c_bytes));
 }
 
-}  // namespace csd
+}  // namespace csd::core

@@ -4,7 +4,7 @@
 
 #include "../program.h"
 
-namespace csd {
+namespace csd::core {
 
 ExecResult program_softmax(const ProgramCall &call)
 {
@@ -47,4 +47,4 @@ ExecResult program_softmax(const ProgramCall &call)
     return ok(static_cast<uint32_t>(bytes));
 }
 
-}  // namespace csd
+}  // namespace csd::core

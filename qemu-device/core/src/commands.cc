@@ -1,0 +1,96 @@
+// commands.cc - decoding, validation and statistics of the CSD I/O commands (spec §3):
+// every embedding hands the command dwords here and only moves the bytes it is told to.
+#include "core_state.h"
+
+using csd::core::count;
+
+namespace {
+
+constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+
+uint64_t dwords64(uint32_t lo, uint32_t hi) { return lo | static_cast<uint64_t>(hi) << 32; }
+
+bool exceeds_mdts(const csd_ctx *ctx, uint64_t bytes) { return ctx->max_transfer && bytes > ctx->max_transfer; }
+
+// SLM Load / SLM Store: CDW10-11 SLBA, CDW12 bits 15:0 NLB (0's based), CDW13-14 SLM offset.
+uint16_t decode_load_store(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
+{
+    count(core, c->opcode == CSD_OPC_SLM_STORE ? CSD_STAT_SLM_STORE_CMDS : CSD_STAT_SLM_LOAD_CMDS);
+    op->slba = dwords64(c->cdw10, c->cdw11);
+    op->nlb = (c->cdw12 & 0xFFFF) + 1;
+    op->slm_offset = dwords64(c->cdw13, c->cdw14);
+    op->bytes = uint64_t{op->nlb} * ctx->lba_size;
+    if (op->slba > ctx->lba_count || op->nlb > ctx->lba_count - op->slba) {
+        return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+    }
+    return csd_core_slm_range(core, op->slm_offset, op->bytes, &op->slm);
+}
+
+// SLM Write / SLM Read: CDW10-11 SLM offset, CDW12 length; both multiples of 4, length
+// not zero, within MDTS.
+uint16_t decode_slm_xfer(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
+{
+    count(core, c->opcode == CSD_OPC_SLM_WRITE ? CSD_STAT_SLM_WRITE_CMDS : CSD_STAT_SLM_READ_CMDS);
+    op->slm_offset = dwords64(c->cdw10, c->cdw11);
+    op->bytes = c->cdw12;
+    if (op->bytes == 0 || op->bytes % 4 != 0 || op->slm_offset % 4 != 0 || exceeds_mdts(ctx, op->bytes)) {
+        return kInvalidField;
+    }
+    return csd_core_slm_range(core, op->slm_offset, op->bytes, &op->slm);
+}
+
+// Execute: CDW10 the descriptor's length, 1..max_desc_len and within MDTS.
+uint16_t decode_execute(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
+{
+    count(core, CSD_STAT_EXEC_CMDS);
+    op->bytes = c->cdw10;
+    if (op->bytes == 0 || op->bytes > CSD_MAX_DESC_LEN || exceeds_mdts(ctx, op->bytes)) {
+        count(core, CSD_STAT_EXEC_ERRORS);
+        return kInvalidField;
+    }
+    return CSD_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx, csd_op *op)
+{
+    *op = csd_op{};
+    op->opcode = cmd->opcode;
+    switch (cmd->opcode) {
+    case CSD_OPC_SLM_LOAD:
+    case CSD_OPC_SLM_STORE:
+        return decode_load_store(core, cmd, ctx, op);
+    case CSD_OPC_SLM_WRITE:
+    case CSD_OPC_SLM_READ:
+        return decode_slm_xfer(core, cmd, ctx, op);
+    case CSD_OPC_EXECUTE:
+        return decode_execute(core, cmd, ctx, op);
+    default:
+        return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+    }
+}
+
+void csd_core_complete(csd_core *core, const csd_op *op, uint16_t status)
+{
+    if (op->opcode == CSD_OPC_EXECUTE) {
+        if (status != CSD_STATUS_SUCCESS) {
+            count(core, CSD_STAT_EXEC_ERRORS);
+        }
+        return;
+    }
+    if (status != CSD_STATUS_SUCCESS) {
+        return;  // byte counters count only bytes that moved
+    }
+    switch (op->opcode) {
+    case CSD_OPC_SLM_LOAD: count(core, CSD_STAT_BYTES_NS_TO_SLM, op->bytes); break;
+    case CSD_OPC_SLM_STORE: count(core, CSD_STAT_BYTES_SLM_TO_NS, op->bytes); break;
+    case CSD_OPC_SLM_WRITE: count(core, CSD_STAT_BYTES_HOST_TO_SLM, op->bytes); break;
+    case CSD_OPC_SLM_READ: count(core, CSD_STAT_BYTES_SLM_TO_HOST, op->bytes); break;
+    default: break;
+    }
+}
+
+}  // extern "C"

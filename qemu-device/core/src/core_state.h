@@ -1,0 +1,25 @@
+// core_state.h - the device core object (private to the core): SLM and statistics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "csd_core.h"
+
+struct csd_core {
+    uint8_t *slm = nullptr;
+    uint64_t slm_size = 0;
+    uint32_t compute_units = 0;
+    std::atomic<uint64_t> stats[CSD_STAT_COUNT] = {};
+    std::atomic<uint64_t> per_program[256] = {};
+};
+
+namespace csd::core {
+
+// Adds n to one statistics counter.
+inline void count(csd_core *core, csd_stat which, uint64_t n = 1)
+{
+    core->stats[which].fetch_add(n, std::memory_order_relaxed);
+}
+
+}  // namespace csd::core

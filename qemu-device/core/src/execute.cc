@@ -1,0 +1,91 @@
+// execute.cc - Execute: a transferred descriptor becomes a job (spec §4), a job runs.
+#include <chrono>
+#include <cstring>
+#include <new>
+
+#include "core_state.h"
+#include "program.h"
+
+namespace core = csd::core;
+
+struct csd_exec {
+    const core::ProgramInfo *program = nullptr;
+    core::Span ranges[CSD_MAX_RANGES];
+    uint32_t nr_ranges = 0;
+    uint8_t params[CSD_MAX_DESC_LEN];
+    uint32_t param_len = 0;
+};
+
+extern "C" {
+
+uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec)
+{
+    *exec = nullptr;
+    csd_desc_header h;
+    uint16_t st = csd_desc_parse(desc, len, CSD_MAX_RANGES, &h);
+    if (st != CSD_STATUS_SUCCESS) {
+        return st;
+    }
+    const core::ProgramInfo *prog = core::find_program(h.program_id);
+    if (!prog) {
+        return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
+    }
+    auto *job = new (std::nothrow) csd_exec;
+    if (!job) {
+        return CSD_STATUS_INTERNAL_ERROR;
+    }
+    job->program = prog;
+    job->nr_ranges = h.nr_ranges;
+    for (uint32_t i = 0; i < h.nr_ranges; i++) {
+        const csd_desc_range r = csd_desc_range_get(desc, i);
+        if (r.length == 0) {
+            if (static_cast<int>(i) != prog->zero_length_range) {
+                delete job;
+                return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
+            }
+            job->ranges[i] = core::Span{};  // its offset is ignored
+            continue;
+        }
+        uint8_t *p;
+        st = csd_core_slm_range(core, r.offset, r.length, &p);
+        if (st != CSD_STATUS_SUCCESS) {
+            delete job;
+            return st;
+        }
+        job->ranges[i] = core::Span{p, r.length};
+    }
+    job->param_len = h.param_len;
+    std::memcpy(job->params, csd_desc_params(desc, h.nr_ranges), h.param_len);
+    *exec = job;
+    return CSD_STATUS_SUCCESS;
+}
+
+uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)
+{
+    core::ProgramCall call;
+    call.cancel = cancel;
+    call.ranges = exec->ranges;
+    call.nr_ranges = exec->nr_ranges;
+    call.params = exec->params;
+    call.param_len = exec->param_len;
+    const auto start = std::chrono::steady_clock::now();
+    core::ExecResult r;
+    try {
+        r = exec->program->run(call);
+    } catch (const std::bad_alloc &) {
+        r = core::fail(CSD_STATUS_INTERNAL_ERROR);
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    core::count(core, CSD_STAT_EXEC_BUSY_NS, static_cast<uint64_t>(ns.count()));
+    core->per_program[exec->program->id & 0xFF].fetch_add(1, std::memory_order_relaxed);
+    *dw0 = r.dw0;
+    *dw1 = r.dw1;
+    delete exec;
+    return r.status;
+}
+
+void csd_core_exec_discard(csd_exec *exec) { delete exec; }
+
+uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->program->id; }
+
+}  // extern "C"

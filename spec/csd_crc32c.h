@@ -1,0 +1,22 @@
+/*
+ * csd_crc32c.h - CRC-32C (Castagnoli, reflected, init and final xor FFFFFFFFh; check
+ * value of "123456789" is E3069283h), as the checksum program (08h) computes it and as
+ * the object store protects its catalog and objects: one implementation for both.
+ */
+#ifndef CSD_CRC32C_H
+#define CSD_CRC32C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CRC-32C of len bytes (ISA-L where the build found it, else slicing-by-8). */
+uint32_t csd_crc32c(const void *data, uint64_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CSD_CRC32C_H */

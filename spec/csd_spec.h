@@ -1,0 +1,344 @@
+/*
+ * csd_spec.h - the CSD command set's wire format, version 1.0 (docs/command-set.md):
+ * opcodes, layouts, status values and their names, and the execute descriptor codec.
+ * The one home of this knowledge: the device core, the QEMU glue, libcsd, csd.ko (this
+ * header compiles in the kernel too), and through the bindings Python take it from here.
+ * All multi-byte fields are little-endian; the codec assumes a little-endian CPU.
+ */
+#ifndef CSD_SPEC_H
+#define CSD_SPEC_H
+
+#ifdef __KERNEL__
+#include <linux/string.h>
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#include <string.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Identify Controller vendor-specific bytes 3072..3075 hold this signature. */
+#define CSD_ID_VS_OFFSET 3072
+#define CSD_ID_SIGNATURE "CSD1"
+
+/* I/O command opcodes (vendor-specific, NVM command set). */
+enum csd_opcode {
+    CSD_OPC_SLM_LOAD = 0x80,  /* namespace -> SLM, no data */
+    CSD_OPC_SLM_WRITE = 0x81, /* host -> SLM */
+    CSD_OPC_SLM_READ = 0x82,  /* SLM -> host */
+    CSD_OPC_SLM_STORE = 0x84, /* SLM -> namespace, no data */
+    CSD_OPC_EXECUTE = 0x85,   /* host -> controller: execute descriptor */
+};
+
+/* Whether an I/O opcode belongs to the CSD command set. */
+static inline int csd_is_io_opcode(uint8_t opc)
+{
+    return opc == CSD_OPC_SLM_LOAD || opc == CSD_OPC_SLM_WRITE || opc == CSD_OPC_SLM_READ ||
+           opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_EXECUTE;
+}
+
+/* Whether an opcode may change the namespace's data (LBCC in the Effects log). */
+static inline int csd_opcode_changes_lbas(uint8_t opc)
+{
+    return opc == CSD_OPC_SLM_STORE;
+}
+
+/* Log page identifiers. */
+#define CSD_LOG_CAPABILITIES 0xC0
+#define CSD_LOG_STATISTICS 0xC1
+#define CSD_LOG_PAGE_SIZE 4096u
+
+/*
+ * NVMe status values as a 16-bit field of the completion: bits 7:0 status code,
+ * bits 10:8 status code type, bit 14 Do Not Retry (QEMU's encoding).
+ */
+#define CSD_STATUS_SUCCESS 0x0000
+#define CSD_STATUS_DNR 0x4000
+#define CSD_STATUS_INVALID_OPCODE 0x0001
+#define CSD_STATUS_INVALID_FIELD 0x0002
+#define CSD_STATUS_DATA_TRANSFER_ERROR 0x0004
+#define CSD_STATUS_INTERNAL_ERROR 0x0006
+#define CSD_STATUS_ABORT_REQUESTED 0x0007
+#define CSD_STATUS_SQ_DELETED 0x0008
+#define CSD_STATUS_INVALID_NAMESPACE 0x000B
+#define CSD_STATUS_LBA_OUT_OF_RANGE 0x0080
+#define CSD_STATUS_HOST_ABORTED 0x0371
+/* Command specific (SCT 1h), vendor specific codes. */
+#define CSD_STATUS_INVALID_PROGRAM 0x01C0
+#define CSD_STATUS_INVALID_DESCRIPTOR 0x01C1
+#define CSD_STATUS_SLM_OUT_OF_BOUNDS 0x01C2
+#define CSD_STATUS_INVALID_PARAMETERS 0x01C3
+#define CSD_STATUS_OUTPUT_OVERFLOW 0x01C4
+#define CSD_STATUS_PROGRAM_FAULT 0x01C5
+
+/* Status code type and code of a status value, DNR and More bits removed. */
+#define CSD_STATUS_CODE(s) ((uint16_t)((s) & 0x07FF))
+
+/* English name of a status value ("Invalid Program"), or NULL for one not named here. */
+static inline const char *csd_status_name(uint16_t status)
+{
+    switch (CSD_STATUS_CODE(status)) {
+    case CSD_STATUS_SUCCESS: return "Success";
+    case CSD_STATUS_INVALID_OPCODE: return "Invalid Command Opcode";
+    case CSD_STATUS_INVALID_FIELD: return "Invalid Field in Command";
+    case CSD_STATUS_DATA_TRANSFER_ERROR: return "Data Transfer Error";
+    case CSD_STATUS_INTERNAL_ERROR: return "Internal Error";
+    case CSD_STATUS_ABORT_REQUESTED: return "Command Abort Requested";
+    case CSD_STATUS_SQ_DELETED: return "Command Aborted due to SQ Deletion";
+    case CSD_STATUS_INVALID_NAMESPACE: return "Invalid Namespace or Format";
+    case CSD_STATUS_LBA_OUT_OF_RANGE: return "LBA Out of Range";
+    case CSD_STATUS_HOST_ABORTED: return "Host Aborted Command";
+    case CSD_STATUS_INVALID_PROGRAM: return "Invalid Program";
+    case CSD_STATUS_INVALID_DESCRIPTOR: return "Invalid Descriptor";
+    case CSD_STATUS_SLM_OUT_OF_BOUNDS: return "SLM Range Out of Bounds";
+    case CSD_STATUS_INVALID_PARAMETERS: return "Invalid Parameters";
+    case CSD_STATUS_OUTPUT_OVERFLOW: return "Output Overflow";
+    case CSD_STATUS_PROGRAM_FAULT: return "Program Fault";
+    default: return NULL;
+    }
+}
+
+/* The status values this command set names (section 7 and the generic ones it uses). */
+static const uint16_t csd_named_statuses[] = {
+    CSD_STATUS_INVALID_OPCODE, CSD_STATUS_INVALID_FIELD, CSD_STATUS_DATA_TRANSFER_ERROR,
+    CSD_STATUS_INTERNAL_ERROR, CSD_STATUS_ABORT_REQUESTED, CSD_STATUS_SQ_DELETED,
+    CSD_STATUS_INVALID_NAMESPACE, CSD_STATUS_LBA_OUT_OF_RANGE, CSD_STATUS_HOST_ABORTED,
+    CSD_STATUS_INVALID_PROGRAM, CSD_STATUS_INVALID_DESCRIPTOR, CSD_STATUS_SLM_OUT_OF_BOUNDS,
+    CSD_STATUS_INVALID_PARAMETERS, CSD_STATUS_OUTPUT_OVERFLOW, CSD_STATUS_PROGRAM_FAULT,
+};
+
+/* Execute descriptor. */
+#define CSD_DESC_MAGIC "CSDX"
+#define CSD_DESC_VERSION 1
+#define CSD_DESC_HEADER_SIZE 16u
+#define CSD_DESC_RANGE_SIZE 16u
+#define CSD_MAX_DESC_LEN 4096u
+#define CSD_MAX_RANGES 16u
+
+struct csd_desc_header {
+    char magic[4];
+    uint16_t version;
+    uint16_t program_id;
+    uint16_t nr_ranges;
+    uint16_t flags;
+    uint32_t param_len;
+};
+
+struct csd_desc_range {
+    uint64_t offset;
+    uint64_t length;
+};
+
+/* Bytes of a descriptor with nr_ranges ranges and param_len parameter bytes. */
+static inline uint64_t csd_desc_size(uint32_t nr_ranges, uint32_t param_len)
+{
+    return CSD_DESC_HEADER_SIZE + (uint64_t)CSD_DESC_RANGE_SIZE * nr_ranges + param_len;
+}
+
+/*
+ * Checks a descriptor of len bytes (magic, version, flags, 1 <= nr_ranges <= max_ranges,
+ * a size that agrees with len) and copies its header to *h. Returns CSD_STATUS_SUCCESS or
+ * Invalid Descriptor (DNR). Ranges and program are the reader's to check.
+ */
+static inline uint16_t csd_desc_parse(const void *desc, uint32_t len, uint32_t max_ranges,
+                                      struct csd_desc_header *h)
+{
+    if (len < sizeof(*h) || len > CSD_MAX_DESC_LEN)
+        return CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR;
+    memcpy(h, desc, sizeof(*h));
+    if (memcmp(h->magic, CSD_DESC_MAGIC, 4) != 0 || h->version != CSD_DESC_VERSION ||
+        h->flags != 0 || h->nr_ranges == 0 || h->nr_ranges > max_ranges ||
+        csd_desc_size(h->nr_ranges, h->param_len) != len)
+        return CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR;
+    return CSD_STATUS_SUCCESS;
+}
+
+/* Range i of a descriptor (i < nr_ranges, checked by the caller). */
+static inline struct csd_desc_range csd_desc_range_get(const void *desc, uint32_t i)
+{
+    struct csd_desc_range r;
+
+    memcpy(&r, (const uint8_t *)desc + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * i, sizeof(r));
+    return r;
+}
+
+/* Sets range i of a descriptor. */
+static inline void csd_desc_range_set(void *desc, uint32_t i, struct csd_desc_range r)
+{
+    memcpy((uint8_t *)desc + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * i, &r, sizeof(r));
+}
+
+/* The parameter bytes of a descriptor with nr_ranges ranges. */
+static inline const uint8_t *csd_desc_params(const void *desc, uint32_t nr_ranges)
+{
+    return (const uint8_t *)desc + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * nr_ranges;
+}
+
+/*
+ * Writes a descriptor into buf (csd_desc_size(nr_ranges, param_len) bytes): header,
+ * ranges (offset/length pairs, nr_ranges of them) and param_len bytes of params.
+ */
+static inline void csd_desc_encode(void *buf, uint16_t program, uint16_t nr_ranges,
+                                   const struct csd_desc_range *ranges, const void *params,
+                                   uint32_t param_len)
+{
+    struct csd_desc_header h;
+    uint32_t i;
+
+    memcpy(h.magic, CSD_DESC_MAGIC, 4);
+    h.version = CSD_DESC_VERSION;
+    h.program_id = program;
+    h.nr_ranges = nr_ranges;
+    h.flags = 0;
+    h.param_len = param_len;
+    memcpy(buf, &h, sizeof(h));
+    for (i = 0; i < nr_ranges; i++)
+        csd_desc_range_set(buf, i, ranges[i]);
+    if (param_len)
+        memcpy((uint8_t *)buf + CSD_DESC_HEADER_SIZE + CSD_DESC_RANGE_SIZE * nr_ranges, params,
+               param_len);
+}
+
+/* Device-defined program ids. */
+enum csd_program_id {
+    CSD_PROG_COPY = 0x01,
+    CSD_PROG_GEMM = 0x02,
+    CSD_PROG_ELEMENTWISE = 0x03,
+    CSD_PROG_SOFTMAX = 0x04,
+    CSD_PROG_REDUCE = 0x05,
+    CSD_PROG_FILTER = 0x06,
+    CSD_PROG_CONVERT = 0x07,
+    CSD_PROG_CHECKSUM = 0x08,
+    CSD_PROG_CONV2D = 0x09,
+    CSD_PROG_DECOMPRESS = 0x0A,
+};
+#define CSD_NR_DEVICE_PROGRAMS 10
+
+/* Name of a device-defined program ("gemm", as C0h lists it), or NULL for another id. */
+static inline const char *csd_program_name(uint16_t id)
+{
+    static const char *const names[CSD_NR_DEVICE_PROGRAMS + 1] = {
+        NULL, "copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert",
+        "checksum", "conv2d", "decompress",
+    };
+    return id <= CSD_NR_DEVICE_PROGRAMS ? names[id] : NULL;
+}
+
+/* Program parameters (section 6). */
+#define CSD_GEMM_TRANS_A 0x1u
+#define CSD_GEMM_TRANS_B 0x2u
+struct csd_gemm_params {
+    uint32_t m, n, k, flags;
+    float alpha, beta;
+};
+
+enum csd_elementwise_op {
+    CSD_EW_ADD = 0, CSD_EW_SUB = 1, CSD_EW_MUL = 2, CSD_EW_DIV = 3, CSD_EW_MAX = 4,
+    CSD_EW_MIN = 5,
+    CSD_EW_RELU = 16, CSD_EW_SIGMOID = 17, CSD_EW_TANH = 18, CSD_EW_GELU = 19,
+    CSD_EW_AXPB = 20, CSD_EW_EXP = 21, CSD_EW_ABS = 22,
+};
+struct csd_elementwise_params {
+    uint32_t op, count;
+    float a, b;
+};
+
+struct csd_softmax_params {
+    uint32_t rows, cols;
+};
+
+enum csd_reduce_op {
+    CSD_RED_SUM = 0, CSD_RED_MIN = 1, CSD_RED_MAX = 2, CSD_RED_MEAN = 3,
+    CSD_RED_ARGMAX = 4, CSD_RED_ARGMIN = 5,
+};
+enum csd_dtype { CSD_DT_F32 = 0, CSD_DT_F64 = 1, CSD_DT_I32 = 2, CSD_DT_I64 = 3 };
+struct csd_reduce_params {
+    uint32_t op, dtype, rows, cols;
+};
+
+enum csd_field_type {
+    CSD_FT_I32 = 0, CSD_FT_I64 = 1, CSD_FT_U32 = 2, CSD_FT_U64 = 3, CSD_FT_F32 = 4,
+    CSD_FT_F64 = 5,
+};
+enum csd_filter_op {
+    CSD_CMP_EQ = 0, CSD_CMP_NE = 1, CSD_CMP_LT = 2, CSD_CMP_LE = 3, CSD_CMP_GT = 4,
+    CSD_CMP_GE = 5, CSD_CMP_BETWEEN = 6,
+};
+enum csd_filter_output { CSD_FILTER_RECORDS = 0, CSD_FILTER_INDICES = 1 };
+struct csd_filter_params {
+    uint32_t record_size, count, field_offset;
+    uint16_t field_type, op;
+    uint32_t output_mode, reserved;
+    uint8_t lo[8], hi[8]; /* i64, u64 or f64 by field type */
+};
+
+enum csd_convert_op {
+    CSD_CVT_F32_F16 = 0, CSD_CVT_F32_BF16 = 1, CSD_CVT_F16_F32 = 2, CSD_CVT_BF16_F32 = 3,
+    CSD_CVT_I8_F32 = 4, CSD_CVT_F32_I8 = 5, CSD_CVT_U8_F32 = 6,
+};
+struct csd_convert_params {
+    uint32_t op, count;
+    float scale;
+    int32_t zero_point;
+};
+
+enum csd_checksum_algo { CSD_CKSUM_CRC32C = 0, CSD_CKSUM_XXH64 = 1 };
+
+#define CSD_CONV2D_HAS_BIAS 0x1u
+struct csd_conv2d_params {
+    uint32_t n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+        flags;
+};
+
+enum csd_decompress_algo { CSD_DECOMP_ZSTD = 0, CSD_DECOMP_LZ4 = 1 };
+
+/* Log page C0h: capabilities. */
+struct csd_caps_entry {
+    uint16_t id;
+    uint8_t type; /* 0 device-defined, 1 downloadable */
+    uint8_t flags;
+    uint32_t reserved;
+    char name[24];
+};
+struct csd_caps_log {
+    char magic[4]; /* "CSD1" */
+    uint32_t version; /* 0x00010000 */
+    uint64_t slm_size;
+    uint32_t compute_units;
+    uint32_t max_desc_len;
+    uint32_t max_ranges;
+    uint32_t nr_programs;
+    uint8_t reserved[32];
+    struct csd_caps_entry programs[]; /* nr_programs entries */
+};
+
+/* Log page C1h: statistics (u64 counters from offset 8, per-program counts from 256). */
+enum csd_stat {
+    CSD_STAT_SLM_LOAD_CMDS, CSD_STAT_SLM_STORE_CMDS, CSD_STAT_SLM_WRITE_CMDS,
+    CSD_STAT_SLM_READ_CMDS, CSD_STAT_EXEC_CMDS, CSD_STAT_EXEC_ERRORS,
+    CSD_STAT_BYTES_NS_TO_SLM, CSD_STAT_BYTES_SLM_TO_NS, CSD_STAT_BYTES_HOST_TO_SLM,
+    CSD_STAT_BYTES_SLM_TO_HOST, CSD_STAT_EXEC_BUSY_NS,
+    CSD_STAT_COUNT
+};
+#define CSD_STATS_COUNTERS_OFFSET 8u
+#define CSD_STATS_PER_PROGRAM_OFFSET 256u
+#define CSD_STATS_MAGIC "CSDS"
+#define CSD_CAPS_MAGIC "CSD1"
+#define CSD_CAPS_ENTRIES_OFFSET 64u
+#define CSD_LOG_VERSION 0x00010000u
+
+/* Statistics counter names, in log page order (as csdctl and Python show them). */
+static const char *const csd_stat_names[CSD_STAT_COUNT] = {
+    "slm_load_cmds", "slm_store_cmds", "slm_write_cmds", "slm_read_cmds", "exec_cmds",
+    "exec_errors", "bytes_namespace_to_slm", "bytes_slm_to_namespace", "bytes_host_to_slm",
+    "bytes_slm_to_host", "exec_busy_ns",
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CSD_SPEC_H */
