@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds csd.ko against the guest kernel's headers (images/fetch-kernel.sh) into
-# build/kmod/csd.ko, from a copy of kmod/ with nvme-core's private nvme.h beside it.
+# build/kmod/csd.ko, from a copy of kmod/ with nvme-core's private nvme.h and the command
+# set's spec/csd_spec.h beside it. A failed build fails loudly (no stale csd.ko is used).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 krel=$(cat "$top/build/images/kernel-release")
@@ -8,10 +9,19 @@ kdir="$top/build/images/kernel-root/usr/src/linux-headers-$krel"
 out="$top/build/kmod"
 [ -d "$kdir" ] || { echo "kmod: kernel headers missing (make image)" >&2; exit 1; }
 mkdir -p "$out/uapi"
-for f in csd.c Kbuild uapi/csd_ioctl.h; do
-    cmp -s "$top/kmod/$f" "$out/$f" || cp "$top/kmod/$f" "$out/$f"
+copy() { cmp -s "$1" "$2" || cp "$1" "$2"; }
+for f in csd_main.c csd_p2p.c csd.h Kbuild uapi/csd_ioctl.h; do
+    copy "$top/kmod/$f" "$out/$f"
 done
-cmp -s "$top/build/images/nvme-private/nvme.h" "$out/nvme.h" || cp "$top/build/images/nvme-private/nvme.h" "$out/nvme.h"
-make -s -C "$kdir" M="$out" modules 2>&1 | grep -v "^\s*$" || true
-[ -f "$out/csd.ko" ] || { echo "kmod: build failed" >&2; exit 1; }
+rm -f "$out/csd.c"  # the module's single source before it was split
+copy "$top/spec/csd_spec.h" "$out/csd_spec.h"
+copy "$top/build/images/nvme-private/nvme.h" "$out/nvme.h"
+if ! log=$(make -s -C "$kdir" M="$out" modules 2>&1); then
+    echo "$log" >&2
+    rm -f "$out/csd.ko"
+    echo "kmod: build failed" >&2
+    exit 1
+fi
+[ -z "$log" ] || echo "$log"
+[ -f "$out/csd.ko" ] || { echo "kmod: build produced no csd.ko" >&2; exit 1; }
 echo "kmod: $out/csd.ko"

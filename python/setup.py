@@ -28,7 +28,8 @@ def rel(p):
     return os.path.relpath(p, here)
 
 
-sources = ["src/bindings.cc"]
+spec = top / "spec"
+sources = ["src/bindings.cc", rel(spec / "crc32c.cc")]
 sources += [rel(p) for p in sorted((core / "src").glob("*.cc"))]
 sources += [rel(p) for p in sorted((core / "src" / "programs").glob("*.cc"))]
 host_libs = ["c_api.cc", "device.cc", "error.cc", "programs.cc", "slm_allocator.cc", "store.cc",
@@ -58,7 +59,8 @@ sources += [rel(host / "lib" / f) for f in host_libs]
 
 # The GPU part (land data in GPU memory) where the CUDA runtime is found; never required.
 cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-include_dirs = [str(core / "include"), str(host / "include"), str(host / "lib")]
+include_dirs = [str(spec), str(core / "include"), str(host / "include"), str(host / "lib"),
+                str(top / "kmod" / "uapi")]
 if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists():
     sources.append(rel(host / "cuda" / "gpu.cc"))
     macros.append(("CSD_HAVE_GPU", "1"))

@@ -295,6 +295,44 @@ struct csd_conv2d_params {
 
 enum csd_decompress_algo { CSD_DECOMP_ZSTD = 0, CSD_DECOMP_LZ4 = 1 };
 
+/* The names users spell parameter values with (csdctl, Python); each list ends with NULL. */
+struct csd_name {
+    const char *name;
+    uint32_t value;
+};
+static const struct csd_name csd_elementwise_op_names[] = {
+    {"add", CSD_EW_ADD}, {"sub", CSD_EW_SUB}, {"mul", CSD_EW_MUL}, {"div", CSD_EW_DIV},
+    {"max", CSD_EW_MAX}, {"min", CSD_EW_MIN}, {"relu", CSD_EW_RELU},
+    {"sigmoid", CSD_EW_SIGMOID}, {"tanh", CSD_EW_TANH}, {"gelu", CSD_EW_GELU},
+    {"axpb", CSD_EW_AXPB}, {"exp", CSD_EW_EXP}, {"abs", CSD_EW_ABS}, {NULL, 0},
+};
+static const struct csd_name csd_reduce_op_names[] = {
+    {"sum", CSD_RED_SUM}, {"min", CSD_RED_MIN}, {"max", CSD_RED_MAX}, {"mean", CSD_RED_MEAN},
+    {"argmax", CSD_RED_ARGMAX}, {"argmin", CSD_RED_ARGMIN}, {NULL, 0},
+};
+static const struct csd_name csd_dtype_names[] = {
+    {"f32", CSD_DT_F32}, {"f64", CSD_DT_F64}, {"i32", CSD_DT_I32}, {"i64", CSD_DT_I64}, {NULL, 0},
+};
+static const struct csd_name csd_field_type_names[] = {
+    {"i32", CSD_FT_I32}, {"i64", CSD_FT_I64}, {"u32", CSD_FT_U32}, {"u64", CSD_FT_U64},
+    {"f32", CSD_FT_F32}, {"f64", CSD_FT_F64}, {NULL, 0},
+};
+static const struct csd_name csd_filter_op_names[] = {
+    {"eq", CSD_CMP_EQ}, {"ne", CSD_CMP_NE}, {"lt", CSD_CMP_LT}, {"le", CSD_CMP_LE},
+    {"gt", CSD_CMP_GT}, {"ge", CSD_CMP_GE}, {"between", CSD_CMP_BETWEEN}, {NULL, 0},
+};
+static const struct csd_name csd_convert_op_names[] = {
+    {"f32_f16", CSD_CVT_F32_F16}, {"f32_bf16", CSD_CVT_F32_BF16}, {"f16_f32", CSD_CVT_F16_F32},
+    {"bf16_f32", CSD_CVT_BF16_F32}, {"i8_f32", CSD_CVT_I8_F32}, {"f32_i8", CSD_CVT_F32_I8},
+    {"u8_f32", CSD_CVT_U8_F32}, {NULL, 0},
+};
+static const struct csd_name csd_checksum_algo_names[] = {
+    {"crc32c", CSD_CKSUM_CRC32C}, {"xxh64", CSD_CKSUM_XXH64}, {NULL, 0},
+};
+static const struct csd_name csd_decompress_algo_names[] = {
+    {"zstd", CSD_DECOMP_ZSTD}, {"lz4", CSD_DECOMP_LZ4}, {NULL, 0},
+};
+
 /* Log page C0h: capabilities. */
 struct csd_caps_entry {
     uint16_t id;

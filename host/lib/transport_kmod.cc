@@ -1,8 +1,9 @@
 // transport_kmod.cc - the kernel module's /dev/csd<N>: shared, isolated, no root needed.
 // At open it takes one SLM allocation of the module (?slm=16M by default) and presents it
 // to the library as the device's SLM, so every layer above works unchanged: SLM offsets
-// become (allocation, offset) pairs that the module checks and translates, Execute
-// descriptors are rebuilt as the module's range list, admin facts come from its ioctls.
+// become (allocation, offset) pairs that the module checks and translates (Execute
+// descriptors too: the module parses them, at the trust boundary), admin facts come from
+// its ioctls.
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -11,8 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../../kmod/uapi/csd_ioctl.h"
 #include "csd/error.hpp"
+#include "csd_ioctl.h"
 #include "csd_spec.h"
 #include "synth.hpp"
 #include "transports.hpp"
@@ -24,7 +25,6 @@ namespace {
 constexpr uint16_t kOutOfBounds = CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
-constexpr uint16_t kInvalidDescriptor = CSD_STATUS_INVALID_DESCRIPTOR | CSD_STATUS_DNR;
 
 class TransportKmod : public Transport {
 public:
@@ -43,7 +43,15 @@ public:
             const int e = errno;
             throw Error("open " + path_ + (e == EACCES ? " (is this user in the group csd.ko allows?)" : ""), e);
         }
-        if (ioctl(fd_, CSD_IOC_INFO, &info_) != 0) fail("CSD_IOC_INFO");
+        if (ioctl(fd_, CSD_IOC_INFO, &info_) != 0) {
+            if (errno == ENOTTY) errno = EPROTO;  // the INFO number changes with the interface
+            fail("CSD_IOC_INFO (csd.ko interface version " + std::to_string(CSD_IOC_API_VERSION) + " wanted)");
+        }
+        if (info_.api_version != CSD_IOC_API_VERSION) {
+            errno = EPROTO;
+            fail("csd.ko interface version " + std::to_string(info_.api_version) + ", libcsd needs " +
+                 std::to_string(CSD_IOC_API_VERSION));
+        }
         csd_ioc_alloc a{};
         a.size = want;
         if (ioctl(fd_, CSD_IOC_ALLOC, &a) != 0) {
@@ -117,45 +125,26 @@ private:
     // An ioctl whose argument carries the NVMe status; a range outside this file's
     // allocation (ERANGE) is reported as the drive would report it for SLM.
     template <class T>
-    Completion call(unsigned long req, T *arg, const uint32_t &status, uint64_t result = 0)
+    Completion call(unsigned long req, T *arg, const uint32_t &status)
     {
         if (ioctl(fd_, req, arg) != 0) {
             if (errno == ERANGE) return {kOutOfBounds, 0};
             throw Error("csd.ko ioctl on " + path_, errno);
         }
-        return {static_cast<uint16_t>(status), result};
+        return {static_cast<uint16_t>(status), 0};
     }
 
+    // The descriptor goes to the module as it is: the module parses it once, checks each
+    // range against this file's allocation and rewrites the offsets for the drive.
     Completion execute(const Command &c)
     {
-        const uint32_t len = c.cdw10;
-        if (len == 0 || len > CSD_MAX_DESC_LEN || c.data_len < len) return {kInvalidField, 0};
-        const auto *d = static_cast<const uint8_t *>(c.data);
-        csd_desc_header h;
-        if (len < sizeof h) return {kInvalidDescriptor, 0};
-        std::memcpy(&h, d, sizeof h);
-        if (std::memcmp(h.magic, CSD_DESC_MAGIC, 4) != 0 || h.version != CSD_DESC_VERSION || h.flags != 0 ||
-            h.nr_ranges == 0 || h.nr_ranges > CSD_IOC_MAX_RANGES ||
-            16ull + 16ull * h.nr_ranges + h.param_len != len) {
-            return {kInvalidDescriptor, 0};
-        }
+        if (c.data_len < c.cdw10) return {kInvalidField, 0};
         csd_ioc_exec e{};
-        e.program = h.program_id;
-        e.nr_ranges = h.nr_ranges;
-        e.param_len = h.param_len;
-        e.params = reinterpret_cast<uintptr_t>(d + 16 + 16 * h.nr_ranges);
-        for (uint32_t i = 0; i < h.nr_ranges; i++) {
-            csd_desc_range r;
-            std::memcpy(&r, d + 16 + 16 * i, sizeof r);
-            e.ranges[i].handle = r.length ? region_ : 0;
-            e.ranges[i].offset = r.length ? r.offset : 0;
-            e.ranges[i].length = r.length;
-        }
-        if (ioctl(fd_, CSD_IOC_EXEC, &e) != 0) {
-            if (errno == ERANGE) return {kOutOfBounds, 0};
-            throw Error("csd.ko Execute on " + path_, errno);
-        }
-        return {static_cast<uint16_t>(e.status), static_cast<uint64_t>(e.dw1) << 32 | e.dw0};
+        e.handle = region_;
+        e.desc_len = c.cdw10;
+        e.desc = reinterpret_cast<uintptr_t>(c.data);
+        const Completion r = call(CSD_IOC_EXEC, &e, e.status);
+        return {r.status, static_cast<uint64_t>(e.dw1) << 32 | e.dw0};
     }
 
     Completion admin(const Command &c)

@@ -1,61 +1,43 @@
 // csdctl - the nvme-csd command line: device facts, the object store, programs, bench.
-#include <unistd.h>
+// Arguments are parsed by CLI11 and JSON is written by nlohmann::json (Debian packages);
+// parameter names (filter ops, field types, reduce ops, checksum algos) come from the
+// command set's own name tables (spec/csd_spec.h).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "csd/device.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd_spec.h"
+#include "npy.hpp"
 
 using namespace csd;
+using json = nlohmann::ordered_json;  // keys in the order written
 
 namespace {
 
-const char *kUsage = R"(csdctl - drive the nvme-csd computational-storage device
-
-usage: csdctl [--device PATH] [--uring] [--json] [--bus-stats] COMMAND [ARGS]
-
-device (default: $CSD_DEVICE, else /dev/ng0n1):
+const char *kDevices = R"(device (--device, else $CSD_DEVICE, else /dev/ng0n1):
   /dev/ngXnY, /dev/nvmeXnY   a CSD (emulated or real), ioctl passthrough (--uring: io_uring)
-  emu:FILE[?slm=64M&lba=512&cu=2&size=256M]   the in-process device over FILE
+  /dev/csdN[?slm=16M]        through csd.ko (no root needed)
+  emu:FILE[?slm=64M&lba=512&cu=2&size=256M]   the in-process device over FILE)";
 
---bus-stats prints the commands and data bytes this run moved across the bus (stderr).
-
-commands:
-  info                          capabilities (SLM size, compute units, limits)
-  programs                      the device's programs
-  stats                         the statistics log
-  format                        create an empty object store on the namespace
-  put NAME FILE                 store FILE (.npy: as a typed tensor) as object NAME
-  get NAME FILE                 write object NAME to FILE (.npy for tensors)
-  ls                            list objects
-  stat NAME                     one object's catalog entry
-  rm NAME                       remove an object
-  run checksum NAME [--algo crc32c|xxh64]
-  run filter SRC DST --record-size N --field-offset N --type i32|i64|u32|u64|f32|f64
-             --op eq|ne|lt|le|gt|ge|between --lo X [--hi X] [--indices]
-  run reduce NAME --op sum|min|max|mean|argmax|argmin   (tensor rows x cols)
-  run gemm A B C                C = A x B for 2-D float32 tensors, stored as object C
-  bench [--seconds S]           Execute throughput by queue depth; 4 KiB copy vs Read latency
-)";
-
+// Global options.
 struct Opts {
-    std::string device;
+    std::string device = "/dev/ng0n1";
     bool uring = false;
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
-    std::vector<std::string> args;
-    std::map<std::string, std::string> flags;  // --name value (or "1" for switches)
 };
 
 [[noreturn]] void die(const std::string &msg)
@@ -64,15 +46,15 @@ struct Opts {
     std::exit(1);
 }
 
-std::string flag(const Opts &o, const std::string &name, const std::string &def = "")
+// A command-set name table (spec/csd_spec.h) as a map for CLI11's IsMember check.
+std::map<std::string, uint32_t> names(const csd_name *table)
 {
-    auto it = o.flags.find(name);
-    if (it == o.flags.end()) {
-        if (def.empty()) die("missing --" + name + " (see csdctl --help)");
-        return def;
-    }
-    return it->second;
+    std::map<std::string, uint32_t> m;
+    for (; table->name; table++) m[table->name] = table->value;
+    return m;
 }
+
+void print(const json &j) { std::cout << j.dump() << "\n"; }
 
 // A progress bar on stderr for transfers of 8 MiB and more.
 Progress bar(const std::string &what, uint64_t total)
@@ -89,72 +71,16 @@ Progress bar(const std::string &what, uint64_t total)
     };
 }
 
-// ---------------------------------------------------------------- .npy files
-struct Npy {
-    std::string dtype;
-    std::vector<uint64_t> shape;
-    std::vector<uint8_t> data;
-};
-
-bool read_npy(const std::vector<uint8_t> &f, Npy *out)
-{
-    if (f.size() < 10 || std::memcmp(f.data(), "\x93NUMPY", 6) != 0) return false;
-    const int major = f[6];
-    size_t hlen, hstart;
-    if (major == 1) {
-        hlen = f[8] | f[9] << 8;
-        hstart = 10;
-    } else {
-        if (f.size() < 12) return false;
-        hlen = f[8] | f[9] << 8 | f[10] << 16 | static_cast<size_t>(f[11]) << 24;
-        hstart = 12;
-    }
-    if (hstart + hlen > f.size()) return false;
-    const std::string h(reinterpret_cast<const char *>(f.data()) + hstart, hlen);
-    auto field = [&](const std::string &key) {
-        const size_t k = h.find("'" + key + "'");
-        if (k == std::string::npos) die(".npy header has no '" + key + "'");
-        return h.substr(h.find(':', k) + 1);
-    };
-    std::string d = field("descr");
-    d = d.substr(d.find('\'') + 1);
-    out->dtype = d.substr(0, d.find('\''));
-    if (field("fortran_order").find("True") < field("fortran_order").find(',')) die(".npy in Fortran order is not supported");
-    std::string s = field("shape");
-    s = s.substr(s.find('(') + 1, s.find(')') - s.find('(') - 1);
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (item.find_first_not_of(" ") != std::string::npos) out->shape.push_back(std::stoull(item));
-    }
-    out->data.assign(f.begin() + static_cast<long>(hstart + hlen), f.end());
-    return true;
-}
-
-std::vector<uint8_t> write_npy(const ObjectInfo &o, const std::vector<uint8_t> &data)
-{
-    std::string shape = "(";
-    for (size_t i = 0; i < o.shape.size(); i++) shape += std::to_string(o.shape[i]) + (o.shape.size() == 1 ? "," : i + 1 < o.shape.size() ? ", " : "");
-    shape += ")";
-    std::string h = "{'descr': '" + o.dtype + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    while ((10 + h.size() + 1) % 64) h += ' ';
-    h += '\n';
-    std::vector<uint8_t> f = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(h.size()), static_cast<uint8_t>(h.size() >> 8)};
-    f.insert(f.end(), h.begin(), h.end());
-    f.insert(f.end(), data.begin(), data.end());
-    return f;
-}
-
-bool ends_with(const std::string &s, const std::string &suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::vector<uint8_t> slurp(const std::string &path)
 {
     std::ifstream f(path, std::ios::binary);
     if (!f) die("cannot read " + path + ": " + std::strerror(errno));
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+
+bool ends_with(const std::string &s, const std::string &suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 uint64_t elem_size(const std::string &dtype)
@@ -170,15 +96,21 @@ std::string shape_str(const std::vector<uint64_t> &s)
     return r + "]";
 }
 
-// ---------------------------------------------------------------- commands
+std::string hex(uint64_t v, int width)
+{
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%0*llx", width, static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// ---------------------------------------------------------------- device facts
 int cmd_info(Device &d, const Opts &o)
 {
     const auto &c = d.caps();
     if (o.json) {
-        std::printf("{\"transport\": \"%s\", \"slm_size\": %llu, \"compute_units\": %u, \"max_desc_len\": %u, "
-                    "\"max_ranges\": %u, \"programs\": %zu, \"lba_size\": %u, \"lba_count\": %llu}\n",
-                    d.transport().name(), static_cast<unsigned long long>(c.slm_size), c.compute_units, c.max_desc_len,
-                    c.max_ranges, c.programs.size(), d.ns().lba_size, static_cast<unsigned long long>(d.ns().lba_count));
+        print({{"transport", d.transport().name()}, {"slm_size", c.slm_size}, {"compute_units", c.compute_units},
+               {"max_desc_len", c.max_desc_len}, {"max_ranges", c.max_ranges}, {"programs", c.programs.size()},
+               {"lba_size", d.ns().lba_size}, {"lba_count", d.ns().lba_count}});
     } else {
         std::printf("transport      %s\nSLM            %llu bytes (%.0f MiB)\ncompute units  %u\n"
                     "max_desc_len   %u\nmax_ranges     %u\nprograms       %zu\nnamespace      %llu LBAs of %u bytes\n",
@@ -191,193 +123,195 @@ int cmd_info(Device &d, const Opts &o)
 
 int cmd_programs(Device &d, const Opts &o)
 {
-    if (o.json) std::printf("[");
-    for (size_t i = 0; i < d.caps().programs.size(); i++) {
-        const auto &p = d.caps().programs[i];
-        if (o.json) std::printf("%s{\"id\": %u, \"name\": \"%s\", \"type\": %u}", i ? ", " : "", p.id, p.name.c_str(), p.type);
+    json list = json::array();
+    for (const auto &p : d.caps().programs) {
+        if (o.json) list.push_back({{"id", p.id}, {"name", p.name}, {"type", p.type}});
         else std::printf("%04xh  %-12s %s\n", p.id, p.name.c_str(), p.type ? "downloadable" : "device-defined");
     }
-    if (o.json) std::printf("]\n");
+    if (o.json) print(list);
     return 0;
 }
 
 int cmd_stats(Device &d, const Opts &o)
 {
     const Statistics s = d.stats();
-    const std::pair<const char *, uint64_t> rows[] = {
-        {"slm_load_cmds", s.slm_load_cmds}, {"slm_store_cmds", s.slm_store_cmds}, {"slm_write_cmds", s.slm_write_cmds},
-        {"slm_read_cmds", s.slm_read_cmds}, {"exec_cmds", s.exec_cmds}, {"exec_errors", s.exec_errors},
-        {"bytes_namespace_to_slm", s.bytes_namespace_to_slm}, {"bytes_slm_to_namespace", s.bytes_slm_to_namespace},
-        {"bytes_host_to_slm", s.bytes_host_to_slm}, {"bytes_slm_to_host", s.bytes_slm_to_host},
-        {"exec_busy_ns", s.exec_busy_ns}};
-    if (o.json) std::printf("{");
-    bool first = true;
-    for (auto &[k, v] : rows) {
-        if (o.json) std::printf("%s\"%s\": %llu", first ? "" : ", ", k, static_cast<unsigned long long>(v));
-        else std::printf("%-24s %llu\n", k, static_cast<unsigned long long>(v));
-        first = false;
+    const uint64_t values[CSD_STAT_COUNT] = {
+        s.slm_load_cmds, s.slm_store_cmds, s.slm_write_cmds, s.slm_read_cmds, s.exec_cmds, s.exec_errors,
+        s.bytes_namespace_to_slm, s.bytes_slm_to_namespace, s.bytes_host_to_slm, s.bytes_slm_to_host, s.exec_busy_ns};
+    json j = json::object();
+    for (int i = 0; i < CSD_STAT_COUNT; i++) {
+        if (o.json) j[csd_stat_names[i]] = values[i];
+        else std::printf("%-24s %llu\n", csd_stat_names[i], static_cast<unsigned long long>(values[i]));
     }
     for (const auto &p : d.caps().programs) {
         const uint64_t n = s.per_program[p.id & 0xFF];
-        if (o.json) std::printf(", \"exec_%s\": %llu", p.name.c_str(), static_cast<unsigned long long>(n));
+        if (o.json) j["exec_" + p.name] = n;
         else if (n) std::printf("exec %-19s %llu\n", p.name.c_str(), static_cast<unsigned long long>(n));
     }
-    if (o.json) std::printf("}\n");
+    if (o.json) print(j);
     return 0;
 }
 
-void print_object(const ObjectInfo &i, bool json)
+// ---------------------------------------------------------------- the object store
+json object_json(const ObjectInfo &i)
 {
-    if (json) {
-        std::printf("{\"name\": \"%s\", \"bytes\": %llu, \"dtype\": \"%s\", \"shape\": %s, \"crc32c\": \"%08x\", \"generation\": %llu}",
-                    i.name.c_str(), static_cast<unsigned long long>(i.bytes), i.dtype.c_str(), shape_str(i.shape).c_str(),
-                    i.crc32c, static_cast<unsigned long long>(i.generation));
-    } else {
-        std::printf("%-24s %12llu  %-6s %-16s crc32c %08x\n", i.name.c_str(), static_cast<unsigned long long>(i.bytes),
-                    i.is_tensor() ? i.dtype.c_str() : "blob", i.is_tensor() ? shape_str(i.shape).c_str() : "", i.crc32c);
-    }
+    return {{"name", i.name}, {"bytes", i.bytes}, {"dtype", i.dtype}, {"shape", i.shape},
+            {"crc32c", hex(i.crc32c, 8)}, {"generation", i.generation}};
 }
 
-int cmd_store(Device &d, const Opts &o)
+void print_object(const ObjectInfo &i)
 {
-    const std::string &cmd = o.args[0];
-    if (cmd == "format") {
-        ObjectStore::format(d);
-        std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(ObjectStore(d).free_bytes()));
-        return 0;
-    }
+    std::printf("%-24s %12llu  %-6s %-16s crc32c %08x\n", i.name.c_str(), static_cast<unsigned long long>(i.bytes),
+                i.is_tensor() ? i.dtype.c_str() : "blob", i.is_tensor() ? shape_str(i.shape).c_str() : "", i.crc32c);
+}
+
+int cmd_format(Device &d)
+{
+    ObjectStore::format(d);
+    std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(ObjectStore(d).free_bytes()));
+    return 0;
+}
+
+int cmd_ls(Device &d, const Opts &o)
+{
     ObjectStore st(d);
-    auto need = [&](size_t n) {
-        if (o.args.size() != n + 1) die(cmd + " takes " + std::to_string(n) + " argument(s); see csdctl --help");
-    };
-    if (cmd == "ls") {
-        auto v = st.list();
-        if (o.json) std::printf("[");
-        for (size_t i = 0; i < v.size(); i++) {
-            if (o.json && i) std::printf(", ");
-            print_object(v[i], o.json);
-        }
-        if (o.json) std::printf("]\n");
-        else std::printf("%zu objects, %llu bytes free\n", v.size(), static_cast<unsigned long long>(st.free_bytes()));
-    } else if (cmd == "stat") {
-        need(1);
-        print_object(st.stat(o.args[1]), o.json);
-        if (o.json) std::printf("\n");
-    } else if (cmd == "rm") {
-        need(1);
-        st.remove(o.args[1]);
-    } else if (cmd == "put") {
-        need(2);
-        auto bytes = slurp(o.args[2]);
-        Npy npy;
-        if (ends_with(o.args[2], ".npy")) {
-            if (!read_npy(bytes, &npy)) die(o.args[2] + " is not a .npy file");
-            st.put(o.args[1], npy.data.data(), npy.data.size(), npy.dtype, npy.shape, bar("put " + o.args[1], npy.data.size()));
-        } else {
-            st.put(o.args[1], bytes.data(), bytes.size(), "", {}, bar("put " + o.args[1], bytes.size()));
-        }
-    } else if (cmd == "get") {
-        need(2);
-        const ObjectInfo info = st.stat(o.args[1]);
-        auto data = st.get(o.args[1], bar("get " + o.args[1], info.bytes));
-        if (ends_with(o.args[2], ".npy")) {
-            if (!info.is_tensor()) die("object '" + o.args[1] + "' is a blob, not a tensor: write it to a raw file");
-            data = write_npy(info, data);
-        }
-        std::ofstream f(o.args[2], std::ios::binary);
-        f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
-        if (!f) die("cannot write " + o.args[2]);
+    const auto v = st.list();
+    if (o.json) {
+        json list = json::array();
+        for (const auto &i : v) list.push_back(object_json(i));
+        print(list);
     } else {
-        die("unknown command '" + cmd + "'");
+        for (const auto &i : v) print_object(i);
+        std::printf("%zu objects, %llu bytes free\n", v.size(), static_cast<unsigned long long>(st.free_bytes()));
     }
     return 0;
 }
 
-int cmd_run(Device &d, const Opts &o)
+int cmd_stat(Device &d, const Opts &o, const std::string &name)
 {
-    if (o.args.size() < 2) die("run needs a program: checksum, filter, reduce, gemm");
-    const std::string prog = o.args[1];
+    const ObjectInfo i = ObjectStore(d).stat(name);
+    if (o.json) print(object_json(i));
+    else print_object(i);
+    return 0;
+}
+
+int cmd_put(Device &d, const std::string &name, const std::string &file)
+{
     ObjectStore st(d);
-    if (prog == "checksum") {
-        if (o.args.size() != 3) die("run checksum NAME [--algo crc32c|xxh64]");
-        const std::string algo = flag(o, "algo", "crc32c");
-        if (algo != "crc32c" && algo != "xxh64") die("--algo must be crc32c or xxh64");
-        const ObjectInfo info = st.stat(o.args[2]);
-        SlmBuffer b = st.load(o.args[2]);
-        const uint64_t sum = programs::checksum(d, algo == "xxh64" ? ChecksumAlgo::xxh64 : ChecksumAlgo::crc32c,
-                                                Range{b.offset(), info.bytes});
-        if (o.json) std::printf("{\"object\": \"%s\", \"algo\": \"%s\", \"checksum\": \"%016llx\"}\n", info.name.c_str(), algo.c_str(), static_cast<unsigned long long>(sum));
-        else std::printf("%s %s %0*llx\n", algo.c_str(), info.name.c_str(), algo == "xxh64" ? 16 : 8, static_cast<unsigned long long>(sum));
-    } else if (prog == "filter") {
-        if (o.args.size() != 4) die("run filter SRC DST --record-size N --field-offset N --type T --op OP --lo X");
-        static const std::map<std::string, FieldType> types = {{"i32", FieldType::i32}, {"i64", FieldType::i64}, {"u32", FieldType::u32},
-                                                               {"u64", FieldType::u64}, {"f32", FieldType::f32}, {"f64", FieldType::f64}};
-        static const std::map<std::string, CmpOp> ops = {{"eq", CmpOp::eq}, {"ne", CmpOp::ne}, {"lt", CmpOp::lt}, {"le", CmpOp::le},
-                                                         {"gt", CmpOp::gt}, {"ge", CmpOp::ge}, {"between", CmpOp::between}};
-        FilterSpec s;
-        s.record_size = static_cast<uint32_t>(std::stoul(flag(o, "record-size")));
-        s.field_offset = static_cast<uint32_t>(std::stoul(flag(o, "field-offset")));
-        auto t = types.find(flag(o, "type"));
-        if (t == types.end()) die("--type must be one of i32 i64 u32 u64 f32 f64");
-        auto op = ops.find(flag(o, "op"));
-        if (op == ops.end()) die("--op must be one of eq ne lt le gt ge between");
-        s.field_type = t->second;
-        s.op = op->second;
-        s.indices = o.flags.count("indices");
-        s.lo = std::stod(flag(o, "lo"));
-        s.hi = std::stod(flag(o, "hi", "0"));
-        s.lo_int = static_cast<int64_t>(std::stoll(flag(o, "lo")));
-        s.hi_int = static_cast<int64_t>(std::stoll(flag(o, "hi", "0")));
-        const FilterResult r = st.filter(o.args[2], s, o.args[3]);
-        if (o.json) std::printf("{\"matches\": %u, \"bytes\": %u}\n", r.matches, r.bytes);
-        else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, o.args[3].c_str());
-    } else if (prog == "reduce") {
-        if (o.args.size() != 3) die("run reduce NAME --op OP");
-        static const std::map<std::string, ReduceOp> ops = {{"sum", ReduceOp::sum}, {"min", ReduceOp::min}, {"max", ReduceOp::max},
-                                                            {"mean", ReduceOp::mean}, {"argmax", ReduceOp::argmax}, {"argmin", ReduceOp::argmin}};
-        static const std::map<std::string, DType> dts = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<i4", DType::i32}, {"<i8", DType::i64}};
-        auto op = ops.find(flag(o, "op"));
-        if (op == ops.end()) die("--op must be one of sum min max mean argmax argmin");
-        const ObjectInfo info = st.stat(o.args[2]);
-        auto dt = dts.find(info.dtype);
-        if (dt == dts.end()) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
-        const uint64_t rows = info.shape.size() > 1 ? info.shape[0] : 1;
-        const uint64_t cols = info.bytes / elem_size(info.dtype) / rows;
-        SlmBuffer in = st.load(o.args[2]);
-        SlmBuffer out = d.slm().alloc(rows * 8);
-        programs::reduce(d, op->second, dt->second, Range{in.offset(), info.bytes}, range(out), static_cast<uint32_t>(rows), static_cast<uint32_t>(cols));
-        std::vector<uint8_t> res(rows * 8);
-        d.slm_read(out.offset(), res.data(), res.size());
-        const bool as_int = op->second == ReduceOp::argmax || op->second == ReduceOp::argmin;
-        const bool int_in = info.dtype[1] == 'i' && op->second != ReduceOp::mean;
-        for (uint64_t r = 0; r < rows; r++) {
-            if (as_int) { uint64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%llu\n", static_cast<unsigned long long>(v)); }
-            else if (int_in) { int64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%lld\n", static_cast<long long>(v)); }
-            else { double v; std::memcpy(&v, &res[r * 8], 8); std::printf("%.17g\n", v); }
+    const auto bytes = slurp(file);
+    if (ends_with(file, ".npy")) {
+        npy::Array a;
+        try {
+            a = npy::parse(bytes);
+        } catch (const std::runtime_error &e) {
+            die(file + ": " + e.what());
         }
-    } else if (prog == "gemm") {
-        if (o.args.size() != 5) die("run gemm A B C");
-        const ObjectInfo a = st.stat(o.args[2]), b = st.stat(o.args[3]);
-        if (a.dtype != "<f4" || b.dtype != "<f4" || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0]) {
-            die("gemm needs 2-D <f4 tensors A (m x k) and B (k x n)");
-        }
-        const uint64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-        SlmBuffer sa = st.load(o.args[2]), sb = st.load(o.args[3]);
-        SlmBuffer sc = d.slm().alloc((m * n * 4 + 4095) / 4096 * 4096);
-        programs::gemm(d, Range{sa.offset(), a.bytes}, Range{sb.offset(), b.bytes}, Range{sc.offset(), m * n * 4},
-                       static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
-        st.put_from_slm(o.args[4], sc, m * n * 4, "<f4", {m, n});
-        std::printf("%s = %s x %s (%llux%llu)\n", o.args[4].c_str(), o.args[2].c_str(), o.args[3].c_str(),
-                    static_cast<unsigned long long>(m), static_cast<unsigned long long>(n));
+        st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar("put " + name, a.data.size()));
     } else {
-        die("unknown program '" + prog + "' for run (checksum, filter, reduce, gemm)");
+        st.put(name, bytes.data(), bytes.size(), "", {}, bar("put " + name, bytes.size()));
     }
     return 0;
 }
 
-int cmd_bench(Device &d, const Opts &o)
+int cmd_get(Device &d, const std::string &name, const std::string &file)
 {
-    const double secs = std::stod(flag(o, "seconds", "2"));
+    ObjectStore st(d);
+    const ObjectInfo info = st.stat(name);
+    auto data = st.get(name, bar("get " + name, info.bytes));
+    if (ends_with(file, ".npy")) {
+        if (!info.is_tensor()) die("object '" + name + "' is a blob, not a tensor: write it to a raw file");
+        data = npy::format(info.dtype, info.shape, data);
+    }
+    std::ofstream f(file, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!f) die("cannot write " + file);
+    return 0;
+}
+
+// ---------------------------------------------------------------- programs on objects
+int cmd_checksum(Device &d, const Opts &o, const std::string &name, const std::string &algo)
+{
+    ObjectStore st(d);
+    const ObjectInfo info = st.stat(name);
+    SlmBuffer b = st.load(name);
+    const uint64_t sum = programs::checksum(d, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
+                                            Range{b.offset(), info.bytes});
+    if (o.json) print({{"object", info.name}, {"algo", algo}, {"checksum", hex(sum, 16)}});
+    else std::printf("%s %s %s\n", algo.c_str(), info.name.c_str(), hex(sum, algo == "xxh64" ? 16 : 8).c_str());
+    return 0;
+}
+
+// What `run filter` takes beyond its objects.
+struct FilterArgs {
+    uint32_t record_size = 0, field_offset = 0;
+    std::string type, op, lo, hi = "0";
+    bool indices = false;
+};
+
+int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
+{
+    FilterSpec s;
+    s.record_size = a.record_size;
+    s.field_offset = a.field_offset;
+    s.field_type = static_cast<FieldType>(names(csd_field_type_names).at(a.type));
+    s.op = static_cast<CmpOp>(names(csd_filter_op_names).at(a.op));
+    s.indices = a.indices;
+    s.lo = std::stod(a.lo);
+    s.hi = std::stod(a.hi);
+    s.lo_int = static_cast<int64_t>(std::stoll(a.lo));
+    s.hi_int = static_cast<int64_t>(std::stoll(a.hi));
+    const FilterResult r = ObjectStore(d).filter(src, s, dst);
+    if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
+    else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, dst.c_str());
+    return 0;
+}
+
+int cmd_reduce(Device &d, const std::string &name, const std::string &op_name)
+{
+    static const std::map<std::string, DType> dts = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<i4", DType::i32}, {"<i8", DType::i64}};
+    const auto op = static_cast<ReduceOp>(names(csd_reduce_op_names).at(op_name));
+    ObjectStore st(d);
+    const ObjectInfo info = st.stat(name);
+    auto dt = dts.find(info.dtype);
+    if (dt == dts.end()) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
+    const uint64_t rows = info.shape.size() > 1 ? info.shape[0] : 1;
+    const uint64_t cols = info.bytes / elem_size(info.dtype) / rows;
+    SlmBuffer in = st.load(name);
+    SlmBuffer out = d.slm().alloc(rows * 8);
+    programs::reduce(d, op, dt->second, Range{in.offset(), info.bytes}, range(out), static_cast<uint32_t>(rows), static_cast<uint32_t>(cols));
+    std::vector<uint8_t> res(rows * 8);
+    d.slm_read(out.offset(), res.data(), res.size());
+    const bool as_int = op == ReduceOp::argmax || op == ReduceOp::argmin;
+    const bool int_in = info.dtype[1] == 'i' && op != ReduceOp::mean;
+    for (uint64_t r = 0; r < rows; r++) {
+        if (as_int) { uint64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%llu\n", static_cast<unsigned long long>(v)); }
+        else if (int_in) { int64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%lld\n", static_cast<long long>(v)); }
+        else { double v; std::memcpy(&v, &res[r * 8], 8); std::printf("%.17g\n", v); }
+    }
+    return 0;
+}
+
+int cmd_gemm(Device &d, const std::string &an, const std::string &bn, const std::string &cn)
+{
+    ObjectStore st(d);
+    const ObjectInfo a = st.stat(an), b = st.stat(bn);
+    if (a.dtype != "<f4" || b.dtype != "<f4" || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0]) {
+        die("gemm needs 2-D <f4 tensors A (m x k) and B (k x n)");
+    }
+    const uint64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+    SlmBuffer sa = st.load(an), sb = st.load(bn);
+    SlmBuffer sc = d.slm().alloc((m * n * 4 + 4095) / 4096 * 4096);
+    programs::gemm(d, Range{sa.offset(), a.bytes}, Range{sb.offset(), b.bytes}, Range{sc.offset(), m * n * 4},
+                   static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
+    st.put_from_slm(cn, sc, m * n * 4, "<f4", {m, n});
+    std::printf("%s = %s x %s (%llux%llu)\n", cn.c_str(), an.c_str(), bn.c_str(),
+                static_cast<unsigned long long>(m), static_cast<unsigned long long>(n));
+    return 0;
+}
+
+// ---------------------------------------------------------------- bench
+int cmd_bench(Device &d, double secs)
+{
     SlmBuffer src = d.slm().alloc(4096), dst = d.slm().alloc(32 * 4096);
     using clk = std::chrono::steady_clock;
     auto throughput = [&](unsigned qd) {
@@ -434,54 +368,94 @@ int cmd_bench(Device &d, const Opts &o)
 
 int main(int argc, char **argv)
 {
+    CLI::App app{"csdctl - drive the nvme-csd computational-storage device"};
+    app.footer(kDevices);
+    app.require_subcommand(1);
+    app.fallthrough();  // global options may also follow the command
     Opts o;
-    const char *env = std::getenv("CSD_DEVICE");
-    o.device = env ? env : "/dev/ng0n1";
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help" || a == "help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else if (a == "--device" || a == "-d") {
-            if (++i >= argc) die("--device needs a path");
-            o.device = argv[i];
-        } else if (a == "--uring") {
-            o.uring = true;
-        } else if (a == "--json") {
-            o.json = true;
-        } else if (a == "--bus-stats") {
-            o.bus_stats = true;
-        } else if (a == "--indices") {
-            o.flags["indices"] = "1";
-        } else if (a.rfind("--", 0) == 0) {
-            if (++i >= argc) die(a + " needs a value");
-            o.flags[a.substr(2)] = argv[i];
-        } else {
-            o.args.push_back(a);
-        }
-    }
-    if (o.args.empty()) {
-        std::fputs(kUsage, stderr);
-        return 2;
+    if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
+    app.add_option("-d,--device", o.device, "the device (see below)");
+    app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
+    app.add_flag("--json", o.json, "machine-readable output");
+    app.add_flag("--bus-stats", o.bus_stats, "print the commands and bytes this run moved across the bus (stderr)");
+
+    std::function<int(Device &)> action;
+    app.add_subcommand("info", "capabilities (SLM size, compute units, limits)")
+        ->callback([&] { action = [&](Device &d) { return cmd_info(d, o); }; });
+    app.add_subcommand("programs", "the device's programs")
+        ->callback([&] { action = [&](Device &d) { return cmd_programs(d, o); }; });
+    app.add_subcommand("stats", "the statistics log")
+        ->callback([&] { action = [&](Device &d) { return cmd_stats(d, o); }; });
+    app.add_subcommand("format", "create an empty object store on the namespace")
+        ->callback([&] { action = [&](Device &d) { return cmd_format(d); }; });
+    app.add_subcommand("ls", "list objects")->callback([&] { action = [&](Device &d) { return cmd_ls(d, o); }; });
+
+    std::string name, file, other, third;
+    auto *stat = app.add_subcommand("stat", "one object's catalog entry");
+    stat->add_option("name", name, "object")->required();
+    stat->callback([&] { action = [&](Device &d) { return cmd_stat(d, o, name); }; });
+    auto *rm = app.add_subcommand("rm", "remove an object");
+    rm->add_option("name", name, "object")->required();
+    rm->callback([&] { action = [&](Device &d) { ObjectStore(d).remove(name); return 0; }; });
+    auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor) as object NAME");
+    put->add_option("name", name, "object")->required();
+    put->add_option("file", file, "file to store")->required();
+    put->callback([&] { action = [&](Device &d) { return cmd_put(d, name, file); }; });
+    auto *get = app.add_subcommand("get", "write object NAME to FILE (.npy for tensors)");
+    get->add_option("name", name, "object")->required();
+    get->add_option("file", file, "file to write")->required();
+    get->callback([&] { action = [&](Device &d) { return cmd_get(d, name, file); }; });
+
+    auto *run = app.add_subcommand("run", "run a program on stored objects");
+    run->require_subcommand(1);
+    std::string algo = "crc32c";
+    auto *checksum = run->add_subcommand("checksum", "checksum of an object, computed in the drive");
+    checksum->add_option("name", name, "object")->required();
+    checksum->add_option("--algo", algo, "crc32c or xxh64")->check(CLI::IsMember(names(csd_checksum_algo_names)));
+    checksum->callback([&] { action = [&](Device &d) { return cmd_checksum(d, o, name, algo); }; });
+    FilterArgs fa;
+    auto *filter = run->add_subcommand("filter", "records of SRC whose field compares true, into object DST");
+    filter->add_option("src", name, "object of records")->required();
+    filter->add_option("dst", other, "object to create")->required();
+    filter->add_option("--record-size", fa.record_size, "bytes per record")->required();
+    filter->add_option("--field-offset", fa.field_offset, "byte offset of the field")->required();
+    filter->add_option("--type", fa.type, "field type")->required()->check(CLI::IsMember(names(csd_field_type_names)));
+    filter->add_option("--op", fa.op, "comparison")->required()->check(CLI::IsMember(names(csd_filter_op_names)));
+    filter->add_option("--lo", fa.lo, "value compared with (lower bound for between)")->required();
+    filter->add_option("--hi", fa.hi, "upper bound for between");
+    filter->add_flag("--indices", fa.indices, "write u32 record indices instead of records");
+    filter->callback([&] { action = [&](Device &d) { return cmd_filter(d, o, name, other, fa); }; });
+    std::string op;
+    auto *reduce = run->add_subcommand("reduce", "one result per row of a tensor");
+    reduce->add_option("name", name, "tensor object (rows x cols)")->required();
+    reduce->add_option("--op", op, "reduction")->required()->check(CLI::IsMember(names(csd_reduce_op_names)));
+    reduce->callback([&] { action = [&](Device &d) { return cmd_reduce(d, name, op); }; });
+    auto *gemm = run->add_subcommand("gemm", "C = A x B for 2-D float32 tensors, stored as object C");
+    gemm->add_option("a", name, "A (m x k)")->required();
+    gemm->add_option("b", other, "B (k x n)")->required();
+    gemm->add_option("c", third, "object to create")->required();
+    gemm->callback([&] { action = [&](Device &d) { return cmd_gemm(d, name, other, third); }; });
+
+    double seconds = 2;
+    auto *bench = app.add_subcommand("bench", "Execute throughput by queue depth; 4 KiB copy vs Read latency");
+    bench->add_option("--seconds", seconds, "seconds per measurement")->check(CLI::PositiveNumber);
+    bench->callback([&] { action = [&](Device &d) { return cmd_bench(d, seconds); }; });
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
     }
     try {
         OpenOptions oo;
         oo.use_uring = o.uring;
         auto dev = Device::open(o.device, oo);
-        const std::string &c = o.args[0];
-        int rc;
-        if (c == "info") rc = cmd_info(*dev, o);
-        else if (c == "programs") rc = cmd_programs(*dev, o);
-        else if (c == "stats") rc = cmd_stats(*dev, o);
-        else if (c == "run") rc = cmd_run(*dev, o);
-        else if (c == "bench") rc = cmd_bench(*dev, o);
-        else if (c == "format" || c == "put" || c == "get" || c == "ls" || c == "stat" || c == "rm") rc = cmd_store(*dev, o);
-        else die("unknown command '" + c + "' (see csdctl --help)");
+        const int rc = action(*dev);
         if (o.bus_stats) {
             const BusCounters b = dev->bus();
-            std::fprintf(stderr, "{\"bus_commands\": %llu, \"bus_bytes_to_device\": %llu, \"bus_bytes_from_device\": %llu}\n",
-                         static_cast<unsigned long long>(b.commands), static_cast<unsigned long long>(b.bytes_to_device),
-                         static_cast<unsigned long long>(b.bytes_from_device));
+            std::cerr << json{{"bus_commands", b.commands}, {"bus_bytes_to_device", b.bytes_to_device},
+                              {"bus_bytes_from_device", b.bytes_from_device}}.dump()
+                      << "\n";
         }
         return rc;
     } catch (const Error &e) {

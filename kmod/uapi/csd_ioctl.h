@@ -15,8 +15,13 @@
 #include <linux/types.h>
 
 #define CSD_IOC_MAGIC 0xCD
-#define CSD_IOC_MAX_RANGES 16
 #define CSD_IOC_LOG_SIZE 4096
+
+/*
+ * Version of this interface, in csd_ioc_info.api_version. 2: CSD_IOC_EXEC takes the
+ * execute descriptor itself (version 1 took a list of ranges and built it).
+ */
+#define CSD_IOC_API_VERSION 2
 
 /* Device facts; free_bytes is SLM not allocated by anyone. */
 struct csd_ioc_info {
@@ -27,6 +32,8 @@ struct csd_ioc_info {
 	__u32 compute_units;
 	__u32 nr_programs;
 	__u32 max_transfer; /* bytes per CSD_IOC_WRITE/READ chunk the module moves */
+	__u32 api_version; /* CSD_IOC_API_VERSION */
+	__u32 reserved;
 };
 
 /* A log page of the controller: C0h (capabilities) or C1h (statistics). */
@@ -71,20 +78,18 @@ struct csd_ioc_ns_io {
 	__u64 buf; /* user pointer; 0 with nlb 0 means Flush */
 };
 
-struct csd_ioc_range {
-	__u32 handle; /* 0 with length 0: an empty range */
-	__u32 reserved;
-	__u64 offset;
-	__u64 length;
-};
-
-/* Execute: ranges name (handle, offset, length); the module writes the descriptor. */
+/*
+ * Execute: desc points to an execute descriptor exactly as the drive takes it (the
+ * command set's section 4), whose range offsets are offsets inside allocation `handle`
+ * (a range of length 0 is empty and its offset ignored). The module checks every range
+ * against that allocation and rewrites its offset to the drive's before sending it. A
+ * descriptor that cannot be parsed completes as the drive would complete it (status
+ * Invalid Field for desc_len 0 or over 4096, Invalid Descriptor for a bad header).
+ */
 struct csd_ioc_exec {
-	__u16 program;
-	__u16 nr_ranges;
-	__u32 param_len;
-	__u64 params; /* user pointer */
-	struct csd_ioc_range ranges[CSD_IOC_MAX_RANGES];
+	__u32 handle;
+	__u32 desc_len;
+	__u64 desc; /* user pointer to desc_len bytes */
 	__u32 status;
 	__u32 dw0;
 	__u32 dw1;

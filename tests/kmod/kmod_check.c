@@ -53,6 +53,28 @@ static int open_dev(const char *path)
 	return fd;
 }
 
+/*
+ * An execute descriptor (the command set's section 4), encoded here on purpose rather
+ * than with the project's codec: nr ranges of (offset, length), then plen parameter bytes.
+ * Returns its length.
+ */
+static uint32_t descriptor(uint8_t *d, uint16_t program, uint16_t nr, const uint64_t *ranges,
+			   const void *params, uint32_t plen)
+{
+	uint16_t version = 1, flags = 0;
+
+	memcpy(d, "CSDX", 4);
+	memcpy(d + 4, &version, 2);
+	memcpy(d + 6, &program, 2);
+	memcpy(d + 8, &nr, 2);
+	memcpy(d + 10, &flags, 2);
+	memcpy(d + 12, &plen, 4);
+	memcpy(d + 16, ranges, 16 * nr);
+	if (plen)
+		memcpy(d + 16 + 16 * nr, params, plen);
+	return 16 + 16 * nr + plen;
+}
+
 static int report(void)
 {
 	printf("kmod_check: %d passed, %d failed\n", passed, failed);
@@ -128,19 +150,24 @@ int main(int argc, char **argv)
 		uint32_t other = (uint32_t)strtoul(argv[3], NULL, 10);
 		struct csd_ioc_xfer x = { .handle = other, .len = 4096, .buf = (uintptr_t)buf };
 		struct csd_ioc_lba l = { .handle = other, .nlb = 1 };
-		struct csd_ioc_exec e = { .program = 1, .nr_ranges = 2 };
+		struct csd_ioc_exec e = { .handle = other };
 		struct csd_ioc_alloc mine = { .size = 8192 };
+		uint8_t d[64];
+		uint64_t rr[4] = { 0, 4096, 4096, 4096 };
 
 		expect(fails_with(fd, CSD_IOC_READ, &x, ENOENT), "reading another user's allocation: ENOENT");
 		expect(fails_with(fd, CSD_IOC_WRITE, &x, ENOENT), "writing another user's allocation: ENOENT");
 		expect(fails_with(fd, CSD_IOC_LOAD, &l, ENOENT), "SLM Load into another user's allocation: ENOENT");
 		expect(fails_with(fd, CSD_IOC_STORE, &l, ENOENT), "SLM Store from another user's allocation: ENOENT");
-		e.ranges[0] = (struct csd_ioc_range){ .handle = other, .length = 4096 };
+		e.desc = (uintptr_t)d;
+		e.desc_len = descriptor(d, 1, 2, rr, NULL, 0);
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, ENOENT), "Execute on another user's allocation: ENOENT");
 		expect(ioctl(fd, CSD_IOC_ALLOC, &mine) == 0, "own allocation");
-		e.ranges[1] = (struct csd_ioc_range){ .handle = mine.handle, .length = 4096 };
-		expect(fails_with(fd, CSD_IOC_EXEC, &e, ENOENT), "Execute reading another user's allocation: ENOENT");
 		expect(fails_with(fd, CSD_IOC_FREE, &other, ENOENT), "freeing another user's allocation: ENOENT");
-		e.ranges[0] = (struct csd_ioc_range){ .handle = mine.handle, .offset = 4096, .length = 8192 };
+		e.handle = mine.handle;
+		rr[0] = 4096;
+		rr[1] = 8192;
+		e.desc_len = descriptor(d, 1, 2, rr, NULL, 0);
 		expect(fails_with(fd, CSD_IOC_EXEC, &e, ERANGE), "Execute past the end of own allocation: ERANGE");
 		x.handle = mine.handle;
 		x.offset = 8192;
@@ -165,6 +192,8 @@ int main(int argc, char **argv)
 		struct csd_ioc_xfer x;
 		struct csd_ioc_exec e;
 		struct csd_ioc_lba l;
+		uint8_t d[8192];
+		uint64_t rr[34] = { 0, 16 }; /* range 0: 16 bytes at offset 0 */
 		struct csd_ioc_info info;
 		uint32_t bogus = 0xdeadbeef;
 
@@ -198,23 +227,39 @@ int main(int argc, char **argv)
 		l = (struct csd_ioc_lba){ .handle = a.handle, .nlb = 1, .slba = UINT64_MAX };
 		expect(ioctl(fd, CSD_IOC_LOAD, &l) == 0 && (l.status & 0x7ff) == 0x080,
 		       "SLM Load past the namespace: LBA Out of Range from the drive");
-		memset(&e, 0, sizeof(e));
-		e.program = 1;
-		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 0 ranges: EINVAL");
-		e.nr_ranges = 17;
-		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 17 ranges: EINVAL");
-		e.nr_ranges = 1;
-		e.param_len = 0xFFFFFFFF;
-		expect(fails_with(fd, CSD_IOC_EXEC, &e, EINVAL), "Execute with 4 GiB of parameters: EINVAL");
-		e.param_len = 4;
-		e.params = 0;
-		e.ranges[0] = (struct csd_ioc_range){ .handle = a.handle, .length = 16 };
-		expect(fails_with(fd, CSD_IOC_EXEC, &e, EFAULT), "Execute with NULL parameters: EFAULT");
 		uint32_t algo = 0;
-		e.program = 8;
-		e.params = (uintptr_t)&algo;
+
+		memset(&e, 0, sizeof(e));
+		e.handle = a.handle;
+		e.desc = (uintptr_t)d;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x002,
+		       "Execute with a 0-byte descriptor: the drive's Invalid Field");
+		e.desc_len = 4097;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x002,
+		       "Execute with a 4097-byte descriptor: the drive's Invalid Field");
+		e.desc_len = 0xFFFFFFFF;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x002,
+		       "Execute with a 4 GiB descriptor: the drive's Invalid Field");
+		e.desc_len = descriptor(d, 8, 1, rr, &algo, 4);
+		e.desc = 0;
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EFAULT), "Execute with a NULL descriptor: EFAULT");
+		e.desc = (uintptr_t)d;
+		e.desc_len = descriptor(d, 8, 0, rr, &algo, 4);
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x1c1,
+		       "Execute with 0 ranges: the drive's Invalid Descriptor");
+		e.desc_len = descriptor(d, 8, 17, rr, &algo, 4);
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x1c1,
+		       "Execute with 17 ranges: the drive's Invalid Descriptor");
+		e.desc_len = descriptor(d, 8, 1, rr, &algo, 4) - 1;
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x1c1,
+		       "Execute whose length disagrees with its header: the drive's Invalid Descriptor");
+		rr[0] = UINT64_MAX - 7;
+		e.desc_len = descriptor(d, 8, 1, rr, &algo, 4);
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, ERANGE), "Execute range wrapping 2^64: ERANGE");
+		rr[0] = 0;
+		e.desc_len = descriptor(d, 8, 1, rr, &algo, 4);
 		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && e.status == 0, "a good Execute still works");
-		e.program = 0x42;
+		e.desc_len = descriptor(d, 0x42, 1, rr, &algo, 4);
 		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && (e.status & 0x7ff) == 0x1c0,
 		       "unknown program: the drive's Invalid Program");
 		return report();

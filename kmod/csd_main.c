@@ -15,74 +15,22 @@
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/nvme.h>
-#include <linux/dma-mapping.h>
 #include <linux/overflow.h>
-#include <linux/pci.h>
 #include <linux/rwsem.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/unaligned.h>
 
-#include "nvme.h" /* nvme-core's private header, from Debian's linux-source of this kernel */
-#ifdef CSD_HAVE_NV_P2P
-#include <nv-p2p.h> /* NVIDIA's peer-to-peer API: only where Kbuild found its header */
-#endif
-#include "uapi/csd_ioctl.h"
+#include "csd.h"
 
 MODULE_IMPORT_NS(NVME_TARGET_PASSTHRU);
 
 #define CSD_MAX_DEVICES 16
 #define CSD_MAX_CONTROLLERS 64
-#define CSD_CHUNK (256 * 1024) /* bytes per SLM Write/Read and namespace I/O command */
-#define CSD_OPC_SLM_LOAD 0x80
-#define CSD_OPC_SLM_WRITE 0x81
-#define CSD_OPC_SLM_READ 0x82
-#define CSD_OPC_SLM_STORE 0x84
-#define CSD_OPC_EXECUTE 0x85
-#define CSD_MAX_DESC_LEN 4096
-#define CSD_LOG_CAPS 0xc0
-#define CSD_LOG_STATS 0xc1
 
 static unsigned int group;
 module_param(group, uint, 0444);
 MODULE_PARM_DESC(group, "group id allowed to use /dev/csd* (0660); 0: root only (0600)");
-
-static char *p2p_peer;
-module_param(p2p_peer, charp, 0444);
-MODULE_PARM_DESC(p2p_peer, "PCI device (DDDD:BB:DD.F) whose BARs may receive peer-to-peer SLM Reads");
-
-struct csd_dev;
-
-struct csd_file {
-	struct csd_dev *cd;
-	struct rw_semaphore free_sem; /* CSD_IOC_FREE waits for this file's commands */
-};
-
-struct csd_alloc {
-	struct list_head node; /* in csd_dev.allocs, sorted by offset */
-	u64 off;
-	u64 len;
-	u32 handle;
-	struct csd_file *owner;
-};
-
-struct csd_dev {
-	struct device dev;
-	struct cdev cdev;
-	int minor;
-	struct file *ctrl_file;
-	struct nvme_ctrl *ctrl;
-	struct nvme_ns *ns;
-	u8 *caps; /* the capabilities log page, read at attach */
-	u64 slm_size;
-	u32 compute_units;
-	u32 nr_programs;
-	struct mutex lock; /* allocs, next_handle */
-	struct list_head allocs;
-	u32 next_handle;
-	atomic64_t p2p_bytes; /* delivered to the peer by peer-to-peer SLM Reads */
-};
 
 static dev_t csd_devt;
 static struct csd_dev *csd_devices[CSD_MAX_DEVICES];
@@ -112,10 +60,10 @@ static ssize_t programs_show(struct device *dev, struct device_attribute *attr, 
 	u32 i;
 
 	for (i = 0; i < cd->nr_programs; i++) {
-		const u8 *e = cd->caps + 64 + 32 * i;
+		const u8 *e = cd->caps + CSD_CAPS_ENTRIES_OFFSET + sizeof(struct csd_caps_entry) * i;
 
 		len += sysfs_emit_at(buf, len, "%04x %.24s\n", get_unaligned_le16(e),
-				     (const char *)e + 8);
+				     (const char *)e + offsetof(struct csd_caps_entry, name));
 	}
 	return len;
 }
@@ -161,7 +109,7 @@ static const struct device_type csd_type = {
 /* ---------------------------------------------------------------- commands */
 
 /* Sends one command; returns 0, a positive NVMe status, or a negative errno. */
-static int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
+int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
 		      unsigned int len, u64 *result)
 {
 	union nvme_result res = {};
@@ -201,7 +149,7 @@ static int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __us
 	return ret;
 }
 
-static void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
+void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
 		    u32 cdw12, u32 cdw13, u32 cdw14)
 {
 	memset(c, 0, sizeof(*c));
@@ -226,7 +174,7 @@ static int csd_get_log(struct csd_dev *cd, u8 lid, void *page)
 /* ---------------------------------------------------------------- SLM allocations */
 
 /* Absolute SLM offset of [offset, offset + len) in one of cf's allocations. */
-static int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs)
+int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs)
 {
 	struct csd_dev *cd = cf->cd;
 	struct csd_alloc *a;
@@ -459,62 +407,63 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
 }
 
+/*
+ * Execute: the caller's descriptor is parsed once, here at the trust boundary; each
+ * range's offset, relative to the caller's allocation, is checked and rewritten in place
+ * to the absolute SLM offset before the descriptor goes to the drive unchanged otherwise.
+ */
 static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 {
 	struct csd_dev *cd = cf->cd;
-	struct csd_ioc_exec *e;
+	struct csd_desc_header h;
+	struct csd_ioc_exec e;
 	struct nvme_command c;
-	u32 desc_len, i;
 	u64 result;
-	u8 *d;
+	u32 i;
+	u8 *d = NULL;
 	int ret;
 
-	e = kmalloc(sizeof(*e), GFP_KERNEL);
-	d = kzalloc(CSD_MAX_DESC_LEN, GFP_KERNEL);
-	if (!e || !d) {
-		ret = -ENOMEM;
-		goto out;
+	if (copy_from_user(&e, argp, sizeof(e)))
+		return -EFAULT;
+	e.dw0 = 0;
+	e.dw1 = 0;
+	e.status = 0;
+	if (!e.desc_len || e.desc_len > CSD_MAX_DESC_LEN) {
+		e.status = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR; /* as the drive answers */
+		goto done;
 	}
+	d = kmalloc(e.desc_len, GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
 	ret = -EFAULT;
-	if (copy_from_user(e, argp, sizeof(*e)))
+	if (copy_from_user(d, u64_to_user_ptr(e.desc), e.desc_len))
 		goto out;
-	ret = -EINVAL;
-	if (!e->nr_ranges || e->nr_ranges > CSD_IOC_MAX_RANGES ||
-	    e->param_len > CSD_MAX_DESC_LEN - 16 - 16 * e->nr_ranges)
-		goto out;
-	desc_len = 16 + 16 * e->nr_ranges + e->param_len;
-	memcpy(d, "CSDX", 4);
-	put_unaligned_le16(1, d + 4);
-	put_unaligned_le16(e->program, d + 6);
-	put_unaligned_le16(e->nr_ranges, d + 8);
-	put_unaligned_le32(e->param_len, d + 12);
-	for (i = 0; i < e->nr_ranges; i++) {
-		struct csd_ioc_range *r = &e->ranges[i];
-		u64 abs = 0;
+	e.status = csd_desc_parse(d, e.desc_len, CSD_MAX_RANGES, &h);
+	if (e.status)
+		goto done;
+	for (i = 0; i < h.nr_ranges; i++) {
+		struct csd_desc_range r = csd_desc_range_get(d, i);
 
-		if (r->length) {
-			ret = csd_translate(cf, r->handle, r->offset, r->length, &abs);
+		if (r.length) {
+			ret = csd_translate(cf, e.handle, r.offset, r.length, &r.offset);
 			if (ret)
 				goto out;
+		} else {
+			r.offset = 0;
 		}
-		put_unaligned_le64(abs, d + 16 + 16 * i);
-		put_unaligned_le64(r->length, d + 24 + 16 * i);
+		csd_desc_range_set(d, i, r);
 	}
-	ret = -EFAULT;
-	if (e->param_len && copy_from_user(d + 16 + 16 * e->nr_ranges, u64_to_user_ptr(e->params),
-					   e->param_len))
-		goto out;
-	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, desc_len, 0, 0, 0, 0);
-	ret = csd_submit(cd, false, &c, d, desc_len, &result);
+	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, e.desc_len, 0, 0, 0, 0);
+	ret = csd_submit(cd, false, &c, d, e.desc_len, &result);
 	if (ret < 0)
 		goto out;
-	e->status = ret;
-	e->dw0 = lower_32_bits(result);
-	e->dw1 = upper_32_bits(result);
-	ret = copy_to_user(argp, e, sizeof(*e)) ? -EFAULT : 0;
+	e.status = ret;
+	e.dw0 = lower_32_bits(result);
+	e.dw1 = upper_32_bits(result);
+done:
+	ret = copy_to_user(argp, &e, sizeof(e)) ? -EFAULT : 0;
 out:
 	kfree(d);
-	kfree(e);
 	return ret;
 }
 
@@ -526,7 +475,7 @@ static int csd_ioc_log(struct csd_file *cf, void __user *argp)
 
 	if (copy_from_user(&l, argp, sizeof(l)))
 		return -EFAULT;
-	if (l.lid != CSD_LOG_CAPS && l.lid != CSD_LOG_STATS)
+	if (l.lid != CSD_LOG_CAPABILITIES && l.lid != CSD_LOG_STATISTICS)
 		return -EINVAL;
 	page = kzalloc(CSD_IOC_LOG_SIZE, GFP_KERNEL);
 	if (!page)
@@ -542,182 +491,6 @@ static int csd_ioc_log(struct csd_file *cf, void __user *argp)
 	kfree(page);
 	return ret;
 }
-
-/*
- * Peer-to-peer: the peer's BAR is mapped for the NVMe controller's DMA
- * (dma_map_resource), the PRP entries are built here, and the command goes through
- * nvme-core with no data buffer, so the driver leaves the data pointer as set: the
- * drive writes into the peer's memory directly.
- */
-#define CSD_P2P_CHUNK (512 * 1024) /* at most 128 pages: one PRP list page */
-
-/* Where the peer's 4 KiB page `page` (from the transfer's start) is, for the drive. */
-typedef dma_addr_t (*csd_page_addr_t)(void *ctx, u64 page);
-
-static dma_addr_t csd_linear_page(void *ctx, u64 page)
-{
-	return *(dma_addr_t *)ctx + (page << PAGE_SHIFT);
-}
-
-/* One SLM Read of len bytes into the peer pages first.. first+len/4K, PRPs built here. */
-static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, u32 len,
-			 csd_page_addr_t addr, void *ctx, u64 first, __le64 *prp_list,
-			 dma_addr_t prp_list_dma)
-{
-	struct nvme_command c;
-	u32 pages = len >> PAGE_SHIFT, i;
-
-	csd_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
-		len, 0, 0);
-	c.common.dptr.prp1 = cpu_to_le64(addr(ctx, first));
-	if (pages == 2) {
-		c.common.dptr.prp2 = cpu_to_le64(addr(ctx, first + 1));
-	} else if (pages > 2) {
-		for (i = 1; i < pages; i++)
-			prp_list[i - 1] = cpu_to_le64(addr(ctx, first + i));
-		dma_sync_single_for_device(dma_dev, prp_list_dma, PAGE_SIZE, DMA_TO_DEVICE);
-		c.common.dptr.prp2 = cpu_to_le64(prp_list_dma);
-	}
-	return csd_submit(cd, false, &c, NULL, 0, NULL);
-}
-
-/* Runs SLM Read chunks over [abs, abs + len) into the peer pages; counts p2p_bytes. */
-static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 len,
-		       csd_page_addr_t addr, void *ctx, u32 *status)
-{
-	dma_addr_t prp_dma;
-	__le64 *prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
-	u64 done = 0;
-	int ret = 0;
-
-	if (!prp_list)
-		return -ENOMEM;
-	prp_dma = dma_map_single(dma_dev, prp_list, PAGE_SIZE, DMA_TO_DEVICE);
-	if (dma_mapping_error(dma_dev, prp_dma)) {
-		kfree(prp_list);
-		return -ENOMEM;
-	}
-	*status = 0;
-	while (done < len) {
-		u32 n = min_t(u64, len - done, CSD_P2P_CHUNK);
-
-		ret = csd_p2p_chunk(cd, dma_dev, abs + done, n, addr, ctx, done >> PAGE_SHIFT,
-				    prp_list, prp_dma);
-		if (ret > 0) {
-			*status = ret;
-			ret = 0;
-			break;
-		}
-		if (ret < 0)
-			break;
-		done += n;
-		atomic64_add(n, &cd->p2p_bytes);
-	}
-	dma_unmap_single(dma_dev, prp_dma, PAGE_SIZE, DMA_TO_DEVICE);
-	kfree(prp_list);
-	return ret;
-}
-
-static int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
-{
-	struct csd_dev *cd = cf->cd;
-	struct device *dma_dev = cd->ctrl->dev; /* the NVMe controller's PCI device */
-	unsigned int dom, bus, slot, fn;
-	struct pci_dev *peer = NULL;
-	struct csd_ioc_p2p p;
-	dma_addr_t dst;
-	u64 abs, end;
-	int ret;
-
-	if (copy_from_user(&p, argp, sizeof(p)))
-		return -EFAULT;
-	if (!p2p_peer || sscanf(p2p_peer, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
-		return -EPERM; /* no peer configured by the administrator */
-	if (!p.len || p.len % PAGE_SIZE || p.bar_offset % PAGE_SIZE || p.bar >= PCI_STD_NUM_BARS)
-		return -EINVAL;
-	ret = csd_translate(cf, p.handle, p.offset, p.len, &abs);
-	if (ret)
-		return ret;
-	peer = pci_get_domain_bus_and_slot(dom, bus, PCI_DEVFN(slot, fn));
-	if (!peer)
-		return -ENODEV;
-	ret = -EINVAL;
-	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
-	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
-		goto out;
-	dst = dma_map_resource(dma_dev, pci_resource_start(peer, p.bar) + p.bar_offset, p.len,
-			       DMA_FROM_DEVICE, 0);
-	ret = -ENOMEM;
-	if (dma_mapping_error(dma_dev, dst))
-		goto out;
-	ret = csd_p2p_run(cd, dma_dev, abs, p.len, csd_linear_page, &dst, &p.status);
-	dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
-	if (!ret && copy_to_user(argp, &p, sizeof(p)))
-		ret = -EFAULT;
-out:
-	pci_dev_put(peer);
-	return ret;
-}
-
-#ifdef CSD_HAVE_NV_P2P
-/*
- * GPU memory as the peer (real hardware with NVIDIA's driver): the GPU pages behind a
- * CUDA allocation come from nvidia_p2p_get_pages, are mapped for the NVMe controller with
- * nvidia_p2p_dma_map_pages, and the drive writes into them through the same PRP path.
- */
-struct csd_nv_pages {
-	nvidia_p2p_page_table_t *table;
-	nvidia_p2p_dma_mapping_t *map;
-	u64 va_offset; /* of the transfer inside the first GPU page */
-};
-
-static void csd_nv_free_callback(void *data)
-{
-	/* the GPU memory went away under us; the mapping dies with the transfer */
-}
-
-static dma_addr_t csd_nv_page(void *ctx, u64 page)
-{
-	struct csd_nv_pages *nv = ctx;
-	u64 byte = nv->va_offset + (page << PAGE_SHIFT);
-	u64 gpu_page = byte / NVIDIA_P2P_PAGE_SIZE_64KB_BYTES;
-
-	return nv->map->dma_addresses[gpu_page] + (byte % NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
-}
-
-static int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp)
-{
-	struct csd_dev *cd = cf->cd;
-	struct pci_dev *pdev = to_pci_dev(cd->ctrl->dev);
-	struct csd_ioc_p2p_gpu g;
-	struct csd_nv_pages nv = {};
-	u64 abs, va, span;
-	int ret;
-
-	if (copy_from_user(&g, argp, sizeof(g)))
-		return -EFAULT;
-	if (!g.len || g.len % PAGE_SIZE || g.gpu_va % PAGE_SIZE)
-		return -EINVAL;
-	ret = csd_translate(cf, g.handle, g.offset, g.len, &abs);
-	if (ret)
-		return ret;
-	va = round_down(g.gpu_va, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
-	span = round_up(g.gpu_va + g.len, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES) - va;
-	nv.va_offset = g.gpu_va - va;
-	ret = nvidia_p2p_get_pages(0, 0, va, span, &nv.table, csd_nv_free_callback, &nv);
-	if (ret)
-		return ret;
-	ret = nvidia_p2p_dma_map_pages(pdev, nv.table, &nv.map);
-	if (!ret) {
-		ret = csd_p2p_run(cd, &pdev->dev, abs, g.len, csd_nv_page, &nv, &g.status);
-		nvidia_p2p_dma_unmap_pages(pdev, nv.table, nv.map);
-	}
-	nvidia_p2p_put_pages(0, 0, va, nv.table);
-	if (!ret && copy_to_user(argp, &g, sizeof(g)))
-		ret = -EFAULT;
-	return ret;
-}
-#endif
 
 static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -737,6 +510,7 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			.compute_units = cd->compute_units,
 			.nr_programs = cd->nr_programs,
 			.max_transfer = CSD_CHUNK,
+			.api_version = CSD_IOC_API_VERSION,
 		};
 
 		return copy_to_user(argp, &info, sizeof(info)) ? -EFAULT : 0;
@@ -872,15 +646,15 @@ static int csd_try_attach(int idx, int minor)
 		csd_cmd(&c, nvme_admin_identify, 0, NVME_ID_CNS_CTRL, 0, 0, 0, 0);
 		ret = csd_submit(cd, true, &c, id, 4096, NULL);
 	}
-	if (ret || memcmp(id + 3072, "CSD1", 4)) {
+	if (ret || memcmp(id + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4)) {
 		kfree(id);
 		kfree(cd);
 		goto not_ours;
 	}
 	cd->caps = id; /* reused for the capabilities page */
-	ret = csd_get_log(cd, CSD_LOG_CAPS, cd->caps);
+	ret = csd_get_log(cd, CSD_LOG_CAPABILITIES, cd->caps);
 	cd->ns = nvme_find_get_ns(ctrl, 1);
-	if (ret || !cd->ns || memcmp(cd->caps, "CSD1", 4)) {
+	if (ret || !cd->ns || memcmp(cd->caps, CSD_CAPS_MAGIC, 4)) {
 		dev_warn(ctrl->device, "csd: CSD1 signature but no capabilities log or namespace 1\n");
 		if (cd->ns)
 			nvme_put_ns(cd->ns);
@@ -888,9 +662,12 @@ static int csd_try_attach(int idx, int minor)
 		kfree(cd);
 		goto not_ours;
 	}
-	cd->slm_size = get_unaligned_le64(cd->caps + 8);
-	cd->compute_units = get_unaligned_le32(cd->caps + 16);
-	cd->nr_programs = min_t(u32, get_unaligned_le32(cd->caps + 28), (4096 - 64) / 32);
+	cd->slm_size = get_unaligned_le64(cd->caps + offsetof(struct csd_caps_log, slm_size));
+	cd->compute_units = get_unaligned_le32(cd->caps +
+					       offsetof(struct csd_caps_log, compute_units));
+	cd->nr_programs = min_t(u32, get_unaligned_le32(cd->caps + offsetof(struct csd_caps_log, nr_programs)),
+				(CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) /
+				sizeof(struct csd_caps_entry));
 	mutex_init(&cd->lock);
 	INIT_LIST_HEAD(&cd->allocs);
 	atomic64_set(&cd->p2p_bytes, 0);

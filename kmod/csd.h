@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * csd.h - what the parts of csd.ko share: the device and file state, command submission
+ * and SLM address translation (csd_main.c), peer-to-peer delivery (csd_p2p.c).
+ */
+#ifndef _CSD_KMOD_H
+#define _CSD_KMOD_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/nvme.h>
+#include <linux/rwsem.h>
+
+#include "nvme.h" /* nvme-core's private header, from Debian's linux-source of this kernel */
+#include "csd_spec.h" /* the command set's wire format (spec/ in the source tree) */
+#include "uapi/csd_ioctl.h"
+
+#define CSD_CHUNK (256 * 1024) /* bytes per SLM Write/Read and namespace I/O command */
+
+struct csd_dev;
+
+struct csd_file {
+	struct csd_dev *cd;
+	struct rw_semaphore free_sem; /* CSD_IOC_FREE waits for this file's commands */
+};
+
+struct csd_alloc {
+	struct list_head node; /* in csd_dev.allocs, sorted by offset */
+	u64 off;
+	u64 len;
+	u32 handle;
+	struct csd_file *owner;
+};
+
+struct csd_dev {
+	struct device dev;
+	struct cdev cdev;
+	int minor;
+	struct file *ctrl_file;
+	struct nvme_ctrl *ctrl;
+	struct nvme_ns *ns;
+	u8 *caps; /* the capabilities log page, read at attach */
+	u64 slm_size;
+	u32 compute_units;
+	u32 nr_programs;
+	struct mutex lock; /* allocs, next_handle */
+	struct list_head allocs;
+	u32 next_handle;
+	atomic64_t p2p_bytes; /* delivered to the peer by peer-to-peer SLM Reads */
+};
+
+/* Fills an NVMe command with an opcode, NSID and CDW10..14. */
+void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
+	     u32 cdw12, u32 cdw13, u32 cdw14);
+
+/* Sends one command; returns 0, a positive NVMe status, or a negative errno. */
+int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
+	       unsigned int len, u64 *result);
+
+/* Absolute SLM offset of [offset, offset + len) in one of cf's allocations. */
+int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs);
+
+/* CSD_IOC_P2P_READ: an SLM Read into the configured peer's BAR window. */
+int csd_ioc_p2p(struct csd_file *cf, void __user *argp);
+
+#ifdef CSD_HAVE_NV_P2P
+/* CSD_IOC_P2P_GPU_READ: an SLM Read into GPU memory (NVIDIA peer-to-peer). */
+int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp);
+#endif
+
+#endif /* _CSD_KMOD_H */

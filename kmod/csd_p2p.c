@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into another PCI
+ * device's memory (a BAR of the peer the administrator named, or GPU memory through
+ * NVIDIA's peer-to-peer API), with PRPs built here and no host memory buffer.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#ifdef CSD_HAVE_NV_P2P
+#include <nv-p2p.h> /* NVIDIA's peer-to-peer API: only where Kbuild found its header */
+#endif
+#include "csd.h"
+
+static char *p2p_peer;
+module_param(p2p_peer, charp, 0444);
+MODULE_PARM_DESC(p2p_peer, "PCI device (DDDD:BB:DD.F) whose BARs may receive peer-to-peer SLM Reads");
+
+/*
+ * Peer-to-peer: the peer's BAR is mapped for the NVMe controller's DMA
+ * (dma_map_resource), the PRP entries are built here, and the command goes through
+ * nvme-core with no data buffer, so the driver leaves the data pointer as set: the
+ * drive writes into the peer's memory directly.
+ */
+#define CSD_P2P_CHUNK (512 * 1024) /* at most 128 pages: one PRP list page */
+
+/* Where the peer's 4 KiB page `page` (from the transfer's start) is, for the drive. */
+typedef dma_addr_t (*csd_page_addr_t)(void *ctx, u64 page);
+
+static dma_addr_t csd_linear_page(void *ctx, u64 page)
+{
+	return *(dma_addr_t *)ctx + (page << PAGE_SHIFT);
+}
+
+/* One SLM Read of len bytes into the peer pages first.. first+len/4K, PRPs built here. */
+static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, u32 len,
+			 csd_page_addr_t addr, void *ctx, u64 first, __le64 *prp_list,
+			 dma_addr_t prp_list_dma)
+{
+	struct nvme_command c;
+	u32 pages = len >> PAGE_SHIFT, i;
+
+	csd_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
+		len, 0, 0);
+	c.common.dptr.prp1 = cpu_to_le64(addr(ctx, first));
+	if (pages == 2) {
+		c.common.dptr.prp2 = cpu_to_le64(addr(ctx, first + 1));
+	} else if (pages > 2) {
+		for (i = 1; i < pages; i++)
+			prp_list[i - 1] = cpu_to_le64(addr(ctx, first + i));
+		dma_sync_single_for_device(dma_dev, prp_list_dma, PAGE_SIZE, DMA_TO_DEVICE);
+		c.common.dptr.prp2 = cpu_to_le64(prp_list_dma);
+	}
+	return csd_submit(cd, false, &c, NULL, 0, NULL);
+}
+
+/* Runs SLM Read chunks over [abs, abs + len) into the peer pages; counts p2p_bytes. */
+static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 len,
+		       csd_page_addr_t addr, void *ctx, u32 *status)
+{
+	dma_addr_t prp_dma;
+	__le64 *prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	u64 done = 0;
+	int ret = 0;
+
+	if (!prp_list)
+		return -ENOMEM;
+	prp_dma = dma_map_single(dma_dev, prp_list, PAGE_SIZE, DMA_TO_DEVICE);
+	if (dma_mapping_error(dma_dev, prp_dma)) {
+		kfree(prp_list);
+		return -ENOMEM;
+	}
+	*status = 0;
+	while (done < len) {
+		u32 n = min_t(u64, len - done, CSD_P2P_CHUNK);
+
+		ret = csd_p2p_chunk(cd, dma_dev, abs + done, n, addr, ctx, done >> PAGE_SHIFT,
+				    prp_list, prp_dma);
+		if (ret > 0) {
+			*status = ret;
+			ret = 0;
+			break;
+		}
+		if (ret < 0)
+			break;
+		done += n;
+		atomic64_add(n, &cd->p2p_bytes);
+	}
+	dma_unmap_single(dma_dev, prp_dma, PAGE_SIZE, DMA_TO_DEVICE);
+	kfree(prp_list);
+	return ret;
+}
+
+int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	struct device *dma_dev = cd->ctrl->dev; /* the NVMe controller's PCI device */
+	unsigned int dom, bus, slot, fn;
+	struct pci_dev *peer = NULL;
+	struct csd_ioc_p2p p;
+	dma_addr_t dst;
+	u64 abs, end;
+	int ret;
+
+	if (copy_from_user(&p, argp, sizeof(p)))
+		return -EFAULT;
+	if (!p2p_peer || sscanf(p2p_peer, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
+		return -EPERM; /* no peer configured by the administrator */
+	if (!p.len || p.len % PAGE_SIZE || p.bar_offset % PAGE_SIZE || p.bar >= PCI_STD_NUM_BARS)
+		return -EINVAL;
+	ret = csd_translate(cf, p.handle, p.offset, p.len, &abs);
+	if (ret)
+		return ret;
+	peer = pci_get_domain_bus_and_slot(dom, bus, PCI_DEVFN(slot, fn));
+	if (!peer)
+		return -ENODEV;
+	ret = -EINVAL;
+	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
+	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
+		goto out;
+	dst = dma_map_resource(dma_dev, pci_resource_start(peer, p.bar) + p.bar_offset, p.len,
+			       DMA_FROM_DEVICE, 0);
+	ret = -ENOMEM;
+	if (dma_mapping_error(dma_dev, dst))
+		goto out;
+	ret = csd_p2p_run(cd, dma_dev, abs, p.len, csd_linear_page, &dst, &p.status);
+	dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
+	if (!ret && copy_to_user(argp, &p, sizeof(p)))
+		ret = -EFAULT;
+out:
+	pci_dev_put(peer);
+	return ret;
+}
+
+#ifdef CSD_HAVE_NV_P2P
+/*
+ * GPU memory as the peer (real hardware with NVIDIA's driver): the GPU pages behind a
+ * CUDA allocation come from nvidia_p2p_get_pages, are mapped for the NVMe controller with
+ * nvidia_p2p_dma_map_pages, and the drive writes into them through the same PRP path.
+ */
+struct csd_nv_pages {
+	nvidia_p2p_page_table_t *table;
+	nvidia_p2p_dma_mapping_t *map;
+	u64 va_offset; /* of the transfer inside the first GPU page */
+};
+
+static void csd_nv_free_callback(void *data)
+{
+	/* the GPU memory went away under us; the mapping dies with the transfer */
+}
+
+static dma_addr_t csd_nv_page(void *ctx, u64 page)
+{
+	struct csd_nv_pages *nv = ctx;
+	u64 byte = nv->va_offset + (page << PAGE_SHIFT);
+	u64 gpu_page = byte / NVIDIA_P2P_PAGE_SIZE_64KB_BYTES;
+
+	return nv->map->dma_addresses[gpu_page] + (byte % NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
+}
+
+int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp)
+{
+	struct csd_dev *cd = cf->cd;
+	struct pci_dev *pdev = to_pci_dev(cd->ctrl->dev);
+	struct csd_ioc_p2p_gpu g;
+	struct csd_nv_pages nv = {};
+	u64 abs, va, span;
+	int ret;
+
+	if (copy_from_user(&g, argp, sizeof(g)))
+		return -EFAULT;
+	if (!g.len || g.len % PAGE_SIZE || g.gpu_va % PAGE_SIZE)
+		return -EINVAL;
+	ret = csd_translate(cf, g.handle, g.offset, g.len, &abs);
+	if (ret)
+		return ret;
+	va = round_down(g.gpu_va, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
+	span = round_up(g.gpu_va + g.len, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES) - va;
+	nv.va_offset = g.gpu_va - va;
+	ret = nvidia_p2p_get_pages(0, 0, va, span, &nv.table, csd_nv_free_callback, &nv);
+	if (ret)
+		return ret;
+	ret = nvidia_p2p_dma_map_pages(pdev, nv.table, &nv.map);
+	if (!ret) {
+		ret = csd_p2p_run(cd, &pdev->dev, abs, g.len, csd_nv_page, &nv, &g.status);
+		nvidia_p2p_dma_unmap_pages(pdev, nv.table, nv.map);
+	}
+	nvidia_p2p_put_pages(0, 0, va, nv.table);
+	if (!ret && copy_to_user(argp, &g, sizeof(g)))
+		ret = -EFAULT;
+	return ret;
+}
+#endif
+
