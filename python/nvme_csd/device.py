@@ -8,92 +8,11 @@ import struct
 import numpy as np
 
 from . import _core
+from .arrays import SlmArray, _is_torch, as_numpy  # noqa: F401  (part of this module's API)
 from .errors import CsdError, InvalidParameters
 from .store import Store
-
-PROGRAM_IDS = {"copy": 1, "gemm": 2, "elementwise": 3, "softmax": 4, "reduce": 5, "filter": 6,
-               "convert": 7, "checksum": 8, "conv2d": 9, "decompress": 10}
-EW_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "relu": 16, "sigmoid": 17,
-          "tanh": 18, "gelu": 19, "axpb": 20, "exp": 21, "abs": 22}
-REDUCE_OPS = {"sum": 0, "min": 1, "max": 2, "mean": 3, "argmax": 4, "argmin": 5}
-REDUCE_DTYPES = {np.dtype("<f4"): 0, np.dtype("<f8"): 1, np.dtype("<i4"): 2, np.dtype("<i8"): 3}
-FIELD_TYPES = {np.dtype("<i4"): 0, np.dtype("<i8"): 1, np.dtype("<u4"): 2, np.dtype("<u8"): 3,
-               np.dtype("<f4"): 4, np.dtype("<f8"): 5}
-CMP_OPS = {"==": 0, "eq": 0, "!=": 1, "ne": 1, "<": 2, "lt": 2, "<=": 3, "le": 3, ">": 4, "gt": 4,
-           ">=": 5, "ge": 5, "between": 6}
-CONVERT = {("float32", "float16"): (0, 4, 2), ("float32", "bfloat16"): (1, 4, 2),
-           ("float16", "float32"): (2, 2, 4), ("bfloat16", "float32"): (3, 2, 4),
-           ("int8", "float32"): (4, 1, 4), ("float32", "int8"): (5, 4, 1), ("uint8", "float32"): (6, 1, 4)}
-
-
-def _is_torch(x):
-    return type(x).__module__.startswith("torch")
-
-
-def as_numpy(x, dtype=None, name="argument"):
-    """A C-contiguous numpy view of x (numpy, torch CPU tensor, DLPack or buffer), no copy
-    when the memory allows; raises InvalidParameters with the reason otherwise."""
-    if isinstance(x, np.ndarray):
-        a = x
-    elif _is_torch(x):
-        if x.device.type != "cpu":
-            raise InvalidParameters(f"{name}: a {x.device.type} tensor; pass a CPU tensor")
-        a = x.detach().numpy()
-    elif hasattr(x, "__dlpack__"):
-        a = np.from_dlpack(x)
-    else:
-        try:
-            a = np.frombuffer(memoryview(x), dtype=np.uint8)
-        except TypeError:
-            raise InvalidParameters(f"{name}: expected an array, tensor or buffer, got {type(x).__name__}") from None
-    if dtype is not None and a.dtype != np.dtype(dtype):
-        raise InvalidParameters(f"{name}: dtype {a.dtype}, expected {np.dtype(dtype)}")
-    if not a.flags.c_contiguous:
-        raise InvalidParameters(f"{name}: not C-contiguous (use numpy.ascontiguousarray or .contiguous())")
-    return a
-
-
-class SlmArray:
-    """An array that lives in SLM: a device allocation with a dtype and shape. Programs
-    take it without moving data; .numpy() brings it to the host (a view, no copy, on the
-    in-process device)."""
-
-    def __init__(self, dev, buf, dtype, shape):
-        self.device, self.buffer = dev, buf
-        self.dtype, self.shape = np.dtype(dtype), tuple(shape)
-
-    @property
-    def nbytes(self):
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-
-    @property
-    def offset(self):
-        return self.buffer.offset
-
-    def range(self, nbytes=None):
-        return (self.buffer.offset, self.nbytes if nbytes is None else nbytes)
-
-    def numpy(self, copy=True):
-        """The contents as a numpy array (copy=False: a view of SLM, in-process device only)."""
-        if not copy:
-            view = self.device._dev.slm_host_view(self.offset, self.nbytes)
-            if view is None:
-                raise CsdError("SLM is not host memory on this transport: use numpy(copy=True)")
-            return np.frombuffer(view, dtype=self.dtype).reshape(self.shape)
-        out = np.empty(self.shape, dtype=self.dtype)
-        if self.nbytes:
-            self.device._dev.slm_read_into(self.offset, out)
-        return out
-
-    def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
-
-    def free(self):
-        self.buffer.free()
-
-    def __repr__(self):
-        return f"SlmArray(offset={self.offset}, dtype={self.dtype}, shape={self.shape})"
+from .wire import (CHECKSUM_ALGOS, CMP_OPS, CODECS, CONVERT, EW_OPS, FIELD_TYPES,  # noqa: F401
+                   FIRST_UNARY_EW_OP, PROGRAM_IDS, REDUCE_DTYPES, REDUCE_OPS, STATUS_CODES)
 
 
 class Device:
@@ -212,7 +131,7 @@ class Device:
         if C.shape != (m, n):
             raise InvalidParameters(f"gemm: c has shape {C.shape}, expected {(m, n)}")
         flags = (1 if trans_a else 0) | (2 if trans_b else 0)
-        self.execute(2, [A.range(), B.range(), C.range()], struct.pack("<4I2f", m, n, k, flags, alpha, beta))
+        self.execute(PROGRAM_IDS["gemm"], [A.range(), B.range(), C.range()], struct.pack("<4I2f", m, n, k, flags, alpha, beta))
         for src, arr in ((a, A), (b, B)):
             if not isinstance(src, SlmArray):
                 arr.free()
@@ -231,7 +150,7 @@ class Device:
         n = int(np.prod(X.shape, dtype=np.int64))
         ranges = [X.range()]
         Y = None
-        if EW_OPS[op] < 16:
+        if EW_OPS[op] < FIRST_UNARY_EW_OP:
             if y is None:
                 raise InvalidParameters(f"elementwise {op} needs y")
             Y = self.to_slm(y, np.float32)
@@ -240,7 +159,7 @@ class Device:
             ranges.append(Y.range())
         O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
         ranges.append(O.range())
-        self.execute(3, ranges, struct.pack("<2I2f", EW_OPS[op], n, a, b))
+        self.execute(PROGRAM_IDS["elementwise"], ranges, struct.pack("<2I2f", EW_OPS[op], n, a, b))
         return self._finish(O, x, out, [(x, X), (y, Y)])
 
     def _finish(self, O, like, out, temps):
@@ -256,7 +175,7 @@ class Device:
         X = self.to_slm(x, np.float32)
         rows, cols = (1, X.shape[0]) if len(X.shape) == 1 else (int(np.prod(X.shape[:-1])), X.shape[-1])
         O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
-        self.execute(4, [X.range(), O.range()], struct.pack("<2I", rows, cols))
+        self.execute(PROGRAM_IDS["softmax"], [X.range(), O.range()], struct.pack("<2I", rows, cols))
         return self._finish(O, x, out, [(x, X)])
 
     def reduce(self, x, op="sum"):
@@ -271,7 +190,7 @@ class Device:
         out_dtype = np.int64 if op in ("argmax", "argmin") or (X.dtype.kind == "i" and op != "mean") \
             else np.float64
         O = self.alloc((rows,), out_dtype)
-        self.execute(5, [X.range(), O.range()], struct.pack("<4I", REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], rows, cols))
+        self.execute(PROGRAM_IDS["reduce"], [X.range(), O.range()], struct.pack("<4I", REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], rows, cols))
         return self._finish(O, x, None, [(x, X)])
 
     def filter(self, records, field, op, lo, hi=0, *, indices=False, device="cpu"):
@@ -303,11 +222,11 @@ class Device:
         while True:
             O = self.alloc((cap * unit,), np.uint8)
             try:
-                dw0, matches = self.execute(6, [R.range(), O.range()], params)
+                dw0, matches = self.execute(PROGRAM_IDS["filter"], [R.range(), O.range()], params)
                 break
             except CsdError as e:
                 O.free()
-                if e.code != 0x1C4:
+                if e.code != STATUS_CODES["Output Overflow"]:
                     raise
                 cap = max(e.dw1, 1)  # the device said how many matched
         if r is not None:
@@ -339,17 +258,17 @@ class Device:
         n = int(np.prod(X.shape, dtype=np.int64))
         out_dtype = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "int8": np.int8}[to]
         O = self.alloc(X.shape, out_dtype)
-        self.execute(7, [X.range(), O.range()], struct.pack("<2Ifi", op, n, scale, zero_point))
+        self.execute(PROGRAM_IDS["convert"], [X.range(), O.range()], struct.pack("<2Ifi", op, n, scale, zero_point))
         return self._finish(O, x, None, [(x, X)])
 
     def checksum(self, data, algo="crc32c"):
         """CRC-32C or XXH64 (seed 0) of the data, computed in the drive."""
-        if algo not in ("crc32c", "xxh64"):
-            raise InvalidParameters("checksum: algo must be 'crc32c' or 'xxh64'")
+        if algo not in CHECKSUM_ALGOS:
+            raise InvalidParameters(f"checksum: algo must be one of {sorted(CHECKSUM_ALGOS)}")
         D = self.to_slm(data) if not isinstance(data, SlmArray) else data
         if D.nbytes == 0:
             raise InvalidParameters("checksum: empty data")
-        dw0, dw1 = self.execute(8, [D.range()], struct.pack("<I", 0 if algo == "crc32c" else 1))
+        dw0, dw1 = self.execute(PROGRAM_IDS["checksum"], [D.range()], struct.pack("<I", CHECKSUM_ALGOS[algo]))
         if D is not data:
             D.free()
         return dw1 << 32 | dw0
@@ -370,18 +289,18 @@ class Device:
         Bs = self.to_slm(bias, np.float32) if bias is not None else None
         O = self.alloc((n, k, p, q), np.float32)
         params = struct.pack("<14I", n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dwl, 1 if Bs is not None else 0)
-        self.execute(9, [X.range(), W.range(), Bs.range() if Bs is not None else (0, 0), O.range()], params)
+        self.execute(PROGRAM_IDS["conv2d"], [X.range(), W.range(), Bs.range() if Bs is not None else (0, 0), O.range()], params)
         return self._finish(O, x, None, [(x, X), (w, W), (bias, Bs)])
 
     def decompress(self, data, out_size, codec="zstd"):
         """Decompresses zstd frames or an LZ4 frame inside the drive; out_size is an upper
         bound of the result's size. Returns bytes."""
-        if codec not in ("zstd", "lz4"):
-            raise InvalidParameters("decompress: codec must be 'zstd' or 'lz4'")
+        if codec not in CODECS:
+            raise InvalidParameters(f"decompress: codec must be one of {sorted(CODECS)}")
         D = self.to_slm(data)
         O = self.alloc((max(int(out_size), 4),), np.uint8)
         try:
-            n, _ = self.execute(10, [D.range(), O.range()], struct.pack("<I", 0 if codec == "zstd" else 1))
+            n, _ = self.execute(PROGRAM_IDS["decompress"], [D.range(), O.range()], struct.pack("<I", CODECS[codec]))
             return O.numpy()[:n].tobytes()
         finally:
             D.free()

@@ -3,6 +3,8 @@ get a subclass each, carrying the status code and its name."""
 
 import errno as _errno
 
+from .wire import STATUS_CODES
+
 
 class CsdError(Exception):
     """A libcsd failure: `status` (NVMe status field, 0 if none), `status_name`, `errno`,
@@ -23,23 +25,24 @@ class CsdError(Exception):
         return self.status & 0x7FF
 
 
-def _status_class(name, code):
-    return type(name.replace(" ", ""), (CsdError,), {"status_name": name, "status_code": code,
-                                                      "__doc__": f"NVMe status {name} ({code:#05x})."})
+def _status_class(class_name, status_name):
+    code = STATUS_CODES[status_name]
+    return type(class_name, (CsdError,), {"status_name": status_name, "status_code": code,
+                                          "__doc__": f"NVMe status {status_name} ({code:#05x})."})
 
 
-InvalidOpcode = _status_class("Invalid Command Opcode", 0x001)
-InvalidField = _status_class("Invalid Field in Command", 0x002)
-DataTransferError = _status_class("Data Transfer Error", 0x004)
-InternalError = _status_class("Internal Error", 0x006)
-AbortRequested = _status_class("Command Abort Requested", 0x007)
-LbaOutOfRange = _status_class("LBA Out of Range", 0x080)
-InvalidProgram = _status_class("Invalid Program", 0x1C0)
-InvalidDescriptor = _status_class("Invalid Descriptor", 0x1C1)
-SlmOutOfBounds = _status_class("SLM Range Out of Bounds", 0x1C2)
-InvalidParameters = _status_class("Invalid Parameters", 0x1C3)
-OutputOverflow = _status_class("Output Overflow", 0x1C4)
-ProgramFault = _status_class("Program Fault", 0x1C5)
+InvalidOpcode = _status_class("InvalidOpcode", "Invalid Command Opcode")
+InvalidField = _status_class("InvalidField", "Invalid Field in Command")
+DataTransferError = _status_class("DataTransferError", "Data Transfer Error")
+InternalError = _status_class("InternalError", "Internal Error")
+AbortRequested = _status_class("AbortRequested", "Command Abort Requested")
+LbaOutOfRange = _status_class("LbaOutOfRange", "LBA Out of Range")
+InvalidProgram = _status_class("InvalidProgram", "Invalid Program")
+InvalidDescriptor = _status_class("InvalidDescriptor", "Invalid Descriptor")
+SlmOutOfBounds = _status_class("SlmOutOfBounds", "SLM Range Out of Bounds")
+InvalidParameters = _status_class("InvalidParameters", "Invalid Parameters")
+OutputOverflow = _status_class("OutputOverflow", "Output Overflow")
+ProgramFault = _status_class("ProgramFault", "Program Fault")
 
 _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransferError, InternalError,
                                        AbortRequested, LbaOutOfRange, InvalidProgram, InvalidDescriptor,

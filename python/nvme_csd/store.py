@@ -2,7 +2,9 @@
 
 import numpy as np
 
+from .arrays import SlmArray, _is_torch, as_numpy
 from .errors import InvalidParameters, NotFound
+from .wire import CMP_OPS, FIELD_TYPES
 
 
 class Store:
@@ -22,7 +24,6 @@ class Store:
         self._dev.store_format()
 
     def __setitem__(self, name, value):
-        from .device import as_numpy, _is_torch
         if isinstance(value, (bytes, bytearray, memoryview)):
             self._dev.store_put(name, value, "", [])
             return
@@ -73,7 +74,6 @@ class Store:
 
     def load(self, name):
         """Loads an object into SLM (SLM Load, nothing crosses the bus): an SlmArray."""
-        from .device import SlmArray
         info = self.stat(name)
         buf = self._dev.store_load(name)
         if info["dtype"]:
@@ -82,7 +82,6 @@ class Store:
 
     def filter(self, src, dst, *, record_size, field_offset, field_type, op, lo, hi=0, indices=False):
         """filter object src into object dst inside the drive; returns the match count."""
-        from .device import CMP_OPS, FIELD_TYPES
         code = FIELD_TYPES[np.dtype(field_type)]
         matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
                                             float(lo), float(hi), int(lo), int(hi), indices)

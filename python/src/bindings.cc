@@ -11,6 +11,7 @@
 #include "csd/device.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd_spec.h"
 #ifdef CSD_HAVE_GPU
 #include "gpu.hpp"
 #endif
@@ -101,11 +102,42 @@ py::dict object_info(const ObjectInfo &o)
     return d;
 }
 
+// A command-set name table (spec/csd_spec.h) as {name: value}.
+py::dict name_table(const csd_name *t)
+{
+    py::dict d;
+    for (; t->name; t++) d[t->name] = t->value;
+    return d;
+}
+
+// The command set's ids, parameter names and status codes, from the one wire-format header.
+py::dict wire_format()
+{
+    py::dict w, programs, statuses;
+    for (uint16_t id = 1; id <= CSD_NR_DEVICE_PROGRAMS; id++) programs[csd_program_name(id)] = id;
+    for (uint16_t code : csd_named_statuses) statuses[csd_status_name(code)] = code;
+    w["programs"] = programs;
+    w["statuses"] = statuses;
+    w["elementwise_ops"] = name_table(csd_elementwise_op_names);
+    w["reduce_ops"] = name_table(csd_reduce_op_names);
+    w["dtypes"] = name_table(csd_dtype_names);
+    w["field_types"] = name_table(csd_field_type_names);
+    w["filter_ops"] = name_table(csd_filter_op_names);
+    w["convert_ops"] = name_table(csd_convert_op_names);
+    w["checksum_algos"] = name_table(csd_checksum_algo_names);
+    w["decompress_algos"] = name_table(csd_decompress_algo_names);
+    w["first_unary_elementwise_op"] = static_cast<uint32_t>(CSD_EW_RELU);
+    return w;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m)
 {
     m.doc() = "libcsd bindings (use the nvme_csd package, not this module)";
+    m.attr("WIRE") = wire_format();
+    m.def("status_name", [](uint16_t status) { return status_name(status); },
+          "English name of an NVMe status value");
 
     // csd::Error -> nvme_csd.errors.CsdError subclass chosen by status
     py::register_exception_translator([](std::exception_ptr p) {

@@ -1,0 +1,37 @@
+"""The command set's ids, parameter codes and status codes, taken from the bindings (which
+take them from spec/csd_spec.h): Python keeps no copy of the wire format's numbers."""
+
+import numpy as np
+
+from . import _core
+
+_W = _core.WIRE
+
+PROGRAM_IDS = dict(_W["programs"])                 # {"gemm": 2, ...}
+STATUS_CODES = dict(_W["statuses"])                # {"Invalid Program": 0x1C0, ...}
+EW_OPS = dict(_W["elementwise_ops"])
+FIRST_UNARY_EW_OP = _W["first_unary_elementwise_op"]
+REDUCE_OPS = dict(_W["reduce_ops"])
+CHECKSUM_ALGOS = dict(_W["checksum_algos"])
+CODECS = dict(_W["decompress_algos"])
+
+# numpy dtypes for the command set's element and field types.
+_NP = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u32": "<u4", "u64": "<u8"}
+REDUCE_DTYPES = {np.dtype(_NP[k]): v for k, v in _W["dtypes"].items()}
+FIELD_TYPES = {np.dtype(_NP[k]): v for k, v in _W["field_types"].items()}
+
+# Comparison names: the command set's (eq, ne, ...) and the operators they stand for.
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+CMP_OPS = dict(_W["filter_ops"])
+CMP_OPS.update({_SYMBOLS[k]: v for k, v in _W["filter_ops"].items() if k in _SYMBOLS})
+
+# convert: (from dtype name, to dtype name) -> (op, input element bytes, output element bytes).
+_DT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i8": "int8", "u8": "uint8"}
+_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "u8": 1}
+CONVERT = {(_DT[a], _DT[b]): (op, _SIZE[a], _SIZE[b])
+           for name, op in _W["convert_ops"].items() for a, b in [name.split("_")]}
+
+
+def status_name(status):
+    """English name of an NVMe status value ("Invalid Program")."""
+    return _core.status_name(status)
