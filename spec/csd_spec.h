@@ -1,5 +1,5 @@
 /*
- * csd_spec.h - the CSD command set's wire format, version 1.0 (docs/command-set.md):
+ * csd_spec.h - the CSD command set's wire format, version 1.1 (docs/command-set.md):
  * opcodes, layouts, status values and their names, and the execute descriptor codec.
  * The one home of this knowledge: the device core, the QEMU glue, libcsd, csd.ko (this
  * header compiles in the kernel too), and through the bindings Python take it from here.
@@ -31,14 +31,52 @@ enum csd_opcode {
     CSD_OPC_SLM_READ = 0x82,  /* SLM -> host */
     CSD_OPC_SLM_STORE = 0x84, /* SLM -> namespace, no data */
     CSD_OPC_EXECUTE = 0x85,   /* host -> controller: execute descriptor */
+    CSD_OPC_PROGRAM_LOAD = 0x89,   /* host -> controller: a chunk of a program image (1.1) */
+    CSD_OPC_PROGRAM_UNLOAD = 0x8C, /* no data (1.1) */
 };
 
 /* Whether an I/O opcode belongs to the CSD command set. */
 static inline int csd_is_io_opcode(uint8_t opc)
 {
     return opc == CSD_OPC_SLM_LOAD || opc == CSD_OPC_SLM_WRITE || opc == CSD_OPC_SLM_READ ||
-           opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_EXECUTE;
+           opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_EXECUTE || opc == CSD_OPC_PROGRAM_LOAD ||
+           opc == CSD_OPC_PROGRAM_UNLOAD;
 }
+
+/* Downloadable programs (section 8). */
+#define CSD_SLOT_FIRST 0x0100       /* slot ids 0100h..01FFh */
+#define CSD_NR_SLOTS 256
+#define CSD_PLUGIN_FIRST 0x0040     /* operator plug-in ids 0040h..00FFh (section 9) */
+#define CSD_PLUGIN_LAST 0x00FF
+#define CSD_MAX_PROGRAM_ID 0x01FF
+#define CSD_PROGRAM_TYPE_EBPF 0x01
+#define CSD_MAX_PROGRAM_BYTES (4u << 20) /* capability max_program_bytes */
+#define CSD_MAX_RECORD_SIZE 4096u
+#define CSD_BPF_SECTION "csd"         /* the ELF section holding the entry function */
+#define CSD_BPF_MAX_INSNS 65536u      /* the verifier's bound on a program's length */
+#define CSD_BPF_MAX_PARAMS 8
+#define CSD_BPF_ENTRY_NAME_LEN 23     /* a loaded program's name in C0h, at most */
+#define CSD_IMAGE_FAULT_NONE 0xFFFFFFFFu /* DW0 of Invalid Program Image: malformed ELF */
+
+/* Program Load CDW10: slot id (0: the device picks) and program type. */
+static inline uint32_t csd_program_load_cdw10(uint16_t slot, uint8_t type)
+{
+    return slot | (uint32_t)type << 16;
+}
+
+/* Execute parameters of a downloadable program: header, then nr_params u64 params. */
+struct csd_bpf_params {
+    uint32_t record_count;
+    uint32_t mode;
+    uint32_t nr_params;
+    uint32_t reserved;
+};
+enum csd_bpf_mode { CSD_BPF_FILTER = 0, CSD_BPF_MAP = 1, CSD_BPF_REDUCE = 2 };
+
+/* Program kinds, as C0h entries give them. */
+enum csd_program_type {
+    CSD_PROGRAM_DEVICE = 0, CSD_PROGRAM_DOWNLOADED = 1, CSD_PROGRAM_PLUGIN = 2,
+};
 
 /* Whether an opcode may change the namespace's data (LBCC in the Effects log). */
 static inline int csd_opcode_changes_lbas(uint8_t opc)
@@ -49,7 +87,7 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 /* Log page identifiers. */
 #define CSD_LOG_CAPABILITIES 0xC0
 #define CSD_LOG_STATISTICS 0xC1
-#define CSD_LOG_PAGE_SIZE 4096u
+#define CSD_LOG_PAGE_SIZE 4096u /* C0h; and C1h up to version 1.0 */
 
 /*
  * NVMe status values as a 16-bit field of the completion: bits 7:0 status code,
@@ -73,6 +111,8 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_INVALID_PARAMETERS 0x01C3
 #define CSD_STATUS_OUTPUT_OVERFLOW 0x01C4
 #define CSD_STATUS_PROGRAM_FAULT 0x01C5
+#define CSD_STATUS_INVALID_PROGRAM_IMAGE 0x01C6
+#define CSD_STATUS_PROGRAM_SLOT_IN_USE 0x01C7
 
 /* Status code type and code of a status value, DNR and More bits removed. */
 #define CSD_STATUS_CODE(s) ((uint16_t)((s) & 0x07FF))
@@ -97,6 +137,8 @@ static inline const char *csd_status_name(uint16_t status)
     case CSD_STATUS_INVALID_PARAMETERS: return "Invalid Parameters";
     case CSD_STATUS_OUTPUT_OVERFLOW: return "Output Overflow";
     case CSD_STATUS_PROGRAM_FAULT: return "Program Fault";
+    case CSD_STATUS_INVALID_PROGRAM_IMAGE: return "Invalid Program Image";
+    case CSD_STATUS_PROGRAM_SLOT_IN_USE: return "Program Slot In Use";
     default: return NULL;
     }
 }
@@ -108,6 +150,7 @@ static const uint16_t csd_named_statuses[] = {
     CSD_STATUS_INVALID_NAMESPACE, CSD_STATUS_LBA_OUT_OF_RANGE, CSD_STATUS_HOST_ABORTED,
     CSD_STATUS_INVALID_PROGRAM, CSD_STATUS_INVALID_DESCRIPTOR, CSD_STATUS_SLM_OUT_OF_BOUNDS,
     CSD_STATUS_INVALID_PARAMETERS, CSD_STATUS_OUTPUT_OVERFLOW, CSD_STATUS_PROGRAM_FAULT,
+    CSD_STATUS_INVALID_PROGRAM_IMAGE, CSD_STATUS_PROGRAM_SLOT_IN_USE,
 };
 
 /* Execute descriptor. */
@@ -329,6 +372,9 @@ static const struct csd_name csd_convert_op_names[] = {
 static const struct csd_name csd_checksum_algo_names[] = {
     {"crc32c", CSD_CKSUM_CRC32C}, {"xxh64", CSD_CKSUM_XXH64}, {NULL, 0},
 };
+static const struct csd_name csd_bpf_mode_names[] = {
+    {"filter", CSD_BPF_FILTER}, {"map", CSD_BPF_MAP}, {"reduce", CSD_BPF_REDUCE}, {NULL, 0},
+};
 static const struct csd_name csd_decompress_algo_names[] = {
     {"zstd", CSD_DECOMP_ZSTD}, {"lz4", CSD_DECOMP_LZ4}, {NULL, 0},
 };
@@ -336,7 +382,7 @@ static const struct csd_name csd_decompress_algo_names[] = {
 /* Log page C0h: capabilities. */
 struct csd_caps_entry {
     uint16_t id;
-    uint8_t type; /* 0 device-defined, 1 downloadable */
+    uint8_t type; /* enum csd_program_type */
     uint8_t flags;
     uint32_t reserved;
     char name[24];
@@ -349,7 +395,10 @@ struct csd_caps_log {
     uint32_t max_desc_len;
     uint32_t max_ranges;
     uint32_t nr_programs;
-    uint8_t reserved[32];
+    uint32_t max_program_bytes; /* 1.1 */
+    uint16_t downloadable_slots; /* 1.1 */
+    uint16_t program_types; /* 1.1: bit n = program type n supported */
+    uint8_t reserved[24];
     struct csd_caps_entry programs[]; /* nr_programs entries */
 };
 
@@ -359,20 +408,31 @@ enum csd_stat {
     CSD_STAT_SLM_READ_CMDS, CSD_STAT_EXEC_CMDS, CSD_STAT_EXEC_ERRORS,
     CSD_STAT_BYTES_NS_TO_SLM, CSD_STAT_BYTES_SLM_TO_NS, CSD_STAT_BYTES_HOST_TO_SLM,
     CSD_STAT_BYTES_SLM_TO_HOST, CSD_STAT_EXEC_BUSY_NS,
+    CSD_STAT_PROGRAM_LOAD_CMDS, CSD_STAT_PROGRAM_UNLOAD_CMDS, CSD_STAT_PROGRAM_LOAD_REJECTS,
     CSD_STAT_COUNT
 };
 #define CSD_STATS_COUNTERS_OFFSET 8u
 #define CSD_STATS_PER_PROGRAM_OFFSET 256u
+#define CSD_STATS_PER_PROGRAM_COUNT 512u /* ids 0..01FFh */
+#define CSD_LOG_STATS_SIZE (CSD_STATS_PER_PROGRAM_OFFSET + 8u * CSD_STATS_PER_PROGRAM_COUNT)
+#define CSD_LOG_MAX_SIZE CSD_LOG_STATS_SIZE
+
+/* Bytes of a log page of the command set (C1h grew to 4352 bytes in version 1.1). */
+static inline uint32_t csd_log_page_size(uint8_t lid)
+{
+    return lid == CSD_LOG_STATISTICS ? CSD_LOG_STATS_SIZE : CSD_LOG_PAGE_SIZE;
+}
 #define CSD_STATS_MAGIC "CSDS"
 #define CSD_CAPS_MAGIC "CSD1"
 #define CSD_CAPS_ENTRIES_OFFSET 64u
-#define CSD_LOG_VERSION 0x00010000u
+#define CSD_LOG_VERSION 0x00010001u /* 1.1 */
 
 /* Statistics counter names, in log page order (as csdctl and Python show them). */
 static const char *const csd_stat_names[CSD_STAT_COUNT] = {
     "slm_load_cmds", "slm_store_cmds", "slm_write_cmds", "slm_read_cmds", "exec_cmds",
     "exec_errors", "bytes_namespace_to_slm", "bytes_slm_to_namespace", "bytes_host_to_slm",
-    "bytes_slm_to_host", "exec_busy_ns",
+    "bytes_slm_to_host", "exec_busy_ns", "program_load_cmds", "program_unload_cmds",
+    "program_load_rejects",
 };
 
 #ifdef __cplusplus

@@ -96,14 +96,15 @@ Completion Device::run(Command cmd, const char *what)
 
 static std::vector<uint8_t> get_log(Transport &t, uint8_t lid, const char *what)
 {
-    std::vector<uint8_t> page(CSD_LOG_PAGE_SIZE);
+    const uint32_t size = csd_log_page_size(lid);
+    std::vector<uint8_t> page(size);
     Command c;
     c.admin = true;
     c.opcode = kAdminGetLogPage;
     c.nsid = 0xFFFFFFFF;
-    c.cdw10 = lid | ((CSD_LOG_PAGE_SIZE / 4 - 1) << 16);
+    c.cdw10 = lid | ((size / 4 - 1) << 16);
     c.data = page.data();
-    c.data_len = CSD_LOG_PAGE_SIZE;
+    c.data_len = size;
     const Completion r = t.submit(c);
     if (r.status != 0) {
         throw Error(what, r.status);
@@ -111,8 +112,11 @@ static std::vector<uint8_t> get_log(Transport &t, uint8_t lid, const char *what)
     return page;
 }
 
+void Device::refresh_capabilities() { read_capabilities(); }
+
 void Device::read_capabilities()
 {
+    caps_.programs.clear();
     const auto page = get_log(*transport_, CSD_LOG_CAPABILITIES, "Get Log Page C0h (capabilities)");
     csd_caps_log h;
     std::memcpy(&h, page.data(), sizeof h);
@@ -124,6 +128,9 @@ void Device::read_capabilities()
     caps_.compute_units = h.compute_units;
     caps_.max_desc_len = h.max_desc_len;
     caps_.max_ranges = h.max_ranges;
+    caps_.max_program_bytes = h.max_program_bytes;
+    caps_.downloadable_slots = h.downloadable_slots;
+    caps_.program_types = h.program_types;
     const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry));
     for (uint32_t i = 0; i < n; i++) {
         csd_caps_entry e;
@@ -149,7 +156,11 @@ Statistics Device::stats()
     s.bytes_host_to_slm = v[CSD_STAT_BYTES_HOST_TO_SLM];
     s.bytes_slm_to_host = v[CSD_STAT_BYTES_SLM_TO_HOST];
     s.exec_busy_ns = v[CSD_STAT_EXEC_BUSY_NS];
-    std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, 8 * 256);
+    s.program_load_cmds = v[CSD_STAT_PROGRAM_LOAD_CMDS];
+    s.program_unload_cmds = v[CSD_STAT_PROGRAM_UNLOAD_CMDS];
+    s.program_load_rejects = v[CSD_STAT_PROGRAM_LOAD_REJECTS];
+    static_assert(sizeof(s.per_program) == 8 * CSD_STATS_PER_PROGRAM_COUNT, "one counter per program id");
+    std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, sizeof(s.per_program));
     return s;
 }
 
@@ -271,10 +282,49 @@ void Device::write_lbas(uint64_t slba, uint64_t nlb, const void *data)
 
 void Device::flush() { run(io(kNvmFlush, ns().nsid), "Flush"); }
 
-static std::string exec_what(uint16_t program)
+uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot, uint8_t type)
+{
+    if (size == 0) throw Error("Program Load: empty image", EINVAL);
+    const auto *p = static_cast<const uint8_t *>(image);
+    const uint32_t chunk_max = transport_->max_transfer();
+    for (uint32_t off = 0; off < size;) {
+        const uint32_t n = std::min(size - off, chunk_max);
+        Command c = io(CSD_OPC_PROGRAM_LOAD, ns().nsid);
+        c.cdw10 = csd_program_load_cdw10(slot, type);
+        c.cdw11 = size;
+        c.cdw12 = off;
+        c.cdw13 = n;
+        c.cdw14 = record_size;
+        c.data = const_cast<uint8_t *>(p + off);
+        c.data_len = n;
+        slot = static_cast<uint16_t>(run(c, "Program Load").dw0());
+        off += n;
+    }
+    read_capabilities();
+    return slot;
+}
+
+void Device::program_unload(uint16_t slot)
+{
+    Command c = io(CSD_OPC_PROGRAM_UNLOAD, ns().nsid);
+    c.cdw10 = slot;
+    run(c, "Program Unload");
+    read_capabilities();
+}
+
+// The name of a program as the capabilities log lists it.
+static const char *program_name(const Capabilities &caps, uint16_t program)
+{
+    for (const auto &p : caps.programs) {
+        if (p.id == program) return p.name.c_str();
+    }
+    return csd_program_name(program);
+}
+
+static std::string exec_what(const Capabilities &caps, uint16_t program)
 {
     char buf[64];
-    const char *name = csd_program_name(program);
+    const char *name = program_name(caps, program);
     std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
     return buf;
 }
@@ -290,7 +340,7 @@ ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, c
     count(c);
     const Completion r = transport_->submit(c);
     if (r.status != 0) {
-        throw Error(exec_what(program), r.status, r.dw0(), r.dw1());
+        throw Error(exec_what(caps_, program), r.status, r.dw0(), r.dw1());
     }
     return {r.dw0(), r.dw1()};
 }
@@ -306,10 +356,10 @@ std::future<ExecResult> Device::execute_async(uint16_t program, const std::vecto
     count(c);
     auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
     // The descriptor must live until the command completes: the deferred future owns it.
-    return std::async(std::launch::deferred, [d, fut, program]() {
+    return std::async(std::launch::deferred, [d, fut, what = exec_what(caps_, program)]() {
         const Completion r = fut->get();
         if (r.status != 0) {
-            throw Error(exec_what(program), r.status, r.dw0(), r.dw1());
+            throw Error(what, r.status, r.dw0(), r.dw1());
         }
         return ExecResult{r.dw0(), r.dw1()};
     });

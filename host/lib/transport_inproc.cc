@@ -147,6 +147,12 @@ public:
         case CSD_OPC_SLM_STORE: return ready(complete(op, {load_store(op), 0}));
         case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return ready(complete(op, {0, 0}));
         case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return ready(complete(op, {0, 0}));
+        case CSD_OPC_PROGRAM_LOAD: {
+            uint32_t dw0 = 0;
+            const uint16_t s = csd_core_program_load(core_, &op, cmd.data, &dw0, nullptr, 0);
+            return ready(complete(op, {s, dw0}));
+        }
+        case CSD_OPC_PROGRAM_UNLOAD: return ready(complete(op, {csd_core_program_unload(core_, &op), 0}));
         default: return execute(cmd, op);
         }
     }
@@ -174,7 +180,7 @@ private:
             const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
             const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
             if (!csd_core_is_log_page(lid) || c.data_len < len) return {kInvalidField, 0};
-            uint8_t page[CSD_LOG_PAGE_SIZE];
+            uint8_t page[CSD_LOG_MAX_SIZE];
             uint32_t avail;
             const uint16_t st = csd_core_get_log(core_, lid, c.nsid, off, page, &avail);
             if (st) return {st, 0};

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "csd/device.hpp"
+#include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 
 std::string g_path;
 bool g_uring = false;
+std::string g_bpf_dir = CSD_BPF_EXAMPLES;  // $CSD_BPF_DIR in the guest
 
 std::unique_ptr<Device> open_dev()
 {
@@ -300,8 +302,104 @@ TEST_F(Store, ComputeOnObjectsInsideTheDrive)
 
 }  // namespace
 
+// 16-byte records {i32 key; u32 field; u64 payload}, keys -1000..999.
+std::vector<uint8_t> key_records(uint32_t n, uint32_t seed)
+{
+    std::mt19937 g(seed);
+    std::vector<uint8_t> v(16 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        const int32_t key = static_cast<int32_t>(g() % 2000) - 1000;
+        const uint32_t field = g();
+        std::memcpy(&v[16 * i], &key, 4);
+        std::memcpy(&v[16 * i + 4], &field, 4);
+    }
+    return v;
+}
+
+int32_t key_of(const std::vector<uint8_t> &v, uint32_t i)
+{
+    int32_t k;
+    std::memcpy(&k, &v[16 * i], 4);
+    return k;
+}
+
+TEST_F(Library, DownloadedProgramsFilterMapReduce)
+{
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    const uint32_t n = 20000;
+    const auto recs = key_records(n, 21);
+    SlmBuffer in = dev->slm().alloc(16 * n), out = dev->slm().alloc(16 * n);
+    dev->slm_write(in.offset(), recs.data(), recs.size());
+    {
+        Program threshold(*dev, g_bpf_dir + "/threshold.o", 16);
+        EXPECT_EQ(threshold.name(), "threshold");
+        EXPECT_EQ(dev->caps().programs.back().type, CSD_PROGRAM_DOWNLOADED);
+        std::vector<uint8_t> want;
+        for (uint32_t i = 0; i < n; i++) {
+            if (key_of(recs, i) > -17) want.insert(want.end(), recs.begin() + 16 * i, recs.begin() + 16 * i + 16);
+        }
+        const FilterResult r = threshold.run_filter(range(in), range(out), n, {static_cast<uint64_t>(-17)});
+        EXPECT_EQ(r.matches, want.size() / 16);
+        std::vector<uint8_t> got(r.bytes);
+        dev->slm_read(out.offset(), got.data(), got.size());
+        EXPECT_EQ(got, want);
+        try {
+            threshold.run_filter(range(in), range(out, 160), n, {static_cast<uint64_t>(-17)});
+            ADD_FAILURE() << "no Output Overflow";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), CSD_STATUS_OUTPUT_OVERFLOW);
+            EXPECT_EQ(e.dw1(), want.size() / 16);
+        }
+    }
+    EXPECT_EQ(dev->caps().programs.size(), 10u);  // unloaded when the handle went
+    Program project(*dev, g_bpf_dir + "/project.o", 16);
+    project.run_map(range(in), range(out, 8 * n), n, {5});
+    std::vector<uint64_t> mapped(n);
+    dev->slm_read(out.offset(), mapped.data(), 8 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t field;
+        std::memcpy(&field, &recs[16 * i + 4], 4);
+        ASSERT_EQ(mapped[i], uint64_t{field} * 5 + i) << i;
+    }
+    Program histogram(*dev, g_bpf_dir + "/histogram.o", 16);
+    uint64_t want = 0;
+    for (uint32_t i = 0; i < n; i++) want += key_of(recs, i) >= 0 && key_of(recs, i) < 500;
+    EXPECT_EQ(histogram.run_reduce(range(in), n, {0, 500}), want);
+}
+
+TEST_F(Library, DownloadedProgramRejectionsAndKeep)
+{
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    std::vector<uint8_t> junk(300, 0x5A);
+    try {
+        Program p(*dev, junk, 16);
+        ADD_FAILURE() << "junk image accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+        EXPECT_EQ(e.dw0(), CSD_IMAGE_FAULT_NONE);
+        EXPECT_NE(std::string(e.what()).find("Invalid Program Image"), std::string::npos) << e.what();
+    }
+    uint16_t slot;
+    {
+        Program p(*dev, g_bpf_dir + "/prefix.o", 32);
+        p.keep();
+        slot = p.id();
+    }
+    EXPECT_EQ(dev->caps().programs.back().id, slot);  // still loaded
+    Program again = Program::attach(*dev, slot, 32);
+    again.unload();
+    EXPECT_EQ(dev->caps().programs.size(), 10u);
+    try {
+        dev->program_unload(slot);
+        ADD_FAILURE() << "unloading an empty slot succeeded";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_PROGRAM);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (const char *d = std::getenv("CSD_BPF_DIR")) g_bpf_dir = d;
     ::testing::InitGoogleTest(&argc, argv);
     const char *p = std::getenv("CSD_TEST_DEVICE");
     g_uring = std::getenv("CSD_TEST_URING") && std::string(std::getenv("CSD_TEST_URING")) == "1";

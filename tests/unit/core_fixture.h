@@ -128,5 +128,9 @@ std::vector<T> random_vector(size_t n, uint32_t seed, double lo = -1.0, double h
     return v;
 }
 
-#define EXPECT_STATUS(out, code_) EXPECT_EQ((out).code(), (code_)) << csd_status_name((out).status)
+// A status in words for failure messages ("?" for one the spec does not name).
+inline const char *status_text(uint16_t s) { return csd_status_name(s) ? csd_status_name(s) : "?"; }
+
+#define EXPECT_STATUS(out, code_) EXPECT_EQ((out).code(), (code_)) << status_text((out).status)
 #define EXPECT_OK(out) EXPECT_STATUS(out, CSD_STATUS_SUCCESS)
+#define ASSERT_OK(out) ASSERT_EQ((out).code(), CSD_STATUS_SUCCESS) << status_text((out).status)

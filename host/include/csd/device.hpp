@@ -13,13 +13,14 @@
 #include "csd/error.hpp"
 #include "csd/slm.hpp"
 #include "csd/transport.hpp"
+#include "csd_spec.h"
 
 namespace csd {
 
-// One device-defined (or downloadable) program of the capabilities log.
+// One program of the capabilities log.
 struct ProgramInfo {
     uint16_t id = 0;
-    uint8_t type = 0;  // 0 device-defined, 1 downloadable
+    uint8_t type = 0;  // 0 device-defined, 1 downloaded, 2 operator plug-in
     std::string name;
 };
 
@@ -30,6 +31,9 @@ struct Capabilities {
     uint32_t compute_units = 0;
     uint32_t max_desc_len = 0;
     uint32_t max_ranges = 0;
+    uint32_t max_program_bytes = 0;  // 1.1: largest downloadable image
+    uint16_t downloadable_slots = 0;  // 1.1
+    uint16_t program_types = 0;       // 1.1: bit n = program type n (bit 1 eBPF)
     std::vector<ProgramInfo> programs;
 };
 
@@ -39,7 +43,8 @@ struct Statistics {
     uint64_t exec_cmds = 0, exec_errors = 0;
     uint64_t bytes_namespace_to_slm = 0, bytes_slm_to_namespace = 0;
     uint64_t bytes_host_to_slm = 0, bytes_slm_to_host = 0, exec_busy_ns = 0;
-    std::array<uint64_t, 256> per_program{};
+    uint64_t program_load_cmds = 0, program_unload_cmds = 0, program_load_rejects = 0;  // 1.1
+    std::array<uint64_t, 512> per_program{};  // Executes by program id (0..01FFh)
 };
 
 // An SLM byte range of an Execute descriptor.
@@ -69,7 +74,8 @@ public:
     // Wraps an open transport and checks that its device is a CSD.
     explicit Device(std::unique_ptr<Transport> transport);
 
-    const Capabilities &caps() const { return caps_; }  // read once at open
+    const Capabilities &caps() const { return caps_; }  // read at open and after program loads
+    void refresh_capabilities();                         // reads C0h again
     Statistics stats();                                 // read now
     NamespaceInfo ns() const { return transport_->ns(); }
     Transport &transport() { return *transport_; }
@@ -95,6 +101,14 @@ public:
     // The same, asynchronously: the future throws csd::Error on failure.
     std::future<ExecResult> execute_async(uint16_t program, const std::vector<Range> &ranges,
                                           const void *params = nullptr, uint32_t param_len = 0);
+
+    // Program Load of a whole image in chunks the transport accepts, into slot (0: the
+    // device picks); returns the slot. Invalid Program Image: csd::Error with dw0() = the
+    // offending instruction. Use csd::Program (csd/program.hpp) for a handle that unloads.
+    uint16_t program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot = 0,
+                          uint8_t type = CSD_PROGRAM_TYPE_EBPF);
+    // Program Unload of a slot.
+    void program_unload(uint16_t slot);
 
 private:
     Completion run(Command cmd, const char *what);

@@ -7,7 +7,8 @@
  *
  *   csd_core_decode(cmd) -> status, csd_op     what to move, where (SLM checked)
  *   ... the embedding moves op.bytes (DMA, block I/O, memcpy) ...
- *   Execute only: csd_core_exec_prepare(descriptor) then csd_core_exec_run(job)
+ *   Execute: csd_core_exec_prepare(descriptor) then csd_core_exec_run(job)
+ *   Program Load / Unload: csd_core_program_load(chunk) / csd_core_program_unload
  *   csd_core_complete(op, final status)        counts bytes moved or the error
  *
  * All functions are thread-safe unless noted.
@@ -44,12 +45,13 @@ struct csd_ctx {
 /* A decoded command: what the embedding must do for it. */
 struct csd_op {
     uint8_t opcode;      /* CSD_OPC_* */
+    struct csd_cmd cmd;  /* the command as decoded */
     uint64_t slba;       /* SLM Load / Store: first LBA */
     uint32_t nlb;        /* SLM Load / Store: number of LBAs (not 0's based) */
     uint64_t slm_offset; /* SLM Load / Store / Write / Read */
     uint8_t *slm;        /* SLM Load / Store / Write / Read: the checked SLM bytes */
-    uint64_t bytes;      /* bytes to move: SLM<->namespace, SLM<->host, or the descriptor
-                            to transfer from the host for Execute */
+    uint64_t bytes;      /* bytes to move: SLM<->namespace, SLM<->host, the descriptor
+                            (Execute) or the image chunk (Program Load) from the host */
 };
 
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
@@ -103,16 +105,33 @@ uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, ui
 /* Frees a prepared job that will not run (e.g. the command was aborted). */
 void csd_core_exec_discard(csd_exec *exec);
 
+/*
+ * Program Load (89h) after decode, with the op->bytes of the chunk the embedding
+ * transferred: stores it; verifies and compiles the image when its last byte arrived.
+ * *dw0 = the slot id, or for Invalid Program Image the offending instruction index
+ * (FFFFFFFFh: malformed ELF). A verifier's reason, if why is not NULL, goes to *why
+ * (NUL-terminated, at most why_len bytes) for the embedding's trace.
+ */
+uint16_t csd_core_program_load(csd_core *core, const struct csd_op *op, const void *chunk,
+                               uint32_t *dw0, char *why, size_t why_len);
+
+/* Program Unload (8Ch) after decode. */
+uint16_t csd_core_program_unload(csd_core *core, const struct csd_op *op);
+
+/* Runs downloaded programs in DPDK's interpreter instead of JIT code (benchmarks, tests). */
+void csd_core_set_bpf_interpreted(csd_core *core, int on);
+
 /* Program id of a prepared job. */
 uint16_t csd_exec_program_id(const csd_exec *exec);
 
 /*
  * Get Log Page for the command set's pages (C0h, C1h): checks NSID and offset, fills
- * page with the whole 4096-byte page and returns in *avail the bytes from offset on.
- * Invalid Field for an NSID other than 0 or FFFFFFFFh or an offset past the page.
+ * page with the whole page (csd_log_page_size(lid) bytes: 4096 for C0h, 4352 for C1h)
+ * and returns in *avail the bytes from offset on. Invalid Field for an NSID other than
+ * 0 or FFFFFFFFh or an offset past the page.
  */
-uint16_t csd_core_get_log(const csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
-                          uint8_t page[CSD_LOG_PAGE_SIZE], uint32_t *avail);
+uint16_t csd_core_get_log(csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
+                          uint8_t page[CSD_LOG_MAX_SIZE], uint32_t *avail);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

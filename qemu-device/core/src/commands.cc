@@ -1,5 +1,8 @@
 // commands.cc - decoding, validation and statistics of the CSD I/O commands (spec §3):
 // every embedding hands the command dwords here and only moves the bytes it is told to.
+#include <cstring>
+#include <string>
+
 #include "core_state.h"
 
 using csd::core::count;
@@ -51,6 +54,25 @@ uint16_t decode_execute(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, cs
     return CSD_STATUS_SUCCESS;
 }
 
+// Program Load: CDW10 slot (0 or 0100h..01FFh) and type (eBPF); CDW11 image size
+// (1..max_program_bytes); CDW12 chunk offset; CDW13 chunk length (the data, > 0, inside
+// the image, within MDTS); CDW14 record size (1..4096). Slot state is the core's to check
+// once the chunk arrived (csd_core_program_load).
+uint16_t decode_program_load(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
+{
+    count(core, CSD_STAT_PROGRAM_LOAD_CMDS);
+    const uint32_t slot = c->cdw10 & 0xFFFF, type = (c->cdw10 >> 16) & 0xFF;
+    const uint32_t size = c->cdw11, offset = c->cdw12, len = c->cdw13, record_size = c->cdw14 & 0xFFFF;
+    op->bytes = len;
+    if ((slot != 0 && (slot < CSD_SLOT_FIRST || slot >= CSD_SLOT_FIRST + CSD_NR_SLOTS)) ||
+        type != CSD_PROGRAM_TYPE_EBPF || !csd::core::BpfProgram::supported() || size == 0 || size > CSD_MAX_PROGRAM_BYTES || len == 0 ||
+        offset > size || len > size - offset || record_size == 0 || record_size > CSD_MAX_RECORD_SIZE ||
+        exceeds_mdts(ctx, len)) {
+        return kInvalidField;
+    }
+    return CSD_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -59,6 +81,7 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
 {
     *op = csd_op{};
     op->opcode = cmd->opcode;
+    op->cmd = *cmd;
     switch (cmd->opcode) {
     case CSD_OPC_SLM_LOAD:
     case CSD_OPC_SLM_STORE:
@@ -68,6 +91,11 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
         return decode_slm_xfer(core, cmd, ctx, op);
     case CSD_OPC_EXECUTE:
         return decode_execute(core, cmd, ctx, op);
+    case CSD_OPC_PROGRAM_LOAD:
+        return decode_program_load(core, cmd, ctx, op);
+    case CSD_OPC_PROGRAM_UNLOAD:
+        count(core, CSD_STAT_PROGRAM_UNLOAD_CMDS);
+        return CSD_STATUS_SUCCESS;  // the slot is checked by csd_core_program_unload
     default:
         return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
     }
@@ -78,6 +106,12 @@ void csd_core_complete(csd_core *core, const csd_op *op, uint16_t status)
     if (op->opcode == CSD_OPC_EXECUTE) {
         if (status != CSD_STATUS_SUCCESS) {
             count(core, CSD_STAT_EXEC_ERRORS);
+        }
+        return;
+    }
+    if (op->opcode == CSD_OPC_PROGRAM_LOAD) {
+        if (CSD_STATUS_CODE(status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
+            count(core, CSD_STAT_PROGRAM_LOAD_REJECTS);
         }
         return;
     }
@@ -92,5 +126,30 @@ void csd_core_complete(csd_core *core, const csd_op *op, uint16_t status)
     default: break;
     }
 }
+
+}  // extern "C"
+
+extern "C" {
+
+uint16_t csd_core_program_load(csd_core *core, const csd_op *op, const void *chunk, uint32_t *dw0, char *why,
+                               size_t why_len)
+{
+    std::string reason;
+    *dw0 = 0;
+    const uint16_t st = core->slots.load(op->cmd, static_cast<const uint8_t *>(chunk), dw0, &reason);
+    if (why && why_len) {
+        const size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
+        std::memcpy(why, reason.data(), n);
+        why[n] = 0;
+    }
+    return st;
+}
+
+uint16_t csd_core_program_unload(csd_core *core, const csd_op *op)
+{
+    return core->slots.unload(op->cmd.cdw10 & 0xFFFF);
+}
+
+void csd_core_set_bpf_interpreted(csd_core *core, int on) { core->bpf_interpreted = on ? 1 : 0; }
 
 }  // extern "C"

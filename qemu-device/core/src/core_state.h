@@ -5,13 +5,16 @@
 #include <cstdint>
 
 #include "csd_core.h"
+#include "program_slots.h"
 
 struct csd_core {
     uint8_t *slm = nullptr;
     uint64_t slm_size = 0;
     uint32_t compute_units = 0;
     std::atomic<uint64_t> stats[CSD_STAT_COUNT] = {};
-    std::atomic<uint64_t> per_program[256] = {};
+    std::atomic<uint64_t> per_program[CSD_STATS_PER_PROGRAM_COUNT] = {};
+    csd::core::ProgramSlots slots;     // downloadable programs
+    std::atomic<int> bpf_interpreted{0};
 };
 
 namespace csd::core {

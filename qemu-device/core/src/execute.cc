@@ -9,7 +9,10 @@
 namespace core = csd::core;
 
 struct csd_exec {
-    const core::ProgramInfo *program = nullptr;
+    csd_core *core = nullptr;
+    uint16_t id = 0;
+    const core::ProgramInfo *program = nullptr;         // device-defined
+    std::shared_ptr<const core::BpfProgram> bpf;        // downloaded (slot held until the job ends)
     core::Span ranges[CSD_MAX_RANGES];
     uint32_t nr_ranges = 0;
     uint8_t params[CSD_MAX_DESC_LEN];
@@ -26,21 +29,27 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
     if (st != CSD_STATUS_SUCCESS) {
         return st;
     }
-    const core::ProgramInfo *prog = core::find_program(h.program_id);
-    if (!prog) {
-        return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
-    }
     auto *job = new (std::nothrow) csd_exec;
     if (!job) {
         return CSD_STATUS_INTERNAL_ERROR;
     }
-    job->program = prog;
+    job->core = core;
+    job->id = h.program_id;
+    job->program = core::find_program(h.program_id);
+    int zero_length_range = job->program ? job->program->zero_length_range : 1;  // a downloaded reduce's out
+    if (!job->program) {
+        job->bpf = core->slots.acquire(h.program_id);
+        if (!job->bpf) {
+            delete job;
+            return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
+        }
+    }
     job->nr_ranges = h.nr_ranges;
     for (uint32_t i = 0; i < h.nr_ranges; i++) {
         const csd_desc_range r = csd_desc_range_get(desc, i);
         if (r.length == 0) {
-            if (static_cast<int>(i) != prog->zero_length_range) {
-                delete job;
+            if (static_cast<int>(i) != zero_length_range) {
+                csd_core_exec_discard(job);
                 return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
             }
             job->ranges[i] = core::Span{};  // its offset is ignored
@@ -49,7 +58,7 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
         uint8_t *p;
         st = csd_core_slm_range(core, r.offset, r.length, &p);
         if (st != CSD_STATUS_SUCCESS) {
-            delete job;
+            csd_core_exec_discard(job);
             return st;
         }
         job->ranges[i] = core::Span{p, r.length};
@@ -71,21 +80,28 @@ uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, ui
     const auto start = std::chrono::steady_clock::now();
     core::ExecResult r;
     try {
-        r = exec->program->run(call);
+        r = exec->program ? exec->program->run(call) : exec->bpf->run(call, core->bpf_interpreted.load() != 0);
     } catch (const std::bad_alloc &) {
         r = core::fail(CSD_STATUS_INTERNAL_ERROR);
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     core::count(core, CSD_STAT_EXEC_BUSY_NS, static_cast<uint64_t>(ns.count()));
-    core->per_program[exec->program->id & 0xFF].fetch_add(1, std::memory_order_relaxed);
+    core->per_program[exec->id % CSD_STATS_PER_PROGRAM_COUNT].fetch_add(1, std::memory_order_relaxed);
     *dw0 = r.dw0;
     *dw1 = r.dw1;
-    delete exec;
+    csd_core_exec_discard(exec);
     return r.status;
 }
 
-void csd_core_exec_discard(csd_exec *exec) { delete exec; }
+void csd_core_exec_discard(csd_exec *exec)
+{
+    if (exec->bpf) {
+        exec->bpf.reset();
+        exec->core->slots.release(exec->id);
+    }
+    delete exec;
+}
 
-uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->program->id; }
+uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 
 }  // extern "C"

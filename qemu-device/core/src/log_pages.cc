@@ -1,13 +1,14 @@
 // log_pages.cc - log pages C0h (capabilities) and C1h (statistics), spec §5.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core_state.h"
 #include "program.h"
 
 namespace {
 
-void fill_capabilities(const csd_core *core, uint8_t *page)
+void fill_capabilities(csd_core *core, uint8_t *page)
 {
     size_t n;
     const csd::core::ProgramInfo *t = csd::core::program_table(&n);
@@ -18,15 +19,24 @@ void fill_capabilities(const csd_core *core, uint8_t *page)
     hdr.compute_units = core->compute_units;
     hdr.max_desc_len = CSD_MAX_DESC_LEN;
     hdr.max_ranges = CSD_MAX_RANGES;
-    hdr.nr_programs = static_cast<uint32_t>(n);
-    std::memcpy(page, &hdr, sizeof(hdr));
-    for (size_t i = 0; i < n; i++) {
+    hdr.max_program_bytes = CSD_MAX_PROGRAM_BYTES;
+    hdr.downloadable_slots = CSD_NR_SLOTS;
+    hdr.program_types = csd::core::BpfProgram::supported() ? 1u << CSD_PROGRAM_TYPE_EBPF : 0;
+    std::vector<csd_caps_entry> entries;
+    auto add = [&](uint16_t id, uint8_t type, const char *name) {
         csd_caps_entry e{};
-        e.id = t[i].id;
-        e.type = 0;
-        std::strncpy(e.name, csd_program_name(t[i].id), sizeof(e.name) - 1);
-        std::memcpy(page + CSD_CAPS_ENTRIES_OFFSET + i * sizeof(e), &e, sizeof(e));
-    }
+        e.id = id;
+        e.type = type;
+        std::strncpy(e.name, name, sizeof(e.name) - 1);
+        entries.push_back(e);
+    };
+    for (size_t i = 0; i < n; i++) add(t[i].id, CSD_PROGRAM_DEVICE, csd_program_name(t[i].id));
+    for (const auto &[id, name] : core->slots.list()) add(id, CSD_PROGRAM_DOWNLOADED, name.c_str());
+    const size_t room = (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry);
+    if (entries.size() > room) entries.resize(room);  // what the page holds
+    hdr.nr_programs = static_cast<uint32_t>(entries.size());
+    std::memcpy(page, &hdr, sizeof(hdr));
+    std::memcpy(page + CSD_CAPS_ENTRIES_OFFSET, entries.data(), entries.size() * sizeof(csd_caps_entry));
 }
 
 void fill_statistics(const csd_core *core, uint8_t *page)
@@ -38,7 +48,7 @@ void fill_statistics(const csd_core *core, uint8_t *page)
         const uint64_t v = core->stats[i].load(std::memory_order_relaxed);
         std::memcpy(page + CSD_STATS_COUNTERS_OFFSET + 8 * i, &v, 8);
     }
-    for (int i = 0; i < 256; i++) {
+    for (unsigned i = 0; i < CSD_STATS_PER_PROGRAM_COUNT; i++) {
         const uint64_t v = core->per_program[i].load(std::memory_order_relaxed);
         std::memcpy(page + CSD_STATS_PER_PROGRAM_OFFSET + 8 * i, &v, 8);
     }
@@ -50,20 +60,21 @@ extern "C" {
 
 int csd_core_is_log_page(uint8_t lid) { return lid == CSD_LOG_CAPABILITIES || lid == CSD_LOG_STATISTICS; }
 
-uint16_t csd_core_get_log(const csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
-                          uint8_t page[CSD_LOG_PAGE_SIZE], uint32_t *avail)
+uint16_t csd_core_get_log(csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
+                          uint8_t page[CSD_LOG_MAX_SIZE], uint32_t *avail)
 {
     *avail = 0;
-    if (!csd_core_is_log_page(lid) || (nsid != 0 && nsid != 0xFFFFFFFFu) || offset >= CSD_LOG_PAGE_SIZE) {
+    const uint32_t size = csd_log_page_size(lid);
+    if (!csd_core_is_log_page(lid) || (nsid != 0 && nsid != 0xFFFFFFFFu) || offset >= size) {
         return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
     }
-    std::memset(page, 0, CSD_LOG_PAGE_SIZE);
+    std::memset(page, 0, size);
     if (lid == CSD_LOG_CAPABILITIES) {
         fill_capabilities(core, page);
     } else {
         fill_statistics(core, page);
     }
-    *avail = static_cast<uint32_t>(CSD_LOG_PAGE_SIZE - offset);
+    *avail = static_cast<uint32_t>(size - offset);
     return CSD_STATUS_SUCCESS;
 }
 

@@ -1,0 +1,60 @@
+// program.hpp - a program of the user's own in the drive (command set §8): an eBPF image
+// loaded into a slot, run over fixed-size records in SLM as filter, map or reduce.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "csd/device.hpp"
+#include "csd/programs.hpp"
+
+namespace csd {
+
+// A loaded program. It is unloaded when this object goes, unless keep() was called.
+class Program {
+public:
+    // Loads an eBPF object (what clang -O2 -target bpf -c writes) for records of
+    // record_size bytes into slot (0: the device picks). Invalid Program Image:
+    // csd::Error whose dw0() is the instruction the verifier refused.
+    Program(Device &dev, const std::vector<uint8_t> &image, uint32_t record_size, uint16_t slot = 0);
+    // The same from a file.
+    Program(Device &dev, const std::string &path, uint32_t record_size, uint16_t slot = 0);
+    // Takes over a slot that holds a program already (e.g. one loaded by csdctl).
+    static Program attach(Device &dev, uint16_t slot, uint32_t record_size);
+    Program(Program &&other) noexcept;
+    Program &operator=(Program &&other) noexcept;
+    Program(const Program &) = delete;
+    Program &operator=(const Program &) = delete;
+    ~Program();
+
+    uint16_t id() const { return id_; }
+    uint32_t record_size() const { return record_size_; }
+    std::string name() const;  // the ELF's entry symbol, as the capabilities log lists it
+    // Leaves the program loaded after this object goes (unload it with Device::program_unload).
+    void keep() { kept_ = true; }
+    // Unloads it now.
+    void unload();
+
+    // filter: records for which the program returns non-zero, copied to out in order.
+    // Output too small: csd::Error Output Overflow whose dw1() is the number of matches.
+    FilterResult run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {});
+    // map: out[i] = the program's u64 for record i (out holds count * 8 bytes).
+    void run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {});
+    // reduce: the wrapping u64 sum of the program's results over the records.
+    uint64_t run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params = {});
+    // Any mode, returning the completion Dwords.
+    ExecResult run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params);
+
+private:
+    Program(Device &dev, uint16_t id, uint32_t record_size) : dev_(&dev), id_(id), record_size_(record_size) {}
+    Device *dev_ = nullptr;
+    uint16_t id_ = 0;
+    uint32_t record_size_ = 0;
+    bool kept_ = false;
+};
+
+// The Execute parameters of a downloaded program (command set §8).
+std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params);
+
+}  // namespace csd

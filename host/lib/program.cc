@@ -1,0 +1,123 @@
+// program.cc - csd::Program: Program Load / Unload and Executes of a downloaded program.
+#include "csd/program.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace csd {
+
+namespace {
+
+std::vector<uint8_t> read_file(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error("program image " + path, errno ? errno : ENOENT);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+
+}  // namespace
+
+std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params)
+{
+    if (params.size() > CSD_BPF_MAX_PARAMS) {
+        throw Error("a downloaded program takes at most " + std::to_string(CSD_BPF_MAX_PARAMS) + " parameters, not " +
+                        std::to_string(params.size()),
+                    EINVAL);
+    }
+    const csd_bpf_params h{count, mode, static_cast<uint32_t>(params.size()), 0};
+    std::vector<uint8_t> v(sizeof h + 8 * params.size());
+    std::memcpy(v.data(), &h, sizeof h);
+    if (!params.empty()) std::memcpy(v.data() + sizeof h, params.data(), 8 * params.size());
+    return v;
+}
+
+Program::Program(Device &dev, const std::vector<uint8_t> &image, uint32_t record_size, uint16_t slot)
+    : dev_(&dev), record_size_(record_size)
+{
+    if (image.size() > UINT32_MAX) throw Error("program image larger than 4 GiB", EINVAL);
+    id_ = dev.program_load(image.data(), static_cast<uint32_t>(image.size()), record_size, slot);
+}
+
+Program::Program(Device &dev, const std::string &path, uint32_t record_size, uint16_t slot)
+    : Program(dev, read_file(path), record_size, slot)
+{
+}
+
+Program Program::attach(Device &dev, uint16_t slot, uint32_t record_size) { return Program(dev, slot, record_size); }
+
+Program::Program(Program &&o) noexcept : dev_(o.dev_), id_(o.id_), record_size_(o.record_size_), kept_(o.kept_)
+{
+    o.dev_ = nullptr;
+}
+
+Program &Program::operator=(Program &&o) noexcept
+{
+    if (this != &o) {
+        try {
+            if (dev_ && !kept_) unload();
+        } catch (const Error &) {
+        }
+        dev_ = o.dev_;
+        id_ = o.id_;
+        record_size_ = o.record_size_;
+        kept_ = o.kept_;
+        o.dev_ = nullptr;
+    }
+    return *this;
+}
+
+Program::~Program()
+{
+    if (!dev_ || kept_) return;
+    try {
+        unload();
+    } catch (const Error &) {
+        // the device went away or the slot is busy: nothing a destructor can do
+    }
+}
+
+void Program::unload()
+{
+    if (!dev_) return;
+    Device *d = dev_;
+    dev_ = nullptr;
+    d->program_unload(id_);
+}
+
+std::string Program::name() const
+{
+    if (dev_) {
+        for (const auto &p : dev_->caps().programs) {
+            if (p.id == id_) return p.name;
+        }
+    }
+    return {};
+}
+
+ExecResult Program::run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+{
+    if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
+    const auto p = downloaded_program_params(count, mode, params);
+    return dev_->execute(id_, {records, out}, p.data(), static_cast<uint32_t>(p.size()));
+}
+
+FilterResult Program::run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+{
+    const ExecResult r = run(CSD_BPF_FILTER, records, out, count, params);
+    return {r.dw0, r.dw1};
+}
+
+void Program::run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+{
+    run(CSD_BPF_MAP, records, out, count, params);
+}
+
+uint64_t Program::run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params)
+{
+    const ExecResult r = run(CSD_BPF_REDUCE, records, Range{}, count, params);
+    return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
+}
+
+}  // namespace csd

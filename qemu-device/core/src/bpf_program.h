@@ -1,0 +1,45 @@
+// bpf_program.h - a downloadable eBPF program (spec §8): an ELF image checked by DPDK's
+// verifier (no loops, no access outside the record, known helpers only), JIT-compiled,
+// and called once per record by a loop the device drives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "program.h"
+
+struct rte_bpf;
+
+namespace csd::core {
+
+class BpfProgram {
+public:
+    // Verifies and compiles an image for records of record_size bytes. On failure returns
+    // Invalid Program Image with *fault = the offending instruction (or
+    // CSD_IMAGE_FAULT_NONE when the ELF itself is malformed) and *why = the reason.
+    // Whether this build has the eBPF runtime (DPDK's librte_bpf).
+    static bool supported();
+    static uint16_t load(const uint8_t *image, size_t size, uint32_t record_size,
+                         std::unique_ptr<BpfProgram> *out, uint32_t *fault, std::string *why);
+    ~BpfProgram();
+    BpfProgram(const BpfProgram &) = delete;
+    BpfProgram &operator=(const BpfProgram &) = delete;
+
+    // Runs an Execute (ranges records, out; params csd_bpf_params + u64 params) in
+    // batches, honouring cancellation between them. interpret: skip the JIT.
+    ExecResult run(const ProgramCall &call, bool interpret) const;
+
+    const std::string &name() const { return name_; }      // the ELF's entry symbol
+    uint32_t record_size() const { return record_size_; }
+    bool jit_compiled() const { return jit_ != nullptr; }
+
+private:
+    BpfProgram() = default;
+    rte_bpf *bpf_ = nullptr;
+    uint64_t (*jit_)(void *) = nullptr;
+    uint32_t record_size_ = 0;
+    std::string name_;
+};
+
+}  // namespace csd::core

@@ -1,0 +1,394 @@
+// Downloadable eBPF programs (spec §8) in the device core: Program Load / Unload, the
+// three Execute modes against results computed here, every rejection path, the program
+// table and the statistics. Images are the examples/bpf programs and tests/unit/bpf ones,
+// compiled by clang for the BPF target at build time.
+#include <fstream>
+
+#include "core_fixture.h"
+
+namespace {
+
+std::vector<uint8_t> image(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    EXPECT_TRUE(f.good()) << path;
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+std::vector<uint8_t> example(const char *name) { return image(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
+std::vector<uint8_t> reject(const char *name) { return image(std::string(CSD_BPF_REJECTS) + "/" + name + ".o"); }
+
+struct Loaded {
+    uint16_t status;
+    uint32_t dw0;
+    uint16_t code() const { return CSD_STATUS_CODE(status); }
+};
+
+class Bpf : public CoreTest {
+protected:
+    // One Program Load command (decode, the chunk, complete), as an embedding runs it.
+    Loaded load_chunk(uint16_t slot, uint32_t size, uint32_t off, const uint8_t *chunk, uint32_t len,
+                      uint32_t record_size, uint8_t type = CSD_PROGRAM_TYPE_EBPF)
+    {
+        csd_op op;
+        Loaded r{decode(CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(slot, type), size, off, len, record_size, &op), 0};
+        if (r.status) return r;
+        EXPECT_EQ(op.bytes, len);
+        char why[256];
+        r.status = csd_core_program_load(core, &op, chunk, &r.dw0, why, sizeof why);
+        csd_core_complete(core, &op, r.status);
+        return r;
+    }
+
+    // A whole image in chunks of at most `chunk` bytes.
+    Loaded load(const std::vector<uint8_t> &img, uint32_t record_size, uint16_t slot = 0, uint32_t chunk = 1 << 20)
+    {
+        Loaded r{};
+        for (uint32_t off = 0; off < img.size(); off += chunk) {
+            const uint32_t n = std::min<uint32_t>(chunk, static_cast<uint32_t>(img.size()) - off);
+            r = load_chunk(slot, static_cast<uint32_t>(img.size()), off, img.data() + off, n, record_size);
+            if (r.status) return r;
+            slot = static_cast<uint16_t>(r.dw0);
+        }
+        return r;
+    }
+
+    uint16_t unload(uint16_t slot)
+    {
+        csd_op op;
+        uint16_t st = decode(CSD_OPC_PROGRAM_UNLOAD, slot, 0, 0, 0, 0, &op);
+        if (!st) st = csd_core_program_unload(core, &op);
+        csd_core_complete(core, &op, st);
+        return st;
+    }
+
+    // Execute params of a downloaded program: header and u64 params.
+    static std::vector<uint8_t> params(uint32_t count, uint32_t mode, std::vector<uint64_t> p)
+    {
+        std::vector<uint8_t> v(16 + 8 * p.size());
+        const uint32_t h[4] = {count, mode, static_cast<uint32_t>(p.size()), 0};
+        std::memcpy(v.data(), h, 16);
+        std::memcpy(v.data() + 16, p.data(), 8 * p.size());
+        return v;
+    }
+
+    ExecOut run(uint16_t slot, uint64_t in, uint64_t in_len, uint64_t out, uint64_t out_len, const std::vector<uint8_t> &p)
+    {
+        return exec_raw(make_descriptor(slot, {{in, in_len}, {out, out_len}}, p.data(), static_cast<uint32_t>(p.size())));
+    }
+
+    std::vector<uint8_t> caps()
+    {
+        std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
+        uint32_t avail;
+        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 0, page.data(), &avail), 0);
+        return page;
+    }
+
+    // (id, type, name) of every C0h entry.
+    std::vector<std::tuple<uint16_t, uint8_t, std::string>> entries()
+    {
+        auto page = caps();
+        uint32_t n;
+        std::memcpy(&n, page.data() + 28, 4);
+        std::vector<std::tuple<uint16_t, uint8_t, std::string>> v;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *e = page.data() + 64 + 32 * i;
+            uint16_t id;
+            std::memcpy(&id, e, 2);
+            v.emplace_back(id, e[2], std::string(reinterpret_cast<const char *>(e + 8)));
+        }
+        return v;
+    }
+
+    uint64_t stat(int i)
+    {
+        std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
+        uint32_t avail;
+        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page.data(), &avail), 0);
+        EXPECT_EQ(avail, 4352u);
+        uint64_t v;
+        std::memcpy(&v, page.data() + 8 + 8 * i, 8);
+        return v;
+    }
+
+    uint64_t exec_count(uint16_t id)
+    {
+        std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
+        uint32_t avail;
+        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page.data(), &avail), 0);
+        uint64_t v;
+        std::memcpy(&v, page.data() + 256 + 8 * id, 8);
+        return v;
+    }
+
+    // n 16-byte records {i32 key; u32 field; u64 index} with keys from -1000..999.
+    std::vector<uint8_t> records(uint32_t n, uint32_t seed)
+    {
+        std::mt19937 g(seed);
+        std::vector<uint8_t> v(16 * n);
+        for (uint32_t i = 0; i < n; i++) {
+            const int32_t key = static_cast<int32_t>(g() % 2000) - 1000;
+            const uint32_t field = g();
+            const uint64_t idx = i;
+            std::memcpy(&v[16 * i], &key, 4);
+            std::memcpy(&v[16 * i + 4], &field, 4);
+            std::memcpy(&v[16 * i + 8], &idx, 8);
+        }
+        return v;
+    }
+};
+
+TEST_F(Bpf, ThresholdFilterMatchesReference)
+{
+    const Loaded l = load(example("threshold"), 16);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    EXPECT_EQ(l.dw0, CSD_SLOT_FIRST);  // the device picked the first free slot
+    const uint32_t n = 10000;
+    const auto recs = records(n, 7);
+    put(0, recs);
+    std::vector<uint8_t> want;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t key;
+        std::memcpy(&key, &recs[16 * i], 4);
+        if (key > 250) want.insert(want.end(), recs.begin() + 16 * i, recs.begin() + 16 * (i + 1));
+    }
+    const auto r = run(l.dw0, 0, 16 * n, 1 << 20, 16 * n, params(n, CSD_BPF_FILTER, {250}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, want.size());
+    EXPECT_EQ(r.dw1, want.size() / 16);
+    EXPECT_EQ(get<uint8_t>(1 << 20, want.size()), want);
+    EXPECT_GT(want.size(), 0u);
+    EXPECT_EQ(exec_count(l.dw0), 1u);
+}
+
+TEST_F(Bpf, ChunkedLoadIntoNamedSlotAndMap)
+{
+    const auto img = example("project");
+    const Loaded l = load(img, 16, 0x105, 100);  // chunks of 100 bytes
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    EXPECT_EQ(l.dw0, 0x105u);
+    const uint32_t n = 3000;
+    const auto recs = records(n, 9);
+    put(0, recs);
+    auto r = run(0x105, 0, 16 * n, 1 << 20, 8 * n, params(n, CSD_BPF_MAP, {3}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 8 * n);
+    const auto out = get<uint64_t>(1 << 20, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t field;
+        std::memcpy(&field, &recs[16 * i + 4], 4);
+        ASSERT_EQ(out[i], uint64_t{field} * 3 + i) << i;
+    }
+    // Output shorter than record_count * 8: Output Overflow with the bytes needed.
+    r = run(0x105, 0, 16 * n, 1 << 20, 8 * n - 8, params(n, CSD_BPF_MAP, {3}));
+    EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW);
+    EXPECT_EQ(r.dw0, 8 * n);
+}
+
+TEST_F(Bpf, HistogramReduceAndWrappingSum)
+{
+    const Loaded l = load(example("histogram"), 16);
+    ASSERT_EQ(l.status, 0);
+    const uint32_t n = 5000;
+    const auto recs = records(n, 11);
+    put(0, recs);
+    uint64_t in_bucket = 0, sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t key;
+        std::memcpy(&key, &recs[16 * i], 4);
+        in_bucket += key >= -100 && key < 300;
+        sum += static_cast<uint64_t>(static_cast<int64_t>(key));
+    }
+    auto r = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {static_cast<uint64_t>(-100), 300}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0 | uint64_t{r.dw1} << 32, in_bucket);
+    r = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {0, 0, 1}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0 | uint64_t{r.dw1} << 32, sum);  // two's complement, wrapping
+}
+
+TEST_F(Bpf, PrefixMatchOverText)
+{
+    const Loaded l = load(example("prefix"), 16);
+    ASSERT_EQ(l.status, 0);
+    const std::vector<std::string> words = {"apple", "apricot", "banana", "ap", "a", "grape", "apex", ""};
+    std::vector<uint8_t> recs(16 * words.size(), 0);
+    for (size_t i = 0; i < words.size(); i++) std::memcpy(&recs[16 * i], words[i].data(), words[i].size());
+    put(0, recs);
+    const uint64_t ap = 'a' | 'p' << 8;
+    const auto r = run(l.dw0, 0, recs.size(), 4096, recs.size(), params(static_cast<uint32_t>(words.size()), CSD_BPF_FILTER, {ap, 2}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw1, 4u);  // apple, apricot, ap, apex
+    const auto out = get<uint8_t>(4096, 16 * 4);
+    EXPECT_STREQ(reinterpret_cast<const char *>(&out[0]), "apple");
+    EXPECT_STREQ(reinterpret_cast<const char *>(&out[48]), "apex");
+}
+
+TEST_F(Bpf, InterpreterAgreesWithJit)
+{
+    const Loaded l = load(example("project"), 16);
+    ASSERT_EQ(l.status, 0);
+    const uint32_t n = 2000;
+    put(0, records(n, 13));
+    ASSERT_OK(run(l.dw0, 0, 16 * n, 1 << 20, 8 * n, params(n, CSD_BPF_MAP, {7})));
+    const auto jit = get<uint64_t>(1 << 20, n);
+    csd_core_set_bpf_interpreted(core, 1);
+    ASSERT_OK(run(l.dw0, 0, 16 * n, 2 << 20, 8 * n, params(n, CSD_BPF_MAP, {7})));
+    EXPECT_EQ(get<uint64_t>(2 << 20, n), jit);
+}
+
+TEST_F(Bpf, FilterOutputOverflowReportsMatches)
+{
+    const Loaded l = load(example("threshold"), 16);
+    const uint32_t n = 1000;
+    put(0, records(n, 3));
+    const auto all = run(l.dw0, 0, 16 * n, 1 << 20, 16 * n, params(n, CSD_BPF_FILTER, {static_cast<uint64_t>(-2000)}));
+    ASSERT_OK(all);
+    EXPECT_EQ(all.dw1, n);
+    const auto r = run(l.dw0, 0, 16 * n, 1 << 20, 16 * 10, params(n, CSD_BPF_FILTER, {static_cast<uint64_t>(-2000)}));
+    EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW);
+    EXPECT_EQ(r.dw1, n);
+}
+
+TEST_F(Bpf, BadExecuteParameters)
+{
+    const Loaded l = load(example("threshold"), 16);
+    put(0, records(100, 1));
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, params(100, 3, {})), CSD_STATUS_INVALID_PARAMETERS);  // mode
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, params(100, 0, std::vector<uint64_t>(9))),
+                  CSD_STATUS_INVALID_PARAMETERS);  // 9 params
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, params(101, 0, {})), CSD_STATUS_INVALID_PARAMETERS);  // input short
+    auto p = params(100, 0, {1});
+    p.pop_back();
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, p), CSD_STATUS_INVALID_PARAMETERS);  // length disagrees
+    p = params(100, 0, {});
+    p[12] = 1;
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, p), CSD_STATUS_INVALID_PARAMETERS);  // reserved
+    EXPECT_STATUS(exec_raw(make_descriptor(l.dw0, {{0, 0}, {4096, 16}}, p.data(), 16)), CSD_STATUS_INVALID_PARAMETERS);
+}
+
+TEST_F(Bpf, RejectedImagesLeaveTheSlotEmpty)
+{
+    std::vector<uint8_t> junk(512);
+    for (size_t i = 0; i < junk.size(); i++) junk[i] = static_cast<uint8_t>(i * 7);
+    auto wrong_machine = example("threshold");
+    wrong_machine[18] = 62;  // EM_X86_64
+    const std::pair<const char *, std::vector<uint8_t>> malformed[] = {
+        {"not ELF", junk}, {"wrong machine", wrong_machine}, {"no csd section", reject("no_section")},
+        {"unknown helper", reject("unknown_helper")}};
+    for (const auto &[what, img] : malformed) {
+        const Loaded r = load(img, 16, 0x120);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what;
+        EXPECT_EQ(r.dw0, CSD_IMAGE_FAULT_NONE) << what;
+    }
+    Loaded r = load(reject("loop"), 16, 0x120);
+    EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+    EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE);  // the instruction the loop jumps from
+    EXPECT_LT(r.dw0, reject("loop").size() / 8);
+    r = load(reject("past_record"), 16, 0x120);
+    EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+    EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE);
+    EXPECT_EQ(load(reject("past_record"), 128, 0x120).status, 0);  // reading byte 100 of a 128-byte record is fine
+    EXPECT_EQ(stat(CSD_STAT_PROGRAM_LOAD_REJECTS), 6u);
+    EXPECT_EQ(stat(CSD_STAT_PROGRAM_LOAD_CMDS), 7u);
+    EXPECT_EQ(entries().size(), CSD_NR_DEVICE_PROGRAMS + 1u);
+}
+
+TEST_F(Bpf, LoadFieldChecks)
+{
+    const auto img = example("threshold");
+    const uint32_t n = static_cast<uint32_t>(img.size());
+    EXPECT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES + 1, 0, img.data(), n, 16).code(), CSD_STATUS_INVALID_FIELD);  // too large
+    EXPECT_EQ(load_chunk(0, n, 0, img.data(), n, 16, 2).code(), CSD_STATUS_INVALID_FIELD);        // type 2
+    EXPECT_EQ(load_chunk(0, n, 0, img.data(), n, 0).code(), CSD_STATUS_INVALID_FIELD);            // record size 0
+    EXPECT_EQ(load_chunk(0, n, 0, img.data(), n, 4097).code(), CSD_STATUS_INVALID_FIELD);         // record size 4097
+    EXPECT_EQ(load_chunk(0x99, n, 0, img.data(), n, 16).code(), CSD_STATUS_INVALID_FIELD);        // not a slot
+    EXPECT_EQ(load_chunk(0, n, 8, img.data(), n, 16).code(), CSD_STATUS_INVALID_FIELD);           // past the size
+    EXPECT_EQ(load_chunk(0, n, 0, img.data(), 0, 16).code(), CSD_STATUS_INVALID_FIELD);           // empty chunk
+    EXPECT_EQ(load_chunk(0, n, 100, img.data(), 10, 16).code(), CSD_STATUS_INVALID_FIELD);        // later chunk, no slot
+}
+
+TEST_F(Bpf, ChunksInOrderOnly)
+{
+    const auto img = example("threshold");
+    const uint32_t n = static_cast<uint32_t>(img.size());
+    ASSERT_EQ(load_chunk(0x130, n, 0, img.data(), 100, 16).status, 0);
+    EXPECT_EQ(load_chunk(0x130, n, 200, img.data() + 200, 100, 16).code(), CSD_STATUS_INVALID_FIELD);  // gap
+    EXPECT_EQ(load_chunk(0x130, n, 50, img.data() + 50, 100, 16).code(), CSD_STATUS_INVALID_FIELD);    // overlap
+    EXPECT_EQ(load_chunk(0x130, n, 100, img.data() + 100, 100, 32).code(), CSD_STATUS_INVALID_FIELD);  // record size changed
+    EXPECT_EQ(load_chunk(0x130, n, 0, img.data(), n, 16).code(), CSD_STATUS_PROGRAM_SLOT_IN_USE);      // being loaded
+    const Loaded done = load_chunk(0x130, n, 100, img.data() + 100, n - 100, 16);
+    ASSERT_EQ(done.status, 0);
+    EXPECT_EQ(done.dw0, 0x130u);
+    EXPECT_EQ(load(img, 16, 0x130).code(), CSD_STATUS_PROGRAM_SLOT_IN_USE);  // holds a program
+    EXPECT_EQ(std::get<2>(entries().back()), "threshold");
+    EXPECT_EQ(std::get<1>(entries().back()), CSD_PROGRAM_DOWNLOADED);
+}
+
+TEST_F(Bpf, UnloadRules)
+{
+    EXPECT_EQ(CSD_STATUS_CODE(unload(0x140)), CSD_STATUS_INVALID_PROGRAM);  // empty
+    EXPECT_EQ(CSD_STATUS_CODE(unload(0x05)), CSD_STATUS_INVALID_PROGRAM);   // device-defined
+    const Loaded l = load(example("threshold"), 16, 0x140);
+    ASSERT_EQ(l.status, 0);
+    // An Execute prepared (queued) or running holds the slot.
+    put(0, records(10, 2));
+    const auto p = params(10, CSD_BPF_FILTER, {0});
+    const auto desc = make_descriptor(0x140, {{0, 160}, {4096, 160}}, p.data(), static_cast<uint32_t>(p.size()));
+    csd_exec *job = nullptr;
+    ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+    EXPECT_EQ(CSD_STATUS_CODE(unload(0x140)), CSD_STATUS_PROGRAM_SLOT_IN_USE);
+    uint32_t dw0, dw1;
+    EXPECT_EQ(csd_core_exec_run(core, job, nullptr, &dw0, &dw1), 0);
+    EXPECT_EQ(unload(0x140), 0);
+    EXPECT_STATUS(exec_raw(desc), CSD_STATUS_INVALID_PROGRAM);
+    EXPECT_EQ(entries().size(), CSD_NR_DEVICE_PROGRAMS + 0u);
+    EXPECT_EQ(stat(CSD_STAT_PROGRAM_UNLOAD_CMDS), 4u);
+    // A discarded job releases the slot too.
+    ASSERT_EQ(load(example("threshold"), 16, 0x140).status, 0);
+    ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+    csd_core_exec_discard(job);
+    EXPECT_EQ(unload(0x140), 0);
+}
+
+TEST_F(Bpf, CancelledBetweenBatches)
+{
+    const Loaded l = load(example("threshold"), 16);
+    const uint32_t n = 1 << 20;
+    const auto p = params(n, CSD_BPF_REDUCE, {0});
+    const auto desc = make_descriptor(l.dw0, {{0, 16ull * n}, {0, 0}}, p.data(), static_cast<uint32_t>(p.size()));
+    csd_exec *job = nullptr;
+    ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+    const int cancel = 1;
+    uint32_t dw0, dw1;
+    EXPECT_EQ(CSD_STATUS_CODE(csd_core_exec_run(core, job, &cancel, &dw0, &dw1)), CSD_STATUS_ABORT_REQUESTED);
+}
+
+TEST_F(Bpf, CapabilitiesVersion11)
+{
+    const auto page = caps();
+    uint32_t version, max_bytes;
+    uint16_t slots, types;
+    std::memcpy(&version, page.data() + 4, 4);
+    std::memcpy(&max_bytes, page.data() + 32, 4);
+    std::memcpy(&slots, page.data() + 36, 2);
+    std::memcpy(&types, page.data() + 38, 2);
+    EXPECT_EQ(version, 0x00010001u);
+    EXPECT_GE(max_bytes, 1u << 20);
+    EXPECT_EQ(slots, 256);
+    EXPECT_EQ(types, 1u << 1);
+}
+
+TEST_F(Bpf, AllSlotsTaken)
+{
+    const auto img = example("threshold");
+    for (int i = 0; i < CSD_NR_SLOTS; i++) {
+        ASSERT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).status, 0) << i;
+    }
+    EXPECT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).code(),
+              CSD_STATUS_PROGRAM_SLOT_IN_USE);
+    EXPECT_EQ(unload(0x1FF), 0);  // an abandoned upload can be unloaded
+    EXPECT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).dw0, 0x1FFu);
+}
+
+}  // namespace
