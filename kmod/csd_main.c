@@ -60,7 +60,8 @@ static ssize_t programs_show(struct device *dev, struct device_attribute *attr, 
 	u32 i;
 
 	for (i = 0; i < cd->nr_programs; i++) {
-		const u8 *e = cd->caps + CSD_CAPS_ENTRIES_OFFSET + sizeof(struct csd_caps_entry) * i;
+		const u8 *e = cd->caps + CSD_CAPS_ENTRIES_OFFSET +
+			      sizeof(struct csd_caps_entry) * i;
 
 		len += sysfs_emit_at(buf, len, "%04x %.24s\n", get_unaligned_le16(e),
 				     (const char *)e + offsetof(struct csd_caps_entry, name));
@@ -110,7 +111,7 @@ static const struct device_type csd_type = {
 
 /* Sends one command; returns 0, a positive NVMe status, or a negative errno. */
 int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
-		      unsigned int len, u64 *result)
+	       unsigned int len, u64 *result)
 {
 	union nvme_result res = {};
 	struct request_queue *q = admin ? cd->ctrl->admin_q : cd->ns->queue;
@@ -150,7 +151,7 @@ static int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __us
 }
 
 void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
-		    u32 cdw12, u32 cdw13, u32 cdw14)
+	     u32 cdw12, u32 cdw13, u32 cdw14)
 {
 	memset(c, 0, sizeof(*c));
 	c->common.opcode = opcode;
@@ -665,7 +666,8 @@ static int csd_try_attach(int idx, int minor)
 	cd->slm_size = get_unaligned_le64(cd->caps + offsetof(struct csd_caps_log, slm_size));
 	cd->compute_units = get_unaligned_le32(cd->caps +
 					       offsetof(struct csd_caps_log, compute_units));
-	cd->nr_programs = min_t(u32, get_unaligned_le32(cd->caps + offsetof(struct csd_caps_log, nr_programs)),
+	cd->nr_programs = get_unaligned_le32(cd->caps + offsetof(struct csd_caps_log, nr_programs));
+	cd->nr_programs = min_t(u32, cd->nr_programs,
 				(CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) /
 				sizeof(struct csd_caps_entry));
 	mutex_init(&cd->lock);

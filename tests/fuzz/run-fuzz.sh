@@ -10,11 +10,11 @@ out="$top/build/fuzz"
 mkdir -p "$out/corpus" "$out/findings"
 core="$top/qemu-device/core"
 bin="$out/fuzz_execute"
-srcs=("$here/fuzz_execute.cc" "$core"/src/core.cc "$core"/src/programs/*.cc)
-if [ ! -x "$bin" ] || [ -n "$(find "${srcs[@]}" "$core/include" "$core/src/program.h" -newer "$bin" 2>/dev/null)" ]; then
+srcs=("$here/fuzz_execute.cc" "$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
+if [ ! -x "$bin" ] || [ -n "$(find "${srcs[@]}" "$core/include" "$core/src" "$top/spec" -newer "$bin" 2>/dev/null)" ]; then
     echo "fuzz: building with clang++ (address, undefined, fuzzer)"
     clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL -I"$core/include" $(pkg-config --cflags openblas) \
+        -DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL -I"$core/include" -I"$top/spec" $(pkg-config --cflags openblas) \
         "${srcs[@]}" -o "$bin" $(pkg-config --libs openblas libzstd liblz4 libxxhash libisal) || {
         echo "fuzz: 0 passed, 1 failed (build)"; exit 1; }
 fi
