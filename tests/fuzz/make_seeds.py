@@ -1,10 +1,27 @@
 #!/usr/bin/env python3
-"""Writes one valid seed input per program (descriptor + SLM bytes) for the fuzzer."""
+"""Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
+fuzz_execute: one valid input per program (descriptor + SLM bytes);
+fuzz_program: each eBPF object the build made (examples and refused ones) + records."""
+import glob
 import os
 import struct
 import sys
 
-out = sys.argv[1]
+target, out = sys.argv[1], sys.argv[2]
+top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+if target == "fuzz_program":
+    objs = glob.glob(os.path.join(top, "build/meson/examples/bpf/*.o")) + \
+        glob.glob(os.path.join(top, "build/meson/tests/unit/*.o"))
+    records = bytes(range(256)) * 4
+    for path in objs:
+        with open(path, "rb") as f:
+            img = f.read()
+        for rs in (16, 128):
+            name = f"{os.path.basename(path)}-{rs}"
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(struct.pack("<HH", rs - 1, len(img)) + img + records)
+    sys.exit(0)
 
 
 def seed(name, program, ranges, params, slm=b""):

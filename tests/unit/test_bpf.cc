@@ -294,6 +294,30 @@ TEST_F(Bpf, RejectedImagesLeaveTheSlotEmpty)
     EXPECT_EQ(entries().size(), CSD_NR_DEVICE_PROGRAMS + 1u);
 }
 
+// Found by fuzz_program: DPDK's verifier let a shift by 0x800020 through and its JIT then
+// wrote code that jumped into the void. The device refuses such shifts itself.
+TEST_F(Bpf, ShiftByTheRegisterWidthOrMoreIsRefused)
+{
+    auto img = example("histogram");
+    // The section's first 64-bit shift by an immediate (opcode 67h, LSH K).
+    size_t at = 0;
+    for (size_t i = 64; i + 8 <= img.size(); i += 8) {
+        if (img[i] == 0x67) {
+            at = i;
+            break;
+        }
+    }
+    ASSERT_NE(at, 0u) << "histogram.o has no LSH64 K";
+    const uint32_t huge = 0x800020;
+    std::memcpy(&img[at + 4], &huge, 4);
+    const Loaded r = load(img, 16);
+    EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+    EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE);
+    const uint32_t width = 64;
+    std::memcpy(&img[at + 4], &width, 4);
+    EXPECT_EQ(load(img, 16).code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+}
+
 TEST_F(Bpf, LoadFieldChecks)
 {
     const auto img = example("threshold");

@@ -8,7 +8,7 @@ class Commands : public CoreTest {
 protected:
     uint64_t counter(int i)
     {
-        uint8_t page[CSD_LOG_PAGE_SIZE];
+        uint8_t page[CSD_LOG_MAX_SIZE];
         uint32_t avail;
         EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page, &avail), 0);
         uint64_t v;
@@ -105,14 +105,18 @@ TEST_F(Commands, NotACsdOpcode)
 
 TEST_F(Commands, LogPageChecks)
 {
-    uint8_t page[CSD_LOG_PAGE_SIZE];
+    uint8_t page[CSD_LOG_MAX_SIZE];
     uint32_t avail;
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_get_log(core, CSD_LOG_STATISTICS, 1, 0, page, &avail)),
               CSD_STATUS_INVALID_FIELD);
-    EXPECT_EQ(CSD_STATUS_CODE(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 4096, page, &avail)),
+    EXPECT_EQ(CSD_STATUS_CODE(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 4352, page, &avail)),
+              CSD_STATUS_INVALID_FIELD);  // C1h is 4352 bytes from version 1.1
+    EXPECT_EQ(CSD_STATUS_CODE(csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 4096, page, &avail)),
               CSD_STATUS_INVALID_FIELD);
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_get_log(core, 0xC2, 0, 0, page, &avail)), CSD_STATUS_INVALID_FIELD);
-    ASSERT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 4092, page, &avail), 0);
+    ASSERT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 4348, page, &avail), 0);
+    EXPECT_EQ(avail, 4u);
+    ASSERT_EQ(csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 4092, page, &avail), 0);
     EXPECT_EQ(avail, 4u);
 }
 

@@ -107,7 +107,7 @@ TEST(CoreNew, RejectsZeroSizes)
 
 TEST_F(Descriptor, CapabilitiesPage)
 {
-    uint8_t page[CSD_LOG_PAGE_SIZE];
+    uint8_t page[CSD_LOG_MAX_SIZE];
     uint32_t avail;
     ASSERT_EQ(csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 0, page, &avail), 0);
     EXPECT_EQ(avail, CSD_LOG_PAGE_SIZE);
@@ -115,7 +115,7 @@ TEST_F(Descriptor, CapabilitiesPage)
     uint32_t u32;
     uint64_t u64;
     std::memcpy(&u32, page + 4, 4);
-    EXPECT_EQ(u32, 0x00010000u);
+    EXPECT_EQ(u32, 0x00010001u);  // version 1.1
     std::memcpy(&u64, page + 8, 8);
     EXPECT_EQ(u64, kSlm);
     std::memcpy(&u32, page + 16, 4);
@@ -137,7 +137,7 @@ TEST_F(Descriptor, CapabilitiesPage)
         EXPECT_STREQ(reinterpret_cast<const char *>(e + 8), names[i]);
         EXPECT_EQ(e[8 + 23], 0);
     }
-    for (size_t i = 64 + 32 * 10; i < CSD_LOG_PAGE_SIZE; i++) {
+    for (size_t i = 64 + 32 * 10; i < CSD_LOG_PAGE_SIZE; i++) {  // nothing loaded: no more entries
         ASSERT_EQ(page[i], 0) << i;
     }
 }
@@ -154,7 +154,7 @@ TEST_F(Descriptor, StatisticsCount)
     csd_core_complete(core, &op, 0);
     ASSERT_EQ(decode(CSD_OPC_SLM_LOAD, 0, 0, 7, 0, 0, &op), 0);
     csd_core_complete(core, &op, CSD_STATUS_INTERNAL_ERROR);  // moved nothing
-    uint8_t page[CSD_LOG_PAGE_SIZE];
+    uint8_t page[CSD_LOG_MAX_SIZE];
     uint32_t avail;
     ASSERT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0xFFFFFFFF, 0, page, &avail), 0);
     EXPECT_EQ(std::memcmp(page, "CSDS", 4), 0);

@@ -53,10 +53,34 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
     return std::memchr(s, 0, strtab.sh_size - off) ? s : nullptr;
 }
 
+// Instructions DPDK's verifier accepts but its JIT or interpreter mishandle (found by
+// fuzz_program): a shift by an immediate of the register's width or more. The Linux
+// verifier refuses them too. Returns the index of the first one, or -1.
+[[maybe_unused]] long unsafe_instruction(const uint8_t *code, uint64_t n, std::string *why)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t op = code[8 * i];
+        int32_t imm;
+        std::memcpy(&imm, code + 8 * i + 4, 4);
+        const uint8_t cls = op & 0x07, alu = op & 0xF0, src = op & 0x08;
+        const bool shift = alu == 0x60 || alu == 0x70 || alu == 0xC0;  // LSH, RSH, ARSH
+        if ((cls == 0x07 || cls == 0x04) && shift && src == 0) {
+            const int64_t width = cls == 0x07 ? 64 : 32;
+            if (imm < 0 || imm >= width) {
+                *why = "shift by " + std::to_string(imm) + " of a " + std::to_string(width) + "-bit register";
+                return static_cast<long>(i);
+            }
+        }
+    }
+    return -1;
+}
+
 // Checks what the spec asks of the image before DPDK sees it: an ELF64 little-endian
 // relocatable object for EM_BPF, a section "csd" of at most CSD_BPF_MAX_INSNS
-// instructions, and one function symbol in it (its name names the program).
-[[maybe_unused]] bool check_elf(const uint8_t *img, size_t size, std::string *name, std::string *why)
+// instructions, and one function symbol in it (its name names the program). *code and
+// *insns give the instructions.
+[[maybe_unused]] bool check_elf(const uint8_t *img, size_t size, std::string *name, std::string *why,
+                                const uint8_t **code_out, uint64_t *insns)
 {
     Elf64_Ehdr eh;
     if (size < sizeof(eh)) return *why = "image shorter than an ELF header", false;
@@ -77,10 +101,12 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
         const char *n = string_at(img, names, sh.sh_name);
         if (n && std::strcmp(n, CSD_BPF_SECTION) == 0) {
             code = static_cast<int>(i);
-            if (sh.sh_size == 0 || sh.sh_size % 8 || sh.sh_size / 8 > CSD_BPF_MAX_INSNS) {
+            if (sh.sh_type != SHT_PROGBITS || sh.sh_size == 0 || sh.sh_size % 8 || sh.sh_size / 8 > CSD_BPF_MAX_INSNS) {
                 return *why = "section csd holds " + std::to_string(sh.sh_size / 8) + " instructions (1.." +
                               std::to_string(CSD_BPF_MAX_INSNS) + ")", false;
             }
+            *code_out = img + sh.sh_offset;
+            *insns = sh.sh_size / 8;
         }
     }
     if (code < 0) return *why = "no section named csd (put the entry function there)", false;
@@ -146,7 +172,14 @@ uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_siz
     *fault = CSD_IMAGE_FAULT_NONE;
     std::unique_ptr<BpfProgram> p(new BpfProgram);
     p->record_size_ = record_size;
-    if (!check_elf(image, size, &p->name_, why)) {
+    const uint8_t *code = nullptr;
+    uint64_t insns = 0;
+    if (!check_elf(image, size, &p->name_, why, &code, &insns)) {
+        return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
+    }
+    const long bad = unsafe_instruction(code, insns, why);
+    if (bad >= 0) {
+        *fault = static_cast<uint32_t>(bad);
         return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
     }
     // DPDK's loader reads a file: the image goes through an anonymous memory file.

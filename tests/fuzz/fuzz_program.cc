@@ -1,0 +1,68 @@
+// libFuzzer target: arbitrary bytes as downloadable program images (spec §8), through
+// Program Load exactly as an embedding sends it, and arbitrary records through every
+// accepted image in all three Execute modes. Input: u16 record size, u16 image length,
+// the image, then record bytes. A crash, sanitizer report, hang or escape from the
+// record (ASan sees SLM as one mapping with guard pages) is a finding.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "csd_core.h"
+
+static csd_core *g_core;
+
+static uint16_t load(const uint8_t *img, uint32_t len, uint32_t record_size, uint32_t *slot)
+{
+    const csd_cmd c{CSD_OPC_PROGRAM_LOAD, 1, csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF), len, 0, len, record_size, 0};
+    const csd_ctx ctx{1 << 20, 512, 0};
+    csd_op op;
+    uint16_t st = csd_core_decode(g_core, &c, &ctx, &op);
+    if (st) return st;
+    st = csd_core_program_load(g_core, &op, img, slot, nullptr, 0);
+    csd_core_complete(g_core, &op, st);
+    return st;
+}
+
+static void unload(uint32_t slot)
+{
+    const csd_cmd c{CSD_OPC_PROGRAM_UNLOAD, 1, slot, 0, 0, 0, 0, 0};
+    const csd_ctx ctx{1 << 20, 512, 0};
+    csd_op op;
+    if (csd_core_decode(g_core, &c, &ctx, &op) == 0) csd_core_complete(g_core, &op, csd_core_program_unload(g_core, &op));
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!g_core) g_core = csd_core_new(1 << 20, 1);
+    if (size < 4) return 0;
+    const uint32_t record_size = 1 + (data[0] | data[1] << 8) % CSD_MAX_RECORD_SIZE;
+    uint32_t img_len = data[2] | data[3] << 8;
+    data += 4;
+    size -= 4;
+    if (img_len > size) img_len = static_cast<uint32_t>(size);
+    if (img_len == 0) return 0;
+    uint32_t slot = 0;
+    if (load(data, img_len, record_size, &slot) != 0) return 0;
+    // Records: the rest of the input, repeated to fill 64 of them.
+    uint8_t *slm;
+    csd_core_slm_range(g_core, 0, 1 << 20, &slm);
+    const uint32_t count = 64;
+    const size_t rest = size - img_len;
+    for (size_t i = 0; i < uint64_t{count} * record_size; i++) slm[i] = rest ? data[img_len + i % rest] : 0;
+    const uint64_t out = 512 << 10;
+    for (uint32_t mode = CSD_BPF_FILTER; mode <= CSD_BPF_REDUCE; mode++) {
+        uint8_t d[16 + 32 + 16 + 16];
+        const csd_desc_range r[2] = {{0, uint64_t{count} * record_size}, {out, mode == CSD_BPF_REDUCE ? 0u : 256u << 10}};
+        const uint8_t p[32] = {count, 0, 0, 0, static_cast<uint8_t>(mode), 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+                               7, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+        csd_desc_encode(d, static_cast<uint16_t>(slot), 2, r, p, sizeof p);
+        const uint32_t len = static_cast<uint32_t>(csd_desc_size(2, sizeof p));
+        csd_exec *job = nullptr;
+        if (csd_core_exec_prepare(g_core, d, len, &job) == 0) {
+            uint32_t dw0, dw1;
+            csd_core_exec_run(g_core, job, nullptr, &dw0, &dw1);
+        }
+    }
+    unload(slot);
+    return 0;
+}
