@@ -17,7 +17,7 @@ if ! mount -t ext4 -o ro /dev/vda /usr; then
     echo "@@CSD FATAL cannot mount the /usr image (/dev/vda)"
     poweroff -f
 fi
-export LD_LIBRARY_PATH=/csd/lib PYTHONPATH=/csd/python PYTHONDONTWRITEBYTECODE=1
+export LD_LIBRARY_PATH=/csd/lib PYTHONPATH=/csd/python PYTHONDONTWRITEBYTECODE=1 CSD_BPF_DIR=/csd/bpf
 
 # Settings from the host (CSD_* variables), then the job.
 [ -f /csd/env ] && . /csd/env

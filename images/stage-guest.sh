@@ -34,6 +34,10 @@ pyout="$top/build/guest-python-nocuda"
 mkdir -p "$out.tmp/python/nvme_csd"
 cp "$pyout"/nvme_csd/_core*.so "$top"/python/nvme_csd/*.py "$out.tmp/python/nvme_csd/"
 cp -r "$top/python/tests" "$out.tmp/python/tests"
+# The example eBPF programs and the ones the device must refuse (compiled by clang at
+# build time; the guest has no clang), and the examples' sources for the recipes.
+mkdir -p "$out.tmp/bpf"
+cp "$mb"/examples/bpf/*.o "$mb"/tests/unit/*.o "$top"/examples/bpf/*.c "$top"/examples/bpf/*.h "$out.tmp/bpf/"
 # The kernel module, when built (kmod/build.sh)
 if [ -f "$top/build/kmod/csd.ko" ]; then
     mkdir -p "$out.tmp/kmod"

@@ -10,7 +10,7 @@ out="$top/build/kmod"
 [ -d "$kdir" ] || { echo "kmod: kernel headers missing (make image)" >&2; exit 1; }
 mkdir -p "$out/uapi"
 copy() { cmp -s "$1" "$2" || cp "$1" "$2"; }
-for f in csd_main.c csd_p2p.c csd.h Kbuild uapi/csd_ioctl.h; do
+for f in csd_main.c csd_p2p.c csd_programs.c csd.h Kbuild uapi/csd_ioctl.h; do
     copy "$top/kmod/$f" "$out/$f"
 done
 rm -f "$out/csd.c"  # the module's single source before it was split

@@ -47,6 +47,8 @@ struct csd_dev {
 	struct list_head allocs;
 	u32 next_handle;
 	atomic64_t p2p_bytes; /* delivered to the peer by peer-to-peer SLM Reads */
+	struct mutex programs_lock; /* program_owner */
+	struct csd_file *program_owner[CSD_NR_SLOTS]; /* who loaded each downloadable slot */
 };
 
 /* Fills an NVMe command with an opcode, NSID and CDW10..14. */
@@ -57,8 +59,22 @@ void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
 int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf,
 	       unsigned int len, u64 *result);
 
+/* Sends one I/O command whose data is the caller's user buffer; *result (may be NULL)
+ * receives completion Dwords 0 and 1.
+ */
+int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __user *ubuf,
+		    unsigned int len, u64 *result);
+
 /* Absolute SLM offset of [offset, offset + len) in one of cf's allocations. */
 int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs);
+
+/* CSD_IOC_PROGRAM_LOAD / _UNLOAD: downloadable programs, owned by the file that loaded them. */
+int csd_ioc_program_load(struct csd_file *cf, void __user *argp);
+int csd_ioc_program_unload(struct csd_file *cf, void __user *argp);
+/* Whether cf may run program id (device-defined ones, and downloaded ones it loaded). */
+bool csd_program_owned(struct csd_file *cf, u16 id);
+/* Unloads every program cf loaded (its file is being closed). */
+void csd_programs_release(struct csd_file *cf);
 
 /* CSD_IOC_P2P_READ: an SLM Read into the configured peer's BAR window. */
 int csd_ioc_p2p(struct csd_file *cf, void __user *argp);

@@ -126,8 +126,8 @@ int csd_submit(struct csd_dev *cd, bool admin, struct nvme_command *c, void *buf
  * Sends one I/O command whose data is the caller's user buffer: the pages are mapped for
  * the drive's DMA (as nvme-core's own passthrough does), with no copy through the kernel.
  */
-static int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __user *ubuf,
-			   unsigned int len)
+int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __user *ubuf,
+		    unsigned int len, u64 *result)
 {
 	struct request_queue *q = cd->ns->queue;
 	struct request *req;
@@ -145,6 +145,8 @@ static int csd_submit_user(struct csd_dev *cd, struct nvme_command *c, void __us
 	}
 	bio = req->bio;
 	ret = nvme_execute_rq(req, false);
+	if (result)
+		*result = le64_to_cpu(nvme_req(req)->result.u64);
 	blk_rq_unmap_user(bio);
 	blk_mq_free_request(req);
 	return ret;
@@ -163,13 +165,15 @@ void csd_cmd(struct nvme_command *c, u8 opcode, u32 nsid, u32 cdw10, u32 cdw11,
 	c->common.cdw14 = cpu_to_le32(cdw14);
 }
 
+/* Reads a log page of the command set into page (csd_log_page_size(lid) bytes). */
 static int csd_get_log(struct csd_dev *cd, u8 lid, void *page)
 {
 	struct nvme_command c;
+	u32 size = csd_log_page_size(lid);
 
-	csd_cmd(&c, nvme_admin_get_log_page, NVME_NSID_ALL,
-		lid | ((CSD_IOC_LOG_SIZE / 4 - 1) << 16), 0, 0, 0, 0);
-	return csd_submit(cd, true, &c, page, CSD_IOC_LOG_SIZE, NULL);
+	csd_cmd(&c, nvme_admin_get_log_page, NVME_NSID_ALL, lid | ((size / 4 - 1) << 16), 0, 0,
+		0, 0);
+	return csd_submit(cd, true, &c, page, size, NULL);
 }
 
 /* ---------------------------------------------------------------- SLM allocations */
@@ -328,7 +332,7 @@ static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
 
 		csd_cmd(&c, to_slm ? CSD_OPC_SLM_WRITE : CSD_OPC_SLM_READ, cf->cd->ns->head->ns_id,
 			lower_32_bits(abs + done), upper_32_bits(abs + done), n, 0, 0);
-		ret = csd_submit_user(cf->cd, &c, u64_to_user_ptr(x.buf + done), n);
+		ret = csd_submit_user(cf->cd, &c, u64_to_user_ptr(x.buf + done), n, NULL);
 		if (ret > 0) {
 			x.status = ret;
 			ret = 0;
@@ -396,7 +400,7 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 
 			csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
 				lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
-			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf + done), n);
+			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf + done), n, NULL);
 			if (ret)
 				break;
 			done += n;
@@ -442,6 +446,9 @@ static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 	e.status = csd_desc_parse(d, e.desc_len, CSD_MAX_RANGES, &h);
 	if (e.status)
 		goto done;
+	ret = -EPERM; /* another tenant's downloaded program */
+	if (!csd_program_owned(cf, h.program_id))
+		goto out;
 	for (i = 0; i < h.nr_ranges; i++) {
 		struct csd_desc_range r = csd_desc_range_get(d, i);
 
@@ -563,6 +570,12 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CSD_IOC_P2P_READ:
 		ret = csd_ioc_p2p(cf, argp);
 		break;
+	case CSD_IOC_PROGRAM_LOAD:
+		ret = csd_ioc_program_load(cf, argp);
+		break;
+	case CSD_IOC_PROGRAM_UNLOAD:
+		ret = csd_ioc_program_unload(cf, argp);
+		break;
 #ifdef CSD_HAVE_NV_P2P
 	case CSD_IOC_P2P_GPU_READ:
 		ret = csd_ioc_p2p_gpu(cf, argp);
@@ -592,6 +605,7 @@ static int csd_release(struct inode *inode, struct file *file)
 {
 	struct csd_file *cf = file->private_data;
 
+	csd_programs_release(cf);
 	csd_free(cf, 0, true);
 	kfree(cf);
 	return 0;
@@ -671,6 +685,7 @@ static int csd_try_attach(int idx, int minor)
 				(CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) /
 				sizeof(struct csd_caps_entry));
 	mutex_init(&cd->lock);
+	mutex_init(&cd->programs_lock);
 	INIT_LIST_HEAD(&cd->allocs);
 	atomic64_set(&cd->p2p_bytes, 0);
 	cd->minor = minor;

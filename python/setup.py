@@ -32,7 +32,7 @@ spec = top / "spec"
 sources = ["src/bindings.cc", rel(spec / "crc32c.cc")]
 sources += [rel(p) for p in sorted((core / "src").glob("*.cc"))]
 sources += [rel(p) for p in sorted((core / "src" / "programs").glob("*.cc"))]
-host_libs = ["c_api.cc", "device.cc", "error.cc", "programs.cc", "slm_allocator.cc", "store.cc",
+host_libs = ["c_api.cc", "device.cc", "error.cc", "program.cc", "programs.cc", "slm_allocator.cc", "store.cc",
              "transport.cc", "transport_inproc.cc", "transport_kmod.cc"]
 macros, cflags, ldflags, libs = [], [], [], ["zstd", "lz4"]
 
@@ -50,6 +50,11 @@ if pkg("--exists", "libxxhash") is not None:
 if pkg("--exists", "libisal") is not None:
     macros.append(("CSD_HAVE_ISAL", "1"))
     libs.append("isal")
+if pkg("--exists", "libdpdk") is not None:  # downloadable eBPF programs (DPDK librte_bpf)
+    dpdk_inc = pkg("--variable=includedir", "libdpdk")[0]
+    macros.append(("CSD_HAVE_BPF", "1"))
+    cflags += ["-I" + dpdk_inc, "-I" + dpdk_inc + "/../x86_64-linux-gnu/dpdk"]
+    libs += ["rte_bpf", "rte_eal"]
 if os.environ.get("NVME_CSD_NO_PASSTHRU") is None and pkg("--exists", "libnvme") is not None \
         and pkg("--exists", "liburing") is not None:
     macros.append(("CSD_HAVE_PASSTHRU", "1"))

@@ -59,6 +59,18 @@ int csd_checksum(csd_dev *dev, uint32_t algo, csd_range data, uint64_t *sum);
 int csd_gemm(csd_dev *dev, csd_range a, csd_range b, csd_range c, uint32_t m, uint32_t n, uint32_t k, uint32_t flags,
              float alpha, float beta);
 
+/* Loads an eBPF object (image of size bytes) for records of record_size bytes into *slot
+ * (0 in *slot: the device picks). A refused image: -EIO, csd_last_status() Invalid
+ * Program Image and *fault (may be NULL) = the refused instruction (FFFFFFFFh: bad ELF). */
+int csd_program_load(csd_dev *dev, const void *image, uint32_t size, uint32_t record_size, uint16_t *slot,
+                     uint32_t *fault);
+/* Unloads the program in slot. */
+int csd_program_unload(csd_dev *dev, uint16_t slot);
+/* Runs a loaded program over count records (mode CSD_BPF_FILTER, _MAP or _REDUCE) with
+ * up to 8 u64 params; out is ignored for reduce. dw0/dw1 (may be NULL) as csd_execute. */
+int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range records, csd_range out, uint32_t count,
+                    const uint64_t *params, uint32_t nr_params, uint32_t *dw0, uint32_t *dw1);
+
 /* Object store on the namespace: put replaces; get copies at most cap bytes and sets
  * *len to the object's size (-ENOSPC if cap is too small, nothing copied). */
 int csd_store_format(csd_dev *dev);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "csd/device.hpp"
+#include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 
@@ -181,6 +182,40 @@ int csd_gemm(csd_dev *dev, csd_range a, csd_range b, csd_range c, uint32_t m, ui
     return guard([&] {
         csd::programs::gemm(*dev->dev, {a.offset, a.length}, {b.offset, b.length}, {c.offset, c.length}, m, n, k,
                             flags & CSD_GEMM_TRANS_A, flags & CSD_GEMM_TRANS_B, alpha, beta);
+    });
+}
+
+int csd_program_load(csd_dev *dev, const void *image, uint32_t size, uint32_t record_size, uint16_t *slot,
+                     uint32_t *fault)
+{
+    if (!dev || !image || !slot) return bad_arg("csd_program_load: NULL dev, image or slot");
+    return guard([&] {
+        try {
+            *slot = dev->dev->program_load(image, size, record_size, *slot);
+        } catch (const csd::Error &e) {
+            if (fault) *fault = e.dw0();
+            throw;
+        }
+    });
+}
+
+int csd_program_unload(csd_dev *dev, uint16_t slot)
+{
+    if (!dev) return bad_arg("csd_program_unload: dev is NULL");
+    return guard([&] { dev->dev->program_unload(slot); });
+}
+
+int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range records, csd_range out, uint32_t count,
+                    const uint64_t *params, uint32_t nr_params, uint32_t *dw0, uint32_t *dw1)
+{
+    if (!dev || (!params && nr_params)) return bad_arg("csd_program_run: NULL dev or params");
+    const std::vector<uint64_t> p(params, params + nr_params);
+    return guard([&] {
+        const auto bytes = csd::downloaded_program_params(count, mode, p);
+        const csd_range ranges[2] = {records, mode == CSD_BPF_REDUCE ? csd_range{0, 0} : out};
+        if (const int rc = csd_execute(dev, slot, ranges, 2, bytes.data(), static_cast<uint32_t>(bytes.size()), dw0, dw1)) {
+            throw csd::Error(g_error, g_status);
+        }
     });
 }
 

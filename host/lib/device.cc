@@ -297,7 +297,19 @@ uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_
         c.cdw14 = record_size;
         c.data = const_cast<uint8_t *>(p + off);
         c.data_len = n;
-        slot = static_cast<uint16_t>(run(c, "Program Load").dw0());
+        count(c);
+        const Completion r = transport_->submit(c);
+        if (r.status != 0) {
+            std::string what = "Program Load (" + std::to_string(size) + "-byte image, records of " +
+                               std::to_string(record_size) + " bytes)";
+            if (CSD_STATUS_CODE(r.status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
+                what += r.dw0() == CSD_IMAGE_FAULT_NONE ? ", not a BPF ELF object the device accepts"
+                                                       : ", refused by the verifier at instruction " +
+                                                             std::to_string(r.dw0());
+            }
+            throw Error(what, r.status, r.dw0(), r.dw1());
+        }
+        slot = static_cast<uint16_t>(r.dw0());
         off += n;
     }
     read_capabilities();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "csd/error.hpp"
 #include "csd_ioctl.h"
@@ -97,6 +98,12 @@ public:
             return call(c.opcode == CSD_OPC_SLM_STORE ? CSD_IOC_STORE : CSD_IOC_LOAD, &l, l.status);
         }
         case CSD_OPC_EXECUTE: return execute(c);
+        case CSD_OPC_PROGRAM_LOAD: return program_load(c);
+        case CSD_OPC_PROGRAM_UNLOAD: {
+            csd_ioc_program_unload u{};
+            u.slot = c.cdw10 & 0xFFFF;
+            return call(CSD_IOC_PROGRAM_UNLOAD, &u, u.status);
+        }
         case 0x00:
         case 0x01:
         case 0x02: {
@@ -129,6 +136,7 @@ private:
     {
         if (ioctl(fd_, req, arg) != 0) {
             if (errno == ERANGE) return {kOutOfBounds, 0};
+            if (errno == EPERM) throw Error("csd.ko on " + path_ + ": another user's program", EPERM);
             throw Error("csd.ko ioctl on " + path_, errno);
         }
         return {static_cast<uint16_t>(status), 0};
@@ -145,6 +153,28 @@ private:
         e.desc = reinterpret_cast<uintptr_t>(c.data);
         const Completion r = call(CSD_IOC_EXEC, &e, e.status);
         return {r.status, static_cast<uint64_t>(e.dw1) << 32 | e.dw0};
+    }
+
+    // The module takes a whole image: chunks are gathered here and the last one sends it.
+    // The program then belongs to this open file (only it may run or unload it).
+    Completion program_load(const Command &c)
+    {
+        const uint32_t size = c.cdw11, off = c.cdw12, len = c.cdw13;
+        if (c.data_len < len || off != image_.size() || len > size - std::min(size, off)) return {kInvalidField, 0};
+        const auto *p = static_cast<const uint8_t *>(c.data);
+        image_.insert(image_.end(), p, p + len);
+        if (image_.size() < size) return {0, c.cdw10 & 0xFFFF};
+        csd_ioc_program_load l{};
+        l.image = reinterpret_cast<uintptr_t>(image_.data());
+        l.size = size;
+        l.record_size = c.cdw14 & 0xFFFF;
+        l.slot = static_cast<uint16_t>(c.cdw10 & 0xFFFF);
+        l.type = static_cast<uint8_t>(c.cdw10 >> 16);
+        const int rc = ioctl(fd_, CSD_IOC_PROGRAM_LOAD, &l);
+        const int e = errno;
+        image_.clear();
+        if (rc != 0) throw Error("csd.ko Program Load on " + path_, e);
+        return {static_cast<uint16_t>(l.status), l.status ? l.dw0 : l.slot};
     }
 
     Completion admin(const Command &c)
@@ -185,6 +215,7 @@ private:
     uint32_t region_ = 0;
     uint64_t region_size_ = 0;
     NamespaceInfo ns_;
+    std::vector<uint8_t> image_;  // a program image being gathered from Program Load chunks
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "csd/device.hpp"
+#include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
@@ -309,6 +310,73 @@ int cmd_gemm(Device &d, const std::string &an, const std::string &bn, const std:
     return 0;
 }
 
+// ---------------------------------------------------------------- downloaded programs
+int cmd_program_load(Device &d, const Opts &o, const std::string &file, uint32_t record_size, uint16_t slot)
+{
+    Program p(d, file, record_size, slot);
+    p.keep();  // loaded until 'csdctl program unload'
+    if (o.json) print({{"slot", p.id()}, {"name", p.name()}, {"record_size", record_size}});
+    else std::printf("loaded %s into slot %04xh (records of %u bytes)\n", p.name().c_str(), p.id(), record_size);
+    return 0;
+}
+
+int cmd_program_list(Device &d, const Opts &o)
+{
+    json list = json::array();
+    for (const auto &p : d.caps().programs) {
+        if (p.type != CSD_PROGRAM_DOWNLOADED) continue;
+        if (o.json) list.push_back({{"slot", p.id}, {"name", p.name}});
+        else std::printf("%04xh  %s\n", p.id, p.name.c_str());
+    }
+    if (o.json) print(list);
+    return 0;
+}
+
+// What `program run` takes beyond the slot and the object.
+struct ProgramRunArgs {
+    std::string mode = "filter", out;
+    uint32_t record_size = 0;
+    std::vector<std::string> params;
+};
+
+int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &name, const ProgramRunArgs &a)
+{
+    ObjectStore st(d);
+    const ObjectInfo info = st.stat(name);
+    if (info.bytes % a.record_size) {
+        die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
+            std::to_string(a.record_size) + "-byte records");
+    }
+    std::vector<uint64_t> params;
+    for (const auto &p : a.params) params.push_back(static_cast<uint64_t>(std::stoll(p, nullptr, 0)));
+    const uint64_t count = info.bytes / a.record_size;
+    if (count > UINT32_MAX) die("more than 2^32-1 records");
+    Program prog = Program::attach(d, slot, a.record_size);
+    prog.keep();  // stays loaded
+    SlmBuffer in = st.load(name);
+    const Range records{in.offset(), info.bytes};
+    const uint32_t n = static_cast<uint32_t>(count);
+    const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
+    if (a.mode == "reduce") {
+        const uint64_t sum = prog.run_reduce(records, n, params);
+        if (o.json) print({{"records", n}, {"sum", sum}});
+        else std::printf("%llu\n", static_cast<unsigned long long>(sum));
+    } else if (a.mode == "map") {
+        SlmBuffer res = d.slm().alloc(std::max<uint64_t>(8 * count, 8));
+        prog.run_map(records, range(res, 8 * count), n, params);
+        st.put_from_slm(out, res, 8 * count, "<u8", {count});
+        if (o.json) print({{"records", n}, {"object", out}});
+        else std::printf("%u values -> object %s\n", n, out.c_str());
+    } else {
+        SlmBuffer res = d.slm().alloc(std::max<uint64_t>(info.bytes, 4096));
+        const FilterResult r = prog.run_filter(records, range(res, info.bytes), n, params);
+        st.put_from_slm(out, res, r.bytes);
+        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
+        else std::printf("%u of %u records matched (%u bytes) -> object %s\n", r.matches, n, r.bytes, out.c_str());
+    }
+    return 0;
+}
+
 // ---------------------------------------------------------------- bench
 int cmd_bench(Device &d, double secs)
 {
@@ -435,6 +503,33 @@ int main(int argc, char **argv)
     gemm->add_option("b", other, "B (k x n)")->required();
     gemm->add_option("c", third, "object to create")->required();
     gemm->callback([&] { action = [&](Device &d) { return cmd_gemm(d, name, other, third); }; });
+
+    auto *program = app.add_subcommand("program", "your own programs in the drive (eBPF objects from clang)");
+    program->require_subcommand(1);
+    uint32_t record_size = 0;
+    uint16_t slot = 0;
+    auto *pload = program->add_subcommand("load", "load FILE (clang -O2 -target bpf -c) into a slot");
+    pload->add_option("file", file, "eBPF object")->required()->check(CLI::ExistingFile);
+    pload->add_option("--record-size", record_size, "bytes per record the program reads")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    pload->add_option("--slot", slot, "slot 0x100..0x1FF (default: the device picks)");
+    pload->callback([&] { action = [&](Device &d) { return cmd_program_load(d, o, file, record_size, slot); }; });
+    auto *punload = program->add_subcommand("unload", "unload the program in SLOT");
+    punload->add_option("slot", slot, "slot (e.g. 0x100)")->required();
+    punload->callback([&] { action = [&](Device &d) { d.program_unload(slot); return 0; }; });
+    program->add_subcommand("list", "the loaded programs")
+        ->callback([&] { action = [&](Device &d) { return cmd_program_list(d, o); }; });
+    ProgramRunArgs pr;
+    auto *prun = program->add_subcommand("run", "run the program in SLOT over the records of object NAME");
+    prun->add_option("slot", slot, "slot (e.g. 0x100)")->required();
+    prun->add_option("name", name, "object of records")->required();
+    prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    prun->add_option("--mode", pr.mode, "filter (records kept), map (one u64 each) or reduce (their sum)")
+        ->check(CLI::IsMember(names(csd_bpf_mode_names)));
+    prun->add_option("--param", pr.params, "a u64 parameter (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
+    prun->add_option("--out", pr.out, "object for the result (default NAME.MODE)");
+    prun->callback([&] { action = [&](Device &d) { return cmd_program_run(d, o, slot, name, pr); }; });
 
     double seconds = 2;
     auto *bench = app.add_subcommand("bench", "Execute throughput by queue depth; 4 KiB copy vs Read latency");

@@ -15,13 +15,14 @@
 #include <linux/types.h>
 
 #define CSD_IOC_MAGIC 0xCD
-#define CSD_IOC_LOG_SIZE 4096
+#define CSD_IOC_LOG_SIZE 4352 /* the largest log page (C1h of command set 1.1) */
 
 /*
  * Version of this interface, in csd_ioc_info.api_version. 2: CSD_IOC_EXEC takes the
- * execute descriptor itself (version 1 took a list of ranges and built it).
+ * execute descriptor itself (version 1 took a list of ranges and built it). 3: program
+ * load and unload; CSD_IOC_LOG fills 4352 bytes.
  */
-#define CSD_IOC_API_VERSION 2
+#define CSD_IOC_API_VERSION 3
 
 /* Device facts; free_bytes is SLM not allocated by anyone. */
 struct csd_ioc_info {
@@ -121,6 +122,30 @@ struct csd_ioc_p2p_gpu {
 	__u64 gpu_va; /* CUDA device pointer, 4 KiB aligned */
 };
 
+/*
+ * Program Load of a whole image (the module sends it in chunks): slot 0 lets the drive
+ * pick one, returned in slot. The program belongs to this open file: only it can run and
+ * unload it, and it is unloaded when the file is closed. status is the drive's; dw0 its
+ * completion Dword 0 (for Invalid Program Image, the refused instruction).
+ */
+struct csd_ioc_program_load {
+	__u64 image; /* user pointer */
+	__u32 size;
+	__u32 record_size;
+	__u16 slot; /* in: 0 or 0100h..01FFh; out: the slot */
+	__u8 type;  /* 1: eBPF */
+	__u8 reserved;
+	__u32 status;
+	__u32 dw0;
+	__u32 reserved2;
+};
+
+/* Program Unload of a slot this file loaded. */
+struct csd_ioc_program_unload {
+	__u32 slot;
+	__u32 status;
+};
+
 #define CSD_IOC_INFO _IOR(CSD_IOC_MAGIC, 0x00, struct csd_ioc_info)
 #define CSD_IOC_LOG _IOWR(CSD_IOC_MAGIC, 0x01, struct csd_ioc_log)
 #define CSD_IOC_ALLOC _IOWR(CSD_IOC_MAGIC, 0x02, struct csd_ioc_alloc)
@@ -133,5 +158,7 @@ struct csd_ioc_p2p_gpu {
 #define CSD_IOC_NS_IO _IOWR(CSD_IOC_MAGIC, 0x09, struct csd_ioc_ns_io)
 #define CSD_IOC_P2P_READ _IOWR(CSD_IOC_MAGIC, 0x0a, struct csd_ioc_p2p)
 #define CSD_IOC_P2P_GPU_READ _IOWR(CSD_IOC_MAGIC, 0x0b, struct csd_ioc_p2p_gpu)
+#define CSD_IOC_PROGRAM_LOAD _IOWR(CSD_IOC_MAGIC, 0x0c, struct csd_ioc_program_load)
+#define CSD_IOC_PROGRAM_UNLOAD _IOWR(CSD_IOC_MAGIC, 0x0d, struct csd_ioc_program_unload)
 
 #endif /* _UAPI_CSD_IOCTL_H */

@@ -9,7 +9,9 @@
 from .device import Device, SlmArray, open  # noqa: F401  (open mirrors builtins.open)
 from .errors import (AbortRequested, CsdError, DataTransferError, DeviceClosed, InternalError,  # noqa: F401
                      InvalidDescriptor, InvalidField, InvalidOpcode, InvalidParameters, InvalidProgram,
-                     LbaOutOfRange, NotFound, OutputOverflow, ProgramFault, SlmOutOfBounds)
+                     InvalidProgramImage, LbaOutOfRange, NotFound, OutputOverflow, ProgramFault,
+                     ProgramSlotInUse, SlmOutOfBounds)
+from .program import Program  # noqa: F401
 from .store import Store  # noqa: F401
 
 __version__ = "0.1.0"

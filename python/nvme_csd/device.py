@@ -102,6 +102,15 @@ class Device:
             return torch.from_numpy(out)
         return out
 
+    def load_program(self, image, record_size, *, slot=0):
+        """Loads a program of your own (an eBPF object from clang -O2 -target bpf -c, as a
+        path or bytes) for records of record_size bytes; returns a Program that runs
+        .filter/.map/.reduce over structured arrays. InvalidProgramImage if the drive's
+        verifier refuses it (e.dw0: the refused instruction)."""
+        from .program import Program, read_image
+        return Program(self, self._dev.program_load(read_image(image), int(record_size), int(slot)),
+                       int(record_size))
+
     def execute(self, program, ranges, params=b""):
         """Runs a program by name or id on SLM ranges [(offset, length), ...]; returns (dw0, dw1)."""
         pid = PROGRAM_IDS.get(program, program) if isinstance(program, str) else program

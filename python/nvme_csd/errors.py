@@ -43,10 +43,13 @@ SlmOutOfBounds = _status_class("SlmOutOfBounds", "SLM Range Out of Bounds")
 InvalidParameters = _status_class("InvalidParameters", "Invalid Parameters")
 OutputOverflow = _status_class("OutputOverflow", "Output Overflow")
 ProgramFault = _status_class("ProgramFault", "Program Fault")
+InvalidProgramImage = _status_class("InvalidProgramImage", "Invalid Program Image")
+ProgramSlotInUse = _status_class("ProgramSlotInUse", "Program Slot In Use")
 
 _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransferError, InternalError,
                                        AbortRequested, LbaOutOfRange, InvalidProgram, InvalidDescriptor,
-                                       SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault)}
+                                       SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault,
+                                       InvalidProgramImage, ProgramSlotInUse)}
 
 
 class NotFound(CsdError, KeyError):

@@ -14,6 +14,9 @@ FIRST_UNARY_EW_OP = _W["first_unary_elementwise_op"]
 REDUCE_OPS = dict(_W["reduce_ops"])
 CHECKSUM_ALGOS = dict(_W["checksum_algos"])
 CODECS = dict(_W["decompress_algos"])
+PROGRAM_MODES = dict(_W["program_modes"])          # downloaded programs: filter, map, reduce
+PROGRAM_DOWNLOADED = _W["program_downloaded"]      # C0h entry type of a downloaded program
+MAX_PROGRAM_PARAMS = _W["max_program_params"]
 
 # numpy dtypes for the command set's element and field types.
 _NP = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u32": "<u4", "u64": "<u8"}

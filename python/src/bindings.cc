@@ -126,6 +126,9 @@ py::dict wire_format()
     w["convert_ops"] = name_table(csd_convert_op_names);
     w["checksum_algos"] = name_table(csd_checksum_algo_names);
     w["decompress_algos"] = name_table(csd_decompress_algo_names);
+    w["program_modes"] = name_table(csd_bpf_mode_names);
+    w["program_downloaded"] = static_cast<uint32_t>(CSD_PROGRAM_DOWNLOADED);
+    w["max_program_params"] = static_cast<uint32_t>(CSD_BPF_MAX_PARAMS);
     w["first_unary_elementwise_op"] = static_cast<uint32_t>(CSD_EW_RELU);
     return w;
 }
@@ -181,6 +184,9 @@ PYBIND11_MODULE(_core, m)
             d["compute_units"] = c.compute_units;
             d["max_desc_len"] = c.max_desc_len;
             d["max_ranges"] = c.max_ranges;
+            d["max_program_bytes"] = c.max_program_bytes;
+            d["downloadable_slots"] = c.downloadable_slots;
+            d["program_types"] = c.program_types;
             py::list progs;
             for (const auto &x : c.programs) progs.append(py::make_tuple(x.id, x.name, x.type));
             d["programs"] = progs;
@@ -212,6 +218,9 @@ PYBIND11_MODULE(_core, m)
             d["bytes_host_to_slm"] = s.bytes_host_to_slm;
             d["bytes_slm_to_host"] = s.bytes_slm_to_host;
             d["exec_busy_ns"] = s.exec_busy_ns;
+            d["program_load_cmds"] = s.program_load_cmds;
+            d["program_unload_cmds"] = s.program_unload_cmds;
+            d["program_load_rejects"] = s.program_load_rejects;
             d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
             return d;
         })
@@ -254,6 +263,15 @@ PYBIND11_MODULE(_core, m)
                 x = p.d().execute(program, rr, ps.data(), static_cast<uint32_t>(ps.size()));
             }
             return py::make_tuple(x.dw0, x.dw1);
+        })
+        .def("program_load", [](PyDevice &p, const py::bytes &image, uint32_t record_size, uint16_t slot) {
+            std::string img = image;
+            py::gil_scoped_release r;
+            return p.d().program_load(img.data(), static_cast<uint32_t>(img.size()), record_size, slot);
+        })
+        .def("program_unload", [](PyDevice &p, uint16_t slot) {
+            py::gil_scoped_release r;
+            p.d().program_unload(slot);
         })
         .def("slm_host_view", [](PyDevice &p, uint64_t off, uint64_t len) -> py::object {
             uint8_t *base = p.d().transport().slm_host_pointer();

@@ -38,7 +38,7 @@ for bin in "$qemu" "$wrapdir/qemu-system-x86_64"; do
     done
 done
 
-out=$(QTEST_QEMU_BINARY="$qemu" timeout 300 "$csd" --tap 2>&1)
+out=$(CSD_BPF_DIR="$top/build/meson/examples/bpf" QTEST_QEMU_BINARY="$qemu" timeout 300 "$csd" --tap 2>&1)
 rc=$?
 while read -r line; do
     case "$line" in

@@ -69,6 +69,44 @@ int main(int argc, char **argv)
     CHECK(csd_slm_free(dev, off) == -EINVAL, "double free is -EINVAL");
     CHECK(csd_execute(NULL, 1, NULL, 0, NULL, 0, NULL, NULL) == -EINVAL, "NULL device is -EINVAL");
 
+    /* A downloaded eBPF program: threshold.o keeps records whose i32 key > params[0]. */
+    {
+        const char *dir = getenv("CSD_BPF_DIR") ? getenv("CSD_BPF_DIR") : CSD_BPF_EXAMPLES;
+        char file[512];
+        static uint8_t image[65536];
+        snprintf(file, sizeof file, "%s/threshold.o", dir);
+        FILE *f = fopen(file, "rb");
+        size_t size = f ? fread(image, 1, sizeof image, f) : 0;
+        if (f) fclose(f);
+        CHECK(size > 0, "the example threshold.o is readable");
+        int32_t recs[8 * 4] = {0};
+        for (int i = 0; i < 8; i++) recs[4 * i] = 10 * i;
+        uint64_t in = 0, out = 0;
+        uint16_t slot = 0;
+        uint32_t fault = 0;
+        CHECK(csd_slm_alloc(dev, 4096, 4096, &in) == 0 && csd_slm_alloc(dev, 4096, 4096, &out) == 0, "SLM for records");
+        CHECK(csd_slm_write(dev, in, recs, sizeof recs) == 0, "records into SLM");
+        CHECK(csd_program_load(dev, image, (uint32_t)size, 16, &slot, &fault) == 0 && slot >= CSD_SLOT_FIRST,
+              "csd_program_load");
+        uint64_t threshold = 35;
+        csd_range rr = {in, sizeof recs}, ro = {out, sizeof recs};
+        CHECK(csd_program_run(dev, slot, CSD_BPF_FILTER, rr, ro, 8, &threshold, 1, &dw0, &dw1) == 0 && dw1 == 4 &&
+                  dw0 == 64,
+              "csd_program_run filter keeps keys 40, 50, 60, 70");
+        CHECK(csd_program_run(dev, slot, CSD_BPF_REDUCE, rr, ro, 8, &threshold, 1, &dw0, &dw1) == 0 && dw0 == 4,
+              "csd_program_run reduce counts them");
+        CHECK(csd_program_unload(dev, slot) == 0, "csd_program_unload");
+        CHECK(csd_program_unload(dev, slot) == -EIO && (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PROGRAM,
+              "unloading it again is Invalid Program");
+        memset(image, 0x11, 256);
+        fault = 0;
+        CHECK(csd_program_load(dev, image, 256, 16, &slot, &fault) == -EIO &&
+                  (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PROGRAM_IMAGE && fault == CSD_IMAGE_FAULT_NONE,
+              "a junk image is Invalid Program Image");
+        csd_slm_free(dev, in);
+        csd_slm_free(dev, out);
+    }
+
     CHECK(csd_store_format(dev) == 0, "csd_store_format");
     const char msg[] = "hello from C";
     CHECK(csd_store_put(dev, "greeting", msg, sizeof msg) == 0, "csd_store_put");

@@ -9,6 +9,10 @@
  *   kmod_check free PATH           print the SLM bytes no one has allocated
  *   kmod_check p2p PATH BAR LEN    write a known pattern into SLM, then deliver it into
  *                                  the configured peer's BAR at offset 0 (peer-to-peer)
+ *   kmod_check program-hold PATH IMAGE FILE   load eBPF IMAGE (16-byte records), put its
+ *                                  slot in FILE, then sleep until killed
+ *   kmod_check program-probe PATH SLOT IMAGE  as another user: that slot can be neither
+ *                                  run nor unloaded; a program of one's own can
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
@@ -75,6 +79,16 @@ static uint32_t descriptor(uint8_t *d, uint16_t program, uint16_t nr, const uint
 	return 16 + 16 * nr + plen;
 }
 
+static uint32_t read_image(const char *path, uint8_t *img, uint32_t cap)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(img, 1, cap, f) : 0;
+
+	if (f)
+		fclose(f);
+	return (uint32_t)n;
+}
+
 static int report(void)
 {
 	printf("kmod_check: %d passed, %d failed\n", passed, failed);
@@ -112,6 +126,56 @@ int main(int argc, char **argv)
 		fclose(f);
 		for (;;)
 			pause();
+	}
+	if (!strcmp(what, "program-hold") && argc == 5) {
+		static uint8_t img[65536];
+		struct csd_ioc_program_load l = { .image = (uintptr_t)img, .record_size = 16, .type = 1 };
+
+		l.size = read_image(argv[3], img, sizeof(img));
+		if (!l.size || ioctl(fd, CSD_IOC_PROGRAM_LOAD, &l) || l.status) {
+			fprintf(stderr, "program load failed (status 0x%x)\n", l.status);
+			return 1;
+		}
+		FILE *f = fopen(argv[4], "w");
+		fprintf(f, "%u\n", l.slot);
+		fclose(f);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(what, "program-probe") && argc == 5) {
+		static uint8_t img[65536];
+		uint32_t other = (uint32_t)strtoul(argv[3], NULL, 0);
+		struct csd_ioc_program_unload u = { .slot = other };
+		struct csd_ioc_program_load l = { .image = (uintptr_t)img, .record_size = 16, .type = 1 };
+		struct csd_ioc_alloc a = { .size = 8192 };
+		struct csd_ioc_exec e = { 0 };
+		uint64_t rr[4] = { 0, 64, 4096, 64 };
+		uint32_t p[6] = { 4, 0, 1, 0, 0, 0 }; /* 4 records, filter, one param */
+		uint8_t d[128];
+
+		l.size = read_image(argv[4], img, sizeof(img));
+		expect(l.size > 0, "image readable");
+		expect(fails_with(fd, CSD_IOC_PROGRAM_UNLOAD, &u, EPERM), "unloading another user's program: EPERM");
+		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "own allocation");
+		e.handle = a.handle;
+		e.desc = (uintptr_t)d;
+		e.desc_len = descriptor(d, (uint16_t)other, 2, rr, p, sizeof(p));
+		expect(fails_with(fd, CSD_IOC_EXEC, &e, EPERM), "running another user's program: EPERM");
+		l.slot = (uint16_t)other;
+		expect(ioctl(fd, CSD_IOC_PROGRAM_LOAD, &l) == 0 && (l.status & 0x7ff) == 0x1c7,
+		       "loading into another user's slot: the drive's Program Slot In Use");
+		l.slot = 0;
+		expect(ioctl(fd, CSD_IOC_PROGRAM_LOAD, &l) == 0 && l.status == 0 && l.slot != other,
+		       "loading a program of one's own");
+		e.desc_len = descriptor(d, l.slot, 2, rr, p, sizeof(p));
+		expect(ioctl(fd, CSD_IOC_EXEC, &e) == 0 && e.status == 0, "running one's own program");
+		u.slot = l.slot;
+		expect(ioctl(fd, CSD_IOC_PROGRAM_UNLOAD, &u) == 0 && u.status == 0, "unloading one's own program");
+		u.slot = 0x42;
+		expect(fails_with(fd, CSD_IOC_PROGRAM_UNLOAD, &u, EINVAL), "unloading a non-slot: EINVAL");
+		l.image = 0;
+		expect(fails_with(fd, CSD_IOC_PROGRAM_LOAD, &l, EFAULT), "loading from NULL: EFAULT");
+		return report();
 	}
 	if (!strcmp(what, "p2p") && argc == 5) {
 		uint64_t len = strtoull(argv[4], NULL, 0);

@@ -57,6 +57,13 @@ struct csd_op {
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
 csd_core *csd_core_new(uint64_t slm_size, uint32_t compute_units);
 
+/*
+ * Loads the operator plug-ins (csd_plugin.h) in every *.so of dir; -1 with a message
+ * naming the file and the problem in err (NUL-terminated, at most err_len bytes), and
+ * none loaded, when one cannot be used. Call before the first command.
+ */
+int csd_core_load_plugins(csd_core *core, const char *dir, char *err, size_t err_len);
+
 /* Releases the core and its SLM; no Execute may be running. */
 void csd_core_free(csd_core *core);
 

@@ -1,7 +1,10 @@
 // core.cc - the device core object: creation, SLM and its bounds.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <string>
 #include <new>
 
 #include "core_state.h"
@@ -38,6 +41,18 @@ void csd_core_free(csd_core *core)
         munmap(core->slm, core->slm_size);
         delete core;
     }
+}
+
+int csd_core_load_plugins(csd_core *core, const char *dir, char *err, size_t err_len)
+{
+    std::string why;
+    if (core->plugins.load_dir(dir, &why)) return 0;
+    if (err && err_len) {
+        const size_t n = std::min(why.size(), err_len - 1);
+        std::memcpy(err, why.data(), n);
+        err[n] = 0;
+    }
+    return -1;
 }
 
 uint64_t csd_core_slm_size(const csd_core *core) { return core->slm_size; }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "csd_core.h"
+#include "plugins.h"
 #include "program_slots.h"
 
 struct csd_core {
@@ -14,6 +15,7 @@ struct csd_core {
     std::atomic<uint64_t> stats[CSD_STAT_COUNT] = {};
     std::atomic<uint64_t> per_program[CSD_STATS_PER_PROGRAM_COUNT] = {};
     csd::core::ProgramSlots slots;     // downloadable programs
+    csd::core::Plugins plugins;        // operator plug-ins
     std::atomic<int> bpf_interpreted{0};
 };
 

@@ -12,6 +12,7 @@ struct csd_exec {
     csd_core *core = nullptr;
     uint16_t id = 0;
     const core::ProgramInfo *program = nullptr;         // device-defined
+    const csd_plugin *plugin = nullptr;                 // operator plug-in
     std::shared_ptr<const core::BpfProgram> bpf;        // downloaded (slot held until the job ends)
     core::Span ranges[CSD_MAX_RANGES];
     uint32_t nr_ranges = 0;
@@ -36,8 +37,15 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
     job->core = core;
     job->id = h.program_id;
     job->program = core::find_program(h.program_id);
-    int zero_length_range = job->program ? job->program->zero_length_range : 1;  // a downloaded reduce's out
-    if (!job->program) {
+    job->plugin = job->program ? nullptr : core->plugins.find(h.program_id);
+    int zero_length_range = job->program ? job->program->zero_length_range
+                            : job->plugin ? job->plugin->zero_length_range
+                                          : 1;  // a downloaded reduce's out
+    if (job->plugin && job->plugin->param_len != CSD_PLUGIN_ANY_PARAMS && job->plugin->param_len != h.param_len) {
+        delete job;
+        return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
+    }
+    if (!job->program && !job->plugin) {
         job->bpf = core->slots.acquire(h.program_id);
         if (!job->bpf) {
             delete job;
@@ -71,16 +79,18 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
 
 uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)
 {
-    core::ProgramCall call;
+    core::ProgramCall call{};
     call.cancel = cancel;
     call.ranges = exec->ranges;
     call.nr_ranges = exec->nr_ranges;
     call.params = exec->params;
     call.param_len = exec->param_len;
     const auto start = std::chrono::steady_clock::now();
-    core::ExecResult r;
+    core::ExecResult r{};
     try {
-        r = exec->program ? exec->program->run(call) : exec->bpf->run(call, core->bpf_interpreted.load() != 0);
+        r = exec->program  ? exec->program->run(call)
+            : exec->plugin ? exec->plugin->run(&call)
+                           : exec->bpf->run(call, core->bpf_interpreted.load() != 0);
     } catch (const std::bad_alloc &) {
         r = core::fail(CSD_STATUS_INTERNAL_ERROR);
     }

@@ -31,6 +31,7 @@ void fill_capabilities(csd_core *core, uint8_t *page)
         entries.push_back(e);
     };
     for (size_t i = 0; i < n; i++) add(t[i].id, CSD_PROGRAM_DEVICE, csd_program_name(t[i].id));
+    for (const csd_plugin *p : core->plugins.list()) add(p->id, CSD_PROGRAM_PLUGIN, p->name);
     for (const auto &[id, name] : core->slots.list()) add(id, CSD_PROGRAM_DOWNLOADED, name.c_str());
     const size_t room = (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry);
     if (entries.size() > room) entries.resize(room);  // what the page holds

@@ -7,33 +7,20 @@
 #include <limits>
 #include <vector>
 
+#include "csd_plugin.h"
 #include "csd_spec.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the core assumes a little-endian host");
 
 namespace csd::core {
 
-// A byte range of SLM, already checked to lie inside it.
-struct Span {
-    uint8_t *data = nullptr;
-    uint64_t len = 0;
-};
-
-// What a program returns: an NVMe status value and completion Dwords 0 and 1.
-struct ExecResult {
-    uint16_t status = CSD_STATUS_SUCCESS;
-    uint32_t dw0 = 0;
-    uint32_t dw1 = 0;
-};
-
-// The arguments of one Execute: its ranges in descriptor order and its parameter bytes.
-struct ProgramCall {
-    const Span *ranges = nullptr;
-    uint32_t nr_ranges = 0;
-    const uint8_t *params = nullptr;
-    uint32_t param_len = 0;
-    const int *cancel = nullptr;  // set by the host to stop a long program
-};
+// The built-in programs are written against the public plug-in interface (csd_plugin.h):
+// a byte range of SLM already checked to lie inside it; the arguments of one Execute (its
+// ranges in descriptor order, its parameter bytes, the cancel flag); what a program returns
+// (an NVMe status value and completion Dwords 0 and 1).
+using Span = csd_span;
+using ProgramCall = csd_program_call;
+using ExecResult = csd_program_result;
 
 // Whether the host asked the running program to stop (polled in long loops).
 inline bool cancelled(const ProgramCall &call)

@@ -29,6 +29,20 @@ i=0; while [ "$(as csduser "kmod_check free /dev/csd0")" != "$free0" ] && [ $i -
 [ "$(as csduser "kmod_check free /dev/csd0")" = "$free0" ] || fail "SLM of a killed process was not freed"
 echo "the killed holder's SLM came back ($free0 bytes free)"
 as csduser "kmod_check badargs /dev/csd0" || fail "bad-argument checks"
+
+# Downloaded programs belong to the file that loaded them.
+as csduser "kmod_check program-hold /dev/csd0 /csd/bpf/threshold.o /tmp/slot" & holder=$!
+i=0; while [ ! -s /tmp/slot ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+[ -s /tmp/slot ] || fail "program holder did not start"
+slot=$(cat /tmp/slot)
+as csdother "kmod_check program-probe /dev/csd0 $slot /csd/bpf/threshold.o" || fail "program isolation checks"
+kill -9 $(pidof kmod_check) || fail "no program holder to kill"
+wait $holder 2>/dev/null || true
+sleep 1
+if nvme get-log /dev/nvme0 --log-id=0xc0 --log-len=4096 --raw-binary | od -A d -t x2 -j 64 -v | grep -q " $(printf %04x "$slot") "; then
+    fail "the killed holder's program $slot is still loaded"
+fi
+echo "tenants cannot run or unload each other's programs; a killed tenant's program is unloaded"
 [ "$(as csduser "kmod_check free /dev/csd0")" = "$free0" ] || fail "SLM of an exited process was not freed"
 
 as csduser "CSD_TEST_DEVICE=/dev/csd0 csd-library-tests --gtest_brief=1" || fail "libcsd suite through csd.ko"

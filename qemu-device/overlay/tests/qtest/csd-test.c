@@ -230,8 +230,10 @@ static void test_identify_and_logs(void)
     g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
                                      .cdw10 = 0x05 | 1023 << 16 }).status, ==, 0);
     qtest_memread(n->qs->qts, n->buf + 1024, iocs, sizeof(iocs));
-    for (int opc = 0x80; opc <= 0x85; opc++) {
-        bool ours = opc != 0x83;
+    for (int opc = 0x80; opc <= 0x8f; opc++) {
+        bool ours = csd_is_io_opcode(opc);
+
+        g_assert_true(ours == (opc <= 0x85 && opc != 0x83) || opc == 0x89 || opc == 0x8c);
         g_assert_cmpint(iocs[opc] & 1, ==, ours);
         g_assert_cmpint(!!(iocs[opc] & 2), ==, opc == CSD_OPC_SLM_STORE);
     }
@@ -360,6 +362,119 @@ static void test_execute(void)
     stop(n);
 }
 
+/* Program Load of an image at guest address buf: chunks of `chunk` bytes into slot. */
+static Cqe program_load(Nvme *n, const uint8_t *img, uint32_t size, uint16_t slot,
+                        uint32_t chunk, uint32_t record_size)
+{
+    Cqe c = { 0 };
+
+    for (uint32_t off = 0; off < size; off += chunk) {
+        uint32_t len = MIN(chunk, size - off);
+
+        qtest_memwrite(n->qs->qts, n->buf, img + off, len);
+        c = run(n, 1, (Sqe){ .opc = CSD_OPC_PROGRAM_LOAD, .nsid = 1, .prp1 = n->buf,
+                             .cdw10 = csd_program_load_cdw10(slot, CSD_PROGRAM_TYPE_EBPF),
+                             .cdw11 = size, .cdw12 = off, .cdw13 = len,
+                             .cdw14 = record_size });
+        if (c.status) {
+            break;
+        }
+        slot = c.dw0;
+    }
+    return c;
+}
+
+static Sqe program_unload(uint16_t slot)
+{
+    return (Sqe){ .opc = CSD_OPC_PROGRAM_UNLOAD, .nsid = 1, .cdw10 = slot };
+}
+
+/* Downloadable programs (spec 8): load in chunks, list, run, unload, refuse. */
+static void test_program_load(void)
+{
+    const char *dir = g_getenv("CSD_BPF_DIR");
+    g_autofree char *path = g_strdup_printf("%s/threshold.o", dir ? dir : ".");
+    g_autofree gchar *img = NULL;
+    gsize size;
+    Nvme *n;
+    Cqe c;
+
+    if (!g_file_get_contents(path, &img, &size, NULL)) {
+        g_test_skip("no eBPF example objects (CSD_BPF_DIR)");
+        return;
+    }
+    n = start(",csd=on,csd.slm-size=1M");
+    c = program_load(n, (uint8_t *)img, size, 0, 256, 16);
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmphex(c.dw0, ==, CSD_SLOT_FIRST);
+
+    uint8_t page[4096];
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = CSD_LOG_CAPABILITIES | 1023 << 16 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, 4096);
+    struct csd_caps_log caps;
+    memcpy(&caps, page, sizeof(caps));
+    g_assert_cmpuint(caps.nr_programs, ==, 11);
+    g_assert_cmpuint(caps.program_types, ==, 1u << CSD_PROGRAM_TYPE_EBPF);
+    g_assert_cmpuint(page[64 + 32 * 10 + 2], ==, CSD_PROGRAM_DOWNLOADED);
+    g_assert_cmpstr((char *)page + 64 + 32 * 10 + 8, ==, "threshold");
+
+    /* 64 records {i32 key = i - 32; ...}: keep key > 20 */
+    int32_t recs[64 * 4] = { 0 };
+    for (int i = 0; i < 64; i++) {
+        recs[4 * i] = i - 32;
+    }
+    qtest_memwrite(n->qs->qts, n->buf + 8192, recs, sizeof(recs));
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf + 8192, 0,
+                                       sizeof(recs))).status, ==, 0);
+    uint64_t r[4] = { 0, sizeof(recs), 65536, sizeof(recs) };
+    uint32_t p[4 + 2] = { 64, CSD_BPF_FILTER, 1, 0, 20, 0 };
+    c = run(n, 1, execute(n, CSD_SLOT_FIRST, 2, r, p, sizeof(p)));
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmpuint(c.dw1, ==, 11);          /* keys 21..31 */
+    g_assert_cmpuint(c.dw0, ==, 11 * 16);
+
+    g_assert_cmphex(run(n, 1, program_unload(CSD_SLOT_FIRST)).status, ==, 0);
+    g_assert_cmphex(run(n, 1, program_unload(CSD_SLOT_FIRST)).status, ==,
+                    CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR);
+    c = run(n, 1, execute(n, CSD_SLOT_FIRST, 2, r, p, sizeof(p)));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR);
+
+    /* A rejected image: Invalid Program Image, DW0 = FFFFFFFFh for a malformed ELF */
+    memset(img, 0x5a, 64);
+    c = program_load(n, (uint8_t *)img, size, 0x1ff, 4096, 16);
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR);
+    g_assert_cmphex(c.dw0, ==, CSD_IMAGE_FAULT_NONE);
+    g_assert_cmphex(run(n, 1, program_unload(0x1ff)).status, ==,
+                    CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR);
+    /* Field checks: record size 0, image past max_program_bytes */
+    c = run(n, 1, (Sqe){ .opc = CSD_OPC_PROGRAM_LOAD, .nsid = 1, .prp1 = n->buf,
+                         .cdw10 = csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF),
+                         .cdw11 = 64, .cdw13 = 64, .cdw14 = 0 });
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    c = run(n, 1, (Sqe){ .opc = CSD_OPC_PROGRAM_LOAD, .nsid = 1, .prp1 = n->buf,
+                         .cdw10 = csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF),
+                         .cdw11 = CSD_MAX_PROGRAM_BYTES + 1, .cdw13 = 64, .cdw14 = 16 });
+    g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+
+    /* C1h grew to 4352 bytes: the load, unload and reject counters and slot 0100h */
+    uint8_t stats[CSD_LOG_STATS_SIZE];
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = CSD_LOG_STATISTICS |
+                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
+                    ==, 0);
+    qtest_memread(n->qs->qts, n->buf, stats, sizeof(stats));
+    uint64_t v[CSD_STAT_COUNT];
+    memcpy(v, stats + 8, sizeof(v));
+    g_assert_cmpuint(v[CSD_STAT_PROGRAM_LOAD_CMDS], ==, (size + 255) / 256 + 1 + 2);
+    g_assert_cmpuint(v[CSD_STAT_PROGRAM_UNLOAD_CMDS], ==, 3);
+    g_assert_cmpuint(v[CSD_STAT_PROGRAM_LOAD_REJECTS], ==, 1);
+    uint64_t runs;
+    memcpy(&runs, stats + 256 + 8 * CSD_SLOT_FIRST, 8);
+    g_assert_cmpuint(runs, ==, 1);
+    stop(n);
+}
+
 /* Many Executes behind one compute unit, then the controller is disabled and enabled. */
 static void test_reset_with_queued_executes(void)
 {
@@ -436,6 +551,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/slm-write-read", test_slm_write_read);
     qtest_add_func("/csd/slm-load-store", test_slm_load_store);
     qtest_add_func("/csd/execute", test_execute);
+    qtest_add_func("/csd/program-load", test_program_load);
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/csd-off", test_csd_off);

@@ -1,0 +1,129 @@
+"""Programs of your own in the drive (command set §8): an eBPF object compiled by clang,
+loaded into a slot, run once per record over fixed-size records (a structured numpy
+array, or its SLM copy) as filter, map or reduce."""
+
+import os
+import struct
+
+import numpy as np
+
+from .arrays import SlmArray, as_numpy
+from .errors import InvalidParameters
+from .wire import MAX_PROGRAM_PARAMS, PROGRAM_MODES
+
+
+class Program:
+    """A loaded program (see Device.load_program). Unloaded by close(), by leaving a `with`
+    block, or when garbage-collected, unless keep() was called."""
+
+    def __init__(self, device, slot, record_size):
+        self.device, self.id, self.record_size = device, slot, record_size
+        self._kept = False
+        self._loaded = True
+
+    @property
+    def name(self):
+        """The entry function's name, as the drive lists it."""
+        return next((n for i, n, _ in self.device._dev.capabilities()["programs"] if i == self.id), None)
+
+    def keep(self):
+        """Leaves the program loaded after this object goes."""
+        self._kept = True
+        return self
+
+    def close(self):
+        """Unloads the program (Program Unload)."""
+        if self._loaded:
+            self._loaded = False
+            self.device._dev.program_unload(self.id)
+
+    unload = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if self._loaded and not self._kept:
+            try:
+                self.close()
+            except Exception:  # the device may be closed already
+                pass
+
+    def __repr__(self):
+        return f"Program(slot={self.id:#06x}, record_size={self.record_size})"
+
+    # ---------------------------------------------------------------- running
+    def _records(self, records):
+        """(SlmArray of the records, record count, whether it is a temporary)."""
+        if isinstance(records, SlmArray):
+            if records.nbytes % self.record_size:
+                raise InvalidParameters(f"{records.nbytes} bytes is not a whole number of "
+                                        f"{self.record_size}-byte records")
+            return records, records.nbytes // self.record_size, False
+        a = as_numpy(records, name="records")
+        if a.dtype.fields is not None or a.ndim == 1:
+            if a.dtype.itemsize != self.record_size:
+                raise InvalidParameters(f"records of {a.dtype.itemsize} bytes; the program was loaded "
+                                        f"for {self.record_size}-byte records")
+            count = a.shape[0] if a.ndim else 1
+        elif a.ndim == 2 and a.shape[1] * a.dtype.itemsize == self.record_size:
+            count = a.shape[0]
+        else:
+            raise InvalidParameters(f"records: a structured array of {self.record_size}-byte records, "
+                                    f"or rows of {self.record_size} bytes (got {a.dtype}, shape {a.shape})")
+        return self.device.to_slm(a), count, True
+
+    def _run(self, mode, R, count, params, out_range):
+        params = [int(p) & (2 ** 64 - 1) for p in params]
+        if len(params) > MAX_PROGRAM_PARAMS:
+            raise InvalidParameters(f"at most {MAX_PROGRAM_PARAMS} params, got {len(params)}")
+        p = struct.pack(f"<4I{len(params)}Q", count, PROGRAM_MODES[mode], len(params), 0, *params)
+        return self.device.execute(self.id, [R.range(), out_range], p)
+
+    def filter(self, records, params=()):
+        """The records for which the program returns non-zero, in order (same dtype)."""
+        R, count, temp = self._records(records)
+        O = self.device.alloc(max(count * self.record_size, 4))  # room for every record
+        try:
+            nbytes, matches = self._run("filter", R, count, params, O.range())
+            data = np.empty(nbytes, dtype=np.uint8)
+            if nbytes:
+                self.device._dev.slm_read_into(O.offset, data)
+        finally:
+            O.free()
+            if temp:
+                R.free()
+        dtype = getattr(records, "dtype", None)
+        if dtype is not None and np.dtype(dtype).itemsize == self.record_size:
+            return data.view(dtype)
+        return data.reshape(matches, self.record_size)
+
+    def map(self, records, params=()):
+        """One uint64 per record: the program's return value."""
+        R, count, temp = self._records(records)
+        O = self.device.alloc((count,), np.uint64)
+        self._run("map", R, count, params, O.range())
+        if temp:
+            R.free()
+        out = O.numpy()
+        O.free()
+        return out
+
+    def reduce(self, records, params=()):
+        """The sum of the program's return values (a u64 that wraps), as a Python int."""
+        R, count, temp = self._records(records)
+        dw0, dw1 = self._run("reduce", R, count, params, (0, 0))
+        if temp:
+            R.free()
+        return dw0 | dw1 << 32
+
+
+def read_image(image):
+    """The bytes of a program image given as a path or as bytes."""
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        return bytes(image)
+    with open(os.fspath(image), "rb") as f:
+        return f.read()
