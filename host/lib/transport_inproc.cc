@@ -1,7 +1,8 @@
 // transport_inproc.cc - the in-process device: the same device core that QEMU embeds,
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
-// root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M (size only when creating the file).
+// root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
+// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir).
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
 // glue does. It is the only file of libcsd that includes the core.
 #include <fcntl.h>
@@ -65,13 +66,15 @@ public:
         }
         uint64_t slm = 64 << 20, size = 256 << 20;
         uint32_t cu = 2;
+        std::string plugins;
         try {
             for (auto &[k, v] : kv) {
                 if (k == "slm") slm = parse_size(v);
                 else if (k == "lba") lba_ = static_cast<uint32_t>(parse_size(v));
                 else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
                 else if (k == "size") size = parse_size(v);
-                else throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size)", EINVAL);
+                else if (k == "plugins") plugins = v;
+                else throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins)", EINVAL);
             }
         } catch (const std::logic_error &) {
             throw Error("emu: bad option value in '" + spec + "'", EINVAL);
@@ -97,6 +100,12 @@ public:
         if (!core_) {
             ::close(fd_);
             throw Error("emu: SLM of " + std::to_string(slm) + " bytes", ENOMEM);
+        }
+        char why[512];
+        if (!plugins.empty() && csd_core_load_plugins(core_, plugins.c_str(), why, sizeof why) != 0) {
+            csd_core_free(core_);
+            ::close(fd_);
+            throw Error(std::string("emu: plugins: ") + why, EINVAL);
         }
         for (uint32_t i = 0; i < cu; i++) {
             workers_.emplace_back([this] { work(); });

@@ -127,7 +127,10 @@ int cmd_programs(Device &d, const Opts &o)
     json list = json::array();
     for (const auto &p : d.caps().programs) {
         if (o.json) list.push_back({{"id", p.id}, {"name", p.name}, {"type", p.type}});
-        else std::printf("%04xh  %-12s %s\n", p.id, p.name.c_str(), p.type ? "downloadable" : "device-defined");
+        else std::printf("%04xh  %-16s %s\n", p.id, p.name.c_str(),
+                         p.type == CSD_PROGRAM_DOWNLOADED ? "downloaded"
+                         : p.type == CSD_PROGRAM_PLUGIN   ? "operator plug-in"
+                                                          : "device-defined");
     }
     if (o.json) print(list);
     return 0;

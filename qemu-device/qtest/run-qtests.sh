@@ -62,5 +62,24 @@ check_refused "csd=on,csd.compute-units=0" "csd.compute-units must be between 1 
 check_refused "csd=on,csd.compute-units=300" "csd.compute-units must be between 1 and 256"
 check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
 
+# Operator plug-ins (csd.plugin-dir): each unusable plug-in stops QEMU naming its file;
+# the example plug-in starts.
+plugdir() {  # plugdir FILE...: a directory holding copies of the files
+    local d; d=$(mktemp -d "$wrapdir/plugins.XXXX"); cp "$@" "$d/"; echo "$d"
+}
+mb="$top/build/meson"
+check_refused "csd=on,csd.plugin-dir=/nonexistent" "csd.plugin-dir: plug-in directory /nonexistent"
+check_refused "csd=on,csd.plugin-dir=$(plugdir "$mb/tests/unit/plugin_bad_abi.so")" \
+    "plugin_bad_abi.so is for plug-in interface version 2"
+check_refused "csd=on,csd.plugin-dir=$(plugdir "$mb/tests/unit/plugin_no_entry.so")" \
+    "plugin_no_entry.so has no csd_plugin_entry"
+check_refused "csd=on,csd.plugin-dir=$(plugdir "$mb/tests/unit/plugin_taken_id.so")" \
+    "plugin_taken_id.so declares id 5, outside 0040h..00FFh"
+good=$(plugdir "$mb/examples/plugins/substring_search.so")
+out=$(echo quit | timeout 20 "$qemu" -M pc -nodefaults -display none -S -monitor stdio \
+    -drive if=none,id=d,file=null-co://,format=raw \
+    -device "nvme,drive=d,serial=x,csd=on,csd.plugin-dir=$good" 2>&1)
+result $? "the example plug-in loads at realize" "$out"
+
 echo "qtest: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -7,7 +7,7 @@
   csdvm.py shell                             interactive guest shell (leave with Ctrl-a x)
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
-(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone). The harness streams guest output,
+(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, peer, plugins). The harness streams guest output,
 enforces a per-boot and a per-test timeout, kills QEMU on every exit path, prints
 ``N passed, N failed`` and exits non-zero on any failure.
 """
@@ -56,10 +56,11 @@ class VmConfig:
     extra_qemu: list[str] = field(default_factory=list)
     alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
     peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
+    plugins: bool = False  # load the example operator plug-ins (csd.plugin-dir)
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
-                self.extra_device, tuple(self.extra_qemu), self.peer)
+                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -86,6 +87,8 @@ class VmConfig:
                 cfg.alone = True
             elif k == "peer":
                 cfg.peer = v
+            elif k == "plugins":
+                cfg.plugins = True
             else:
                 raise ValueError(f"unknown vm setting '{k}'")
         return cfg
@@ -197,6 +200,8 @@ class Vm:
                f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
         if self.cfg.csd:
             dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)},csd.compute-units={self.cfg.cu}"
+            if self.cfg.plugins:
+                dev += f",csd.plugin-dir={BUILD / 'meson' / 'examples' / 'plugins'}"
             extra = self.cfg.extra_device
             if extra:
                 dev += "," + extra

@@ -41,7 +41,7 @@ struct csd_program_call {
     uint32_t nr_ranges;
     const uint8_t *params;
     uint32_t param_len;
-    const int *cancel; /* non-zero (read it atomically) when the host wants the program stopped */
+    const int *cancel; /* never NULL; non-zero (read it atomically) once the program should stop */
 };
 
 /* What a program returns: an NVMe status value (DNR set for errors) and Dwords 0 and 1. */

@@ -282,29 +282,42 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     tl_nr_params = h.nr_params;
     uint64_t written = 0, sum = 0;
     uint32_t hits = 0;
-    for (uint32_t first = 0; first < h.record_count; first += kBatch) {
-        if (cancelled(call)) return fail(CSD_STATUS_ABORT_REQUESTED);
-        const uint32_t last = h.record_count - first < kBatch ? h.record_count : first + kBatch;
-        for (uint32_t i = first; i < last; i++) {
-            uint8_t *rec = in.data + uint64_t{i} * record_size_;
-            tl_index = i;
-            const uint64_t r = (jit_ && !interpret) ? jit_(rec) : rte_bpf_exec(bpf_, rec);
+    // One loop per mode and engine, so the per-record path has no branches of its own.
+    auto records = [&](auto call_program) -> bool {
+        for (uint32_t first = 0; first < h.record_count; first += kBatch) {
+            if (cancelled(call)) return false;
+            const uint32_t last = h.record_count - first < kBatch ? h.record_count : first + kBatch;
+            uint8_t *rec = in.data + uint64_t{first} * record_size_;
             switch (h.mode) {
             case CSD_BPF_FILTER:
-                if (!r) break;
-                hits++;
-                if (written + record_size_ <= out.len) std::memmove(out.data + written, rec, record_size_);
-                written += record_size_;
+                for (uint32_t i = first; i < last; i++, rec += record_size_) {
+                    tl_index = i;
+                    if (!call_program(rec)) continue;
+                    hits++;
+                    if (written + record_size_ <= out.len) std::memmove(out.data + written, rec, record_size_);
+                    written += record_size_;
+                }
                 break;
             case CSD_BPF_MAP:
-                std::memcpy(out.data + uint64_t{i} * 8, &r, 8);
+                for (uint32_t i = first; i < last; i++, rec += record_size_) {
+                    tl_index = i;
+                    const uint64_t r = call_program(rec);
+                    std::memcpy(out.data + uint64_t{i} * 8, &r, 8);
+                }
                 break;
             default:
-                sum += r;  // wraps, as the spec says
+                for (uint32_t i = first; i < last; i++, rec += record_size_) {
+                    tl_index = i;
+                    sum += call_program(rec);  // wraps, as the spec says
+                }
                 break;
             }
         }
-    }
+        return true;
+    };
+    const bool done = (jit_ && !interpret) ? records([f = jit_](uint8_t *rec) { return f(rec); })
+                                           : records([b = bpf_](uint8_t *rec) { return rte_bpf_exec(b, rec); });
+    if (!done) return fail(CSD_STATUS_ABORT_REQUESTED);
     switch (h.mode) {
     case CSD_BPF_FILTER:
         if (written > out.len || written > UINT32_MAX) {

@@ -79,8 +79,9 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
 
 uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)
 {
+    static const int never = 0;  // programs may always read *cancel
     core::ProgramCall call{};
-    call.cancel = cancel;
+    call.cancel = cancel ? cancel : &never;
     call.ranges = exec->ranges;
     call.nr_ranges = exec->nr_ranges;
     call.params = exec->params;
