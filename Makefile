@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod guest vm demo test test-% clean distclean
+.PHONY: all help deps qemu image build kmod guest vm demo test test-% examples clean distclean
 
 all: qemu image build guest
 
@@ -18,6 +18,7 @@ help:
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
 	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
+	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
 
 deps:
 	@bash ci/deps.sh
@@ -53,6 +54,9 @@ test: qemu image build guest
 
 test-%: qemu image build guest
 	@$(PYTHON) tests/run_all.py $*
+
+examples:
+	@$(MAKE) -C examples/bpf
 
 clean:
 	rm -rf build

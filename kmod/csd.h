@@ -30,6 +30,7 @@ struct csd_alloc {
 	u64 len;
 	u32 handle;
 	struct csd_file *owner;
+	bool ready; /* zeroed: only then can its handle address SLM */
 };
 
 struct csd_dev {

@@ -188,7 +188,7 @@ int csd_translate(struct csd_file *cf, u32 handle, u64 offset, u64 len, u64 *abs
 
 	mutex_lock(&cd->lock);
 	list_for_each_entry(a, &cd->allocs, node) {
-		if (a->handle != handle || a->owner != cf)
+		if (a->handle != handle || a->owner != cf || !a->ready)
 			continue;
 		ret = -ERANGE;
 		if (!check_add_overflow(offset, len, &end) && end <= a->len) {
@@ -266,14 +266,19 @@ found:
 	req->handle = a->handle;
 	mutex_unlock(&cd->lock);
 	/*
-	 * SLM is not cleared when freed: clear it now, so no one sees another's old data.
-	 * The caller holds free_sem, so this allocation cannot be freed meanwhile.
+	 * SLM is not cleared when freed: clear it now, so no one sees another's old data. The
+	 * range is reserved but its handle addresses nothing until the zeroing is done (even
+	 * a thread that guesses it gets -ENOENT). The caller holds free_sem, so this
+	 * allocation cannot be freed meanwhile.
 	 */
 	ret = csd_zero(cd, start, size);
 	if (ret) {
 		csd_free(cf, req->handle, false);
 		return ret > 0 ? -EIO : ret;
 	}
+	mutex_lock(&cd->lock);
+	a->ready = true;
+	mutex_unlock(&cd->lock);
 	return 0;
 }
 

@@ -9,6 +9,9 @@
  *   kmod_check free PATH           print the SLM bytes no one has allocated
  *   kmod_check p2p PATH BAR LEN    write a known pattern into SLM, then deliver it into
  *                                  the configured peer's BAR at offset 0 (peer-to-peer)
+ *   kmod_check zero-race PATH      fill 32 MiB with a pattern and free it; then, while a
+ *                                  thread keeps reading the next handle, allocate it again:
+ *                                  the first read that succeeds must see zeros only
  *   kmod_check program-hold PATH IMAGE FILE   load eBPF IMAGE (16-byte records), put its
  *                                  slot in FILE, then sleep until killed
  *   kmod_check program-probe PATH SLOT IMAGE  as another user: that slot can be neither
@@ -16,6 +19,7 @@
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +93,36 @@ static uint32_t read_image(const char *path, uint8_t *img, uint32_t cap)
 	return (uint32_t)n;
 }
 
+struct race {
+	int fd;
+	uint32_t handle;
+	volatile int stop;
+	int reads; /* successful reads */
+	int dirty; /* of which saw the old pattern */
+};
+
+/* Reads 4 KiB in the middle of the allocation `handle` until told to stop. */
+static void *race_reader(void *arg)
+{
+	struct race *r = arg;
+	static uint8_t page[4096];
+	struct csd_ioc_xfer x = { .handle = r->handle, .offset = 16 << 20, .len = sizeof(page),
+				  .buf = (uintptr_t)page };
+
+	while (!r->stop) {
+		if (ioctl(r->fd, CSD_IOC_READ, &x) || x.status)
+			continue;
+		r->reads++;
+		for (size_t i = 0; i < sizeof(page); i++) {
+			if (page[i]) {
+				r->dirty++;
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
 static int report(void)
 {
 	printf("kmod_check: %d passed, %d failed\n", passed, failed);
@@ -126,6 +160,33 @@ int main(int argc, char **argv)
 		fclose(f);
 		for (;;)
 			pause();
+	}
+	if (!strcmp(what, "zero-race")) {
+		struct csd_ioc_alloc a = { .size = 32 << 20 }, b = { .size = 32 << 20 };
+		struct csd_ioc_xfer x = { .len = sizeof(buf), .buf = (uintptr_t)buf };
+		struct race r = { .fd = fd };
+		pthread_t t;
+		int ok = ioctl(fd, CSD_IOC_ALLOC, &a) == 0;
+
+		memset(buf, 'P', sizeof(buf));
+		x.handle = a.handle;
+		for (x.offset = 0; ok && x.offset < a.size; x.offset += sizeof(buf))
+			ok = ioctl(fd, CSD_IOC_WRITE, &x) == 0 && !x.status;
+		expect(ok, "32 MiB filled with a pattern");
+		expect(ioctl(fd, CSD_IOC_FREE, &a.handle) == 0, "and freed");
+		r.handle = a.handle + 1; /* handles are handed out in order */
+		pthread_create(&t, NULL, race_reader, &r);
+		usleep(100000);
+		expect(ioctl(fd, CSD_IOC_ALLOC, &b) == 0 && b.handle == r.handle,
+		       "the next allocation gets the next handle");
+		usleep(100000);
+		r.stop = 1;
+		pthread_join(t, NULL);
+		printf("%d reads while and after it was allocated, %d saw the old pattern\n", r.reads,
+		       r.dirty);
+		expect(r.reads > 0 && r.dirty == 0,
+		       "no read of a new allocation sees the previous owner's data");
+		return report();
 	}
 	if (!strcmp(what, "program-hold") && argc == 5) {
 		static uint8_t img[65536];

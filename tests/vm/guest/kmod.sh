@@ -29,6 +29,7 @@ i=0; while [ "$(as csduser "kmod_check free /dev/csd0")" != "$free0" ] && [ $i -
 [ "$(as csduser "kmod_check free /dev/csd0")" = "$free0" ] || fail "SLM of a killed process was not freed"
 echo "the killed holder's SLM came back ($free0 bytes free)"
 as csduser "kmod_check badargs /dev/csd0" || fail "bad-argument checks"
+as csduser "kmod_check zero-race /dev/csd0" || fail "a new allocation showed old data"
 
 # Downloaded programs belong to the file that loaded them.
 as csduser "kmod_check program-hold /dev/csd0 /csd/bpf/threshold.o /tmp/slot" & holder=$!

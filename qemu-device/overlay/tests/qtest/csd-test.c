@@ -419,6 +419,10 @@ static void test_program_load(void)
     g_assert_cmpuint(page[64 + 32 * 10 + 2], ==, CSD_PROGRAM_DOWNLOADED);
     g_assert_cmpstr((char *)page + 64 + 32 * 10 + 8, ==, "threshold");
 
+    /* programs survive a controller reset */
+    disable(n);
+    enable(n);
+
     /* 64 records {i32 key = i - 32; ...}: keep key > 20 */
     int32_t recs[64 * 4] = { 0 };
     for (int i = 0; i < 64; i++) {
