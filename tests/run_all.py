@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Runs every nvme-csd test suite in turn, streaming output, and prints the total as
-'N passed, N failed'. Usage: tests/run_all.py [SUITE ...] (default: all)."""
+'N passed, N failed, N skipped'. Usage: tests/run_all.py [SUITE ...] (default: all).
+
+A suite is credited only with its own closing line, 'NAME: N passed, N failed' (optionally
+', N skipped') at the start of a line: counts that programs inside it print (a guest
+test's pytest, the C API test) are theirs, not the suite's. A suite with no such line, or
+one that exits non-zero while claiming no failure, counts as failed."""
 
 import re
 import subprocess
@@ -9,7 +14,6 @@ import time
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[1]
-CLOSING = re.compile(r"(\d+) passed, (\d+) failed")
 
 # name -> command (run from the top of the tree); each prints its own closing line.
 SUITES = {
@@ -18,34 +22,45 @@ SUITES = {
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "kmod-style": ["kmod/check-style.sh"],
     "harness": ["tests/vm/selftest.sh"],
+    "runner": [sys.executable, "tests/test_run_all.py"],
     "python": ["python/run-tests.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
     "crash": [sys.executable, "tests/vm/crash_store.py"],
 }
 
 
-def run_suite(name: str, argv: list[str]) -> tuple[int, int, float]:
-    """Runs one suite, echoing its output; returns (passed, failed, seconds)."""
+def closing_line(name: str) -> "re.Pattern[str]":
+    """The suite's own closing line: 'NAME: N passed, N failed[, N skipped]' starting a line."""
+    return re.compile(rf"^{re.escape(name)}: (\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
+
+
+def run_suite(name: str, argv: list[str]) -> tuple[int, int, int, float]:
+    """Runs one suite, echoing its output; returns (passed, failed, skipped, seconds)."""
     print(f"===== {name}: {' '.join(argv)}", flush=True)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=TOP, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    closing = closing_line(name)
+    try:
+        proc = subprocess.Popen(argv, cwd=TOP, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        print(f"===== {name}: cannot start ({e}); counted as a failure")
+        return 0, 1, 0, 0.0
     last = None
     assert proc.stdout
     for line in proc.stdout:
         print(line, end="", flush=True)
-        m = CLOSING.search(line)
+        m = closing.match(line)
         if m:
-            last = (int(m.group(1)), int(m.group(2)))
+            last = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     rc = proc.wait()
     took = time.monotonic() - start
     if last is None:
-        last = (0, 1)
-        print(f"===== {name}: no closing line (exit {rc}); counted as a failure")
+        last = (0, 1, 0)
+        print(f"===== {name}: no closing line of its own (exit {rc}); counted as a failure")
     elif rc != 0 and last[1] == 0:
-        last = (last[0], 1)
+        last = (last[0], 1, last[2])
         print(f"===== {name}: exit {rc} with no failed test; counted as a failure")
-    print(f"===== {name}: {last[0]} passed, {last[1]} failed in {took:.0f} s", flush=True)
-    return last[0], last[1], took
+    print(f"===== {name}: {last[0]} passed, {last[1]} failed, {last[2]} skipped in {took:.0f} s", flush=True)
+    return last[0], last[1], last[2], took
 
 
 def main() -> int:
@@ -54,16 +69,17 @@ def main() -> int:
     if unknown:
         print(f"run_all: unknown suite(s) {unknown}; known: {list(SUITES)}", file=sys.stderr)
         return 2
-    total_p = total_f = 0
+    total_p = total_f = total_s = 0
     summary = []
     for name in wanted:
-        p, f, t = run_suite(name, SUITES[name])
+        p, f, s, t = run_suite(name, SUITES[name])
         total_p += p
         total_f += f
-        summary.append(f"  {name:10s} {p:4d} passed {f:4d} failed {t:6.0f} s")
+        total_s += s
+        summary.append(f"  {name:10s} {p:4d} passed {f:4d} failed {s:4d} skipped {t:6.0f} s")
     print("===== summary")
     print("\n".join(summary))
-    print(f"{total_p} passed, {total_f} failed")
+    print(f"{total_p} passed, {total_f} failed, {total_s} skipped")
     return 1 if total_f else 0
 
 

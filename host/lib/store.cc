@@ -47,6 +47,8 @@ void put_str(std::vector<uint8_t> &v, const std::string &s)
     v.insert(v.end(), s.begin(), s.end());
 }
 
+constexpr size_t kMaxDims = 32, kMaxDtype = 255;  // what deserialize() accepts back
+
 // Reads fields from a catalog with bounds checks; ok() is false after any overrun.
 struct Reader {
     const uint8_t *p, *end;
@@ -101,8 +103,9 @@ bool deserialize(const std::vector<uint8_t> &v, std::map<std::string, ObjectInfo
         ObjectInfo o;
         o.name = r.str();
         o.dtype = r.str();
+        if (o.dtype.size() > kMaxDtype) return false;
         const uint32_t nd = r.get<uint32_t>();
-        if (nd > 32) return false;
+        if (nd > kMaxDims) return false;
         for (uint32_t k = 0; k < nd; k++) o.shape.push_back(r.get<uint64_t>());
         o.bytes = r.get<uint64_t>();
         o.block = r.get<uint64_t>();
@@ -117,6 +120,23 @@ void check_name(const std::string &name)
 {
     if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos) {
         throw Error("object name '" + name + "': 1 to 255 bytes, no NUL", EINVAL);
+    }
+}
+
+// A catalog entry must read back as it was written: refuse what the catalog cannot hold
+// before anything is written, so an acknowledged put can never make the store unopenable.
+void check_entry(const std::string &name, const std::string &dtype, const std::vector<uint64_t> &shape)
+{
+    check_name(name);
+    if (dtype.size() > kMaxDtype) {
+        throw Error("object '" + name + "': dtype '" + dtype + "' is longer than " + std::to_string(kMaxDtype) +
+                        " bytes",
+                    EINVAL);
+    }
+    if (shape.size() > kMaxDims) {
+        throw Error("object '" + name + "': " + std::to_string(shape.size()) + " dimensions (at most " +
+                        std::to_string(kMaxDims) + ")",
+                    EINVAL);
     }
 }
 
@@ -304,7 +324,7 @@ void ObjectStore::commit_object(const ObjectInfo &o)
 void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                       const std::vector<uint64_t> &shape, const Progress &progress)
 {
-    check_name(name);
+    check_entry(name, dtype, shape);
     std::lock_guard<std::mutex> g(mu_);
     ObjectInfo o = new_entry(name, bytes, dtype, shape, generation_ + 1);
     o.crc32c = csd_crc32c(data, bytes);
@@ -397,7 +417,7 @@ SlmBuffer ObjectStore::load(const std::string &name)
 void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &dtype,
                                const std::vector<uint64_t> &shape)
 {
-    check_name(name);
+    check_entry(name, dtype, shape);
     const uint64_t blocks = blocks_for(bytes);
     if (src.size() < blocks * block_) {
         throw Error("put_from_slm: the SLM buffer must cover whole store blocks (" + std::to_string(blocks * block_) +

@@ -360,18 +360,21 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
     const Range records{in.offset(), info.bytes};
     const uint32_t n = static_cast<uint32_t>(count);
     const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
+    // put_from_slm stores whole store blocks (4 KiB, or the LBA size if larger)
+    const uint64_t blk = std::max<uint64_t>(4096, d.ns().lba_size);
+    auto whole_blocks = [blk](uint64_t n) { return std::max<uint64_t>(blk, (n + blk - 1) / blk * blk); };
     if (a.mode == "reduce") {
         const uint64_t sum = prog.run_reduce(records, n, params);
         if (o.json) print({{"records", n}, {"sum", sum}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
-        SlmBuffer res = d.slm().alloc(std::max<uint64_t>(8 * count, 8));
+        SlmBuffer res = d.slm().alloc(whole_blocks(8 * count));
         prog.run_map(records, range(res, 8 * count), n, params);
         st.put_from_slm(out, res, 8 * count, "<u8", {count});
         if (o.json) print({{"records", n}, {"object", out}});
         else std::printf("%u values -> object %s\n", n, out.c_str());
     } else {
-        SlmBuffer res = d.slm().alloc(std::max<uint64_t>(info.bytes, 4096));
+        SlmBuffer res = d.slm().alloc(whole_blocks(info.bytes));
         const FilterResult r = prog.run_filter(records, range(res, info.bytes), n, params);
         st.put_from_slm(out, res, r.bytes);
         if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});

@@ -2,6 +2,7 @@
 // three Execute modes against results computed here, every rejection path, the program
 // table and the statistics. Images are the examples/bpf programs and tests/unit/bpf ones,
 // compiled by clang for the BPF target at build time.
+#include <algorithm>
 #include <fstream>
 
 #include "core_fixture.h"
@@ -316,6 +317,28 @@ TEST_F(Bpf, ShiftByTheRegisterWidthOrMoreIsRefused)
     const uint32_t width = 64;
     std::memcpy(&img[at + 4], &width, 4);
     EXPECT_EQ(load(img, 16).code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+}
+
+// Found by fuzz_program: DPDK's JIT compiles a JSET ("if r7 & 2 goto +0") into code that
+// crashes, though the verifier and the interpreter take it. Such programs are interpreted.
+TEST_F(Bpf, JsetProgramsRunInTheInterpreter)
+{
+    auto img = example("histogram");
+    const uint8_t mov_r1_2[8] = {0xb7, 0x01, 0, 0, 2, 0, 0, 0};  // r1 = 2, before csd_param(2)
+    auto at = std::search(img.begin(), img.end(), mov_r1_2, mov_r1_2 + 8);
+    ASSERT_NE(at, img.end());
+    const uint8_t jset[8] = {0x45, 0x07, 0, 0, 2, 0, 0, 0};  // if r7 & 2 goto +0
+    std::copy(jset, jset + 8, at);
+    const Loaded l = load(img, 16);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    const uint32_t n = 1000;
+    put(0, records(n, 4));
+    const auto r = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {0, 100}));
+    ASSERT_OK(r);
+    csd_core_set_bpf_interpreted(core, 1);
+    const auto interpreted = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {0, 100}));
+    EXPECT_EQ(r.dw0, interpreted.dw0);
+    EXPECT_EQ(r.dw1, interpreted.dw1);
 }
 
 TEST_F(Bpf, LoadFieldChecks)

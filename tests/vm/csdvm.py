@@ -286,6 +286,13 @@ class TestResult:
     passed: bool
     seconds: float
     why: str = ""
+    skipped: int = 0                                   # tests a guest runner (pytest) skipped
+    skip_reasons: list[str] = field(default_factory=list)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+PYTEST_SUMMARY = re.compile(r"\b(\d+) passed.*?\b(\d+) skipped|\b(\d+) skipped.*? in [\d.]+s")
+PYTEST_SKIP = re.compile(r"^SKIPPED \[\d+\] (.*)")
 
 
 GUEST_RUNNER = r"""#!/bin/sh
@@ -330,6 +337,7 @@ def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
         deadline = vm.started + cfg.boot_timeout
         first_test_at = None
         pending = list(tests)
+        skips: dict[str, tuple[int, list[str]]] = {}  # per test: pytest skips and their reasons
         try:
             while True:
                 try:
@@ -363,7 +371,9 @@ def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
                 elif line.startswith(MARK + "END "):
                     _, _, name, rc = line.split()[:4]
                     ok = rc == "0"
-                    results.append(TestResult(name, ok, now - began, "" if ok else f"exit {rc}"))
+                    n_skipped, reasons = skips.get(name, (0, []))
+                    results.append(TestResult(name, ok, now - began, "" if ok else f"exit {rc}",
+                                              n_skipped, reasons))
                     pending.remove(name)
                     log(f"{'PASS' if ok else 'FAIL'} {name} ({now - began:.1f} s)")
                     current = None
@@ -379,6 +389,16 @@ def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
                     continue
                 else:
                     log(f"    {line}")
+                    if current:
+                        plain = ANSI.sub("", line).strip()
+                        n, reasons = skips.get(current, (0, []))
+                        m = PYTEST_SUMMARY.search(plain)
+                        if m:
+                            n += int(m.group(2) or m.group(3))
+                        m = PYTEST_SKIP.match(plain)
+                        if m:
+                            reasons = reasons + [m.group(1)]
+                        skips[current] = (n, reasons)
         finally:
             vm.kill()
     for name in pending:
@@ -416,7 +436,11 @@ def cmd_test(args) -> int:
     failed = [r for r in results if not r.passed]
     for r in failed:
         print(f"FAILED {r.name}: {r.why}")
-    print(f"vm: {len(results) - len(failed)} passed, {len(failed)} failed")
+    for r in results:
+        if r.skipped:
+            print(f"SKIPPED inside {r.name}: {r.skipped} ({'; '.join(sorted(set(r.skip_reasons))) or 'no reason given'})")
+    skipped = sum(r.skipped for r in results)
+    print(f"vm: {len(results) - len(failed)} passed, {len(failed)} failed, {skipped} skipped")
     return 1 if failed or not results else 0
 
 

@@ -15,12 +15,16 @@ c.ok(idc.status == 0 and idc.data[3072:3076] == b"CSD1", "Identify Controller VS
 eff = get_log(0x05, nsid=0)
 acs = struct.unpack_from("<256I", eff.data, 0)
 iocs = struct.unpack_from("<256I", eff.data, 1024)
-c.ok(all(iocs[o] & 1 for o in (0x80, 0x81, 0x82, 0x84, 0x85)), "effects log: CSUPP for 80h 81h 82h 84h 85h")
+c.ok(all(iocs[o] & 1 for o in (0x80, 0x81, 0x82, 0x84, 0x85, 0x89, 0x8C)),
+     "effects log: CSUPP for 80h 81h 82h 84h 85h 89h 8Ch")
 c.ok(iocs[0x84] & 2 and not iocs[0x80] & 2, "effects log: LBCC for SLM Store only")
 caps = get_log(0xC0).data
-magic, ver, slm_size, cu, max_desc, max_ranges, nprog = struct.unpack_from("<4sIQIIII", caps)
-c.ok((magic, ver, slm_size, cu, max_desc) == (b"CSD1", 0x10000, SLM, 2, 4096) and max_ranges >= 8,
-     f"capabilities: slm {slm_size} cu {cu} max_desc {max_desc} max_ranges {max_ranges}")
+magic, ver, slm_size, cu, max_desc, max_ranges, nprog, max_prog, slots, types = \
+    struct.unpack_from("<4sIQIIIIIHH", caps)
+c.ok((magic, ver, slm_size, cu, max_desc) == (b"CSD1", 0x10001, SLM, 2, 4096) and max_ranges >= 8,
+     f"capabilities 1.1: slm {slm_size} cu {cu} max_desc {max_desc} max_ranges {max_ranges}")
+c.ok(max_prog >= 1 << 20 and slots == 256 and types == 2,
+     f"capabilities 1.1: max_program_bytes {max_prog}, {slots} slots, program types {types:#x}")
 names = [caps[64 + 32 * i + 8:64 + 32 * i + 32].rstrip(b"\0").decode() for i in range(nprog)]
 c.ok(names == ["copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert", "checksum",
                "conv2d", "decompress"], "capabilities: the ten programs by name")

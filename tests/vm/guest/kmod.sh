@@ -48,7 +48,7 @@ echo "tenants cannot run or unload each other's programs; a killed tenant's prog
 
 as csduser "CSD_TEST_DEVICE=/dev/csd0 csd-library-tests --gtest_brief=1" || fail "libcsd suite through csd.ko"
 as csduser "csd-c-api-test /dev/csd0" || fail "C API through csd.ko"
-as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 python3 -m pytest -q -p no:cacheprovider tests" \
+as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 python3 -m pytest -q -rs -p no:cacheprovider tests" \
     || fail "Python suite through csd.ko"
 rmmod csd || fail "rmmod after all files closed"
 if dmesg | grep -E 'WARNING|BUG|Oops|general protection' ; then fail "kernel log has a WARN, BUG or oops"; fi

@@ -3,8 +3,8 @@
 # vm: csd=on slm=64M timeout=300
 . /csd/tests/lib.sh
 cd /csd/python
-CSD_TEST_DEVICE=/dev/ng0n1 python3 -m pytest -q -p no:cacheprovider tests || fail "pytest over ioctl"
-CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 python3 -m pytest -q -p no:cacheprovider tests || fail "pytest over io_uring"
+CSD_TEST_DEVICE=/dev/ng0n1 python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest over ioctl"
+CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest over io_uring"
 python3 - <<'PY' || fail "README quickstart"
 import numpy as np, nvme_csd
 with nvme_csd.open("/dev/ng0n1") as dev:

@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Checks of tests/run_all.py itself: a suite is credited only with its own closing line,
+a crashed runner fails, skips are reported. Prints 'runner: N passed, N failed'."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run_all  # noqa: E402
+
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    passed, failed = passed + ok, failed + (not ok)
+    print(("ok   " if ok else "FAIL ") + what)
+
+
+def suite(script):
+    """run_all's verdict on a fake suite named 'x' whose runner is this shell script."""
+    p, f, s, _ = run_all.run_suite("x", ["sh", "-c", script])
+    return p, f, s
+
+
+# A guest program's own count printed after the suite's closing line must not win.
+check(suite("echo 'x: 3 passed, 0 failed'; echo 'c-api: 22 passed, 0 failed'") == (3, 0, 0),
+      "a nested program's count printed last is not the suite's")
+check(suite("echo '    c-api: 22 passed, 0 failed'; echo '99 passed, 0 failed'") == (0, 1, 0),
+      "a suite with only other programs' counts has no closing line: failed")
+check(suite("echo 'x: 3 passed, 0 failed'; exit 3") == (3, 1, 0), "a runner that exits non-zero fails")
+check(suite("exit 0") == (0, 1, 0), "a runner that prints nothing fails")
+check(suite("echo 'x: 5 passed, 0 failed, 2 skipped'") == (5, 0, 2), "skipped tests are reported as skipped")
+check(suite("echo 'x: 5 passed, 1 failed'; exit 1") == (5, 1, 0), "failures are counted once")
+check(run_all.run_suite("x", ["/nonexistent/runner"])[:3] == (0, 1, 0), "a runner that cannot start fails")
+print(f"runner: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
