@@ -9,10 +9,10 @@
 #endif
 
 #ifdef CSD_HAVE_ISAL
-uint32_t csd_crc32c(const void *bytes, uint64_t len)
+uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
 {
     auto *data = static_cast<const uint8_t *>(bytes);
-    uint32_t crc = 0xFFFFFFFFu;
+    uint32_t crc = prev ^ 0xFFFFFFFFu;
     while (len > 0) {  // ISA-L takes an int length
         const int chunk = len > (1u << 30) ? (1 << 30) : static_cast<int>(len);
         crc = crc32_iscsi(const_cast<uint8_t *>(data), chunk, crc);
@@ -43,11 +43,11 @@ struct Crc32cTable {
 };
 }  // namespace
 
-uint32_t csd_crc32c(const void *bytes, uint64_t len)
+uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
 {
     auto *data = static_cast<const uint8_t *>(bytes);
     static const Crc32cTable tab;
-    uint32_t crc = 0xFFFFFFFFu;
+    uint32_t crc = prev ^ 0xFFFFFFFFu;
     while (len >= 8) {  // slicing by 8
         uint64_t w;
         std::memcpy(&w, data, 8);
@@ -65,3 +65,5 @@ uint32_t csd_crc32c(const void *bytes, uint64_t len)
 }
 #endif
 
+
+uint32_t csd_crc32c(const void *data, uint64_t len) { return csd_crc32c_extend(0, data, len); }

@@ -15,6 +15,9 @@ extern "C" {
 /* CRC-32C of len bytes (ISA-L where the build found it, else slicing-by-8). */
 uint32_t csd_crc32c(const void *data, uint64_t len);
 
+/* CRC-32C of some bytes whose CRC-32C is prev followed by these len bytes (0 for none). */
+uint32_t csd_crc32c_extend(uint32_t prev, const void *data, uint64_t len);
+
 #ifdef __cplusplus
 }
 #endif

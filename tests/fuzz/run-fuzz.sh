@@ -23,6 +23,7 @@ fi
 pass=0 fail=0
 for t in "${targets[@]}"; do
     dir="$out/$t"
+    [ -d "$dir" ] || rm -f "$dir"  # a binary of the one-target layout this replaced
     mkdir -p "$dir/corpus" "$dir/findings"
     bin="$dir/$t"
     if [ ! -x "$bin" ] || [ -n "$(find "$here/$t.cc" "${lib_srcs[@]}" "$core/include" "$core/src" "$top/spec" -newer "$bin" 2>/dev/null)" ]; then

@@ -2,6 +2,8 @@
 // three Execute modes against results computed here, every rejection path, the program
 // table and the statistics. Images are the examples/bpf programs and tests/unit/bpf ones,
 // compiled by clang for the BPF target at build time.
+#include <elf.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -321,6 +323,63 @@ TEST_F(Bpf, ShiftByTheRegisterWidthOrMoreIsRefused)
 
 // Found by fuzz_program: DPDK's JIT compiles a JSET ("if r7 & 2 goto +0") into code that
 // crashes, though the verifier and the interpreter take it. Such programs are interpreted.
+// Found by fuzz_program: DPDK's loader and verifier take a program that runs off the end
+// of its section (and then crash or corrupt the heap), and do not check where relocations
+// point. The device refuses both before DPDK sees them.
+TEST_F(Bpf, ImagesDpdkWouldMisreadAreRefused)
+{
+    const auto img = example("histogram");
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, img.data(), sizeof eh);
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr sh;
+        const size_t at = eh.e_shoff + i * sizeof sh;
+        std::memcpy(&sh, &img[at], sizeof sh);
+        if (sh.sh_type == SHT_PROGBITS && sh.sh_size > 8 && sh.sh_flags & SHF_EXECINSTR) {
+            auto cut = img;  // the section without its final exit
+            sh.sh_size -= 8;
+            std::memcpy(&cut[at], &sh, sizeof sh);
+            const Loaded r = load(cut, 16);
+            EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+            EXPECT_EQ(r.dw0, CSD_IMAGE_FAULT_NONE);
+        }
+        if (sh.sh_type == SHT_REL) {
+            auto moved = img;  // its first relocation far past the code
+            const uint64_t off = 0x10000;
+            std::memcpy(&moved[sh.sh_offset], &off, 8);
+            EXPECT_EQ(load(moved, 16).code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+        }
+    }
+    EXPECT_EQ(load(img, 16).status, 0);  // the untouched image still loads
+}
+
+// Found by fuzz_program: a jump to one past the last instruction crashed DPDK's verifier.
+TEST_F(Bpf, JumpsOutsideTheProgramAreRefused)
+{
+    auto img = example("threshold");
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, img.data(), sizeof eh);
+    size_t code = 0, insns = 0;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr sh;
+        std::memcpy(&sh, &img[eh.e_shoff + i * sizeof sh], sizeof sh);
+        if (sh.sh_type == SHT_PROGBITS && sh.sh_flags & SHF_EXECINSTR && sh.sh_size) {
+            code = sh.sh_offset;
+            insns = sh.sh_size / 8;
+        }
+    }
+    ASSERT_GT(insns, 2u);
+    // The first instruction becomes "if r0 & 0 goto <one past the end>" (or before the start).
+    for (int16_t off : {static_cast<int16_t>(insns - 1), static_cast<int16_t>(-2)}) {
+        auto bad = img;
+        const uint8_t jump[4] = {0x45, 0x00, static_cast<uint8_t>(off & 0xFF), static_cast<uint8_t>(off >> 8)};
+        std::memcpy(&bad[code], jump, 4);
+        const Loaded r = load(bad, 16);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << off;
+        EXPECT_EQ(r.dw0, 0u) << off;  // the jump is instruction 0
+    }
+}
+
 TEST_F(Bpf, JsetProgramsRunInTheInterpreter)
 {
     auto img = example("histogram");

@@ -53,9 +53,10 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
     return std::memchr(s, 0, strtab.sh_size - off) ? s : nullptr;
 }
 
-// Instructions DPDK's verifier accepts but its JIT or interpreter mishandle (found by
-// fuzz_program): a shift by an immediate of the register's width or more. The Linux
-// verifier refuses them too. Returns the index of the first one, or -1.
+// Instructions DPDK's verifier accepts but then mishandles (found by fuzz_program): a
+// shift by an immediate of the register's width or more (its JIT writes broken code), a
+// jump just past the last instruction (its verifier reads past the program). The Linux
+// verifier refuses both too. Returns the index of the first one, or -1.
 [[maybe_unused]] long unsafe_instruction(const uint8_t *code, uint64_t n, std::string *why)
 {
     for (uint64_t i = 0; i < n; i++) {
@@ -63,6 +64,15 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
         int32_t imm;
         std::memcpy(&imm, code + 8 * i + 4, 4);
         const uint8_t cls = op & 0x07, alu = op & 0xF0, src = op & 0x08;
+        if ((cls == 0x05 || cls == 0x06) && alu != 0x80 && alu != 0x90) {  // jumps (not call, exit)
+            int16_t off;
+            std::memcpy(&off, code + 8 * i + 2, 2);
+            const int64_t target = static_cast<int64_t>(i) + 1 + off;
+            if (target < 0 || target >= static_cast<int64_t>(n)) {
+                *why = "a jump to instruction " + std::to_string(target) + ", outside the program";
+                return static_cast<long>(i);
+            }
+        }
         const bool shift = alu == 0x60 || alu == 0x70 || alu == 0xC0;  // LSH, RSH, ARSH
         if ((cls == 0x07 || cls == 0x04) && shift && src == 0) {
             const int64_t width = cls == 0x07 ? 64 : 32;
@@ -122,6 +132,26 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
         }
     }
     if (code < 0) return *why = "no section named csd (put the entry function there)", false;
+    // What DPDK's loader and verifier do not check and then read or write past (found by
+    // fuzz_program): a program that can run off its end, and relocations outside it.
+    Elf64_Shdr text;
+    section(img, size, eh, static_cast<unsigned>(code), &text);
+    const uint8_t last = img[text.sh_offset + text.sh_size - 8];
+    if (last != 0x95 && last != 0x05) return *why = "the last instruction is neither exit nor a jump", false;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr rel;
+        if (!section(img, size, eh, i, &rel) || (rel.sh_type != SHT_REL && rel.sh_type != SHT_RELA) ||
+            rel.sh_info != static_cast<unsigned>(code)) {
+            continue;
+        }
+        const uint64_t entsize = rel.sh_type == SHT_REL ? sizeof(Elf64_Rel) : sizeof(Elf64_Rela);
+        if (rel.sh_entsize != entsize) return *why = "bad relocation table", false;
+        for (uint64_t k = 0; k < rel.sh_size / entsize; k++) {
+            Elf64_Rel r;
+            std::memcpy(&r, img + rel.sh_offset + k * entsize, sizeof(r));
+            if (r.r_offset % 8 || r.r_offset >= text.sh_size) return *why = "a relocation outside section csd", false;
+        }
+    }
     for (unsigned i = 0; i < eh.e_shnum; i++) {
         Elf64_Shdr sh, strtab;
         if (!section(img, size, eh, i, &sh) || sh.sh_type != SHT_SYMTAB) continue;

@@ -23,10 +23,13 @@ using ProgramCall = csd_program_call;
 using ExecResult = csd_program_result;
 
 // Whether the host asked the running program to stop (polled in long loops).
-inline bool cancelled(const ProgramCall &call)
-{
-    return call.cancel && __atomic_load_n(call.cancel, __ATOMIC_RELAXED) != 0;
-}
+inline bool cancelled(const int *cancel) { return cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
+inline bool cancelled(const ProgramCall &call) { return cancelled(call.cancel); }
+
+// Work between two cancellation checks: 8 MiB of streaming (a few ms at worst on a slow
+// core) or about 256 MFLOP of gemm (about a millisecond here), so that a reset never waits long for a running program.
+constexpr uint64_t kCancelBytes = 8ull << 20;
+constexpr uint64_t kCancelFlops = 256ull << 20;
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 

@@ -1,5 +1,7 @@
 // checksum (08h): CRC-32C (ISA-L's crc32_iscsi) or XXH64 seed 0 (libxxhash) of a range;
 // DW0 = low 32 bits, DW1 = high 32 bits.
+#include <algorithm>
+
 #include "../program.h"
 #include "checksum_impl.h"
 #include "csd_crc32c.h"
@@ -13,7 +15,19 @@ ExecResult program_checksum(const ProgramCall &call)
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     const Span &d = call.ranges[0];
-    const uint64_t sum = algo == CSD_CKSUM_CRC32C ? csd_crc32c(d.data, d.len) : xxh64(d.data, d.len);
+    uint64_t sum = 0;
+    if (algo == CSD_CKSUM_CRC32C) {
+        uint32_t crc = 0;
+        for (uint64_t done = 0; done < d.len; done += kCancelBytes) {  // in chunks, cancellable
+            if (cancelled(call)) {
+                return fail(CSD_STATUS_ABORT_REQUESTED);
+            }
+            crc = csd_crc32c_extend(crc, d.data + done, std::min(kCancelBytes, d.len - done));
+        }
+        sum = crc;
+    } else if (!xxh64(d.data, d.len, call.cancel, &sum)) {
+        return fail(CSD_STATUS_ABORT_REQUESTED);
+    }
     return ok(static_cast<uint32_t>(sum), static_cast<uint32_t>(sum >> 32));
 }
 

@@ -2,6 +2,12 @@
 // version (for hosts without it). CRC-32C lives with the wire format (spec/crc32c.cc).
 #include "checksum_impl.h"
 
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "../program.h"
+
 #include <cstring>
 
 #ifdef CSD_HAVE_XXHASH
@@ -11,7 +17,18 @@
 namespace csd::core {
 
 #ifdef CSD_HAVE_XXHASH
-uint64_t xxh64(const uint8_t *data, uint64_t len) { return XXH64(data, len, 0); }
+bool xxh64(const uint8_t *data, uint64_t len, const int *cancel, uint64_t *out)
+{
+    std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t *)> st(XXH64_createState(), XXH64_freeState);
+    if (!st) throw std::bad_alloc();
+    XXH64_reset(st.get(), 0);
+    for (uint64_t done = 0; done < len; done += kCancelBytes) {
+        if (cancelled(cancel)) return false;
+        XXH64_update(st.get(), data + done, std::min(kCancelBytes, len - done));
+    }
+    *out = XXH64_digest(st.get());
+    return true;
+}
 #else
 namespace {
 constexpr uint64_t P1 = 11400714785074694791ull, P2 = 14029467366897019727ull,
@@ -24,13 +41,15 @@ inline uint64_t round1(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 3
 inline uint64_t merge(uint64_t acc, uint64_t v) { return (acc ^ round1(0, v)) * P1 + P4; }
 }  // namespace
 
-uint64_t xxh64(const uint8_t *p, uint64_t len)
+bool xxh64(const uint8_t *p, uint64_t len, const int *cancel, uint64_t *out)
 {
     const uint8_t *end = p + len;
     uint64_t h;
     if (len >= 32) {
         uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+        uint64_t stripes = 0;
         do {
+            if ((++stripes & (kCancelBytes / 32 - 1)) == 0 && cancelled(cancel)) return false;
             v1 = round1(v1, rd64(p));
             v2 = round1(v2, rd64(p + 8));
             v3 = round1(v3, rd64(p + 16));
@@ -65,7 +84,8 @@ uint64_t xxh64(const uint8_t *p, uint64_t len)
     h ^= h >> 29;
     h *= P3;
     h ^= h >> 32;
-    return h;
+    *out = h;
+    return true;
 }
 #endif
 

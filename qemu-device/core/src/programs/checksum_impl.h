@@ -7,7 +7,8 @@
 
 namespace csd::core {
 
-// XXH64 of len bytes with seed 0.
-uint64_t xxh64(const uint8_t *data, uint64_t len);
+// XXH64 of len bytes with seed 0 into *out; false (nothing in *out) if *cancel became
+// non-zero, which is checked every kCancelBytes.
+bool xxh64(const uint8_t *data, uint64_t len, const int *cancel, uint64_t *out);
 
 }  // namespace csd::core

@@ -2,6 +2,8 @@
 // values <-> f32 with scale and zero point. DW0 = bytes written.
 #include <cmath>
 
+#include <algorithm>
+
 #include "../program.h"
 
 namespace csd::core {
@@ -102,15 +104,22 @@ int8_t f32_to_i8(float x, float scale, int32_t zp)
     return static_cast<int8_t>(v < -128.0 ? -128 : v > 127.0 ? 127 : v);
 }
 
+// Converts n elements; false (output untouched) if cancelled.
 template <class In, class Out, class F>
-void convert_all(const Span &in, const Span &out, size_t n, F f)
+bool convert_all(const ProgramCall &call, const Span &in, const Span &out, size_t n, F f)
 {
+    constexpr size_t kChunk = kCancelBytes / sizeof(float);
     InView<In> src(in, n);
     std::vector<Out> tmp(n);  // separate: output and input may overlap
-    for (size_t i = 0; i < n; i++) {
-        tmp[i] = f(src[i]);
+    for (size_t c0 = 0; c0 < n; c0 += kChunk) {
+        if (cancelled(call)) return false;
+        const size_t end = std::min(n, c0 + kChunk);
+        for (size_t i = c0; i < end; i++) {
+            tmp[i] = f(src[i]);
+        }
     }
     std::memcpy(out.data, tmp.data(), n * sizeof(Out));
+    return true;
 }
 
 }  // namespace
@@ -140,20 +149,24 @@ ExecResult program_convert(const ProgramCall &call)
     const Span &in = call.ranges[0], &out = call.ranges[1];
     const float scale = p.scale;
     const int32_t zp = p.zero_point;
+    bool done;
     switch (p.op) {
-    case CSD_CVT_F32_F16: convert_all<float, uint16_t>(in, out, n, f32_to_f16); break;
-    case CSD_CVT_F32_BF16: convert_all<float, uint16_t>(in, out, n, f32_to_bf16); break;
-    case CSD_CVT_F16_F32: convert_all<uint16_t, float>(in, out, n, f16_to_f32); break;
-    case CSD_CVT_BF16_F32: convert_all<uint16_t, float>(in, out, n, bf16_to_f32); break;
+    case CSD_CVT_F32_F16: done = convert_all<float, uint16_t>(call, in, out, n, f32_to_f16); break;
+    case CSD_CVT_F32_BF16: done = convert_all<float, uint16_t>(call, in, out, n, f32_to_bf16); break;
+    case CSD_CVT_F16_F32: done = convert_all<uint16_t, float>(call, in, out, n, f16_to_f32); break;
+    case CSD_CVT_BF16_F32: done = convert_all<uint16_t, float>(call, in, out, n, bf16_to_f32); break;
     case CSD_CVT_I8_F32:
-        convert_all<int8_t, float>(in, out, n, [=](int8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
+        done = convert_all<int8_t, float>(call, in, out, n, [=](int8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
         break;
     case CSD_CVT_F32_I8:
-        convert_all<float, int8_t>(in, out, n, [=](float x) { return f32_to_i8(x, scale, zp); });
+        done = convert_all<float, int8_t>(call, in, out, n, [=](float x) { return f32_to_i8(x, scale, zp); });
         break;
     default:
-        convert_all<uint8_t, float>(in, out, n, [=](uint8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
+        done = convert_all<uint8_t, float>(call, in, out, n, [=](uint8_t q) { return static_cast<float>(static_cast<int64_t>(q) - zp) * scale; });
         break;
+    }
+    if (!done) {
+        return fail(CSD_STATUS_ABORT_REQUESTED);
     }
     return ok(static_cast<uint32_t>(out_bytes));
 }

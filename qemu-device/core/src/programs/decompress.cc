@@ -6,6 +6,8 @@
 
 #include <memory>
 
+#include <algorithm>
+
 #include "../program.h"
 
 namespace csd::core {
@@ -19,23 +21,27 @@ ExecResult full_output(MoreFn more)
     return more() ? fail(CSD_STATUS_OUTPUT_OVERFLOW) : fail(CSD_STATUS_PROGRAM_FAULT);
 }
 
-ExecResult zstd_frames(const Span &in, const Span &out)
+ExecResult zstd_frames(const ProgramCall &call, const Span &in, const Span &out)
 {
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx *)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!dctx) {
         return fail(CSD_STATUS_INTERNAL_ERROR);
     }
     ZSTD_inBuffer src{in.data, in.len, 0};
-    ZSTD_outBuffer dst{out.data, out.len, 0};
+    ZSTD_outBuffer dst{out.data, 0, 0};
     size_t ret = 1;
     while (src.pos < src.size || ret != 0) {
+        if (cancelled(call)) {
+            return fail(CSD_STATUS_ABORT_REQUESTED);
+        }
+        dst.size = std::min<uint64_t>(out.len, dst.pos + kCancelBytes);  // bounded work per step
         const size_t before_in = src.pos, before_out = dst.pos;
         ret = ZSTD_decompressStream(dctx.get(), &dst, &src);
         if (ZSTD_isError(ret)) {
             return fail(CSD_STATUS_PROGRAM_FAULT);
         }
         if (src.pos == before_in && dst.pos == before_out) {
-            if (dst.pos == dst.size) {
+            if (dst.pos == out.len) {
                 return full_output([&] {
                     uint8_t probe;
                     ZSTD_outBuffer one{&probe, 1, 0};
@@ -52,7 +58,7 @@ ExecResult zstd_frames(const Span &in, const Span &out)
     return ok(static_cast<uint32_t>(dst.pos));
 }
 
-ExecResult lz4_frames(const Span &in, const Span &out)
+ExecResult lz4_frames(const ProgramCall &call, const Span &in, const Span &out)
 {
     LZ4F_dctx *raw = nullptr;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
@@ -62,7 +68,10 @@ ExecResult lz4_frames(const Span &in, const Span &out)
     uint64_t in_pos = 0, out_pos = 0;
     size_t hint = 1;
     while (in_pos < in.len || hint != 0) {
-        size_t src_size = in.len - in_pos, dst_size = out.len - out_pos;
+        if (cancelled(call)) {
+            return fail(CSD_STATUS_ABORT_REQUESTED);
+        }
+        size_t src_size = in.len - in_pos, dst_size = std::min<uint64_t>(out.len - out_pos, kCancelBytes);
         hint = LZ4F_decompress(dctx.get(), out.data + out_pos, &dst_size, in.data + in_pos, &src_size, nullptr);
         if (LZ4F_isError(hint)) {
             return fail(CSD_STATUS_PROGRAM_FAULT);
@@ -95,8 +104,8 @@ ExecResult program_decompress(const ProgramCall &call)
     if (call.nr_ranges != 2 || !read_params(call, &algo) || algo > CSD_DECOMP_LZ4) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    return algo == CSD_DECOMP_ZSTD ? zstd_frames(call.ranges[0], call.ranges[1])
-                                   : lz4_frames(call.ranges[0], call.ranges[1]);
+    return algo == CSD_DECOMP_ZSTD ? zstd_frames(call, call.ranges[0], call.ranges[1])
+                                   : lz4_frames(call, call.ranges[0], call.ranges[1]);
 }
 
 }  // namespace csd::core

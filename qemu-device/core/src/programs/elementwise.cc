@@ -1,4 +1,5 @@
 // elementwise (03h): binary x op y or unary op x over f32, in place allowed; DW0 = count*4.
+#include <algorithm>
 #include <cmath>
 
 #include "../program.h"
@@ -22,12 +23,20 @@ float binary(uint32_t op, float x, float y)
     }
 }
 
+constexpr size_t kChunk = kCancelBytes / sizeof(float);  // elements between cancellation checks
+
+// out[i] = f(x[i]); false if cancelled.
 template <class F>
-void apply_unary(const float *x, float *out, size_t n, F f)
+bool apply_unary(const ProgramCall &call, const float *x, float *out, size_t n, F f)
 {
-    for (size_t i = 0; i < n; i++) {
-        out[i] = f(x[i]);
+    for (size_t c0 = 0; c0 < n; c0 += kChunk) {
+        if (cancelled(call)) return false;
+        const size_t end = std::min(n, c0 + kChunk);
+        for (size_t i = c0; i < end; i++) {
+            out[i] = f(x[i]);
+        }
     }
+    return true;
 }
 
 }  // namespace
@@ -53,28 +62,37 @@ ExecResult program_elementwise(const ProgramCall &call)
     InView<float> x(call.ranges[0], n);
     OutView<float> o(out, n);
     float *dst = o.get();
+    bool done = true;
     if (is_binary(p.op)) {
         InView<float> y(call.ranges[1], n);
-        for (size_t i = 0; i < n; i++) {
-            dst[i] = binary(p.op, x[i], y[i]);
+        for (size_t c0 = 0; c0 < n && done; c0 += kChunk) {
+            done = !cancelled(call);
+            const size_t end = std::min(n, c0 + kChunk);
+            for (size_t i = c0; done && i < end; i++) {
+                dst[i] = binary(p.op, x[i], y[i]);
+            }
         }
     } else {
         const float a = p.a, b = p.b;
+        const float *in = x.get();
         switch (p.op) {
-        case CSD_EW_RELU: apply_unary(x.get(), dst, n, [](float v) { return v > 0.0f ? v : 0.0f; }); break;
+        case CSD_EW_RELU: done = apply_unary(call, in, dst, n, [](float v) { return v > 0.0f ? v : 0.0f; }); break;
         case CSD_EW_SIGMOID:
-            apply_unary(x.get(), dst, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+            done = apply_unary(call, in, dst, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
             break;
-        case CSD_EW_TANH: apply_unary(x.get(), dst, n, [](float v) { return std::tanh(v); }); break;
+        case CSD_EW_TANH: done = apply_unary(call, in, dst, n, [](float v) { return std::tanh(v); }); break;
         case CSD_EW_GELU:
-            apply_unary(x.get(), dst, n, [](float v) {
+            done = apply_unary(call, in, dst, n, [](float v) {
                 return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
             });
             break;
-        case CSD_EW_AXPB: apply_unary(x.get(), dst, n, [a, b](float v) { return a * v + b; }); break;
-        case CSD_EW_EXP: apply_unary(x.get(), dst, n, [](float v) { return std::exp(v); }); break;
-        default: apply_unary(x.get(), dst, n, [](float v) { return std::fabs(v); }); break;
+        case CSD_EW_AXPB: done = apply_unary(call, in, dst, n, [a, b](float v) { return a * v + b; }); break;
+        case CSD_EW_EXP: done = apply_unary(call, in, dst, n, [](float v) { return std::exp(v); }); break;
+        default: done = apply_unary(call, in, dst, n, [](float v) { return std::fabs(v); }); break;
         }
+    }
+    if (!done) {
+        return fail(CSD_STATUS_ABORT_REQUESTED);
     }
     o.commit();
     return ok(static_cast<uint32_t>(bytes));

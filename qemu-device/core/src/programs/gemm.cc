@@ -1,6 +1,8 @@
 // gemm (02h): C = alpha * op(A) * op(B) + beta * C in f32 with OpenBLAS; DW0 = m*n*4.
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "../program.h"
 
 namespace csd::core {
@@ -33,8 +35,18 @@ ExecResult program_gemm(const ProgramCall &call)
     InView<float> av(a, a_elems), bv(b, b_elems);
     OutView<float> cv(c, c_elems);
     const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-                k, p.alpha, av.get(), ta ? m : k, bv.get(), tb ? k : n, p.beta, cv.get(), n);
+    // Blocks of rows of C, each a bounded amount of work, with a cancellation check between.
+    const uint64_t row_flops = 2ull * p.n * p.k;
+    const int rows = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(p.m, kCancelFlops / row_flops)));
+    for (int r0 = 0; r0 < m; r0 += rows) {
+        if (cancelled(call)) {
+            return fail(CSD_STATUS_ABORT_REQUESTED);
+        }
+        const int mr = std::min(rows, m - r0);
+        const float *ablk = ta ? av.get() + r0 : av.get() + static_cast<size_t>(r0) * k;  // op(A) rows r0..
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, mr, n, k,
+                    p.alpha, ablk, ta ? m : k, bv.get(), tb ? k : n, p.beta, cv.get() + static_cast<size_t>(r0) * n, n);
+    }
     cv.commit();
     return ok(static_cast<uint32_t>(c_bytes));
 }

@@ -69,13 +69,22 @@ uint64_t reduce_row(const T *x, uint32_t n, uint32_t op)
     return bits;
 }
 
+// One result per row; false if cancelled (checked every kCancelBytes of input, or row).
 template <class T>
-void reduce_all(const Span &in, uint64_t elems, uint32_t rows, uint32_t cols, uint32_t op, uint64_t *out)
+bool reduce_all(const ProgramCall &call, const Span &in, uint64_t elems, uint32_t rows, uint32_t cols, uint32_t op,
+                uint64_t *out)
 {
     InView<T> x(in, elems);
+    uint64_t since_check = 0;
     for (uint64_t r = 0; r < rows; r++) {
+        since_check += uint64_t{cols} * sizeof(T);
+        if (since_check >= kCancelBytes || r == 0) {
+            since_check = 0;
+            if (cancelled(call)) return false;
+        }
         out[r] = reduce_row(x.get() + r * cols, cols, op);
     }
+    return true;
 }
 
 }  // namespace
@@ -100,11 +109,15 @@ ExecResult program_reduce(const ProgramCall &call)
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     std::vector<uint64_t> res(p.rows);  // separate: the output may overlap the input
+    bool done;
     switch (p.dtype) {
-    case CSD_DT_F32: reduce_all<float>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    case CSD_DT_F64: reduce_all<double>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    case CSD_DT_I32: reduce_all<int32_t>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    default: reduce_all<int64_t>(call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_F32: done = reduce_all<float>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_F64: done = reduce_all<double>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_I32: done = reduce_all<int32_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    default: done = reduce_all<int64_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    }
+    if (!done) {
+        return fail(CSD_STATUS_ABORT_REQUESTED);
     }
     std::memcpy(call.ranges[1].data, res.data(), out_bytes);
     return ok(static_cast<uint32_t>(out_bytes));

@@ -25,7 +25,15 @@ ExecResult program_softmax(const ProgramCall &call)
     }
     InView<float> x(call.ranges[0], elems);
     OutView<float> out(call.ranges[1], elems);
+    uint64_t since_check = 0;  // elements since the last cancellation check (one per row at least)
     for (uint64_t r = 0; r < p.rows; r++) {
+        since_check += p.cols;
+        if (since_check >= kCancelBytes / 4 || r == 0) {
+            since_check = 0;
+            if (cancelled(call)) {
+                return fail(CSD_STATUS_ABORT_REQUESTED);
+            }
+        }
         const float *in = x.get() + r * p.cols;
         float *o = out.get() + r * p.cols;
         float mx = in[0];

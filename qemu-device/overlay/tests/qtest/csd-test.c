@@ -479,6 +479,48 @@ static void test_program_load(void)
     stop(n);
 }
 
+/*
+ * Deleting a submission queue with a long gemm running and six queued behind the only
+ * compute unit: the running program stops at its next cancellation check, the queued ones
+ * never start, and all seven completions arrive on the completion queue as aborts.
+ */
+static void test_delete_sq_with_executes(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
+    struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
+    uint64_t r[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
+    uint32_t crc = CSD_CKSUM_CRC32C;
+    Sqe cmd = execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+    gint64 t0, took;
+    int aborted = 0;
+
+    for (int i = 0; i < 7; i++) {
+        submit(n, 1, &cmd);
+    }
+    g_usleep(200 * 1000);   /* the first is running, six are queued */
+    t0 = g_get_monotonic_time();
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x00, .cdw10 = 1 }).status, ==, 0);  /* Delete SQ 1 */
+    took = g_get_monotonic_time() - t0;
+    for (int i = 0; i < 7; i++) {
+        Cqe c = reap(n, 1);
+        uint16_t sc = (c.status >> 1) & 0x7ff;
+
+        aborted += sc == 0x007 || sc == 0x008;  /* Abort Requested / Aborted due to SQ Deletion */
+    }
+    g_test_message("Delete I/O SQ with a 2048^3 gemm running and 6 queued: %" PRId64 " us",
+                   (int64_t)took);
+    fprintf(stderr, "# delete-sq-with-executes: %" PRId64 " us\n", (int64_t)took);
+    g_assert_cmpint(aborted, ==, 7);
+    g_assert_cmpint(took, <, 1000 * 1000);  /* six gemms of 17 GFLOP did not run */
+    /* the queue again, and the device still works */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = n->q[1].sq,
+                                     .cdw10 = (QDEPTH - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 }).status, ==, 0);
+    n->q[1].tail = 0;
+    uint64_t r1[2] = { 0, 4096 };
+    g_assert_cmphex(run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 4)).status, ==, 0);
+    stop(n);
+}
+
 /* Many Executes behind one compute unit, then the controller is disabled and enabled. */
 static void test_reset_with_queued_executes(void)
 {
@@ -557,6 +599,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/execute", test_execute);
     qtest_add_func("/csd/program-load", test_program_load);
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
+    qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
