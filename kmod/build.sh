@@ -6,12 +6,13 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 krel=$(cat "$top/build/images/kernel-release")
 kdir="$top/build/images/kernel-root/usr/src/linux-headers-$krel"
-out="$top/build/kmod"
+src=${KMOD_SRC:-$top/kmod}     # another source tree or output folder (the build's own test)
+out=${KMOD_OUT:-$top/build/kmod}
 [ -d "$kdir" ] || { echo "kmod: kernel headers missing (make image)" >&2; exit 1; }
 mkdir -p "$out/uapi"
 copy() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 for f in csd_main.c csd_p2p.c csd_programs.c csd.h Kbuild uapi/csd_ioctl.h; do
-    copy "$top/kmod/$f" "$out/$f"
+    copy "$src/$f" "$out/$f"
 done
 rm -f "$out/csd.c"  # the module's single source before it was split
 copy "$top/spec/csd_spec.h" "$out/csd_spec.h"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The kernel's checkpatch.pl (from Debian's linux-source of the guest kernel) over csd.ko's
-# sources. Prints 'kmod-style: N passed, N failed'.
+# sources, and a check that a broken source fails the build loudly. Prints
+# 'kmod-style: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cp="$top/build/images/checkpatch/checkpatch.pl"
@@ -13,5 +14,20 @@ for f in "$top"/kmod/csd_main.c "$top"/kmod/csd_p2p.c "$top"/kmod/csd_programs.c
         fail=$((fail + 1)); echo "$out" | tail -n 30; echo "FAIL checkpatch $(basename "$f")"
     fi
 done
+
+# A failed module build must fail loudly and leave no csd.ko behind (an old one would be
+# tested instead of the broken source).
+tmp=$(mktemp -d)
+cp -r "$top/kmod" "$tmp/src"
+echo "this is not C;" >> "$tmp/src/csd_main.c"
+mkdir -p "$tmp/out" && echo stale > "$tmp/out/csd.ko"
+if KMOD_SRC="$tmp/src" KMOD_OUT="$tmp/out" bash "$top/kmod/build.sh" > "$tmp/log" 2>&1; then
+    fail=$((fail + 1)); echo "FAIL a broken module source built"
+elif [ -e "$tmp/out/csd.ko" ] || ! grep -q "kmod: build failed" "$tmp/log"; then
+    fail=$((fail + 1)); tail -n 5 "$tmp/log"; echo "FAIL a failed build left csd.ko or said nothing"
+else
+    pass=$((pass + 1)); echo "ok   a failed module build fails loudly and leaves no csd.ko"
+fi
+rm -rf "$tmp"
 echo "kmod-style: $pass passed, $fail failed"
 [ $fail = 0 ]
