@@ -91,13 +91,24 @@ if [ -n "$core_lib" ]; then
     configure_flags="$configure_flags --extra-ldflags=-Wl,--start-group,$work/csd-core/libcsd_core.a,$(echo $core_libs | tr ' ' ','),--end-group"
 fi
 
+# meson makes a thin archive (member paths only): flatten it into a self-contained copy,
+# whose bytes (not the thin archive's, which change only with its member list) key the
+# cache, so that any change to the core's code relinks QEMU.
+flat_core=""
+if [ -n "$core_lib" ]; then
+    mkdir -p "$work/csd-core"
+    flat_core="$work/csd-core/new.a"
+    rm -f "$flat_core"
+    printf 'CREATE %s\nADDLIB %s\nSAVE\nEND\n' "$flat_core" "$core_lib" | ar -M
+fi
+
 input_hash=$(
     {
         echo "$deb_version $have_sha $want_qtest"
         echo "$configure_flags"
         sha256sum "$0" "$here/qemu-source.conf"
         find "$here/patches" "$here/overlay" "$here/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
-        [ -z "$core_lib" ] || sha256sum < "$core_lib"
+        [ -z "$flat_core" ] || sha256sum < "$flat_core"
     } | sed "s|$top/||g" | sha256sum | cut -c1-16
 )
 
@@ -132,6 +143,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$input_hash" ]; then
     done
     if [ $ok = 1 ]; then
         copy_products
+        [ -z "$flat_core" ] || rm -f "$flat_core"
         say "up to date (inputs $input_hash)"
         exit 0
     fi
@@ -177,10 +189,6 @@ rsync -rlc --delete "$stage/" "$work/src/"
 rm -rf "$stage"
 
 if [ -n "$core_lib" ]; then
-    mkdir -p "$work/csd-core"
-    # meson makes a thin archive (member paths only): write a self-contained copy.
-    rm -f "$work/csd-core/new.a"
-    printf 'CREATE %s\nADDLIB %s\nSAVE\nEND\n' "$work/csd-core/new.a" "$core_lib" | ar -M
     if ! cmp -s "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"; then
         mv "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"
         rm -f "$work/build/qemu-system-x86_64"   # ninja cannot see link_args inputs

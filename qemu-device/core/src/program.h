@@ -27,9 +27,9 @@ inline bool cancelled(const int *cancel) { return cancel && __atomic_load_n(canc
 inline bool cancelled(const ProgramCall &call) { return cancelled(call.cancel); }
 
 // Work between two cancellation checks: 8 MiB of streaming (a few ms at worst on a slow
-// core) or about 256 MFLOP of gemm (about a millisecond here), so that a reset never waits long for a running program.
+// core) or 1 GFLOP of gemm (a few milliseconds here), so that a reset never waits long for a running program.
 constexpr uint64_t kCancelBytes = 8ull << 20;
-constexpr uint64_t kCancelFlops = 256ull << 20;
+constexpr uint64_t kCancelFlops = 1ull << 30;
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 
