@@ -77,12 +77,7 @@ bool csd_program_owned(struct csd_file *cf, u16 id);
 /* Unloads every program cf loaded (its file is being closed). */
 void csd_programs_release(struct csd_file *cf);
 
-/* CSD_IOC_P2P_READ: an SLM Read into the configured peer's BAR window. */
+/* CSD_IOC_P2P_READ: an SLM Read into the configured window of the peer's BAR. */
 int csd_ioc_p2p(struct csd_file *cf, void __user *argp);
-
-#ifdef CSD_HAVE_NV_P2P
-/* CSD_IOC_P2P_GPU_READ: an SLM Read into GPU memory (NVIDIA peer-to-peer). */
-int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp);
-#endif
 
 #endif /* _CSD_KMOD_H */

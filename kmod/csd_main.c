@@ -581,11 +581,6 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CSD_IOC_PROGRAM_UNLOAD:
 		ret = csd_ioc_program_unload(cf, argp);
 		break;
-#ifdef CSD_HAVE_NV_P2P
-	case CSD_IOC_P2P_GPU_READ:
-		ret = csd_ioc_p2p_gpu(cf, argp);
-		break;
-#endif
 	default:
 		ret = -ENOTTY;
 	}

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into another PCI
- * device's memory (a BAR of the peer the administrator named, or GPU memory through
- * NVIDIA's peer-to-peer API), with PRPs built here and no host memory buffer.
+ * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into a window of one
+ * BAR of the PCI device the administrator named, with PRPs built here and no host memory
+ * buffer.
  */
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
@@ -11,14 +11,20 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#ifdef CSD_HAVE_NV_P2P
-#include <nv-p2p.h> /* NVIDIA's peer-to-peer API: only where Kbuild found its header */
-#endif
 #include "csd.h"
 
 static char *p2p_peer;
 module_param(p2p_peer, charp, 0444);
-MODULE_PARM_DESC(p2p_peer, "PCI device (DDDD:BB:DD.F) whose BARs may receive peer-to-peer SLM Reads");
+MODULE_PARM_DESC(p2p_peer, "PCI device (DDDD:BB:DD.F) that may receive peer-to-peer SLM Reads");
+static unsigned int p2p_bar = 2;
+module_param(p2p_bar, uint, 0444);
+MODULE_PARM_DESC(p2p_bar, "the peer's memory BAR that may receive them (default 2)");
+static unsigned long p2p_offset;
+module_param(p2p_offset, ulong, 0444);
+MODULE_PARM_DESC(p2p_offset, "start of the window of that BAR that may receive them (default 0)");
+static unsigned long p2p_size;
+module_param(p2p_size, ulong, 0444);
+MODULE_PARM_DESC(p2p_size, "bytes of that window (default 0: to the BAR's end)");
 
 /*
  * Peer-to-peer: the peer's BAR is mapped for the NVMe controller's DMA
@@ -122,6 +128,11 @@ int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
 	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
 		goto out;
+	/* only the BAR and window the administrator configured */
+	ret = -EPERM;
+	if (p.bar != p2p_bar || p.bar_offset < p2p_offset ||
+	    (p2p_size && end - p2p_offset > p2p_size))
+		goto out;
 	dst = dma_map_resource(dma_dev, pci_resource_start(peer, p.bar) + p.bar_offset, p.len,
 			       DMA_FROM_DEVICE, 0);
 	ret = -ENOMEM;
@@ -135,64 +146,3 @@ out:
 	pci_dev_put(peer);
 	return ret;
 }
-
-#ifdef CSD_HAVE_NV_P2P
-/*
- * GPU memory as the peer (real hardware with NVIDIA's driver): the GPU pages behind a
- * CUDA allocation come from nvidia_p2p_get_pages, are mapped for the NVMe controller with
- * nvidia_p2p_dma_map_pages, and the drive writes into them through the same PRP path.
- */
-struct csd_nv_pages {
-	nvidia_p2p_page_table_t *table;
-	nvidia_p2p_dma_mapping_t *map;
-	u64 va_offset; /* of the transfer inside the first GPU page */
-};
-
-static void csd_nv_free_callback(void *data)
-{
-	/* the GPU memory went away under us; the mapping dies with the transfer */
-}
-
-static dma_addr_t csd_nv_page(void *ctx, u64 page)
-{
-	struct csd_nv_pages *nv = ctx;
-	u64 byte = nv->va_offset + (page << PAGE_SHIFT);
-	u64 gpu_page = byte / NVIDIA_P2P_PAGE_SIZE_64KB_BYTES;
-
-	return nv->map->dma_addresses[gpu_page] + (byte % NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
-}
-
-int csd_ioc_p2p_gpu(struct csd_file *cf, void __user *argp)
-{
-	struct csd_dev *cd = cf->cd;
-	struct pci_dev *pdev = to_pci_dev(cd->ctrl->dev);
-	struct csd_ioc_p2p_gpu g;
-	struct csd_nv_pages nv = {};
-	u64 abs, va, span;
-	int ret;
-
-	if (copy_from_user(&g, argp, sizeof(g)))
-		return -EFAULT;
-	if (!g.len || g.len % PAGE_SIZE || g.gpu_va % PAGE_SIZE)
-		return -EINVAL;
-	ret = csd_translate(cf, g.handle, g.offset, g.len, &abs);
-	if (ret)
-		return ret;
-	va = round_down(g.gpu_va, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES);
-	span = round_up(g.gpu_va + g.len, NVIDIA_P2P_PAGE_SIZE_64KB_BYTES) - va;
-	nv.va_offset = g.gpu_va - va;
-	ret = nvidia_p2p_get_pages(0, 0, va, span, &nv.table, csd_nv_free_callback, &nv);
-	if (ret)
-		return ret;
-	ret = nvidia_p2p_dma_map_pages(pdev, nv.table, &nv.map);
-	if (!ret) {
-		ret = csd_p2p_run(cd, &pdev->dev, abs, g.len, csd_nv_page, &nv, &g.status);
-		nvidia_p2p_dma_unmap_pages(pdev, nv.table, nv.map);
-	}
-	nvidia_p2p_put_pages(0, 0, va, nv.table);
-	if (!ret && copy_to_user(argp, &g, sizeof(g)))
-		ret = -EFAULT;
-	return ret;
-}
-#endif
-

@@ -101,7 +101,8 @@ struct csd_ioc_exec {
  * Peer-to-peer SLM Read: SLM [offset, offset + len) of allocation `handle` goes straight
  * into BAR `bar` of the PCI device the module was loaded with (p2p_peer=DDDD:BB:DD.F),
  * at bar_offset, by the drive's own DMA; no host memory buffer is involved. bar_offset
- * and len are multiples of 4 KiB.
+ * and len are multiples of 4 KiB. Only the BAR and window the administrator configured
+ * (p2p_bar, p2p_offset, p2p_size) may receive it: anything else is EPERM.
  */
 struct csd_ioc_p2p {
 	__u32 handle;
@@ -113,14 +114,7 @@ struct csd_ioc_p2p {
 	__u64 bar_offset;
 };
 
-/* Peer-to-peer into GPU memory (NVIDIA, where the module was built with nv-p2p.h). */
-struct csd_ioc_p2p_gpu {
-	__u32 handle;
-	__u32 status;
-	__u64 offset;
-	__u64 len;    /* multiple of 4 KiB */
-	__u64 gpu_va; /* CUDA device pointer, 4 KiB aligned */
-};
+/* 0x0b was CSD_IOC_P2P_GPU_READ (NVIDIA peer-to-peer), removed in version 3: never compiled. */
 
 /*
  * Program Load of a whole image (the module sends it in chunks): slot 0 lets the drive
@@ -157,7 +151,6 @@ struct csd_ioc_program_unload {
 #define CSD_IOC_EXEC _IOWR(CSD_IOC_MAGIC, 0x08, struct csd_ioc_exec)
 #define CSD_IOC_NS_IO _IOWR(CSD_IOC_MAGIC, 0x09, struct csd_ioc_ns_io)
 #define CSD_IOC_P2P_READ _IOWR(CSD_IOC_MAGIC, 0x0a, struct csd_ioc_p2p)
-#define CSD_IOC_P2P_GPU_READ _IOWR(CSD_IOC_MAGIC, 0x0b, struct csd_ioc_p2p_gpu)
 #define CSD_IOC_PROGRAM_LOAD _IOWR(CSD_IOC_MAGIC, 0x0c, struct csd_ioc_program_load)
 #define CSD_IOC_PROGRAM_UNLOAD _IOWR(CSD_IOC_MAGIC, 0x0d, struct csd_ioc_program_unload)
 

@@ -7,8 +7,9 @@
  *   kmod_check badargs PATH        NULL pointers, huge and wrapping lengths, bad counts,
  *                                  unknown ioctl numbers: clean errors only
  *   kmod_check free PATH           print the SLM bytes no one has allocated
- *   kmod_check p2p PATH BAR LEN    write a known pattern into SLM, then deliver it into
- *                                  the configured peer's BAR at offset 0 (peer-to-peer)
+ *   kmod_check p2p PATH BAR LEN WINDOW  write a known pattern into SLM, deliver it into
+ *                                  the configured peer's BAR at offset 0 (peer-to-peer);
+ *                                  the BAR's bytes from WINDOW on and other BARs refuse it
  *   kmod_check zero-race PATH      fill 32 MiB with a pattern and free it; then, while a
  *                                  thread keeps reading the next handle, allocate it again:
  *                                  the first read that succeeds must see zeros only
@@ -238,8 +239,8 @@ int main(int argc, char **argv)
 		expect(fails_with(fd, CSD_IOC_PROGRAM_LOAD, &l, EFAULT), "loading from NULL: EFAULT");
 		return report();
 	}
-	if (!strcmp(what, "p2p") && argc == 5) {
-		uint64_t len = strtoull(argv[4], NULL, 0);
+	if (!strcmp(what, "p2p") && argc == 6) {
+		uint64_t len = strtoull(argv[4], NULL, 0), window = strtoull(argv[5], NULL, 0);
 		struct csd_ioc_alloc a = { .size = len };
 		struct csd_ioc_xfer x = { 0 };
 		struct csd_ioc_p2p p = { 0 };
@@ -256,6 +257,17 @@ int main(int argc, char **argv)
 		p.len = len;
 		p.bar = (uint32_t)atoi(argv[3]);
 		expect(ioctl(fd, CSD_IOC_P2P_READ, &p) == 0 && p.status == 0, "peer-to-peer SLM Read into the BAR");
+		p.bar_offset = window;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM),
+		       "inside the BAR but past the configured window: EPERM");
+		p.bar_offset = window - 4096;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM), "straddling the window's end: EPERM");
+		p.bar_offset = 0;
+		p.bar = 0;
+		p.len = 4096;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM) || errno == EINVAL,
+		       "another BAR: refused");
+		p.bar = (uint32_t)atoi(argv[3]);
 		p.bar_offset = 4096 * 1024;
 		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EINVAL), "a range past the BAR's end: EINVAL");
 		p.bar_offset = 100;
