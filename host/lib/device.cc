@@ -324,19 +324,12 @@ void Device::program_unload(uint16_t slot)
     read_capabilities();
 }
 
-// The name of a program as the capabilities log lists it.
-static const char *program_name(const Capabilities &caps, uint16_t program)
-{
-    for (const auto &p : caps.programs) {
-        if (p.id == program) return p.name.c_str();
-    }
-    return csd_program_name(program);
-}
-
+// What an Execute error names: the program as the capabilities log lists it, else the spec's name.
 static std::string exec_what(const Capabilities &caps, uint16_t program)
 {
     char buf[64];
-    const char *name = program_name(caps, program);
+    const ProgramInfo *listed = caps.program(program);
+    const char *name = listed ? listed->name.c_str() : csd_program_name(program);
     std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
     return buf;
 }

@@ -88,12 +88,8 @@ void Program::unload()
 
 std::string Program::name() const
 {
-    if (dev_) {
-        for (const auto &p : dev_->caps().programs) {
-            if (p.id == id_) return p.name;
-        }
-    }
-    return {};
+    const ProgramInfo *p = dev_ ? dev_->caps().program(id_) : nullptr;
+    return p ? p->name : std::string();
 }
 
 ExecResult Program::run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)

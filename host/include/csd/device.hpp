@@ -35,6 +35,14 @@ struct Capabilities {
     uint16_t downloadable_slots = 0;  // 1.1
     uint16_t program_types = 0;       // 1.1: bit n = program type n (bit 1 eBPF)
     std::vector<ProgramInfo> programs;
+    // The listed program with this id, or nullptr.
+    const ProgramInfo *program(uint16_t id) const
+    {
+        for (const auto &p : programs) {
+            if (p.id == id) return &p;
+        }
+        return nullptr;
+    }
 };
 
 // The statistics log page (C1h).

@@ -134,9 +134,8 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
     if (code < 0) return *why = "no section named csd (put the entry function there)", false;
     // What DPDK's loader and verifier do not check and then read or write past (found by
     // fuzz_program): a program that can run off its end, and relocations outside it.
-    Elf64_Shdr text;
-    section(img, size, eh, static_cast<unsigned>(code), &text);
-    const uint8_t last = img[text.sh_offset + text.sh_size - 8];
+    const uint64_t code_bytes = *insns * 8;
+    const uint8_t last = (*code_out)[code_bytes - 8];
     if (last != 0x95 && last != 0x05) return *why = "the last instruction is neither exit nor a jump", false;
     for (unsigned i = 0; i < eh.e_shnum; i++) {
         Elf64_Shdr rel;
@@ -149,7 +148,7 @@ constexpr uint32_t kBatch = 4096;  // records between cancellation checks
         for (uint64_t k = 0; k < rel.sh_size / entsize; k++) {
             Elf64_Rel r;
             std::memcpy(&r, img + rel.sh_offset + k * entsize, sizeof(r));
-            if (r.r_offset % 8 || r.r_offset >= text.sh_size) return *why = "a relocation outside section csd", false;
+            if (r.r_offset % 8 || r.r_offset >= code_bytes) return *why = "a relocation outside section csd", false;
         }
     }
     for (unsigned i = 0; i < eh.e_shnum; i++) {
