@@ -390,15 +390,26 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	if (copy_from_user(&r, argp, sizeof(r)))
 		return -EFAULT;
 	r.status = 0;
+	if (r.write > CSD_NS_IO_COMPARE_WRITE)
+		return -EINVAL;
 	if (!r.nlb) { /* Flush */
-		if (r.buf)
+		if (r.buf || r.write)
 			return -EINVAL;
 		csd_cmd(&c, nvme_cmd_flush, cd->ns->head->ns_id, 0, 0, 0, 0, 0);
 		ret = csd_submit(cd, false, &c, NULL, 0, NULL);
 	} else {
-		if (r.nlb > (U64_MAX >> shift) || check_add_overflow(r.slba, r.nlb, &last))
+		if (!r.buf || r.nlb > (U64_MAX >> shift) ||
+		    check_add_overflow(r.slba, r.nlb, &last))
 			return -EINVAL;
 		bytes = r.nlb << shift;
+		if (r.write == CSD_NS_IO_COMPARE_WRITE) {
+			if (bytes > CSD_CAW_MAX_BYTES)
+				return -EINVAL;
+			csd_cmd(&c, CSD_OPC_COMPARE_WRITE, cd->ns->head->ns_id,
+				lower_32_bits(r.slba), upper_32_bits(r.slba), r.nlb - 1, 0, 0);
+			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf), 2 * bytes, NULL);
+			bytes = 0;
+		}
 		while (done < bytes) {
 			u32 n = min_t(u64, bytes - done, CSD_CHUNK);
 			u64 slba = r.slba + (done >> shift);

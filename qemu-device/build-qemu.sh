@@ -6,6 +6,8 @@
 #   --core-lib PATH  static device-core library to link into QEMU (libcsd_core.a)
 #   --core-libs FILE file naming the libraries the core needs (-lopenblas ...), from meson
 #   --qtest          also build the qtests (qos-test, csd-test) and copy them to build/qemu/
+#   --fuzz           instead build QEMU's libFuzzer binary (qemu-fuzz-x86_64, clang, ASan and
+#                    UBSan, generic-fuzz target) into build/qemu-fuzz/, in its own cache tree
 # Environment: CSD_CACHE (default ~/.cache/nvme-csd), JOBS (default nproc).
 set -euo pipefail
 
@@ -17,11 +19,13 @@ top=$(cd "$here/.." && pwd)
 core_lib=""
 core_libs=""
 want_qtest=0
+want_fuzz=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --core-lib) core_lib=$(realpath "$2"); shift 2 ;;
         --core-libs) core_libs=$(cat "$2"); shift 2 ;;
         --qtest) want_qtest=1; shift ;;
+        --fuzz) want_fuzz=1; shift ;;
         *) echo "build-qemu: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -31,6 +35,11 @@ jobs=${JOBS:-$(nproc)}
 out="$top/build/qemu"
 dl="$cache/dl"
 work="$cache/qemu"
+if [ "$want_fuzz" = 1 ]; then
+    [ "$want_qtest" = 0 ] || { echo "build-qemu: --fuzz and --qtest are separate builds" >&2; exit 2; }
+    out="$top/build/qemu-fuzz"
+    work="$cache/qemu-fuzz"
+fi
 mkdir -p "$dl" "$work" "$out"
 
 say() { echo "build-qemu: $*"; }
@@ -85,6 +94,8 @@ have_sha=$(sha256sum "$dl/$tarball" | cut -d' ' -f1)
 
 # ---------------------------------------------------------------- input hash
 configure_flags="$QEMU_CONFIGURE_FLAGS --python=/usr/bin/python3"
+[ "$want_fuzz" = 0 ] ||
+    configure_flags="$configure_flags --cc=clang --cxx=clang++ --enable-fuzzing --enable-asan --enable-ubsan"
 if [ -n "$core_lib" ]; then
     [ -f "$core_lib" ] || die "core library $core_lib not found"
     [ -n "$core_libs" ] || die "--core-lib needs --core-libs"
@@ -115,12 +126,13 @@ input_hash=$(
 stamp="$work/stamp"
 products=(qemu-system-x86_64)
 [ "$want_qtest" = 0 ] || products+=(qos-test csd-test)
+[ "$want_fuzz" = 0 ] || products=(qemu-fuzz-x86_64)
 
 copy_products() {
     local p
     for p in "${products[@]}"; do
         local from="$work/build/$p"
-        [ "$p" = qemu-system-x86_64 ] || from="$work/build/tests/qtest/$p"
+        case "$p" in qemu-*) ;; *) from="$work/build/tests/qtest/$p" ;; esac
         cmp -s "$from" "$out/$p" 2>/dev/null || cp "$from" "$out/$p"
     done
     # Firmware (the +ds source ships none), where QEMU looks relative to its binary
@@ -138,7 +150,7 @@ copy_products() {
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$input_hash" ]; then
     ok=1
     for p in "${products[@]}"; do
-        b="$work/build/$p"; [ "$p" = qemu-system-x86_64 ] || b="$work/build/tests/qtest/$p"
+        b="$work/build/$p"; case "$p" in qemu-*) ;; *) b="$work/build/tests/qtest/$p" ;; esac
         [ -x "$b" ] || ok=0
     done
     if [ $ok = 1 ]; then
@@ -191,7 +203,7 @@ rm -rf "$stage"
 if [ -n "$core_lib" ]; then
     if ! cmp -s "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"; then
         mv "$work/csd-core/new.a" "$work/csd-core/libcsd_core.a"
-        rm -f "$work/build/qemu-system-x86_64"   # ninja cannot see link_args inputs
+        rm -f "$work/build/qemu-system-x86_64" "$work/build/qemu-fuzz-x86_64"   # ninja cannot see link_args inputs
     fi
     rm -f "$work/csd-core/new.a"
 fi
@@ -212,6 +224,7 @@ fi
 
 targets=(qemu-system-x86_64)
 [ "$want_qtest" = 0 ] || targets+=(tests/qtest/qos-test tests/qtest/csd-test)
+[ "$want_fuzz" = 0 ] || targets=(qemu-fuzz-x86_64)
 say "building ${targets[*]} with $jobs jobs (a cold build takes 6-8 minutes on 2 cores)"
 start=$(date +%s)
 ninja -C "$work/build" -j "$jobs" "${targets[@]}" | awk '
@@ -222,4 +235,4 @@ say "built in $(( $(date +%s) - start )) s"
 
 echo "$input_hash" > "$stamp"
 copy_products
-say "done: $out/qemu-system-x86_64"
+say "done: $out/${products[0]}"

@@ -33,6 +33,8 @@ enum csd_opcode {
     CSD_OPC_EXECUTE = 0x85,   /* host -> controller: execute descriptor */
     CSD_OPC_PROGRAM_LOAD = 0x89,   /* host -> controller: a chunk of a program image (1.1) */
     CSD_OPC_PROGRAM_UNLOAD = 0x8C, /* no data (1.1) */
+    CSD_OPC_COMPARE_WRITE = 0x8D,  /* host -> controller: expected then new LBA data
+                                      (project extension, docs/command-set.md section 10) */
 };
 
 /* Whether an I/O opcode belongs to the CSD command set. */
@@ -40,8 +42,18 @@ static inline int csd_is_io_opcode(uint8_t opc)
 {
     return opc == CSD_OPC_SLM_LOAD || opc == CSD_OPC_SLM_WRITE || opc == CSD_OPC_SLM_READ ||
            opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_EXECUTE || opc == CSD_OPC_PROGRAM_LOAD ||
-           opc == CSD_OPC_PROGRAM_UNLOAD;
+           opc == CSD_OPC_PROGRAM_UNLOAD || opc == CSD_OPC_COMPARE_WRITE;
 }
+
+/*
+ * Compare and Write (8Dh): CDW10-11 SLBA, CDW12 bits 15:0 NLB (0's based); the data is
+ * 2 x (NLB + 1) LBAs: the expected contents, then the new ones. The compared range is at
+ * most CSD_CAW_MAX_BYTES; the command is atomic with respect to every other Compare and
+ * Write of the controller (one that finds another in progress completes with Command
+ * Interrupted, to be retried).
+ */
+#define CSD_CAW_MAX_BYTES (64u << 10)
+#define CSD_FEATURE_COMPARE_WRITE 0x1u /* C0h features bit 0 */
 
 /* Downloadable programs (section 8). */
 #define CSD_SLOT_FIRST 0x0100       /* slot ids 0100h..01FFh */
@@ -81,7 +93,7 @@ enum csd_program_type {
 /* Whether an opcode may change the namespace's data (LBCC in the Effects log). */
 static inline int csd_opcode_changes_lbas(uint8_t opc)
 {
-    return opc == CSD_OPC_SLM_STORE;
+    return opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_COMPARE_WRITE;
 }
 
 /* Log page identifiers. */
@@ -104,6 +116,8 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_INVALID_NAMESPACE 0x000B
 #define CSD_STATUS_LBA_OUT_OF_RANGE 0x0080
 #define CSD_STATUS_HOST_ABORTED 0x0371
+#define CSD_STATUS_COMMAND_INTERRUPTED 0x0021 /* retry: another Compare and Write ran */
+#define CSD_STATUS_COMPARE_FAILURE 0x0285     /* SCT 2h: the expected data differed */
 /* Command specific (SCT 1h), vendor specific codes. */
 #define CSD_STATUS_INVALID_PROGRAM 0x01C0
 #define CSD_STATUS_INVALID_DESCRIPTOR 0x01C1
@@ -131,6 +145,8 @@ static inline const char *csd_status_name(uint16_t status)
     case CSD_STATUS_INVALID_NAMESPACE: return "Invalid Namespace or Format";
     case CSD_STATUS_LBA_OUT_OF_RANGE: return "LBA Out of Range";
     case CSD_STATUS_HOST_ABORTED: return "Host Aborted Command";
+    case CSD_STATUS_COMMAND_INTERRUPTED: return "Command Interrupted";
+    case CSD_STATUS_COMPARE_FAILURE: return "Compare Failure";
     case CSD_STATUS_INVALID_PROGRAM: return "Invalid Program";
     case CSD_STATUS_INVALID_DESCRIPTOR: return "Invalid Descriptor";
     case CSD_STATUS_SLM_OUT_OF_BOUNDS: return "SLM Range Out of Bounds";
@@ -151,6 +167,7 @@ static const uint16_t csd_named_statuses[] = {
     CSD_STATUS_INVALID_PROGRAM, CSD_STATUS_INVALID_DESCRIPTOR, CSD_STATUS_SLM_OUT_OF_BOUNDS,
     CSD_STATUS_INVALID_PARAMETERS, CSD_STATUS_OUTPUT_OVERFLOW, CSD_STATUS_PROGRAM_FAULT,
     CSD_STATUS_INVALID_PROGRAM_IMAGE, CSD_STATUS_PROGRAM_SLOT_IN_USE,
+    CSD_STATUS_COMMAND_INTERRUPTED, CSD_STATUS_COMPARE_FAILURE,
 };
 
 /* Execute descriptor. */
@@ -398,7 +415,8 @@ struct csd_caps_log {
     uint32_t max_program_bytes; /* 1.1 */
     uint16_t downloadable_slots; /* 1.1 */
     uint16_t program_types; /* 1.1: bit n = program type n supported */
-    uint8_t reserved[24];
+    uint32_t features; /* CSD_FEATURE_* (project extension, section 10) */
+    uint8_t reserved[20];
     struct csd_caps_entry programs[]; /* nr_programs entries */
 };
 

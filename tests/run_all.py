@@ -18,7 +18,8 @@ TOP = Path(__file__).resolve().parents[1]
 # name -> command (run from the top of the tree); each prints its own closing line.
 SUITES = {
     "unit": ["tests/unit/run-unit.sh"],
-    "fuzz": ["tests/fuzz/run-fuzz.sh", "60"],
+    "fuzz": ["tests/fuzz/run-fuzz.sh", "45"],
+    "qemu-fuzz": ["tests/fuzz/run-qemu-fuzz.sh", "60"],
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "kmod-style": ["kmod/check-style.sh"],
     "harness": ["tests/vm/selftest.sh"],

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "csd_spec.h"
 
@@ -131,6 +133,7 @@ void Device::read_capabilities()
     caps_.max_program_bytes = h.max_program_bytes;
     caps_.downloadable_slots = h.downloadable_slots;
     caps_.program_types = h.program_types;
+    caps_.features = h.features;
     const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry));
     for (uint32_t i = 0; i < n; i++) {
         csd_caps_entry e;
@@ -281,6 +284,36 @@ void Device::write_lbas(uint64_t slba, uint64_t nlb, const void *data)
 }
 
 void Device::flush() { run(io(kNvmFlush, ns().nsid), "Flush"); }
+
+bool Device::compare_and_write(uint64_t slba, uint64_t nlb, const void *expected, const void *desired)
+{
+    const uint64_t half = nlb * ns().lba_size;
+    if (nlb == 0 || half > CSD_CAW_MAX_BYTES || 2 * half > transport_->max_transfer()) {
+        throw Error("Compare and Write of " + std::to_string(nlb) + " LBAs: 1 to " +
+                        std::to_string(std::min<uint64_t>(CSD_CAW_MAX_BYTES, transport_->max_transfer() / 2)) +
+                        " bytes",
+                    EINVAL);
+    }
+    std::vector<uint8_t> data(2 * half);
+    std::memcpy(data.data(), expected, half);
+    std::memcpy(data.data() + half, desired, half);
+    Command c = io(CSD_OPC_COMPARE_WRITE, ns().nsid);
+    set_lo_hi(c.cdw10, c.cdw11, slba);
+    c.cdw12 = static_cast<uint32_t>(nlb - 1);
+    c.data = data.data();
+    c.data_len = static_cast<uint32_t>(data.size());
+    // Another writer's Compare and Write in progress: retry, backing off up to ~10 s.
+    for (unsigned attempt = 0;; attempt++) {
+        count(c);
+        const Completion r = transport_->submit(c);
+        if (r.status == 0) return true;
+        if (CSD_STATUS_CODE(r.status) == CSD_STATUS_COMPARE_FAILURE) return false;
+        if (CSD_STATUS_CODE(r.status) != CSD_STATUS_COMMAND_INTERRUPTED || attempt >= 200) {
+            throw Error("Compare and Write", r.status, r.dw0(), r.dw1());
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50u << std::min(attempt, 10u)));
+    }
+}
 
 uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot, uint8_t type)
 {

@@ -1,30 +1,44 @@
-// store.cc - the object store on the namespace.
+// store.cc - the object store on the namespace (docs/store.md).
 //
 // Layout, in store blocks of max(4 KiB, LBA size):
-//   block 0, 1   superblock slots A and B (the newer valid one wins)
-//   block 2 ...  object data and catalogs, allocated copy-on-write
-// An update writes new data, flushes, writes a new catalog elsewhere, flushes, then
-// writes a superblock (generation + 1, CRC-32C) into the slot the current one is not in,
-// and flushes. A cut at any point leaves the current superblock, its catalog and every
-// object it names untouched, so the store opens in the old or the new state.
+//   block 0, 1   superblock slots A and B (odd generations in A, even in B; the newer
+//                valid one wins): header, then a journal of changes since the base catalog
+//   block 2 ...  object data, base catalogs and reservations, allocated copy-on-write
+// Every update is a commit of the next generation into the other slot, made with the
+// drive's Compare and Write against the bytes this writer read there: if another writer
+// (another process or host) committed first, the write does not happen, and the update is
+// recomputed from the newer state. Data is only ever written into space a committed
+// reservation owns, so no writer can overwrite another's data or catalog. A put reserves
+// (commit 1), writes and flushes its data, then commits the object (commit 2). When the
+// journal fills, a writer reserves space, writes the full catalog there and commits a
+// superblock that points to it with an empty journal. A cut at any point leaves the
+// current superblock, its catalog and every object it names untouched.
 #include "csd/store.hpp"
+
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <random>
+#include <thread>
 
 #include "csd_crc32c.h"
+#include "store_catalog.hpp"
 
 namespace csd {
 
 namespace {
 
 constexpr char kMagic[8] = {'C', 'S', 'D', 'S', 'T', 'O', 'R', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion1 = 1;  // full catalog only; still read, replaced on first update
+constexpr uint32_t kVersion = 2;   // base catalog + journal
 constexpr uint64_t kFirstDataBlock = 2;
 
 #pragma pack(push, 1)
-struct Superblock {
+struct SuperblockV1 {
     char magic[8];
     uint32_t version;
     uint32_t block_size;
@@ -36,111 +50,64 @@ struct Superblock {
     uint32_t catalog_crc;
     uint32_t crc;  // of the bytes before it
 };
+struct Superblock {
+    char magic[8];
+    uint32_t version;
+    uint32_t block_size;
+    uint64_t generation;
+    uint64_t total_blocks;
+    uint64_t catalog_block;  // the base catalog
+    uint64_t catalog_blocks;
+    uint64_t catalog_bytes;
+    uint32_t catalog_crc;
+    uint32_t catalog_format;
+    uint32_t journal_bytes;  // journal entries follow the header
+    uint32_t crc;            // of the header before it and the journal
+};
 #pragma pack(pop)
 
-void put_u16(std::vector<uint8_t> &v, uint16_t x) { v.insert(v.end(), reinterpret_cast<uint8_t *>(&x), reinterpret_cast<uint8_t *>(&x) + 2); }
-void put_u32(std::vector<uint8_t> &v, uint32_t x) { v.insert(v.end(), reinterpret_cast<uint8_t *>(&x), reinterpret_cast<uint8_t *>(&x) + 4); }
-void put_u64(std::vector<uint8_t> &v, uint64_t x) { v.insert(v.end(), reinterpret_cast<uint8_t *>(&x), reinterpret_cast<uint8_t *>(&x) + 8); }
-void put_str(std::vector<uint8_t> &v, const std::string &s)
+uint64_t now_s()
 {
-    put_u16(v, static_cast<uint16_t>(s.size()));
-    v.insert(v.end(), s.begin(), s.end());
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-constexpr size_t kMaxDims = 32, kMaxDtype = 255;  // what deserialize() accepts back
-
-// Reads fields from a catalog with bounds checks; ok() is false after any overrun.
-struct Reader {
-    const uint8_t *p, *end;
-    bool good = true;
-    template <class T>
-    T get()
-    {
-        T x{};
-        if (end - p < static_cast<ptrdiff_t>(sizeof x)) {
-            good = false;
-            return x;
-        }
-        std::memcpy(&x, p, sizeof x);
-        p += sizeof x;
-        return x;
-    }
-    std::string str()
-    {
-        const uint16_t n = get<uint16_t>();
-        if (!good || end - p < n) {
-            good = false;
-            return {};
-        }
-        std::string s(reinterpret_cast<const char *>(p), n);
-        p += n;
-        return s;
-    }
-};
-
-std::vector<uint8_t> serialize(const std::map<std::string, ObjectInfo> &objects)
+std::string writer_name()
 {
-    std::vector<uint8_t> v;
-    put_u32(v, static_cast<uint32_t>(objects.size()));
-    for (const auto &[name, o] : objects) {
-        put_str(v, o.name);
-        put_str(v, o.dtype);
-        put_u32(v, static_cast<uint32_t>(o.shape.size()));
-        for (uint64_t s : o.shape) put_u64(v, s);
-        put_u64(v, o.bytes);
-        put_u64(v, o.block);
-        put_u32(v, o.crc32c);
-        put_u64(v, o.generation);
-    }
-    return v;
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(getpid());
 }
 
-bool deserialize(const std::vector<uint8_t> &v, std::map<std::string, ObjectInfo> *out)
+// A fresh random number from the OS (a generator's state would be shared by forked
+// processes, which would then reserve under the same id).
+uint64_t random_id()
 {
-    Reader r{v.data(), v.data() + v.size()};
-    const uint32_t n = r.get<uint32_t>();
-    for (uint32_t i = 0; i < n && r.good; i++) {
-        ObjectInfo o;
-        o.name = r.str();
-        o.dtype = r.str();
-        if (o.dtype.size() > kMaxDtype) return false;
-        const uint32_t nd = r.get<uint32_t>();
-        if (nd > kMaxDims) return false;
-        for (uint32_t k = 0; k < nd; k++) o.shape.push_back(r.get<uint64_t>());
-        o.bytes = r.get<uint64_t>();
-        o.block = r.get<uint64_t>();
-        o.crc32c = r.get<uint32_t>();
-        o.generation = r.get<uint64_t>();
-        (*out)[o.name] = o;
-    }
-    return r.good;
+    std::random_device rd;
+    uint64_t id;
+    do id = static_cast<uint64_t>(rd()) << 32 ^ rd();
+    while (id == 0);
+    return id;
 }
 
-void check_name(const std::string &name)
+// A short random pause before retrying after losing a commit to another writer.
+void backoff(unsigned attempt)
 {
-    if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos) {
-        throw Error("object name '" + name + "': 1 to 255 bytes, no NUL", EINVAL);
-    }
-}
-
-// A catalog entry must read back as it was written: refuse what the catalog cannot hold
-// before anything is written, so an acknowledged put can never make the store unopenable.
-void check_entry(const std::string &name, const std::string &dtype, const std::vector<uint64_t> &shape)
-{
-    check_name(name);
-    if (dtype.size() > kMaxDtype) {
-        throw Error("object '" + name + "': dtype '" + dtype + "' is longer than " + std::to_string(kMaxDtype) +
-                        " bytes",
-                    EINVAL);
-    }
-    if (shape.size() > kMaxDims) {
-        throw Error("object '" + name + "': " + std::to_string(shape.size()) + " dimensions (at most " +
-                        std::to_string(kMaxDims) + ")",
-                    EINVAL);
-    }
+    std::this_thread::sleep_for(std::chrono::microseconds(random_id() % (100u << std::min(attempt, 8u))));
 }
 
 }  // namespace
+
+struct ObjectStore::State {
+    uint64_t generation = 0, total_blocks = 0;
+    Extent base{0, 0};  // the full catalog the journal applies to
+    uint64_t base_bytes = 0;
+    uint32_t base_crc = 0, base_format = 0;
+    std::vector<uint8_t> journal;     // changes since the base, encoded
+    std::vector<uint8_t> base_bytes_read;
+    catalog::Contents contents;       // base + journal
+    std::vector<uint8_t> other_slot;  // raw bytes of the slot the next commit replaces
+};
 
 static uint32_t block_size_for(Device &dev)
 {
@@ -157,85 +124,135 @@ void ObjectStore::format(Device &dev)
     const uint64_t lpb = bs / dev.ns().lba_size;
     std::vector<uint8_t> blk(bs, 0);
     dev.write_lbas(lpb, lpb, blk.data());  // slot B: nothing valid
+    const std::vector<uint8_t> empty = catalog::encode({});
+    std::memcpy(blk.data(), empty.data(), empty.size());
+    dev.write_lbas(kFirstDataBlock * lpb, lpb, blk.data());
+    dev.flush();
     Superblock sb{};
     std::memcpy(sb.magic, kMagic, 8);
     sb.version = kVersion;
     sb.block_size = bs;
     sb.generation = 1;
     sb.total_blocks = total;
-    const std::vector<uint8_t> empty = serialize({});
     sb.catalog_block = kFirstDataBlock;
     sb.catalog_blocks = 1;
     sb.catalog_bytes = empty.size();
     sb.catalog_crc = csd_crc32c(empty.data(), empty.size());
-    std::memcpy(blk.data(), empty.data(), empty.size());
-    dev.write_lbas(kFirstDataBlock * lpb, lpb, blk.data());
-    dev.flush();
-    std::fill(blk.begin(), blk.end(), 0);
+    sb.catalog_format = catalog::kFormat2;
     sb.crc = csd_crc32c(&sb, offsetof(Superblock, crc));
+    std::fill(blk.begin(), blk.end(), 0);
     std::memcpy(blk.data(), &sb, sizeof sb);
     dev.write_lbas(0, lpb, blk.data());
     dev.flush();
 }
 
-// Reads superblock slot `slot` and its catalog; false if either is damaged.
-bool ObjectStore::read_slot(int slot, Slot *out)
+// Reads superblock slot `slot` (its raw bytes to *raw); false if it is not a valid one.
+bool ObjectStore::read_slot(int slot, State *out, std::vector<uint8_t> *raw) const
 {
-    const uint32_t lba = dev_.ns().lba_size;
-    std::vector<uint8_t> blk(block_size_for(dev_));
-    const uint64_t lpb = blk.size() / lba;
-    dev_.read_lbas(slot * lpb, lpb, blk.data());
-    Superblock sb;
-    std::memcpy(&sb, blk.data(), sizeof sb);
-    if (std::memcmp(sb.magic, kMagic, 8) != 0 || sb.version != kVersion ||
-        sb.crc != csd_crc32c(&sb, offsetof(Superblock, crc)) || sb.block_size != blk.size() ||
-        sb.total_blocks > dev_.ns().lba_count / lpb || sb.catalog_block < kFirstDataBlock ||
-        sb.catalog_blocks > sb.total_blocks || sb.catalog_block > sb.total_blocks - sb.catalog_blocks ||
-        sb.catalog_bytes > sb.catalog_blocks * sb.block_size) {
+    raw->assign(block_, 0);
+    dev_.read_lbas(slot * lbas_per_block_, lbas_per_block_, raw->data());
+    Superblock sb{};
+    std::memcpy(&sb, raw->data(), sizeof sb);
+    if (std::memcmp(sb.magic, kMagic, 8) != 0 || sb.block_size != block_) return false;
+    if (sb.version == kVersion1) {
+        SuperblockV1 v1;
+        std::memcpy(&v1, raw->data(), sizeof v1);
+        if (v1.crc != csd_crc32c(&v1, offsetof(SuperblockV1, crc))) return false;
+        sb.catalog_format = catalog::kFormat1;
+        sb.journal_bytes = 0;
+    } else if (sb.version != kVersion || sb.journal_bytes > block_ - sizeof sb ||
+               sb.crc != csd_crc32c_extend(csd_crc32c(&sb, offsetof(Superblock, crc)), raw->data() + sizeof sb,
+                                           sb.journal_bytes)) {
         return false;
     }
-    std::vector<uint8_t> cat(sb.catalog_blocks * sb.block_size);
-    dev_.read_lbas(sb.catalog_block * lpb, sb.catalog_blocks * lpb, cat.data());
-    cat.resize(sb.catalog_bytes);
-    if (csd_crc32c(cat.data(), cat.size()) != sb.catalog_crc || !deserialize(cat, &out->objects)) {
+    if ((sb.generation % 2 == 1) != (slot == 0) || sb.total_blocks > dev_.ns().lba_count / lbas_per_block_ ||
+        sb.catalog_block < kFirstDataBlock || sb.catalog_blocks > sb.total_blocks ||
+        sb.catalog_block > sb.total_blocks - sb.catalog_blocks || sb.catalog_bytes > sb.catalog_blocks * block_) {
         return false;
     }
     out->generation = sb.generation;
     out->total_blocks = sb.total_blocks;
-    out->catalog = {sb.catalog_block, sb.catalog_blocks};
+    out->base = {sb.catalog_block, sb.catalog_blocks};
+    out->base_bytes = sb.catalog_bytes;
+    out->base_crc = sb.catalog_crc;
+    out->base_format = sb.catalog_format;
+    out->journal.assign(raw->data() + (sb.version == kVersion1 ? sizeof(SuperblockV1) : sizeof sb),
+                        raw->data() + (sb.version == kVersion1 ? sizeof(SuperblockV1) : sizeof sb) + sb.journal_bytes);
     return true;
+}
+
+// Reads a state's base catalog (or reuses the one last read) and applies its journal.
+bool ObjectStore::load_base(State *s) const
+{
+    if (cache_ && cache_->base.block == s->base.block && cache_->base_bytes == s->base_bytes &&
+        cache_->base_crc == s->base_crc && cache_->base_format == s->base_format) {
+        s->base_bytes_read = cache_->base_bytes_read;
+    } else {
+        s->base_bytes_read.resize(s->base.blocks * block_);
+        dev_.read_lbas(s->base.block * lbas_per_block_, s->base.blocks * lbas_per_block_, s->base_bytes_read.data());
+        s->base_bytes_read.resize(s->base_bytes);
+        if (csd_crc32c(s->base_bytes_read.data(), s->base_bytes_read.size()) != s->base_crc) return false;
+    }
+    return catalog::decode(s->base_bytes_read.data(), s->base_bytes_read.size(), s->base_format, &s->contents) &&
+           catalog::apply(s->journal.data(), s->journal.size(), &s->contents);
+}
+
+// The newest valid state. A newer superblock whose catalog does not check out is read
+// again (another writer may have just replaced the catalog it read) before the older
+// slot is trusted instead.
+ObjectStore::State ObjectStore::refresh() const
+{
+    for (unsigned attempt = 0;; attempt++) {
+        State st[2];
+        std::vector<uint8_t> raw[2];
+        bool ok[2] = {read_slot(0, &st[0], &raw[0]), read_slot(1, &st[1], &raw[1])};
+        const int newer = ok[0] && (!ok[1] || st[0].generation > st[1].generation) ? 0 : 1;
+        for (int pick : {newer, 1 - newer}) {
+            if (!ok[pick] || !load_base(&st[pick])) {
+                if (attempt < 5) break;  // read both slots again
+                continue;
+            }
+            if (pick != newer && attempt < 5) break;
+            st[pick].other_slot = raw[1 - pick];
+            cache_ = std::make_unique<State>(st[pick]);
+            return st[pick];
+        }
+        if (attempt >= 5) {
+            throw Error("no object store on this namespace (run 'csdctl format'), or both of its superblocks are damaged",
+                        ENOENT);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(attempt + 1));
+    }
 }
 
 ObjectStore::ObjectStore(Device &dev) : dev_(dev)
 {
     block_ = block_size_for(dev);
     lbas_per_block_ = block_ / dev.ns().lba_size;
-    Slot a, b;
-    const bool ok_a = read_slot(0, &a), ok_b = read_slot(1, &b);
-    if (!ok_a && !ok_b) {
-        throw Error("no object store on this namespace (run 'csdctl format')", ENOENT);
-    }
-    Slot &use = (ok_a && (!ok_b || a.generation > b.generation)) ? a : b;  // the newer valid one
-    generation_ = use.generation;
-    total_blocks_ = use.total_blocks;
-    catalog_ = use.catalog;
-    objects_ = std::move(use.objects);
+    cas_ = (dev.caps().features & CSD_FEATURE_COMPARE_WRITE) && block_ <= CSD_CAW_MAX_BYTES;
+    refresh();
 }
 
-uint64_t ObjectStore::allocate(uint64_t blocks, const std::vector<Extent> &also_used) const
+ObjectStore::~ObjectStore() = default;
+
+uint64_t ObjectStore::allocate(const State &s, uint64_t blocks) const
 {
-    std::vector<Extent> used = also_used;
-    used.push_back(catalog_);
-    for (const auto &[n, o] : objects_) used.push_back({o.block, blocks_for(o.bytes)});
+    std::vector<Extent> used{s.base};
+    for (const auto &[n, o] : s.contents.objects) used.push_back({o.block, blocks_for(o.bytes)});
+    for (const auto &[id, r] : s.contents.reservations) used.push_back({r.block, r.blocks});
     std::sort(used.begin(), used.end(), [](const Extent &x, const Extent &y) { return x.block < y.block; });
     uint64_t at = kFirstDataBlock;
     for (const Extent &e : used) {
         if (e.block >= at + blocks) break;
         at = std::max(at, e.block + e.blocks);
     }
-    if (at > total_blocks_ || total_blocks_ - at < blocks) {
+    if (at > s.total_blocks || s.total_blocks - at < blocks) {
+        uint64_t in_use = 0;
+        for (const Extent &e : used) in_use += e.blocks;
         throw Error("object store: no room for " + std::to_string(blocks * block_) + " bytes (" +
-                        std::to_string(free_bytes()) + " free)",
+                        std::to_string((s.total_blocks - kFirstDataBlock - std::min(in_use, s.total_blocks - kFirstDataBlock)) *
+                                       block_) +
+                        " free)",
                     ENOSPC);
     }
     return at;
@@ -243,9 +260,131 @@ uint64_t ObjectStore::allocate(uint64_t blocks, const std::vector<Extent> &also_
 
 uint64_t ObjectStore::free_bytes() const
 {
-    uint64_t used = catalog_.blocks;
-    for (const auto &[n, o] : objects_) used += blocks_for(o.bytes);
-    return (total_blocks_ - kFirstDataBlock - std::min(used, total_blocks_ - kFirstDataBlock)) * block_;
+    std::lock_guard<std::mutex> g(mu_);
+    const State s = refresh();
+    uint64_t used = s.base.blocks;
+    for (const auto &[n, o] : s.contents.objects) used += blocks_for(o.bytes);
+    for (const auto &[id, r] : s.contents.reservations) used += r.blocks;
+    return (s.total_blocks - kFirstDataBlock - std::min(used, s.total_blocks - kFirstDataBlock)) * block_;
+}
+
+uint64_t ObjectStore::generation() const
+{
+    std::lock_guard<std::mutex> g(mu_);
+    return refresh().generation;
+}
+
+// Commits the next generation into the slot `from` does not occupy: by Compare and Write
+// against the bytes read there when the drive offers it (false: another writer was first).
+bool ObjectStore::write_superblock(const State &from, const Extent &base, uint64_t base_bytes, uint32_t base_crc,
+                                   uint32_t base_format, const std::vector<uint8_t> &journal)
+{
+    Superblock sb{};
+    std::memcpy(sb.magic, kMagic, 8);
+    sb.version = kVersion;
+    sb.block_size = block_;
+    sb.generation = from.generation + 1;
+    sb.total_blocks = from.total_blocks;
+    sb.catalog_block = base.block;
+    sb.catalog_blocks = base.blocks;
+    sb.catalog_bytes = base_bytes;
+    sb.catalog_crc = base_crc;
+    sb.catalog_format = base_format;
+    sb.journal_bytes = static_cast<uint32_t>(journal.size());
+    sb.crc = csd_crc32c_extend(csd_crc32c(&sb, offsetof(Superblock, crc)), journal.data(), journal.size());
+    std::vector<uint8_t> blk(block_, 0);
+    std::memcpy(blk.data(), &sb, sizeof sb);
+    std::copy(journal.begin(), journal.end(), blk.begin() + sizeof sb);
+    const uint64_t slba = (sb.generation % 2 == 1 ? 0 : 1) * lbas_per_block_;
+    if (cas_) {
+        if (!dev_.compare_and_write(slba, lbas_per_block_, from.other_slot.data(), blk.data())) return false;
+    } else {
+        dev_.write_lbas(slba, lbas_per_block_, blk.data());
+    }
+    dev_.flush();
+    return true;
+}
+
+ObjectStore::State ObjectStore::update(const std::function<Changes(const State &)> &make, bool compacting)
+{
+    const size_t room = block_ - sizeof(Superblock);
+    for (unsigned attempt = 0;; attempt++) {
+        State s = refresh();
+        const Changes ch = make(s);
+        if (ch.empty()) return s;
+        // Ordinary changes leave room for a few reservations, which a compaction needs.
+        const size_t keep = compacting ? 0 : 4 * catalog::kMaxReserveEntry;
+        if (s.journal.size() + ch.size() + keep > room) {
+            if (compacting) {
+                backoff(attempt);  // another writer is compacting: its commit empties the journal
+            } else {
+                compact();
+            }
+            continue;
+        }
+        std::vector<uint8_t> journal = s.journal;
+        journal.insert(journal.end(), ch.begin(), ch.end());
+        if (write_superblock(s, s.base, s.base_bytes, s.base_crc, s.base_format, journal)) {
+            catalog::apply(ch.data(), ch.size(), &s.contents);
+            s.generation++;
+            s.journal = std::move(journal);
+            return s;
+        }
+        if (attempt >= 10000) throw Error("object store: could not commit against other writers", EBUSY);
+        backoff(attempt);
+    }
+}
+
+Reservation ObjectStore::reserve(uint64_t blocks, bool compacting)
+{
+    Reservation r;
+    r.id = random_id();
+    r.blocks = blocks;
+    r.owner = writer_name();
+    update(
+        [&](const State &s) {
+            r.block = allocate(s, blocks);
+            r.time = now_s();
+            return catalog::reserve_entry(r);
+        },
+        compacting);
+    return r;
+}
+
+void ObjectStore::release(uint64_t id)
+{
+    update([&](const State &s) { return s.contents.reservations.count(id) ? catalog::release_entry(id) : Changes{}; },
+           true);
+}
+
+// Writes the full catalog into reserved space and commits a superblock that points to it
+// with an empty journal; the old base catalog's space is free from then on.
+void ObjectStore::compact()
+{
+    for (;;) {
+        const State now = refresh();
+        const uint64_t need = blocks_for(catalog::encode(now.contents).size() + block_);
+        const Reservation r = reserve(need, true);
+        for (;;) {
+            const State s = refresh();
+            if (!s.contents.reservations.count(r.id)) {
+                throw Error("object store: the space reserved for its catalog was reclaimed by another writer", EAGAIN);
+            }
+            catalog::Contents c = s.contents;
+            c.reservations.erase(r.id);
+            const std::vector<uint8_t> bytes = catalog::encode(c);
+            if (blocks_for(bytes.size()) > r.blocks) {
+                release(r.id);  // the catalog grew meanwhile: reserve more
+                break;
+            }
+            write_blocks(r.block, bytes.data(), bytes.size());
+            dev_.flush();
+            if (write_superblock(s, {r.block, blocks_for(bytes.size())}, bytes.size(),
+                                 csd_crc32c(bytes.data(), bytes.size()), catalog::kFormat2, {})) {
+                return;
+            }
+        }
+    }
 }
 
 constexpr uint64_t kProgressChunk = 4 << 20;  // bytes between progress reports
@@ -267,78 +406,61 @@ void ObjectStore::write_blocks(uint64_t block, const void *data, uint64_t bytes,
     }
 }
 
-// Writes the catalog for `next` and switches the superblock to it; caller holds mu_ and
-// has written and flushed any new object data.
-void ObjectStore::commit(std::map<std::string, ObjectInfo> next)
-{
-    const std::vector<uint8_t> cat = serialize(next);
-    const uint64_t cat_blocks = blocks_for(cat.size());
-    // The new catalog must avoid the current catalog and every object of both states.
-    std::vector<Extent> avoid;
-    for (const auto &[n, o] : next) avoid.push_back({o.block, blocks_for(o.bytes)});
-    const uint64_t cat_block = allocate(cat_blocks, avoid);
-    write_blocks(cat_block, cat.data(), cat.size());
-    dev_.flush();
-
-    Superblock sb{};
-    std::memcpy(sb.magic, kMagic, 8);
-    sb.version = kVersion;
-    sb.block_size = block_;
-    sb.generation = generation_ + 1;
-    sb.total_blocks = total_blocks_;
-    sb.catalog_block = cat_block;
-    sb.catalog_blocks = cat_blocks;
-    sb.catalog_bytes = cat.size();
-    sb.catalog_crc = csd_crc32c(cat.data(), cat.size());
-    sb.crc = csd_crc32c(&sb, offsetof(Superblock, crc));
-    std::vector<uint8_t> blk(block_, 0);
-    std::memcpy(blk.data(), &sb, sizeof sb);
-    dev_.write_lbas((sb.generation % 2 == 1 ? 0 : 1) * lbas_per_block_, lbas_per_block_, blk.data());
-    dev_.flush();
-    generation_ = sb.generation;
-    catalog_ = {cat_block, cat_blocks};
-    objects_ = std::move(next);
-}
-
 // A catalog entry for a new object (its data block still to be allocated).
 static ObjectInfo new_entry(const std::string &name, uint64_t bytes, const std::string &dtype,
-                            const std::vector<uint64_t> &shape, uint64_t generation)
+                            const std::vector<uint64_t> &shape)
 {
     ObjectInfo o;
     o.name = name;
     o.dtype = dtype;
     o.shape = shape;
     o.bytes = bytes;
-    o.generation = generation;
     return o;
 }
 
-// Adds or replaces an object whose data is written and flushed; caller holds mu_.
-void ObjectStore::commit_object(const ObjectInfo &o)
+// Commits an object whose data is written and flushed into reserved space.
+void ObjectStore::commit_put(const ObjectInfo &obj, uint64_t reservation)
 {
-    auto next = objects_;
-    next[o.name] = o;
-    commit(std::move(next));
+    ObjectInfo o = obj;
+    update([&](const State &s) {
+        if (!s.contents.reservations.count(reservation)) {
+            throw Error("put of object '" + o.name +
+                            "': its reserved space was reclaimed by another writer ('csdctl reclaim'); not stored",
+                        EIO);
+        }
+        o.generation = s.generation + 1;
+        return catalog::put_entry(o, reservation);
+    });
 }
 
 void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                       const std::vector<uint64_t> &shape, const Progress &progress)
 {
-    check_entry(name, dtype, shape);
+    catalog::check_entry(name, dtype, shape);
     std::lock_guard<std::mutex> g(mu_);
-    ObjectInfo o = new_entry(name, bytes, dtype, shape, generation_ + 1);
+    ObjectInfo o = new_entry(name, bytes, dtype, shape);
     o.crc32c = csd_crc32c(data, bytes);
-    o.block = allocate(blocks_for(bytes), {});
-    write_blocks(o.block, data, bytes, progress);
-    dev_.flush();
-    commit_object(o);
+    const Reservation r = reserve(blocks_for(bytes));
+    try {
+        o.block = r.block;
+        write_blocks(o.block, data, bytes, progress);
+        dev_.flush();
+        commit_put(o, r.id);
+    } catch (...) {
+        try {
+            release(r.id);
+        } catch (...) {  // the first error is the one to report
+        }
+        throw;
+    }
 }
 
 ObjectInfo ObjectStore::stat(const std::string &name) const
 {
     std::lock_guard<std::mutex> g(mu_);
-    auto it = objects_.find(name);
-    if (it == objects_.end()) {
+    const State s = refresh();
+    auto it = s.contents.objects.find(name);
+    if (it == s.contents.objects.end()) {
         throw Error("object '" + name + "'", ENOENT);
     }
     return it->second;
@@ -347,15 +469,43 @@ ObjectInfo ObjectStore::stat(const std::string &name) const
 bool ObjectStore::exists(const std::string &name) const
 {
     std::lock_guard<std::mutex> g(mu_);
-    return objects_.count(name) != 0;
+    return refresh().contents.objects.count(name) != 0;
 }
 
 std::vector<ObjectInfo> ObjectStore::list() const
 {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<ObjectInfo> v;
-    for (const auto &[n, o] : objects_) v.push_back(o);
+    for (const auto &[n, o] : refresh().contents.objects) v.push_back(o);
     return v;
+}
+
+std::vector<Reservation> ObjectStore::reservations() const
+{
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<Reservation> v;
+    for (const auto &[id, r] : refresh().contents.reservations) v.push_back(r);
+    return v;
+}
+
+size_t ObjectStore::reclaim(uint64_t max_age_s)
+{
+    std::lock_guard<std::mutex> g(mu_);
+    size_t n = 0;
+    update([&](const State &s) {
+        Changes ch;
+        n = 0;
+        const uint64_t now = now_s();
+        for (const auto &[id, r] : s.contents.reservations) {
+            if (now >= r.time && now - r.time >= max_age_s) {
+                const Changes e = catalog::release_entry(id);
+                ch.insert(ch.end(), e.begin(), e.end());
+                n++;
+            }
+        }
+        return ch;
+    });
+    return n;
 }
 
 void ObjectStore::read(const std::string &name, uint64_t offset, uint64_t len, void *buf, const Progress &progress)
@@ -385,24 +535,27 @@ void ObjectStore::read(const std::string &name, uint64_t offset, uint64_t len, v
 
 std::vector<uint8_t> ObjectStore::get(const std::string &name, const Progress &progress)
 {
-    const ObjectInfo o = stat(name);
-    std::vector<uint8_t> v(o.bytes);
-    read(name, 0, o.bytes, v.data(), progress);
-    if (csd_crc32c(v.data(), v.size()) != o.crc32c) {
-        throw Error("object '" + name + "' does not match its CRC-32C: the namespace was changed behind the store", EIO);
+    // An object replaced by another writer while it was read fails its CRC: read again.
+    for (int attempt = 0;; attempt++) {
+        const ObjectInfo o = stat(name);
+        std::vector<uint8_t> v(o.bytes);
+        read(name, 0, o.bytes, v.data(), progress);
+        if (csd_crc32c(v.data(), v.size()) == o.crc32c) return v;
+        const ObjectInfo again = stat(name);
+        if (attempt >= 3 || (again.block == o.block && again.crc32c == o.crc32c && again.generation == o.generation)) {
+            throw Error("object '" + name + "' does not match its CRC-32C: the namespace was changed behind the store",
+                        EIO);
+        }
     }
-    return v;
 }
 
 void ObjectStore::remove(const std::string &name)
 {
     std::lock_guard<std::mutex> g(mu_);
-    if (!objects_.count(name)) {
-        throw Error("remove object '" + name + "'", ENOENT);
-    }
-    auto next = objects_;
-    next.erase(name);
-    commit(std::move(next));
+    update([&](const State &s) {
+        if (!s.contents.objects.count(name)) throw Error("remove object '" + name + "'", ENOENT);
+        return catalog::remove_entry(name);
+    });
 }
 
 SlmBuffer ObjectStore::load(const std::string &name)
@@ -417,7 +570,7 @@ SlmBuffer ObjectStore::load(const std::string &name)
 void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &dtype,
                                const std::vector<uint64_t> &shape)
 {
-    check_entry(name, dtype, shape);
+    catalog::check_entry(name, dtype, shape);
     const uint64_t blocks = blocks_for(bytes);
     if (src.size() < blocks * block_) {
         throw Error("put_from_slm: the SLM buffer must cover whole store blocks (" + std::to_string(blocks * block_) +
@@ -425,14 +578,23 @@ void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, ui
                     EINVAL);
     }
     std::lock_guard<std::mutex> g(mu_);
-    ObjectInfo o = new_entry(name, bytes, dtype, shape, generation_ + 1);
+    ObjectInfo o = new_entry(name, bytes, dtype, shape);
     // The CRC is computed inside the drive too: only 8 bytes cross the bus.
     o.crc32c = bytes ? static_cast<uint32_t>(programs::checksum(dev_, ChecksumAlgo::crc32c, Range{src.offset(), bytes}))
                      : csd_crc32c(nullptr, 0);
-    o.block = allocate(blocks, {});
-    dev_.slm_store(o.block * lbas_per_block_, blocks * lbas_per_block_, src.offset());
-    dev_.flush();
-    commit_object(o);
+    const Reservation r = reserve(blocks);
+    try {
+        o.block = r.block;
+        dev_.slm_store(o.block * lbas_per_block_, blocks * lbas_per_block_, src.offset());
+        dev_.flush();
+        commit_put(o, r.id);
+    } catch (...) {
+        try {
+            release(r.id);
+        } catch (...) {
+        }
+        throw;
+    }
 }
 
 FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec, const std::string &dst)

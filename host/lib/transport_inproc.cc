@@ -6,6 +6,7 @@
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
 // glue does. It is the only file of libcsd that includes the core.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,6 +163,7 @@ public:
             return ready(complete(op, {s, dw0}));
         }
         case CSD_OPC_PROGRAM_UNLOAD: return ready(complete(op, {csd_core_program_unload(core_, &op), 0}));
+        case CSD_OPC_COMPARE_WRITE: return ready(complete(op, {compare_write(op, cmd.data), 0}));
         default: return execute(cmd, op);
         }
     }
@@ -236,6 +238,23 @@ private:
             done += static_cast<uint64_t>(n);
         }
         return 0;
+    }
+
+    // Compare and Write: read, compare in the core, write on a match, under an exclusive
+    // lock on the backing file so that devices of other processes sharing it are excluded.
+    uint16_t compare_write(const csd_op &op, const void *data)
+    {
+        const uint64_t half = op.bytes / 2;
+        const off_t pos = static_cast<off_t>(op.slba * lba_);
+        std::vector<uint8_t> current(half);
+        if (flock(fd_, LOCK_EX) != 0) return kInternal;
+        uint16_t st = pread(fd_, current.data(), half, pos) == static_cast<ssize_t>(half) ? 0 : kInternal;
+        if (st == 0) st = csd_core_compare(&op, current.data(), data);
+        if (st == 0 && pwrite(fd_, static_cast<const uint8_t *>(data) + half, half, pos) != static_cast<ssize_t>(half)) {
+            st = kInternal;
+        }
+        flock(fd_, LOCK_UN);
+        return st;
     }
 
     std::future<Completion> execute(const Command &c, const csd_op &op)

@@ -106,14 +106,19 @@ public:
         }
         case 0x00:
         case 0x01:
-        case 0x02: {
+        case 0x02:
+        case CSD_OPC_COMPARE_WRITE: {
             csd_ioc_ns_io r{};
-            r.write = c.opcode == 0x01;
+            r.write = c.opcode == CSD_OPC_COMPARE_WRITE ? CSD_NS_IO_COMPARE_WRITE
+                      : c.opcode == 0x01               ? CSD_NS_IO_WRITE
+                                                       : CSD_NS_IO_READ;
             if (c.opcode != 0x00) {
                 r.slba = a;
                 r.nlb = (c.cdw12 & 0xFFFF) + 1;
                 r.buf = reinterpret_cast<uintptr_t>(c.data);
-                if (c.data_len < r.nlb * ns_.lba_size) return {kInvalidField, 0};
+                if (c.data_len < r.nlb * ns_.lba_size * (c.opcode == CSD_OPC_COMPARE_WRITE ? 2 : 1)) {
+                    return {kInvalidField, 0};
+                }
             }
             return call(CSD_IOC_NS_IO, &r, r.status);
         }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -188,6 +189,30 @@ int cmd_ls(Device &d, const Opts &o)
         for (const auto &i : v) print_object(i);
         std::printf("%zu objects, %llu bytes free\n", v.size(), static_cast<unsigned long long>(st.free_bytes()));
     }
+    return 0;
+}
+
+// Lists reservations older than max_age seconds (puts whose writer died) and frees them.
+int cmd_reclaim(Device &d, const Opts &o, uint64_t max_age)
+{
+    ObjectStore st(d);
+    json out = json::array();
+    const uint64_t now = static_cast<uint64_t>(time(nullptr));
+    for (const Reservation &r : st.reservations()) {
+        if (now >= r.time && now - r.time >= max_age) {
+            if (!o.json) {
+                std::printf("reservation %016llx: %llu bytes at block %llu, by %s, %llu s ago\n",
+                            static_cast<unsigned long long>(r.id),
+                            static_cast<unsigned long long>(r.blocks * std::max<uint32_t>(4096, d.ns().lba_size)),
+                            static_cast<unsigned long long>(r.block), r.owner.c_str(),
+                            static_cast<unsigned long long>(now - r.time));
+            }
+            out.push_back({{"id", r.id}, {"block", r.block}, {"blocks", r.blocks}, {"owner", r.owner}, {"time", r.time}});
+        }
+    }
+    const size_t n = st.reclaim(max_age);
+    if (o.json) print(json{{"reclaimed", n}, {"reservations", out}});
+    else std::printf("reclaimed %zu reservation(s)\n", n);
     return 0;
 }
 
@@ -471,6 +496,10 @@ int main(int argc, char **argv)
     auto *rm = app.add_subcommand("rm", "remove an object");
     rm->add_option("name", name, "object")->required();
     rm->callback([&] { action = [&](Device &d) { ObjectStore(d).remove(name); return 0; }; });
+    uint64_t max_age = 3600;
+    auto *reclaim = app.add_subcommand("reclaim", "free space reserved by puts whose writer died");
+    reclaim->add_option("--older-than", max_age, "only reservations at least this many seconds old (default 3600)");
+    reclaim->callback([&] { action = [&](Device &d) { return cmd_reclaim(d, o, max_age); }; });
     auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor) as object NAME");
     put->add_option("name", name, "object")->required();
     put->add_option("file", file, "file to store")->required();

@@ -22,7 +22,7 @@
  * execute descriptor itself (version 1 took a list of ranges and built it). 3: program
  * load and unload; CSD_IOC_LOG fills 4352 bytes.
  */
-#define CSD_IOC_API_VERSION 3
+#define CSD_IOC_API_VERSION 4
 
 /* Device facts; free_bytes is SLM not allocated by anyone. */
 struct csd_ioc_info {
@@ -70,9 +70,16 @@ struct csd_ioc_lba {
 	__u32 reserved;
 };
 
-/* Plain namespace I/O for the object store: read / write LBAs, or flush (nlb 0, buf 0). */
+/*
+ * Plain namespace I/O for the object store: read / write LBAs, flush (nlb 0, buf 0), or
+ * Compare and Write (the drive's 8Dh: buf holds the nlb LBAs expected, then the nlb LBAs
+ * to write; at most 64 KiB compared; status Compare Failure on a mismatch).
+ */
+#define CSD_NS_IO_READ 0
+#define CSD_NS_IO_WRITE 1
+#define CSD_NS_IO_COMPARE_WRITE 2
 struct csd_ioc_ns_io {
-	__u32 write;
+	__u32 write; /* CSD_NS_IO_* */
 	__u32 status;
 	__u64 slba;
 	__u64 nlb;

@@ -92,6 +92,14 @@ class Store:
             raise NotFound(f"no object {name!r} in the store")
         self._dev.store_remove(name)
 
+    def reservations(self):
+        """Space reserved by puts in progress, or left by writers that died mid-put."""
+        return self._dev.store_reservations()
+
+    def reclaim(self, older_than=3600):
+        """Frees reservations at least older_than seconds old; returns how many."""
+        return self._dev.store_reclaim(int(older_than))
+
     def __contains__(self, name):
         return self._dev.store_exists(name)
 

@@ -187,6 +187,7 @@ PYBIND11_MODULE(_core, m)
             d["max_program_bytes"] = c.max_program_bytes;
             d["downloadable_slots"] = c.downloadable_slots;
             d["program_types"] = c.program_types;
+            d["features"] = c.features;
             py::list progs;
             for (const auto &x : c.programs) progs.append(py::make_tuple(x.id, x.name, x.type));
             d["programs"] = progs;
@@ -316,6 +317,24 @@ PYBIND11_MODULE(_core, m)
             s.remove(name);
         })
         .def("store_exists", [](PyDevice &p, const std::string &name) { return p.s().exists(name); })
+        .def("store_reclaim", [](PyDevice &p, uint64_t max_age) {
+            ObjectStore &s = p.s();
+            py::gil_scoped_release r;
+            return s.reclaim(max_age);
+        })
+        .def("store_reservations", [](PyDevice &p) {
+            py::list l;
+            for (const auto &x : p.s().reservations()) {
+                py::dict d;
+                d["id"] = x.id;
+                d["block"] = x.block;
+                d["blocks"] = x.blocks;
+                d["time"] = x.time;
+                d["owner"] = x.owner;
+                l.append(d);
+            }
+            return l;
+        })
         .def("store_load", [](std::shared_ptr<PyDevice> p, const std::string &name) {
             auto s = std::make_shared<PySlm>();
             s->owner = p;

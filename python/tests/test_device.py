@@ -1,5 +1,6 @@
 """nvme_csd against a device: programs checked with numpy, errors, the store mapping."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -158,3 +159,37 @@ def test_closed_device(dev):
         dev.stats
     with pytest.raises(nvme_csd.CsdError):
         dev.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+
+
+def _writer(path, uring, w, n):
+    """One writer process: its own Device, puts n objects and removes every third."""
+    d = nvme_csd.open(path, uring=uring)
+    for k in range(n):
+        d.store[f"p{w}-{k}"] = np.full(100 + 37 * k + w, w * 100 + k, dtype=np.int32)
+        if k >= 2 and (k - 2) % 3 == 2:
+            del d.store[f"p{w}-{k - 2}"]
+    d.close()
+
+
+def test_writers_in_several_processes_lose_nothing(dev):
+    """Processes sharing only the drive put and remove at once; every acknowledged
+    update is there afterwards (the drive's Compare and Write arbitrates commits)."""
+    import multiprocessing as mp
+
+    path = dev.path
+    writers, n = 3, 15
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, os.environ.get("CSD_TEST_URING") == "1", w, n))
+             for w in range(writers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0, "a writer process failed"
+    want = {f"p{w}-{k}" for w in range(writers) for k in range(n) if not ((k - 0) % 3 == 2 and k + 2 < n)}
+    assert set(dev.store.keys()) == want
+    for name in want:
+        w, k = (int(x) for x in name[1:].split("-"))
+        a = dev.store[name]
+        assert a.shape == (100 + 37 * k + w,) and (a == w * 100 + k).all(), name
+    assert dev.store.reservations() == []

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
-fuzz_program: each eBPF object the build made (examples and refused ones) + records."""
+fuzz_program: each eBPF object the build made (examples and refused ones) + records;
+fuzz_catalog: catalogs of both formats and a journal, encoded here independently."""
 import glob
 import os
 import struct
@@ -9,6 +10,30 @@ import sys
 
 target, out = sys.argv[1], sys.argv[2]
 top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def cat_str(s):
+    return struct.pack("<H", len(s)) + s
+
+
+def cat_object(name, dtype, shape, nbytes=4096, block=3, crc=0x1234, gen=2):
+    return (cat_str(name) + cat_str(dtype) + struct.pack("<I", len(shape)) +
+            b"".join(struct.pack("<Q", d) for d in shape) + struct.pack("<QQIQ", nbytes, block, crc, gen))
+
+
+def cat_reservation(rid, block, blocks, owner=b"host:42"):
+    return struct.pack("<QQQQ", rid, block, blocks, 1700000000) + cat_str(owner)
+
+
+if target == "fuzz_catalog":  # mode byte 0: format 1, 1: format 2, 2: journal
+    objs = [cat_object(b"blob", b"", []), cat_object(b"t", b"<f4", [10, 100]), cat_object(b"x" * 255, b"d" * 255, [1] * 32)]
+    v1 = struct.pack("<I", len(objs)) + b"".join(objs)
+    v2 = v1 + struct.pack("<I", 2) + cat_reservation(7, 10, 2) + cat_reservation(9, 20, 1)
+    journal = (b"\x01" + cat_object(b"new", b"<i8", [3]) + struct.pack("<Q", 1) + b"\x02" + cat_str(b"base") +
+               b"\x03" + cat_reservation(5, 30, 4) + b"\x04" + struct.pack("<Q", 5))
+    for name, data in (("v1", b"\x00" + v1), ("v2", b"\x01" + v2), ("empty", b"\x01" + bytes(8)), ("journal", b"\x02" + journal)):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    sys.exit(0)
 
 if target == "fuzz_program":
     objs = glob.glob(os.path.join(top, "build/meson/examples/bpf/*.o")) + \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets over the device core with clang (ASan + UBSan) and runs
 # each for SECONDS (default 60) from its seed corpus: fuzz_execute (descriptors and
-# programs over SLM) and fuzz_program (downloadable program images and their runs).
+# programs over SLM), fuzz_program (downloadable program images and their runs) and
+# fuzz_catalog (the object store's catalog decoder and journal).
 # Prints 'fuzz: N passed, N failed'.
 # Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET ...]
 set -uo pipefail
@@ -10,7 +11,7 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog)
 out="$top/build/fuzz"
 core="$top/qemu-device/core"
 lib_srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
@@ -26,12 +27,20 @@ for t in "${targets[@]}"; do
     [ -d "$dir" ] || rm -f "$dir"  # a binary of the one-target layout this replaced
     mkdir -p "$dir/corpus" "$dir/findings"
     bin="$dir/$t"
-    if [ ! -x "$bin" ] || [ -n "$(find "$here/$t.cc" "${lib_srcs[@]}" "$core/include" "$core/src" "$top/spec" -newer "$bin" 2>/dev/null)" ]; then
+    if [ "$t" = fuzz_catalog ]; then   # the host library's store codec, not the core
+        srcs=("$top/host/lib/store_catalog.cc" "$top/host/lib/error.cc")
+        flags=(-I"$top/host/include" -I"$top/host/lib" -I"$top/spec")
+        libs=()
+    else
+        srcs=("${lib_srcs[@]}")
+        flags=(-DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$top/spec"
+               $(pkg-config --cflags openblas))
+        libs=($(pkg-config --libs openblas libzstd liblz4 libxxhash libisal) "${bpf_libs[@]}")
+    fi
+    if [ ! -x "$bin" ] || [ -n "$(find "$here/$t.cc" "${srcs[@]}" "$core/include" "$core/src" "$top/spec" "$top/host/lib" -newer "$bin" 2>/dev/null)" ]; then
         echo "fuzz: building $t with clang++ (address, undefined, fuzzer)"
         clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-            -DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$top/spec" \
-            $(pkg-config --cflags openblas) "$here/$t.cc" "${lib_srcs[@]}" -o "$bin" \
-            $(pkg-config --libs openblas libzstd liblz4 libxxhash libisal) "${bpf_libs[@]}" || {
+            "${flags[@]}" "$here/$t.cc" "${srcs[@]}" -o "$bin" "${libs[@]}" || {
             echo "fuzz: $t did not build"; fail=$((fail + 1)); continue; }
     fi
     python3 "$here/make_seeds.py" "$t" "$dir/corpus"

@@ -2,6 +2,7 @@
 // in-process device over a temporary file); $CSD_TEST_URING=1 selects io_uring. The same
 // binary runs on the host (in-process) and in the guest (ioctl and io_uring on /dev/ng0n1).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -353,6 +354,67 @@ TEST(StoreCatalog, RefusesEntriesItCannotReadBack)
     EXPECT_EQ(again.list().size(), 2u);
     EXPECT_EQ(again.stat("deep-ok").shape.size(), 32u);
     EXPECT_EQ(again.get("ok"), std::vector<uint8_t>({'a', 'b', 'c'}));
+}
+
+// Several processes (each its own Device, sharing nothing but the drive) put and remove
+// objects at once: every acknowledged update must be there afterwards with its bytes.
+// Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
+TEST(StoreWriters, ConcurrentProcessesLoseNothing)
+{
+    constexpr int kWriters = 4, kOps = 24;
+    {
+        auto dev = open_dev();
+        ObjectStore::format(*dev);
+        if (!ObjectStore(*dev).multi_writer()) GTEST_SKIP() << "this device has no Compare and Write";
+    }
+    // Writer w's k-th object: deterministic bytes, so the parent can check them.
+    auto object = [](int w, int k) { return random_bytes(1 + (w * 7919 + k * 104729) % 20000, w * 1000 + k); };
+    auto removed = [](int k) { return k % 3 == 2; };  // every third put is removed again later
+    std::vector<pid_t> kids;
+    for (int w = 0; w < kWriters; w++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            int rc = 0;
+            try {
+                auto dev = open_dev();
+                ObjectStore s(*dev);
+                for (int k = 0; k < kOps; k++) {
+                    const auto v = object(w, k);
+                    s.put("w" + std::to_string(w) + "-" + std::to_string(k), v.data(), v.size());
+                    if (k >= 2 && removed(k - 2)) s.remove("w" + std::to_string(w) + "-" + std::to_string(k - 2));
+                }
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+                rc = 1;
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        kids.push_back(pid);
+    }
+    for (pid_t pid : kids) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above)";
+    }
+    auto dev = open_dev();
+    ObjectStore s(*dev);
+    size_t want = 0;
+    for (int w = 0; w < kWriters; w++) {
+        for (int k = 0; k < kOps; k++) {
+            const std::string name = "w" + std::to_string(w) + "-" + std::to_string(k);
+            if (removed(k) && k + 2 < kOps) {
+                EXPECT_FALSE(s.exists(name)) << name << " was removed";
+                continue;
+            }
+            want++;
+            ASSERT_TRUE(s.exists(name)) << "acknowledged put of " << name << " lost";
+            EXPECT_EQ(s.get(name), object(w, k)) << name;
+        }
+    }
+    EXPECT_EQ(s.list().size(), want);
+    EXPECT_TRUE(s.reservations().empty()) << "a finished put left its reservation";
 }
 
 TEST_F(Library, DownloadedProgramsFilterMapReduce)

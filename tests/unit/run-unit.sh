@@ -6,7 +6,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 mb="$top/build/meson"
 pass=0 fail=0
 for bin in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
-           "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test" \
+           "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-c-api-test" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
     echo "--- $(basename "$bin")"

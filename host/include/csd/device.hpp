@@ -34,6 +34,7 @@ struct Capabilities {
     uint32_t max_program_bytes = 0;  // 1.1: largest downloadable image
     uint16_t downloadable_slots = 0;  // 1.1
     uint16_t program_types = 0;       // 1.1: bit n = program type n (bit 1 eBPF)
+    uint32_t features = 0;            // CSD_FEATURE_* (bit 0: Compare and Write)
     std::vector<ProgramInfo> programs;
     // The listed program with this id, or nullptr.
     const ProgramInfo *program(uint16_t id) const
@@ -102,6 +103,9 @@ public:
     void read_lbas(uint64_t slba, uint64_t nlb, void *data);
     void write_lbas(uint64_t slba, uint64_t nlb, const void *data);
     void flush();
+    // Compare and Write (8Dh): writes `desired` over nlb LBAs from slba only if they hold
+    // `expected`, atomically against every other Compare and Write; false on a mismatch.
+    bool compare_and_write(uint64_t slba, uint64_t nlb, const void *expected, const void *desired);
 
     // Runs a program on SLM ranges and waits; throws csd::Error with the status.
     ExecResult execute(uint16_t program, const std::vector<Range> &ranges, const void *params = nullptr,

@@ -1,13 +1,16 @@
 // store.hpp - named objects (typed tensors and raw blobs) kept on the namespace itself,
 // with a catalog that survives reboots and stays consistent if power is cut at any
-// point of an update: data and catalog are written copy-on-write, then a checksummed,
-// generation-numbered superblock goes to the older of two slots; an acknowledged put or
-// rm is durable (flushed) before it returns.
+// point of an update: data is written copy-on-write into space reserved first, then a
+// checksummed, generation-numbered superblock (with a small journal of changes since the
+// last full catalog) goes to the older of two slots by the drive's Compare and Write, so
+// that writers in several processes (or hosts) never lose each other's updates; an
+// acknowledged put or rm is durable (flushed) before it returns. docs/store.md.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +32,14 @@ struct ObjectInfo {
     bool is_tensor() const { return !dtype.empty(); }
 };
 
+// Space a writer reserved for data it is writing (or left behind when it died mid-put).
+struct Reservation {
+    uint64_t id = 0;
+    uint64_t block = 0, blocks = 0;
+    uint64_t time = 0;  // seconds since the epoch, when reserved
+    std::string owner;  // "host:pid" of the writer
+};
+
 // Called during long transfers with bytes done so far and the total.
 using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
@@ -39,6 +50,7 @@ public:
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
+    ~ObjectStore();
 
     // Stores (or replaces) an object; durable when it returns.
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
@@ -52,9 +64,18 @@ public:
     std::vector<ObjectInfo> list() const;
     // Removes an object; durable when it returns.
     void remove(const std::string &name);
-    uint64_t generation() const { return generation_; }
+    uint64_t generation() const;
+    // Reservations in the catalog: writers' puts in progress, or leftovers of killed ones.
+    std::vector<Reservation> reservations() const;
+    // Frees reservations older than max_age_s seconds (space of puts whose writer died);
+    // returns how many. Only safe when no writer has been writing that long.
+    size_t reclaim(uint64_t max_age_s);
+    // Whether updates are arbitrated by the drive (Compare and Write); without it, only
+    // one writer at a time may use the store.
+    bool multi_writer() const { return cas_; }
     // The namespace LBA where an object's data starts (its bytes are contiguous).
     uint64_t first_lba(const ObjectInfo &o) const { return o.block * lbas_per_block_; }
+    // Free space as of the newest catalog.
     uint64_t free_bytes() const;
 
     // Loads an object into SLM (SLM Load, no bus crossing); the buffer is block-rounded.
@@ -69,26 +90,32 @@ private:
     struct Extent {
         uint64_t block, blocks;
     };
+    struct State;  // the newest committed state (store.cc)
+    // Journal entries, encoded.
+    using Changes = std::vector<uint8_t>;
+
     uint64_t blocks_for(uint64_t bytes) const { return bytes == 0 ? 1 : (bytes + block_ - 1) / block_; }
-    uint64_t allocate(uint64_t blocks, const std::vector<Extent> &also_used) const;
-    void commit(std::map<std::string, ObjectInfo> next);
-    void commit_object(const ObjectInfo &o);
+    uint64_t allocate(const State &s, uint64_t blocks) const;
+    State refresh() const;
+    bool read_slot(int slot, State *out, std::vector<uint8_t> *raw) const;
+    bool load_base(State *s) const;
+    // Appends the changes make() returns for the newest state and commits them; retries
+    // with a fresh state when another writer committed first. Returns the state committed.
+    State update(const std::function<Changes(const State &)> &make, bool compacting = false);
+    bool write_superblock(const State &from, const Extent &base, uint64_t base_bytes, uint32_t base_crc,
+                          uint32_t base_format, const std::vector<uint8_t> &journal);
+    void compact();
+    Reservation reserve(uint64_t blocks, bool compacting = false);
+    void release(uint64_t id);
     void write_blocks(uint64_t block, const void *data, uint64_t bytes, const Progress &progress = {});
-    struct Slot {
-        uint64_t generation = 0, total_blocks = 0;
-        Extent catalog{0, 0};
-        std::map<std::string, ObjectInfo> objects;
-    };
-    bool read_slot(int slot, Slot *out);
+    void commit_put(const ObjectInfo &o, uint64_t reservation);
 
     Device &dev_;
-    mutable std::mutex mu_;
+    mutable std::mutex mu_;  // one update at a time within this process
     uint32_t block_ = 4096;
     uint64_t lbas_per_block_ = 8;
-    uint64_t total_blocks_ = 0;
-    uint64_t generation_ = 0;
-    Extent catalog_{0, 0};
-    std::map<std::string, ObjectInfo> objects_;
+    bool cas_ = false;
+    mutable std::unique_ptr<State> cache_;  // the last state read (its base catalog is reused)
 };
 
 }  // namespace csd

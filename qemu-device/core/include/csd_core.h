@@ -46,12 +46,13 @@ struct csd_ctx {
 struct csd_op {
     uint8_t opcode;      /* CSD_OPC_* */
     struct csd_cmd cmd;  /* the command as decoded */
-    uint64_t slba;       /* SLM Load / Store: first LBA */
-    uint32_t nlb;        /* SLM Load / Store: number of LBAs (not 0's based) */
+    uint64_t slba;       /* SLM Load / Store, Compare and Write: first LBA */
+    uint32_t nlb;        /* SLM Load / Store, Compare and Write: LBAs (not 0's based) */
     uint64_t slm_offset; /* SLM Load / Store / Write / Read */
     uint8_t *slm;        /* SLM Load / Store / Write / Read: the checked SLM bytes */
     uint64_t bytes;      /* bytes to move: SLM<->namespace, SLM<->host, the descriptor
-                            (Execute) or the image chunk (Program Load) from the host */
+                            (Execute), the image chunk (Program Load) or expected + new
+                            data (Compare and Write) from the host */
 };
 
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
@@ -124,6 +125,14 @@ uint16_t csd_core_program_load(csd_core *core, const struct csd_op *op, const vo
 
 /* Program Unload (8Ch) after decode. */
 uint16_t csd_core_program_unload(csd_core *core, const struct csd_op *op);
+
+/*
+ * Compare and Write (8Dh) after decode: compares the op->bytes / 2 bytes the embedding
+ * read at op->slba (current) with the first half of the data the host sent; Success
+ * (then the embedding writes the second half) or Compare Failure. The embedding runs at
+ * most one Compare and Write at a time (another one gets Command Interrupted).
+ */
+uint16_t csd_core_compare(const struct csd_op *op, const void *current, const void *data);
 
 /* Runs downloaded programs in DPDK's interpreter instead of JIT code (benchmarks, tests). */
 void csd_core_set_bpf_interpreted(csd_core *core, int on);

@@ -73,9 +73,32 @@ uint16_t decode_program_load(csd_core *core, const csd_cmd *c, const csd_ctx *ct
     return CSD_STATUS_SUCCESS;
 }
 
+// Compare and Write: CDW10-11 SLBA, CDW12 bits 15:0 NLB (0's based); the data is the
+// expected then the new contents, so twice the range, which is at most CSD_CAW_MAX_BYTES.
+uint16_t decode_compare_write(const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
+{
+    op->slba = dwords64(c->cdw10, c->cdw11);
+    op->nlb = (c->cdw12 & 0xFFFF) + 1;
+    const uint64_t range = uint64_t{op->nlb} * ctx->lba_size;
+    op->bytes = 2 * range;
+    if (op->slba > ctx->lba_count || op->nlb > ctx->lba_count - op->slba) {
+        return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+    }
+    if (range > CSD_CAW_MAX_BYTES || exceeds_mdts(ctx, op->bytes)) {
+        return kInvalidField;
+    }
+    return CSD_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
+
+uint16_t csd_core_compare(const csd_op *op, const void *current, const void *data)
+{
+    return std::memcmp(current, data, op->bytes / 2) == 0 ? CSD_STATUS_SUCCESS
+                                                          : CSD_STATUS_COMPARE_FAILURE | CSD_STATUS_DNR;
+}
 
 uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx, csd_op *op)
 {
@@ -96,6 +119,8 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
     case CSD_OPC_PROGRAM_UNLOAD:
         count(core, CSD_STAT_PROGRAM_UNLOAD_CMDS);
         return CSD_STATUS_SUCCESS;  // the slot is checked by csd_core_program_unload
+    case CSD_OPC_COMPARE_WRITE:
+        return decode_compare_write(cmd, ctx, op);
     default:
         return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
     }

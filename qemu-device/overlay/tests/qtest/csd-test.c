@@ -233,9 +233,11 @@ static void test_identify_and_logs(void)
     for (int opc = 0x80; opc <= 0x8f; opc++) {
         bool ours = csd_is_io_opcode(opc);
 
-        g_assert_true(ours == (opc <= 0x85 && opc != 0x83) || opc == 0x89 || opc == 0x8c);
+        g_assert_true(ours == ((opc <= 0x85 && opc != 0x83) || opc == 0x89 || opc == 0x8c ||
+                               opc == 0x8d));
         g_assert_cmpint(iocs[opc] & 1, ==, ours);
-        g_assert_cmpint(!!(iocs[opc] & 2), ==, opc == CSD_OPC_SLM_STORE);
+        g_assert_cmpint(!!(iocs[opc] & 2), ==,
+                        opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_COMPARE_WRITE);
     }
 
     g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
@@ -416,6 +418,7 @@ static void test_program_load(void)
     memcpy(&caps, page, sizeof(caps));
     g_assert_cmpuint(caps.nr_programs, ==, 11);
     g_assert_cmpuint(caps.program_types, ==, 1u << CSD_PROGRAM_TYPE_EBPF);
+    g_assert_cmphex(caps.features, ==, CSD_FEATURE_COMPARE_WRITE);
     g_assert_cmpuint(page[64 + 32 * 10 + 2], ==, CSD_PROGRAM_DOWNLOADED);
     g_assert_cmpstr((char *)page + 64 + 32 * 10 + 8, ==, "threshold");
 
@@ -565,6 +568,70 @@ static void test_reset_with_queued_executes(void)
 }
 
 /* The backing store fails (blkdebug injects EIO): Internal Error, nothing else breaks. */
+/* Compare and Write (8Dh): a match writes, a mismatch does not, one at a time. */
+static Sqe compare_write(Nvme *n, uint64_t slba, uint32_t nlb)
+{
+    return (Sqe){ .opc = CSD_OPC_COMPARE_WRITE, .nsid = 1, .prp1 = n->buf,
+                  .prp2 = n->buf + 4096, .cdw10 = (uint32_t)slba,
+                  .cdw11 = (uint32_t)(slba >> 32), .cdw12 = nlb - 1 };
+}
+
+static void test_compare_write(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M");
+    uint8_t data[16 * LBA], newer[8 * LBA];
+    g_autofree gchar *file = NULL;
+    gsize flen;
+    Sqe two[2];
+    uint16_t st[2];
+
+    for (int i = 0; i < 8 * LBA; i++) {
+        int b = 2000 * LBA + i;
+        data[i] = (uint8_t)(b * 7 + b / 4096);   /* what the namespace holds */
+        data[8 * LBA + i] = 0xA5;                /* what replaces it */
+        newer[i] = 0x5A;
+    }
+    qtest_memwrite(n->qs->qts, n->buf, data, sizeof(data));
+    g_assert_cmphex(run(n, 1, compare_write(n, 2000, 8)).status, ==, 0);
+    /* again with the same (now stale) expected bytes: Compare Failure, nothing written */
+    memcpy(data + 8 * LBA, newer, sizeof(newer));
+    qtest_memwrite(n->qs->qts, n->buf, data, sizeof(data));
+    g_assert_cmphex(run(n, 1, compare_write(n, 2000, 8)).status, ==,
+                    CSD_STATUS_COMPARE_FAILURE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 1 }).status, ==, 0);
+    g_assert(g_file_get_contents(n->disk, &file, &flen, NULL));
+    for (int i = 0; i < 8 * LBA; i++) {
+        g_assert_cmpint((uint8_t)file[2000 * LBA + i], ==, 0xA5);
+    }
+
+    /* two in one doorbell: the second finds the first between its read and its write */
+    memset(data, 0xA5, 8 * LBA);
+    qtest_memwrite(n->qs->qts, n->buf, data, sizeof(data));
+    for (int i = 0; i < 2; i++) {
+        Queue *q = &n->q[1];
+
+        two[i] = compare_write(n, 2000, 8);
+        two[i].cid = ++n->cid;
+        qtest_memwrite(n->qs->qts, q->sq + q->tail * 64, &two[i], sizeof(two[i]));
+        q->tail = (q->tail + 1) % QDEPTH;
+    }
+    qpci_io_writel(n->dev, n->bar, 0x1000 + 8, n->q[1].tail);
+    for (int i = 0; i < 2; i++) {
+        Cqe c = reap(n, 1);
+
+        st[c.cid == two[0].cid ? 0 : 1] = c.status >> 1;
+    }
+    g_assert_cmphex(st[0], ==, 0);
+    g_assert_cmphex(st[1], ==, CSD_STATUS_COMMAND_INTERRUPTED);  /* retryable: no DNR */
+
+    /* bad ranges: past the namespace, over 64 KiB compared */
+    g_assert_cmphex(run(n, 1, compare_write(n, NS_BYTES / LBA - 4, 8)).status, ==,
+                    CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, compare_write(n, 0, CSD_CAW_MAX_BYTES / LBA + 1)).status, ==,
+                    CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    stop(n);
+}
+
 static void test_backing_store_failure(void)
 {
     g_autofree char *conf = NULL;
@@ -615,6 +682,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/program-load", test_program_load);
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
     qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
+    qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Fuzzes the nvme device with csd=on as QEMU sees it: QEMU's own generic-fuzz target
+# (libFuzzer, clang, ASan + UBSan) drives MMIO, PCI config and DMA into the controller,
+# whose device core is built with the same instrumentation. Runs for SECONDS (default 60)
+# on JOBS workers (default 1) from the corpus kept in build/fuzz/qemu-generic/corpus
+# (it grows across runs) plus the checked-in regressions. Prints
+# 'qemu-fuzz: N passed, N failed' and the executions done; a finding is in
+# build/fuzz/qemu-generic/findings/.
+# Usage: tests/fuzz/run-qemu-fuzz.sh [SECONDS] [JOBS]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+secs=${1:-60}
+jobs=${2:-1}
+dir="$top/build/fuzz/qemu-generic"
+core="$top/qemu-device/core"
+mkdir -p "$dir/corpus" "$dir/findings" "$dir/core"
+
+fail() { echo "qemu-fuzz: $*"; echo "qemu-fuzz: 0 passed, 1 failed"; exit 1; }
+
+# ---- the device core, instrumented like QEMU (coverage for libFuzzer, ASan, UBSan)
+lib="$dir/core/libcsd_core.a"
+srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
+bpf_flags=() libs="-lopenblas -lzstd -llz4 -ldl -lxxhash -lisal"
+if pkg-config --exists libdpdk; then
+    inc=$(pkg-config --variable=includedir libdpdk)
+    bpf_flags=(-DCSD_HAVE_BPF -I"$inc" -I"$inc/../x86_64-linux-gnu/dpdk")
+    libs="$libs -lrte_bpf -lrte_eal"
+fi
+echo "$libs -lstdc++ -lm" > "$dir/core/link-libs.txt"
+if [ ! -f "$lib" ] || [ -n "$(find "${srcs[@]}" "$core/include" "$top/spec" -newer "$lib" 2>/dev/null)" ]; then
+    echo "qemu-fuzz: building the device core with clang++ (fuzzer-no-link, address, undefined)"
+    rm -rf "$dir/core/obj" && mkdir -p "$dir/core/obj"
+    for s in "${srcs[@]}"; do
+        o="$dir/core/obj/$(basename "$(dirname "$s")")_$(basename "$s" .cc).o"
+        clang++ -std=c++17 -O1 -g -fPIC -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function,vptr \
+            -DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$top/spec" \
+            $(pkg-config --cflags openblas) -c "$s" -o "$o" || fail "core source $s did not build"
+    done
+    rm -f "$lib" && ar rcs "$lib" "$dir"/core/obj/*.o
+fi
+
+# ---- QEMU's fuzzer binary, cached on its inputs like the ordinary build
+bash "$top/qemu-device/build-qemu.sh" --fuzz --core-lib "$lib" --core-libs "$dir/core/link-libs.txt" ||
+    fail "QEMU's fuzzer did not build"
+bin="$top/build/qemu-fuzz/qemu-fuzz-x86_64"
+
+# ---- the run: one controller with csd=on, a small namespace and a small SLM so that
+# the fuzzer's DMA reaches both; nvme* and pci objects are the fuzzed regions.
+export QEMU_FUZZ_ARGS="-machine q35 -nodefaults -L $top/build/share/qemu \
+ -drive file=null-co://,if=none,format=raw,id=disk0,file.size=64M \
+ -device nvme,serial=fuzz,drive=disk0,csd=on,csd.slm-size=4M,csd.compute-units=2"
+export QEMU_FUZZ_OBJECTS="nvme*"
+export QEMU_FUZZ_TIMEOUT=5
+regressions=()
+[ -d "$here/regressions/qemu-generic" ] && regressions=("$here/regressions/qemu-generic")
+log="$dir/last-run.log"
+start=$(date +%s)
+if [ "$jobs" -gt 1 ]; then
+    # libFuzzer's -jobs writes one fuzz-N.log per worker; their stats are summed below.
+    (cd "$dir" && rm -f fuzz-*.log &&
+     ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        "$bin" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
+        -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/findings/" \
+        "$dir/corpus" "${regressions[@]}") > "$log" 2>&1
+    rc=$?
+    cat "$dir"/fuzz-*.log >> "$log" 2>/dev/null
+else
+    ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        "$bin" --fuzz-target=generic-fuzz -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 \
+        -print_final_stats=1 -artifact_prefix="$dir/findings/" "$dir/corpus" "${regressions[@]}" > "$log" 2>&1
+    rc=$?
+fi
+execs=$(awk '/^stat::number_of_executed_units/ {n += $2} END {print n + 0}' "$log")
+took=$(( $(date +%s) - start ))
+echo "qemu-fuzz: $execs executions in $took s on $jobs worker(s); corpus $(ls "$dir/corpus" | wc -l) inputs"
+echo "$(date -u +%FT%TZ) $execs $took $jobs" >> "$dir/executions.txt"
+echo "qemu-fuzz: executions so far (all runs kept in $dir/executions.txt): $(awk '{n += $2} END {print n + 0}' "$dir/executions.txt")"
+if [ $rc = 0 ] && [ "$execs" -gt 0 ]; then
+    echo "ok   generic-fuzz nvme csd=on: $secs s, no findings"
+    echo "qemu-fuzz: 1 passed, 0 failed"
+else
+    tail -n 60 "$log"
+    echo "FAIL generic-fuzz nvme csd=on (exit $rc): see $log and $dir/findings/"
+    echo "qemu-fuzz: 0 passed, 1 failed"
+    exit 1
+fi
