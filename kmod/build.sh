@@ -11,8 +11,8 @@ out=${KMOD_OUT:-$top/build/kmod}
 [ -d "$kdir" ] || { echo "kmod: kernel headers missing (make image)" >&2; exit 1; }
 mkdir -p "$out/uapi"
 copy() { cmp -s "$1" "$2" || cp "$1" "$2"; }
-for f in csd_main.c csd_p2p.c csd_programs.c csd.h Kbuild uapi/csd_ioctl.h; do
-    copy "$src/$f" "$out/$f"
+for f in "$src"/*.c "$src"/*.h "$src"/Kbuild "$src"/uapi/csd_ioctl.h; do
+    copy "$f" "$out/${f#"$src"/}"
 done
 rm -f "$out/csd.c"  # the module's single source before it was split
 copy "$top/spec/csd_spec.h" "$out/csd_spec.h"

@@ -22,7 +22,21 @@ struct csd_dev;
 struct csd_file {
 	struct csd_dev *cd;
 	struct rw_semaphore free_sem; /* CSD_IOC_FREE waits for this file's commands */
+	u64 part_start; /* this file's LBA partition (csd_partition.c) */
+	u64 part_lbas;
 };
+
+/* Sets the file's LBA partition for the opener: 0, -EACCES or -EINVAL (bad parameter). */
+int csd_partition_open(struct csd_file *cf, u64 ns_lbas);
+
+/* Whether [slba, slba + nlb) is inside the file's partition; its namespace LBA in *abs. */
+static inline bool csd_lba_range(const struct csd_file *cf, u64 slba, u64 nlb, u64 *abs)
+{
+	if (slba > cf->part_lbas || nlb > cf->part_lbas - slba)
+		return false;
+	*abs = cf->part_start + slba;
+	return true;
+}
 
 struct csd_alloc {
 	struct list_head node; /* in csd_dev.allocs, sorted by offset */

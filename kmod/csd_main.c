@@ -357,7 +357,7 @@ static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
 	struct csd_dev *cd = cf->cd;
 	struct csd_ioc_lba l;
 	struct nvme_command c;
-	u64 abs, bytes;
+	u64 abs, bytes, lba;
 	int ret;
 
 	if (copy_from_user(&l, argp, sizeof(l)))
@@ -368,8 +368,13 @@ static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
 	ret = csd_translate(cf, l.handle, l.offset, bytes, &abs);
 	if (ret)
 		return ret;
+	if (!csd_lba_range(cf, l.slba, l.nlb, &lba)) {
+		/* outside this file's partition: as the drive answers past its end */
+		l.status = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+		return copy_to_user(argp, &l, sizeof(l)) ? -EFAULT : 0;
+	}
 	csd_cmd(&c, store ? CSD_OPC_SLM_STORE : CSD_OPC_SLM_LOAD, cd->ns->head->ns_id,
-		lower_32_bits(l.slba), upper_32_bits(l.slba), l.nlb - 1, lower_32_bits(abs),
+		lower_32_bits(lba), upper_32_bits(lba), l.nlb - 1, lower_32_bits(abs),
 		upper_32_bits(abs));
 	ret = csd_submit(cd, false, &c, NULL, 0, NULL);
 	if (ret < 0)
@@ -384,7 +389,7 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	u32 shift = cd->ns->head->lba_shift;
 	struct csd_ioc_ns_io r;
 	struct nvme_command c;
-	u64 done = 0, bytes, last;
+	u64 done = 0, bytes, last, first;
 	int ret = 0;
 
 	if (copy_from_user(&r, argp, sizeof(r)))
@@ -402,17 +407,22 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 		    check_add_overflow(r.slba, r.nlb, &last))
 			return -EINVAL;
 		bytes = r.nlb << shift;
+		if (r.write == CSD_NS_IO_COMPARE_WRITE && bytes > CSD_CAW_MAX_BYTES)
+			return -EINVAL;
+		if (!csd_lba_range(cf, r.slba, r.nlb, &first)) {
+			/* outside this file's partition: as the drive answers past its end */
+			r.status = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+			return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
+		}
 		if (r.write == CSD_NS_IO_COMPARE_WRITE) {
-			if (bytes > CSD_CAW_MAX_BYTES)
-				return -EINVAL;
 			csd_cmd(&c, CSD_OPC_COMPARE_WRITE, cd->ns->head->ns_id,
-				lower_32_bits(r.slba), upper_32_bits(r.slba), r.nlb - 1, 0, 0);
+				lower_32_bits(first), upper_32_bits(first), r.nlb - 1, 0, 0);
 			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf), 2 * bytes, NULL);
 			bytes = 0;
 		}
 		while (done < bytes) {
 			u32 n = min_t(u64, bytes - done, CSD_CHUNK);
-			u64 slba = r.slba + (done >> shift);
+			u64 slba = first + (done >> shift);
 
 			csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
 				lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
@@ -529,7 +539,7 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		struct csd_ioc_info info = {
 			.slm_size = cd->slm_size,
 			.free_bytes = csd_free_bytes(cd),
-			.lba_count = get_capacity(cd->ns->disk) >> (shift - SECTOR_SHIFT),
+			.lba_count = cf->part_lbas, /* this file's partition */
 			.lba_size = 1U << shift,
 			.compute_units = cd->compute_units,
 			.nr_programs = cd->nr_programs,
@@ -604,10 +614,18 @@ static int csd_open(struct inode *inode, struct file *file)
 	struct csd_dev *cd = container_of(inode->i_cdev, struct csd_dev, cdev);
 	struct csd_file *cf = kzalloc(sizeof(*cf), GFP_KERNEL);
 
+	u32 shift = cd->ns->head->lba_shift;
+	int ret;
+
 	if (!cf)
 		return -ENOMEM;
 	cf->cd = cd;
 	init_rwsem(&cf->free_sem);
+	ret = csd_partition_open(cf, get_capacity(cd->ns->disk) >> (shift - SECTOR_SHIFT));
+	if (ret) {
+		kfree(cf);
+		return ret;
+	}
 	file->private_data = cf;
 	return 0;
 }

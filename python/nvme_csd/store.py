@@ -92,6 +92,11 @@ class Store:
             raise NotFound(f"no object {name!r} in the store")
         self._dev.store_remove(name)
 
+    @property
+    def generation(self):
+        """The store's generation: it grows by one with every committed change."""
+        return self._dev.store_generation()
+
     def reservations(self):
         """Space reserved by puts in progress, or left by writers that died mid-put."""
         return self._dev.store_reservations()

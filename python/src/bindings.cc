@@ -317,6 +317,7 @@ PYBIND11_MODULE(_core, m)
             s.remove(name);
         })
         .def("store_exists", [](PyDevice &p, const std::string &name) { return p.s().exists(name); })
+        .def("store_generation", [](PyDevice &p) { return p.s().generation(); })
         .def("store_reclaim", [](PyDevice &p, uint64_t max_age) {
             ObjectStore &s = p.s();
             py::gil_scoped_release r;

@@ -1,14 +1,20 @@
 // libFuzzer target: descriptor parsing and program execution over SLM. The input is
 // split into a descriptor (first 2 bytes: its length) and bytes that seed SLM, so the
 // fuzzer reaches every program with data it controls. Any crash, sanitizer report,
-// out-of-SLM access (ASan sees SLM as one mapping with guard pages) or hang is a finding.
+// out-of-SLM access, hang, or a write inside SLM outside the program's output range is a
+// finding: SLM is compared with a shadow copy after every run, and only bytes of the
+// descriptor's last range (the output range of every program of spec section 6;
+// checksum has none) may have changed.
 #include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "csd_core.h"
 
@@ -54,6 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     csd_core_slm_range(g_core, 0, 1 << 20, &slm);
     const size_t seed = size - dlen < (1 << 20) ? size - dlen : (1 << 20);
     std::memcpy(slm, data + dlen, seed);
+    static std::vector<uint8_t> shadow(1 << 20);
+    std::memcpy(shadow.data(), slm, shadow.size());
     csd_exec *job = nullptr;
     if (csd_core_exec_prepare(g_core, data, static_cast<uint32_t>(dlen), &job) == 0) {
         uint32_t dw0, dw1;
@@ -61,6 +69,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_started_ms = now_ms();
         csd_core_exec_run(g_core, job, &g_cancel, &dw0, &dw1);
         g_started_ms = -1;
+        // The bytes the program may have written: its last range (prepare accepted the
+        // descriptor, so its header and ranges are well-formed and inside SLM).
+        csd_desc_header h;
+        std::memcpy(&h, data, sizeof h);
+        uint64_t lo = 0, hi = 0;
+        if (h.nr_ranges >= 2 && h.program_id != CSD_PROG_CHECKSUM) {
+            const csd_desc_range out = csd_desc_range_get(data, h.nr_ranges - 1u);
+            lo = out.offset;
+            hi = out.offset + out.length;
+        }
+        for (size_t i = 0; i < shadow.size(); i++) {
+            if (slm[i] != shadow[i] && (i < lo || i >= hi)) {
+                std::fprintf(stderr, "program %u wrote SLM byte %zu outside its output range [%llu, %llu)\n",
+                             h.program_id, i, static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi));
+                std::abort();
+            }
+        }
     }
     return 0;
 }

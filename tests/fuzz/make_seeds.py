@@ -2,7 +2,10 @@
 """Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;
-fuzz_catalog: catalogs of both formats and a journal, encoded here independently."""
+fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
+qemu-generic: QEMU generic-fuzz inputs that enable the controller, create an I/O queue
+pair and submit each CSD command (MMIO writes + DMA patterns that become the queue
+entries and data the controller reads)."""
 import glob
 import os
 import struct
@@ -33,6 +36,56 @@ if target == "fuzz_catalog":  # mode byte 0: format 1, 1: format 2, 2: journal
     for name, data in (("v1", b"\x00" + v1), ("v2", b"\x01" + v2), ("empty", b"\x01" + bytes(8)), ("journal", b"\x02" + journal)):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
+    sys.exit(0)
+
+if target == "qemu-generic":
+    SEP = b"FUZZ"
+    ASQ, ACQ, IOSQ, IOCQ, DATA = 0x1000000, 0x1100000, 0x1200000, 0x1300000, 0x1400000
+
+    def mmio(off, value, size=2):  # OP_WRITE: size (0 b, 1 w, 2 l, 3 q), region 0 (the registers)
+        return bytes([3]) + struct.pack("<BBxxIQ", size, 0, off, value)
+
+    def pattern(data):  # OP_ADD_DMA_PATTERN: index 0, stride 0, the bytes a DMA read finds
+        return bytes([7]) + struct.pack("<BB", 0, 0) + data
+
+    def sqe(opc, nsid=0, prp1=0, prp2=0, cdw=(0, 0, 0, 0, 0, 0)):
+        return struct.pack("<BBHIQQQQ6I", opc, 0, 1, nsid, 0, 0, prp1, prp2, *cdw)
+
+    def desc(program, ranges, params):
+        d = struct.pack("<4sHHHHI", b"CSDX", 1, program, len(ranges), 0, len(params))
+        return d + b"".join(struct.pack("<QQ", o, n) for o, n in ranges) + params
+
+    def qemu_seed(name, io_cmds):
+        """io_cmds: (command, data the controller will read for it or None) in order."""
+        ops = [mmio(0x24, 31 << 16 | 31), mmio(0x28, ASQ, 3), mmio(0x30, ACQ, 3), mmio(0x14, 0x00460001)]
+        ops.append(pattern(sqe(0x05, prp1=IOCQ, cdw=(31 << 16 | 1, 1, 0, 0, 0, 0))))  # Create I/O CQ 1
+        ops.append(pattern(sqe(0x01, prp1=IOSQ, cdw=(31 << 16 | 1, 1 << 16 | 1, 0, 0, 0, 0))))  # I/O SQ 1
+        for cmd, data in io_cmds:
+            ops.append(pattern(cmd))
+            for at in range(0, len(data or b""), 4096):  # one DMA read per page of its PRPs
+                ops.append(pattern(data[at:at + 4096]))
+        ops += [mmio(0x1000, 2), bytes([9]), mmio(0x1008, len(io_cmds)), bytes([9])]
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(SEP.join(ops))
+
+    page = bytes(range(256)) * 16
+    cks = desc(8, [(0, 4096)], struct.pack("<I", 1))
+    gemm = desc(2, [(0, 64), (64, 64), (128, 64)], struct.pack("<4I2f", 4, 4, 4, 3, 1.0, 0.5))
+    qemu_seed("slm-write-read", [(sqe(0x81, 1, DATA, 0, (0, 0, 4096, 0, 0, 0)), page),
+                                 (sqe(0x82, 1, DATA, 0, (0, 0, 4096, 0, 0, 0)), None)])
+    qemu_seed("slm-load-store", [(sqe(0x80, 1, 0, 0, (8, 0, 7, 0, 0, 0)), None),
+                                 (sqe(0x84, 1, 0, 0, (64, 0, 7, 4096, 0, 0)), None)])
+    qemu_seed("execute-checksum", [(sqe(0x81, 1, DATA, 0, (0, 0, 4096, 0, 0, 0)), page),
+                                   (sqe(0x85, 1, DATA + 4096, 0, (len(cks), 0, 0, 0, 0, 0)), cks)])
+    qemu_seed("execute-gemm", [(sqe(0x85, 1, DATA, 0, (len(gemm), 0, 0, 0, 0, 0)), gemm)])
+    qemu_seed("compare-write", [(sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2),
+                                (sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2)])
+    elf = open(glob.glob(os.path.join(top, "build/meson/examples/bpf/threshold.o"))[0], "rb").read() \
+        if glob.glob(os.path.join(top, "build/meson/examples/bpf/threshold.o")) else b"\x7fELF" + bytes(60)
+    qemu_seed("program-load", [(sqe(0x89, 1, DATA, DATA + 4096, (1 << 16, len(elf), 0, min(len(elf), 8192), 16, 0)),
+                                elf[:8192]),
+                               (sqe(0x8C, 1, 0, 0, (0x100, 0, 0, 0, 0, 0)), None)])
+    qemu_seed("logs", [])
     sys.exit(0)
 
 if target == "fuzz_program":

@@ -52,6 +52,7 @@ export QEMU_FUZZ_ARGS="-machine q35 -nodefaults -L $top/build/share/qemu \
  -device nvme,serial=fuzz,drive=disk0,csd=on,csd.slm-size=4M,csd.compute-units=2"
 export QEMU_FUZZ_OBJECTS="nvme*"
 export QEMU_FUZZ_TIMEOUT=5
+python3 "$here/make_seeds.py" qemu-generic "$dir/corpus"   # controller up, one of each command
 regressions=()
 [ -d "$here/regressions/qemu-generic" ] && regressions=("$here/regressions/qemu-generic")
 log="$dir/last-run.log"

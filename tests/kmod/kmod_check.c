@@ -17,6 +17,11 @@
  *                                  slot in FILE, then sleep until killed
  *   kmod_check program-probe PATH SLOT IMAGE  as another user: that slot can be neither
  *                                  run nor unloaded; a program of one's own can
+ *   kmod_check partition PATH LBAS CHAR  the file's LBA partition: the device reports LBAS
+ *                                  LBAs; its first and last LBA take CHAR written by
+ *                                  namespace I/O, SLM Store and Compare and Write, read back
+ *                                  by namespace I/O and SLM Load; every LBA command past its
+ *                                  end (and wrapping ones) fails as past the drive's end
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
@@ -203,6 +208,96 @@ int main(int argc, char **argv)
 		fclose(f);
 		for (;;)
 			pause();
+	}
+	if (!strcmp(what, "partition") && argc == 5) {
+		uint64_t lbas = strtoull(argv[3], NULL, 0), last = lbas - 1;
+		const uint32_t oor = 0x4080; /* LBA Out of Range, DNR */
+		struct csd_ioc_info info = { 0 };
+		struct csd_ioc_alloc a = { .size = 8192 };
+		struct csd_ioc_xfer x = { .len = 4096, .buf = (uintptr_t)buf };
+		struct csd_ioc_ns_io io = { .nlb = 1, .buf = (uintptr_t)buf };
+		struct csd_ioc_lba l = { .nlb = 1 };
+		char c = argv[4][0];
+		int ok;
+
+		expect(ioctl(fd, CSD_IOC_INFO, &info) == 0 && info.lba_count == lbas,
+		       "the device reports the partition's size");
+		memset(buf, c, 512);
+		io.write = CSD_NS_IO_WRITE;
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && !io.status, "write of its first LBA");
+		io.slba = last;
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && !io.status, "write of its last LBA");
+		memset(buf, 0, 1024);
+		io.write = CSD_NS_IO_READ;
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && !io.status && buf[0] == c && buf[511] == c,
+		       "its last LBA reads back");
+		/* SLM Store then Load through the partition; Compare and Write of its last LBA */
+		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "an allocation");
+		memset(buf, c, 4096);
+		x.handle = a.handle;
+		expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && !x.status, "SLM filled");
+		l.handle = a.handle;
+		l.slba = 1;
+		expect(ioctl(fd, CSD_IOC_STORE, &l) == 0 && !l.status, "SLM Store into its LBA 1");
+		l.offset = 4096;
+		expect(ioctl(fd, CSD_IOC_LOAD, &l) == 0 && !l.status, "SLM Load of its LBA 1");
+		memset(buf, 0, 4096);
+		x.offset = 4096;
+		x.len = 512;
+		ok = ioctl(fd, CSD_IOC_READ, &x) == 0 && !x.status && buf[0] == c && buf[511] == c;
+		expect(ok, "what SLM Store wrote, SLM Load brought back");
+		memset(buf, c, 512);
+		memset(buf + 512, c ^ 0x20, 512);
+		io.write = CSD_NS_IO_COMPARE_WRITE;
+		io.slba = last;
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && !io.status, "Compare and Write of its last LBA");
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && (io.status & 0x7ff) == 0x285,
+		       "the same again: Compare Failure");
+		memset(buf + 512, c, 512);
+		memset(buf, c ^ 0x20, 512);
+		expect(ioctl(fd, CSD_IOC_NS_IO, &io) == 0 && !io.status, "and back");
+		/* past the partition's end, and wrapping: as past the drive's end */
+		for (int k = 0; k < 3; k++) {
+			uint64_t slba = k == 0 ? lbas : k == 1 ? last : UINT64_MAX - 1;
+			uint64_t nlb = k == 1 ? 2 : 1;
+
+			io.slba = slba;
+			io.nlb = nlb;
+			io.write = CSD_NS_IO_READ;
+			errno = 0;
+			ok = ioctl(fd, CSD_IOC_NS_IO, &io);
+			expect((ok == 0 && io.status == oor) || (ok == -1 && errno == EINVAL),
+			       "namespace read past the partition: refused");
+			io.write = CSD_NS_IO_WRITE;
+			ok = ioctl(fd, CSD_IOC_NS_IO, &io);
+			expect((ok == 0 && io.status == oor) || (ok == -1 && errno == EINVAL),
+			       "namespace write past the partition: refused");
+			io.write = CSD_NS_IO_COMPARE_WRITE;
+			ok = ioctl(fd, CSD_IOC_NS_IO, &io);
+			expect((ok == 0 && io.status == oor) || (ok == -1 && errno == EINVAL),
+			       "Compare and Write past the partition: refused");
+			l.slba = slba;
+			l.nlb = (uint32_t)nlb;
+			l.offset = 0;
+			expect(ioctl(fd, CSD_IOC_LOAD, &l) == 0 && l.status == oor,
+			       "SLM Load past the partition: LBA Out of Range");
+			expect(ioctl(fd, CSD_IOC_STORE, &l) == 0 && l.status == oor,
+			       "SLM Store past the partition: LBA Out of Range");
+		}
+		io.nlb = 1;
+		io.slba = 0;
+		io.write = 3;
+		expect(fails_with(fd, CSD_IOC_NS_IO, &io, EINVAL), "namespace I/O of an unknown kind: EINVAL");
+		io.write = CSD_NS_IO_READ;
+		io.buf = 0;
+		expect(fails_with(fd, CSD_IOC_NS_IO, &io, EINVAL), "namespace read into NULL: EINVAL");
+		io.nlb = 0;
+		io.buf = (uintptr_t)buf;
+		expect(fails_with(fd, CSD_IOC_NS_IO, &io, EINVAL), "a Flush with a buffer: EINVAL");
+		io.nlb = 256;
+		io.write = CSD_NS_IO_COMPARE_WRITE;
+		expect(fails_with(fd, CSD_IOC_NS_IO, &io, EINVAL), "Compare and Write over 64 KiB: EINVAL");
+		return report();
 	}
 	if (!strcmp(what, "program-probe") && argc == 5) {
 		static uint8_t img[65536];

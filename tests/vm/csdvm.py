@@ -57,10 +57,11 @@ class VmConfig:
     alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
     peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
     plugins: bool = False  # load the example operator plug-ins (csd.plugin-dir)
+    write_log: str = ""    # log every write and flush of the namespace to this file (blklogwrites)
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
-                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins)
+                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -217,9 +218,18 @@ class Vm:
             "-no-reboot",
             "-drive", f"if=none,id=usr,file={IMAGES / 'usr.img'},format=raw,readonly=on",
             "-device", "virtio-blk-pci,drive=usr",
-            "-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback",
-            "-device", dev,
         ]
+        if self.cfg.write_log:
+            # Writes pass through to the disk and are logged, with every Flush, in order
+            # (dm-log-writes format): tests/vm/crash_store.py replays the log as a drive
+            # with a volatile write cache would have persisted it at a power cut.
+            argv += ["-blockdev", f"driver=file,filename={self.disk},node-name=nvm0-disk",
+                     "-blockdev", f"driver=file,filename={self.cfg.write_log},node-name=nvm0-log",
+                     "-blockdev", f"driver=blklogwrites,node-name=nvm0,file=nvm0-disk,log=nvm0-log,"
+                                  f"log-sector-size={1 << self.cfg.lbads}"]
+        else:
+            argv += ["-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback"]
+        argv += ["-device", dev]
         if self.cfg.peer:  # a peer PCI device whose BAR 2 is the host file workdir/peer.mem
             argv += ["-object", f"memory-backend-file,id=peer,size={self.cfg.peer},"
                                 f"mem-path={self.workdir / 'peer.mem'},share=on",

@@ -1,6 +1,7 @@
 # csd.ko: attach, sysfs, access by group, isolation between two non-root users, cleanup
 # on exit and on kill -9, bad arguments, unload refused while open, libcsd's suite and the
-# C API through /dev/csd0 as a non-root user, and a clean kernel log.
+# C API through /dev/csd0 as a non-root user, each tenant's LBA partition (and its own
+# object store), and a clean kernel log.
 # vm: csd=on slm=64M alone timeout=300
 . /csd/tests/lib.sh
 insmod /csd/kmod/csd.ko group=990 || fail "insmod csd.ko"
@@ -50,6 +51,31 @@ as csduser "CSD_TEST_DEVICE=/dev/csd0 csd-library-tests --gtest_brief=1" || fail
 as csduser "csd-c-api-test /dev/csd0" || fail "C API through csd.ko"
 as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 python3 -m pytest -q -rs -p no:cacheprovider tests" \
     || fail "Python suite through csd.ko"
+# LBA partitions: each tenant sees its own range of the namespace as the whole of it.
+a=$(id -u csduser); b=$(id -u csdother); part=65536
+echo "uid:$a=0+$part,uid:$b=$part+$part" > /sys/module/csd/parameters/partitions
+as csduser "kmod_check partition /dev/csd0 $part A" || fail "csduser's partition"
+as csdother "kmod_check partition /dev/csd0 $part B" || fail "csdother's partition"
+# what each wrote landed in its own range of the namespace (read as root, raw)
+[ "$(dd if=/dev/nvme0n1 iflag=direct bs=512 skip=0 count=1 2>/dev/null | head -c 4)" = AAAA ] || fail "csduser's LBA 0 is not namespace LBA 0"
+[ "$(dd if=/dev/nvme0n1 iflag=direct bs=512 skip=$part count=1 2>/dev/null | head -c 4)" = BBBB ] || fail "csdother's LBA 0 is not namespace LBA $part"
+[ "$(dd if=/dev/nvme0n1 iflag=direct bs=512 skip=$((2 * part - 1)) count=1 2>/dev/null | head -c 4)" = BBBB ] || fail "csdother's last LBA"
+echo "tenants' LBAs are disjoint ranges of the namespace; nothing past a partition is reachable"
+# one object store per partition
+as csduser "csdctl -d /dev/csd0?slm=4M format >/dev/null && echo a > /tmp/a && csdctl -d /dev/csd0?slm=4M put mine-a /tmp/a" || fail "csduser's store"
+as csdother "csdctl -d /dev/csd0?slm=4M ls" 2>/dev/null && fail "csdother sees a store it never formatted"
+as csdother "csdctl -d /dev/csd0?slm=4M format >/dev/null && echo b > /tmp/b && csdctl -d /dev/csd0?slm=4M put mine-b /tmp/b" || fail "csdother's store"
+[ "$(as csduser "csdctl -d /dev/csd0?slm=4M --json ls" | python3 -c 'import json,sys; print([o["name"] for o in json.load(sys.stdin)])')" = "['mine-a']" ] || fail "csduser's store holds another's object"
+[ "$(as csdother "csdctl -d /dev/csd0?slm=4M --json ls" | python3 -c 'import json,sys; print([o["name"] for o in json.load(sys.stdin)])')" = "['mine-b']" ] || fail "csdother's store holds another's object"
+echo "each tenant has its own object store"
+echo "uid:$a=0+$part" > /sys/module/csd/parameters/partitions
+as csdother "kmod_check free /dev/csd0" 2>/dev/null && fail "a tenant without a partition opened /dev/csd0"
+echo "uid:$a=524000+$part" > /sys/module/csd/parameters/partitions
+as csduser "kmod_check free /dev/csd0" 2>/dev/null && fail "a partition past the namespace's end was accepted"
+dmesg | grep -q "partitions: bad entry" || fail "no kernel message for a bad partition"
+echo "" > /sys/module/csd/parameters/partitions
+echo "a tenant with no partition is refused; a bad partition is refused with a kernel message"
+
 rmmod csd || fail "rmmod after all files closed"
 if dmesg | grep -E 'WARNING|BUG|Oops|general protection' ; then fail "kernel log has a WARN, BUG or oops"; fi
 echo "kernel log clean"
