@@ -102,6 +102,17 @@ py::dict object_info(const ObjectInfo &o)
     return d;
 }
 
+py::dict reservation_info(const Reservation &x)
+{
+    py::dict d;
+    d["id"] = x.id;
+    d["block"] = x.block;
+    d["blocks"] = x.blocks;
+    d["time"] = x.time;
+    d["owner"] = x.owner;
+    return d;
+}
+
 // A command-set name table (spec/csd_spec.h) as {name: value}.
 py::dict name_table(const csd_name *t)
 {
@@ -325,15 +336,7 @@ PYBIND11_MODULE(_core, m)
         })
         .def("store_reservations", [](PyDevice &p) {
             py::list l;
-            for (const auto &x : p.s().reservations()) {
-                py::dict d;
-                d["id"] = x.id;
-                d["block"] = x.block;
-                d["blocks"] = x.blocks;
-                d["time"] = x.time;
-                d["owner"] = x.owner;
-                l.append(d);
-            }
+            for (const auto &x : p.s().reservations()) l.append(reservation_info(x));
             return l;
         })
         .def("store_load", [](std::shared_ptr<PyDevice> p, const std::string &name) {
