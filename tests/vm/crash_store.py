@@ -26,13 +26,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import csdvm  # noqa: E402
 
 
-# Guest side: a stream of updates through the library (back to back, so that kills land
-# inside updates), each acknowledged only after the call returned.
-WRITER = r'''
+# Guest side, one boot per round: first check what the last power cut left (every
+# object's zlib CRC, checked by the store against its CRC-32C too), free what killed puts
+# reserved, then a stream of updates through the library (back to back, so that the cut
+# lands inside updates), each acknowledged only after the call returned.
+JOB = r'''
 import random, sys, zlib
 import nvme_csd
 start = int(sys.argv[1])
 d = nvme_csd.open("/dev/ng0n1")
+try:
+    names = sorted(d.store.keys())
+except Exception as e:
+    print("OPENFAIL", e, flush=True); sys.exit(1)
+for n in names:
+    try:
+        print("OBJ", n, zlib.crc32(d.store.get(n)), flush=True)
+    except Exception as e:
+        print("GETFAIL", n, e, flush=True)
+left = d.store.reclaim(0)
+if left:
+    print("RECLAIMED", left, "reservation(s) of killed puts", flush=True)
+print("CHECKED", flush=True)
+if start < 0:
+    sys.exit(0)
 for i in range(start, start + 100000):
     name = f"obj{i % 23}"
     if i % 7 == 3:
@@ -49,23 +66,6 @@ for i in range(start, start + 100000):
     except Exception as e:
         print("ERROR", e, flush=True); sys.exit(1)
     print(f"ACK put {name} {i} {zlib.crc32(data)} {d.store.generation}", flush=True)
-'''
-
-# Guest side, after a crash: every object's CRC (zlib crc32) and the store's listing.
-CHECKER = r'''
-import json, subprocess, sys, zlib
-r = subprocess.run(["csdctl", "--json", "ls"], capture_output=True, text=True)
-if r.returncode != 0:
-    print("OPENFAIL", r.stderr.strip(), flush=True); sys.exit(1)
-for o in json.loads(r.stdout):
-    g = subprocess.run(["csdctl", "get", o["name"], "/tmp/o"], capture_output=True, text=True)
-    if g.returncode != 0:
-        print("GETFAIL", o["name"], g.stderr.strip(), flush=True); continue
-    print("OBJ", o["name"], zlib.crc32(open("/tmp/o", "rb").read()), flush=True)
-r = subprocess.run(["csdctl", "reclaim", "--older-than", "0"], capture_output=True, text=True)
-if r.returncode != 0 or not r.stdout.strip().endswith("reclaimed 0 reservation(s)"):
-    print("RECLAIMED", r.stdout.strip().splitlines()[-1:] or r.stderr.strip(), flush=True)
-print("CHECKED", flush=True)
 '''
 
 
@@ -183,12 +183,48 @@ def committed_generation(log: Path, entries) -> int:
     return newest
 
 
+def check(vm, rnd, first_deadline):
+    """Reads the check phase of a boot: (objects found, whether the check completed)."""
+    found: dict[str, int] = {}
+    for line in lines(vm, first_deadline):
+        w = line.split()
+        if w[:1] == ["OBJ"]:
+            found[w[1]] = int(w[2])
+        elif w[:1] == ["CHECKED"]:
+            return found, True
+        elif w[:1] in (["OPENFAIL"], ["GETFAIL"], ["RECLAIMED"]):
+            print(f"# round {rnd}: {line}")
+            if w[0] == "OPENFAIL":
+                break
+    return found, False
+
+
+def verdict(rnd, candidates, acked, found, checked, label, counts) -> dict:
+    match = next((k for k, c in enumerate(candidates) if c == found), None)
+    if checked and match is None:
+        for n, crc in acked.items():
+            if found.get(n) != crc and all(c.get(n) != found.get(n) for c in candidates[1:]):
+                print(f"# round {rnd}: acknowledged object {n} lost or damaged")
+        for n in found:
+            if all(n not in c for c in candidates):
+                print(f"# round {rnd}: object {n} present but never acknowledged nor in flight")
+        print(f"# round {rnd}: the store is no prefix of the updates (acknowledged + {IN_FLIGHT} in flight)")
+    if checked and match is not None:
+        counts[0] += 1
+        print(f"ok {sum(counts)} {label}; store intact ({match} in-flight update(s) landed)", flush=True)
+    else:
+        counts[1] += 1
+        print(f"not ok {sum(counts)} {label}", flush=True)
+    return candidates[match] if match is not None else found
+
+
 def main() -> int:
     rounds = int(os.environ.get("CSD_CRASH_ROUNDS", "8"))
     rng = random.Random(int(os.environ.get("CSD_CRASH_SEED", "7")))
-    passed = failed = 0
+    counts = [0, 0]                 # passed, failed
     state: dict[str, int] = {}      # the store's verified contents: name -> crc
     next_i = 0
+    pending = None                  # (round, candidates, acknowledged, label) to check at the next boot
     with tempfile.TemporaryDirectory(prefix="csd-crash-") as tmp:
         disk, snapshot, log = Path(tmp) / "ns.img", Path(tmp) / "before.img", Path(tmp) / "writes.log"
         with open(disk, "wb") as f:
@@ -197,15 +233,24 @@ def main() -> int:
         for _ in lines(vm, time.monotonic() + 120):
             pass
         vm.kill()
-        for rnd in range(rounds):
+        for rnd in range(rounds + 1):
+            last = rnd == rounds            # the last boot only checks the last cut
             shutil.copyfile(disk, snapshot)
             log.write_bytes(b"")
-            vm = boot(disk, Path(tmp), WRITER, str(next_i), write_log=log)
+            vm = boot(disk, Path(tmp), JOB, str(-1 if last else next_i), write_log=log)
+            found, checked = check(vm, rnd, time.monotonic() + 180)
+            if pending:
+                state = verdict(pending[0], pending[1], pending[2], found, checked, pending[3], counts)
+            elif found != state or not checked:
+                print(f"# round {rnd}: the freshly formatted store is not empty")
+                counts[1] += 1
+            if last or not checked:
+                vm.kill()
+                break
             kill_after = rng.uniform(0.2, 4.0)
             deadline = [time.monotonic() + 180]
             acks = {}                     # update index -> store generation after it
             noops = set()                 # rm of an absent object: no commit
-            writer_failed = False
             for line in lines(vm, lambda: deadline[0]):
                 w = line.split()
                 if w[:1] == ["NOOP"]:
@@ -216,7 +261,6 @@ def main() -> int:
                         deadline[0] = time.monotonic() + kill_after
                 elif w[:1] == ["ERROR"]:
                     print(f"# round {rnd}: writer failed: {line}")
-                    writer_failed = True
                     break
             vm.kill()
             entries = parse_write_log(log, 128 << 20)
@@ -234,37 +278,12 @@ def main() -> int:
             for k in range(IN_FLIGHT):
                 candidates.append(apply(candidates[-1], update(i + k)))
             next_i = max([next_i - 1] + list(acks) + list(noops)) + 1 + IN_FLIGHT
-            vm = boot(disk, Path(tmp), CHECKER, "")
-            found: dict[str, int] = {}
-            checked = False
-            for line in lines(vm, time.monotonic() + 180):
-                w = line.split()
-                if w[:1] == ["OBJ"]:
-                    found[w[1]] = int(w[2])
-                elif w[:1] == ["CHECKED"]:
-                    checked = True
-                elif w[:1] in (["OPENFAIL"], ["GETFAIL"], ["RECLAIMED"]):
-                    print(f"# round {rnd}: {line}")
-            vm.kill()
-            match = next((k for k, c in enumerate(candidates) if c == found), None)
-            ok = checked and match is not None and not writer_failed
-            if checked and match is None:
-                for n, crc in acked.items():
-                    if found.get(n) != crc and all(c.get(n) != found.get(n) for c in candidates[1:]):
-                        print(f"# round {rnd}: acknowledged object {n} lost or damaged")
-                for n in found:
-                    if all(n not in c for c in candidates):
-                        print(f"# round {rnd}: object {n} present but never acknowledged nor in flight")
-                print(f"# round {rnd}: the store is no prefix of the updates (acknowledged + {IN_FLIGHT} in flight)")
-            state = candidates[match] if match is not None else found
             label = (f"round {rnd}: {len(acks)} updates acknowledged in {kill_after:.1f} s; power cut after "
                      f"{cut} of {len(entries)} log entries (generation {durable_gen} durable); {how}")
-            if ok:
-                passed += 1
-                print(f"ok {passed + failed} {label}; store intact ({match} in-flight update(s) landed)", flush=True)
-            else:
-                failed += 1
-                print(f"not ok {passed + failed} {label}", flush=True)
+            pending = (rnd, candidates, acked, label)
+    passed, failed = counts
+    if passed + failed < rounds:
+        failed = rounds - passed
     print(f"crash: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
