@@ -427,6 +427,10 @@ enum csd_stat {
     CSD_STAT_BYTES_NS_TO_SLM, CSD_STAT_BYTES_SLM_TO_NS, CSD_STAT_BYTES_HOST_TO_SLM,
     CSD_STAT_BYTES_SLM_TO_HOST, CSD_STAT_EXEC_BUSY_NS,
     CSD_STAT_PROGRAM_LOAD_CMDS, CSD_STAT_PROGRAM_UNLOAD_CMDS, CSD_STAT_PROGRAM_LOAD_REJECTS,
+    /* the timing model (project extension, docs/timing-model.md): modelled busy time */
+    CSD_STAT_MODEL_LINK_IN_BUSY_NS, CSD_STAT_MODEL_LINK_OUT_BUSY_NS, CSD_STAT_MODEL_MEDIA_BUSY_NS,
+    CSD_STAT_MODEL_SLM_BUSY_NS, CSD_STAT_MODEL_COMPUTE_BUSY_NS, CSD_STAT_MODEL_DELAY_NS,
+    CSD_STAT_MODEL_OVERRUNS,
     CSD_STAT_COUNT
 };
 #define CSD_STATS_COUNTERS_OFFSET 8u
@@ -450,7 +454,9 @@ static const char *const csd_stat_names[CSD_STAT_COUNT] = {
     "slm_load_cmds", "slm_store_cmds", "slm_write_cmds", "slm_read_cmds", "exec_cmds",
     "exec_errors", "bytes_namespace_to_slm", "bytes_slm_to_namespace", "bytes_host_to_slm",
     "bytes_slm_to_host", "exec_busy_ns", "program_load_cmds", "program_unload_cmds",
-    "program_load_rejects",
+    "program_load_rejects", "model_link_in_busy_ns", "model_link_out_busy_ns",
+    "model_media_busy_ns", "model_slm_busy_ns", "model_compute_busy_ns", "model_delay_ns",
+    "model_overruns",
 };
 
 #ifdef __cplusplus

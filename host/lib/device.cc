@@ -162,6 +162,14 @@ Statistics Device::stats()
     s.program_load_cmds = v[CSD_STAT_PROGRAM_LOAD_CMDS];
     s.program_unload_cmds = v[CSD_STAT_PROGRAM_UNLOAD_CMDS];
     s.program_load_rejects = v[CSD_STAT_PROGRAM_LOAD_REJECTS];
+    s.model_link_in_busy_ns = v[CSD_STAT_MODEL_LINK_IN_BUSY_NS];
+    s.model_link_out_busy_ns = v[CSD_STAT_MODEL_LINK_OUT_BUSY_NS];
+    s.model_media_busy_ns = v[CSD_STAT_MODEL_MEDIA_BUSY_NS];
+    s.model_slm_busy_ns = v[CSD_STAT_MODEL_SLM_BUSY_NS];
+    s.model_compute_busy_ns = v[CSD_STAT_MODEL_COMPUTE_BUSY_NS];
+    s.model_delay_ns = v[CSD_STAT_MODEL_DELAY_NS];
+    s.model_overruns = v[CSD_STAT_MODEL_OVERRUNS];
+    std::copy(std::begin(v), std::end(v), s.counters.begin());
     static_assert(sizeof(s.per_program) == 8 * CSD_STATS_PER_PROGRAM_COUNT, "one counter per program id");
     std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, sizeof(s.per_program));
     return s;

@@ -2,7 +2,9 @@
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
 // root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
-// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir).
+// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), and the timing model:
+// model=PRESET and model.NAME=VALUE (docs/timing-model.md), under which every command
+// completes no earlier than the modelled drive would complete it (host clock).
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
 // glue does. It is the only file of libcsd that includes the core.
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -66,20 +69,39 @@ public:
             }
         }
         uint64_t slm = 64 << 20, size = 256 << 20;
-        uint32_t cu = 2;
+        uint32_t cu = 0;
         std::string plugins;
+        csd_model_params model{};
+        char why_model[256];
         try {
+            if (kv.count("model") && csd_model_set(&model, "preset", kv["model"].c_str(), why_model, sizeof why_model)) {
+                throw Error(std::string("emu: model: ") + why_model, EINVAL);
+            }
             for (auto &[k, v] : kv) {
                 if (k == "slm") slm = parse_size(v);
                 else if (k == "lba") lba_ = static_cast<uint32_t>(parse_size(v));
                 else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
                 else if (k == "size") size = parse_size(v);
                 else if (k == "plugins") plugins = v;
-                else throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins)", EINVAL);
+                else if (k == "model") continue;  // the preset, applied first
+                else if (k.rfind("model.", 0) == 0) {
+                    if (csd_model_set(&model, k.substr(6).c_str(), v.c_str(), why_model, sizeof why_model)) {
+                        throw Error(std::string("emu: model.") + why_model, EINVAL);
+                    }
+                } else {
+                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, model, model.NAME)", EINVAL);
+                }
             }
         } catch (const std::logic_error &) {
             throw Error("emu: bad option value in '" + spec + "'", EINVAL);
         }
+        if (const char *bad = csd_model_check(&model)) throw Error(std::string("emu: model: ") + bad, EINVAL);
+        if (cu && model.compute_units && cu != model.compute_units) {
+            throw Error("emu: cu=" + std::to_string(cu) + " but the model has " + std::to_string(model.compute_units) +
+                            " compute units",
+                        EINVAL);
+        }
+        if (!cu) cu = model.compute_units ? model.compute_units : 2;
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
         if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);
@@ -108,6 +130,7 @@ public:
             ::close(fd_);
             throw Error(std::string("emu: plugins: ") + why, EINVAL);
         }
+        csd_core_set_model(core_, &model);
         for (uint32_t i = 0; i < cu; i++) {
             workers_.emplace_back([this] { work(); });
         }
@@ -138,12 +161,20 @@ public:
     std::future<Completion> submit_async(const Command &cmd) override
     {
         if (cmd.admin) return ready(admin(cmd));
+        // Under the timing model a command is scheduled when it arrives and completes no
+        // earlier than the modelled drive would: here, or (Execute) on its worker.
+        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
+        auto modelled = [&](const csd_model_work &w, Completion r) {
+            if (arrived) wait_until(csd_core_model_schedule(core_, &w, arrived));
+            return ready(r);
+        };
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
-        switch (cmd.opcode) {
-        case 0x00: return ready({static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0});
-        case 0x01: return ready(rw(cmd, true));
-        case 0x02: return ready(rw(cmd, false));
-        default: break;
+        if (cmd.opcode <= 0x02) {  // Flush, Write, Read
+            csd_model_work w;
+            csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
+            const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
+                                                    : rw(cmd, cmd.opcode == 0x01);
+            return modelled(w, r);
         }
         if (!csd_is_io_opcode(cmd.opcode)) return ready({kInvalidOpcode, 0});
         const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
@@ -152,23 +183,40 @@ public:
         const uint16_t st = csd_core_decode(core_, &c, &ctx, &op);
         if (st) return ready({st, 0});
         if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
+        csd_model_work w;
+        csd_model_work_op(&op, &w);
         switch (cmd.opcode) {
         case CSD_OPC_SLM_LOAD:
-        case CSD_OPC_SLM_STORE: return ready(complete(op, {load_store(op), 0}));
-        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return ready(complete(op, {0, 0}));
-        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return ready(complete(op, {0, 0}));
+        case CSD_OPC_SLM_STORE: return modelled(w, complete(op, {load_store(op), 0}));
+        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return modelled(w, complete(op, {0, 0}));
+        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return modelled(w, complete(op, {0, 0}));
         case CSD_OPC_PROGRAM_LOAD: {
             uint32_t dw0 = 0;
             const uint16_t s = csd_core_program_load(core_, &op, cmd.data, &dw0, nullptr, 0);
-            return ready(complete(op, {s, dw0}));
+            return modelled(w, complete(op, {s, dw0}));
         }
-        case CSD_OPC_PROGRAM_UNLOAD: return ready(complete(op, {csd_core_program_unload(core_, &op), 0}));
-        case CSD_OPC_COMPARE_WRITE: return ready(complete(op, {compare_write(op, cmd.data), 0}));
-        default: return execute(cmd, op);
+        case CSD_OPC_PROGRAM_UNLOAD: return modelled(w, complete(op, {csd_core_program_unload(core_, &op), 0}));
+        case CSD_OPC_COMPARE_WRITE: return modelled(w, complete(op, {compare_write(op, cmd.data), 0}));
+        default: return execute(cmd, op, arrived);
         }
     }
 
 private:
+    static uint64_t now_ns()
+    {
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now().time_since_epoch())
+                                         .count());
+    }
+
+    // Completes no earlier than the modelled finish (counts the delay or an overrun).
+    void wait_until(uint64_t finish)
+    {
+        const uint64_t done = now_ns();
+        csd_core_model_done(core_, finish, done);
+        if (finish > done) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - done));
+    }
+
     Completion admin(const Command &c)
     {
         if (c.opcode == 0x06) {  // Identify
@@ -257,18 +305,26 @@ private:
         return st;
     }
 
-    std::future<Completion> execute(const Command &c, const csd_op &op)
+    std::future<Completion> execute(const Command &c, const csd_op &op, uint64_t arrived)
     {
         csd_exec *job = nullptr;
         const uint16_t st = csd_core_exec_prepare(core_, c.data, static_cast<uint32_t>(op.bytes), &job);  // copies what it needs
         if (st) return ready(complete(op, {st, 0}));
+        uint64_t finish = 0;
+        if (arrived) {
+            csd_model_work w;
+            csd_model_work_op(&op, &w);
+            csd_exec_model_work(job, &w);
+            finish = csd_core_model_schedule(core_, &w, arrived);
+        }
         auto promise = std::make_shared<std::promise<Completion>>();
         auto fut = promise->get_future();
         {
             std::lock_guard<std::mutex> g(mu_);
-            queue_.push_back([this, job, promise, op] {
+            queue_.push_back([this, job, promise, op, finish] {
                 uint32_t dw0 = 0, dw1 = 0;
                 const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
+                if (finish) wait_until(finish);
                 promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
             });
         }

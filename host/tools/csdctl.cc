@@ -140,9 +140,7 @@ int cmd_programs(Device &d, const Opts &o)
 int cmd_stats(Device &d, const Opts &o)
 {
     const Statistics s = d.stats();
-    const uint64_t values[CSD_STAT_COUNT] = {
-        s.slm_load_cmds, s.slm_store_cmds, s.slm_write_cmds, s.slm_read_cmds, s.exec_cmds, s.exec_errors,
-        s.bytes_namespace_to_slm, s.bytes_slm_to_namespace, s.bytes_host_to_slm, s.bytes_slm_to_host, s.exec_busy_ns};
+    const auto &values = s.counters;  // every counter, in csd_stat_names order
     json j = json::object();
     for (int i = 0; i < CSD_STAT_COUNT; i++) {
         if (o.json) j[csd_stat_names[i]] = values[i];

@@ -219,20 +219,7 @@ PYBIND11_MODULE(_core, m)
                 s = p.d().stats();
             }
             py::dict d;
-            d["slm_load_cmds"] = s.slm_load_cmds;
-            d["slm_store_cmds"] = s.slm_store_cmds;
-            d["slm_write_cmds"] = s.slm_write_cmds;
-            d["slm_read_cmds"] = s.slm_read_cmds;
-            d["exec_cmds"] = s.exec_cmds;
-            d["exec_errors"] = s.exec_errors;
-            d["bytes_namespace_to_slm"] = s.bytes_namespace_to_slm;
-            d["bytes_slm_to_namespace"] = s.bytes_slm_to_namespace;
-            d["bytes_host_to_slm"] = s.bytes_host_to_slm;
-            d["bytes_slm_to_host"] = s.bytes_slm_to_host;
-            d["exec_busy_ns"] = s.exec_busy_ns;
-            d["program_load_cmds"] = s.program_load_cmds;
-            d["program_unload_cmds"] = s.program_unload_cmds;
-            d["program_load_rejects"] = s.program_load_rejects;
+            for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = s.counters[i];
             d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
             return d;
         })

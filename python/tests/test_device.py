@@ -193,3 +193,27 @@ def test_writers_in_several_processes_lose_nothing(dev):
         a = dev.store[name]
         assert a.shape == (100 + 37 * k + w,) and (a == w * 100 + k).all(), name
     assert dev.store.reservations() == []
+
+
+def test_timing_model_on_the_in_process_device(tmp_path):
+    """emu:...?model=PRESET: commands complete no earlier than the modelled drive, and
+    dev.stats tells where the modelled time went (docs/timing-model.md)."""
+    import time
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("the in-process device's options")
+    d = nvme_csd.open(f"emu:{tmp_path}/m.img?size=64M&model=gen3x4-4core&model.media-read-latency-ns=2000000")
+    assert d.stats["model_media_busy_ns"] == 0
+    t0 = time.monotonic()
+    d.store.format()  # writes and flushes: each flush costs a modelled media write latency
+    d.store["x"] = np.arange(1 << 16, dtype=np.float32)
+    took = time.monotonic() - t0
+    s = d.stats
+    assert s["model_media_busy_ns"] > 0 and s["model_link_in_busy_ns"] > 0
+    assert s["model_delay_ns"] > 0
+    t0 = time.monotonic()
+    _ = d.store["x"]  # reads: at least one 2 ms media read latency
+    assert time.monotonic() - t0 >= 0.002
+    assert took > 0
+    d.close()
+    with pytest.raises(nvme_csd.CsdError, match="gen4x4-8core"):
+        nvme_csd.open(f"emu:{tmp_path}/m.img?model=gen9")

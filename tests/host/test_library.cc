@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -415,6 +416,55 @@ TEST(StoreWriters, ConcurrentProcessesLoseNothing)
     }
     EXPECT_EQ(s.list().size(), want);
     EXPECT_TRUE(s.reservations().empty()) << "a finished put left its reservation";
+}
+
+// The timing model on the in-process device (docs/timing-model.md): commands complete no
+// earlier than the modelled drive would, and C1h says where the modelled time went.
+TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
+{
+    char path[] = "/tmp/csd-model-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    unlink(path);
+    // 1 GB/s = 1 byte/ns; gemm of 64^3 (524288 flops) at 0.0524288 GFLOP/s = 10 ms a unit.
+    auto dev = Device::open(std::string("emu:") + path +
+                            "?size=64M&model.link-gbps=1&model.media-read-gbps=1&model.media-write-gbps=1"
+                            "&model.unit-gflops=0.0524288&model.unit-gbps=1&model.compute-units=2");
+    std::vector<uint8_t> buf(4 << 20);
+    auto t0 = std::chrono::steady_clock::now();
+    dev->read_lbas(0, buf.size() / 512, buf.data());  // out of the media, then over the link
+    const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(read_ms, 2 * 4.194304) << "a 4 MiB Read at 1 GB/s media + 1 GB/s link";
+    SlmBuffer a = dev->slm().alloc(3 * 16384);
+    csd_gemm_params g{64, 64, 64, 0, 1.0f, 0.0f};
+    const Range A{a.offset(), 16384}, B{a.offset() + 16384, 16384}, C{a.offset() + 32768, 16384};
+    t0 = std::chrono::steady_clock::now();
+    std::vector<std::future<ExecResult>> runs;
+    for (int i = 0; i < 4; i++) runs.push_back(dev->execute_async(CSD_PROG_GEMM, {A, B, C}, &g, sizeof g));
+    for (auto &r : runs) r.get();
+    const double gemm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(gemm_ms, 20.0) << "four 10 ms gemms on two modelled compute units queue: two rounds";
+    const Statistics s = dev->stats();
+    EXPECT_EQ(s.model_compute_busy_ns, 4 * 10000000u);
+    EXPECT_EQ(s.model_media_busy_ns, 4194304u);
+    EXPECT_EQ(s.model_link_out_busy_ns, 4194304u);
+    EXPECT_GT(s.model_delay_ns, 0u);
+    std::printf("modelled: 4 MiB read %.1f ms, four gemms on two units %.1f ms; %llu overruns\n", read_ms, gemm_ms,
+                static_cast<unsigned long long>(s.model_overruns));
+    a.reset();
+    dev.reset();
+    unlink(path);
+    // Bad model options are refused with the reason.
+    try {
+        Device::open(std::string("emu:") + path + "?model=gen9");
+        ADD_FAILURE() << "an unknown preset was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("gen4x4-8core"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(Device::open(std::string("emu:") + path + "?model.unit-gflops=5"), Error);  // no unit-gbps
+    EXPECT_THROW(Device::open(std::string("emu:") + path + "?model=gen4x4-8core&cu=2"), Error);  // 8 units
+    unlink(path);
 }
 
 TEST_F(Library, DownloadedProgramsFilterMapReduce)

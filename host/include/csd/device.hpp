@@ -53,6 +53,11 @@ struct Statistics {
     uint64_t bytes_namespace_to_slm = 0, bytes_slm_to_namespace = 0;
     uint64_t bytes_host_to_slm = 0, bytes_slm_to_host = 0, exec_busy_ns = 0;
     uint64_t program_load_cmds = 0, program_unload_cmds = 0, program_load_rejects = 0;  // 1.1
+    // The timing model (docs/timing-model.md): modelled busy time per resource, the delay
+    // added to completions, and completions the host could not make in modelled time.
+    uint64_t model_link_in_busy_ns = 0, model_link_out_busy_ns = 0, model_media_busy_ns = 0;
+    uint64_t model_slm_busy_ns = 0, model_compute_busy_ns = 0, model_delay_ns = 0, model_overruns = 0;
+    std::array<uint64_t, CSD_STAT_COUNT> counters{};  // all of the above, as csd_stat_names orders them
     std::array<uint64_t, 512> per_program{};  // Executes by program id (0..01FFh)
 };
 

@@ -149,6 +149,74 @@ uint16_t csd_exec_program_id(const csd_exec *exec);
 uint16_t csd_core_get_log(csd_core *core, uint8_t lid, uint32_t nsid, uint64_t offset,
                           uint8_t page[CSD_LOG_MAX_SIZE], uint32_t *avail);
 
+/*
+ * The timing model (docs/timing-model.md): the drive being designed, in time. All zero
+ * means off. Rates in GB/s (10^9 bytes/s) or GFLOP/s; latencies in ns.
+ */
+struct csd_model_params {
+    double link_gbps;                /* PCIe, each direction */
+    uint64_t link_latency_ns;        /* per command: submission to completion overhead */
+    double media_read_gbps;          /* NAND, all channels together */
+    double media_write_gbps;
+    uint64_t media_read_latency_ns;  /* per command reading the media (overlaps others') */
+    uint64_t media_write_latency_ns; /* per command writing it; a Flush costs one */
+    double slm_gbps;                 /* device memory */
+    double unit_gflops;              /* per compute unit: gemm, conv2d */
+    double unit_gbps;                /* per compute unit: streaming programs (all ranges) */
+    uint64_t bpf_record_ns;          /* per record of a downloaded program */
+    uint32_t compute_units;          /* units the model schedules; 0: the device's */
+};
+
+/* What one command moves and computes, for the model. */
+struct csd_model_work {
+    uint64_t to_device, to_host;      /* bytes over the link */
+    uint64_t media_read, media_write; /* bytes */
+    int media_read_op, media_write_op; /* whether it reads / writes the media at all */
+    uint64_t slm;                     /* bytes of device memory traffic */
+    int compute;                      /* occupies a compute unit */
+    double flops;
+    uint64_t stream_bytes;
+    uint64_t records;
+};
+
+/* Whether any parameter is set (the model is on). */
+int csd_model_enabled(const struct csd_model_params *p);
+/* Fills *out with a named preset; -1 if there is none of that name. */
+int csd_model_preset(const char *name, struct csd_model_params *out);
+/* The i-th preset's name, NULL past the last. */
+const char *csd_model_preset_name(unsigned i);
+/* The i-th parameter's name (as in "link-gbps"), NULL past the last. */
+const char *csd_model_param_name(unsigned i);
+/*
+ * Sets one parameter by name ("preset" loads a preset first); -1 with a message in err
+ * for an unknown name or a bad value. QEMU's csd.model.<name> properties and the
+ * in-process device's model.<name> options use these names.
+ */
+int csd_model_set(struct csd_model_params *p, const char *name, const char *value, char *err,
+                  size_t err_len);
+/* NULL if the parameters make a model, else why not. */
+const char *csd_model_check(const struct csd_model_params *p);
+/* Configures the core's model (checked parameters); forgets queued work. */
+void csd_core_set_model(csd_core *core, const struct csd_model_params *p);
+/* Whether the core's model is on. */
+int csd_core_model_on(const csd_core *core);
+/*
+ * When the modelled drive completes work w that arrived at now_ns (any clock, the same
+ * for every call); 0 when the model is off. Counts busy time per resource (C1h).
+ */
+uint64_t csd_core_model_schedule(csd_core *core, const struct csd_model_work *w, uint64_t now_ns);
+/*
+ * The command whose modelled finish was finish_ns had its real work done at done_ns:
+ * counts the delay the embedding adds, or an overrun (the host was slower than the model).
+ */
+void csd_core_model_done(csd_core *core, uint64_t finish_ns, uint64_t done_ns);
+/* The work of an NVM Read (02h), Write (01h) or Flush (00h) moving bytes. */
+void csd_model_work_nvm(uint8_t opcode, uint64_t bytes, struct csd_model_work *w);
+/* The transfer and media work of a decoded CSD command (an Execute's program excepted). */
+void csd_model_work_op(const struct csd_op *op, struct csd_model_work *w);
+/* Adds a prepared Execute's program work (compute unit, flops, bytes, records). */
+void csd_exec_model_work(const csd_exec *exec, struct csd_model_work *w);
+
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);
 

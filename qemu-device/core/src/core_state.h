@@ -7,6 +7,7 @@
 #include "csd_core.h"
 #include "plugins.h"
 #include "program_slots.h"
+#include "timing_model.h"
 
 struct csd_core {
     uint8_t *slm = nullptr;
@@ -17,6 +18,7 @@ struct csd_core {
     csd::core::ProgramSlots slots;     // downloadable programs
     csd::core::Plugins plugins;        // operator plug-ins
     std::atomic<int> bpf_interpreted{0};
+    csd::core::TimingModel model;      // off unless configured
 };
 
 namespace csd::core {

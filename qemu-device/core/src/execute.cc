@@ -116,3 +116,28 @@ void csd_core_exec_discard(csd_exec *exec)
 uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 
 }  // extern "C"
+
+extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
+{
+    w->compute = 1;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < job->nr_ranges; i++) bytes += job->ranges[i].len;
+    w->stream_bytes = bytes;
+    w->slm = bytes;
+    if (job->id == CSD_PROG_GEMM && job->param_len >= sizeof(csd_gemm_params)) {
+        csd_gemm_params g;
+        std::memcpy(&g, job->params, sizeof g);
+        w->flops = 2.0 * g.m * g.n * g.k;
+        w->stream_bytes = 0;  // compute-bound: its bytes go through SLM alongside
+    } else if (job->id == CSD_PROG_CONV2D && job->param_len >= sizeof(csd_conv2d_params) && job->nr_ranges >= 4) {
+        csd_conv2d_params c;
+        std::memcpy(&c, job->params, sizeof c);
+        const double out_elems = static_cast<double>(job->ranges[3].len) / 4;  // float32 output
+        w->flops = 2.0 * out_elems * c.c * c.r * c.s;
+        w->stream_bytes = 0;
+    } else if (job->bpf && job->param_len >= sizeof(csd_bpf_params)) {
+        csd_bpf_params b;
+        std::memcpy(&b, job->params, sizeof b);
+        w->records = b.record_count;
+    }
+}

@@ -46,8 +46,11 @@ void fill_statistics(const csd_core *core, uint8_t *page)
     std::memcpy(page, CSD_STATS_MAGIC, 4);
     const uint32_t version = CSD_LOG_VERSION;
     std::memcpy(page + 4, &version, 4);
+    uint64_t busy[5];  // the timing model's resources, in the counters' order
+    core->model.busy(busy);
     for (int i = 0; i < CSD_STAT_COUNT; i++) {
-        const uint64_t v = core->stats[i].load(std::memory_order_relaxed);
+        const bool modelled = i >= CSD_STAT_MODEL_LINK_IN_BUSY_NS && i <= CSD_STAT_MODEL_COMPUTE_BUSY_NS;
+        const uint64_t v = modelled ? busy[i - CSD_STAT_MODEL_LINK_IN_BUSY_NS] : core->stats[i].load(std::memory_order_relaxed);
         std::memcpy(page + CSD_STATS_COUNTERS_OFFSET + 8 * i, &v, 8);
     }
     for (unsigned i = 0; i < CSD_STATS_PER_PROGRAM_COUNT; i++) {

@@ -1,0 +1,276 @@
+// timing_model.cc - the resource model of the drive being designed (timing_model.h) and
+// its named parameters and presets (csd_core.h: csd_model_*).
+#include "timing_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core_state.h"
+
+namespace csd::core {
+
+void TimingModel::configure(const csd_model_params &p, uint32_t compute_units)
+{
+    std::lock_guard<std::mutex> g(mu_);
+    p_ = p;
+    on_ = csd_model_enabled(&p);
+    to_device_ = to_host_ = media_ = slm_ = Pipe{};
+    units_free_at_.assign(std::max<uint32_t>(1, p.compute_units ? p.compute_units : compute_units), 0);
+    compute_busy_ns_ = 0;
+}
+
+uint64_t TimingModel::transfer_ns(double bytes, double gbps)
+{
+    return gbps > 0 && bytes > 0 ? static_cast<uint64_t>(std::ceil(bytes / gbps)) : 0;  // 1 GB/s = 1 byte/ns
+}
+
+uint64_t TimingModel::stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps)
+{
+    const uint64_t d = transfer_ns(bytes, gbps);
+    const uint64_t start = std::max(t + latency_ns, d ? p.free_at : 0);
+    if (d) {
+        p.free_at = start + d;
+        p.busy_ns += d;
+    }
+    return start + d;
+}
+
+uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
+{
+    std::lock_guard<std::mutex> g(mu_);
+    if (!on_) {
+        return 0;
+    }
+    uint64_t t = now_ns;
+    // In the order a command's bytes flow: in over the link, out of the media, through
+    // SLM or a compute unit, into the media, back over the link.
+    if (w.to_device) t = stage(to_device_, t, 0, static_cast<double>(w.to_device), p_.link_gbps);
+    if (w.media_read_op) t = stage(media_, t, p_.media_read_latency_ns, static_cast<double>(w.media_read), p_.media_read_gbps);
+    if (w.compute) {
+        auto unit = std::min_element(units_free_at_.begin(), units_free_at_.end());
+        const uint64_t start = std::max(t, *unit);
+        const double by_flops = p_.unit_gflops > 0 ? w.flops / p_.unit_gflops : 0;
+        const double by_bytes = p_.unit_gbps > 0 ? static_cast<double>(w.stream_bytes) / p_.unit_gbps : 0;
+        const double by_records = static_cast<double>(w.records) * static_cast<double>(p_.bpf_record_ns);
+        const uint64_t run = static_cast<uint64_t>(std::ceil(std::max({by_flops, by_bytes, by_records})));
+        const uint64_t slm_end = stage(slm_, start, 0, static_cast<double>(w.slm), p_.slm_gbps);  // alongside
+        const uint64_t end = std::max(start + run, slm_end);
+        compute_busy_ns_ += end - start;
+        *unit = end;
+        t = end;
+    } else if (w.slm) {
+        t = stage(slm_, t, 0, static_cast<double>(w.slm), p_.slm_gbps);
+    }
+    if (w.media_write_op) t = stage(media_, t, p_.media_write_latency_ns, static_cast<double>(w.media_write), p_.media_write_gbps);
+    if (w.to_host) t = stage(to_host_, t, 0, static_cast<double>(w.to_host), p_.link_gbps);
+    return t + p_.link_latency_ns;
+}
+
+void TimingModel::busy(uint64_t out[5]) const
+{
+    std::lock_guard<std::mutex> g(mu_);
+    out[0] = to_device_.busy_ns;
+    out[1] = to_host_.busy_ns;
+    out[2] = media_.busy_ns;
+    out[3] = slm_.busy_ns;
+    out[4] = compute_busy_ns_;
+}
+
+}  // namespace csd::core
+
+namespace {
+
+// A named parameter: where it lives in csd_model_params and how it is read.
+enum class Kind { rate, ns, count };  // double GB/s or GFLOP/s; uint64 ns; uint32 count
+struct ModelField {
+    const char *name;
+    size_t offset;
+    Kind kind;
+};
+
+#define RATE(n, f) {n, offsetof(csd_model_params, f), Kind::rate}
+#define NS(n, f) {n, offsetof(csd_model_params, f), Kind::ns}
+const ModelField kFields[] = {
+    {"compute-units", offsetof(csd_model_params, compute_units), Kind::count},
+    RATE("link-gbps", link_gbps),
+    NS("link-latency-ns", link_latency_ns),
+    RATE("media-read-gbps", media_read_gbps),
+    RATE("media-write-gbps", media_write_gbps),
+    NS("media-read-latency-ns", media_read_latency_ns),
+    NS("media-write-latency-ns", media_write_latency_ns),
+    RATE("slm-gbps", slm_gbps),
+    RATE("unit-gflops", unit_gflops),
+    RATE("unit-gbps", unit_gbps),
+    NS("bpf-record-ns", bpf_record_ns),
+};
+#undef RATE
+#undef NS
+
+// Presets: a drive of each PCIe generation. The numbers and their sources are in
+// docs/timing-model.md.
+struct Preset {
+    const char *name;
+    csd_model_params p;
+};
+const Preset kPresets[] = {
+    // PCIe Gen3 x4 (8 GT/s, 128b/130b: 3.94 GB/s raw, ~3.5 usable), TLC NAND, 4 low-power
+    // Arm cores, LPDDR4.
+    {"gen3x4-4core", {3.5, 1000, 3.2, 2.0, 70000, 20000, 12.8, 4.0, 1.5, 20, 4}},
+    // PCIe Gen4 x4 (16 GT/s: 7.88 GB/s raw, ~7 usable), 8 application-class Arm cores, DDR4.
+    {"gen4x4-8core", {7.0, 900, 6.8, 5.0, 60000, 16000, 25.6, 16.0, 4.0, 8, 8}},
+    // PCIe Gen5 x4 (32 GT/s: 15.75 GB/s raw, ~14 usable), an accelerator-class engine
+    // (one unit of a few TFLOP/s), DDR5.
+    {"gen5x4-accel", {14.0, 800, 13.0, 10.0, 50000, 12000, 51.2, 2000.0, 40.0, 2, 1}},
+};
+
+}  // namespace
+
+extern "C" {
+
+int csd_model_enabled(const csd_model_params *p)
+{
+    for (const ModelField &f : kFields) {
+        const char *at = reinterpret_cast<const char *>(p) + f.offset;
+        const bool set = f.kind == Kind::rate ? *reinterpret_cast<const double *>(at) != 0
+                         : f.kind == Kind::ns ? *reinterpret_cast<const uint64_t *>(at) != 0
+                                              : false;  // a unit count alone models nothing
+        if (set) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int csd_model_preset(const char *name, csd_model_params *out)
+{
+    for (const Preset &p : kPresets) {
+        if (std::strcmp(p.name, name) == 0) {
+            *out = p.p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *csd_model_preset_name(unsigned i)
+{
+    return i < sizeof(kPresets) / sizeof(kPresets[0]) ? kPresets[i].name : nullptr;
+}
+
+const char *csd_model_param_name(unsigned i)
+{
+    return i < sizeof(kFields) / sizeof(kFields[0]) ? kFields[i].name : nullptr;
+}
+
+int csd_model_set(csd_model_params *p, const char *name, const char *value, char *err, size_t err_len)
+{
+    auto fail = [&](const std::string &why) {
+        if (err && err_len) std::snprintf(err, err_len, "%s", why.c_str());
+        return -1;
+    };
+    if (std::strcmp(name, "preset") == 0) {
+        if (csd_model_preset(value, p) != 0) {
+            std::string known;
+            for (const Preset &q : kPresets) known += std::string(known.empty() ? "" : ", ") + q.name;
+            return fail(std::string("unknown preset '") + value + "' (" + known + ")");
+        }
+        return 0;
+    }
+    for (const ModelField &f : kFields) {
+        if (std::strcmp(f.name, name) != 0) continue;
+        char *end = nullptr;
+        char *at = reinterpret_cast<char *>(p) + f.offset;
+        if (f.kind == Kind::rate) {
+            const double v = std::strtod(value, &end);
+            if (!*value || *end || !std::isfinite(v) || v < 0) return fail(std::string(name) + ": a number >= 0, not '" + value + "'");
+            *reinterpret_cast<double *>(at) = v;
+        } else {
+            const unsigned long long v = std::strtoull(value, &end, 10);
+            if (!*value || *end || *value == '-' || (f.kind == Kind::count && v > 256)) {
+                return fail(std::string(name) + (f.kind == Kind::count ? ": 0 to 256" : ": whole nanoseconds >= 0") +
+                            ", not '" + value + "'");
+            }
+            if (f.kind == Kind::count) *reinterpret_cast<uint32_t *>(at) = static_cast<uint32_t>(v);
+            else *reinterpret_cast<uint64_t *>(at) = v;
+        }
+        return 0;
+    }
+    std::string known = "preset";
+    for (const ModelField &f : kFields) known += std::string(", ") + f.name;
+    return fail(std::string("unknown model parameter '") + name + "' (" + known + ")");
+}
+
+const char *csd_model_check(const csd_model_params *p)
+{
+    const double rates[] = {p->link_gbps, p->media_read_gbps, p->media_write_gbps, p->slm_gbps, p->unit_gflops,
+                            p->unit_gbps};
+    for (double r : rates) {
+        if (!std::isfinite(r) || r < 0) return "model rates must be finite and >= 0";
+    }
+    if (p->link_latency_ns > 1000000000ull || p->media_read_latency_ns > 1000000000ull ||
+        p->media_write_latency_ns > 1000000000ull || p->bpf_record_ns > 1000000000ull) {
+        return "model latencies must be at most 1 s";
+    }
+    if ((p->unit_gflops > 0) != (p->unit_gbps > 0)) {
+        return "unit-gflops and unit-gbps go together: a compute unit needs both speeds";
+    }
+    return nullptr;
+}
+
+void csd_core_set_model(csd_core *core, const csd_model_params *p)
+{
+    core->model.configure(*p, core->compute_units);
+}
+
+uint64_t csd_core_model_schedule(csd_core *core, const csd_model_work *w, uint64_t now_ns)
+{
+    return core->model.schedule(*w, now_ns);
+}
+
+int csd_core_model_on(const csd_core *core) { return core->model.on() ? 1 : 0; }
+
+void csd_core_model_done(csd_core *core, uint64_t finish_ns, uint64_t done_ns)
+{
+    if (finish_ns == 0) return;
+    if (done_ns > finish_ns) {
+        csd::core::count(core, CSD_STAT_MODEL_OVERRUNS);
+    } else {
+        csd::core::count(core, CSD_STAT_MODEL_DELAY_NS, finish_ns - done_ns);
+    }
+}
+
+void csd_model_work_nvm(uint8_t opcode, uint64_t bytes, csd_model_work *w)
+{
+    *w = csd_model_work{};
+    switch (opcode) {
+    case 0x00: w->media_write_op = 1; break;  // Flush: the write cache reaches the media
+    case 0x01: w->to_device = w->media_write = bytes; w->media_write_op = 1; break;
+    case 0x02: w->media_read = w->to_host = bytes; w->media_read_op = 1; break;
+    default: break;
+    }
+}
+
+void csd_model_work_op(const csd_op *op, csd_model_work *w)
+{
+    *w = csd_model_work{};
+    switch (op->opcode) {
+    case CSD_OPC_SLM_LOAD: w->media_read = w->slm = op->bytes; w->media_read_op = 1; break;
+    case CSD_OPC_SLM_STORE: w->slm = w->media_write = op->bytes; w->media_write_op = 1; break;
+    case CSD_OPC_SLM_WRITE: w->to_device = w->slm = op->bytes; break;
+    case CSD_OPC_SLM_READ: w->slm = w->to_host = op->bytes; break;
+    case CSD_OPC_EXECUTE:
+    case CSD_OPC_PROGRAM_LOAD: w->to_device = op->bytes; break;
+    case CSD_OPC_COMPARE_WRITE:
+        w->to_device = op->bytes;
+        w->media_read = w->media_write = op->bytes / 2;
+        w->media_read_op = w->media_write_op = 1;
+        break;
+    default: break;
+    }
+}
+
+}  // extern "C"

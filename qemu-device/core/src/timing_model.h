@@ -1,0 +1,46 @@
+// timing_model.h - the drive being designed, in time (docs/timing-model.md): PCIe link
+// (each direction), media (NAND) read and write, device memory (SLM) and N compute units,
+// each a resource that commands occupy in turn, first come first served. Given what a
+// command moves and computes and when it arrived, schedule() says when the modelled drive
+// would complete it; the embedding completes it no earlier.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "csd_core.h"
+
+namespace csd::core {
+
+class TimingModel {
+public:
+    // Replaces the parameters (checked by csd_model_check) and forgets queued work.
+    void configure(const csd_model_params &p, uint32_t compute_units);
+    bool on() const { return on_; }
+    // When the modelled drive completes work w that arrived at now_ns (same clock);
+    // 0 when the model is off. Accumulates busy time per resource.
+    uint64_t schedule(const csd_model_work &w, uint64_t now_ns);
+    // Busy time so far, ns: link to device, link to host, media, SLM, compute units.
+    void busy(uint64_t out[5]) const;
+
+private:
+    // A bandwidth resource: latency overlaps with others' transfers, transfers queue.
+    struct Pipe {
+        uint64_t free_at = 0;
+        uint64_t busy_ns = 0;
+    };
+    // Time to move bytes at gbps GB/s (0 GB/s: not modelled, no time).
+    static uint64_t transfer_ns(double bytes, double gbps);
+    // Work reaching a pipe at t: ready after latency, then queued behind earlier transfers.
+    static uint64_t stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps);
+
+    mutable std::mutex mu_;
+    bool on_ = false;
+    csd_model_params p_{};
+    Pipe to_device_, to_host_, media_, slm_;
+    std::vector<uint64_t> units_free_at_;
+    uint64_t compute_busy_ns_ = 0;
+};
+
+}  // namespace csd::core
