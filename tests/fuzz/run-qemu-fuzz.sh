@@ -68,7 +68,7 @@ if [ "$jobs" -gt 1 ]; then
     cat "$dir"/fuzz-*.log >> "$log" 2>/dev/null
 else
     ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "$bin" --fuzz-target=generic-fuzz -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 \
+        "$bin" --fuzz-target=generic-fuzz -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 \
         -print_final_stats=1 -artifact_prefix="$dir/findings/" "$dir/corpus" "${regressions[@]}" > "$log" 2>&1
     rc=$?
 fi
