@@ -62,7 +62,7 @@ if [ "$jobs" -gt 1 ]; then
     (cd "$dir" && rm -f fuzz-*.log &&
      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         "$bin" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
-        -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/findings/" \
+        -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/findings/" \
         "$dir/corpus" "${regressions[@]}") > "$log" 2>&1
     rc=$?
     cat "$dir"/fuzz-*.log >> "$log" 2>/dev/null
