@@ -476,6 +476,9 @@ static void test_program_load(void)
     g_assert_cmpuint(v[CSD_STAT_PROGRAM_LOAD_CMDS], ==, (size + 255) / 256 + 1 + 2);
     g_assert_cmpuint(v[CSD_STAT_PROGRAM_UNLOAD_CMDS], ==, 3);
     g_assert_cmpuint(v[CSD_STAT_PROGRAM_LOAD_REJECTS], ==, 1);
+    for (int i = CSD_STAT_MODEL_LINK_IN_BUSY_NS; i <= CSD_STAT_MODEL_OVERRUNS; i++) {
+        g_assert_cmpuint(v[i], ==, 0);   /* no timing model unless asked */
+    }
     uint64_t runs;
     memcpy(&runs, stats + 256 + 8 * CSD_SLOT_FIRST, 8);
     g_assert_cmpuint(runs, ==, 1);
