@@ -209,7 +209,7 @@ def test_timing_model_on_the_in_process_device(tmp_path):
     took = time.monotonic() - t0
     s = d.stats
     assert s["model_media_busy_ns"] > 0 and s["model_link_in_busy_ns"] > 0
-    assert s["model_delay_ns"] > 0
+    assert s["model_delay_ns"] > 0 or s["model_overruns"] > 0  # held back, or the host was slower
     t0 = time.monotonic()
     _ = d.store["x"]  # reads: at least one 2 ms media read latency
     assert time.monotonic() - t0 >= 0.002

@@ -449,7 +449,9 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     EXPECT_EQ(s.model_compute_busy_ns, 4 * 10000000u);
     EXPECT_EQ(s.model_media_busy_ns, 4194304u);
     EXPECT_EQ(s.model_link_out_busy_ns, 4194304u);
-    EXPECT_GT(s.model_delay_ns, 0u);
+    // Each modelled command was held back to its modelled time, or the host was slower than
+    // the model (an overrun: a loaded or emulated host, as in the guest under TCG).
+    EXPECT_GT(s.model_delay_ns + s.model_overruns, 0u);
     std::printf("modelled: 4 MiB read %.1f ms, four gemms on two units %.1f ms; %llu overruns\n", read_ms, gemm_ms,
                 static_cast<unsigned long long>(s.model_overruns));
     a.reset();
