@@ -305,13 +305,13 @@ bool ObjectStore::write_superblock(const State &from, const Extent &base, uint64
     return true;
 }
 
-ObjectStore::State ObjectStore::update(const std::function<Changes(const State &)> &make, bool compacting)
+void ObjectStore::update(const std::function<Changes(const State &)> &make, bool compacting)
 {
     const size_t room = block_ - sizeof(Superblock);
     for (unsigned attempt = 0;; attempt++) {
         State s = refresh();
         const Changes ch = make(s);
-        if (ch.empty()) return s;
+        if (ch.empty()) return;
         // Ordinary changes leave room for a few reservations, which a compaction needs.
         const size_t keep = compacting ? 0 : 4 * catalog::kMaxReserveEntry;
         if (s.journal.size() + ch.size() + keep > room) {
@@ -325,10 +325,7 @@ ObjectStore::State ObjectStore::update(const std::function<Changes(const State &
         std::vector<uint8_t> journal = s.journal;
         journal.insert(journal.end(), ch.begin(), ch.end());
         if (write_superblock(s, s.base, s.base_bytes, s.base_crc, s.base_format, journal)) {
-            catalog::apply(ch.data(), ch.size(), &s.contents);
-            s.generation++;
-            s.journal = std::move(journal);
-            return s;
+            return;
         }
         if (attempt >= 10000) throw Error("object store: could not commit against other writers", EBUSY);
         backoff(attempt);

@@ -100,8 +100,8 @@ private:
     bool read_slot(int slot, State *out, std::vector<uint8_t> *raw) const;
     bool load_base(State *s) const;
     // Appends the changes make() returns for the newest state and commits them; retries
-    // with a fresh state when another writer committed first. Returns the state committed.
-    State update(const std::function<Changes(const State &)> &make, bool compacting = false);
+    // with a fresh state when another writer committed first (no changes: no commit).
+    void update(const std::function<Changes(const State &)> &make, bool compacting = false);
     bool write_superblock(const State &from, const Extent &base, uint64_t base_bytes, uint32_t base_crc,
                           uint32_t base_format, const std::vector<uint8_t> &journal);
     void compact();
