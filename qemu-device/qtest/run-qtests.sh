@@ -58,8 +58,15 @@ check_refused() {  # check_refused 'DEVICE OPTIONS' 'MESSAGE'
 }
 check_refused "csd=on,csd.slm-size=1000" "csd.slm-size must be a multiple of 4 KiB"
 check_refused "csd=on,csd.slm-size=512G" "csd.slm-size must be a multiple of 4 KiB"
-check_refused "csd=on,csd.compute-units=0" "csd.compute-units must be between 1 and 256"
 check_refused "csd=on,csd.compute-units=300" "csd.compute-units must be between 1 and 256"
+# The timing model: the core's checks, at realize, naming the property.
+check_refused "csd.model=gen4x4-8core" "csd.model needs csd=on"
+check_refused "csd=on,csd.model=gen9" "csd.model: unknown preset 'gen9' (gen3x4-4core"
+check_refused "csd=on,csd.model.link-gbps=fast" "csd.model.link-gbps: a number >= 0, not 'fast'"
+check_refused "csd=on,csd.model.unit-gflops=4" "unit-gflops and unit-gbps go together"
+check_refused "csd=on,csd.model.media-read-latency-ns=2000000000" "latencies must be at most 1 s"
+check_refused "csd=on,csd.model=gen3x4-4core,csd.compute-units=2" \
+    "csd.compute-units=2 but the timing model has 4 compute units"
 check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
 
 # Operator plug-ins (csd.plugin-dir): each unusable plug-in stops QEMU naming its file;

@@ -86,6 +86,17 @@ TEST_F(Model, WriteAndFlush)
     EXPECT_EQ(nvm(0x00, 0, 100000), 100000u + 10000 + 1000);     // a Flush: one media write latency
 }
 
+TEST_F(Model, IdleAfterAResetKeepsTheBusyCounters)
+{
+    // Two 1 MiB reads queue on the media; after idle() (a controller reset) a third starts
+    // at once, and the busy time counted before the reset stays.
+    EXPECT_EQ(nvm(0x02, 1 << 20, 0), 50000u + 524288 + 262144 + 1000);
+    EXPECT_EQ(nvm(0x02, 1 << 20, 0), 50000u + 2 * 524288 + 262144 + 1000);
+    csd_core_model_idle(core);
+    EXPECT_EQ(nvm(0x02, 1 << 20, 10), 10u + 50000 + 524288 + 262144 + 1000);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_MEDIA_BUSY_NS), 3 * 524288u);
+}
+
 TEST_F(Model, SmallReadsAtQueueDepthOneCostTheLatency)
 {
     uint64_t t = 0;

@@ -198,6 +198,8 @@ int csd_model_set(struct csd_model_params *p, const char *name, const char *valu
 const char *csd_model_check(const struct csd_model_params *p);
 /* Configures the core's model (checked parameters); forgets queued work. */
 void csd_core_set_model(csd_core *core, const struct csd_model_params *p);
+/* Makes the modelled drive idle (after a controller reset); keeps its busy counters. */
+void csd_core_model_idle(csd_core *core);
 /* Whether the core's model is on. */
 int csd_core_model_on(const csd_core *core);
 /*

@@ -23,6 +23,13 @@ void TimingModel::configure(const csd_model_params &p, uint32_t compute_units)
     compute_busy_ns_ = 0;
 }
 
+void TimingModel::idle()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    for (Pipe *p : {&to_device_, &to_host_, &media_, &slm_}) p->free_at = 0;
+    std::fill(units_free_at_.begin(), units_free_at_.end(), 0);
+}
+
 uint64_t TimingModel::transfer_ns(double bytes, double gbps)
 {
     return gbps > 0 && bytes > 0 ? static_cast<uint64_t>(std::ceil(bytes / gbps)) : 0;  // 1 GB/s = 1 byte/ns
@@ -230,6 +237,8 @@ uint64_t csd_core_model_schedule(csd_core *core, const csd_model_work *w, uint64
 {
     return core->model.schedule(*w, now_ns);
 }
+
+void csd_core_model_idle(csd_core *core) { core->model.idle(); }
 
 int csd_core_model_on(const csd_core *core) { return core->model.on() ? 1 : 0; }
 

@@ -18,6 +18,9 @@ public:
     // Replaces the parameters (checked by csd_model_check) and forgets queued work.
     void configure(const csd_model_params &p, uint32_t compute_units);
     bool on() const { return on_; }
+    // Makes every resource free now (a controller reset aborted the work in flight);
+    // keeps the parameters and the busy time counted so far.
+    void idle();
     // When the modelled drive completes work w that arrived at now_ns (same clock);
     // 0 when the model is off. Accumulates busy time per resource.
     uint64_t schedule(const csd_model_work &w, uint64_t now_ns);

@@ -654,6 +654,147 @@ static void test_backing_store_failure(void)
     unlink(conf);
 }
 
+/* ---------------------------------------------------------- timing model */
+
+/* The virtual clock, moved on by 1 ns (qtest's clock_step must move it). */
+static int64_t vclock(QTestState *qts)
+{
+    return qtest_clock_step(qts, 1);
+}
+
+/* Whether queue qid has a completion waiting (without consuming it). */
+static bool cqe_ready(Nvme *n, int qid)
+{
+    Queue *q = &n->q[qid];
+    Cqe cqe;
+
+    qtest_memread(n->qs->qts, q->cq + q->head * 16, &cqe, sizeof(cqe));
+    return (cqe.status & 1) == q->phase;
+}
+
+/*
+ * The command cid, which arrived at virtual time t0, completes exactly at t0 + dt: its
+ * real work is long done (the virtual clock only moves with clock_step under qtest), its
+ * completion is not there 1 ns before, and it is there at t0 + dt.
+ */
+static void expect_done_at(Nvme *n, uint16_t cid, int64_t t0, int64_t dt)
+{
+    QTestState *qts = n->qs->qts;
+    int64_t now;
+    Cqe c;
+
+    g_usleep(200 * 1000);
+    now = vclock(qts);
+    g_assert_cmpint(now, <, t0 + dt - 1);
+    qtest_clock_step(qts, t0 + dt - 1 - now);
+    g_usleep(50 * 1000);
+    g_assert_false(cqe_ready(n, 1));
+    qtest_clock_step(qts, 1);
+    c = reap(n, 1);
+    g_assert_cmpint(c.cid, ==, cid);
+    g_assert_cmphex(c.status >> 1, ==, 0);
+}
+
+/*
+ * csd.model.*: every command completes at the time worked out by hand from the model's
+ * parameters (chosen so that each stage is a whole number of ns): link 0.5 GB/s (2 ns a
+ * byte) and 10 us per command, media 0.25 GB/s (4 ns a byte) after 100 us (read) or 20 us
+ * (write), SLM 1 GB/s, one compute unit streaming 0.25 GB/s. Executes queue on the unit.
+ */
+static void test_timing_model(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.compute-units=1,csd.model.link-gbps=0.5,"
+                    "csd.model.link-latency-ns=10000,csd.model.media-read-gbps=0.25,"
+                    "csd.model.media-read-latency-ns=100000,csd.model.media-write-gbps=0.25,"
+                    "csd.model.media-write-latency-ns=20000,csd.model.slm-gbps=1,"
+                    "csd.model.unit-gflops=0.5,csd.model.unit-gbps=0.25");
+    QTestState *qts = n->qs->qts;
+    uint64_t r[2] = { 0, 65536 };
+    uint32_t crc = CSD_CKSUM_CRC32C;
+    int64_t t0, delay = 0;
+    Sqe cmd, exec;
+    uint16_t cid[3];
+
+    /* SLM Read 8 KiB: SLM 8192 + link out 16384 + 10000 */
+    cmd = slm_xfer(CSD_OPC_SLM_READ, n->buf, 0, 8192);
+    cmd.prp2 = n->buf + 4096;
+    t0 = vclock(qts);
+    cid[0] = submit(n, 1, &cmd);
+    expect_done_at(n, cid[0], t0, 34576);
+    delay += 34576;
+    /* SLM Load 16 LBAs: media 100000 + 32768, SLM 8192, + 10000 */
+    cmd = slm_lba(CSD_OPC_SLM_LOAD, 0, 16, 0);
+    t0 = vclock(qts);
+    cid[0] = submit(n, 1, &cmd);
+    expect_done_at(n, cid[0], t0, 150960);
+    delay += 150960;
+    /* NVM Read 8 LBAs (the classic path is modelled too): media 116384, link 8192, + 10000 */
+    cmd = (Sqe){ .opc = 0x02, .nsid = 1, .prp1 = n->buf, .cdw12 = 7 };
+    t0 = vclock(qts);
+    cid[0] = submit(n, 1, &cmd);
+    expect_done_at(n, cid[0], t0, 134576);
+    delay += 134576;
+    /* Flush: one media write latency + 10000 */
+    cmd = (Sqe){ .opc = 0x00, .nsid = 1 };
+    t0 = vclock(qts);
+    cid[0] = submit(n, 1, &cmd);
+    expect_done_at(n, cid[0], t0, 30000);
+    delay += 30000;
+    /*
+     * Three checksums of 64 KiB at once on one unit: descriptors (36 bytes: 72 ns each)
+     * queue on the link, then 262144 ns each on the unit, one after the other.
+     */
+    exec = execute(n, CSD_PROG_CHECKSUM, 1, r, &crc, 4);
+    t0 = vclock(qts);
+    for (int i = 0; i < 3; i++) {
+        cid[i] = submit(n, 1, &exec);
+    }
+    expect_done_at(n, cid[0], t0, 72 + 262144 + 10000);
+    expect_done_at(n, cid[1], t0, 72 + 2 * 262144 + 10000);
+    expect_done_at(n, cid[2], t0, 72 + 3 * 262144 + 10000);
+    delay += 3 * (72 + 10000) + 6 * 262144;
+
+    /* C1h: modelled busy time per resource and the delay added, no overrun */
+    uint8_t stats[CSD_LOG_STATS_SIZE];
+    uint64_t v[CSD_STAT_COUNT];
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .prp2 = n->buf + 4096,
+                                     .cdw10 = CSD_LOG_STATISTICS |
+                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
+                    ==, 0);
+    qtest_memread(qts, n->buf, stats, sizeof(stats));
+    memcpy(v, stats + CSD_STATS_COUNTERS_OFFSET, sizeof(v));
+    g_assert_cmpuint(v[CSD_STAT_MODEL_LINK_IN_BUSY_NS], ==, 3 * 72);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_LINK_OUT_BUSY_NS], ==, 16384 + 8192);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_MEDIA_BUSY_NS], ==, 32768 + 16384);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_SLM_BUSY_NS], ==, 8192 + 8192 + 3 * 65536);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_COMPUTE_BUSY_NS], ==, 3 * 262144);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_DELAY_NS], ==, delay);
+    g_assert_cmpuint(v[CSD_STAT_MODEL_OVERRUNS], ==, 0);
+
+    /* A queue deleted with a completion held: it is posted at once, as it is done */
+    exec = execute(n, CSD_PROG_CHECKSUM, 1, r, &crc, 4);    /* the log overwrote it */
+    cid[0] = submit(n, 1, &exec);
+    g_usleep(200 * 1000);
+    g_assert_false(cqe_ready(n, 1));
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x00, .cdw10 = 1 }).status, ==, 0);
+    g_assert_cmpint(reap(n, 1).cid, ==, cid[0]);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = n->q[1].sq,
+                                     .cdw10 = (QDEPTH - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 }).status, ==, 0);
+    n->q[1].tail = 0;
+    /* and a reset with completions held: the modelled drive is idle after it */
+    for (int i = 0; i < 3; i++) {
+        submit(n, 1, &exec);
+    }
+    g_usleep(200 * 1000);
+    disable(n);
+    enable(n);
+    t0 = vclock(qts);
+    cid[0] = submit(n, 1, &exec);
+    expect_done_at(n, cid[0], t0, 72 + 262144 + 10000);
+    stop(n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -687,6 +828,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
+    qtest_add_func("/csd/timing-model", test_timing_model);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
