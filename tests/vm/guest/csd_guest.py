@@ -7,6 +7,7 @@ import fcntl
 import os
 import struct
 import sys
+import time
 
 NG = "/dev/ng0n1"
 NVME_IOCTL_IO64_CMD = 0xC0504E48      # _IOWR('N', 0x48, struct nvme_passthru_cmd64)
@@ -47,12 +48,16 @@ def passthru(opcode, *, nsid=1, cdw=None, write=None, read_len=0, admin=False, d
     assert len(cmd) == 80
     fd = os.open(dev, os.O_RDWR)
     try:
+        t0 = time.perf_counter_ns()
         rc = fcntl.ioctl(fd, NVME_IOCTL_ADMIN64_CMD if admin else NVME_IOCTL_IO64_CMD, cmd)
+        took = time.perf_counter_ns() - t0
     finally:
         os.close(fd)
     result = struct.unpack_from("<Q", cmd, 72)[0]
     data = buf.raw[:read_len] if read_len else b""
-    return Result(rc, result, data)
+    r = Result(rc, result, data)
+    r.start, r.ns = t0, took  # the ioctl alone (CLOCK_MONOTONIC): submission to completion
+    return r
 
 
 def slm_write(off, data):
@@ -95,9 +100,12 @@ def stats():
     """The Statistics log page as a dict of counters, plus 'per_program' (list of 256)."""
     names = ["slm_load_cmds", "slm_store_cmds", "slm_write_cmds", "slm_read_cmds", "exec_cmds",
              "exec_errors", "bytes_namespace_to_slm", "bytes_slm_to_namespace", "bytes_host_to_slm",
-             "bytes_slm_to_host", "exec_busy_ns"]
+             "bytes_slm_to_host", "exec_busy_ns", "program_load_cmds", "program_unload_cmds",
+             "program_load_rejects", "model_link_in_busy_ns", "model_link_out_busy_ns",
+             "model_media_busy_ns", "model_slm_busy_ns", "model_compute_busy_ns", "model_delay_ns",
+             "model_overruns"]
     page = get_log(0xC1).data
-    vals = struct.unpack_from("<11Q", page, 8)
+    vals = struct.unpack_from(f"<{len(names)}Q", page, 8)
     d = dict(zip(names, vals))
     d["per_program"] = list(struct.unpack_from("<256Q", page, 256))
     d["magic"] = page[:4]
