@@ -7,7 +7,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
 export PIP_ROOT_USER_ACTION=ignore
 missing=()
-for m in numpy pytest torch setuptools pybind11; do
+# CSD_PY_DEMO=1: only what the package itself needs (make demo), not the suite's torch.
+wanted="numpy pytest torch setuptools pybind11"
+[ "${CSD_PY_DEMO:-0}" = 1 ] && wanted="numpy setuptools pybind11"
+for m in $wanted; do
     "$py" -c "import $m" 2>/dev/null || missing+=("$m")
 done
 if [ ${#missing[@]} -gt 0 ]; then

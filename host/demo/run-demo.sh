@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # make demo: boots the guest with a 1 GiB CSD namespace and 512 MiB of SLM and runs
-# host/demo/demo.py in it (the dataset is made in the guest; nothing else is needed).
+# host/demo/demo.py in it (the dataset is made in the guest; nothing else is needed),
+# then the design-space table (host/demo/design_space.py): the same questions under each
+# timing-model preset, in-drive vs classic.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 truncate -s 1G "$tmp/namespace.img"
-exec python3 "$top/tests/vm/csdvm.py" cmd --disk "$tmp/namespace.img" --slm 512M --memory 3G \
+python3 "$top/tests/vm/csdvm.py" cmd --disk "$tmp/namespace.img" --slm 512M --memory 3G \
     --timeout 900 "python3 /csd/demo/demo.py"
+rm -f "$tmp/namespace.img"
+echo
+echo "== design space: is offload worth it on the drive being designed? (timing model presets)"
+CSD_PY_DEMO=1 bash "$top/python/install.sh"
+python3 "$top/host/demo/design_space.py" --dir "$tmp"

@@ -1,0 +1,155 @@
+"""nvme-csd design-space table: is offload worth it on the drive being designed?
+
+The demo's questions (filter, per-row reduce, gemm) asked of one dataset under each timing
+model preset (docs/timing-model.md), inside the drive and the classic way (read the data,
+compute on the host), with the time and the bytes across the bus of each.
+
+Runs on the in-process device (the same device core and timing model as the QEMU device,
+timed on the host clock): the drive's side is modelled, the host's compute is this
+machine's CPU at full speed. Inside the TCG guest the host's side would run 10-50x slower
+than on real hardware and flatter offload; the guest's timings are checked against the
+model by tests/vm/guest/timing-model.sh instead. A row marked "host-bound" had commands
+the host finished after their modelled time (C1h model_overruns): its in-drive time is this
+machine's, and the modelled drive would be faster still.
+
+Usage: python3 host/demo/design_space.py [--presets a,b,c] [--scale N] [--dir DIR]
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import nvme_csd
+
+PRESETS = ["gen3x4-4core", "gen4x4-8core", "gen5x4-accel"]
+
+
+def dataset(scale):
+    """sales (records of four float32), readings (a float32 matrix), batch and weights."""
+    rng = np.random.default_rng(2026)
+    n = scale << 20
+    sales = np.empty((n, 4), dtype=np.float32)     # id, value, region, amount
+    sales[:, 0] = np.arange(n, dtype=np.float32)
+    sales[:, 1] = rng.random(n, dtype=np.float32)
+    sales[:, 2] = rng.integers(0, 50, n).astype(np.float32)
+    sales[:, 3] = rng.random(n, dtype=np.float32) * 100
+    readings = rng.standard_normal((scale * 512, 4096), dtype=np.float32)
+    weights = (rng.standard_normal((1024, 1024), dtype=np.float32) / 32).astype(np.float32)
+    batch = rng.standard_normal((512, 1024), dtype=np.float32)
+    return {"sales": sales, "readings": readings, "weights": weights, "batch": batch}
+
+
+def bus_bytes(dev):
+    _, to_device, from_device = dev.bus()
+    return to_device + from_device
+
+
+def measure(dev, fn, runs=3):
+    """(result, seconds, bytes across the bus, overruns) of the fastest of runs calls of fn()."""
+    best = None
+    for _ in range(runs):
+        b0, o0 = bus_bytes(dev), dev.stats["model_overruns"]
+        t0 = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t0
+        m = (out, t, bus_bytes(dev) - b0, dev.stats["model_overruns"] - o0)
+        best = m if best is None or t < best[1] else best
+    return best
+
+
+def questions(dev):
+    """(question, in-drive fn, classic fn, check(in_drive, classic)) for the demo's questions."""
+    st = dev.store
+
+    def filter_drive():     # matches stored as an object in the drive, then read
+        st.filter("sales", "hot", record_size=16, field_offset=4, field_type="f4", op="gt", lo=0.99)
+        return st["hot"]
+
+    def filter_classic():
+        s = st["sales"]
+        return s[s[:, 1].astype(np.float64) > 0.99]
+
+    def reduce_drive():
+        x = st.load("readings")
+        m = dev.reduce(x, "max")
+        out = m.numpy()
+        m.free()
+        x.free()
+        return out
+
+    def reduce_classic():
+        return st["readings"].max(axis=1)
+
+    def gemm_drive():
+        a, b = st.load("batch"), st.load("weights")
+        c = dev.gemm(a, b)
+        out = c.numpy()
+        for arr in (a, b, c):
+            arr.free()
+        return out
+
+    def gemm_classic():
+        return st["batch"] @ st["weights"]
+
+    return [
+        ("filter value > 0.99 (1% of records)", filter_drive, filter_classic,
+         lambda d, c: np.array_equal(np.frombuffer(np.ascontiguousarray(d).tobytes(), np.float32).reshape(-1, 4), c)),
+        ("max of each row of readings", reduce_drive, reduce_classic,
+         lambda d, c: np.array_equal(np.asarray(d, np.float64), c.astype(np.float64))),
+        ("gemm 512x1024x1024 (1.07 GFLOP)", gemm_drive, gemm_classic,
+         lambda d, c: np.allclose(d, c, atol=1e-3)),
+    ]
+
+
+def mib(n):
+    return f"{n / 1048576:8.2f} MiB"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--scale", type=int, default=2, help="sales: N Mi records; readings: N x 512 rows")
+    ap.add_argument("--dir", help="where the namespace files go (default: a temporary folder)")
+    args = ap.parse_args()
+    data = dataset(args.scale)
+    work = args.dir or tempfile.mkdtemp(prefix="csd-design-")
+    rows, ok = [], True
+    print("each time: the fastest of 3 runs, on the host clock", flush=True)
+    for preset in args.presets.split(","):
+        path = os.path.join(work, f"{preset}.img")
+        with open(path, "wb") as f:
+            f.truncate(512 << 20)
+        print(f"== {preset}: storing the dataset", flush=True)
+        with nvme_csd.open(f"emu:{path}?slm=256M&model={preset}") as dev:
+            dev.store.format()
+            for name, arr in data.items():
+                dev.store[name] = arr
+            for q, drive, classic, same in questions(dev):
+                d, td, bd, od = measure(dev, drive)
+                c, tc, bc, oc = measure(dev, classic)
+                agree = same(d, c)
+                ok &= agree
+                rows.append((preset, q, td, bd, od, tc, bc))
+                print(f"  {q:38s} in-drive {td * 1e3:8.1f} ms {mib(bd)}   classic {tc * 1e3:8.1f} ms "
+                      f"{mib(bc)}   {'agree' if agree else 'ANSWERS DIFFER'}", flush=True)
+        os.remove(path)
+    if not args.dir:
+        os.rmdir(work)
+
+    print("\n== design space (in-process device: drive modelled, host compute on this machine)")
+    print(f"{'preset':14s} {'question':38s} {'in-drive':>10s} {'classic':>10s} {'bus in-drive':>13s} "
+          f"{'bus classic':>13s}  verdict")
+    for preset, q, td, bd, od, tc, bc in rows:
+        verdict = f"offload {tc / td:.1f}x faster" if td < tc else f"offload {td / tc:.1f}x SLOWER"
+        if od:
+            verdict += f" (host-bound: {od} overruns)"
+        print(f"{preset:14s} {q:38s} {td * 1e3:8.1f}ms {tc * 1e3:8.1f}ms {mib(bd):>13s} {mib(bc):>13s}  {verdict}")
+    print("design space: in-drive and classic answers agree" if ok else "design space: ANSWERS DIFFER")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
