@@ -31,7 +31,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
 BUILD = TOP / "build"
-QEMU = BUILD / "qemu" / "qemu-system-x86_64"
+QEMU = Path(os.environ.get("CSD_QEMU") or BUILD / "qemu" / "qemu-system-x86_64")  # CSD_QEMU: another build, to compare
 FIRMWARE = BUILD / "share" / "qemu"   # where QEMU looks relative to its binary
 IMAGES = BUILD / "images"
 GUEST_TESTS = TOP / "tests" / "vm" / "guest"
