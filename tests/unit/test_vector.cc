@@ -161,6 +161,49 @@ TEST_F(Reduce, DoubleAndNaN)
     EXPECT_TRUE(std::isnan(as_f64(run(x, CSD_RED_SUM, CSD_DT_F64, 1, 4)[0])));
 }
 
+// min/max/argmin/argmax against the one-pass definition (first extreme, NaN skipped unless
+// the row is all NaN) on rows built to trip a lane-wise search: NaNs anywhere (the first
+// element too), ties in different lanes, -0.0 against +0.0, lengths that are not a multiple
+// of the vector width, an all-NaN row.
+TEST_F(Reduce, ExtremesMatchTheOnePassDefinition)
+{
+    const uint32_t cols = 1037, rows = 12;
+    auto x = random_vector<float>(rows * cols, 99, -4, 4);
+    for (size_t i = 0; i < x.size(); i++) {
+        x[i] = std::round(x[i]);                  // many ties
+        if (i % 97 == 0) x[i] = std::nanf("");
+        if (i % 89 == 0) x[i] = (i / 89) % 2 ? -0.0f : 0.0f;
+    }
+    x[3 * cols] = std::nanf("");
+    for (uint32_t j = 0; j < cols; j++) x[5 * cols + j] = std::nanf("");   // all NaN
+    x[7 * cols + 1030] = 99; x[7 * cols + 17] = 99; x[7 * cols + 500] = 99;
+    auto one_pass = [](const float *row, uint32_t n, bool want_max) {
+        uint32_t best = 0;
+        while (best < n && std::isnan(row[best])) best++;
+        if (best == n) return 0u;
+        for (uint32_t i = best + 1; i < n; i++) {
+            if (want_max ? row[i] > row[best] : row[i] < row[best]) best = i;
+        }
+        return best;
+    };
+    for (uint32_t op : {CSD_RED_MIN, CSD_RED_MAX, CSD_RED_ARGMIN, CSD_RED_ARGMAX}) {
+        const bool want_max = op == CSD_RED_MAX || op == CSD_RED_ARGMAX;
+        auto got = run(x, op, CSD_DT_F32, rows, cols);
+        for (uint32_t r = 0; r < rows; r++) {
+            const uint32_t i = one_pass(x.data() + r * cols, cols, want_max);
+            if (op == CSD_RED_ARGMIN || op == CSD_RED_ARGMAX) {
+                EXPECT_EQ(got[r], i) << "op " << op << " row " << r;
+            } else {
+                const double want = x[r * cols + i];
+                const double have = as_f64(got[r]);
+                EXPECT_TRUE(std::memcmp(&want, &have, 8) == 0 || (std::isnan(want) && std::isnan(have)))
+                    << "op " << op << " row " << r << ": " << have << " vs " << want;
+            }
+        }
+    }
+    EXPECT_EQ(run(x, CSD_RED_ARGMAX, CSD_DT_F32, rows, cols)[7], 17u);
+}
+
 TEST_F(Reduce, IntegersWrapAndMean)
 {
     std::vector<int64_t> big{INT64_MAX, 1, 5, -3};

@@ -10,6 +10,39 @@ namespace csd::core {
 
 namespace {
 
+// The first index in [from, n) of the extreme (largest if want_max) of x, x[from] being a
+// candidate (not NaN unless all are): the extreme first, lane by lane (16 independent
+// running extremes the compiler vectorises; a NaN never wins a comparison), then its first
+// position. The same answer as one compare-and-keep pass, at several times the speed.
+template <class T>
+uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
+{
+    constexpr uint32_t kLanes = 16;
+    T lane[kLanes];
+    for (T &l : lane) l = x[from];
+    uint32_t i = from;
+    if (want_max) {
+        for (; i + kLanes <= n; i += kLanes) {
+            for (uint32_t j = 0; j < kLanes; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+        }
+    } else {
+        for (; i + kLanes <= n; i += kLanes) {
+            for (uint32_t j = 0; j < kLanes; j++) lane[j] = x[i + j] < lane[j] ? x[i + j] : lane[j];
+        }
+    }
+    T m = lane[0];
+    for (uint32_t j = 1; j < kLanes; j++) {
+        if (want_max ? lane[j] > m : lane[j] < m) m = lane[j];
+    }
+    for (; i < n; i++) {
+        if (want_max ? x[i] > m : x[i] < m) m = x[i];
+    }
+    for (i = from; i < n; i++) {
+        if (x[i] == m) return i;
+    }
+    return from;  // m is x[from] itself, a NaN (every element is)
+}
+
 template <class T>
 uint64_t reduce_row(const T *x, uint32_t n, uint32_t op)
 {
@@ -51,11 +84,7 @@ uint64_t reduce_row(const T *x, uint32_t n, uint32_t op)
             best = 0;
         }
     }
-    for (uint32_t i = best + 1; i < n; i++) {
-        if (want_max ? x[i] > x[best] : x[i] < x[best]) {
-            best = i;
-        }
-    }
+    best = extreme_from(x, best, n, want_max);
     if (op == CSD_RED_ARGMAX || op == CSD_RED_ARGMIN) {
         return best;
     }
