@@ -155,6 +155,35 @@ TEST_F(Model, StreamingProgramsAndDownloadedOnesCostTheirBytesOrRecords)
     EXPECT_EQ(csd_core_model_schedule(core, &r, 0), 5000u + 1000);  // the other unit was free
 }
 
+// Found by QEMU's generic fuzzer: a guest's gemm of 2 * 4e9^3 flops made the model convert
+// 5e27 ns to an integer (undefined). A gemm whose matrices do not fit its ranges fails at
+// once and costs only its bytes; any other absurd work is capped at 1e15 ns per stage.
+TEST_F(Model, AbsurdParametersGiveALongTimeNeverAnOverflow)
+{
+    auto model_of = [&](uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
+                        const void *params, uint32_t len) {
+        const auto desc = make_descriptor(program, ranges, params, len);
+        csd_exec *job = nullptr;
+        EXPECT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+        csd_model_work w{};
+        if (job) {
+            csd_exec_model_work(job, &w);
+            csd_core_exec_discard(job);
+        }
+        return w;
+    };
+    csd_gemm_params g{4000000000u, 4000000000u, 4000000000u, 0, 1.0f, 0.0f};
+    csd_model_work w = model_of(CSD_PROG_GEMM, {{0, 4096}, {4096, 4096}, {8192, 4096}}, &g, sizeof g);
+    EXPECT_EQ(w.flops, 0.0);                     // does not fit: no flops, its 12 KiB streamed
+    EXPECT_EQ(w.stream_bytes, 3 * 4096u);
+    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 3 * 4096u / 2 + 1000);
+    csd_conv2d_params c{};
+    c.c = c.r = c.s = 4000000000u;
+    w = model_of(CSD_PROG_CONV2D, {{0, 4096}, {4096, 4096}, {8192, 4096}, {12288, 4096}}, &c, sizeof c);
+    EXPECT_GT(w.flops, 1e27);
+    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 1000000000000000u + 1000);  // capped
+}
+
 TEST_F(Model, DelayAndOverrunsAreCounted)
 {
     csd_core_model_done(core, 5000, 3000);  // done early: 2000 ns of modelled delay

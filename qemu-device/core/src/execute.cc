@@ -127,8 +127,14 @@ extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
     if (job->id == CSD_PROG_GEMM && job->param_len >= sizeof(csd_gemm_params)) {
         csd_gemm_params g;
         std::memcpy(&g, job->params, sizeof g);
-        w->flops = 2.0 * g.m * g.n * g.k;
-        w->stream_bytes = 0;  // compute-bound: its bytes go through SLM alongside
+        // The flops of a gemm whose matrices fit its ranges; one that does not fails at once
+        // (Invalid Parameters) and costs only its bytes, like the program itself.
+        const double a = double(g.m) * g.k * 4, b = double(g.k) * g.n * 4, c = double(g.m) * g.n * 4;
+        if (job->nr_ranges >= 3 && a <= double(job->ranges[0].len) && b <= double(job->ranges[1].len) &&
+            c <= double(job->ranges[2].len)) {
+            w->flops = 2.0 * g.m * g.n * g.k;
+            w->stream_bytes = 0;  // compute-bound: its bytes go through SLM alongside
+        }
     } else if (job->id == CSD_PROG_CONV2D && job->param_len >= sizeof(csd_conv2d_params) && job->nr_ranges >= 4) {
         csd_conv2d_params c;
         std::memcpy(&c, job->params, sizeof c);

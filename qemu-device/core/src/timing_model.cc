@@ -30,9 +30,18 @@ void TimingModel::idle()
     std::fill(units_free_at_.begin(), units_free_at_.end(), 0);
 }
 
+// A modelled duration in whole ns, at most kMaxStageNs (about 11.6 days): a guest's absurd
+// parameters (a gemm of 10^27 flops) or a rate of 10^-300 GB/s give a long time, never an
+// overflow.
+uint64_t TimingModel::duration_ns(double ns)
+{
+    constexpr double kMaxStageNs = 1e15;
+    return ns > 0 ? static_cast<uint64_t>(std::ceil(std::min(ns, kMaxStageNs))) : 0;
+}
+
 uint64_t TimingModel::transfer_ns(double bytes, double gbps)
 {
-    return gbps > 0 && bytes > 0 ? static_cast<uint64_t>(std::ceil(bytes / gbps)) : 0;  // 1 GB/s = 1 byte/ns
+    return gbps > 0 && bytes > 0 ? duration_ns(bytes / gbps) : 0;  // 1 GB/s = 1 byte/ns
 }
 
 uint64_t TimingModel::stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps)
@@ -63,7 +72,7 @@ uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
         const double by_flops = p_.unit_gflops > 0 ? w.flops / p_.unit_gflops : 0;
         const double by_bytes = p_.unit_gbps > 0 ? static_cast<double>(w.stream_bytes) / p_.unit_gbps : 0;
         const double by_records = static_cast<double>(w.records) * static_cast<double>(p_.bpf_record_ns);
-        const uint64_t run = static_cast<uint64_t>(std::ceil(std::max({by_flops, by_bytes, by_records})));
+        const uint64_t run = duration_ns(std::max({by_flops, by_bytes, by_records}));
         const uint64_t slm_end = stage(slm_, start, 0, static_cast<double>(w.slm), p_.slm_gbps);  // alongside
         const uint64_t end = std::max(start + run, slm_end);
         compute_busy_ns_ += end - start;

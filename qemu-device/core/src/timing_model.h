@@ -29,6 +29,7 @@ public:
 
 private:
     // A bandwidth resource: latency overlaps with others' transfers, transfers queue.
+    static uint64_t duration_ns(double ns);
     struct Pipe {
         uint64_t free_at = 0;
         uint64_t busy_ns = 0;
