@@ -93,7 +93,7 @@ static inline uint32_t nvme_cs_copy_format(uint32_t cdw12) { return (cdw12 >> 8)
 
 /* Memory Range Set Management: CDW10 bits 3:0 select, bits 31:16 RSID (delete); CDW11 ranges (0's based) [A/P]. */
 enum nvme_cs_mrsm_select { NVME_CS_MRSM_CREATE = 0, NVME_CS_MRSM_DELETE = 1 };
-#define NVME_CS_MAX_RANGES_PER_SET 128u  /* [P] */
+#define NVME_CS_MAX_RANGES_PER_SET 16u   /* [P]: an Execute's ranges (CSD_MAX_RANGES) */
 #define NVME_CS_MAX_RANGE_SETS 64u       /* [P] */
 
 /*

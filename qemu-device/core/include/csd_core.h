@@ -219,6 +219,36 @@ void csd_model_work_op(const struct csd_op *op, struct csd_model_work *w);
 /* Adds a prepared Execute's program work (compute unit, flops, bytes, records). */
 void csd_exec_model_work(const csd_exec *exec, struct csd_model_work *w);
 
+/*
+ * The standard front end (spec/nvme_cs.h, docs/nvme-cs.md): memory range sets, program
+ * activation and Execute Program, over the same SLM and program table as the vendor
+ * commands. Statuses are NVMe status values (with DNR), the command set specific ones
+ * from nvme_cs.h.
+ */
+/* Memory Range Set Management, create: CDW11 ranges (0's based) of len bytes of data, each
+ * in the memory namespace mem_nsid and inside SLM, none overlapping; the new RSID in *rsid. */
+uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
+                                      uint32_t len, uint16_t *rsid);
+/* Memory Range Set Management, delete. */
+uint16_t csd_core_cs_range_set_delete(csd_core *core, uint16_t rsid);
+/* Program Activation Management (CDW10: index, bit 16 deactivate). */
+uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10);
+/* Whether a program index is active (built-ins and plug-ins start active, loaded slots not). */
+int csd_core_cs_program_active(csd_core *core, uint16_t id);
+/* The dwords of Execute Program outside CDW10-15: index and RSID, ranges, data length. */
+struct csd_cs_exec_cmd {
+    uint32_t cdw2, cdw3, cdw4;
+};
+/*
+ * Execute Program: the ranges (the range set CDW2 names, or inline at the start of data),
+ * the parameters (the rest of data) and the program index become the vendor execute
+ * descriptor of the same call, prepared by csd_core_exec_prepare; run the job with
+ * csd_core_exec_run. Statuses: Invalid Program Index, Program Not Activated, Invalid Memory
+ * Namespace, Invalid Memory Range Set (Identifier), or the vendor Execute's.
+ */
+uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
+                                  const void *data, uint32_t len, csd_exec **exec);
+
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);
 

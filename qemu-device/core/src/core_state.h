@@ -1,13 +1,30 @@
 // core_state.h - the device core object (private to the core): SLM and statistics.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "csd_core.h"
+#include "nvme_cs.h"
 #include "plugins.h"
 #include "program_slots.h"
 #include "timing_model.h"
+
+namespace csd::core {
+
+// The standard front end's state (nvme_cs.cc): memory range sets and program activation.
+struct CsState {
+    std::mutex mu;
+    std::map<uint16_t, std::vector<nvme_cs_mem_range>> range_sets;  // by RSID (1..FFFFh)
+    uint16_t next_rsid = 1;
+    std::array<int8_t, CSD_MAX_PROGRAM_ID + 1> activation{};  // 0 default, 1 activated, -1 deactivated
+};
+
+}  // namespace csd::core
 
 struct csd_core {
     uint8_t *slm = nullptr;
@@ -19,6 +36,7 @@ struct csd_core {
     csd::core::Plugins plugins;        // operator plug-ins
     std::atomic<int> bpf_interpreted{0};
     csd::core::TimingModel model;      // off unless configured
+    csd::core::CsState cs;             // the standard front end's range sets and activation
 };
 
 namespace csd::core {

@@ -1,0 +1,159 @@
+// nvme_cs.cc - the standard NVMe computational storage commands in the core (spec/nvme_cs.h,
+// docs/nvme-cs.md): memory range sets, program activation, and Execute Program translated
+// into the vendor execute descriptor, so that both front ends run one program table on one
+// memory. The embedding only moves bytes.
+#include <cstring>
+#include <vector>
+
+#include "core_state.h"
+#include "nvme_cs.h"
+#include "program.h"
+
+namespace csd::core {
+
+namespace {
+
+bool is_slot(uint16_t id) { return id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS; }
+
+// Whether a program of that index exists now: built in, a loaded plug-in or a loaded slot.
+bool program_exists(csd_core *core, uint16_t id)
+{
+    if (find_program(id) || core->plugins.find(id)) return true;
+    if (!is_slot(id)) return false;
+    for (const auto &p : core->slots.list()) {
+        if (p.first == id) return true;
+    }
+    return false;
+}
+
+bool program_active(const CsState &cs, uint16_t id)
+{
+    const int8_t s = cs.activation[id];
+    return s > 0 || (s == 0 && !is_slot(id));  // built-ins and plug-ins start active
+}
+
+}  // namespace
+
+}  // namespace csd::core
+
+using csd::core::CsState;
+
+extern "C" {
+
+uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
+                                      uint32_t len, uint16_t *rsid)
+{
+    const uint32_t n = cdw11 + 1;  // 0's based
+    if (cdw11 >= NVME_CS_MAX_RANGES_PER_SET) return NVME_CS_MAX_MEMORY_RANGES_EXCEEDED | CSD_STATUS_DNR;
+    if (len < n * sizeof(nvme_cs_mem_range)) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    std::vector<nvme_cs_mem_range> set(n);
+    std::memcpy(set.data(), data, n * sizeof(nvme_cs_mem_range));
+    for (uint32_t i = 0; i < n; i++) {
+        const nvme_cs_mem_range &r = set[i];
+        if (r.nsid != mem_nsid) return NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR;
+        if (r.len == 0 || r.sb > core->slm_size || r.len > core->slm_size - r.sb) {
+            return NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR;
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            const nvme_cs_mem_range &o = set[j];
+            if (r.sb < o.sb + o.len && o.sb < r.sb + r.len) return NVME_CS_OVERLAPPING_MEMORY_RANGES | CSD_STATUS_DNR;
+        }
+    }
+    CsState &cs = core->cs;
+    std::lock_guard<std::mutex> g(cs.mu);
+    if (cs.range_sets.size() >= NVME_CS_MAX_RANGE_SETS) return NVME_CS_MAX_MEMORY_RANGE_SETS_EXCEEDED | CSD_STATUS_DNR;
+    uint16_t id = cs.next_rsid;
+    while (id == 0 || cs.range_sets.count(id)) id++;  // at most 64 taken: ends quickly
+    cs.next_rsid = static_cast<uint16_t>(id + 1);
+    cs.range_sets[id] = std::move(set);
+    *rsid = id;
+    return CSD_STATUS_SUCCESS;
+}
+
+uint16_t csd_core_cs_range_set_delete(csd_core *core, uint16_t rsid)
+{
+    CsState &cs = core->cs;
+    std::lock_guard<std::mutex> g(cs.mu);
+    if (!cs.range_sets.erase(rsid)) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
+    return CSD_STATUS_SUCCESS;  // never in use: an Execute copies its ranges when prepared
+}
+
+uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10)
+{
+    const uint16_t id = nvme_cs_load_index(cdw10);
+    if (id > CSD_MAX_PROGRAM_ID || !csd::core::program_exists(core, id)) {
+        return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    }
+    CsState &cs = core->cs;
+    std::lock_guard<std::mutex> g(cs.mu);
+    cs.activation[id] = (cdw10 & NVME_CS_PAM_DEACTIVATE) ? -1 : 1;
+    return CSD_STATUS_SUCCESS;
+}
+
+int csd_core_cs_program_active(csd_core *core, uint16_t id)
+{
+    if (id > CSD_MAX_PROGRAM_ID) return 0;
+    std::lock_guard<std::mutex> g(core->cs.mu);
+    return csd::core::program_active(core->cs, id) ? 1 : 0;
+}
+
+uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
+                                  const void *data, uint32_t len, csd_exec **exec)
+{
+    *exec = nullptr;
+    const uint16_t id = nvme_cs_exec_program(cmd->cdw2);
+    const uint16_t rsid = nvme_cs_exec_rsid(cmd->cdw2);
+    if (cmd->cdw4 != len) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    if (id > CSD_MAX_PROGRAM_ID || !csd::core::program_exists(core, id)) {
+        return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    }
+    std::vector<nvme_cs_mem_range> ranges;
+    const uint8_t *params = static_cast<const uint8_t *>(data);
+    uint32_t param_len = len;
+    {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        if (!csd::core::program_active(core->cs, id)) return NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR;
+        if (rsid) {
+            auto it = core->cs.range_sets.find(rsid);
+            if (it == core->cs.range_sets.end()) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
+            ranges = it->second;
+            if (cmd->cdw3 != ranges.size()) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+        }
+    }
+    if (!rsid) {  // inline ranges, first in the data
+        if (cmd->cdw3 > NVME_CS_MAX_RANGES_PER_SET) return NVME_CS_MAX_MEMORY_RANGES_EXCEEDED | CSD_STATUS_DNR;
+        const uint32_t bytes = cmd->cdw3 * static_cast<uint32_t>(sizeof(nvme_cs_mem_range));
+        if (len < bytes) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+        ranges.resize(cmd->cdw3);
+        std::memcpy(ranges.data(), data, bytes);
+        for (const nvme_cs_mem_range &r : ranges) {
+            if (r.nsid != mem_nsid) return NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR;
+        }
+        params += bytes;
+        param_len -= bytes;
+    }
+    // The vendor descriptor of the same call: its checks (ranges inside SLM, parameters)
+    // and its job are the ones the vendor Execute has.
+    const uint32_t desc_len = static_cast<uint32_t>(sizeof(csd_desc_header) + ranges.size() * sizeof(csd_desc_range)) +
+                              param_len;
+    if (desc_len > CSD_MAX_DESC_LEN) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    std::vector<uint8_t> desc(desc_len);
+    csd_desc_header h{};
+    std::memcpy(h.magic, "CSDX", 4);
+    h.version = 1;
+    h.program_id = id;
+    h.nr_ranges = static_cast<uint16_t>(ranges.size());
+    h.param_len = param_len;
+    std::memcpy(desc.data(), &h, sizeof h);
+    for (size_t i = 0; i < ranges.size(); i++) {
+        const csd_desc_range r{ranges[i].sb, ranges[i].len};
+        std::memcpy(desc.data() + sizeof h + i * sizeof r, &r, sizeof r);
+    }
+    if (param_len) std::memcpy(desc.data() + sizeof h + ranges.size() * sizeof(csd_desc_range), params, param_len);
+    const uint16_t st = csd_core_exec_prepare(core, desc.data(), desc_len, exec);
+    if ((st & 0x7ff) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR;
+    if ((st & 0x7ff) == CSD_STATUS_INVALID_PROGRAM) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    return st;
+}
+
+}  // extern "C"

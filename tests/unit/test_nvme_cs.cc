@@ -1,0 +1,140 @@
+// The standard front end in the core (nvme_cs.cc, spec/nvme_cs.h): memory range sets,
+// program activation and Execute Program, whose results are checked against the bytes the
+// test put in SLM (copy) and against the vendor Execute of the same call.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core_fixture.h"
+#include "nvme_cs.h"
+
+namespace {
+
+constexpr uint32_t kMemNsid = 2;
+
+nvme_cs_mem_range mr(uint64_t sb, uint32_t len, uint32_t nsid = kMemNsid)
+{
+    nvme_cs_mem_range r{};
+    r.nsid = nsid;
+    r.sb = sb;
+    r.len = len;
+    return r;
+}
+
+class NvmeCs : public CoreTest {
+protected:
+    uint16_t create(const std::vector<nvme_cs_mem_range> &set, uint16_t *rsid)
+    {
+        return csd_core_cs_range_set_create(core, kMemNsid, static_cast<uint32_t>(set.size() - 1), set.data(),
+                                            static_cast<uint32_t>(set.size() * sizeof(nvme_cs_mem_range)), rsid);
+    }
+    // Execute Program with inline ranges (rsid 0) or a range set; runs it; returns status, DW0.
+    uint16_t execute(uint16_t program, uint16_t rsid, const std::vector<nvme_cs_mem_range> &inline_ranges,
+                     const std::vector<uint8_t> &params, uint32_t nr_ranges, uint32_t *dw0 = nullptr)
+    {
+        std::vector<uint8_t> data(inline_ranges.size() * sizeof(nvme_cs_mem_range));
+        if (!data.empty()) std::memcpy(data.data(), inline_ranges.data(), data.size());
+        data.insert(data.end(), params.begin(), params.end());
+        csd_cs_exec_cmd cmd{static_cast<uint32_t>(program) | static_cast<uint32_t>(rsid) << 16, nr_ranges,
+                            static_cast<uint32_t>(data.size())};
+        csd_exec *job = nullptr;
+        uint16_t st = csd_core_cs_exec_prepare(core, kMemNsid, &cmd, data.data(), static_cast<uint32_t>(data.size()), &job);
+        if (st) return st;
+        uint32_t d0 = 0, d1 = 0;
+        st = csd_core_exec_run(core, job, nullptr, &d0, &d1);
+        if (dw0) *dw0 = d0;
+        return st;
+    }
+};
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed)
+{
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; i++) v[i] = static_cast<uint8_t>(i * 31 + seed);
+    return v;
+}
+
+}  // namespace
+
+TEST_F(NvmeCs, ExecuteProgramWithInlineRangesRunsTheSameProgram)
+{
+    const auto src = pattern(4096, 7);
+    put(0, src);
+    uint32_t dw0 = 0;
+    ASSERT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 4096), mr(65536, 4096)}, {}, 2, &dw0), 0);
+    EXPECT_EQ(dw0, 4096u);
+    EXPECT_EQ(get<uint8_t>(65536, 4096), src);
+}
+
+TEST_F(NvmeCs, ExecuteProgramWithARangeSet)
+{
+    const auto src = pattern(8192, 3);
+    put(8192, src);
+    uint16_t rsid = 0;
+    ASSERT_EQ(create({mr(8192, 8192), mr(131072, 8192)}, &rsid), 0);
+    EXPECT_NE(rsid, 0);
+    ASSERT_EQ(execute(CSD_PROG_COPY, rsid, {}, {}, 2), 0);
+    EXPECT_EQ(get<uint8_t>(131072, 8192), src);
+    // the number of ranges must match the set's; an unknown set is refused
+    EXPECT_EQ(execute(CSD_PROG_COPY, rsid, {}, {}, 3), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), 0);
+    EXPECT_EQ(execute(CSD_PROG_COPY, rsid, {}, {}, 2), NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR);
+}
+
+TEST_F(NvmeCs, RangeSetChecks)
+{
+    uint16_t rsid = 0;
+    const uint64_t slm = csd_core_slm_size(core);
+    EXPECT_EQ(create({mr(0, 4096, 1)}, &rsid), NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR);
+    EXPECT_EQ(create({mr(slm - 4096, 8192)}, &rsid), NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+    EXPECT_EQ(create({mr(UINT64_MAX - 100, 4096)}, &rsid), NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+    EXPECT_EQ(create({mr(0, 0)}, &rsid), NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+    EXPECT_EQ(create({mr(0, 4096), mr(4095, 10)}, &rsid), NVME_CS_OVERLAPPING_MEMORY_RANGES | CSD_STATUS_DNR);
+    std::vector<nvme_cs_mem_range> many;
+    for (uint32_t i = 0; i <= NVME_CS_MAX_RANGES_PER_SET; i++) many.push_back(mr(i * 64, 64));
+    EXPECT_EQ(create(many, &rsid), NVME_CS_MAX_MEMORY_RANGES_EXCEEDED | CSD_STATUS_DNR);
+    // fewer data bytes than the ranges CDW11 announces
+    nvme_cs_mem_range one = mr(0, 64);
+    EXPECT_EQ(csd_core_cs_range_set_create(core, kMemNsid, 1, &one, sizeof one, &rsid),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    std::vector<uint16_t> ids;
+    for (uint32_t i = 0; i < NVME_CS_MAX_RANGE_SETS; i++) {
+        ASSERT_EQ(create({mr(i * 64, 64)}, &rsid), 0);
+        ids.push_back(rsid);
+    }
+    EXPECT_EQ(create({mr(0, 64)}, &rsid), NVME_CS_MAX_MEMORY_RANGE_SETS_EXCEEDED | CSD_STATUS_DNR);
+    for (size_t i = 1; i < ids.size(); i++) EXPECT_NE(ids[i], ids[i - 1]);
+}
+
+TEST_F(NvmeCs, ProgramActivation)
+{
+    put(0, pattern(64, 1));
+    EXPECT_EQ(csd_core_cs_program_active(core, CSD_PROG_COPY), 1);   // built-ins start active
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_PROG_COPY | NVME_CS_PAM_DEACTIVATE), 0);
+    EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64), mr(4096, 64)}, {}, 2),
+              NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_PROG_COPY), 0);
+    EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64), mr(4096, 64)}, {}, 2), 0);
+    // no program there: not a built-in, no plug-in, an empty slot
+    EXPECT_EQ(csd_core_cs_program_activation(core, 0x3F), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    EXPECT_EQ(execute(0x3F, 0, {}, {}, 0), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+}
+
+TEST_F(NvmeCs, ExecuteProgramFieldChecks)
+{
+    // inline ranges outside the memory namespace, outside SLM, more than announced
+    EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64, 7), mr(4096, 64)}, {}, 2), NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR);
+    const uint64_t slm = csd_core_slm_size(core);
+    EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(slm - 32, 64), mr(4096, 64)}, {}, 2),
+              NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+    EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64)}, {}, 2), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    // CDW4 must be the data's length
+    std::vector<uint8_t> data(64);
+    csd_cs_exec_cmd cmd{CSD_PROG_COPY, 2, 63};
+    csd_exec *job = nullptr;
+    EXPECT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, data.data(), 64, &job), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(job, nullptr);
+}
