@@ -3,6 +3,8 @@
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;
 fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
+fuzz_nvme_cs: command streams for the standard front end's decoders (range sets,
+activation, Execute Program, Memory Fill/Read/Write), encoded here independently;
 qemu-generic: QEMU generic-fuzz inputs that enable the controller, create an I/O queue
 pair and submit each CSD command (MMIO writes + DMA patterns that become the queue
 entries and data the controller reads)."""
@@ -26,6 +28,24 @@ def cat_object(name, dtype, shape, nbytes=4096, block=3, crc=0x1234, gen=2):
 def cat_reservation(rid, block, blocks, owner=b"host:42"):
     return struct.pack("<QQQQ", rid, block, blocks, 1700000000) + cat_str(owner)
 
+
+if target == "fuzz_nvme_cs":  # kind byte, then dwords and data (tests/fuzz/fuzz_nvme_cs.cc)
+    def rng(sb, ln, nsid=2):
+        return struct.pack("<IIQ16x", nsid, ln, sb)
+    create = bytes([0]) + struct.pack("<II", 1, 0xFFFFFFFF) + rng(0, 4096) + rng(65536, 4096)
+    execute_inline = bytes([3]) + struct.pack("<III", 1, 2, 64) + rng(0, 64) + rng(4096, 64)
+    execute_set = bytes([3]) + struct.pack("<III", 0x80000001, 2, 0)
+    seeds = {
+        "create-execute-delete": create + execute_set + bytes([1]) + struct.pack("<I", 0x10000),
+        "execute-inline": execute_inline,
+        "deactivate-execute": bytes([2]) + struct.pack("<I", 0x10001) + execute_inline,
+        "fill": bytes([4]) + struct.pack("<III", 8, 40, 0xA1B2C3D4),
+        "read-write": bytes([5]) + struct.pack("<IIII", 1, 4096, 0, 8192) + bytes([5]) + struct.pack("<IIII", 0, 0, 0, 64),
+    }
+    for name, blob in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(blob)
+    sys.exit(0)
 
 if target == "fuzz_catalog":  # mode byte 0: format 1, 1: format 2, 2: journal
     objs = [cat_object(b"blob", b"", []), cat_object(b"t", b"<f4", [10, 100]), cat_object(b"x" * 255, b"d" * 255, [1] * 32)]

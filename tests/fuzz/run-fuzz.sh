@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets over the device core with clang (ASan + UBSan) and runs
 # each for SECONDS (default 60) from its seed corpus: fuzz_execute (descriptors and
-# programs over SLM), fuzz_program (downloadable program images and their runs) and
-# fuzz_catalog (the object store's catalog decoder and journal).
+# programs over SLM), fuzz_program (downloadable program images and their runs),
+# fuzz_catalog (the object store's catalog decoder and journal) and fuzz_nvme_cs (the
+# standard front end's decoders: range sets, activation, Execute Program, memory commands).
 # Prints 'fuzz: N passed, N failed'.
 # Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET ...]
 set -uo pipefail
@@ -11,7 +12,7 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog fuzz_nvme_cs)
 out="$top/build/fuzz"
 core="$top/qemu-device/core"
 lib_srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)

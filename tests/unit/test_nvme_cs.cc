@@ -138,3 +138,37 @@ TEST_F(NvmeCs, ExecuteProgramFieldChecks)
     EXPECT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, data.data(), 64, &job), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     EXPECT_EQ(job, nullptr);
 }
+
+TEST_F(NvmeCs, MemoryReadWriteDecodeAsSlmTransfersAndFillWritesThePattern)
+{
+    csd_ctx ctx{1 << 20, 512, 512 * 1024};
+    csd_cmd rd{NVME_CS_MEM_READ, kMemNsid, 4096, 0, 8192, 0, 0, 0};
+    csd_op op{};
+    ASSERT_EQ(csd_core_cs_decode_mem(core, &rd, &ctx, &op), 0);
+    EXPECT_EQ(op.opcode, CSD_OPC_SLM_READ);
+    EXPECT_EQ(op.slm, slm(4096));
+    EXPECT_EQ(op.bytes, 8192u);
+    csd_cmd wr{NVME_CS_MEM_WRITE, kMemNsid, 0, 1, 64, 0, 0, 0};   // byte 4 GiB: past SLM
+    EXPECT_EQ(csd_core_cs_decode_mem(core, &wr, &ctx, &op) & 0x7ff, CSD_STATUS_SLM_OUT_OF_BOUNDS);
+    wr.cdw11 = 0;
+    wr.cdw12 = 6;                                                   // not a multiple of 4
+    EXPECT_EQ(csd_core_cs_decode_mem(core, &wr, &ctx, &op), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    wr.cdw12 = 1024 * 1024;                                         // over MDTS
+    EXPECT_EQ(csd_core_cs_decode_mem(core, &wr, &ctx, &op), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    csd_cmd other{0x03, kMemNsid, 0, 0, 64, 0, 0, 0};
+    EXPECT_EQ(csd_core_cs_decode_mem(core, &other, &ctx, &op), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+
+    put(0, std::vector<uint8_t>(64, 0x11));
+    csd_cmd fill{NVME_CS_MEM_FILL, kMemNsid, 8, 0, 40, 0xA1B2C3D4u, 0, 0};
+    ASSERT_EQ(csd_core_cs_memory_fill(core, &fill), 0);
+    const auto got = get<uint8_t>(0, 64);
+    for (size_t i = 0; i < 64; i++) {
+        const uint8_t want = (i < 8 || i >= 48) ? 0x11 : static_cast<uint8_t>(0xA1B2C3D4u >> (8 * (i % 4)));
+        EXPECT_EQ(got[i], want) << "byte " << i;
+    }
+    fill.cdw10 = 2;                                                 // misaligned start
+    EXPECT_EQ(csd_core_cs_memory_fill(core, &fill), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    fill.cdw10 = 0;
+    fill.cdw12 = static_cast<uint32_t>(csd_core_slm_size(core) > UINT32_MAX ? UINT32_MAX - 3 : csd_core_slm_size(core) + 4);
+    EXPECT_EQ(csd_core_cs_memory_fill(core, &fill) & 0x7ff, CSD_STATUS_SLM_OUT_OF_BOUNDS);
+}

@@ -225,6 +225,12 @@ void csd_exec_model_work(const csd_exec *exec, struct csd_model_work *w);
  * commands. Statuses are NVMe status values (with DNR), the command set specific ones
  * from nvme_cs.h.
  */
+/* Memory Read (02h) / Write (05h) of the memory namespace: decoded as SLM Read / Write (the
+ * same fields), so the embedding moves op->bytes at op->slm the same way. */
+uint16_t csd_core_cs_decode_mem(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
+                                 struct csd_op *op);
+/* Memory Fill (04h): CDW13's 32-bit pattern over CDW12 bytes from byte CDW10-11 (4-aligned). */
+uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd);
 /* Memory Range Set Management, create: CDW11 ranges (0's based) of len bytes of data, each
  * in the memory namespace mem_nsid and inside SLM, none overlapping; the new RSID in *rsid. */
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,

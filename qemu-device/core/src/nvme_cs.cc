@@ -40,6 +40,35 @@ using csd::core::CsState;
 
 extern "C" {
 
+uint16_t csd_core_cs_decode_mem(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
+                                 struct csd_op *op)
+{
+    // Memory Read and Write have the fields of SLM Read and Write (CDW10-11 starting byte,
+    // CDW12 length): the same decoder, checks and counters.
+    csd_cmd vendor = *cmd;
+    switch (cmd->opcode) {
+    case NVME_CS_MEM_READ: vendor.opcode = CSD_OPC_SLM_READ; break;
+    case NVME_CS_MEM_WRITE: vendor.opcode = CSD_OPC_SLM_WRITE; break;
+    default:
+        *op = csd_op{};
+        op->cmd = *cmd;
+        return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+    }
+    return csd_core_decode(core, &vendor, ctx, op);
+}
+
+uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd)
+{
+    const uint64_t sb = static_cast<uint64_t>(cmd->cdw11) << 32 | cmd->cdw10;
+    const uint32_t len = cmd->cdw12;
+    if (len == 0 || len % NVME_CS_MEM_ALIGN || sb % NVME_CS_MEM_ALIGN) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    uint8_t *p = nullptr;
+    const uint16_t st = csd_core_slm_range(core, sb, len, &p);
+    if (st) return st;
+    for (uint32_t i = 0; i < len; i += 4) std::memcpy(p + i, &cmd->cdw13, 4);
+    return CSD_STATUS_SUCCESS;
+}
+
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
                                       uint32_t len, uint16_t *rsid)
 {
@@ -125,11 +154,11 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
         const uint32_t bytes = cmd->cdw3 * static_cast<uint32_t>(sizeof(nvme_cs_mem_range));
         if (len < bytes) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
         ranges.resize(cmd->cdw3);
-        std::memcpy(ranges.data(), data, bytes);
+        if (bytes) std::memcpy(ranges.data(), data, bytes);
         for (const nvme_cs_mem_range &r : ranges) {
             if (r.nsid != mem_nsid) return NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR;
         }
-        params += bytes;
+        if (bytes) params += bytes;
         param_len -= bytes;
     }
     // The vendor descriptor of the same call: its checks (ranges inside SLM, parameters)
