@@ -1,5 +1,6 @@
 // libFuzzer target: the standard front end's decoders in the core (nvme_cs.cc) — memory
-// range sets, program activation, Execute Program's translation, Memory Read/Write/Fill —
+// range sets, program activation, Execute Program's translation, Memory Read/Write/Fill,
+// Load Program —
 // driven by a stream of commands the fuzzer writes. Each command: 1 byte kind, then its
 // dwords and data from the input. Any crash or sanitizer report is a finding, and so is a
 // broken invariant: a prepared job exists exactly when the status is success, an error
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *slm = nullptr;
     csd_core_slm_range(core, 0, kSlm, &slm);
     for (int steps = 0; in.n > 0 && steps < 64; steps++) {
-        const uint8_t kind = in.bytes(1)[0] % 6;
+        const uint8_t kind = in.bytes(1)[0] % 7;
         if (kind == 0) {  // Memory Range Set Management, create
             const uint32_t cdw11 = in.u32() % 24;
             uint32_t nsid_mix = in.u32();
@@ -112,6 +113,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 check(std::memcmp(before.data(), slm, kSlm) == 0, "a refused fill wrote");
             }
+        } else if (kind == 6) {  // Load Program decode (the chunk itself is fuzz_program's)
+            csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, in.u32(), in.u32(), in.u32(), in.u32(), in.u32(), in.u32()};
+            csd_ctx ctx{1 << 16, 512, 1 << 20};
+            csd_op op;
+            const uint16_t st = csd_core_cs_decode_load_program(core, &c, &ctx, &op);
+            check(st == 0 || (st & CSD_STATUS_DNR), "load program status");
+            check(st != 0 || op.bytes <= CSD_MAX_PROGRAM_BYTES, "chunk inside the image limit");
         } else {  // Memory Read / Write decode
             csd_cmd c{static_cast<uint8_t>(in.u32() & 1 ? NVME_CS_MEM_READ : NVME_CS_MEM_WRITE), kMemNsid,
                       in.u32(), in.u32() % 4, in.u32(), 0, 0, 0};

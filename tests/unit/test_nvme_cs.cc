@@ -3,7 +3,11 @@
 // test put in SLM (copy) and against the vendor Execute of the same call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "core_fixture.h"
@@ -171,4 +175,67 @@ TEST_F(NvmeCs, MemoryReadWriteDecodeAsSlmTransfersAndFillWritesThePattern)
     fill.cdw10 = 0;
     fill.cdw12 = static_cast<uint32_t>(csd_core_slm_size(core) > UINT32_MAX ? UINT32_MAX - 3 : csd_core_slm_size(core) + 4);
     EXPECT_EQ(csd_core_cs_memory_fill(core, &fill) & 0x7ff, CSD_STATUS_SLM_OUT_OF_BOUNDS);
+}
+
+// Load Program (85h) as the vendor Program Load of the same program: an eBPF example in
+// chunks into slot 0101h, inactive until activated, then run by Execute Program and
+// checked against the records computed here; unload; the index and type checks.
+TEST_F(NvmeCs, LoadProgramActivateExecuteUnload)
+{
+    std::ifstream f(std::string(CSD_BPF_EXAMPLES) + "/threshold.o", std::ios::binary);
+    const std::vector<uint8_t> img((std::istreambuf_iterator<char>(f)), {});
+    ASSERT_FALSE(img.empty());
+    csd_ctx ctx{1 << 20, 512, 0};
+    const uint16_t slot = 0x101;
+    auto load_chunk = [&](uint32_t off, uint32_t len, uint32_t cdw10) {
+        csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, cdw10, static_cast<uint32_t>(img.size()), 16, 0, len, off};
+        csd_op op;
+        uint16_t st = csd_core_cs_decode_load_program(core, &c, &ctx, &op);
+        if (st) return st;
+        uint32_t dw0 = 0;
+        char why[256];
+        st = (op.opcode == CSD_OPC_PROGRAM_UNLOAD) ? csd_core_program_unload(core, &op)
+                                                   : csd_core_program_load(core, &op, img.data() + off, &dw0, why, sizeof why);
+        csd_core_complete(core, &op, st);
+        return st;
+    };
+    const uint32_t ebpf = slot | NVME_CS_PROGRAM_TYPE_EBPF << 16;
+    uint16_t st = 0;
+    for (uint32_t off = 0; off < img.size() && !st; off += 512) {
+        st = load_chunk(off, std::min<uint32_t>(512, static_cast<uint32_t>(img.size()) - off), ebpf);
+    }
+    if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_FIELD) GTEST_SKIP() << "no eBPF runtime in this build";
+    ASSERT_EQ(st, 0);
+    EXPECT_EQ(csd_core_cs_program_active(core, slot), 0);   // loaded, not yet active
+    const uint32_t n = 500;
+    std::vector<uint8_t> recs(16 * n), want;
+    for (uint32_t i = 0; i < n; i++) {
+        const int32_t key = static_cast<int32_t>(i * 7919 % 1000) - 200;
+        std::memcpy(&recs[16 * i], &key, 4);
+        if (key > 400) want.insert(want.end(), recs.begin() + 16 * i, recs.begin() + 16 * (i + 1));
+    }
+    put(0, recs);
+    std::vector<uint8_t> params(16 + 8);
+    const uint32_t h[4] = {n, CSD_BPF_FILTER, 1, 0};
+    const uint64_t threshold = 400;
+    std::memcpy(params.data(), h, 16);
+    std::memcpy(params.data() + 16, &threshold, 8);
+    const std::vector<nvme_cs_mem_range> io = {mr(0, 16 * n), mr(1 << 20, 16 * n)};
+    EXPECT_EQ(execute(slot, 0, io, params, 2), NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+    ASSERT_EQ(csd_core_cs_program_activation(core, slot), 0);
+    uint32_t dw0 = 0;
+    ASSERT_EQ(execute(slot, 0, io, params, 2, &dw0), 0);
+    EXPECT_EQ(dw0, want.size());
+    EXPECT_EQ(get<uint8_t>(1 << 20, want.size()), want);
+    // unload: gone, and its index no longer names a program
+    ASSERT_EQ(load_chunk(0, 0, slot | NVME_CS_LOAD_UNLOAD), 0);
+    EXPECT_EQ(csd_core_cs_program_activation(core, slot), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    // checks: a built-in's index, past the table, another type, too big
+    EXPECT_EQ(load_chunk(0, 64, CSD_PROG_COPY | NVME_CS_PROGRAM_TYPE_EBPF << 16),
+              NVME_CS_PROGRAM_INDEX_NOT_DOWNLOADABLE | CSD_STATUS_DNR);
+    EXPECT_EQ(load_chunk(0, 64, 0x200 | NVME_CS_PROGRAM_TYPE_EBPF << 16), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    EXPECT_EQ(load_chunk(0, 64, slot | 7u << 16), NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR);
+    csd_cmd big{NVME_CS_ADM_LOAD_PROGRAM, 0, ebpf, CSD_MAX_PROGRAM_BYTES + 1, 16, 0, 64, 0};
+    csd_op op;
+    EXPECT_EQ(csd_core_cs_decode_load_program(core, &big, &ctx, &op), NVME_CS_PROGRAM_TOO_BIG | CSD_STATUS_DNR);
 }

@@ -231,6 +231,15 @@ uint16_t csd_core_cs_decode_mem(csd_core *core, const struct csd_cmd *cmd, const
                                  struct csd_op *op);
 /* Memory Fill (04h): CDW13's 32-bit pattern over CDW12 bytes from byte CDW10-11 (4-aligned). */
 uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd);
+/*
+ * Load Program (admin 85h): the vendor Program Load (or, with the unload bit, Program
+ * Unload) of the same program, decoded with its checks; the embedding moves op->bytes of
+ * chunk and calls csd_core_program_load (csd_core_program_unload) as for the vendor
+ * command. The index must be a download slot (0100h-01FFh); the record size of an eBPF
+ * program is CDW12 bits 15:0. A program loaded (first chunk) or unloaded is not active.
+ */
+uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
+                                         struct csd_op *op);
 /* Memory Range Set Management, create: CDW11 ranges (0's based) of len bytes of data, each
  * in the memory namespace mem_nsid and inside SLM, none overlapping; the new RSID in *rsid. */
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,

@@ -69,6 +69,39 @@ uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd)
     return CSD_STATUS_SUCCESS;
 }
 
+uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
+                                         struct csd_op *op)
+{
+    *op = csd_op{};
+    op->cmd = *cmd;
+    const uint16_t id = nvme_cs_load_index(cmd->cdw10);
+    if (!csd::core::is_slot(id)) {
+        return (id > CSD_MAX_PROGRAM_ID ? NVME_CS_INVALID_PROGRAM_INDEX : NVME_CS_PROGRAM_INDEX_NOT_DOWNLOADABLE) |
+               CSD_STATUS_DNR;
+    }
+    csd_cmd vendor{};
+    vendor.nsid = cmd->nsid;
+    if (cmd->cdw10 & NVME_CS_LOAD_UNLOAD) {
+        vendor.opcode = CSD_OPC_PROGRAM_UNLOAD;
+        vendor.cdw10 = id;
+    } else {
+        if (nvme_cs_load_type(cmd->cdw10) != NVME_CS_PROGRAM_TYPE_EBPF) return NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR;
+        if (cmd->cdw11 > CSD_MAX_PROGRAM_BYTES) return NVME_CS_PROGRAM_TOO_BIG | CSD_STATUS_DNR;
+        vendor.opcode = CSD_OPC_PROGRAM_LOAD;
+        vendor.cdw10 = csd_program_load_cdw10(id, CSD_PROGRAM_TYPE_EBPF);
+        vendor.cdw11 = cmd->cdw11;            // image size
+        vendor.cdw12 = cmd->cdw15;            // chunk offset
+        vendor.cdw13 = cmd->cdw14;            // chunk length
+        vendor.cdw14 = cmd->cdw12 & 0xffffu;  // record size: the program identifier's low half [P]
+    }
+    const uint16_t st = csd_core_decode(core, &vendor, ctx, op);
+    if (st == CSD_STATUS_SUCCESS && ((cmd->cdw10 & NVME_CS_LOAD_UNLOAD) || cmd->cdw15 == 0)) {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        core->cs.activation[id] = 0;  // a new or removed program is not active
+    }
+    return st;
+}
+
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
                                       uint32_t len, uint16_t *rsid)
 {
