@@ -119,6 +119,31 @@ static inline uint8_t nvme_cs_load_type(uint32_t cdw10) { return (cdw10 >> 16) &
 /* Program Activation Management: CDW10 bits 15:0 program index, bit 16 select (0 activate, 1 deactivate). */
 #define NVME_CS_PAM_DEACTIVATE (1u << 16)
 
+/*
+ * Log page layouts [P: the project's until the text is at hand; little-endian]:
+ * Program List (82h): u32 entries, u32 reserved, then per program (index order) a
+ *   struct nvme_cs_program_entry.
+ * Downloadable Program Types List (83h): u32 types, u32 reserved, then one byte per type
+ *   (01h eBPF).
+ * Memory Range Set List (84h): u32 sets, u32 reserved, then per set (RSID order) a
+ *   struct nvme_cs_range_set_entry followed by its ranges (struct nvme_cs_mem_range).
+ */
+enum nvme_cs_program_kind { NVME_CS_PROGRAM_DEVICE = 0, NVME_CS_PROGRAM_PLUGIN = 1, NVME_CS_PROGRAM_DOWNLOADED = 2 };
+#define NVME_CS_PROGRAM_ACTIVE 0x01u
+struct nvme_cs_program_entry {
+    uint16_t index;
+    uint8_t kind;      /* enum nvme_cs_program_kind */
+    uint8_t flags;     /* NVME_CS_PROGRAM_ACTIVE */
+    uint8_t type;      /* downloaded: its program type; else 0 */
+    uint8_t rsvd5[11];
+};
+struct nvme_cs_range_set_entry {
+    uint16_t rsid;
+    uint16_t nr_ranges;
+    uint8_t rsvd4[4];
+};
+#define NVME_CS_LOG_MAX_SIZE (8u + NVME_CS_MAX_RANGE_SETS * (8u + NVME_CS_MAX_RANGES_PER_SET * 32u))
+
 /* Command set specific status codes (SCT 1h: the status field's bits 10:8 = 1) [A]. */
 #define NVME_CS_SCT_CMD_SPECIFIC 0x100u
 enum nvme_cs_status {

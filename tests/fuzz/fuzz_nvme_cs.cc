@@ -1,6 +1,6 @@
 // libFuzzer target: the standard front end's decoders in the core (nvme_cs.cc) — memory
 // range sets, program activation, Execute Program's translation, Memory Read/Write/Fill,
-// Load Program —
+// Load Program, the log pages —
 // driven by a stream of commands the fuzzer writes. Each command: 1 byte kind, then its
 // dwords and data from the input. Any crash or sanitizer report is a finding, and so is a
 // broken invariant: a prepared job exists exactly when the status is success, an error
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *slm = nullptr;
     csd_core_slm_range(core, 0, kSlm, &slm);
     for (int steps = 0; in.n > 0 && steps < 64; steps++) {
-        const uint8_t kind = in.bytes(1)[0] % 7;
+        const uint8_t kind = in.bytes(1)[0] % 8;
         if (kind == 0) {  // Memory Range Set Management, create
             const uint32_t cdw11 = in.u32() % 24;
             uint32_t nsid_mix = in.u32();
@@ -113,6 +113,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 check(std::memcmp(before.data(), slm, kSlm) == 0, "a refused fill wrote");
             }
+        } else if (kind == 7) {  // log pages 82h, 83h, 84h from an offset into a short buffer
+            static const uint8_t lids[] = {NVME_CS_LOG_PROGRAM_LIST, NVME_CS_LOG_DL_PROGRAM_TYPES,
+                                           NVME_CS_LOG_MEMORY_RANGE_SETS, 0x1A};
+            const uint32_t v = in.u32();
+            std::vector<uint8_t> page(in.u32() % 512 + 1, 0xEE);
+            uint32_t avail = 0;
+            const uint16_t st = csd_core_cs_get_log(core, lids[v % 4], (v >> 2) % 2048, page.data(),
+                                                    static_cast<uint32_t>(page.size()), &avail);
+            check(st == 0 || (st & CSD_STATUS_DNR), "log status");
+            check(st != 0 || avail <= NVME_CS_LOG_MAX_SIZE, "log size");
         } else if (kind == 6) {  // Load Program decode (the chunk itself is fuzz_program's)
             csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, in.u32(), in.u32(), in.u32(), in.u32(), in.u32(), in.u32()};
             csd_ctx ctx{1 << 16, 512, 1 << 20};

@@ -239,3 +239,53 @@ TEST_F(NvmeCs, LoadProgramActivateExecuteUnload)
     csd_op op;
     EXPECT_EQ(csd_core_cs_decode_load_program(core, &big, &ctx, &op), NVME_CS_PROGRAM_TOO_BIG | CSD_STATUS_DNR);
 }
+
+// Logs 82h, 83h, 84h (layouts in nvme_cs.h) read back what the test set up.
+TEST_F(NvmeCs, ProgramListTypesAndRangeSetLogs)
+{
+    std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+    uint32_t avail = 0, count = 0;
+    ASSERT_EQ(csd_core_cs_program_activation(core, CSD_PROG_GEMM | NVME_CS_PAM_DEACTIVATE), 0);
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_PROGRAM_LIST, 0, page.data(), static_cast<uint32_t>(page.size()), &avail), 0);
+    std::memcpy(&count, page.data(), 4);
+    EXPECT_EQ(avail, 8 + count * sizeof(nvme_cs_program_entry));
+    EXPECT_EQ(count, 10u);                                  // the ten device-defined programs, no others loaded
+    for (uint32_t i = 0; i < count; i++) {
+        nvme_cs_program_entry e;
+        std::memcpy(&e, page.data() + 8 + i * sizeof e, sizeof e);
+        EXPECT_EQ(e.index, i + 1);                          // ids 01h..0Ah
+        EXPECT_EQ(e.kind, NVME_CS_PROGRAM_DEVICE);
+        EXPECT_EQ(e.flags, e.index == CSD_PROG_GEMM ? 0u : NVME_CS_PROGRAM_ACTIVE) << e.index;
+    }
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_DL_PROGRAM_TYPES, 0, page.data(), 4096, &avail), 0);
+    EXPECT_EQ(avail, 9u);
+    EXPECT_EQ(page[0], 1);
+    EXPECT_EQ(page[8], NVME_CS_PROGRAM_TYPE_EBPF);
+
+    uint16_t a = 0, b = 0;
+    ASSERT_EQ(create({mr(0, 64), mr(4096, 128)}, &a), 0);
+    ASSERT_EQ(create({mr(8192, 32)}, &b), 0);
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_MEMORY_RANGE_SETS, 0, page.data(), static_cast<uint32_t>(page.size()), &avail), 0);
+    EXPECT_EQ(avail, 8u + 8 + 2 * 32 + 8 + 32);
+    std::memcpy(&count, page.data(), 4);
+    EXPECT_EQ(count, 2u);
+    nvme_cs_range_set_entry e;
+    nvme_cs_mem_range r;
+    std::memcpy(&e, page.data() + 8, sizeof e);
+    EXPECT_EQ(e.rsid, a);
+    EXPECT_EQ(e.nr_ranges, 2);
+    std::memcpy(&r, page.data() + 16 + 32, sizeof r);
+    EXPECT_EQ(r.sb, 4096u);
+    EXPECT_EQ(r.len, 128u);
+    std::memcpy(&e, page.data() + 16 + 64, sizeof e);
+    EXPECT_EQ(e.rsid, b);
+    EXPECT_EQ(e.nr_ranges, 1);
+    // from an offset, and the errors
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_MEMORY_RANGE_SETS, 8, page.data(), 4, &avail), 0);
+    std::memcpy(&e, page.data(), 4);
+    EXPECT_EQ(e.rsid, a);
+    EXPECT_EQ(avail, 8u + 2 * 32 + 8 + 32);
+    EXPECT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_MEMORY_RANGE_SETS, 1000, page.data(), 4, &avail),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_get_log(core, 0x85, 0, page.data(), 4, &avail), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+}

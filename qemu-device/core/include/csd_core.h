@@ -240,6 +240,14 @@ uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd);
  */
 uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
                                          struct csd_op *op);
+/*
+ * The standard front end's log pages 82h (Program List), 83h (Downloadable Program Types)
+ * and 84h (Memory Range Set List), layouts in nvme_cs.h: copies the page from byte offset
+ * (a multiple of 4, at most its size) into page, at most page_size bytes; the bytes from
+ * offset to the page's end in *avail. Invalid Field for another log or a bad offset.
+ */
+uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8_t *page, uint32_t page_size,
+                             uint32_t *avail);
 /* Memory Range Set Management, create: CDW11 ranges (0's based) of len bytes of data, each
  * in the memory namespace mem_nsid and inside SLM, none overlapping; the new RSID in *rsid. */
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,

@@ -102,6 +102,56 @@ uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *c
     return st;
 }
 
+uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8_t *page, uint32_t page_size,
+                             uint32_t *avail)
+{
+    std::vector<uint8_t> log(8);
+    auto append = [&log](const void *p, size_t n) {
+        const auto *b = static_cast<const uint8_t *>(p);
+        log.insert(log.end(), b, b + n);
+    };
+    uint32_t count = 0;
+    if (lid == NVME_CS_LOG_PROGRAM_LIST) {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        auto entry = [&](uint16_t id, uint8_t kind, uint8_t type) {
+            nvme_cs_program_entry e{};
+            e.index = id;
+            e.kind = kind;
+            e.type = type;
+            e.flags = csd::core::program_active(core->cs, id) ? NVME_CS_PROGRAM_ACTIVE : 0;
+            append(&e, sizeof e);
+            count++;
+        };
+        size_t n = 0;
+        const csd::core::ProgramInfo *table = csd::core::program_table(&n);
+        for (size_t i = 0; i < n; i++) entry(table[i].id, NVME_CS_PROGRAM_DEVICE, 0);
+        for (const csd_plugin *pl : core->plugins.list()) entry(pl->id, NVME_CS_PROGRAM_PLUGIN, 0);
+        for (const auto &slot : core->slots.list()) entry(slot.first, NVME_CS_PROGRAM_DOWNLOADED, NVME_CS_PROGRAM_TYPE_EBPF);
+    } else if (lid == NVME_CS_LOG_DL_PROGRAM_TYPES) {
+        const uint8_t types[] = {NVME_CS_PROGRAM_TYPE_EBPF};
+        append(types, sizeof types);
+        count = sizeof types;
+    } else if (lid == NVME_CS_LOG_MEMORY_RANGE_SETS) {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        for (const auto &set : core->cs.range_sets) {
+            nvme_cs_range_set_entry e{};
+            e.rsid = set.first;
+            e.nr_ranges = static_cast<uint16_t>(set.second.size());
+            append(&e, sizeof e);
+            append(set.second.data(), set.second.size() * sizeof(nvme_cs_mem_range));
+            count++;
+        }
+    } else {
+        return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    }
+    std::memcpy(log.data(), &count, 4);
+    if (offset > log.size() || offset % 4) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    const uint64_t left = log.size() - offset;
+    *avail = static_cast<uint32_t>(left);
+    std::memcpy(page, log.data() + offset, left < page_size ? left : page_size);
+    return CSD_STATUS_SUCCESS;
+}
+
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
                                       uint32_t len, uint16_t *rsid)
 {
