@@ -103,6 +103,12 @@ enum nvme_cs_mrsm_select { NVME_CS_MRSM_CREATE = 0, NVME_CS_MRSM_DELETE = 1 };
  * then the program's parameters. DW0-DW1 of the completion: the program's 64-bit result.
  */
 static inline uint16_t nvme_cs_exec_program(uint32_t cdw2) { return cdw2 & 0xffffu; }
+/*
+ * The data length of Execute Program: CDW4, or, when CDW4 is 0, CDW15 [P]. Linux's
+ * passthrough (NVME_IOCTL_IO_CMD, io_uring) cannot set CDW4-5 (they are the metadata
+ * pointer, which it fills itself), so a host there gives the length in CDW15.
+ */
+static inline uint32_t nvme_cs_exec_data_len(uint32_t cdw4, uint32_t cdw15) { return cdw4 ? cdw4 : cdw15; }
 static inline uint16_t nvme_cs_exec_rsid(uint32_t cdw2) { return cdw2 >> 16; }
 
 /*

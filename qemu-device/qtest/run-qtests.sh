@@ -68,6 +68,11 @@ check_refused "csd=on,csd.model.media-read-latency-ns=2000000000" "latencies mus
 check_refused "csd=on,csd.model=gen3x4-4core,csd.compute-units=2" \
     "csd.compute-units=2 but the timing model has 4 compute units"
 check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
+# The standard front end (csd.nvme-cs): needs csd, and two free NSIDs.
+check_refused "csd.nvme-cs=on" "csd.nvme-cs needs csd=on"
+check_refused "csd=on,csd.nvme-cs.mem-nsid=5" "csd.nvme-cs.mem-nsid needs csd.nvme-cs=on"
+check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=1" "NSIDs 1 and 2 must be free"
+check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "NSIDs 256 and 257 must be free"
 
 # Operator plug-ins (csd.plugin-dir): each unusable plug-in stops QEMU naming its file;
 # the example plug-in starts.

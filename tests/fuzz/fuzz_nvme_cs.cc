@@ -87,14 +87,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const uint16_t st = csd_core_cs_program_activation(core, in.u32());
             check(st == 0 || (st & CSD_STATUS_DNR), "activation status");
         } else if (kind == 3) {  // Execute Program: prepared, not run (fuzz_execute runs programs)
-            csd_cs_exec_cmd cmd{in.u32(), in.u32() % 20, 0};
+            csd_cs_exec_cmd cmd{in.u32(), in.u32() % 20, 0, 0};
             if ((cmd.cdw2 & 0x80000000u) && !sets.empty()) {  // often a live range set
                 cmd.cdw2 = (cmd.cdw2 & 0xffffu) | static_cast<uint32_t>(sets[cmd.cdw2 % sets.size()]) << 16;
             }
             auto d = in.bytes(in.u32() % 1024);
-            cmd.cdw4 = static_cast<uint32_t>(d.size());
+            if (in.u32() & 1) cmd.cdw4 = static_cast<uint32_t>(d.size());
+            else cmd.cdw15 = static_cast<uint32_t>(d.size());
             csd_exec *job = nullptr;
-            const uint16_t st = csd_core_cs_exec_prepare(core, kMemNsid, &cmd, d.data(), cmd.cdw4, &job);
+            const uint16_t st = csd_core_cs_exec_prepare(core, kMemNsid, &cmd, d.data(),
+                                                         static_cast<uint32_t>(d.size()), &job);
             check((st == 0) == (job != nullptr), "a job exactly on success");
             check(st == 0 || (st & CSD_STATUS_DNR), "exec prepare status");
             if (job) csd_core_exec_discard(job);

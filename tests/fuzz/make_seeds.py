@@ -98,6 +98,14 @@ if target == "qemu-generic":
     qemu_seed("execute-checksum", [(sqe(0x81, 1, DATA, 0, (0, 0, 4096, 0, 0, 0)), page),
                                    (sqe(0x85, 1, DATA + 4096, 0, (len(cks), 0, 0, 0, 0, 0)), cks)])
     qemu_seed("execute-gemm", [(sqe(0x85, 1, DATA, 0, (len(gemm), 0, 0, 0, 0, 0)), gemm)])
+    # the standard front end (csd.nvme-cs=on: memory NSID 2, compute NSID 3): Memory Write /
+    # Read, Memory Fill, Execute Program (copy) with inline ranges, CDW15 = data length
+    cs_ranges = struct.pack("<IIQ16x", 2, 64, 0) + struct.pack("<IIQ16x", 2, 64, 8192)
+    qemu_seed("nvme-cs-memory", [(sqe(0x05, 2, DATA, 0, (0, 0, 4096, 0, 0, 0)), page),
+                                 (sqe(0x04, 2, 0, 0, (4096, 0, 64, 0x01020304, 0, 0)), None),
+                                 (sqe(0x02, 2, DATA, 0, (0, 0, 4096, 0, 0, 0)), None)])
+    qemu_seed("nvme-cs-execute", [(struct.pack("<BBHIIIQQQ6I", 0x01, 0, 1, 3, 1, 2, 0, DATA, 0,
+                                               0, 0, 0, 0, 0, len(cs_ranges)), cs_ranges)])
     qemu_seed("compare-write", [(sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2),
                                 (sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2)])
     elf = open(glob.glob(os.path.join(top, "build/meson/examples/bpf/threshold.o"))[0], "rb").read() \

@@ -48,12 +48,14 @@ bin="$top/build/qemu-fuzz/qemu-fuzz-x86_64"
 # ---- the run: one controller with csd=on, a small namespace and a small SLM so that
 # the fuzzer's DMA reaches both; nvme* and pci objects are the fuzzed regions. A timing
 # model with microsecond latencies holds every I/O completion until the fuzzer's clock
-# steps reach it, so that queue deletions and resets meet held completions too.
+# steps reach it, so that queue deletions and resets meet held completions too; the
+# standard front end (csd.nvme-cs) adds its namespaces, admin commands and Identify.
 export QEMU_FUZZ_ARGS="-machine q35 -nodefaults -L $top/build/share/qemu \
  -drive file=null-co://,if=none,format=raw,id=disk0,file.size=64M \
  -device nvme,serial=fuzz,drive=disk0,csd=on,csd.slm-size=4M,csd.compute-units=2,\
 csd.model.link-gbps=4,csd.model.link-latency-ns=2000,csd.model.media-read-latency-ns=20000,\
-csd.model.media-write-latency-ns=5000,csd.model.unit-gflops=20,csd.model.unit-gbps=4"
+csd.model.media-write-latency-ns=5000,csd.model.unit-gflops=20,csd.model.unit-gbps=4,\
+csd.nvme-cs=on"
 export QEMU_FUZZ_OBJECTS="nvme*"
 export QEMU_FUZZ_TIMEOUT=5
 python3 "$here/make_seeds.py" qemu-generic "$dir/corpus"   # controller up, one of each command

@@ -41,7 +41,7 @@ protected:
         if (!data.empty()) std::memcpy(data.data(), inline_ranges.data(), data.size());
         data.insert(data.end(), params.begin(), params.end());
         csd_cs_exec_cmd cmd{static_cast<uint32_t>(program) | static_cast<uint32_t>(rsid) << 16, nr_ranges,
-                            static_cast<uint32_t>(data.size())};
+                            static_cast<uint32_t>(data.size()), 0};
         csd_exec *job = nullptr;
         uint16_t st = csd_core_cs_exec_prepare(core, kMemNsid, &cmd, data.data(), static_cast<uint32_t>(data.size()), &job);
         if (st) return st;
@@ -135,12 +135,17 @@ TEST_F(NvmeCs, ExecuteProgramFieldChecks)
     EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(slm - 32, 64), mr(4096, 64)}, {}, 2),
               NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
     EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64)}, {}, 2), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
-    // CDW4 must be the data's length
-    std::vector<uint8_t> data(64);
-    csd_cs_exec_cmd cmd{CSD_PROG_COPY, 2, 63};
+    // CDW4 must be the data's length; or CDW15 when CDW4 is 0 (Linux passthrough cannot set CDW4)
+    std::vector<nvme_cs_mem_range> two = {mr(0, 64), mr(4096, 64)};
+    csd_cs_exec_cmd cmd{CSD_PROG_COPY, 2, 63, 0};
     csd_exec *job = nullptr;
-    EXPECT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, data.data(), 64, &job), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, two.data(), 64, &job), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     EXPECT_EQ(job, nullptr);
+    cmd = {CSD_PROG_COPY, 2, 0, 64};
+    ASSERT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, two.data(), 64, &job), 0);
+    csd_core_exec_discard(job);
+    cmd = {CSD_PROG_COPY, 2, 0, 0};
+    EXPECT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, two.data(), 64, &job), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
 }
 
 TEST_F(NvmeCs, MemoryReadWriteDecodeAsSlmTransfersAndFillWritesThePattern)

@@ -258,9 +258,10 @@ uint16_t csd_core_cs_range_set_delete(csd_core *core, uint16_t rsid);
 uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10);
 /* Whether a program index is active (built-ins and plug-ins start active, loaded slots not). */
 int csd_core_cs_program_active(csd_core *core, uint16_t id);
-/* The dwords of Execute Program outside CDW10-15: index and RSID, ranges, data length. */
+/* The dwords of Execute Program the core reads: index and RSID, ranges, data length (CDW4,
+ * or CDW15 when CDW4 is 0: nvme_cs_exec_data_len). */
 struct csd_cs_exec_cmd {
-    uint32_t cdw2, cdw3, cdw4;
+    uint32_t cdw2, cdw3, cdw4, cdw15;
 };
 /*
  * Execute Program: the ranges (the range set CDW2 names, or inline at the start of data),

@@ -215,7 +215,7 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     *exec = nullptr;
     const uint16_t id = nvme_cs_exec_program(cmd->cdw2);
     const uint16_t rsid = nvme_cs_exec_rsid(cmd->cdw2);
-    if (cmd->cdw4 != len) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    if (nvme_cs_exec_data_len(cmd->cdw4, cmd->cdw15) != len) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
     if (id > CSD_MAX_PROGRAM_ID || !csd::core::program_exists(core, id)) {
         return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
     }

@@ -11,6 +11,7 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/pci.h"
 #include "hw/nvme/csd_spec.h"
+#include "hw/nvme/nvme_cs.h"
 
 #define NVME_REG_CAP  0x00
 #define NVME_REG_CC   0x14
@@ -795,6 +796,152 @@ static void test_timing_model(void)
     stop(n);
 }
 
+/* ---------------------------------------------------------- the standard front end */
+
+static Sqe identify(Nvme *n, uint8_t cns, uint32_t nsid, uint8_t csi)
+{
+    return (Sqe){ .opc = 0x06, .nsid = nsid, .prp1 = n->buf, .cdw10 = cns,
+                  .cdw11 = (uint32_t)csi << 24 };
+}
+
+/*
+ * csd.nvme-cs=on: the memory (NSID 2) and compute (NSID 3) namespaces in Identify, Memory
+ * Write/Read/Fill on the SLM the vendor commands see, range sets, Execute Program through
+ * a set and with inline ranges, activation, log 84h, and the error statuses.
+ */
+static void test_nvme_cs(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.nvme-cs=on");
+    QTestState *qts = n->qs->qts;
+    uint8_t page[4096], data[64], back[64];
+    uint32_t list[4];
+    struct nvme_cs_mem_range r[2] = {
+        { .nsid = 2, .len = 64, .sb = 4096 }, { .nsid = 2, .len = 64, .sb = 65536 },
+    };
+    Cqe c;
+
+    /* discovery */
+    g_assert_cmphex(run(n, 0, identify(n, 0x1C, 0, 0)).status, ==, 0);
+    qtest_memread(qts, n->buf, page, 8);
+    g_assert_cmphex(page[0] & 0x19, ==, 0x19);     /* NVM, SLM (bit 3), CP (bit 4) */
+    g_assert_cmphex(run(n, 0, identify(n, 0x02, 0, 0)).status, ==, 0);
+    qtest_memread(qts, n->buf, list, sizeof(list));
+    g_assert_cmpuint(list[0], ==, 1);
+    g_assert_cmpuint(list[1], ==, 2);
+    g_assert_cmpuint(list[2], ==, 3);
+    g_assert_cmpuint(list[3], ==, 0);
+    for (uint32_t nsid = 2; nsid <= 3; nsid++) {
+        g_assert_cmphex(run(n, 0, identify(n, 0x03, nsid, 0)).status, ==, 0);
+        qtest_memread(qts, n->buf, page, 8);
+        g_assert_cmphex(page[0], ==, 0x04);      /* NIDT: CSI */
+        g_assert_cmphex(page[1], ==, 1);
+        g_assert_cmphex(page[4], ==, nsid == 2 ? NVME_CS_CSI_SLM : NVME_CS_CSI_CP);
+        g_assert_cmphex(run(n, 0, identify(n, 0x08, nsid, 0)).status, ==, 0);
+        qtest_memread(qts, n->buf, page, 16);
+        g_assert_cmphex(page[14], ==, 1);        /* NSTAT: ready */
+    }
+    g_assert_cmphex(run(n, 0, identify(n, 0x07, 0, NVME_CS_CSI_CP)).status, ==, 0);
+    qtest_memread(qts, n->buf, list, 8);
+    g_assert_cmpuint(list[0], ==, 3);
+    g_assert_cmpuint(list[1], ==, 0);
+    g_assert_cmphex(run(n, 0, identify(n, 0x05, 2, NVME_CS_CSI_SLM)).status, ==, 0);
+    g_assert_cmphex(run(n, 0, identify(n, 0x05, 2, 0)).status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+
+    /* one memory: Memory Write, then Memory Read and the vendor SLM Read see the bytes */
+    for (int i = 0; i < 64; i++) {
+        data[i] = (uint8_t)(i * 13 + 5);
+    }
+    qtest_memwrite(qts, n->buf, data, 64);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_WRITE, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 4096, .cdw12 = 64 }).status, ==, 0);
+    qtest_memset(qts, n->buf, 0, 64);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 4096, .cdw12 = 64 }).status, ==, 0);
+    qtest_memread(qts, n->buf, back, 64);
+    g_assert_cmpmem(back, 64, data, 64);
+    qtest_memset(qts, n->buf, 0, 64);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 4096, 64)).status, ==, 0);
+    qtest_memread(qts, n->buf, back, 64);
+    g_assert_cmpmem(back, 64, data, 64);
+    /* Memory Fill */
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_FILL, .nsid = 2, .cdw10 = 8192,
+                                     .cdw12 = 16, .cdw13 = 0x04030201 }).status, ==, 0);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 8192, 20)).status, ==, 0);
+    qtest_memread(qts, n->buf, back, 20);
+    for (int i = 0; i < 16; i++) {
+        g_assert_cmpint(back[i], ==, i % 4 + 1);
+    }
+    g_assert_cmpint(back[16], ==, 0);
+
+    /* a range set, and copy (index 01h) through it */
+    qtest_memwrite(qts, n->buf, r, sizeof(r));
+    c = run(n, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET, .prp1 = n->buf, .cdw10 = 0, .cdw11 = 1 });
+    g_assert_cmphex(c.status, ==, 0);
+    uint16_t rsid = c.dw0;
+    g_assert_cmpuint(rsid, !=, 0);
+    c = run(n, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3,
+                         .cdw2 = CSD_PROG_COPY | (uint32_t)rsid << 16, .cdw3 = 2 });
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmpuint(c.dw0, ==, 64);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 65536, .cdw12 = 64 }).status, ==, 0);
+    qtest_memread(qts, n->buf, back, 64);
+    g_assert_cmpmem(back, 64, data, 64);
+    /* deactivated, it does not run; activated again, with inline ranges, it does */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_PROG_COPY | NVME_CS_PAM_DEACTIVATE }).status, ==, 0);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3,
+                                     .cdw2 = CSD_PROG_COPY | (uint32_t)rsid << 16, .cdw3 = 2 }).status,
+                    ==, NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_PROG_COPY }).status, ==, 0);
+    r[1].sb = 131072;
+    qtest_memwrite(qts, n->buf, r, sizeof(r));
+    c = run(n, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                         .cdw2 = CSD_PROG_COPY, .cdw3 = 2, .mptr = sizeof(r) });
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 131072, 64)).status, ==, 0);
+    qtest_memread(qts, n->buf, back, 64);
+    g_assert_cmpmem(back, 64, data, 64);
+
+    /* log 84h: the set */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = NVME_CS_LOG_MEMORY_RANGE_SETS | 31 << 16 }).status, ==, 0);
+    qtest_memread(qts, n->buf, page, 128);
+    g_assert_cmpuint(page[0], ==, 1);
+    g_assert_cmpuint(page[8] | page[9] << 8, ==, rsid);
+    g_assert_cmpuint(page[10], ==, 2);
+
+    /* errors */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET,
+                                     .cdw10 = NVME_CS_MRSM_DELETE | (uint32_t)rsid << 16 }).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET,
+                                     .cdw10 = NVME_CS_MRSM_DELETE | (uint32_t)rsid << 16 }).status,
+                    ==, NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3,
+                                     .cdw2 = 0x3F, .cdw3 = 0 }).status,
+                    ==, NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = SLM_BYTES - 32, .cdw12 = 64 }).status,
+                    ==, CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x03, .nsid = 2 }).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 3 }).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    stop(n);
+
+    /* csd=on without nvme-cs: no SLM/CP bits, no such namespaces, no such admin commands */
+    n = start(",csd=on,csd.slm-size=1M");
+    g_assert_cmphex(run(n, 0, identify(n, 0x1C, 0, 0)).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, 8);
+    g_assert_cmphex(page[0] & 0x18, ==, 0);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .prp1 = n->buf,
+                                     .cdw12 = 64 }).status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);  /* stock: an inactive NSID */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION, .cdw10 = 1 }).status,
+                    ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    stop(n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -829,6 +976,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
+    qtest_add_func("/csd/nvme-cs", test_nvme_cs);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
