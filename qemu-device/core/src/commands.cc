@@ -64,7 +64,7 @@ uint16_t decode_program_load(csd_core *core, const csd_cmd *c, const csd_ctx *ct
     const uint32_t slot = c->cdw10 & 0xFFFF, type = (c->cdw10 >> 16) & 0xFF;
     const uint32_t size = c->cdw11, offset = c->cdw12, len = c->cdw13, record_size = c->cdw14 & 0xFFFF;
     op->bytes = len;
-    if ((slot != 0 && (slot < CSD_SLOT_FIRST || slot >= CSD_SLOT_FIRST + CSD_NR_SLOTS)) ||
+    if ((slot != 0 && !csd::core::is_slot(slot)) ||
         type != CSD_PROGRAM_TYPE_EBPF || !csd::core::BpfProgram::supported() || size == 0 || size > CSD_MAX_PROGRAM_BYTES || len == 0 ||
         offset > size || len > size - offset || record_size == 0 || record_size > CSD_MAX_RECORD_SIZE ||
         exceeds_mdts(ctx, len)) {

@@ -13,8 +13,6 @@ namespace csd::core {
 
 namespace {
 
-bool is_slot(uint16_t id) { return id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS; }
-
 // Whether a program of that index exists now: built in, a loaded plug-in or a loaded slot.
 bool program_exists(csd_core *core, uint16_t id)
 {
@@ -246,25 +244,15 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     }
     // The vendor descriptor of the same call: its checks (ranges inside SLM, parameters)
     // and its job are the ones the vendor Execute has.
-    const uint32_t desc_len = static_cast<uint32_t>(sizeof(csd_desc_header) + ranges.size() * sizeof(csd_desc_range)) +
-                              param_len;
+    const uint64_t desc_len = csd_desc_size(static_cast<uint32_t>(ranges.size()), param_len);
     if (desc_len > CSD_MAX_DESC_LEN) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    std::vector<csd_desc_range> vendor_ranges;
+    for (const nvme_cs_mem_range &r : ranges) vendor_ranges.push_back({r.sb, r.len});
     std::vector<uint8_t> desc(desc_len);
-    csd_desc_header h{};
-    std::memcpy(h.magic, "CSDX", 4);
-    h.version = 1;
-    h.program_id = id;
-    h.nr_ranges = static_cast<uint16_t>(ranges.size());
-    h.param_len = param_len;
-    std::memcpy(desc.data(), &h, sizeof h);
-    for (size_t i = 0; i < ranges.size(); i++) {
-        const csd_desc_range r{ranges[i].sb, ranges[i].len};
-        std::memcpy(desc.data() + sizeof h + i * sizeof r, &r, sizeof r);
-    }
-    if (param_len) std::memcpy(desc.data() + sizeof h + ranges.size() * sizeof(csd_desc_range), params, param_len);
-    const uint16_t st = csd_core_exec_prepare(core, desc.data(), desc_len, exec);
-    if ((st & 0x7ff) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR;
-    if ((st & 0x7ff) == CSD_STATUS_INVALID_PROGRAM) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    csd_desc_encode(desc.data(), id, static_cast<uint16_t>(ranges.size()), vendor_ranges.data(), params, param_len);
+    const uint16_t st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc_len), exec);
+    if (CSD_STATUS_CODE(st) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR;
+    if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_PROGRAM) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
     return st;
 }
 

@@ -8,8 +8,6 @@ namespace {
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kSlotInUse = CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR;
 
-bool is_slot(uint16_t id) { return id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS; }
-
 }  // namespace
 
 uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw0, std::string *why)

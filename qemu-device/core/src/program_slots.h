@@ -13,6 +13,9 @@
 
 namespace csd::core {
 
+// Whether a program id names a download slot (0100h..01FFh).
+inline bool is_slot(uint16_t id) { return id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS; }
+
 class ProgramSlots {
 public:
     // Program Load (89h) with one chunk of the image; fields already checked by decode.
