@@ -96,12 +96,13 @@ public:
             throw Error("emu: bad option value in '" + spec + "'", EINVAL);
         }
         if (const char *bad = csd_model_check(&model)) throw Error(std::string("emu: model: ") + bad, EINVAL);
-        if (cu && model.compute_units && cu != model.compute_units) {
+        const uint32_t units = csd_model_compute_units(&model, cu);
+        if (!units) {
             throw Error("emu: cu=" + std::to_string(cu) + " but the model has " + std::to_string(model.compute_units) +
                             " compute units",
                         EINVAL);
         }
-        if (!cu) cu = model.compute_units ? model.compute_units : 2;
+        cu = units;
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
         if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);

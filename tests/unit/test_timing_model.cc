@@ -218,6 +218,13 @@ TEST(ModelParams, PresetsNamesAndChecks)
     EXPECT_EQ(csd_model_set(&p, "link-gbps", "fast", err, sizeof err), -1);
     EXPECT_EQ(csd_model_set(&p, "media-read-latency-ns", "1.5", err, sizeof err), -1);
     EXPECT_EQ(csd_model_set(&p, "compute-units", "300", err, sizeof err), -1);
+    // the units a device runs with: asked for, else the model's, else 2; a mismatch is 0
+    csd_model_params none{};
+    EXPECT_EQ(csd_model_compute_units(&none, 0), 2u);
+    EXPECT_EQ(csd_model_compute_units(&none, 3), 3u);
+    EXPECT_EQ(csd_model_compute_units(&p, 0), 4u);
+    EXPECT_EQ(csd_model_compute_units(&p, 4), 4u);
+    EXPECT_EQ(csd_model_compute_units(&p, 3), 0u);
     EXPECT_EQ(csd_model_set(&p, "warp-drive", "1", err, sizeof err), -1);
     EXPECT_NE(std::string(err).find("link-gbps"), std::string::npos) << "the message lists the known names";
     EXPECT_EQ(csd_model_set(&p, "preset", "gen9", err, sizeof err), -1);

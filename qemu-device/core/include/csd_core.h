@@ -194,6 +194,11 @@ const char *csd_model_param_name(unsigned i);
  */
 int csd_model_set(struct csd_model_params *p, const char *name, const char *value, char *err,
                   size_t err_len);
+/*
+ * The compute units a device runs with, given the units asked for (0: not asked) and the
+ * model's: the one given, else the model's, else 2; 0 when both are given and differ.
+ */
+uint32_t csd_model_compute_units(const struct csd_model_params *p, uint32_t requested);
 /* NULL if the parameters make a model, else why not. */
 const char *csd_model_check(const struct csd_model_params *p);
 /* Configures the core's model (checked parameters); forgets queued work. */

@@ -220,6 +220,12 @@ int csd_model_set(csd_model_params *p, const char *name, const char *value, char
     return fail(std::string("unknown model parameter '") + name + "' (" + known + ")");
 }
 
+uint32_t csd_model_compute_units(const csd_model_params *p, uint32_t requested)
+{
+    if (requested && p->compute_units && requested != p->compute_units) return 0;
+    return requested ? requested : p->compute_units ? p->compute_units : 2;
+}
+
 const char *csd_model_check(const csd_model_params *p)
 {
     const double rates[] = {p->link_gbps, p->media_read_gbps, p->media_write_gbps, p->slm_gbps, p->unit_gflops,
