@@ -306,13 +306,13 @@ PYTEST_SKIP = re.compile(r"^SKIPPED \[\d+\] (.*)")
 
 
 GUEST_RUNNER = r"""#!/bin/sh
-# Runs the guest tests named in /csd/tests/list, each under its own timeout.
+# Runs the guest tests named in /csd/tests/list ("NAME SECONDS" lines), each under its own timeout.
 stty -echo 2>/dev/null
-for t in $(cat /csd/tests/list); do
-    echo "@@CSD BEGIN $t $CSD_TEST_TIMEOUT"
-    ( cd /tmp && exec timeout -s KILL "$CSD_TEST_TIMEOUT" sh /csd/tests/$t ) < /dev/console
+while read t secs; do
+    echo "@@CSD BEGIN $t $secs"
+    ( cd /tmp && exec timeout -s KILL "$secs" sh /csd/tests/$t ) < /dev/console
     echo "@@CSD END $t $?"
-done
+done < /csd/tests/list
 """
 
 
@@ -330,16 +330,19 @@ def run_host_check(line: str, vm: Vm) -> int:
     return r.returncode
 
 
-def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
-    """Boots one guest with cfg and runs the named guest tests in it."""
+def run_group(cfg: VmConfig, tests: list[str], log=print,
+              timeouts: dict[str, int] | None = None) -> list[TestResult]:
+    """Boots one guest with cfg and runs the named guest tests in it, each under its own
+    timeout (timeouts[name], else cfg's): tests that share a guest keep their own limits."""
     results: list[TestResult] = []
+    limit = {t: (timeouts or {}).get(t, cfg.test_timeout) for t in tests}
     with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
         vm = Vm(cfg, Path(tmp))
         files = project_files()
         tlist = Path(tmp) / "list"
-        tlist.write_text("\n".join(tests) + "\n")
+        tlist.write_text("".join(f"{t} {limit[t]}\n" for t in tests))
         files["/csd/tests/list"] = tlist
-        env = {"CSD_TEST_TIMEOUT": str(cfg.test_timeout)}
+        env: dict[str, str] = {}
         log(f"csdvm: booting guest ({cfg.describe()}, accel {pick_accel()}) for {len(tests)} test(s)")
         vm.start(GUEST_RUNNER, env, files)
         current: str | None = None
@@ -373,7 +376,7 @@ def run_group(cfg: VmConfig, tests: list[str], log=print) -> list[TestResult]:
                 if line.startswith(MARK + "BEGIN "):
                     current = line.split()[2]
                     began = now
-                    deadline = now + cfg.test_timeout + 15
+                    deadline = now + limit.get(current, cfg.test_timeout) + 15
                     if first_test_at is None:
                         first_test_at = now - vm.started
                         log(f"csdvm: guest up, first test after {first_test_at:.2f} s")
@@ -433,14 +436,16 @@ def cmd_test(args) -> int:
     global GUEST_TESTS
     if args.dir:
         GUEST_TESTS = Path(args.dir).resolve()
-    groups: dict[tuple, tuple[VmConfig, list[str]]] = {}
+    groups: dict[tuple, tuple[VmConfig, list[str], dict[str, int]]] = {}
     for p in collect_tests(args.tests, args.filter):
         for cfg in VmConfig.from_header(p.read_text()):
             key = cfg.key() + ((p.name,) if cfg.alone else ())
-            groups.setdefault(key, (cfg, []))[1].append(p.name)
+            group = groups.setdefault(key, (cfg, [], {}))
+            group[1].append(p.name)
+            group[2][p.name] = cfg.test_timeout
     results: list[TestResult] = []
-    for cfg, tests in groups.values():
-        for r in run_group(cfg, tests, log=lambda s: print(s, flush=True)):
+    for cfg, tests, timeouts in groups.values():
+        for r in run_group(cfg, tests, log=lambda s: print(s, flush=True), timeouts=timeouts):
             r.name += f" [{cfg.describe()}]"
             results.append(r)
     failed = [r for r in results if not r.passed]

@@ -1,0 +1,3 @@
+# Harness self-test: a test sharing a guest with one of a shorter timeout keeps its own.
+# vm: csd=off timeout=12
+sleep 6
