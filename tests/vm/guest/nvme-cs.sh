@@ -15,7 +15,8 @@ grep -qiE "csi *: *(0x)?3$" descs.txt || fail "NSID 2 does not report CSI 3"
 nvme ns-descs /dev/nvme0 --namespace-id=3 | grep -qiE "csi *: *(0x)?4$" || fail "NSID 3 does not report CSI 4"
 # The kernel names char devices in the order it finds namespaces (in parallel), so
 # $MEM need not be NSID 2: ask each one (NVME_IOCTL_ID).
-ng_of() { for d in /dev/ng0n*; do nvme get-ns-id "$d" | grep -q "namespace-id:$1\$" && echo "$d"; done; }
+# (an if, not "grep && echo": under set -e a last node that is not the one asked for would end the test)
+ng_of() { for d in /dev/ng0n*; do if nvme get-ns-id "$d" | grep -q "namespace-id:$1\$"; then echo "$d"; fi; done; }
 MEM=$(ng_of 2) CP=$(ng_of 3)
 [ -c "$MEM" ] && [ -c "$CP" ] || { ls -l /dev/ng*; fail "no generic char devices for NSIDs 2 and 3"; }
 echo "char devices: NSID 2 $MEM, NSID 3 $CP"
