@@ -82,6 +82,15 @@ struct nvme_cs_copy_src {
 };
 #define NVME_CS_COPY_FORMAT_2 0x2u /* 32-byte descriptors */
 #define NVME_CS_COPY_FORMAT_3 0x3u /* 40-byte descriptors (the 8 more bytes are ignored) */
+#define NVME_CS_MAX_COPY_RANGES 256u /* CDW12 bits 7:0, 0's based [C] */
+
+/* Bytes of one source descriptor of a copy format (2h, 3h: Memory Copy; 4h: NVM Copy
+ * from memory, a struct nvme_cs_mem_range), 0 for a format the front end does not take. */
+static inline uint32_t nvme_cs_copy_desc_size(uint32_t format)
+{
+    return format == NVME_CS_COPY_FORMAT_3 ? 40u
+         : (format == NVME_CS_COPY_FORMAT_2 || format == NVME_CS_COPY_FORMAT_MEMORY) ? 32u : 0u;
+}
 
 /* Memory Read / Write / Fill: CDW10-11 starting byte, CDW12 length (a multiple of 4 [P]);
  * Fill: CDW13 the 32-bit pattern [P]. */
@@ -148,6 +157,35 @@ struct nvme_cs_range_set_entry {
     uint16_t nr_ranges;
     uint8_t rsvd4[4];
 };
+/*
+ * Reachability Groups (1Ah) and Reachability Associations (1Bh) [C: identifiers; P:
+ * layouts]: a header (u16 entries, 6 reserved, u64 change count) then per group a struct
+ * nvme_cs_reach_group followed by its NSIDs (u32 each), per association a struct
+ * nvme_cs_reach_assoc followed by its RGIDs (u32 each). The device has one group (RGID
+ * 1: every NVM namespace, the memory and the compute namespace) and one association
+ * (RAID 1: group 1); both change counts stay 0 (namespaces are fixed at power-on).
+ */
+struct nvme_cs_reach_header {
+    uint16_t entries;
+    uint8_t rsvd2[6];
+    uint64_t chngc;
+};
+struct nvme_cs_reach_group {
+    uint32_t rgid;
+    uint32_t nnid;     /* NSIDs that follow */
+    uint64_t chngc;
+    uint8_t rsvd16[16];
+};
+struct nvme_cs_reach_assoc {
+    uint32_t raid;
+    uint32_t nrid;     /* RGIDs that follow */
+    uint64_t chngc;
+    uint8_t rasp;      /* bit 0: the groups of the association reach each other [P] */
+    uint8_t rsvd17[15];
+};
+#define NVME_CS_REACH_GROUP 1u
+#define NVME_CS_REACH_ASSOC 1u
+
 #define NVME_CS_LOG_MAX_SIZE (8u + NVME_CS_MAX_RANGE_SETS * (8u + NVME_CS_MAX_RANGES_PER_SET * 32u))
 
 /* Command set specific status codes (SCT 1h: the status field's bits 10:8 = 1) [A]. */

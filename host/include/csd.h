@@ -35,6 +35,10 @@ const char *csd_last_error(void);
 /* NVMe status of the last failure on this thread, 0 if it was no NVMe status. */
 uint16_t csd_last_status(void);
 
+/* The command set the device is spoken to with: "vendor" or "nvme-cs" (the standard NVMe
+ * computational storage command sets; $CSD_FRONT_END picks, else vendor where the drive has it). */
+const char *csd_front_end(csd_dev *dev);
+
 /* SLM size, compute units and number of programs from the capabilities log. */
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *compute_units, uint32_t *nr_programs);
 /* Allocates SLM (align: a power of two) and returns its offset. */

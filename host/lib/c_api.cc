@@ -95,6 +95,11 @@ void csd_close(csd_dev *dev)
     }
 }
 
+const char *csd_front_end(csd_dev *dev)
+{
+    return dev ? csd::front_end_name(dev->dev->front_end()) : "";
+}
+
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
 {
     if (!dev) return bad_arg("csd_info: dev is NULL");

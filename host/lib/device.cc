@@ -1,13 +1,17 @@
-// device.cc - csd::Device: detection, log pages, chunked data movement, Execute.
+// device.cc - csd::Device: detection (and the front end), log pages, chunked data
+// movement, Execute, over the vendor commands or the standard ones (nvme_cs_commands).
 #include "csd/device.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "csd_spec.h"
+#include "nvme_cs.h"
+#include "nvme_cs_commands.hpp"
 
 namespace csd {
 
@@ -46,10 +50,10 @@ std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> 
 
 std::unique_ptr<Device> Device::open(const std::string &path, const OpenOptions &opts)
 {
-    return std::make_unique<Device>(open_transport(path, opts));
+    return std::make_unique<Device>(open_transport(path, opts), opts.front_end);
 }
 
-Device::Device(std::unique_ptr<Transport> transport) : transport_(std::move(transport))
+Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end) : transport_(std::move(transport))
 {
     // Identify Controller: vendor-specific bytes 3072..3075 carry the signature.
     std::vector<uint8_t> id(4096);
@@ -63,9 +67,30 @@ Device::Device(std::unique_ptr<Transport> transport) : transport_(std::move(tran
     if (r.status != 0) {
         throw Error("Identify Controller", r.status);
     }
-    if (std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4) != 0) {
-        char model[41] = {};
-        std::memcpy(model, id.data() + 24, 40);
+    speaks_vendor_ = std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4) == 0;
+    const nvme_cs::Namespaces cs = nvme_cs::discover(*transport_);
+    memory_nsid_ = cs.memory;
+    compute_nsid_ = cs.compute;
+    if (front_end == FrontEnd::Auto) {
+        const char *env = std::getenv("CSD_FRONT_END");
+        front_end = parse_front_end(env ? env : "");
+    }
+    if (front_end == FrontEnd::Auto) {
+        front_end = speaks_vendor_ || !speaks_nvme_cs() ? FrontEnd::Vendor : FrontEnd::NvmeCs;
+    }
+    front_end_ = front_end;
+    char model[41] = {};
+    std::memcpy(model, id.data() + 24, 40);
+    if (front_end_ == FrontEnd::NvmeCs && !speaks_nvme_cs()) {
+        throw Error(std::string("the drive does not speak the standard computational storage command sets "
+                                "(Identify CNS 1Ch reports no SLM and CP, or it has no memory and compute "
+                                "namespaces; model '") +
+                        model + "'): is the QEMU device started with csd.nvme-cs=on?",
+                    ENODEV);
+    }
+    if (!speaks_vendor_ && (front_end_ == FrontEnd::Vendor || speaks_nvme_cs())) {
+        // The capabilities and statistics log pages (C0h, C1h) are the vendor command set's:
+        // libcsd needs them on either front end.
         throw Error(std::string("not a computational-storage device (Identify has no CSD1 signature; model '") +
                         model + "'): is the QEMU device started with csd=on?",
                     ENODEV);
@@ -178,12 +203,18 @@ Statistics Device::stats()
 // One SLM Write or SLM Read of n bytes at a 4-byte aligned offset.
 void Device::slm_cmd(uint8_t opcode, uint64_t offset, void *data, uint64_t n)
 {
+    const bool write = opcode == CSD_OPC_SLM_WRITE;
+    if (standard()) {
+        run(nvme_cs::memory_xfer({memory_nsid_, compute_nsid_}, write, offset, data, static_cast<uint32_t>(n)),
+            write ? "Memory Write" : "Memory Read");
+        return;
+    }
     Command c = io(opcode, ns().nsid);
     set_lo_hi(c.cdw10, c.cdw11, offset);
     c.cdw12 = static_cast<uint32_t>(n);
     c.data = data;
     c.data_len = static_cast<uint32_t>(n);
-    run(c, opcode == CSD_OPC_SLM_WRITE ? "SLM Write" : "SLM Read");
+    run(c, write ? "SLM Write" : "SLM Read");
 }
 
 // SLM Write/Read move 4-byte aligned multiples of 4; an unaligned head or a short tail
@@ -242,11 +273,21 @@ void Device::slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_
 {
     while (nlb > 0) {
         const uint64_t n = std::min(nlb, kMaxNlb);
-        Command c = io(opcode, ns().nsid);
-        set_lo_hi(c.cdw10, c.cdw11, slba);
-        c.cdw12 = static_cast<uint32_t>(n - 1);
-        set_lo_hi(c.cdw13, c.cdw14, slm_offset);
-        run(c, what);
+        if (standard()) {  // Memory Copy from the namespace / NVM Copy from memory
+            std::vector<uint8_t> desc;
+            const nvme_cs::Namespaces cs{memory_nsid_, compute_nsid_};
+            run(opcode == CSD_OPC_SLM_LOAD
+                    ? nvme_cs::memory_copy(cs, ns().nsid, slba, static_cast<uint32_t>(n), slm_offset, desc)
+                    : nvme_cs::nvm_copy_from_memory(cs, ns().nsid, slba, slm_offset,
+                                                    static_cast<uint32_t>(n * ns().lba_size), desc),
+                opcode == CSD_OPC_SLM_LOAD ? "Memory Copy" : "Copy (from memory)");
+        } else {
+            Command c = io(opcode, ns().nsid);
+            set_lo_hi(c.cdw10, c.cdw11, slba);
+            c.cdw12 = static_cast<uint32_t>(n - 1);
+            set_lo_hi(c.cdw13, c.cdw14, slm_offset);
+            run(c, what);
+        }
         slba += n;
         nlb -= n;
         slm_offset += n * ns().lba_size;
@@ -323,10 +364,55 @@ bool Device::compare_and_write(uint64_t slba, uint64_t nlb, const void *expected
     }
 }
 
+// Throws the error of a refused Program Load / Load Program chunk, naming the image's fault.
+void Device::program_load_failed(const Completion &r, uint32_t size, uint32_t record_size) const
+{
+    std::string what = std::string(standard() ? "Load Program" : "Program Load") + " (" + std::to_string(size) +
+                       "-byte image, records of " + std::to_string(record_size) + " bytes)";
+    if (CSD_STATUS_CODE(r.status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
+        what += r.dw0() == CSD_IMAGE_FAULT_NONE ? ", not a BPF ELF object the device accepts"
+                                               : ", refused by the verifier at instruction " + std::to_string(r.dw0());
+    }
+    throw Error(what, r.status, r.dw0(), r.dw1());
+}
+
+// Load Program into a download slot (the one asked for, else the first free one; another
+// process taking it first moves on to the next), then Program Activation Management.
+uint16_t Device::program_load_standard(const uint8_t *image, uint32_t size, uint32_t record_size, uint16_t slot)
+{
+    const nvme_cs::Namespaces cs{memory_nsid_, compute_nsid_};
+    const uint32_t chunk_max = transport_->max_transfer();
+    const uint32_t end = slot ? slot + 1u : CSD_SLOT_FIRST + std::min<uint32_t>(caps_.downloadable_slots, CSD_NR_SLOTS);
+    for (uint32_t candidate = slot ? slot : CSD_SLOT_FIRST; candidate < end; candidate++) {
+        if (!slot && caps_.program(static_cast<uint16_t>(candidate))) continue;
+        Completion r;
+        for (uint32_t off = 0; off < size && r.status == 0;) {
+            const uint32_t n = std::min(size - off, chunk_max);
+            const Command c = nvme_cs::load_program(cs, static_cast<uint16_t>(candidate), size, record_size, off, image + off, n);
+            count(c);
+            r = transport_->submit(c);
+            off += n;
+        }
+        if (r.status == 0) {
+            run(nvme_cs::program_activation(cs, static_cast<uint16_t>(candidate), true), "Program Activation Management");
+            return static_cast<uint16_t>(candidate);
+        }
+        if (slot || CSD_STATUS_CODE(r.status) != CSD_STATUS_PROGRAM_SLOT_IN_USE) program_load_failed(r, size, record_size);
+        refresh_capabilities();  // taken meanwhile: look again
+    }
+    throw Error("Load Program: every download slot is taken", static_cast<uint16_t>(CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR));
+}
+
 uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot, uint8_t type)
 {
     if (size == 0) throw Error("Program Load: empty image", EINVAL);
     const auto *p = static_cast<const uint8_t *>(image);
+    if (standard()) {
+        if (type != CSD_PROGRAM_TYPE_EBPF) throw Error("Load Program: the standard front end loads eBPF programs", EINVAL);
+        slot = program_load_standard(p, size, record_size, slot);
+        read_capabilities();
+        return slot;
+    }
     const uint32_t chunk_max = transport_->max_transfer();
     for (uint32_t off = 0; off < size;) {
         const uint32_t n = std::min(size - off, chunk_max);
@@ -340,16 +426,7 @@ uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_
         c.data_len = n;
         count(c);
         const Completion r = transport_->submit(c);
-        if (r.status != 0) {
-            std::string what = "Program Load (" + std::to_string(size) + "-byte image, records of " +
-                               std::to_string(record_size) + " bytes)";
-            if (CSD_STATUS_CODE(r.status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
-                what += r.dw0() == CSD_IMAGE_FAULT_NONE ? ", not a BPF ELF object the device accepts"
-                                                       : ", refused by the verifier at instruction " +
-                                                             std::to_string(r.dw0());
-            }
-            throw Error(what, r.status, r.dw0(), r.dw1());
-        }
+        if (r.status != 0) program_load_failed(r, size, record_size);
         slot = static_cast<uint16_t>(r.dw0());
         off += n;
     }
@@ -359,9 +436,13 @@ uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_
 
 void Device::program_unload(uint16_t slot)
 {
-    Command c = io(CSD_OPC_PROGRAM_UNLOAD, ns().nsid);
-    c.cdw10 = slot;
-    run(c, "Program Unload");
+    if (standard()) {
+        run(nvme_cs::unload_program({memory_nsid_, compute_nsid_}, slot), "Load Program (unload)");
+    } else {
+        Command c = io(CSD_OPC_PROGRAM_UNLOAD, ns().nsid);
+        c.cdw10 = slot;
+        run(c, "Program Unload");
+    }
     read_capabilities();
 }
 
@@ -375,14 +456,27 @@ static std::string exec_what(const Capabilities &caps, uint16_t program)
     return buf;
 }
 
+// Execute (a vendor descriptor) or Execute Program (inline ranges, then the parameters);
+// data receives what the command transfers.
+Command Device::execute_command(uint16_t program, const std::vector<Range> &ranges, const void *params,
+                                uint32_t param_len, std::vector<uint8_t> &data) const
+{
+    if (standard()) {
+        return nvme_cs::execute_program({memory_nsid_, compute_nsid_}, program, ranges, params, param_len, data);
+    }
+    data = make_descriptor(program, ranges, params, param_len);
+    Command c = io(CSD_OPC_EXECUTE, ns().nsid);
+    c.cdw10 = static_cast<uint32_t>(data.size());
+    c.data = data.data();
+    c.data_len = static_cast<uint32_t>(data.size());
+    return c;
+}
+
 ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, const void *params,
                            uint32_t param_len)
 {
-    auto d = make_descriptor(program, ranges, params, param_len);
-    Command c = io(CSD_OPC_EXECUTE, ns().nsid);
-    c.cdw10 = static_cast<uint32_t>(d.size());
-    c.data = d.data();
-    c.data_len = static_cast<uint32_t>(d.size());
+    std::vector<uint8_t> d;
+    const Command c = execute_command(program, ranges, params, param_len, d);
     count(c);
     const Completion r = transport_->submit(c);
     if (r.status != 0) {
@@ -394,11 +488,8 @@ ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, c
 std::future<ExecResult> Device::execute_async(uint16_t program, const std::vector<Range> &ranges,
                                                const void *params, uint32_t param_len)
 {
-    auto d = std::make_shared<std::vector<uint8_t>>(make_descriptor(program, ranges, params, param_len));
-    Command c = io(CSD_OPC_EXECUTE, ns().nsid);
-    c.cdw10 = static_cast<uint32_t>(d->size());
-    c.data = d->data();
-    c.data_len = static_cast<uint32_t>(d->size());
+    auto d = std::make_shared<std::vector<uint8_t>>();
+    const Command c = execute_command(program, ranges, params, param_len, *d);
     count(c);
     auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
     // The descriptor must live until the command completes: the deferred future owns it.

@@ -4,12 +4,16 @@
 #include <cstring>
 
 #include "csd_spec.h"
+#include "nvme_cs.h"
 
 namespace csd {
 
 std::string status_name(uint16_t status)
 {
     if (const char *n = csd_status_name(status)) {
+        return n;
+    }
+    if (const char *n = nvme_cs_status_name(status)) {  // the standard front end's (SCT 1h, 85h-9Bh)
         return n;
     }
     char buf[48];

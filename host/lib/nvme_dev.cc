@@ -1,6 +1,7 @@
 // nvme_dev.cc - the Linux NVMe device node shared by the ioctl and io_uring backends.
 #include "nvme_dev.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <libnvme.h>
 #include <sys/ioctl.h>
@@ -25,6 +26,7 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
         throw Error("open " + path + ": not an NVMe namespace node (/dev/ngXnY or /dev/nvmeXnY)", EINVAL);
     }
     const std::string ctrl = m[2], nsn = m[3];
+    ctrl_ = ctrl;
     if (want_generic) {
         path_ = "/dev/ng" + ctrl + "n" + nsn;
     }
@@ -73,16 +75,51 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
 
 NvmeDev::~NvmeDev()
 {
+    for (auto &s : siblings_) ::close(s.second);
     if (fd_ >= 0) {
         ::close(fd_);
     }
 }
 
-Completion NvmeDev::ioctl_submit(const Command &cmd) const
+int NvmeDev::fd_for(uint32_t nsid)
 {
+    if (nsid == ns_.nsid) return fd_;
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = siblings_.find(nsid);
+    if (it != siblings_.end()) return it->second;
+    // The kernel numbers /dev/ngXnY in discovery order, not by NSID: ask each node.
+    const std::string prefix = "ng" + ctrl_ + "n";
+    DIR *d = opendir("/dev");
+    if (d) {
+        while (dirent *e = readdir(d)) {
+            const std::string name = e->d_name;
+            if (name.rfind(prefix, 0) != 0 || name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+                continue;
+            }
+            const int fd = ::open(("/dev/" + name).c_str(), O_RDWR | O_CLOEXEC);
+            if (fd < 0) continue;
+            if (ioctl(fd, NVME_IOCTL_ID) == static_cast<int>(nsid)) {
+                closedir(d);
+                siblings_[nsid] = fd;
+                return fd;
+            }
+            ::close(fd);
+        }
+        closedir(d);
+    }
+    throw Error("namespace " + std::to_string(nsid) + " of controller nvme" + ctrl_ +
+                    ": no /dev/" + prefix + "* node for it (is it attached, and may this user open it?)",
+                ENODEV);
+}
+
+Completion NvmeDev::ioctl_submit(const Command &cmd)
+{
+    const int fd = cmd.admin ? fd_ : fd_for(cmd.nsid);
     nvme_passthru_cmd64 p{};
     p.opcode = cmd.opcode;
     p.nsid = cmd.nsid;
+    p.cdw2 = cmd.cdw2;
+    p.cdw3 = cmd.cdw3;
     p.cdw10 = cmd.cdw10;
     p.cdw11 = cmd.cdw11;
     p.cdw12 = cmd.cdw12;
@@ -92,8 +129,8 @@ Completion NvmeDev::ioctl_submit(const Command &cmd) const
     p.addr = reinterpret_cast<uintptr_t>(cmd.data);
     p.data_len = cmd.data_len;
     __u64 result = 0;
-    const int rc = cmd.admin ? nvme_submit_admin_passthru64(fd_, &p, &result)
-                             : nvme_submit_io_passthru64(fd_, &p, &result);
+    const int rc = cmd.admin ? nvme_submit_admin_passthru64(fd, &p, &result)
+                             : nvme_submit_io_passthru64(fd, &p, &result);
     if (rc < 0) {
         char what[64];
         std::snprintf(what, sizeof what, "passthrough of opcode %02xh on %s", cmd.opcode, path_.c_str());

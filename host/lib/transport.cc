@@ -88,6 +88,23 @@ std::future<Completion> Transport::submit_async(const Command &cmd)
     return fut;
 }
 
+const char *front_end_name(FrontEnd fe)
+{
+    switch (fe) {
+    case FrontEnd::Vendor: return "vendor";
+    case FrontEnd::NvmeCs: return "nvme-cs";
+    default: return "auto";
+    }
+}
+
+FrontEnd parse_front_end(const std::string &name)
+{
+    if (name == "auto" || name.empty()) return FrontEnd::Auto;
+    if (name == "vendor") return FrontEnd::Vendor;
+    if (name == "nvme-cs") return FrontEnd::NvmeCs;
+    throw Error("front end '" + name + "': expected auto, vendor or nvme-cs", EINVAL);
+}
+
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts)
 {
     if (path.rfind("emu:", 0) == 0) {

@@ -2,7 +2,11 @@
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
 // root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
-// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), and the timing model:
+// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), nvme-cs=1 (the standard
+// front end besides the vendor one, as QEMU's csd.nvme-cs=on: memory namespace 2, compute
+// namespace 3, docs/nvme-cs.md), vendor-io=0 (the vendor SLM, Execute and program commands
+// answer Invalid Opcode, as on a drive with only the standard front end; Compare and Write
+// and the log pages stay), and the timing model:
 // model=PRESET and model.NAME=VALUE (docs/timing-model.md), under which every command
 // completes no earlier than the modelled drive would complete it (host clock).
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
@@ -25,6 +29,7 @@
 
 #include "csd/error.hpp"
 #include "csd_core.h"
+#include "nvme_cs.h"
 #include "synth.hpp"
 #include "transports.hpp"
 
@@ -83,13 +88,21 @@ public:
                 else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
                 else if (k == "size") size = parse_size(v);
                 else if (k == "plugins") plugins = v;
+                else if (k == "vendor-io") {
+                    if (v != "0" && v != "1") throw Error("emu: vendor-io must be 0 or 1", EINVAL);
+                    vendor_io_ = v == "1";
+                } else if (k == "nvme-cs") {
+                    if (v != "0" && v != "1") throw Error("emu: nvme-cs must be 0 or 1", EINVAL);
+                    mem_nsid_ = v == "1" ? ns_.nsid + 1 : 0;
+                }
                 else if (k == "model") continue;  // the preset, applied first
                 else if (k.rfind("model.", 0) == 0) {
                     if (csd_model_set(&model, k.substr(6).c_str(), v.c_str(), why_model, sizeof why_model)) {
                         throw Error(std::string("emu: model.") + why_model, EINVAL);
                     }
                 } else {
-                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, model, model.NAME)", EINVAL);
+                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, nvme-cs, vendor-io, model, model.NAME)",
+                                EINVAL);
                 }
             }
         } catch (const std::logic_error &) {
@@ -169,7 +182,11 @@ public:
             if (arrived) wait_until(csd_core_model_schedule(core_, &w, arrived));
             return ready(r);
         };
+        if (mem_nsid_ && (cmd.nsid == mem_nsid_ || cmd.nsid == mem_nsid_ + 1)) return cs_io(cmd, arrived);
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
+        if (mem_nsid_ && cmd.opcode == NVME_CS_NVM_COPY && nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY) {
+            return cs_copy(cmd, arrived);
+        }
         if (cmd.opcode <= 0x02) {  // Flush, Write, Read
             csd_model_work w;
             csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
@@ -177,7 +194,9 @@ public:
                                                     : rw(cmd, cmd.opcode == 0x01);
             return modelled(w, r);
         }
-        if (!csd_is_io_opcode(cmd.opcode)) return ready({kInvalidOpcode, 0});
+        if (!csd_is_io_opcode(cmd.opcode) || (!vendor_io_ && cmd.opcode != CSD_OPC_COMPARE_WRITE)) {
+            return ready({kInvalidOpcode, 0});
+        }
         const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
         const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
         csd_op op;
@@ -229,16 +248,21 @@ private:
                 return {0, 0};
             }
             if ((c.cdw10 & 0xFF) == 0) {
+                if (mem_nsid_ && (c.nsid == mem_nsid_ || c.nsid == mem_nsid_ + 1)) {
+                    std::memset(p, 0, 4096);  // not an NVM namespace: an empty structure
+                    return {0, 0};
+                }
                 if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
                 fill_identify_namespace(p, ns_);
                 return {0, 0};
             }
-            return {kInvalidField, 0};
+            return cs_identify(c, p);
         }
         if (c.opcode == 0x02) {  // Get Log Page
             const uint8_t lid = c.cdw10 & 0xFF;
             const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
             const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
+            if (mem_nsid_ && !csd_core_is_log_page(lid)) return cs_get_log(c, lid, len, off);
             if (!csd_core_is_log_page(lid) || c.data_len < len) return {kInvalidField, 0};
             uint8_t page[CSD_LOG_MAX_SIZE];
             uint32_t avail;
@@ -247,7 +271,162 @@ private:
             std::memcpy(c.data, page + off, std::min<uint64_t>(len, avail));
             return {0, 0};
         }
+        if (mem_nsid_) return cs_admin(c);
         return {kInvalidOpcode, 0};
+    }
+
+    // ------------------------------------------------ the standard front end (nvme-cs=1)
+
+    // Identify: the command set vector (CNS 1Ch), per-CSI active lists (07h), descriptors (03h).
+    Completion cs_identify(const Command &c, uint8_t *p)
+    {
+        const uint8_t cns = c.cdw10 & 0xFF, csi = static_cast<uint8_t>(c.cdw11 >> 24);
+        std::memset(p, 0, 4096);
+        if (cns == 0x1C) {  // I/O Command Set data structure: vector 0
+            p[0] = 1 | (mem_nsid_ ? NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP : 0);
+            return {0, 0};
+        }
+        if (cns == 0x07) {  // active namespaces of a CSI above c.nsid
+            const uint32_t id = csi == NVME_CS_CSI_SLM ? mem_nsid_ : csi == NVME_CS_CSI_CP && mem_nsid_ ? mem_nsid_ + 1
+                                : csi == 0 ? ns_.nsid : 0;
+            if (id && id > c.nsid) std::memcpy(p, &id, 4);
+            return {0, 0};
+        }
+        if (cns == 0x03 && mem_nsid_ && (c.nsid == mem_nsid_ || c.nsid == mem_nsid_ + 1)) {
+            p[0] = 0x04;  // NIDT: Command Set Identifier
+            p[1] = 1;
+            p[4] = c.nsid == mem_nsid_ ? NVME_CS_CSI_SLM : NVME_CS_CSI_CP;
+            return {0, 0};
+        }
+        return {kInvalidField, 0};
+    }
+
+    // Get Log Page 82h-84h, 1Ah, 1Bh.
+    Completion cs_get_log(const Command &c, uint8_t lid, uint64_t len, uint64_t off)
+    {
+        std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+        uint32_t avail = 0;
+        uint16_t st;
+        if (lid == NVME_CS_LOG_REACHABILITY_GROUPS || lid == NVME_CS_LOG_REACHABILITY_ASSOC) {
+            const uint32_t nsids[] = {ns_.nsid, mem_nsid_, mem_nsid_ + 1};
+            st = csd_core_cs_reachability_log(lid, nsids, 3, off, page.data(), NVME_CS_LOG_MAX_SIZE, &avail);
+        } else {
+            st = csd_core_cs_get_log(core_, lid, off, page.data(), NVME_CS_LOG_MAX_SIZE, &avail);
+        }
+        if (st) return {st, 0};
+        if (c.data_len < len) return {kInvalidField, 0};
+        std::memcpy(c.data, page.data(), std::min<uint64_t>(len, avail));
+        return {0, 0};
+    }
+
+    // Load Program, Program Activation Management, Memory Range Set Management.
+    Completion cs_admin(const Command &c)
+    {
+        const csd_cmd cc{c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12, c.cdw13, c.cdw14, c.cdw15};
+        switch (c.opcode) {
+        case NVME_CS_ADM_LOAD_PROGRAM: {
+            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+            csd_op op;
+            const uint16_t st = csd_core_cs_decode_load_program(core_, &cc, &ctx, &op);
+            if (st) return {st, 0};
+            if (op.opcode == CSD_OPC_PROGRAM_UNLOAD) return complete(op, {csd_core_program_unload(core_, &op), 0});
+            if (c.data_len < op.bytes) return complete(op, {kInvalidField, 0});
+            uint32_t dw0 = 0;
+            const uint16_t s = csd_core_program_load(core_, &op, c.data, &dw0, nullptr, 0);
+            return complete(op, {s, dw0});
+        }
+        case NVME_CS_ADM_PROGRAM_ACTIVATION: return {csd_core_cs_program_activation(core_, c.cdw10), 0};
+        case NVME_CS_ADM_MEMORY_RANGE_SET:
+            if ((c.cdw10 & 0xF) == NVME_CS_MRSM_DELETE) return {csd_core_cs_range_set_delete(core_, c.cdw10 >> 16), 0};
+            if ((c.cdw10 & 0xF) == NVME_CS_MRSM_CREATE) {
+                uint16_t rsid = 0;
+                const uint16_t st = csd_core_cs_range_set_create(core_, mem_nsid_, c.cdw11, c.data, c.data_len, &rsid);
+                return {st, rsid};
+            }
+            return {kInvalidField, 0};
+        default: return {kInvalidOpcode, 0};
+        }
+    }
+
+    // I/O of the memory namespace (Memory Copy, Read, Fill, Write) and the compute namespace
+    // (Execute Program).
+    std::future<Completion> cs_io(const Command &cmd, uint64_t arrived)
+    {
+        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
+        if (cmd.nsid != mem_nsid_) {
+            if (cmd.opcode != NVME_CS_EXECUTE_PROGRAM) return ready({kInvalidOpcode, 0});
+            const csd_cs_exec_cmd x{cmd.cdw2, cmd.cdw3, 0, cmd.cdw15};
+            const uint32_t len = nvme_cs_exec_data_len(0, cmd.cdw15);
+            csd_op op{};
+            op.opcode = CSD_OPC_EXECUTE;
+            op.bytes = len;
+            csd_exec *job = nullptr;
+            const uint16_t st = cmd.data_len < len ? static_cast<uint16_t>(kInvalidField)
+                                                   : csd_core_cs_exec_prepare(core_, mem_nsid_, &x, cmd.data, len, &job);
+            if (st) return ready(complete(op, {st, 0}));
+            return launch(op, job, arrived);
+        }
+        switch (cmd.opcode) {
+        case NVME_CS_MEM_COPY: return cs_copy(cmd, arrived);
+        case NVME_CS_MEM_FILL: return ready({csd_core_cs_memory_fill(core_, &c), 0});
+        case NVME_CS_MEM_READ:
+        case NVME_CS_MEM_WRITE: {
+            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+            csd_op op;
+            const uint16_t st = csd_core_cs_decode_mem(core_, &c, &ctx, &op);
+            if (st) return ready({st, 0});
+            if (cmd.data_len < op.bytes) return ready(complete(op, {kInvalidField, 0}));
+            if (op.opcode == CSD_OPC_SLM_WRITE) std::memcpy(op.slm, cmd.data, op.bytes);
+            else std::memcpy(cmd.data, op.slm, op.bytes);
+            return modelled_op(op, arrived, complete(op, {0, 0}));
+        }
+        default: return ready({kInvalidOpcode, 0});
+        }
+    }
+
+    // Memory Copy (namespace -> memory) or NVM Copy format 4h (memory -> namespace): the
+    // core makes the descriptors SLM Loads / Stores; each moves like the vendor command.
+    std::future<Completion> cs_copy(const Command &cmd, uint64_t arrived)
+    {
+        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
+        const uint32_t want = nvme_cs_copy_nr(cmd.cdw12) * nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd.cdw12));
+        const uint32_t len = std::min(cmd.data_len, want);
+        std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+        uint32_t n = 0;
+        uint16_t st;
+        if (cmd.nsid == mem_nsid_) {
+            auto info = [](void *self, uint32_t nsid, csd_ctx *ctx) {
+                auto *t = static_cast<TransportInproc *>(self);
+                if (nsid != t->ns_.nsid) return -1;
+                *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, kMaxTransfer};
+                return 0;
+            };
+            st = csd_core_cs_decode_memory_copy(core_, &c, cmd.data, len, info, this, parts.data(), &n);
+        } else {
+            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+            st = csd_core_cs_decode_nvm_copy(core_, mem_nsid_, &c, &ctx, cmd.data, len, parts.data(), &n);
+        }
+        if (st) return ready({st, 0});
+        csd_op total{};
+        total.opcode = parts[0].op.opcode;
+        uint16_t result = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!result) result = load_store(parts[i].op);
+            complete(parts[i].op, {result, 0});
+            total.bytes += parts[i].op.bytes;
+        }
+        return modelled_op(total, arrived, {result, 0});
+    }
+
+    // A decoded command's completion, no earlier than the model's finish for it.
+    std::future<Completion> modelled_op(const csd_op &op, uint64_t arrived, Completion r)
+    {
+        if (arrived) {
+            csd_model_work w;
+            csd_model_work_op(&op, &w);
+            wait_until(csd_core_model_schedule(core_, &w, arrived));
+        }
+        return ready(r);
     }
 
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
@@ -311,6 +490,12 @@ private:
         csd_exec *job = nullptr;
         const uint16_t st = csd_core_exec_prepare(core_, c.data, static_cast<uint32_t>(op.bytes), &job);  // copies what it needs
         if (st) return ready(complete(op, {st, 0}));
+        return launch(op, job, arrived);
+    }
+
+    // Queues a prepared job for a worker (the model schedules it when it arrived).
+    std::future<Completion> launch(const csd_op &op, csd_exec *job, uint64_t arrived)
+    {
         uint64_t finish = 0;
         if (arrived) {
             csd_model_work w;
@@ -351,6 +536,8 @@ private:
     std::string path_;
     int fd_ = -1;
     uint32_t lba_ = 512;
+    uint32_t mem_nsid_ = 0;  // nvme-cs=1: the memory namespace (the compute one is next)
+    bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
     NamespaceInfo ns_;
     csd_core *core_ = nullptr;
     std::mutex mu_;

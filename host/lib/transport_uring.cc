@@ -75,7 +75,7 @@ public:
             }
             return p.get_future();
         }
-        auto *job = new Job{cmd, {}};
+        auto *job = new Job{cmd, dev_.fd_for(cmd.nsid), {}};  // throws here, not in the ring thread
         auto fut = job->promise.get_future();
         {
             std::lock_guard<std::mutex> g(mu_);
@@ -88,6 +88,7 @@ public:
 private:
     struct Job {
         Command cmd;
+        int fd;  // the node of cmd.nsid
         std::promise<Completion> promise;
     };
 
@@ -111,12 +112,14 @@ private:
         io_uring_sqe *sqe = io_uring_get_sqe(&ring_);
         std::memset(sqe, 0, 128);
         sqe->opcode = IORING_OP_URING_CMD;
-        sqe->fd = dev_.fd();
+        sqe->fd = job->fd;
         sqe->cmd_op = NVME_URING_CMD_IO;
         auto *uc = reinterpret_cast<nvme_uring_cmd *>(sqe->cmd);
         const Command &c = job->cmd;
         uc->opcode = c.opcode;
         uc->nsid = c.nsid;
+        uc->cdw2 = c.cdw2;
+        uc->cdw3 = c.cdw3;
         uc->addr = reinterpret_cast<uintptr_t>(c.data);
         uc->data_len = c.data_len;
         uc->cdw10 = c.cdw10;

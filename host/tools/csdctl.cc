@@ -32,7 +32,10 @@ namespace {
 const char *kDevices = R"(device (--device, else $CSD_DEVICE, else /dev/ng0n1):
   /dev/ngXnY, /dev/nvmeXnY   a CSD (emulated or real), ioctl passthrough (--uring: io_uring)
   /dev/csdN[?slm=16M]        through csd.ko (no root needed)
-  emu:FILE[?slm=64M&lba=512&cu=2&size=256M]   the in-process device over FILE)";
+  emu:FILE[?slm=64M&lba=512&cu=2&size=256M&nvme-cs=1]   the in-process device over FILE
+                             (nvme-cs=1: with the standard front end too)
+front end: --front-end vendor|nvme-cs|auto, else $CSD_FRONT_END, else auto (vendor where the
+  drive speaks it, else the standard NVMe computational storage command sets))";
 
 // Global options.
 struct Opts {
@@ -106,17 +109,34 @@ std::string hex(uint64_t v, int width)
 }
 
 // ---------------------------------------------------------------- device facts
+// The command sets the drive speaks, as "vendor, nvme-cs (memory namespace 2, compute namespace 3)".
+std::string spoken_front_ends(const Device &d)
+{
+    std::string s = d.speaks_vendor() ? "vendor" : "";
+    if (d.speaks_nvme_cs()) {
+        s += std::string(s.empty() ? "" : ", ") + "nvme-cs (memory namespace " + std::to_string(d.memory_nsid()) +
+             ", compute namespace " + std::to_string(d.compute_nsid()) + ")";
+    }
+    return s;
+}
+
 int cmd_info(Device &d, const Opts &o)
 {
     const auto &c = d.caps();
     if (o.json) {
-        print({{"transport", d.transport().name()}, {"slm_size", c.slm_size}, {"compute_units", c.compute_units},
-               {"max_desc_len", c.max_desc_len}, {"max_ranges", c.max_ranges}, {"programs", c.programs.size()},
-               {"lba_size", d.ns().lba_size}, {"lba_count", d.ns().lba_count}});
+        json speaks = json::array();
+        if (d.speaks_vendor()) speaks.push_back("vendor");
+        if (d.speaks_nvme_cs()) speaks.push_back("nvme-cs");
+        print({{"transport", d.transport().name()}, {"front_end", front_end_name(d.front_end())}, {"speaks", speaks},
+               {"memory_nsid", d.memory_nsid()}, {"compute_nsid", d.compute_nsid()}, {"slm_size", c.slm_size},
+               {"compute_units", c.compute_units}, {"max_desc_len", c.max_desc_len}, {"max_ranges", c.max_ranges},
+               {"programs", c.programs.size()}, {"lba_size", d.ns().lba_size}, {"lba_count", d.ns().lba_count}});
     } else {
-        std::printf("transport      %s\nSLM            %llu bytes (%.0f MiB)\ncompute units  %u\n"
+        std::printf("transport      %s\nfront end      %s (the drive speaks %s)\n"
+                    "SLM            %llu bytes (%.0f MiB)\ncompute units  %u\n"
                     "max_desc_len   %u\nmax_ranges     %u\nprograms       %zu\nnamespace      %llu LBAs of %u bytes\n",
-                    d.transport().name(), static_cast<unsigned long long>(c.slm_size), c.slm_size / 1048576.0,
+                    d.transport().name(), front_end_name(d.front_end()), spoken_front_ends(d).c_str(),
+                    static_cast<unsigned long long>(c.slm_size), c.slm_size / 1048576.0,
                     c.compute_units, c.max_desc_len, c.max_ranges, c.programs.size(),
                     static_cast<unsigned long long>(d.ns().lba_count), d.ns().lba_size);
     }
@@ -473,6 +493,10 @@ int main(int argc, char **argv)
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
     app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
+    std::string front_end = "auto";
+    app.add_option("--front-end", front_end,
+                   "command set to speak: vendor, nvme-cs (the standard one) or auto (vendor where the drive has it; "
+                   "also CSD_FRONT_END)");
     app.add_flag("--json", o.json, "machine-readable output");
     app.add_flag("--bus-stats", o.bus_stats, "print the commands and bytes this run moved across the bus (stderr)");
 
@@ -577,6 +601,7 @@ int main(int argc, char **argv)
     try {
         OpenOptions oo;
         oo.use_uring = o.uring;
+        oo.front_end = parse_front_end(front_end);
         auto dev = Device::open(o.device, oo);
         const int rc = action(*dev);
         if (o.bus_stats) {

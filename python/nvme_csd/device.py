@@ -18,8 +18,8 @@ from .wire import (CHECKSUM_ALGOS, CMP_OPS, CODECS, CONVERT, EW_OPS, FIELD_TYPES
 class Device:
     """A computational-storage device (see nvme_csd.open)."""
 
-    def __init__(self, path, uring=False, queue_depth=64):
-        self._dev = _core.Device(path, uring, queue_depth)
+    def __init__(self, path, uring=False, queue_depth=64, front_end="auto"):
+        self._dev = _core.Device(path, uring, queue_depth, front_end)
         self.path = path
         self._pool = None
         self.store = Store(self)
@@ -58,7 +58,13 @@ class Device:
 
     @property
     def transport(self):
+        """The backend commands go through: 'ioctl', 'uring', 'kmod' or 'inproc'."""
         return self._dev.transport
+
+    @property
+    def front_end(self):
+        """The command set this Device speaks: 'vendor' or 'nvme-cs'."""
+        return self._dev.front_end
 
     @property
     def namespace(self):
@@ -316,7 +322,9 @@ class Device:
             O.free()
 
 
-def open(path, *, uring=False, queue_depth=64):  # noqa: A001 (mirrors builtins.open)
+def open(path, *, uring=False, queue_depth=64, front_end="auto"):  # noqa: A001 (mirrors builtins.open)
     """Opens a CSD: '/dev/ngXnY' or '/dev/nvmeXnY' (uring=True for io_uring passthrough),
-    or 'emu:FILE?slm=64M&lba=512&cu=2&size=256M' for the in-process device."""
-    return Device(path, uring=uring, queue_depth=queue_depth)
+    or 'emu:FILE?slm=64M&lba=512&cu=2&size=256M' for the in-process device ('&nvme-cs=1'
+    adds the standard front end). front_end: 'vendor', 'nvme-cs' or 'auto' (vendor where the
+    drive speaks it; the environment variable CSD_FRONT_END overrides auto)."""
+    return Device(path, uring=uring, queue_depth=queue_depth, front_end=front_end)

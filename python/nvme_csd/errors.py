@@ -1,9 +1,12 @@
 """Exceptions: every failure of the device or the library is a CsdError; NVMe statuses
-get a subclass each, carrying the status code and its name."""
+get a subclass each, carrying the status code and its name. The standard front end's
+statuses (front_end="nvme-cs") get theirs too, under the vendor class of the same meaning
+where there is one (Invalid Program Index is an InvalidProgram), so that code catching the
+vendor classes works on either front end."""
 
 import errno as _errno
 
-from .wire import STATUS_CODES
+from .wire import NVME_CS_STATUS_CODES, STATUS_CODES
 
 
 class CsdError(Exception):
@@ -50,6 +53,17 @@ _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransfer
                                        AbortRequested, LbaOutOfRange, InvalidProgram, InvalidDescriptor,
                                        SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault,
                                        InvalidProgramImage, ProgramSlotInUse)}
+
+# The standard front end's statuses: a class each, named after the status ("Program Not
+# Activated" -> ProgramNotActivated), under the vendor class of the same meaning.
+_NVME_CS_BASES = {"Invalid Program Index": InvalidProgram, "Invalid Memory Range Set": SlmOutOfBounds,
+                  "Program Too Big": InvalidProgramImage}
+for _name, _code in NVME_CS_STATUS_CODES.items():
+    _cls = type(_name.title().replace(" ", ""), (_NVME_CS_BASES.get(_name, CsdError),),
+                {"status_name": _name, "status_code": _code,
+                 "__doc__": f"NVMe status {_name} ({_code:#05x}), standard front end."})
+    globals()[_cls.__name__] = _cls
+    _BY_CODE[_code] = _cls
 
 
 class NotFound(CsdError, KeyError):

@@ -9,6 +9,7 @@ _W = _core.WIRE
 
 PROGRAM_IDS = dict(_W["programs"])                 # {"gemm": 2, ...}
 STATUS_CODES = dict(_W["statuses"])                # {"Invalid Program": 0x1C0, ...}
+NVME_CS_STATUS_CODES = dict(_W["nvme_cs_statuses"])  # the standard front end's: {"Program Not Activated": 0x198, ...}
 EW_OPS = dict(_W["elementwise_ops"])
 FIRST_UNARY_EW_OP = _W["first_unary_elementwise_op"]
 REDUCE_OPS = dict(_W["reduce_ops"])

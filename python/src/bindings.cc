@@ -12,6 +12,7 @@
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
+#include "nvme_cs.h"
 #ifdef CSD_HAVE_GPU
 #include "gpu.hpp"
 #endif
@@ -124,11 +125,15 @@ py::dict name_table(const csd_name *t)
 // The command set's ids, parameter names and status codes, from the one wire-format header.
 py::dict wire_format()
 {
-    py::dict w, programs, statuses;
+    py::dict w, programs, statuses, nvme_cs_statuses;
     for (uint16_t id = 1; id <= CSD_NR_DEVICE_PROGRAMS; id++) programs[csd_program_name(id)] = id;
     for (uint16_t code : csd_named_statuses) statuses[csd_status_name(code)] = code;
+    for (uint16_t code = NVME_CS_INCOMPATIBLE_NS_OR_FORMAT; code <= NVME_CS_PROGRAM_TOO_BIG; code++) {
+        if (const char *name = nvme_cs_status_name(code)) nvme_cs_statuses[name] = code;  // spec/nvme_cs.h
+    }
     w["programs"] = programs;
     w["statuses"] = statuses;
+    w["nvme_cs_statuses"] = nvme_cs_statuses;
     w["elementwise_ops"] = name_table(csd_elementwise_op_names);
     w["reduce_ops"] = name_table(csd_reduce_op_names);
     w["dtypes"] = name_table(csd_dtype_names);
@@ -166,16 +171,17 @@ PYBIND11_MODULE(_core, m)
     });
 
     py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
-        .def(py::init([](const std::string &path, bool uring, unsigned qd) {
+        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.queue_depth = qd;
+                 o.front_end = parse_front_end(front_end);
                  auto p = std::make_shared<PyDevice>();
                  py::gil_scoped_release r;
                  p->dev = Device::open(path, o);
                  return p;
              }),
-             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64)
+             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto")
         .def("close", [](PyDevice &p) {  // releases the device now (its SLM, its file)
 #ifdef CSD_HAVE_GPU
             p.landing.reset();
@@ -187,6 +193,7 @@ PYBIND11_MODULE(_core, m)
         })
         .def_property_readonly("closed", [](PyDevice &p) { return p.closed; })
         .def_property_readonly("transport", [](PyDevice &p) { return std::string(p.d().transport().name()); })
+        .def_property_readonly("front_end", [](PyDevice &p) { return std::string(front_end_name(p.d().front_end())); })
         .def("capabilities", [](PyDevice &p) {
             const Capabilities &c = p.d().caps();
             py::dict d;

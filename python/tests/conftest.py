@@ -1,5 +1,7 @@
 """The device under test: $CSD_TEST_DEVICE (e.g. /dev/ng0n1 in the guest, with
-$CSD_TEST_URING=1 for io_uring), else a fresh in-process device per test."""
+$CSD_TEST_URING=1 for io_uring), else a fresh in-process device per test; every test that
+takes `dev` runs once per front end (the vendor commands and the standard NVMe computational
+storage command sets), a drive that speaks only one of them skipping the other."""
 import os
 
 import pytest
@@ -7,10 +9,19 @@ import pytest
 import nvme_csd
 
 
-@pytest.fixture
-def dev(tmp_path):
-    path = os.environ.get("CSD_TEST_DEVICE") or f"emu:{tmp_path}/ns.img?size=64M&slm=32M"
-    d = nvme_csd.open(path, uring=os.environ.get("CSD_TEST_URING") == "1")
+@pytest.fixture(params=["vendor", "nvme-cs"])
+def dev(request, tmp_path):
+    # speaking the standard, the in-process device refuses the vendor SLM and program
+    # commands, as a drive with only the standard front end would: nothing falls back
+    only = "&vendor-io=0" if request.param == "nvme-cs" else ""
+    path = os.environ.get("CSD_TEST_DEVICE") or f"emu:{tmp_path}/ns.img?size=64M&slm=32M&nvme-cs=1{only}"
+    try:
+        d = nvme_csd.open(path, uring=os.environ.get("CSD_TEST_URING") == "1", front_end=request.param)
+    except nvme_csd.errors.CsdError as e:
+        if "does not speak" in str(e):
+            pytest.skip(f"the drive does not speak the {request.param} front end")
+        raise
+    assert d.front_end == request.param
     d.store.format()
     yield d
     d.close()

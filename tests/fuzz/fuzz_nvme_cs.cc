@@ -1,11 +1,13 @@
 // libFuzzer target: the standard front end's decoders in the core (nvme_cs.cc) — memory
 // range sets, program activation, Execute Program's translation, Memory Read/Write/Fill,
-// Load Program, the log pages —
+// Load Program, Memory Copy and NVM Copy from memory, the log pages —
 // driven by a stream of commands the fuzzer writes. Each command: 1 byte kind, then its
 // dwords and data from the input. Any crash or sanitizer report is a finding, and so is a
 // broken invariant: a prepared job exists exactly when the status is success, an error
 // carries DNR, the range-set table never holds more than its limit, Memory Fill writes
-// only its own bytes (SLM compared with a shadow copy), decoded SLM spans lie inside SLM.
+// only its own bytes (SLM compared with a shadow copy), decoded SLM spans lie inside SLM,
+// a copy's parts are contiguous (in memory or in LBAs) and inside the namespace, and a
+// refused copy leaves no part behind.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *slm = nullptr;
     csd_core_slm_range(core, 0, kSlm, &slm);
     for (int steps = 0; in.n > 0 && steps < 64; steps++) {
-        const uint8_t kind = in.bytes(1)[0] % 8;
+        const uint8_t kind = in.bytes(1)[0] % 10;
         if (kind == 0) {  // Memory Range Set Management, create
             const uint32_t cdw11 = in.u32() % 24;
             uint32_t nsid_mix = in.u32();
@@ -117,14 +119,56 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         } else if (kind == 7) {  // log pages 82h, 83h, 84h from an offset into a short buffer
             static const uint8_t lids[] = {NVME_CS_LOG_PROGRAM_LIST, NVME_CS_LOG_DL_PROGRAM_TYPES,
-                                           NVME_CS_LOG_MEMORY_RANGE_SETS, 0x1A};
+                                           NVME_CS_LOG_MEMORY_RANGE_SETS, 0x1A, 0x1B, 0xC0};
             const uint32_t v = in.u32();
             std::vector<uint8_t> page(in.u32() % 512 + 1, 0xEE);
             uint32_t avail = 0;
-            const uint16_t st = csd_core_cs_get_log(core, lids[v % 4], (v >> 2) % 2048, page.data(),
-                                                    static_cast<uint32_t>(page.size()), &avail);
+            const uint32_t nsids[] = {1, 2, 3};
+            const uint8_t lid = lids[v % 6];
+            const uint16_t st =
+                lid == NVME_CS_LOG_REACHABILITY_GROUPS || lid == NVME_CS_LOG_REACHABILITY_ASSOC
+                    ? csd_core_cs_reachability_log(lid, nsids, 3, (v >> 3) % 256, page.data(),
+                                                   static_cast<uint32_t>(page.size()), &avail)
+                    : csd_core_cs_get_log(core, lid, (v >> 3) % 2048, page.data(), static_cast<uint32_t>(page.size()),
+                                          &avail);
             check(st == 0 || (st & CSD_STATUS_DNR), "log status");
             check(st != 0 || avail <= NVME_CS_LOG_MAX_SIZE, "log size");
+        } else if (kind == 8 || kind == 9) {  // Memory Copy / NVM Copy format 4h decode
+            static constexpr csd_ctx kNs{4096, 512, 1 << 20};  // NSID 1
+            auto info = [](void *, uint32_t nsid, csd_ctx *ctx) {
+                if (nsid != 1) return -1;
+                *ctx = kNs;
+                return 0;
+            };
+            const uint32_t cdw12 = in.u32() % 4 | (in.u32() % 6) << 8;  // up to 4 ranges, formats 0-5
+            csd_cmd c{static_cast<uint8_t>(kind == 8 ? NVME_CS_MEM_COPY : NVME_CS_NVM_COPY), kind == 8 ? kMemNsid : 1,
+                      in.u32() % (kSlm + 4096), in.u32() % 2 ? 0 : in.u32(), cdw12, 0, 0, 0};
+            auto d = in.bytes(in.u32() % 200);
+            uint32_t nsid_mix = in.u32();
+            const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cdw12));
+            for (size_t off = 0; size && off + 4 <= d.size(); off += size) {  // mostly a namespace that exists
+                const uint32_t good = kind == 8 ? 1 : kMemNsid;
+                if (nsid_mix & 1) std::memcpy(&d[off], &good, 4);
+                nsid_mix >>= 1;
+            }
+            std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+            uint32_t n = 0;
+            const uint16_t st =
+                kind == 8 ? csd_core_cs_decode_memory_copy(core, &c, d.data(), static_cast<uint32_t>(d.size()), info,
+                                                           nullptr, parts.data(), &n)
+                          : csd_core_cs_decode_nvm_copy(core, kMemNsid, &c, &kNs, d.data(),
+                                                        static_cast<uint32_t>(d.size()), parts.data(), &n);
+            check(st == 0 || (st & CSD_STATUS_DNR), "copy status");
+            check(st == 0 ? n == nvme_cs_copy_nr(cdw12) : n == 0, "parts exactly on success");
+            for (uint32_t i = 0; i < n; i++) {
+                const csd_op &op = parts[i].op;
+                check(op.slm >= slm && op.bytes <= kSlm && op.slm + op.bytes <= slm + kSlm, "copy span inside SLM");
+                check(op.slba <= kNs.lba_count && op.nlb <= kNs.lba_count - op.slba, "copy LBAs inside the namespace");
+                check(op.bytes == uint64_t{op.nlb} * kNs.lba_size, "bytes are the LBAs'");
+                if (i > 0 && kind == 8) check(op.slm_offset == parts[i - 1].op.slm_offset + parts[i - 1].op.bytes, "memory contiguous");
+                if (i > 0 && kind == 9) check(op.slba == parts[i - 1].op.slba + parts[i - 1].op.nlb, "LBAs contiguous");
+                csd_core_complete(core, &op, 0);
+            }
         } else if (kind == 6) {  // Load Program decode (the chunk itself is fuzz_program's)
             csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, in.u32(), in.u32(), in.u32(), in.u32(), in.u32(), in.u32()};
             csd_ctx ctx{1 << 16, 512, 1 << 20};

@@ -4,7 +4,8 @@ fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;
 fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
 fuzz_nvme_cs: command streams for the standard front end's decoders (range sets,
-activation, Execute Program, Memory Fill/Read/Write), encoded here independently;
+activation, Execute Program, Memory Fill/Read/Write, Memory Copy, NVM Copy from memory),
+encoded here independently;
 qemu-generic: QEMU generic-fuzz inputs that enable the controller, create an I/O queue
 pair and submit each CSD command (MMIO writes + DMA patterns that become the queue
 entries and data the controller reads)."""
@@ -40,6 +41,10 @@ if target == "fuzz_nvme_cs":  # kind byte, then dwords and data (tests/fuzz/fuzz
         "execute-inline": execute_inline,
         "deactivate-execute": bytes([2]) + struct.pack("<I", 0x10001) + execute_inline,
         "fill": bytes([4]) + struct.pack("<III", 8, 40, 0xA1B2C3D4),
+        "memory-copy": bytes([8]) + struct.pack("<IIIII", 1, 2, 4096, 1, 64) +
+                       2 * struct.pack("<I4xQH14x", 1, 0, 3) + struct.pack("<I", 0xFFFFFFFF),
+        "nvm-copy-from-memory": bytes([9]) + struct.pack("<IIIII", 0, 4, 8, 1, 32) + rng(0, 1024) +
+                                struct.pack("<I", 0xFFFFFFFF),
         "read-write": bytes([5]) + struct.pack("<IIII", 1, 4096, 0, 8192) + bytes([5]) + struct.pack("<IIII", 0, 0, 0, 64),
     }
     for name, blob in seeds.items():

@@ -1,5 +1,6 @@
 // libcsd integration tests. The device comes from $CSD_TEST_DEVICE (default: a fresh
-// in-process device over a temporary file); $CSD_TEST_URING=1 selects io_uring. The same
+// in-process device over a temporary file, with both front ends); $CSD_TEST_URING=1 selects
+// io_uring, $CSD_FRONT_END=nvme-cs the standard command sets (libcsd reads it). The same
 // binary runs on the host (in-process) and in the guest (ioctl and io_uring on /dev/ng0n1).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "nvme_cs.h"
 
 using namespace csd;
 
@@ -96,8 +98,11 @@ TEST_F(Library, ErrorsNameTheStatus)
         dev->execute(0x42, {{0, 16}});
         FAIL() << "no error";
     } catch (const Error &e) {
-        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_PROGRAM);
-        EXPECT_NE(std::string(e.what()).find("Invalid Program"), std::string::npos) << e.what();
+        // the standard front end's status for it: Invalid Program Index (SCT 1h, 8Fh)
+        const bool standard = dev->front_end() == FrontEnd::NvmeCs;
+        EXPECT_EQ(e.code(), standard ? NVME_CS_INVALID_PROGRAM_INDEX : CSD_STATUS_INVALID_PROGRAM);
+        EXPECT_NE(std::string(e.what()).find(standard ? "Invalid Program Index" : "Invalid Program"), std::string::npos)
+            << e.what();
     }
     try {
         dev->slm_load(dev->ns().lba_count, 1, 0);
@@ -429,7 +434,7 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     unlink(path);
     // 1 GB/s = 1 byte/ns; gemm of 64^3 (524288 flops) at 0.0524288 GFLOP/s = 10 ms a unit.
     auto dev = Device::open(std::string("emu:") + path +
-                            "?size=64M&model.link-gbps=1&model.media-read-gbps=1&model.media-write-gbps=1"
+                            "?size=64M&nvme-cs=1&model.link-gbps=1&model.media-read-gbps=1&model.media-write-gbps=1"
                             "&model.unit-gflops=0.0524288&model.unit-gbps=1&model.compute-units=2");
     std::vector<uint8_t> buf(4 << 20);
     auto t0 = std::chrono::steady_clock::now();
@@ -546,6 +551,18 @@ TEST_F(Library, DownloadedProgramRejectionsAndKeep)
     }
 }
 
+TEST_F(Library, SpeaksTheFrontEndAsked)
+{
+    const char *fe = std::getenv("CSD_FRONT_END");
+    EXPECT_STREQ(front_end_name(dev->front_end()), fe && *fe ? fe : "vendor");
+    EXPECT_TRUE(dev->speaks_vendor());
+    if (dev->front_end() == FrontEnd::NvmeCs) {
+        EXPECT_TRUE(dev->speaks_nvme_cs());
+        EXPECT_NE(dev->memory_nsid(), 0u);
+        EXPECT_EQ(dev->compute_nsid(), dev->memory_nsid() + 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (const char *d = std::getenv("CSD_BPF_DIR")) g_bpf_dir = d;
@@ -561,7 +578,11 @@ int main(int argc, char **argv)
         close(fd);
         unlink(name);
         tmp = name;
-        g_path = "emu:" + tmp + "?size=64M&slm=32M";
+        g_path = "emu:" + tmp + "?size=64M&slm=32M&nvme-cs=1";
+        // Speaking the standard, the in-process device refuses the vendor SLM and program
+        // commands, as a drive with only the standard front end would: nothing falls back.
+        const char *fe = std::getenv("CSD_FRONT_END");
+        if (fe && std::string(fe) == "nvme-cs") g_path += "&vendor-io=0";
     }
     const int rc = RUN_ALL_TESTS();
     if (!tmp.empty()) unlink(tmp.c_str());

@@ -72,6 +72,17 @@ protected:
         return v;
     }
 
+    // One counter of the statistics log page (C1h), by csd_stat index.
+    uint64_t counter(int i)
+    {
+        uint8_t page[CSD_LOG_MAX_SIZE];
+        uint32_t avail;
+        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page, &avail), 0);
+        uint64_t v;
+        std::memcpy(&v, page + CSD_STATS_COUNTERS_OFFSET + 8 * i, 8);
+        return v;
+    }
+
     // A namespace of 1 Mi LBAs of 512 bytes with 8 MiB transfers, as an embedding reports it.
     static constexpr csd_ctx kCtx{1u << 20, 512, 8u << 20};
 

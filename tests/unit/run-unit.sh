@@ -5,13 +5,18 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mb="$top/build/meson"
 pass=0 fail=0
-for bin in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
-           "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-c-api-test" \
+# libcsd's suites run once per front end: the vendor commands, then the standard ones
+# (CSD_FRONT_END=nvme-cs; the in-process device then refuses the vendor data commands).
+for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
+           "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-library-tests@nvme-cs" \
+           "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
+    bin=${run%@*}
+    front_end=$([ "$run" != "$bin" ] && echo "${run#*@}")
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
-    echo "--- $(basename "$bin")"
+    echo "--- $(basename "$bin")${front_end:+ (front end $front_end)}"
     case "$bin" in *-test) args=() ;; *) args=(--gtest_brief=1) ;; esac
-    out=$("$bin" "${args[@]}" 2>&1); rc=$?
+    out=$(CSD_FRONT_END=$front_end "$bin" "${args[@]}" 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
     # GoogleTest's summary, or the plain closing line of the C test
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^c-api: \([0-9]*\) passed.*/\1/p' <<<"$out")

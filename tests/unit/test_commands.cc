@@ -4,18 +4,7 @@
 
 namespace {
 
-class Commands : public CoreTest {
-protected:
-    uint64_t counter(int i)
-    {
-        uint8_t page[CSD_LOG_MAX_SIZE];
-        uint32_t avail;
-        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page, &avail), 0);
-        uint64_t v;
-        std::memcpy(&v, page + 8 + 8 * i, 8);
-        return v;
-    }
-};
+class Commands : public CoreTest {};
 
 TEST_F(Commands, SlmLoadFields)
 {

@@ -294,3 +294,183 @@ TEST_F(NvmeCs, ProgramListTypesAndRangeSetLogs)
               CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     EXPECT_EQ(csd_core_cs_get_log(core, 0x85, 0, page.data(), 4, &avail), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
 }
+
+namespace {
+
+struct NsInfo {
+    uint32_t nsid;
+    csd_ctx ctx;
+};
+
+int ns_info(void *opaque, uint32_t nsid, csd_ctx *ctx)
+{
+    const auto *ns = static_cast<const NsInfo *>(opaque);
+    if (nsid != ns->nsid) return -1;
+    *ctx = ns->ctx;
+    return 0;
+}
+
+nvme_cs_copy_src src_range(uint32_t nsid, uint64_t slba, uint16_t nlb0)
+{
+    nvme_cs_copy_src s{};
+    s.snsid = nsid;
+    s.slba = slba;
+    s.nlb = nlb0;
+    return s;
+}
+
+csd_cmd copy_cmd(uint8_t opcode, uint32_t nsid, uint64_t dest, uint32_t nr, uint32_t format)
+{
+    csd_cmd c{};
+    c.opcode = opcode;
+    c.nsid = nsid;
+    c.cdw10 = static_cast<uint32_t>(dest);
+    c.cdw11 = static_cast<uint32_t>(dest >> 32);
+    c.cdw12 = (nr - 1) | format << 8;
+    return c;
+}
+
+}  // namespace
+
+TEST_F(NvmeCs, MemoryCopyMakesOneSlmLoadPerRangeIntoConsecutiveMemory)
+{
+    const NsInfo ns{1, {1000, 512, 0}};
+    const nvme_cs_copy_src d[] = {src_range(1, 10, 3), src_range(1, 500, 0)};  // 4 LBAs, then 1
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    const csd_cmd c = copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 8192, 2, NVME_CS_COPY_FORMAT_2);
+    ASSERT_EQ(csd_core_cs_decode_memory_copy(core, &c, d, sizeof d, ns_info, const_cast<NsInfo *>(&ns), parts.data(), &n), 0);
+    ASSERT_EQ(n, 2u);
+    EXPECT_EQ(parts[0].op.opcode, CSD_OPC_SLM_LOAD);
+    EXPECT_EQ(parts[0].nsid, 1u);
+    EXPECT_EQ(parts[0].op.slba, 10u);
+    EXPECT_EQ(parts[0].op.nlb, 4u);
+    EXPECT_EQ(parts[0].op.slm_offset, 8192u);
+    EXPECT_EQ(parts[0].op.bytes, 2048u);
+    EXPECT_EQ(parts[1].op.slba, 500u);
+    EXPECT_EQ(parts[1].op.slm_offset, 8192u + 2048u);  // right after the first range
+    EXPECT_EQ(parts[1].op.slm, csd_core_slm_base(core) + 8192 + 2048);
+    for (uint32_t i = 0; i < n; i++) csd_core_complete(core, &parts[i].op, 0);
+    EXPECT_EQ(counter(CSD_STAT_SLM_LOAD_CMDS), 2u);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 2560u);
+}
+
+TEST_F(NvmeCs, MemoryCopyFormat3TakesFortyByteDescriptors)
+{
+    const NsInfo ns{1, {1000, 512, 0}};
+    std::vector<uint8_t> d(80, 0xEE);  // the 8 trailing bytes of each descriptor are not read
+    const auto a = src_range(1, 1, 0), b = src_range(1, 2, 1);
+    std::memcpy(d.data(), &a, 32);
+    std::memcpy(d.data() + 40, &b, 32);
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    const csd_cmd c = copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 2, NVME_CS_COPY_FORMAT_3);
+    ASSERT_EQ(csd_core_cs_decode_memory_copy(core, &c, d.data(), 80, ns_info, const_cast<NsInfo *>(&ns), parts.data(), &n), 0);
+    ASSERT_EQ(n, 2u);
+    EXPECT_EQ(parts[1].op.slba, 2u);
+    EXPECT_EQ(parts[1].op.nlb, 2u);
+    EXPECT_EQ(parts[1].op.slm_offset, 512u);
+    for (uint32_t i = 0; i < n; i++) csd_core_complete(core, &parts[i].op, 0);
+}
+
+TEST_F(NvmeCs, MemoryCopyRefusals)
+{
+    const NsInfo ns{1, {1000, 512, 0}};
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    auto decode = [&](const csd_cmd &c, const void *d, uint32_t len) {
+        return csd_core_cs_decode_memory_copy(core, &c, d, len, ns_info, const_cast<NsInfo *>(&ns), parts.data(), &n);
+    };
+    const nvme_cs_copy_src ok = src_range(1, 0, 0), other_ns = src_range(7, 0, 0), past = src_range(1, 999, 1);
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, 0), &ok, 32), NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, 4), &ok, 32), NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, 2), &other_ns, 32), NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, 2), &past, 32), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, 2), &ok, 31), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    const uint64_t last = csd_core_slm_size(core) - 256;  // 512 bytes do not fit
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, last, 1, 2), &ok, 32), CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    // a second range that fails leaves nothing to complete and moves no bytes
+    const nvme_cs_copy_src two[] = {ok, other_ns};
+    EXPECT_EQ(decode(copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 2, 2), two, 64), NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR);
+    EXPECT_EQ(n, 0u);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 0u);
+}
+
+TEST_F(NvmeCs, NvmCopyFromMemoryMakesSlmStoresIntoConsecutiveLbas)
+{
+    const csd_ctx ctx{1000, 512, 0};
+    const nvme_cs_mem_range d[] = {mr(4096, 1024), mr(0, 512)};
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    const csd_cmd c = copy_cmd(NVME_CS_NVM_COPY, 1, 100, 2, NVME_CS_COPY_FORMAT_MEMORY);
+    ASSERT_EQ(csd_core_cs_decode_nvm_copy(core, kMemNsid, &c, &ctx, d, sizeof d, parts.data(), &n), 0);
+    ASSERT_EQ(n, 2u);
+    EXPECT_EQ(parts[0].op.opcode, CSD_OPC_SLM_STORE);
+    EXPECT_EQ(parts[0].op.slba, 100u);
+    EXPECT_EQ(parts[0].op.nlb, 2u);
+    EXPECT_EQ(parts[0].op.slm_offset, 4096u);
+    EXPECT_EQ(parts[1].op.slba, 102u);
+    EXPECT_EQ(parts[1].op.slm_offset, 0u);
+    for (uint32_t i = 0; i < n; i++) csd_core_complete(core, &parts[i].op, 0);
+    EXPECT_EQ(counter(CSD_STAT_SLM_STORE_CMDS), 2u);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_NS), 1536u);
+}
+
+TEST_F(NvmeCs, NvmCopyFromMemoryRefusals)
+{
+    const csd_ctx ctx{1000, 512, 0};
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    auto decode = [&](uint64_t slba, const nvme_cs_mem_range &r, uint32_t format = NVME_CS_COPY_FORMAT_MEMORY) {
+        const csd_cmd c = copy_cmd(NVME_CS_NVM_COPY, 1, slba, 1, format);
+        return csd_core_cs_decode_nvm_copy(core, kMemNsid, &c, &ctx, &r, sizeof r, parts.data(), &n);
+    };
+    EXPECT_EQ(decode(0, mr(0, 512, 9)), NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(0, mr(0, 500)), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);  // not whole LBAs
+    EXPECT_EQ(decode(0, mr(0, 0)), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(999, mr(0, 1024)), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(~0ull, mr(0, 512)), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(0, mr(csd_core_slm_size(core) - 256, 512)), CSD_STATUS_SLM_OUT_OF_BOUNDS | CSD_STATUS_DNR);
+    EXPECT_EQ(decode(0, mr(0, 512), NVME_CS_COPY_FORMAT_2), NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    EXPECT_EQ(n, 0u);
+}
+
+TEST_F(NvmeCs, ReachabilityLogsPutEveryNamespaceInOneGroup)
+{
+    const uint32_t nsids[] = {1, 2, 3};
+    std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+    uint32_t avail = 0;
+    ASSERT_EQ(csd_core_cs_reachability_log(NVME_CS_LOG_REACHABILITY_GROUPS, nsids, 3, 0, page.data(),
+                                           static_cast<uint32_t>(page.size()), &avail), 0);
+    ASSERT_EQ(avail, sizeof(nvme_cs_reach_header) + sizeof(nvme_cs_reach_group) + 12);
+    nvme_cs_reach_header h;
+    nvme_cs_reach_group g;
+    std::memcpy(&h, page.data(), sizeof h);
+    std::memcpy(&g, page.data() + sizeof h, sizeof g);
+    EXPECT_EQ(h.entries, 1u);
+    EXPECT_EQ(g.rgid, 1u);
+    EXPECT_EQ(g.nnid, 3u);
+    uint32_t listed[3];
+    std::memcpy(listed, page.data() + sizeof h + sizeof g, 12);
+    EXPECT_EQ(std::vector<uint32_t>(listed, listed + 3), std::vector<uint32_t>({1, 2, 3}));
+    ASSERT_EQ(csd_core_cs_reachability_log(NVME_CS_LOG_REACHABILITY_ASSOC, nsids, 3, 0, page.data(),
+                                           static_cast<uint32_t>(page.size()), &avail), 0);
+    nvme_cs_reach_assoc a;
+    std::memcpy(&a, page.data() + sizeof h, sizeof a);
+    EXPECT_EQ(a.raid, 1u);
+    EXPECT_EQ(a.nrid, 1u);
+    uint32_t rgid = 0;
+    std::memcpy(&rgid, page.data() + sizeof h + sizeof a, 4);
+    EXPECT_EQ(rgid, 1u);
+    EXPECT_EQ(csd_core_cs_reachability_log(NVME_CS_LOG_REACHABILITY_GROUPS, nsids, 3, 2, page.data(), 64, &avail),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_reachability_log(0x80, nsids, 3, 0, page.data(), 64, &avail),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+}
+
+TEST_F(NvmeCs, ExecuteProgramCountsAsAnExecute)
+{
+    put(0, pattern(64, 1));
+    ASSERT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64), mr(4096, 64)}, {}, 2), 0);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 1u);
+}

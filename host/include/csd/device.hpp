@@ -85,8 +85,15 @@ public:
     // Opens path (see open_transport) and checks that it is a CSD; throws csd::Error
     // naming the problem for a plain NVMe device or a missing one.
     static std::unique_ptr<Device> open(const std::string &path, const OpenOptions &opts = {});
-    // Wraps an open transport and checks that its device is a CSD.
-    explicit Device(std::unique_ptr<Transport> transport);
+    // Wraps an open transport, checks that its device is a CSD and picks the front end
+    // (FrontEnd::Auto: vendor where the drive has it, else the standard; CSD_FRONT_END).
+    explicit Device(std::unique_ptr<Transport> transport, FrontEnd front_end = FrontEnd::Auto);
+
+    FrontEnd front_end() const { return front_end_; }      // the one this Device speaks
+    bool speaks_vendor() const { return speaks_vendor_; }   // Identify has the CSD1 signature
+    bool speaks_nvme_cs() const { return memory_nsid_ != 0; }  // Identify CNS 1Ch: SLM and CP
+    uint32_t memory_nsid() const { return memory_nsid_; }     // standard memory namespace, or 0
+    uint32_t compute_nsid() const { return compute_nsid_; }   // standard compute namespace, or 0
 
     const Capabilities &caps() const { return caps_; }  // read at open and after program loads
     void refresh_capabilities();                         // reads C0h again
@@ -120,7 +127,8 @@ public:
                                           const void *params = nullptr, uint32_t param_len = 0);
 
     // Program Load of a whole image in chunks the transport accepts, into slot (0: the
-    // device picks); returns the slot. Invalid Program Image: csd::Error with dw0() = the
+    // device picks; on the standard front end libcsd picks a free one, then activates the
+    // program); returns the slot. Invalid Program Image: csd::Error with dw0() = the
     // offending instruction. Use csd::Program (csd/program.hpp) for a handle that unloads.
     uint16_t program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot = 0,
                           uint8_t type = CSD_PROGRAM_TYPE_EBPF);
@@ -134,8 +142,16 @@ private:
     void slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what);
     void slm_cmd(uint8_t opcode, uint64_t offset, void *data, uint64_t n);
     void read_capabilities();
+    Command execute_command(uint16_t program, const std::vector<Range> &ranges, const void *params,
+                            uint32_t param_len, std::vector<uint8_t> &data) const;
+    uint16_t program_load_standard(const uint8_t *image, uint32_t size, uint32_t record_size, uint16_t slot);
+    [[noreturn]] void program_load_failed(const Completion &r, uint32_t size, uint32_t record_size) const;
+    bool standard() const { return front_end_ == FrontEnd::NvmeCs; }
 
     std::unique_ptr<Transport> transport_;
+    FrontEnd front_end_ = FrontEnd::Vendor;
+    bool speaks_vendor_ = false;
+    uint32_t memory_nsid_ = 0, compute_nsid_ = 0;
     Capabilities caps_;
     SlmAllocator allocator_;
     std::atomic<uint64_t> commands_{0}, to_device_{0}, from_device_{0};

@@ -16,6 +16,7 @@ struct Command {
     uint8_t opcode = 0;
     bool admin = false;
     uint32_t nsid = 0;
+    uint32_t cdw2 = 0, cdw3 = 0;  // command-specific (Execute Program: program, ranges)
     uint32_t cdw10 = 0, cdw11 = 0, cdw12 = 0, cdw13 = 0, cdw14 = 0, cdw15 = 0;
     void *data = nullptr;
     uint32_t data_len = 0;
@@ -37,7 +38,9 @@ struct NamespaceInfo {
     uint64_t lba_count = 0;
 };
 
-// A way to send NVMe commands to one namespace of one drive.
+// A way to send NVMe commands to one namespace of one drive, and to the other namespaces
+// of its controller that a command's NSID names (the standard front end's memory and
+// compute namespaces).
 class Transport {
 public:
     virtual ~Transport() = default;
@@ -58,15 +61,28 @@ public:
     virtual std::string backing_file() const { return {}; }
 };
 
+// The command set libcsd speaks to a drive with (docs/nvme-cs.md): the project's vendor
+// commands (csd-command-set.md), or the standard NVMe Subsystem Local Memory and
+// Computational Programs command sets. Auto: vendor where the drive has it, else the
+// standard; the environment variable CSD_FRONT_END (vendor, nvme-cs) overrides Auto.
+enum class FrontEnd { Auto, Vendor, NvmeCs };
+
+// "vendor" or "nvme-cs" (Auto: "auto").
+const char *front_end_name(FrontEnd fe);
+// Parses "auto", "vendor" or "nvme-cs"; throws csd::Error (EINVAL) otherwise.
+FrontEnd parse_front_end(const std::string &name);
+
 // Options for opening a device.
 struct OpenOptions {
     unsigned queue_depth = 64;  // io_uring ring size
     bool use_uring = false;     // /dev/ngXnY: io_uring passthrough instead of ioctl
+    FrontEnd front_end = FrontEnd::Auto;
 };
 
 // Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
 // /dev/csdN?slm=16M (csd.ko: this much SLM for this process, no root needed),
-// or emu:<backing file>?slm=64M&lba=512&cu=2&size=256M (in-process device).
+// or emu:<backing file>?slm=64M&lba=512&cu=2&size=256M (in-process device; nvme-cs=1
+// adds the standard front end, as QEMU's csd.nvme-cs=on).
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts = {});
 
 }  // namespace csd

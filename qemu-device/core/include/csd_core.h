@@ -272,11 +272,55 @@ struct csd_cs_exec_cmd {
  * Execute Program: the ranges (the range set CDW2 names, or inline at the start of data),
  * the parameters (the rest of data) and the program index become the vendor execute
  * descriptor of the same call, prepared by csd_core_exec_prepare; run the job with
- * csd_core_exec_run. Statuses: Invalid Program Index, Program Not Activated, Invalid Memory
+ * csd_core_exec_run. Counted as an Execute; on failure end it with csd_core_complete of an
+ * Execute op, as a vendor Execute that failed after decode. Statuses: Invalid Program Index, Program Not Activated, Invalid Memory
  * Namespace, Invalid Memory Range Set (Identifier), or the vendor Execute's.
  */
 uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
                                   const void *data, uint32_t len, csd_exec **exec);
+
+/*
+ * One piece of a standard copy: a vendor SLM Load (Memory Copy) or SLM Store (NVM Copy
+ * format 4h) of one source range, decoded and counted as that command, on NVM namespace
+ * nsid. The embedding moves each part's op.bytes as for the vendor command and ends every
+ * part with csd_core_complete.
+ */
+struct csd_cs_copy_part {
+    uint32_t nsid;
+    struct csd_op op;
+};
+/* What the embedding knows of NVM namespace nsid (ctx as for its commands); non-zero when
+ * no NVM namespace of that NSID is attached. */
+typedef int (*csd_cs_ns_info)(void *opaque, uint32_t nsid, struct csd_ctx *ctx);
+/*
+ * Memory Copy (01h): the len bytes of source descriptors (format CDW12 bits 11:8: 2h or
+ * 3h; CDW12 bits 7:0 ranges, 0's based) become one SLM Load each, into consecutive memory
+ * from byte CDW10-11, in parts[] (NVME_CS_MAX_COPY_RANGES entries), *nparts of them. On
+ * failure nothing is left to complete. Statuses: Incompatible Namespace or Format (another
+ * format), Namespace Not Reachable (a source NSID that is not an attached NVM namespace),
+ * or the vendor SLM Load's.
+ */
+uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cmd, const void *descs, uint32_t len,
+                                        csd_cs_ns_info info, void *opaque, struct csd_cs_copy_part *parts,
+                                        uint32_t *nparts);
+/*
+ * NVM Copy (19h) with source format 4h on NVM namespace cmd->nsid (ctx): each memory range
+ * of the descriptors (in memory namespace mem_nsid, a whole number of LBAs, at most 65536)
+ * becomes an SLM Store into consecutive LBAs from SDLBA (CDW10-11), in parts[] as above.
+ * Statuses: Invalid Memory Namespace, Invalid Field (a length that is not whole LBAs), or
+ * the vendor SLM Store's.
+ */
+uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const struct csd_cmd *cmd,
+                                     const struct csd_ctx *ctx, const void *descs, uint32_t len,
+                                     struct csd_cs_copy_part *parts, uint32_t *nparts);
+/*
+ * Reachability Groups (1Ah) or Reachability Associations (1Bh), layouts in nvme_cs.h, for a
+ * controller whose namespaces (NVM, memory, compute) are nsids[0..n): copied from byte
+ * offset (a multiple of 4, at most the page's size) into page, at most page_size bytes;
+ * the bytes from offset on in *avail.
+ */
+uint16_t csd_core_cs_reachability_log(uint8_t lid, const uint32_t *nsids, uint32_t n, uint64_t offset,
+                                      uint8_t *page, uint32_t page_size, uint32_t *avail);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

@@ -24,6 +24,23 @@ bool program_exists(csd_core *core, uint16_t id)
     return false;
 }
 
+// Copies a built log (its first 4 bytes already hold its count) from offset into page.
+uint16_t copy_log(const std::vector<uint8_t> &log, uint64_t offset, uint8_t *page, uint32_t page_size,
+                  uint32_t *avail)
+{
+    if (offset > log.size() || offset % 4) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    const uint64_t left = log.size() - offset;
+    *avail = static_cast<uint32_t>(left);
+    std::memcpy(page, log.data() + offset, left < page_size ? left : page_size);
+    return CSD_STATUS_SUCCESS;
+}
+
+// Ends the parts decoded so far of a copy that failed: nothing moved.
+void abandon_parts(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, uint16_t status)
+{
+    for (uint32_t i = 0; i < n; i++) csd_core_complete(core, &parts[i].op, status);
+}
+
 bool program_active(const CsState &cs, uint16_t id)
 {
     const int8_t s = cs.activation[id];
@@ -143,10 +160,119 @@ uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8
         return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
     }
     std::memcpy(log.data(), &count, 4);
-    if (offset > log.size() || offset % 4) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-    const uint64_t left = log.size() - offset;
-    *avail = static_cast<uint32_t>(left);
-    std::memcpy(page, log.data() + offset, left < page_size ? left : page_size);
+    return csd::core::copy_log(log, offset, page, page_size, avail);
+}
+
+uint16_t csd_core_cs_reachability_log(uint8_t lid, const uint32_t *nsids, uint32_t n, uint64_t offset,
+                                      uint8_t *page, uint32_t page_size, uint32_t *avail)
+{
+    std::vector<uint8_t> log(sizeof(nvme_cs_reach_header));
+    nvme_cs_reach_header h{};
+    h.entries = 1;
+    std::memcpy(log.data(), &h, sizeof h);
+    auto append = [&log](const void *p, size_t len) {
+        const auto *b = static_cast<const uint8_t *>(p);
+        log.insert(log.end(), b, b + len);
+    };
+    if (lid == NVME_CS_LOG_REACHABILITY_GROUPS) {
+        nvme_cs_reach_group g{};
+        g.rgid = NVME_CS_REACH_GROUP;
+        g.nnid = n;
+        append(&g, sizeof g);
+        append(nsids, n * sizeof(uint32_t));
+    } else if (lid == NVME_CS_LOG_REACHABILITY_ASSOC) {
+        nvme_cs_reach_assoc a{};
+        a.raid = NVME_CS_REACH_ASSOC;
+        a.nrid = 1;
+        a.rasp = 1;
+        const uint32_t rgid = NVME_CS_REACH_GROUP;
+        append(&a, sizeof a);
+        append(&rgid, sizeof rgid);
+    } else {
+        return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    }
+    return csd::core::copy_log(log, offset, page, page_size, avail);
+}
+
+uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cmd, const void *descs, uint32_t len,
+                                        csd_cs_ns_info info, void *opaque, struct csd_cs_copy_part *parts,
+                                        uint32_t *nparts)
+{
+    *nparts = 0;
+    const uint32_t format = nvme_cs_copy_format(cmd->cdw12);
+    const uint32_t nr = nvme_cs_copy_nr(cmd->cdw12);
+    const uint32_t size = nvme_cs_copy_desc_size(format);
+    if (format != NVME_CS_COPY_FORMAT_2 && format != NVME_CS_COPY_FORMAT_3) {
+        return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
+    }
+    if (len != nr * size) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    uint64_t dest = static_cast<uint64_t>(cmd->cdw11) << 32 | cmd->cdw10;
+    for (uint32_t i = 0; i < nr; i++) {
+        nvme_cs_copy_src src;
+        std::memcpy(&src, static_cast<const uint8_t *>(descs) + i * size, sizeof src);
+        csd_ctx ctx{};
+        if (info(opaque, src.snsid, &ctx)) {
+            csd::core::abandon_parts(core, parts, i, NVME_CS_NS_NOT_REACHABLE);
+            return NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR;
+        }
+        csd_cmd load{};
+        load.opcode = CSD_OPC_SLM_LOAD;
+        load.nsid = src.snsid;
+        load.cdw10 = static_cast<uint32_t>(src.slba);
+        load.cdw11 = static_cast<uint32_t>(src.slba >> 32);
+        load.cdw12 = src.nlb;
+        load.cdw13 = static_cast<uint32_t>(dest);
+        load.cdw14 = static_cast<uint32_t>(dest >> 32);
+        parts[i].nsid = src.snsid;
+        const uint16_t st = csd_core_decode(core, &load, &ctx, &parts[i].op);
+        if (st) {
+            csd::core::abandon_parts(core, parts, i, st);
+            return st;
+        }
+        dest += parts[i].op.bytes;
+    }
+    *nparts = nr;
+    return CSD_STATUS_SUCCESS;
+}
+
+uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const struct csd_cmd *cmd,
+                                     const struct csd_ctx *ctx, const void *descs, uint32_t len,
+                                     struct csd_cs_copy_part *parts, uint32_t *nparts)
+{
+    *nparts = 0;
+    const uint32_t nr = nvme_cs_copy_nr(cmd->cdw12);
+    if (nvme_cs_copy_format(cmd->cdw12) != NVME_CS_COPY_FORMAT_MEMORY) {
+        return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
+    }
+    if (len != nr * sizeof(nvme_cs_mem_range) || ctx->lba_size == 0) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    uint64_t slba = static_cast<uint64_t>(cmd->cdw11) << 32 | cmd->cdw10;
+    for (uint32_t i = 0; i < nr; i++) {
+        nvme_cs_mem_range r;
+        std::memcpy(&r, static_cast<const uint8_t *>(descs) + i * sizeof r, sizeof r);
+        uint16_t st = CSD_STATUS_SUCCESS;
+        if (r.nsid != mem_nsid) st = NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR;
+        else if (r.len == 0 || r.len % ctx->lba_size || r.len / ctx->lba_size > 65536) {
+            st = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+        }
+        if (!st) {
+            csd_cmd store{};
+            store.opcode = CSD_OPC_SLM_STORE;
+            store.nsid = cmd->nsid;
+            store.cdw10 = static_cast<uint32_t>(slba);
+            store.cdw11 = static_cast<uint32_t>(slba >> 32);
+            store.cdw12 = r.len / ctx->lba_size - 1;
+            store.cdw13 = static_cast<uint32_t>(r.sb);
+            store.cdw14 = static_cast<uint32_t>(r.sb >> 32);
+            parts[i].nsid = cmd->nsid;
+            st = csd_core_decode(core, &store, ctx, &parts[i].op);
+        }
+        if (st) {
+            csd::core::abandon_parts(core, parts, i, st);
+            return st;
+        }
+        slba += parts[i].op.nlb;
+    }
+    *nparts = nr;
     return CSD_STATUS_SUCCESS;
 }
 
@@ -211,6 +337,7 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
                                   const void *data, uint32_t len, csd_exec **exec)
 {
     *exec = nullptr;
+    csd::core::count(core, CSD_STAT_EXEC_CMDS);  // as the vendor Execute's decode counts it
     const uint16_t id = nvme_cs_exec_program(cmd->cdw2);
     const uint16_t rsid = nvme_cs_exec_rsid(cmd->cdw2);
     if (nvme_cs_exec_data_len(cmd->cdw4, cmd->cdw15) != len) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;

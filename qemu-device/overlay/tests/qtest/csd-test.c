@@ -942,6 +942,129 @@ static void test_nvme_cs(void)
     stop(n);
 }
 
+/* The namespace file's pattern byte at byte offset b (as start() writes it). */
+static uint8_t disk_byte(uint64_t b)
+{
+    return (uint8_t)(b * 7 + b / 4096);
+}
+
+/*
+ * csd.nvme-cs=on: Memory Copy (formats 2h and 3h) reads LBAs into memory, Copy with the
+ * memory source format 4h writes memory to LBAs, Identify's OCFS says so, logs 1Ah/1Bh
+ * put the three namespaces in one reachability group, and their error statuses.
+ */
+static void test_nvme_cs_copy(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.nvme-cs=on");
+    QTestState *qts = n->qs->qts;
+    struct nvme_cs_copy_src src[2] = {
+        { .snsid = 1, .slba = 16, .nlb = 3 }, { .snsid = 1, .slba = 40, .nlb = 1 },
+    };
+    struct nvme_cs_mem_range mem = { .nsid = 2, .len = 6 * LBA, .sb = 8192 };
+    uint8_t got[6 * LBA], want[6 * LBA], fmt3[80], page[64];
+    g_autofree gchar *file = NULL;
+    gsize flen;
+    uint32_t u32;
+
+    /* Identify Controller: OCFS bit 4 (Copy from memory) besides QEMU's formats 0h-3h */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x06, .prp1 = n->buf, .cdw10 = 1 }).status, ==, 0);
+    qtest_memread(qts, n->buf + 534, page, 2);
+    g_assert_cmphex(page[0], ==, 0x1f);
+
+    /* Memory Copy, format 2h: LBAs 16-19 then 40-41 into consecutive memory at 8192 */
+    for (int i = 0; i < 4 * LBA; i++) {
+        want[i] = disk_byte(16 * LBA + i);
+    }
+    for (int i = 0; i < 2 * LBA; i++) {
+        want[4 * LBA + i] = disk_byte(40 * LBA + i);
+    }
+    qtest_memwrite(qts, n->buf, src, sizeof(src));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 8192, .cdw12 = 1 | NVME_CS_COPY_FORMAT_2 << 8 }).status,
+                    ==, 0);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 8192, .cdw12 = sizeof(got) }).status, ==, 0);
+    qtest_memread(qts, n->buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+
+    /* format 3h: 40-byte descriptors */
+    memset(fmt3, 0xee, sizeof(fmt3));
+    memcpy(fmt3, &src[1], 32);
+    qtest_memwrite(qts, n->buf, fmt3, 40);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 2, .prp1 = n->buf,
+                                     .cdw10 = 65536, .cdw12 = NVME_CS_COPY_FORMAT_3 << 8 }).status,
+                    ==, 0);
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 65536, 2 * LBA)).status, ==, 0);
+    qtest_memread(qts, n->buf, got, 2 * LBA);
+    g_assert_cmpmem(got, 2 * LBA, want + 4 * LBA, 2 * LBA);
+
+    /* NVM Copy format 4h: the 6 LBAs of memory at 8192 to LBA 2000 */
+    qtest_memwrite(qts, n->buf, &mem, sizeof(mem));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 1, .prp1 = n->buf,
+                                     .cdw10 = 2000, .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status,
+                    ==, 0);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 1 }).status, ==, 0);
+    g_assert(g_file_get_contents(n->disk, &file, &flen, NULL));
+    g_assert_cmpmem(file + 2000 * LBA, sizeof(want), want, sizeof(want));
+    g_assert_cmpint((uint8_t)file[2006 * LBA], ==, disk_byte(2006 * LBA));
+
+    /* errors */
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 2, .prp1 = n->buf,
+                                     .cdw12 = 0 }).status,
+                    ==, NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    src[0].snsid = 9;
+    qtest_memwrite(qts, n->buf, src, sizeof(src));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 2, .prp1 = n->buf,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_2 << 8 }).status,
+                    ==, NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR);
+    src[0].snsid = 1;
+    src[0].slba = NS_BYTES / LBA - 2;
+    qtest_memwrite(qts, n->buf, src, sizeof(src));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 2, .prp1 = n->buf,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_2 << 8 }).status,
+                    ==, CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    mem.nsid = 3;
+    qtest_memwrite(qts, n->buf, &mem, sizeof(mem));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 1, .prp1 = n->buf,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status,
+                    ==, NVME_CS_INVALID_MEMORY_NS | CSD_STATUS_DNR);
+    mem.nsid = 2;
+    mem.len = 100;
+    qtest_memwrite(qts, n->buf, &mem, sizeof(mem));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 1, .prp1 = n->buf,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status,
+                    ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+
+    /* logs 1Ah and 1Bh: one group holding NSIDs 1, 2, 3; one association of it */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = NVME_CS_LOG_REACHABILITY_GROUPS | 15 << 16 }).status, ==, 0);
+    qtest_memread(qts, n->buf, page, 64);
+    g_assert_cmpuint(page[0], ==, 1);                  /* groups */
+    memcpy(&u32, page + 16, 4);
+    g_assert_cmpuint(u32, ==, 1);                      /* RGID */
+    memcpy(&u32, page + 20, 4);
+    g_assert_cmpuint(u32, ==, 3);                      /* NSIDs */
+    for (uint32_t i = 0; i < 3; i++) {
+        memcpy(&u32, page + 48 + 4 * i, 4);
+        g_assert_cmpuint(u32, ==, i + 1);
+    }
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = NVME_CS_LOG_REACHABILITY_ASSOC | 15 << 16 }).status, ==, 0);
+    qtest_memread(qts, n->buf, page, 64);
+    memcpy(&u32, page + 16, 4);
+    g_assert_cmpuint(u32, ==, 1);                      /* RAID */
+    memcpy(&u32, page + 48, 4);
+    g_assert_cmpuint(u32, ==, 1);                      /* its group */
+    stop(n);
+
+    /* without nvme-cs, Copy format 4h is QEMU's: an unsupported format */
+    n = start(",csd=on,csd.slm-size=1M");
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 1, .prp1 = n->buf,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status & 0x7ff,
+                    ==, CSD_STATUS_INVALID_FIELD);
+    stop(n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -977,6 +1100,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);
+    qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
