@@ -56,6 +56,13 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
         throw Error("Identify Namespace on " + path_, r.status);
     }
     std::memcpy(&ns_.lba_count, id.data(), 8);
+    if (ns_.lba_count == 0) {
+        ::close(fd_);
+        throw Error("open " + path_ + ": namespace " + std::to_string(ns_.nsid) +
+                        " has no LBAs: not an NVM namespace (the standard front end's memory or compute "
+                        "namespace?); open the NVM namespace's node, the /dev/ngXnY whose /dev/nvmeXnY exists",
+                    ENODEV);
+    }
     const uint8_t flbas = id[26] & 0xF;
     ns_.lba_size = 1u << id[128 + 4 * flbas + 2];
     // The kernel's limit for one passthrough transfer: max_hw_sectors_kb, and one page

@@ -4,6 +4,16 @@ set -eu
 # Prints a message and fails the test.
 fail() { echo "FAIL: $*"; exit 1; }
 
+# The generic char device of the NVM namespace: the /dev/ngXnY of the one namespace with a
+# block device (the kernel names nodes in discovery order, so with csd.nvme-cs=on the NVM
+# namespace need not be ng0n1; the memory and compute namespaces have no block device).
+nvm_ng() {
+    for b in /dev/nvme0n*; do
+        if [ -b "$b" ]; then echo "/dev/ng${b#/dev/nvme}"; return 0; fi
+    done
+    echo /dev/ng0n1
+}
+
 # Runs a command; fails the test with its output when it does not succeed.
 check() {
     if ! out=$("$@" 2>&1); then

@@ -1,5 +1,9 @@
-# libcsd's integration suite in the guest over io_uring passthrough on /dev/ng0n1, speaking
-# the vendor commands and then the standard NVMe computational storage command sets.
+# libcsd's integration suite in the guest over io_uring passthrough on the NVM namespace's
+# /dev/ngXnY, speaking the vendor commands and then the standard NVMe computational storage
+# command sets.
 # vm: csd=on slm=64M device=csd.nvme-cs=on
-CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 csd-library-tests --gtest_brief=1 || exit 1
-CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 CSD_FRONT_END=nvme-cs exec csd-library-tests --gtest_brief=1
+. /csd/tests/lib.sh
+ng=$(nvm_ng)
+CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 csd-library-tests --gtest_brief=1 || fail "over the vendor commands"
+CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 CSD_FRONT_END=nvme-cs csd-library-tests --gtest_brief=1 \
+    || fail "over the standard commands"

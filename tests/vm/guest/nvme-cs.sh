@@ -77,3 +77,48 @@ nvme get-log /dev/nvme0 --log-id=0x84 --log-len=128 --raw-binary > log84.bin || 
 echo "log 84h: 1 set, RSID $((rsid))"
 check nvme admin-passthru /dev/nvme0 --opcode=0x89 --cdw10=$((1 | rsid << 16))
 echo "range set deleted"
+
+# Memory Copy (01h, format 2h): 8 LBAs of the NVM namespace into memory; Copy (19h) with
+# the memory source format 4h: memory back to other LBAs. The 32-byte source descriptor
+# of format 2h: SNSID, 4 reserved, SLBA, NLB (0's based), 14 reserved.
+le32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)))"; }
+blk=/dev/nvme$(nvm_ng | cut -c8-)   # the NVM namespace's block device
+head -c 4096 /dev/urandom > lbas.bin
+dd if=lbas.bin of=$blk bs=4096 seek=100 oflag=direct 2>/dev/null || fail "write LBAs 800-807"
+{ le32 1; le32 0; le32 800; le32 0; printf '\007\000'; head -c 14 /dev/zero; } > src.bin
+check nvme io-passthru $MEM --opcode=0x01 --namespace-id=2 --cdw10=262144 --cdw12=0x200 \
+    --data-len=32 --write --input-file=src.bin
+nvme io-passthru $MEM --opcode=0x02 --namespace-id=2 --cdw10=262144 --cdw12=4096 \
+    --data-len=4096 --read --raw-binary > mem.bin || fail "Memory Read after Memory Copy"
+cmp lbas.bin mem.bin || fail "Memory Copy did not bring the LBAs' bytes"
+echo "Memory Copy (format 2h): LBAs 800-807 -> memory 262144: same bytes"
+{ range 2 4096 262144; } > mr.bin
+check nvme io-passthru $(nvm_ng) --opcode=0x19 --namespace-id=1 --cdw10=1600 --cdw12=0x400 \
+    --data-len=32 --write --input-file=mr.bin
+dd if=$blk of=lbas2.bin bs=4096 skip=200 count=1 iflag=direct 2>/dev/null || fail "read LBAs 1600-1607"
+cmp lbas.bin lbas2.bin || fail "Copy format 4h did not write memory's bytes"
+echo "Copy (format 4h): memory 262144 -> LBAs 1600-1607: same bytes"
+
+# logs 1Ah / 1Bh: one reachability group holding NSIDs 1, 2, 3; one association of it
+nvme get-log /dev/nvme0 --log-id=0x1a --log-len=60 --raw-binary > log1a.bin || fail "get-log 1Ah"
+[ "$(od -An -tu4 -j16 -N8 log1a.bin | tr -s ' ')" = " 1 3" ] || { od -An -tx1 log1a.bin; fail "log 1Ah: not group 1 of 3 NSIDs"; }
+[ "$(od -An -tu4 -j48 -N12 log1a.bin | tr -s ' ')" = " 1 2 3" ] || fail "log 1Ah: not NSIDs 1, 2, 3"
+nvme get-log /dev/nvme0 --log-id=0x1b --log-len=52 --raw-binary > log1b.bin || fail "get-log 1Bh"
+[ "$(od -An -tu4 -j48 -N4 log1b.bin | tr -d ' ')" = 1 ] || fail "log 1Bh: association without group 1"
+echo "logs 1Ah/1Bh: group 1 = NSIDs 1 2 3, association 1 = group 1"
+
+# csdctl says which front ends the drive speaks and which it uses; a store put, a program
+# run and a get over the standard commands alone (--front-end nvme-cs)
+ng=$(nvm_ng)
+info=$(csdctl -d $ng info) || fail "csdctl info"
+echo "$info" | grep -q "^front end *vendor (the drive speaks vendor, nvme-cs (memory namespace 2, compute namespace 3))" \
+    || { echo "$info"; fail "csdctl info does not say what the drive speaks"; }
+csdctl -d $ng --front-end nvme-cs info | grep -q "^front end *nvme-cs " || fail "csdctl --front-end nvme-cs info"
+head -c 100000 /dev/urandom > blob.bin
+CSD_FRONT_END=nvme-cs csdctl -d $ng format > /dev/null || fail "format over the standard commands"
+CSD_FRONT_END=nvme-cs csdctl -d $ng put blob blob.bin > /dev/null || fail "put over the standard commands"
+sum=$(CSD_FRONT_END=nvme-cs csdctl -d $ng run checksum blob) || fail "checksum over the standard commands"
+csdctl -d $ng get blob back.bin > /dev/null || fail "get over the vendor commands"
+cmp blob.bin back.bin || fail "the object put over the standard commands came back other"
+[ "$sum" = "$(csdctl -d $ng run checksum blob)" ] || fail "checksums differ between the front ends"
+echo "csdctl over the standard commands: info, format, put, run checksum ($sum); get over the vendor ones: same bytes"

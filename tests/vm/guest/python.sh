@@ -5,12 +5,13 @@
 # vm: csd=on slm=64M device=csd.nvme-cs=on timeout=500
 . /csd/tests/lib.sh
 cd /csd/python
-CSD_TEST_DEVICE=/dev/ng0n1 python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest over ioctl"
-CSD_TEST_DEVICE=/dev/ng0n1 CSD_TEST_URING=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests \
+ng=$(nvm_ng)
+CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest over ioctl"
+CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests \
     || fail "pytest over io_uring"
-python3 - <<'PY' || fail "README quickstart"
-import numpy as np, nvme_csd
-with nvme_csd.open("/dev/ng0n1") as dev:
+CSD_NG=$ng python3 - <<'PY' || fail "README quickstart"
+import os, numpy as np, nvme_csd
+with nvme_csd.open(os.environ["CSD_NG"]) as dev:
     dev.store.format()
     dev.store["w"] = np.random.rand(256, 256).astype(np.float32)
     print(dev.gemm(dev.store["w"], dev.store["w"]).shape, dev.stats["exec_cmds"])
