@@ -142,7 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             };
             const uint32_t cdw12 = in.u32() % 4 | (in.u32() % 6) << 8;  // up to 4 ranges, formats 0-5
             csd_cmd c{static_cast<uint8_t>(kind == 8 ? NVME_CS_MEM_COPY : NVME_CS_NVM_COPY), kind == 8 ? kMemNsid : 1,
-                      in.u32() % (kSlm + 4096), in.u32() % 2 ? 0 : in.u32(), cdw12, 0, 0, 0};
+                      static_cast<uint32_t>(in.u32() % (kSlm + 4096)), in.u32() % 2 ? 0 : in.u32(), cdw12, 0, 0, 0};
             auto d = in.bytes(in.u32() % 200);
             uint32_t nsid_mix = in.u32();
             const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cdw12));
