@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core_fixture.h"
+#include "nvme_cs.h"
 
 namespace {
 
@@ -75,6 +76,44 @@ TEST_F(Plugin, SubstringSearchEndToEnd)
     EXPECT_EQ(r.dw0, 4 * want.size());
     uint32_t short_params[4] = {32, 1, 1, 0};  // not the declared 80 bytes
     EXPECT_STATUS(exec(0x40, {{0, 32}, {4096, 64}}, short_params), CSD_STATUS_INVALID_PARAMETERS);
+}
+
+// The standard front end runs the same plug-in: listed active in log 82h, and Execute
+// Program with inline ranges (memory namespace 2) gives the vendor Execute's answer.
+TEST_F(Plugin, RunsThroughTheStandardExecuteProgram)
+{
+    ASSERT_EQ(load(plugin_dir({kExample})), "");
+    std::vector<uint8_t> log(NVME_CS_LOG_MAX_SIZE);
+    uint32_t avail = 0;
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_PROGRAM_LIST, 0, log.data(), static_cast<uint32_t>(log.size()),
+                                  &avail), 0);
+    nvme_cs_program_entry e{};
+    std::memcpy(&e, log.data() + 8 + sizeof e * CSD_NR_DEVICE_PROGRAMS, sizeof e);
+    EXPECT_EQ(e.index, 0x40);
+    EXPECT_EQ(e.kind, NVME_CS_PROGRAM_PLUGIN);
+    EXPECT_EQ(e.flags & NVME_CS_PROGRAM_ACTIVE, NVME_CS_PROGRAM_ACTIVE);
+
+    const std::vector<std::string> lines = {"compute here", "nothing", "in-storage compute"};
+    std::vector<uint8_t> recs(32 * lines.size(), 0);
+    for (size_t i = 0; i < lines.size(); i++) std::memcpy(&recs[32 * i], lines[i].data(), lines[i].size());
+    put(0, recs);
+    struct {
+        uint32_t record_size, count, pattern_len, reserved;
+        char pattern[64];
+    } p{32, static_cast<uint32_t>(lines.size()), 7, 0, "compute"};
+    nvme_cs_mem_range r[2] = {};
+    r[0] = {2, static_cast<uint32_t>(recs.size()), 0, {}};
+    r[1] = {2, 64, 4096, {}};
+    std::vector<uint8_t> data(sizeof r + sizeof p);
+    std::memcpy(data.data(), r, sizeof r);
+    std::memcpy(data.data() + sizeof r, &p, sizeof p);
+    const csd_cs_exec_cmd cmd{0x40, 2, static_cast<uint32_t>(data.size()), 0};
+    csd_exec *job = nullptr;
+    ASSERT_EQ(csd_core_cs_exec_prepare(core, 2, &cmd, data.data(), static_cast<uint32_t>(data.size()), &job), 0);
+    uint32_t dw0 = 0, dw1 = 0;
+    ASSERT_EQ(csd_core_exec_run(core, job, nullptr, &dw0, &dw1), 0);
+    EXPECT_EQ(dw1, 2u);
+    EXPECT_EQ(get<uint32_t>(4096, 2), (std::vector<uint32_t>{0, 2}));
 }
 
 TEST_F(Plugin, RefusedDirectoriesNameTheFile)
