@@ -26,6 +26,20 @@ std::string plugin_dir(const std::vector<std::string> &files)
 }
 
 const std::string kExample = std::string(CSD_PLUGIN_EXAMPLES) + "/substring_search.so";
+
+// The example plug-in's parameters (examples/plugins/substring_search.c).
+struct SearchParams {
+    uint32_t record_size, count, pattern_len, reserved;
+    char pattern[64];
+};
+
+// Lines as 32-byte, zero-padded records.
+std::vector<uint8_t> records(const std::vector<std::string> &lines)
+{
+    std::vector<uint8_t> recs(32 * lines.size(), 0);
+    for (size_t i = 0; i < lines.size(); i++) std::memcpy(&recs[32 * i], lines[i].data(), lines[i].size());
+    return recs;
+}
 std::string bad(const char *name) { return std::string(CSD_PLUGIN_TESTS) + "/plugin_" + name + ".so"; }
 
 class Plugin : public CoreTest {
@@ -56,13 +70,9 @@ TEST_F(Plugin, SubstringSearchEndToEnd)
 
     const std::vector<std::string> lines = {"the drive computes", "nothing here", "storage compute",
                                             "compu", "xcomputex", ""};
-    std::vector<uint8_t> recs(32 * lines.size(), 0);
-    for (size_t i = 0; i < lines.size(); i++) std::memcpy(&recs[32 * i], lines[i].data(), lines[i].size());
+    const std::vector<uint8_t> recs = records(lines);
     put(0, recs);
-    struct {
-        uint32_t record_size, count, pattern_len, reserved;
-        char pattern[64];
-    } p{32, static_cast<uint32_t>(lines.size()), 7, 0, "compute"};
+    const SearchParams p{32, static_cast<uint32_t>(lines.size()), 7, 0, "compute"};
     auto r = exec(0x40, {{0, recs.size()}, {4096, 64}}, p);
     ASSERT_OK(r);
     std::vector<uint32_t> want;
@@ -94,13 +104,9 @@ TEST_F(Plugin, RunsThroughTheStandardExecuteProgram)
     EXPECT_EQ(e.flags & NVME_CS_PROGRAM_ACTIVE, NVME_CS_PROGRAM_ACTIVE);
 
     const std::vector<std::string> lines = {"compute here", "nothing", "in-storage compute"};
-    std::vector<uint8_t> recs(32 * lines.size(), 0);
-    for (size_t i = 0; i < lines.size(); i++) std::memcpy(&recs[32 * i], lines[i].data(), lines[i].size());
+    const std::vector<uint8_t> recs = records(lines);
     put(0, recs);
-    struct {
-        uint32_t record_size, count, pattern_len, reserved;
-        char pattern[64];
-    } p{32, static_cast<uint32_t>(lines.size()), 7, 0, "compute"};
+    const SearchParams p{32, static_cast<uint32_t>(lines.size()), 7, 0, "compute"};
     nvme_cs_mem_range r[2] = {};
     r[0] = {2, static_cast<uint32_t>(recs.size()), 0, {}};
     r[1] = {2, 64, 4096, {}};

@@ -31,29 +31,19 @@ csd_model_params simple()
     return p;
 }
 
-struct Model : ::testing::Test {
-    csd_core *core = csd_core_new(1 << 20, 2);
+struct Model : CoreTest {
     void SetUp() override
     {
+        CoreTest::SetUp();
         const csd_model_params p = simple();
         ASSERT_EQ(csd_model_check(&p), nullptr);
         csd_core_set_model(core, &p);
     }
-    void TearDown() override { csd_core_free(core); }
     uint64_t nvm(uint8_t opcode, uint64_t bytes, uint64_t now)
     {
         csd_model_work w;
         csd_model_work_nvm(opcode, bytes, &w);
         return csd_core_model_schedule(core, &w, now);
-    }
-    uint64_t counter(int which)
-    {
-        uint8_t page[CSD_LOG_MAX_SIZE];
-        uint32_t avail;
-        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page, &avail), 0);
-        uint64_t v;
-        std::memcpy(&v, page + CSD_STATS_COUNTERS_OFFSET + 8 * which, 8);
-        return v;
     }
 };
 

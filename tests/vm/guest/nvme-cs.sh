@@ -32,10 +32,11 @@ echo "Memory Write + Read: $(cat out.bin)"
 
 # Memory Range Set Management (admin 89h), create: two 32-byte descriptors (NSID 2,
 # 16 bytes, from byte 4096 / to byte 65536); the new RSID is the result
-range() {  # range NSID LEN START: one descriptor, little-endian
+le32() {  # one little-endian 32-bit value
     printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)))"
-    printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($2 & 255)) $(($2 >> 8 & 255)) $(($2 >> 16 & 255)) $(($2 >> 24)))"
-    for i in 0 1 2 3 4 5 6 7; do printf "$(printf '\\x%02x' $(($3 >> (8 * i) & 255)))"; done
+}
+range() {  # range NSID LEN START: one descriptor, little-endian
+    le32 $1; le32 $2; le32 $(($3 & 0xffffffff)); le32 $(($3 >> 32))
     head -c 16 /dev/zero
 }
 { range 2 16 4096; range 2 16 65536; } > ranges.bin
@@ -81,7 +82,6 @@ echo "range set deleted"
 # Memory Copy (01h, format 2h): 8 LBAs of the NVM namespace into memory; Copy (19h) with
 # the memory source format 4h: memory back to other LBAs. The 32-byte source descriptor
 # of format 2h: SNSID, 4 reserved, SLBA, NLB (0's based), 14 reserved.
-le32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)))"; }
 blk=/dev/nvme$(nvm_ng | cut -c8-)   # the NVM namespace's block device
 head -c 4096 /dev/urandom > lbas.bin
 dd if=lbas.bin of=$blk bs=4096 seek=100 oflag=direct 2>/dev/null || fail "write LBAs 800-807"
