@@ -130,6 +130,11 @@ static inline uint16_t nvme_cs_load_index(uint32_t cdw10) { return cdw10 & 0xfff
 static inline uint8_t nvme_cs_load_type(uint32_t cdw10) { return (cdw10 >> 16) & 0xffu; }
 /* The eBPF program type of the standard front end: the project's value, not a standard one [P]. */
 #define NVME_CS_PROGRAM_TYPE_EBPF 0x01u
+/* Limits of downloaded programs [P]: the image bytes held at once (loaded or loading:
+ * Maximum Program Bytes Exceeded past it) and the programs active at once (Maximum Programs
+ * Activated past it; device-defined programs and plug-ins do not count). */
+#define NVME_CS_MAX_PROGRAM_BYTES_HELD (16u << 20)
+#define NVME_CS_MAX_ACTIVE_DOWNLOADED 16u
 
 /* Program Activation Management: CDW10 bits 15:0 program index, bit 16 select (0 activate, 1 deactivate). */
 #define NVME_CS_PAM_DEACTIVATE (1u << 16)

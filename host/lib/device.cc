@@ -369,7 +369,8 @@ void Device::program_load_failed(const Completion &r, uint32_t size, uint32_t re
 {
     std::string what = std::string(standard() ? "Load Program" : "Program Load") + " (" + std::to_string(size) +
                        "-byte image, records of " + std::to_string(record_size) + " bytes)";
-    if (CSD_STATUS_CODE(r.status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
+    if (CSD_STATUS_CODE(r.status) == CSD_STATUS_INVALID_PROGRAM_IMAGE ||
+        CSD_STATUS_CODE(r.status) == NVME_CS_INVALID_PROGRAM_DATA) {
         what += r.dw0() == CSD_IMAGE_FAULT_NONE ? ", not a BPF ELF object the device accepts"
                                                : ", refused by the verifier at instruction " + std::to_string(r.dw0());
     }
@@ -397,10 +398,10 @@ uint16_t Device::program_load_standard(const uint8_t *image, uint32_t size, uint
             run(nvme_cs::program_activation(cs, static_cast<uint16_t>(candidate), true), "Program Activation Management");
             return static_cast<uint16_t>(candidate);
         }
-        if (slot || CSD_STATUS_CODE(r.status) != CSD_STATUS_PROGRAM_SLOT_IN_USE) program_load_failed(r, size, record_size);
+        if (slot || CSD_STATUS_CODE(r.status) != NVME_CS_PROGRAM_IN_USE) program_load_failed(r, size, record_size);
         refresh_capabilities();  // taken meanwhile: look again
     }
-    throw Error("Load Program: every download slot is taken", static_cast<uint16_t>(CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR));
+    throw Error("Load Program: every download slot is taken", static_cast<uint16_t>(NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR));
 }
 
 uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_size, uint16_t slot, uint8_t type)
@@ -436,8 +437,10 @@ uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_
 
 void Device::program_unload(uint16_t slot)
 {
-    if (standard()) {
-        run(nvme_cs::unload_program({memory_nsid_, compute_nsid_}, slot), "Load Program (unload)");
+    if (standard()) {  // an active program is in use: deactivate, then unload
+        const nvme_cs::Namespaces cs{memory_nsid_, compute_nsid_};
+        run(nvme_cs::program_activation(cs, slot, false), "Program Activation Management (deactivate)");
+        run(nvme_cs::unload_program(cs, slot), "Load Program (unload)");
     } else {
         Command c = io(CSD_OPC_PROGRAM_UNLOAD, ns().nsid);
         c.cdw10 = slot;

@@ -329,10 +329,10 @@ private:
             csd_op op;
             const uint16_t st = csd_core_cs_decode_load_program(core_, &cc, &ctx, &op);
             if (st) return {st, 0};
-            if (op.opcode == CSD_OPC_PROGRAM_UNLOAD) return complete(op, {csd_core_program_unload(core_, &op), 0});
+            if (op.opcode == CSD_OPC_PROGRAM_UNLOAD) return complete(op, {csd_core_cs_program_unload(core_, &op), 0});
             if (c.data_len < op.bytes) return complete(op, {kInvalidField, 0});
             uint32_t dw0 = 0;
-            const uint16_t s = csd_core_program_load(core_, &op, c.data, &dw0, nullptr, 0);
+            const uint16_t s = csd_core_cs_program_load(core_, &op, c.data, &dw0, nullptr, 0);
             return complete(op, {s, dw0});
         }
         case NVME_CS_ADM_PROGRAM_ACTIVATION: return {csd_core_cs_program_activation(core_, c.cdw10), 0};

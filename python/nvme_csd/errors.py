@@ -56,8 +56,9 @@ _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransfer
 
 # The standard front end's statuses: a class each, named after the status ("Program Not
 # Activated" -> ProgramNotActivated), under the vendor class of the same meaning.
-_NVME_CS_BASES = {"Invalid Program Index": InvalidProgram, "Invalid Memory Range Set": SlmOutOfBounds,
-                  "Program Too Big": InvalidProgramImage}
+_NVME_CS_BASES = {"Invalid Program Index": InvalidProgram, "No Program": InvalidProgram,
+                  "Invalid Memory Range Set": SlmOutOfBounds, "Program Too Big": InvalidProgramImage,
+                  "Invalid Program Data": InvalidProgramImage, "Program In Use": ProgramSlotInUse}
 for _name, _code in NVME_CS_STATUS_CODES.items():
     _cls = type(_name.title().replace(" ", ""), (_NVME_CS_BASES.get(_name, CsdError),),
                 {"status_name": _name, "status_code": _code,

@@ -108,15 +108,17 @@ int main(int argc, char **argv)
               "csd_program_run reduce counts them");
         CHECK(csd_program_unload(dev, slot) == 0, "csd_program_unload");
         int rc = csd_program_unload(dev, slot);
-        /* the drive: Invalid Program; through csd.ko a slot this file does not own: -EPERM */
-        CHECK((rc == -EIO && (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PROGRAM) ||
+        /* the drive: Invalid Program (No Program); through csd.ko a slot this file does not own: -EPERM */
+        CHECK((rc == -EIO && (csd_last_status() & 0x7FF) == (standard ? NVME_CS_NO_PROGRAM : CSD_STATUS_INVALID_PROGRAM)) ||
                   (rc == -EPERM && strncmp(path, "/dev/csd", 8) == 0),
               "unloading it again is Invalid Program (or not this file's, through csd.ko)");
         memset(image, 0x11, 256);
         fault = 0;
         CHECK(csd_program_load(dev, image, 256, 16, &slot, &fault) == -EIO &&
-                  (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PROGRAM_IMAGE && fault == CSD_IMAGE_FAULT_NONE,
-              "a junk image is Invalid Program Image");
+                  (csd_last_status() & 0x7FF) ==
+                      (standard ? NVME_CS_INVALID_PROGRAM_DATA : CSD_STATUS_INVALID_PROGRAM_IMAGE) &&
+                  fault == CSD_IMAGE_FAULT_NONE,
+              "a junk image is Invalid Program Image (Invalid Program Data)");
         csd_slm_free(dev, in);
         csd_slm_free(dev, out);
     }

@@ -121,10 +121,12 @@ TEST_F(NvmeCs, ProgramActivation)
               NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
     EXPECT_EQ(csd_core_cs_program_activation(core, CSD_PROG_COPY), 0);
     EXPECT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64), mr(4096, 64)}, {}, 2), 0);
-    // no program there: not a built-in, no plug-in, an empty slot
+    // no program there: not a built-in, no plug-in (Invalid Program Index); an empty download
+    // slot (No Program)
     EXPECT_EQ(csd_core_cs_program_activation(core, 0x3F), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
-    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
     EXPECT_EQ(execute(0x3F, 0, {}, {}, 0), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    EXPECT_EQ(execute(CSD_SLOT_FIRST, 0, {}, {}, 0), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
 }
 
 TEST_F(NvmeCs, ExecuteProgramFieldChecks)
@@ -185,32 +187,59 @@ TEST_F(NvmeCs, MemoryReadWriteDecodeAsSlmTransfersAndFillWritesThePattern)
 // Load Program (85h) as the vendor Program Load of the same program: an eBPF example in
 // chunks into slot 0101h, inactive until activated, then run by Execute Program and
 // checked against the records computed here; unload; the index and type checks.
-TEST_F(NvmeCs, LoadProgramActivateExecuteUnload)
-{
-    std::ifstream f(std::string(CSD_BPF_EXAMPLES) + "/threshold.o", std::ios::binary);
-    const std::vector<uint8_t> img((std::istreambuf_iterator<char>(f)), {});
-    ASSERT_FALSE(img.empty());
-    csd_ctx ctx{1 << 20, 512, 0};
-    const uint16_t slot = 0x101;
-    auto load_chunk = [&](uint32_t off, uint32_t len, uint32_t cdw10) {
-        csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, cdw10, static_cast<uint32_t>(img.size()), 16, 0, len, off};
+namespace {
+
+// Load Program of an image in 512-byte chunks as an embedding runs it (decode, then the
+// standard front end's load or unload); the status of the first chunk that fails.
+class LoadProgram : public NvmeCs {
+protected:
+    std::vector<uint8_t> img;
+    void SetUp() override
+    {
+        NvmeCs::SetUp();
+        std::ifstream f(std::string(CSD_BPF_EXAMPLES) + "/threshold.o", std::ios::binary);
+        img.assign(std::istreambuf_iterator<char>(f), {});
+        ASSERT_FALSE(img.empty());
+    }
+    uint16_t chunk(uint32_t off, uint32_t len, uint32_t cdw10, uint32_t size = 0, const uint8_t *data = nullptr)
+    {
+        const csd_ctx ctx{1 << 20, 512, 0};
+        csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, cdw10, size ? size : static_cast<uint32_t>(img.size()), 16, 0, len, off};
         csd_op op;
         uint16_t st = csd_core_cs_decode_load_program(core, &c, &ctx, &op);
         if (st) return st;
         uint32_t dw0 = 0;
         char why[256];
-        st = (op.opcode == CSD_OPC_PROGRAM_UNLOAD) ? csd_core_program_unload(core, &op)
-                                                   : csd_core_program_load(core, &op, img.data() + off, &dw0, why, sizeof why);
+        st = (op.opcode == CSD_OPC_PROGRAM_UNLOAD)
+                 ? csd_core_cs_program_unload(core, &op)
+                 : csd_core_cs_program_load(core, &op, (data ? data : img.data()) + off, &dw0, why, sizeof why);
         csd_core_complete(core, &op, st);
         return st;
-    };
-    const uint32_t ebpf = slot | NVME_CS_PROGRAM_TYPE_EBPF << 16;
-    uint16_t st = 0;
-    for (uint32_t off = 0; off < img.size() && !st; off += 512) {
-        st = load_chunk(off, std::min<uint32_t>(512, static_cast<uint32_t>(img.size()) - off), ebpf);
     }
+    uint16_t load(uint16_t slot, const std::vector<uint8_t> &image)
+    {
+        uint16_t st = 0;
+        for (uint32_t off = 0; off < image.size() && !st; off += 512) {
+            st = chunk(off, std::min<uint32_t>(512, static_cast<uint32_t>(image.size()) - off),
+                       slot | NVME_CS_PROGRAM_TYPE_EBPF << 16, static_cast<uint32_t>(image.size()), image.data());
+        }
+        return st;
+    }
+    uint16_t unload(uint16_t slot) { return chunk(0, 0, slot | NVME_CS_LOAD_UNLOAD); }
+};
+
+}  // namespace
+
+TEST_F(LoadProgram, ActivateExecuteUnload)
+{
+    const uint16_t slot = 0x101;
+    csd_ctx ctx{1 << 20, 512, 0};
+    auto load_chunk = [&](uint32_t off, uint32_t len, uint32_t cdw10) { return chunk(off, len, cdw10); };
+    const uint32_t ebpf = slot | NVME_CS_PROGRAM_TYPE_EBPF << 16;
+    const uint16_t st = load(slot, img);
     if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_FIELD) GTEST_SKIP() << "no eBPF runtime in this build";
     ASSERT_EQ(st, 0);
+    EXPECT_EQ(load(slot, img), NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR);  // the index holds one
     EXPECT_EQ(csd_core_cs_program_active(core, slot), 0);   // loaded, not yet active
     const uint32_t n = 500;
     std::vector<uint8_t> recs(16 * n), want;
@@ -232,9 +261,17 @@ TEST_F(NvmeCs, LoadProgramActivateExecuteUnload)
     ASSERT_EQ(execute(slot, 0, io, params, 2, &dw0), 0);
     EXPECT_EQ(dw0, want.size());
     EXPECT_EQ(get<uint8_t>(1 << 20, want.size()), want);
-    // unload: gone, and its index no longer names a program
-    ASSERT_EQ(load_chunk(0, 0, slot | NVME_CS_LOAD_UNLOAD), 0);
-    EXPECT_EQ(csd_core_cs_program_activation(core, slot), NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR);
+    // active, it is in use: deactivate first; unloaded, its index holds no program
+    EXPECT_EQ(unload(slot), NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR);
+    ASSERT_EQ(csd_core_cs_program_activation(core, slot | NVME_CS_PAM_DEACTIVATE), 0);
+    ASSERT_EQ(unload(slot), 0);
+    EXPECT_EQ(csd_core_cs_program_activation(core, slot), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
+    EXPECT_EQ(unload(slot), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
+    // an image the verifier refuses: Invalid Program Data, the slot left empty
+    std::vector<uint8_t> bad = img;
+    std::fill(bad.begin() + 64, bad.end(), 0xFF);
+    EXPECT_EQ(load(slot, bad), NVME_CS_INVALID_PROGRAM_DATA | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_program_activation(core, slot), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
     // checks: a built-in's index, past the table, another type, too big
     EXPECT_EQ(load_chunk(0, 64, CSD_PROG_COPY | NVME_CS_PROGRAM_TYPE_EBPF << 16),
               NVME_CS_PROGRAM_INDEX_NOT_DOWNLOADABLE | CSD_STATUS_DNR);
@@ -473,4 +510,59 @@ TEST_F(NvmeCs, ExecuteProgramCountsAsAnExecute)
     put(0, pattern(64, 1));
     ASSERT_EQ(execute(CSD_PROG_COPY, 0, {mr(0, 64), mr(4096, 64)}, {}, 2), 0);
     EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 1u);
+}
+
+TEST_F(LoadProgram, AtMostSixteenDownloadedProgramsActive)
+{
+    for (uint16_t i = 0; i <= NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+        const uint16_t st = load(static_cast<uint16_t>(CSD_SLOT_FIRST + i), img);
+        if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_FIELD) GTEST_SKIP() << "no eBPF runtime in this build";
+        ASSERT_EQ(st, 0);
+    }
+    for (uint16_t i = 0; i < NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+        ASSERT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST + i), 0);
+    }
+    const uint16_t last = CSD_SLOT_FIRST + NVME_CS_MAX_ACTIVE_DOWNLOADED;
+    EXPECT_EQ(csd_core_cs_program_activation(core, last), NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR);
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), 0);  // active already: not one more
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_PROG_COPY), 0);   // built-ins do not count
+    ASSERT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST | NVME_CS_PAM_DEACTIVATE), 0);
+    EXPECT_EQ(csd_core_cs_program_activation(core, last), 0);
+}
+
+TEST_F(LoadProgram, ImageBytesHeldAreBounded)
+{
+    // images still loading hold their whole size: four of 4 MiB reach the 16 MiB held
+    const uint32_t size = CSD_MAX_PROGRAM_BYTES;
+    std::vector<uint8_t> part(512, 0);
+    for (uint16_t i = 0; i < NVME_CS_MAX_PROGRAM_BYTES_HELD / size; i++) {
+        ASSERT_EQ(chunk(0, 512, (CSD_SLOT_FIRST + i) | NVME_CS_PROGRAM_TYPE_EBPF << 16, size, part.data()), 0);
+    }
+    const uint32_t next = (CSD_SLOT_FIRST + NVME_CS_MAX_PROGRAM_BYTES_HELD / size) | NVME_CS_PROGRAM_TYPE_EBPF << 16;
+    EXPECT_EQ(chunk(0, 512, next, size, part.data()), NVME_CS_MAX_PROGRAM_BYTES_EXCEEDED | CSD_STATUS_DNR);
+    ASSERT_EQ(unload(CSD_SLOT_FIRST), 0);  // abandoning a load frees its bytes
+    EXPECT_EQ(chunk(0, 512, next, size, part.data()), 0);
+}
+
+TEST_F(NvmeCs, ARangeSetInUseByAnExecuteIsNotDeleted)
+{
+    uint16_t rsid = 0;
+    ASSERT_EQ(create({mr(0, 64), mr(4096, 64)}, &rsid), 0);
+    const csd_cs_exec_cmd cmd{CSD_PROG_COPY | static_cast<uint32_t>(rsid) << 16, 2, 0, 0};
+    csd_exec *a = nullptr, *b = nullptr;
+    ASSERT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, nullptr, 0, &a), 0);
+    ASSERT_EQ(csd_core_cs_exec_prepare(core, kMemNsid, &cmd, nullptr, 0, &b), 0);
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), NVME_CS_MEMORY_RANGE_SET_IN_USE | CSD_STATUS_DNR);
+    uint32_t dw0 = 0, dw1 = 0;
+    ASSERT_EQ(csd_core_exec_run(core, a, nullptr, &dw0, &dw1), 0);  // one still holds it
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), NVME_CS_MEMORY_RANGE_SET_IN_USE | CSD_STATUS_DNR);
+    csd_core_exec_discard(b);
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), 0);
+    // a refused Execute does not keep holding it
+    ASSERT_EQ(create({mr(0, 64), mr(4096, 64)}, &rsid), 0);
+    const csd_cs_exec_cmd bad{0x3F | static_cast<uint32_t>(rsid) << 16, 2, 0, 0};
+    EXPECT_NE(csd_core_cs_exec_prepare(core, kMemNsid, &bad, nullptr, 0, &a), 0);
+    const csd_cs_exec_cmd miscounted{CSD_PROG_COPY | static_cast<uint32_t>(rsid) << 16, 3, 0, 0};
+    EXPECT_NE(csd_core_cs_exec_prepare(core, kMemNsid, &miscounted, nullptr, 0, &a), 0);
+    EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), 0);
 }

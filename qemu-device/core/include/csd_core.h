@@ -239,12 +239,23 @@ uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd);
 /*
  * Load Program (admin 85h): the vendor Program Load (or, with the unload bit, Program
  * Unload) of the same program, decoded with its checks; the embedding moves op->bytes of
- * chunk and calls csd_core_program_load (csd_core_program_unload) as for the vendor
- * command. The index must be a download slot (0100h-01FFh); the record size of an eBPF
- * program is CDW12 bits 15:0. A program loaded (first chunk) or unloaded is not active.
+ * chunk and calls csd_core_cs_program_load (csd_core_cs_program_unload). The index must
+ * be a download slot (0100h-01FFh); the record size of an eBPF program is CDW12 bits 15:0.
+ * A program loaded (first chunk) or unloaded is not active.
  */
 uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
                                          struct csd_op *op);
+/*
+ * Load Program's chunk after csd_core_cs_decode_load_program: csd_core_program_load with
+ * the standard front end's limit (images held: Maximum Program Bytes Exceeded) and
+ * statuses (Invalid Program Data for an image the verifier refuses, DW0 its instruction;
+ * Program In Use for an index that holds one).
+ */
+uint16_t csd_core_cs_program_load(csd_core *core, const struct csd_op *op, const void *chunk, uint32_t *dw0,
+                                  char *why, size_t why_len);
+/* Load Program with the unload bit after decode: Program In Use while activated or
+ * running, No Program for an empty index, else csd_core_program_unload. */
+uint16_t csd_core_cs_program_unload(csd_core *core, const struct csd_op *op);
 /*
  * The standard front end's log pages 82h (Program List), 83h (Downloadable Program Types)
  * and 84h (Memory Range Set List), layouts in nvme_cs.h: copies the page from byte offset
@@ -257,9 +268,11 @@ uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8
  * in the memory namespace mem_nsid and inside SLM, none overlapping; the new RSID in *rsid. */
 uint16_t csd_core_cs_range_set_create(csd_core *core, uint32_t mem_nsid, uint32_t cdw11, const void *data,
                                       uint32_t len, uint16_t *rsid);
-/* Memory Range Set Management, delete. */
+/* Memory Range Set Management, delete: Memory Range Set In Use while a prepared Execute
+ * Program holds it (until it runs or is discarded). */
 uint16_t csd_core_cs_range_set_delete(csd_core *core, uint16_t rsid);
-/* Program Activation Management (CDW10: index, bit 16 deactivate). */
+/* Program Activation Management (CDW10: index, bit 16 deactivate): No Program for an empty
+ * download slot, Maximum Programs Activated past NVME_CS_MAX_ACTIVE_DOWNLOADED downloaded ones. */
 uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10);
 /* Whether a program index is active (built-ins and plug-ins start active, loaded slots not). */
 int csd_core_cs_program_active(csd_core *core, uint16_t id);

@@ -135,7 +135,8 @@ void csd_core_complete(csd_core *core, const csd_op *op, uint16_t status)
         return;
     }
     if (op->opcode == CSD_OPC_PROGRAM_LOAD) {
-        if (CSD_STATUS_CODE(status) == CSD_STATUS_INVALID_PROGRAM_IMAGE) {
+        if (CSD_STATUS_CODE(status) == CSD_STATUS_INVALID_PROGRAM_IMAGE ||
+            CSD_STATUS_CODE(status) == NVME_CS_INVALID_PROGRAM_DATA) {  // the standard front end's name for it
             count(core, CSD_STAT_PROGRAM_LOAD_REJECTS);
         }
         return;
@@ -154,20 +155,30 @@ void csd_core_complete(csd_core *core, const csd_op *op, uint16_t status)
 
 }  // extern "C"
 
-extern "C" {
+namespace csd::core {
 
-uint16_t csd_core_program_load(csd_core *core, const csd_op *op, const void *chunk, uint32_t *dw0, char *why,
-                               size_t why_len)
+uint16_t program_load(csd_core *core, const csd_op *op, const void *chunk, uint32_t *dw0, char *why, size_t why_len,
+                      uint64_t byte_budget)
 {
     std::string reason;
     *dw0 = 0;
-    const uint16_t st = core->slots.load(op->cmd, static_cast<const uint8_t *>(chunk), dw0, &reason);
+    const uint16_t st = core->slots.load(op->cmd, static_cast<const uint8_t *>(chunk), dw0, &reason, byte_budget);
     if (why && why_len) {
         const size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
         std::memcpy(why, reason.data(), n);
         why[n] = 0;
     }
     return st;
+}
+
+}  // namespace csd::core
+
+extern "C" {
+
+uint16_t csd_core_program_load(csd_core *core, const csd_op *op, const void *chunk, uint32_t *dw0, char *why,
+                               size_t why_len)
+{
+    return csd::core::program_load(core, op, chunk, dw0, why, why_len, 0);
 }
 
 uint16_t csd_core_program_unload(csd_core *core, const csd_op *op)

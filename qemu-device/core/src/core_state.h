@@ -16,12 +16,22 @@
 
 namespace csd::core {
 
+// Program Load of one chunk (csd_core_program_load) with a budget of image bytes held
+// (0: none; the standard front end's Maximum Program Bytes Exceeded).
+uint16_t program_load(csd_core *core, const csd_op *op, const void *chunk, uint32_t *dw0, char *why, size_t why_len,
+                      uint64_t byte_budget);
+// The standard front end: a prepared job that uses range set rsid holds it (Memory Range Set
+// In Use) until it runs or is discarded, which calls release_range_set.
+void exec_hold_range_set(csd_exec *job, uint16_t rsid);
+void release_range_set(csd_core *core, uint16_t rsid);
+
 // The standard front end's state (nvme_cs.cc): memory range sets and program activation.
 struct CsState {
     std::mutex mu;
     std::map<uint16_t, std::vector<nvme_cs_mem_range>> range_sets;  // by RSID (1..FFFFh)
     uint16_t next_rsid = 1;
     std::array<int8_t, CSD_MAX_PROGRAM_ID + 1> activation{};  // 0 default, 1 activated, -1 deactivated
+    std::map<uint16_t, uint32_t> set_users;  // prepared Executes holding each range set
 };
 
 }  // namespace csd::core

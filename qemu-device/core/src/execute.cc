@@ -18,7 +18,14 @@ struct csd_exec {
     uint32_t nr_ranges = 0;
     uint8_t params[CSD_MAX_DESC_LEN];
     uint32_t param_len = 0;
+    uint16_t cs_rsid = 0;  // the standard front end's range set it holds, 0 if none
 };
+
+namespace csd::core {
+
+void exec_hold_range_set(csd_exec *job, uint16_t rsid) { job->cs_rsid = rsid; }
+
+}  // namespace csd::core
 
 extern "C" {
 
@@ -106,6 +113,7 @@ uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, ui
 
 void csd_core_exec_discard(csd_exec *exec)
 {
+    if (exec->cs_rsid) core::release_range_set(exec->core, exec->cs_rsid);
     if (exec->bpf) {
         exec->bpf.reset();
         exec->core->slots.release(exec->id);

@@ -47,7 +47,32 @@ bool program_active(const CsState &cs, uint16_t id)
     return s > 0 || (s == 0 && !is_slot(id));  // built-ins and plug-ins start active
 }
 
+// The status for an index that holds no program: a download slot is empty (No Program),
+// anything else is not a program index of this device.
+uint16_t no_such_program(uint16_t id)
+{
+    return (is_slot(id) ? NVME_CS_NO_PROGRAM : NVME_CS_INVALID_PROGRAM_INDEX) | CSD_STATUS_DNR;
+}
+
+// The standard front end's status for a vendor Program Load / Unload status.
+uint16_t standard_program_status(uint16_t st)
+{
+    switch (CSD_STATUS_CODE(st)) {
+    case CSD_STATUS_INVALID_PROGRAM_IMAGE: return NVME_CS_INVALID_PROGRAM_DATA | CSD_STATUS_DNR;
+    case CSD_STATUS_PROGRAM_SLOT_IN_USE: return NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR;
+    case CSD_STATUS_INVALID_PROGRAM: return NVME_CS_NO_PROGRAM | CSD_STATUS_DNR;
+    default: return st;
+    }
+}
+
 }  // namespace
+
+void release_range_set(csd_core *core, uint16_t rsid)
+{
+    std::lock_guard<std::mutex> g(core->cs.mu);
+    auto it = core->cs.set_users.find(rsid);
+    if (it != core->cs.set_users.end() && --it->second == 0) core->cs.set_users.erase(it);
+}
 
 }  // namespace csd::core
 
@@ -109,12 +134,34 @@ uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *c
         vendor.cdw13 = cmd->cdw14;            // chunk length
         vendor.cdw14 = cmd->cdw12 & 0xffffu;  // record size: the program identifier's low half [P]
     }
-    const uint16_t st = csd_core_decode(core, &vendor, ctx, op);
-    if (st == CSD_STATUS_SUCCESS && ((cmd->cdw10 & NVME_CS_LOAD_UNLOAD) || cmd->cdw15 == 0)) {
+    return csd_core_decode(core, &vendor, ctx, op);
+}
+
+uint16_t csd_core_cs_program_load(csd_core *core, const struct csd_op *op, const void *chunk, uint32_t *dw0,
+                                  char *why, size_t why_len)
+{
+    const uint16_t st =
+        csd::core::program_load(core, op, chunk, dw0, why, why_len, NVME_CS_MAX_PROGRAM_BYTES_HELD);
+    if (st == CSD_STATUS_SUCCESS && op->cmd.cdw12 == 0) {  // a new program (its first chunk) is not active
         std::lock_guard<std::mutex> g(core->cs.mu);
-        core->cs.activation[id] = 0;  // a new or removed program is not active
+        core->cs.activation[op->cmd.cdw10 & 0xffffu] = 0;
     }
-    return st;
+    return csd::core::standard_program_status(st);
+}
+
+uint16_t csd_core_cs_program_unload(csd_core *core, const struct csd_op *op)
+{
+    const uint16_t id = op->cmd.cdw10 & 0xffffu;
+    {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        if (core->cs.activation[id] > 0) return NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR;  // deactivate first
+    }
+    const uint16_t st = csd_core_program_unload(core, op);
+    if (st == CSD_STATUS_SUCCESS) {
+        std::lock_guard<std::mutex> g(core->cs.mu);
+        core->cs.activation[id] = 0;  // whatever comes next into the index starts inactive
+    }
+    return csd::core::standard_program_status(st);
 }
 
 uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8_t *page, uint32_t page_size,
@@ -310,19 +357,26 @@ uint16_t csd_core_cs_range_set_delete(csd_core *core, uint16_t rsid)
 {
     CsState &cs = core->cs;
     std::lock_guard<std::mutex> g(cs.mu);
-    if (!cs.range_sets.erase(rsid)) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
-    return CSD_STATUS_SUCCESS;  // never in use: an Execute copies its ranges when prepared
+    if (!cs.range_sets.count(rsid)) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
+    if (cs.set_users.count(rsid)) return NVME_CS_MEMORY_RANGE_SET_IN_USE | CSD_STATUS_DNR;  // an Execute holds it
+    cs.range_sets.erase(rsid);
+    return CSD_STATUS_SUCCESS;
 }
 
 uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10)
 {
     const uint16_t id = nvme_cs_load_index(cdw10);
-    if (id > CSD_MAX_PROGRAM_ID || !csd::core::program_exists(core, id)) {
-        return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
-    }
+    if (id > CSD_MAX_PROGRAM_ID) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    if (!csd::core::program_exists(core, id)) return csd::core::no_such_program(id);
+    const bool activate = !(cdw10 & NVME_CS_PAM_DEACTIVATE);
     CsState &cs = core->cs;
     std::lock_guard<std::mutex> g(cs.mu);
-    cs.activation[id] = (cdw10 & NVME_CS_PAM_DEACTIVATE) ? -1 : 1;
+    if (activate && csd::core::is_slot(id) && cs.activation[id] <= 0) {
+        uint32_t active = 0;
+        for (uint32_t i = CSD_SLOT_FIRST; i < CSD_SLOT_FIRST + CSD_NR_SLOTS; i++) active += cs.activation[i] > 0;
+        if (active >= NVME_CS_MAX_ACTIVE_DOWNLOADED) return NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR;
+    }
+    cs.activation[id] = activate ? 1 : -1;
     return CSD_STATUS_SUCCESS;
 }
 
@@ -341,9 +395,8 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     const uint16_t id = nvme_cs_exec_program(cmd->cdw2);
     const uint16_t rsid = nvme_cs_exec_rsid(cmd->cdw2);
     if (nvme_cs_exec_data_len(cmd->cdw4, cmd->cdw15) != len) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-    if (id > CSD_MAX_PROGRAM_ID || !csd::core::program_exists(core, id)) {
-        return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
-    }
+    if (id > CSD_MAX_PROGRAM_ID) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    if (!csd::core::program_exists(core, id)) return csd::core::no_such_program(id);
     std::vector<nvme_cs_mem_range> ranges;
     const uint8_t *params = static_cast<const uint8_t *>(data);
     uint32_t param_len = len;
@@ -355,8 +408,14 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
             if (it == core->cs.range_sets.end()) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
             ranges = it->second;
             if (cmd->cdw3 != ranges.size()) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+            core->cs.set_users[rsid]++;  // held until the job ends (Memory Range Set In Use)
         }
     }
+    // From here a failure lets the range set go; a prepared job holds it until it ends.
+    auto fail = [&](uint16_t st) {
+        if (rsid) csd::core::release_range_set(core, rsid);
+        return st;
+    };
     if (!rsid) {  // inline ranges, first in the data
         if (cmd->cdw3 > NVME_CS_MAX_RANGES_PER_SET) return NVME_CS_MAX_MEMORY_RANGES_EXCEEDED | CSD_STATUS_DNR;
         const uint32_t bytes = cmd->cdw3 * static_cast<uint32_t>(sizeof(nvme_cs_mem_range));
@@ -372,15 +431,19 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     // The vendor descriptor of the same call: its checks (ranges inside SLM, parameters)
     // and its job are the ones the vendor Execute has.
     const uint64_t desc_len = csd_desc_size(static_cast<uint32_t>(ranges.size()), param_len);
-    if (desc_len > CSD_MAX_DESC_LEN) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    if (desc_len > CSD_MAX_DESC_LEN) return fail(CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     std::vector<csd_desc_range> vendor_ranges;
     for (const nvme_cs_mem_range &r : ranges) vendor_ranges.push_back({r.sb, r.len});
     std::vector<uint8_t> desc(desc_len);
     csd_desc_encode(desc.data(), id, static_cast<uint16_t>(ranges.size()), vendor_ranges.data(), params, param_len);
     const uint16_t st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc_len), exec);
-    if (CSD_STATUS_CODE(st) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR;
-    if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_PROGRAM) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
-    return st;
+    if (st) {
+        if (CSD_STATUS_CODE(st) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return fail(NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+        if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_PROGRAM) return fail(csd::core::no_such_program(id));
+        return fail(st);
+    }
+    if (rsid) csd::core::exec_hold_range_set(*exec, rsid);
+    return CSD_STATUS_SUCCESS;
 }
 
 }  // extern "C"

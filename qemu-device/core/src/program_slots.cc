@@ -1,6 +1,8 @@
 // program_slots.cc - Program Load and Unload on the downloadable slots (spec §8).
 #include "program_slots.h"
 
+#include "nvme_cs.h"
+
 namespace csd::core {
 
 namespace {
@@ -10,7 +12,17 @@ constexpr uint16_t kSlotInUse = CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR;
 
 }  // namespace
 
-uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw0, std::string *why)
+uint64_t ProgramSlots::bytes_held() const
+{
+    uint64_t n = 0;
+    for (const Slot &s : slots_) {
+        if (s.state != State::empty) n += s.image_size;
+    }
+    return n;
+}
+
+uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw0, std::string *why,
+                            uint64_t byte_budget)
 {
     uint16_t id = c.cdw10 & 0xFFFF;
     const uint32_t size = c.cdw11, offset = c.cdw12, len = c.cdw13, record_size = c.cdw14 & 0xFFFF;
@@ -24,6 +36,7 @@ uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw
         }
         Slot &s = slots_[id - CSD_SLOT_FIRST];
         if (s.state != State::empty) return kSlotInUse;
+        if (byte_budget && bytes_held() + size > byte_budget) return NVME_CS_MAX_PROGRAM_BYTES_EXCEEDED | CSD_STATUS_DNR;
         s.state = State::loading;
         s.image.clear();
         s.image.reserve(size);

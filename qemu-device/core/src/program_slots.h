@@ -19,8 +19,11 @@ inline bool is_slot(uint16_t id) { return id >= CSD_SLOT_FIRST && id < CSD_SLOT_
 class ProgramSlots {
 public:
     // Program Load (89h) with one chunk of the image; fields already checked by decode.
-    // DW0 = the slot id, or the offending instruction for Invalid Program Image.
-    uint16_t load(const csd_cmd &cmd, const uint8_t *chunk, uint32_t *dw0, std::string *why);
+    // DW0 = the slot id, or the offending instruction for Invalid Program Image. A new
+    // image that would take the images held (loaded or loading) past byte_budget (0: no
+    // budget) is refused with Maximum Program Bytes Exceeded.
+    uint16_t load(const csd_cmd &cmd, const uint8_t *chunk, uint32_t *dw0, std::string *why,
+                  uint64_t byte_budget = 0);
     // Program Unload (8Ch).
     uint16_t unload(uint16_t id);
     // The runnable program in a slot, counted as in use until release(id); nullptr if none.
@@ -30,6 +33,7 @@ public:
     std::vector<std::pair<uint16_t, std::string>> list();
 
 private:
+    uint64_t bytes_held() const;  // image bytes of the slots loaded or loading; mu_ held
     enum class State { empty, loading, ready };
     struct Slot {
         State state = State::empty;

@@ -928,6 +928,18 @@ static void test_nvme_cs(void)
                     ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
     g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 3 }).status,
                     ==, CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    /* an empty download slot: No Program; a junk image: Invalid Program Data, slot left empty */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_SLOT_FIRST }).status,
+                    ==, NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
+    qtest_memset(qts, n->buf, 0x5a, 64);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = CSD_SLOT_FIRST | NVME_CS_PROGRAM_TYPE_EBPF << 16,
+                                     .cdw11 = 64, .cdw12 = 16, .cdw14 = 64 }).status,
+                    ==, NVME_CS_INVALID_PROGRAM_DATA | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3,
+                                     .cdw10 = CSD_SLOT_FIRST | NVME_CS_LOAD_UNLOAD }).status,
+                    ==, NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
     stop(n);
 
     /* csd=on without nvme-cs: no SLM/CP bits, no such namespaces, no such admin commands */
