@@ -395,7 +395,15 @@ uint16_t Device::program_load_standard(const uint8_t *image, uint32_t size, uint
             off += n;
         }
         if (r.status == 0) {
-            run(nvme_cs::program_activation(cs, static_cast<uint16_t>(candidate), true), "Program Activation Management");
+            const Command activate = nvme_cs::program_activation(cs, static_cast<uint16_t>(candidate), true);
+            count(activate);
+            const Completion a = transport_->submit(activate);
+            if (a.status != 0) {  // e.g. Maximum Programs Activated: leave no inactive program behind
+                const Command unload = nvme_cs::unload_program(cs, static_cast<uint16_t>(candidate));
+                count(unload);
+                transport_->submit(unload);
+                throw Error("Program Activation Management of the loaded program (unloaded again)", a.status);
+            }
             return static_cast<uint16_t>(candidate);
         }
         if (slot || CSD_STATUS_CODE(r.status) != NVME_CS_PROGRAM_IN_USE) program_load_failed(r, size, record_size);

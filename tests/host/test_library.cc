@@ -555,6 +555,26 @@ TEST_F(Library, DownloadedProgramRejectionsAndKeep)
     }
 }
 
+// The standard front end activates what it loads; past the device's active-program limit
+// the load fails with Maximum Programs Activated and leaves no inactive program behind.
+TEST_F(Library, StandardLoadsPastTheActiveLimitLeaveNothingBehind)
+{
+    if (dev->front_end() != FrontEnd::NvmeCs) GTEST_SKIP() << "the standard front end's limit";
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    const size_t before = dev->caps().programs.size();
+    std::vector<Program> loaded;
+    for (unsigned i = 0; i < NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) loaded.emplace_back(*dev, g_bpf_dir + "/prefix.o", 32);
+    try {
+        Program extra(*dev, g_bpf_dir + "/prefix.o", 32);
+        ADD_FAILURE() << "a 17th active program";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), NVME_CS_MAX_PROGRAMS_ACTIVATED) << e.what();
+    }
+    EXPECT_EQ(dev->caps().programs.size(), before + NVME_CS_MAX_ACTIVE_DOWNLOADED);
+    loaded.clear();
+    EXPECT_EQ(dev->caps().programs.size(), before);
+}
+
 TEST_F(Library, SpeaksTheFrontEndAsked)
 {
     const char *fe = std::getenv("CSD_FRONT_END");

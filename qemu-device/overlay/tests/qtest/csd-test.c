@@ -954,6 +954,103 @@ static void test_nvme_cs(void)
     stop(n);
 }
 
+/* The standard Load Program of a whole image into index (256-byte chunks); the last completion. */
+static Cqe cs_load_program(Nvme *n, const uint8_t *img, uint32_t size, uint16_t index)
+{
+    Cqe c = { 0 };
+
+    for (uint32_t off = 0; off < size; off += 256) {
+        uint32_t len = MIN(256, size - off);
+
+        qtest_memwrite(n->qs->qts, n->buf, img + off, len);
+        c = run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                             .cdw10 = index | NVME_CS_PROGRAM_TYPE_EBPF << 16, .cdw11 = size,
+                             .cdw12 = 16, .cdw14 = len, .cdw15 = off });
+        if (c.status) {
+            break;
+        }
+    }
+    return c;
+}
+
+/* Memory Range Set Management, create, of nr ranges already in n->buf; the status. */
+static uint16_t cs_create_set(Nvme *n, uint32_t nr)
+{
+    return run(n, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET, .prp1 = n->buf,
+                            .cdw11 = nr - 1 }).status;
+}
+
+/*
+ * csd.nvme-cs=on: the command set specific statuses of range sets and programs through the
+ * controller (the core's rules for each: tests/unit/test_nvme_cs.cc).
+ */
+static void test_nvme_cs_statuses(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.nvme-cs=on");
+    QTestState *qts = n->qs->qts;
+    struct nvme_cs_mem_range r[17];
+    const char *dir = g_getenv("CSD_BPF_DIR");
+    g_autofree char *path = g_strdup_printf("%s/threshold.o", dir ? dir : ".");
+    g_autofree gchar *img = NULL;
+    gsize size;
+
+    /* range sets: outside memory, overlapping, 17 ranges, a 65th set */
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < 17; i++) {
+        r[i] = (struct nvme_cs_mem_range){ .nsid = 2, .len = 64, .sb = 4096 * i };
+    }
+    r[1].sb = SLM_BYTES - 32;
+    qtest_memwrite(qts, n->buf, r, sizeof(r));
+    g_assert_cmphex(cs_create_set(n, 2), ==, NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
+    r[1].sb = 32;
+    qtest_memwrite(qts, n->buf, r, sizeof(r));
+    g_assert_cmphex(cs_create_set(n, 2), ==, NVME_CS_OVERLAPPING_MEMORY_RANGES | CSD_STATUS_DNR);
+    r[1].sb = 4096;
+    qtest_memwrite(qts, n->buf, r, sizeof(r));
+    g_assert_cmphex(cs_create_set(n, 17), ==, NVME_CS_MAX_MEMORY_RANGES_EXCEEDED | CSD_STATUS_DNR);
+    for (uint32_t i = 0; i < NVME_CS_MAX_RANGE_SETS; i++) {
+        g_assert_cmphex(cs_create_set(n, 1), ==, 0);
+    }
+    g_assert_cmphex(cs_create_set(n, 1), ==, NVME_CS_MAX_MEMORY_RANGE_SETS_EXCEEDED | CSD_STATUS_DNR);
+
+    /* Load Program: another type, a device-defined index, too big */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = CSD_SLOT_FIRST | 7 << 16, .cdw11 = 64,
+                                     .cdw12 = 16, .cdw14 = 64 }).status,
+                    ==, NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = CSD_PROG_COPY | NVME_CS_PROGRAM_TYPE_EBPF << 16,
+                                     .cdw11 = 64, .cdw12 = 16, .cdw14 = 64 }).status,
+                    ==, NVME_CS_PROGRAM_INDEX_NOT_DOWNLOADABLE | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = CSD_SLOT_FIRST | NVME_CS_PROGRAM_TYPE_EBPF << 16,
+                                     .cdw11 = CSD_MAX_PROGRAM_BYTES + 1, .cdw12 = 16,
+                                     .cdw14 = 64 }).status,
+                    ==, NVME_CS_PROGRAM_TOO_BIG | CSD_STATUS_DNR);
+
+    /* with an eBPF image: in use while it holds the index or is active; 16 active at most */
+    if (g_file_get_contents(path, &img, &size, NULL)) {
+        for (uint16_t i = 0; i <= NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+            g_assert_cmphex(cs_load_program(n, (uint8_t *)img, size, CSD_SLOT_FIRST + i).status, ==, 0);
+        }
+        g_assert_cmphex(cs_load_program(n, (uint8_t *)img, size, CSD_SLOT_FIRST).status,
+                        ==, NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR);
+        for (uint16_t i = 0; i < NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+            g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                             .cdw10 = CSD_SLOT_FIRST + i }).status, ==, 0);
+        }
+        g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                         .cdw10 = CSD_SLOT_FIRST + NVME_CS_MAX_ACTIVE_DOWNLOADED }).status,
+                        ==, NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR);
+        g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_LOAD_PROGRAM, .nsid = 3,
+                                         .cdw10 = CSD_SLOT_FIRST | NVME_CS_LOAD_UNLOAD }).status,
+                        ==, NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR);
+    } else {
+        g_test_message("no eBPF example objects (CSD_BPF_DIR): the program statuses untested here");
+    }
+    stop(n);
+}
+
 /* The namespace file's pattern byte at byte offset b (as start() writes it). */
 static uint8_t disk_byte(uint64_t b)
 {
@@ -1113,6 +1210,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/timing-model", test_timing_model);
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
+    qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
