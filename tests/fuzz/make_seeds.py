@@ -111,6 +111,14 @@ if target == "qemu-generic":
                                  (sqe(0x02, 2, DATA, 0, (0, 0, 4096, 0, 0, 0)), None)])
     qemu_seed("nvme-cs-execute", [(struct.pack("<BBHIIIQQQ6I", 0x01, 0, 1, 3, 1, 2, 0, DATA, 0,
                                                0, 0, 0, 0, 0, len(cs_ranges)), cs_ranges)])
+    # Memory Copy (format 2h, two ranges of 8 LBAs) into memory, then Copy format 4h of it
+    # back to other LBAs (the glue's chain of block I/O parts), and a Memory Copy past the end
+    copy_src = 2 * struct.pack("<I4xQH14x", 1, 8, 7)
+    qemu_seed("nvme-cs-copies", [(sqe(0x01, 2, DATA, 0, (0, 0, 1 | 2 << 8, 0, 0, 0)), copy_src),
+                                 (sqe(0x19, 1, DATA + 4096, 0, (64, 0, 4 << 8, 0, 0, 0)),
+                                  struct.pack("<IIQ16x", 2, 8192, 0)),
+                                 (sqe(0x01, 2, DATA + 8192, 0, (0, 0, 2 << 8, 0, 0, 0)),
+                                  struct.pack("<I4xQH14x", 1, 0xFFFFFFF0, 7))])
     qemu_seed("compare-write", [(sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2),
                                 (sqe(0x8D, 1, DATA, DATA + 4096, (16, 0, 7, 0, 0, 0)), page * 2)])
     elf = open(glob.glob(os.path.join(top, "build/meson/examples/bpf/threshold.o"))[0], "rb").read() \
