@@ -214,9 +214,22 @@ struct CuFile {
     std::string why;
     explicit CuFile(const std::string &path)
     {
+        // Without the nvidia-fs driver cuFile only runs in compatibility mode (a POSIX read
+        // into its own bounce buffers, then a copy): no gain over the pinned pipeline, and on
+        // the GPU machine (CUDA 13.0) opening its driver in a process that had registered
+        // host memory with CUDA crashed it. So cuFile is touched only where GDS can run.
+        if (access("/proc/driver/nvidia-fs/version", F_OK) != 0 && access("/sys/module/nvidia_fs", F_OK) != 0) {
+            why = "no GPUDirect Storage (the nvidia-fs driver is not loaded)";
+            return;
+        }
         const CUfileError_t drv = cuFileDriverOpen();
         if (drv.err != CU_FILE_SUCCESS) {
             why = "cuFileDriverOpen failed (error " + std::to_string(drv.err) + ")";
+            return;
+        }
+        CUfileDrvProps_t props{};
+        if (cuFileDriverGetProperties(&props).err != CU_FILE_SUCCESS || props.nvfs.major_version == 0) {
+            why = "no GPUDirect Storage (nvidia-fs driver absent; cuFile would run in compatibility mode)";
             return;
         }
         fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);

@@ -37,8 +37,9 @@ class Landing {
 public:
     // chunk: bytes per pipeline step (4-16 MiB is right for PCIe); buffers: pinned
     // buffers in flight (at least 2, so the drive fills one while the GPU copies another);
-    // readers: threads that fill a buffer in parallel.
-    explicit Landing(Device &dev, uint64_t chunk = 8 << 20, int buffers = 4, int readers = 4);
+    // readers: threads that fill a buffer in parallel. The defaults were the fastest of
+    // those measured side by side on the GPU machine (docs/perf.md).
+    explicit Landing(Device &dev, uint64_t chunk = 16 << 20, int buffers = 4, int readers = 8);
     ~Landing();
     Landing(const Landing &) = delete;
     Landing &operator=(const Landing &) = delete;

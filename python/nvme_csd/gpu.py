@@ -28,6 +28,13 @@ def _torch_dtype(torch, dtype):
     return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
 
 
+def configure(dev, *, chunk_mib=16, buffers=4, readers=8):
+    """Sets dev's pipeline into GPU memory: bytes per step, pinned buffers in flight, and
+    threads filling a buffer in parallel (the defaults shown)."""
+    _require()
+    _core.gpu_configure(dev._dev, int(chunk_mib) << 20, int(buffers), int(readers))
+
+
 def slm_to_cuda(dev, slm_array, *, direct=True, device="cuda"):
     """An SlmArray's contents as a new torch CUDA tensor (same dtype and shape)."""
     global last_report

@@ -385,6 +385,11 @@ PYBIND11_MODULE(_core, m)
         return report(r);
     });
     m.def("gpu_cufile_status", [](PyDevice &p) { return p.land().cufile_status(); });
+    m.def("gpu_configure", [](PyDevice &p, uint64_t chunk, int buffers, int readers) {  // a new pipeline
+        std::lock_guard<std::mutex> g(p.init_mu);
+        p.landing.reset();
+        p.landing = std::make_unique<gpu::Landing>(p.d(), chunk, buffers, readers);
+    });
 #else
     m.attr("has_gpu_part") = false;
     m.def("gpu_available", [] { return false; });

@@ -43,6 +43,16 @@ def test_cufile_or_fallback(dev):
     assert gpu.last_report[0] == "cufile" or gpu.last_report[0].startswith("pinned-pipeline (cuFile: ")
 
 
+def test_cufile_after_registered_slm(dev):
+    # regression: on the GPU machine (CUDA 13.0, no nvidia-fs) opening cuFile's driver after
+    # SLM had been registered with CUDA killed the process with a segmentation fault
+    a = dev.to_slm(np.arange(1 << 20, dtype=np.float32))
+    gpu.slm_to_cuda(dev, a, direct=True)
+    t = np.arange(1 << 18, dtype=np.int64)
+    dev.store["t"] = t
+    assert torch.equal(dev.store.get("t", device="cuda", cufile=True).cpu(), torch.from_numpy(t))
+
+
 def test_prefetch_onto_the_gpu(dev):
     for i in range(4):
         dev.store[f"b{i}"] = np.full((64, 64), i, dtype=np.float32)
