@@ -38,4 +38,10 @@ Error::Error(const std::string &what, int errnum)
 {
 }
 
+Error::Error(const std::string &context, const Error &cause)
+    : std::runtime_error(context + ": " + cause.what()), status_(cause.status_), errnum_(cause.errnum_),
+      dw0_(cause.dw0_), dw1_(cause.dw1_)
+{
+}
+
 }  // namespace csd

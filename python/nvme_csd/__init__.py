@@ -7,6 +7,7 @@
 """
 
 from .device import Device, SlmArray, open  # noqa: F401  (open mirrors builtins.open)
+from .drive_set import DriveSet, open_many  # noqa: F401
 from .errors import (AbortRequested, CsdError, DataTransferError, DeviceClosed, InternalError,  # noqa: F401
                      InvalidDescriptor, InvalidField, InvalidOpcode, InvalidParameters, InvalidProgram,
                      InvalidProgramImage, LbaOutOfRange, NotFound, OutputOverflow, ProgramFault,

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "csd/device.hpp"
+#include "csd/drive_set.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
@@ -90,6 +91,23 @@ struct PySlm {
         buf.reset();
     }
 };
+
+// A FilterSpec from the Python side's fields.
+FilterSpec filter_spec(uint32_t record_size, uint32_t field_offset, uint16_t field_type, uint16_t op, double lo,
+                       double hi, int64_t lo_int, int64_t hi_int, bool indices)
+{
+    FilterSpec s;
+    s.record_size = record_size;
+    s.field_offset = field_offset;
+    s.field_type = static_cast<FieldType>(field_type);
+    s.op = static_cast<CmpOp>(op);
+    s.lo = lo;
+    s.hi = hi;
+    s.lo_int = lo_int;
+    s.hi_int = hi_int;
+    s.indices = indices;
+    return s;
+}
 
 py::dict object_info(const ObjectInfo &o)
 {
@@ -344,16 +362,7 @@ PYBIND11_MODULE(_core, m)
         .def("store_filter", [](PyDevice &p, const std::string &src, const std::string &dst, uint32_t record_size,
                                 uint32_t field_offset, uint16_t field_type, uint16_t op, double lo, double hi,
                                 int64_t lo_int, int64_t hi_int, bool indices) {
-            FilterSpec s;
-            s.record_size = record_size;
-            s.field_offset = field_offset;
-            s.field_type = static_cast<FieldType>(field_type);
-            s.op = static_cast<CmpOp>(op);
-            s.lo = lo;
-            s.hi = hi;
-            s.lo_int = lo_int;
-            s.hi_int = hi_int;
-            s.indices = indices;
+            const FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, indices);
             ObjectStore &st = p.s();
             FilterResult r;
             {
@@ -361,6 +370,67 @@ PYBIND11_MODULE(_core, m)
                 r = st.filter(src, s, dst);
             }
             return py::make_tuple(r.matches, r.bytes);
+        });
+
+    // several drives as one (csd::DriveSet, docs/drive-set.md)
+    py::class_<DriveSet>(m, "DriveSet")
+        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end) {
+                 OpenOptions o;
+                 o.use_uring = uring;
+                 o.front_end = parse_front_end(front_end);
+                 py::gil_scoped_release r;
+                 return DriveSet::open(paths, o);
+             }),
+             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
+        .def("size", &DriveSet::size)
+        .def("home", &DriveSet::home)
+        .def("name", &DriveSet::name)
+        .def("part_name", &DriveSet::part_name)
+        .def("format", [](DriveSet &d) {
+            py::gil_scoped_release r;
+            d.format();
+        })
+        .def("put", [](DriveSet &d, const std::string &name, const py::buffer &b, const std::string &dtype,
+                       const std::vector<uint64_t> &shape, const std::string &placement) {
+            InBuf in(b);
+            py::gil_scoped_release r;
+            if (placement == "striped") d.put_striped(name, in.ptr(), in.size(), dtype, shape);
+            else if (placement == "replicated") d.put_replicated(name, in.ptr(), in.size(), dtype, shape);
+            else d.put(name, in.ptr(), in.size(), dtype, shape);
+        })
+        .def("get", [](DriveSet &d, const std::string &name) {
+            std::vector<uint8_t> v;
+            {
+                py::gil_scoped_release r;
+                v = d.get(name);
+            }
+            return py::bytes(reinterpret_cast<const char *>(v.data()), v.size());
+        })
+        .def("stat", [](DriveSet &d, const std::string &name) { return object_info(d.stat(name)); })
+        .def("striped", &DriveSet::striped)
+        .def("list", [](DriveSet &d) {
+            py::list l;
+            for (const auto &o : d.list()) l.append(object_info(o));
+            return l;
+        })
+        .def("remove", [](DriveSet &d, const std::string &name) {
+            py::gil_scoped_release r;
+            d.remove(name);
+        })
+        .def("filter", [](DriveSet &d, const std::string &src, const std::string &dst, uint32_t record_size,
+                          uint32_t field_offset, uint16_t field_type, uint16_t op, double lo, double hi,
+                          int64_t lo_int, int64_t hi_int) {
+            const FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, false);
+            py::gil_scoped_release g;
+            return d.filter(src, s, dst).matches;
+        })
+        .def("reduce", [](DriveSet &d, const std::string &name, uint32_t op) {
+            py::gil_scoped_release g;
+            return d.reduce(name, static_cast<ReduceOp>(op));
+        })
+        .def("gemm", [](DriveSet &d, const std::string &a, const std::string &b, const std::string &c) {
+            py::gil_scoped_release g;
+            d.gemm(a, b, c);
         });
 
 #ifdef CSD_HAVE_GPU

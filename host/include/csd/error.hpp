@@ -17,6 +17,9 @@ public:
     Error(const std::string &what, uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0);
     // An operating-system or usage failure (errno value, or EINVAL for bad arguments).
     Error(const std::string &what, int errnum);
+    // The same failure with context in front ("filter on drive 1 (/dev/ng1n1): ..."),
+    // keeping its status, errno and completion Dwords.
+    Error(const std::string &context, const Error &cause);
     uint16_t status() const { return status_; }    // NVMe status field, 0 if none
     uint16_t code() const { return status_ & 0x7FF; }  // SCT/SC without DNR
     int errnum() const { return errnum_; }          // errno value, 0 if none

@@ -1,0 +1,103 @@
+"""Several drives used as one (csd::DriveSet, docs/drive-set.md): objects placed by name
+(a whole object on drive fnv1a64(name) % N), tensors striped by rows over every drive or
+replicated on each, and filter / reduce / gemm fanned out to the drives that hold the
+data, combined on the host. A drive's failure raises an error naming the drive."""
+
+import numpy as np
+
+from . import _core
+from .arrays import as_numpy
+from .errors import InvalidParameters
+from .wire import CMP_OPS, FIELD_TYPES, REDUCE_OPS
+
+
+class DriveSet:
+    """Drives opened together; see open_many. A context manager."""
+
+    def __init__(self, paths, *, uring=False, front_end="auto"):
+        self._set = _core.DriveSet(list(paths), uring, front_end)
+
+    def __len__(self):
+        return self._set.size()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Releases every drive."""
+        self._set = None
+
+    def home(self, name):
+        """The index of the drive a whole object named `name` lives on."""
+        return self._set.home(name)
+
+    def format(self):
+        """Creates an empty store on every drive (existing objects are lost)."""
+        self._set.format()
+
+    def put(self, name, value, *, placement="home"):
+        """Stores an array (or bytes) whole on its home drive; placement="striped" splits a
+        tensor's rows over every drive, "replicated" stores it whole on each."""
+        if placement not in ("home", "striped", "replicated"):
+            raise InvalidParameters(f"put: placement must be home, striped or replicated, not {placement!r}")
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            if placement == "striped":
+                raise InvalidParameters("put: only tensors can be striped")
+            self._set.put(name, value, "", [], placement)
+            return
+        a = as_numpy(value, name=f"put({name!r})")
+        dtype = a.dtype.str if a.dtype.fields is None else f"|V{a.dtype.itemsize}"
+        self._set.put(name, a, dtype, list(a.shape), placement)
+
+    def get(self, name):
+        """The object: a numpy array for tensors (a striped one's blocks in drive order),
+        bytes for blobs."""
+        info = self._set.stat(name)
+        raw = self._set.get(name)
+        if not info["dtype"]:
+            return raw
+        dtype = np.dtype(info["dtype"]) if not info["dtype"].startswith("|V") else np.dtype((np.void, int(info["dtype"][2:])))
+        return np.frombuffer(raw, dtype=dtype).reshape(info["shape"]).copy()
+
+    def stat(self, name):
+        """The object's catalog entry (a striped one's rows summed)."""
+        return self._set.stat(name)
+
+    def striped(self, name):
+        """Whether an object is striped over the drives."""
+        return self._set.striped(name)
+
+    def list(self):
+        """Every object once, by name."""
+        return self._set.list()
+
+    def remove(self, name):
+        """Removes an object from every drive that holds part or a copy of it."""
+        self._set.remove(name)
+
+    def filter(self, src, dst, *, record_size, field_offset, field_type, op, lo, hi=0):
+        """filter of a striped table into the striped object dst, on every drive at once;
+        returns the number of matching records."""
+        code = FIELD_TYPES[np.dtype(field_type)]
+        return self._set.filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
+                                float(lo), float(hi), int(lo), int(hi))
+
+    def reduce(self, name, op):
+        """sum, min, max, mean, argmax or argmin of a whole striped f32/f64 tensor, each drive
+        reducing its block (argmax/argmin: the flat index, an int)."""
+        if op not in REDUCE_OPS:
+            raise InvalidParameters(f"reduce: unknown op {op!r}; known: {sorted(REDUCE_OPS)}")
+        v = self._set.reduce(name, REDUCE_OPS[op])
+        return int(v) if op in ("argmax", "argmin") else v
+
+    def gemm(self, a, b, c):
+        """c = a @ b for a striped 2-D f32 a and a replicated f32 b; c is stored striped."""
+        self._set.gemm(a, b, c)
+
+
+def open_many(paths, *, uring=False, front_end="auto"):
+    """Opens several drives as one DriveSet (each path as nvme_csd.open takes it)."""
+    return DriveSet(paths, uring=uring, front_end=front_end)
