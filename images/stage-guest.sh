@@ -8,7 +8,7 @@ mb="$top/build/meson"
 out="$top/build/guest"
 list="$top/build/images/usr.list"
 [ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
-bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-c-api-test"
+bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-c-api-test"
       "$mb/tests/kmod/kmod_check")
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/bin" "$out.tmp/lib"
 for b in "${bins[@]}"; do

@@ -7,7 +7,7 @@
   csdvm.py shell                             interactive guest shell (leave with Ctrl-a x)
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
-(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, peer, plugins). The harness streams guest output,
+(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, peer, plugins, drives). The harness streams guest output,
 enforces a per-boot and a per-test timeout, kills QEMU on every exit path, prints
 ``N passed, N failed`` and exits non-zero on any failure.
 """
@@ -54,6 +54,7 @@ class VmConfig:
     boot_timeout: int = 90
     extra_device: str = ""
     extra_qemu: list[str] = field(default_factory=list)
+    drives: int = 1        # CSD controllers, each with its own namespace file (drives=N)
     alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
     peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
     plugins: bool = False  # load the example operator plug-ins (csd.plugin-dir)
@@ -61,7 +62,7 @@ class VmConfig:
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
-                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log)
+                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -78,7 +79,7 @@ class VmConfig:
                 cfg.csd = v in ("on", "1", "true", "yes")
             elif k in ("slm", "disk", "memory"):
                 setattr(cfg, k, v)
-            elif k in ("cu", "lbads"):
+            elif k in ("cu", "lbads", "drives"):
                 setattr(cfg, k, int(v))
             elif k == "timeout":
                 cfg.test_timeout = int(v)
@@ -230,6 +231,13 @@ class Vm:
         else:
             argv += ["-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback"]
         argv += ["-device", dev]
+        for i in range(1, self.cfg.drives):  # more controllers, alike, each over its own file
+            disk = self.workdir / f"namespace{i}.img"
+            with open(disk, "wb") as f:
+                f.truncate(parse_size(self.cfg.disk))
+            argv += ["-drive", f"if=none,id=nvm{i},file={disk},format=raw,cache=writeback",
+                     "-device", dev.replace("id=nvme0,serial=csd0001,drive=nvm0",
+                                            f"id=nvme{i},serial=csd{i + 1:04d},drive=nvm{i}")]
         if self.cfg.peer:  # a peer PCI device whose BAR 2 is the host file workdir/peer.mem
             argv += ["-object", f"memory-backend-file,id=peer,size={self.cfg.peer},"
                                 f"mem-path={self.workdir / 'peer.mem'},share=on",
