@@ -183,6 +183,7 @@ ObjectInfo DriveSet::stat(const std::string &name)
             all.name = name;
             all.bytes = 0;
             all.shape[0] = 0;
+            all.crc32c = 0;  // each block has its own
         }
         all.bytes += p.bytes;
         all.shape[0] += p.shape.empty() ? 0 : p.shape[0];

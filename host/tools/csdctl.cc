@@ -14,10 +14,12 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "csd/device.hpp"
+#include "csd/drive_set.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
@@ -242,21 +244,34 @@ int cmd_stat(Device &d, const Opts &o, const std::string &name)
     return 0;
 }
 
+// A file as an object's contents: a .npy file as a typed tensor, anything else as a blob.
+npy::Array read_object_file(const std::string &file)
+{
+    auto bytes = slurp(file);
+    if (!ends_with(file, ".npy")) return npy::Array{"", {}, std::move(bytes)};
+    try {
+        return npy::parse(bytes);
+    } catch (const std::runtime_error &e) {
+        die(file + ": " + e.what());
+    }
+}
+
+// Writes an object's bytes to a file (.npy for a tensor).
+void write_object_file(const std::string &file, const ObjectInfo &info, std::vector<uint8_t> data)
+{
+    if (ends_with(file, ".npy")) {
+        if (!info.is_tensor()) die("object '" + info.name + "' is a blob, not a tensor: write it to a raw file");
+        data = npy::format(info.dtype, info.shape, data);
+    }
+    std::ofstream f(file, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!f) die("cannot write " + file);
+}
+
 int cmd_put(Device &d, const std::string &name, const std::string &file)
 {
-    ObjectStore st(d);
-    const auto bytes = slurp(file);
-    if (ends_with(file, ".npy")) {
-        npy::Array a;
-        try {
-            a = npy::parse(bytes);
-        } catch (const std::runtime_error &e) {
-            die(file + ": " + e.what());
-        }
-        st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar("put " + name, a.data.size()));
-    } else {
-        st.put(name, bytes.data(), bytes.size(), "", {}, bar("put " + name, bytes.size()));
-    }
+    const npy::Array a = read_object_file(file);
+    ObjectStore(d).put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar("put " + name, a.data.size()));
     return 0;
 }
 
@@ -264,14 +279,7 @@ int cmd_get(Device &d, const std::string &name, const std::string &file)
 {
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    auto data = st.get(name, bar("get " + name, info.bytes));
-    if (ends_with(file, ".npy")) {
-        if (!info.is_tensor()) die("object '" + name + "' is a blob, not a tensor: write it to a raw file");
-        data = npy::format(info.dtype, info.shape, data);
-    }
-    std::ofstream f(file, std::ios::binary);
-    f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
-    if (!f) die("cannot write " + file);
+    write_object_file(file, info, st.get(name, bar("get " + name, info.bytes)));
     return 0;
 }
 
@@ -295,7 +303,7 @@ struct FilterArgs {
     bool indices = false;
 };
 
-int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
+FilterSpec filter_spec(const FilterArgs &a)
 {
     FilterSpec s;
     s.record_size = a.record_size;
@@ -307,10 +315,19 @@ int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::stri
     s.hi = std::stod(a.hi);
     s.lo_int = static_cast<int64_t>(std::stoll(a.lo));
     s.hi_int = static_cast<int64_t>(std::stoll(a.hi));
-    const FilterResult r = ObjectStore(d).filter(src, s, dst);
+    return s;
+}
+
+int print_filter(const Opts &o, const FilterResult &r, const std::string &dst)
+{
     if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
     else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, dst.c_str());
     return 0;
+}
+
+int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
+{
+    return print_filter(o, ObjectStore(d).filter(src, filter_spec(a), dst), dst);
 }
 
 int cmd_reduce(Device &d, const std::string &name, const std::string &op_name)
@@ -481,6 +498,49 @@ int cmd_bench(Device &d, double secs)
     return 0;
 }
 
+// ---------------------------------------------------------------- several drives (--drives)
+int set_format(DriveSet &s)
+{
+    s.format();
+    std::printf("formatted %zu drives\n", s.size());
+    return 0;
+}
+
+int set_ls(DriveSet &s, const Opts &o)
+{
+    const auto v = s.list();
+    if (o.json) {
+        json list = json::array();
+        for (const auto &i : v) {
+            json j = object_json(i);
+            j["striped"] = s.striped(i.name);
+            list.push_back(j);
+        }
+        print(list);
+    } else {
+        for (const auto &i : v) print_object(i);
+        std::printf("%zu objects on %zu drives\n", v.size(), s.size());
+    }
+    return 0;
+}
+
+int set_put(DriveSet &s, const std::string &name, const std::string &file, const std::string &placement)
+{
+    const npy::Array a = read_object_file(file);
+    if (placement == "striped") s.put_striped(name, a.data.data(), a.data.size(), a.dtype, a.shape);
+    else if (placement == "replicated") s.put_replicated(name, a.data.data(), a.data.size(), a.dtype, a.shape);
+    else s.put(name, a.data.data(), a.data.size(), a.dtype, a.shape);
+    return 0;
+}
+
+int set_reduce(DriveSet &s, const Opts &o, const std::string &name, const std::string &op_name)
+{
+    const double v = s.reduce(name, static_cast<ReduceOp>(names(csd_reduce_op_names).at(op_name)));
+    if (o.json) print({{"object", name}, {"op", op_name}, {"value", v}});
+    else std::printf("%s %s %.17g\n", op_name.c_str(), name.c_str(), v);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -501,6 +561,10 @@ int main(int argc, char **argv)
     app.add_flag("--bus-stats", o.bus_stats, "print the commands and bytes this run moved across the bus (stderr)");
 
     std::function<int(Device &)> action;
+    std::function<int(DriveSet &)> set_action;  // the same command on several drives (--drives)
+    std::string drives, placement = "home";
+    app.add_option("--drives", drives, "several drives as one, comma-separated (docs/drive-set.md): "
+                                       "format, ls, stat, rm, put, get, run filter|reduce|gemm");
     app.add_subcommand("info", "capabilities (SLM size, compute units, limits)")
         ->callback([&] { action = [&](Device &d) { return cmd_info(d, o); }; });
     app.add_subcommand("programs", "the device's programs")
@@ -508,16 +572,32 @@ int main(int argc, char **argv)
     app.add_subcommand("stats", "the statistics log")
         ->callback([&] { action = [&](Device &d) { return cmd_stats(d, o); }; });
     app.add_subcommand("format", "create an empty object store on the namespace")
-        ->callback([&] { action = [&](Device &d) { return cmd_format(d); }; });
-    app.add_subcommand("ls", "list objects")->callback([&] { action = [&](Device &d) { return cmd_ls(d, o); }; });
+        ->callback([&] {
+            action = [&](Device &d) { return cmd_format(d); };
+            set_action = [&](DriveSet &s) { return set_format(s); };
+        });
+    app.add_subcommand("ls", "list objects")->callback([&] {
+        action = [&](Device &d) { return cmd_ls(d, o); };
+        set_action = [&](DriveSet &s) { return set_ls(s, o); };
+    });
 
     std::string name, file, other, third;
     auto *stat = app.add_subcommand("stat", "one object's catalog entry");
     stat->add_option("name", name, "object")->required();
-    stat->callback([&] { action = [&](Device &d) { return cmd_stat(d, o, name); }; });
+    stat->callback([&] {
+        action = [&](Device &d) { return cmd_stat(d, o, name); };
+        set_action = [&](DriveSet &s) {
+            if (o.json) print(object_json(s.stat(name)));
+            else print_object(s.stat(name));
+            return 0;
+        };
+    });
     auto *rm = app.add_subcommand("rm", "remove an object");
     rm->add_option("name", name, "object")->required();
-    rm->callback([&] { action = [&](Device &d) { ObjectStore(d).remove(name); return 0; }; });
+    rm->callback([&] {
+        action = [&](Device &d) { ObjectStore(d).remove(name); return 0; };
+        set_action = [&](DriveSet &s) { s.remove(name); return 0; };
+    });
     uint64_t max_age = 3600;
     auto *reclaim = app.add_subcommand("reclaim", "free space reserved by puts whose writer died");
     reclaim->add_option("--older-than", max_age, "only reservations at least this many seconds old (default 3600)");
@@ -525,11 +605,23 @@ int main(int argc, char **argv)
     auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor) as object NAME");
     put->add_option("name", name, "object")->required();
     put->add_option("file", file, "file to store")->required();
-    put->callback([&] { action = [&](Device &d) { return cmd_put(d, name, file); }; });
+    put->add_option("--placement", placement, "with --drives: home (the whole object on one drive), striped "
+                                              "(rows over every drive) or replicated")
+        ->check(CLI::IsMember({"home", "striped", "replicated"}));
+    put->callback([&] {
+        action = [&](Device &d) { return cmd_put(d, name, file); };
+        set_action = [&](DriveSet &s) { return set_put(s, name, file, placement); };
+    });
     auto *get = app.add_subcommand("get", "write object NAME to FILE (.npy for tensors)");
     get->add_option("name", name, "object")->required();
     get->add_option("file", file, "file to write")->required();
-    get->callback([&] { action = [&](Device &d) { return cmd_get(d, name, file); }; });
+    get->callback([&] {
+        action = [&](Device &d) { return cmd_get(d, name, file); };
+        set_action = [&](DriveSet &s) {
+            write_object_file(file, s.stat(name), s.get(name));
+            return 0;
+        };
+    });
 
     auto *run = app.add_subcommand("run", "run a program on stored objects");
     run->require_subcommand(1);
@@ -549,17 +641,26 @@ int main(int argc, char **argv)
     filter->add_option("--lo", fa.lo, "value compared with (lower bound for between)")->required();
     filter->add_option("--hi", fa.hi, "upper bound for between");
     filter->add_flag("--indices", fa.indices, "write u32 record indices instead of records");
-    filter->callback([&] { action = [&](Device &d) { return cmd_filter(d, o, name, other, fa); }; });
+    filter->callback([&] {
+        action = [&](Device &d) { return cmd_filter(d, o, name, other, fa); };
+        set_action = [&](DriveSet &s) { return print_filter(o, s.filter(name, filter_spec(fa), other), other); };
+    });
     std::string op;
     auto *reduce = run->add_subcommand("reduce", "one result per row of a tensor");
     reduce->add_option("name", name, "tensor object (rows x cols)")->required();
     reduce->add_option("--op", op, "reduction")->required()->check(CLI::IsMember(names(csd_reduce_op_names)));
-    reduce->callback([&] { action = [&](Device &d) { return cmd_reduce(d, name, op); }; });
+    reduce->callback([&] {
+        action = [&](Device &d) { return cmd_reduce(d, name, op); };
+        set_action = [&](DriveSet &s) { return set_reduce(s, o, name, op); };  // of the whole striped tensor
+    });
     auto *gemm = run->add_subcommand("gemm", "C = A x B for 2-D float32 tensors, stored as object C");
     gemm->add_option("a", name, "A (m x k)")->required();
     gemm->add_option("b", other, "B (k x n)")->required();
     gemm->add_option("c", third, "object to create")->required();
-    gemm->callback([&] { action = [&](Device &d) { return cmd_gemm(d, name, other, third); }; });
+    gemm->callback([&] {
+        action = [&](Device &d) { return cmd_gemm(d, name, other, third); };
+        set_action = [&](DriveSet &s) { s.gemm(name, other, third); return 0; };  // A striped, B replicated
+    });
 
     auto *program = app.add_subcommand("program", "your own programs in the drive (eBPF objects from clang)");
     program->require_subcommand(1);
@@ -602,6 +703,13 @@ int main(int argc, char **argv)
         OpenOptions oo;
         oo.use_uring = o.uring;
         oo.front_end = parse_front_end(front_end);
+        if (!drives.empty()) {
+            if (!set_action) die("this command works on one drive: leave out --drives");
+            std::vector<std::string> paths;
+            std::stringstream ss(drives);
+            for (std::string p; std::getline(ss, p, ',');) paths.push_back(p);
+            return set_action(*DriveSet::open(paths, oo));
+        }
         auto dev = Device::open(o.device, oo);
         const int rc = action(*dev);
         if (o.bus_stats) {

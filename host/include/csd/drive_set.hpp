@@ -52,7 +52,8 @@ public:
                         const std::vector<uint64_t> &shape = {});
     // The object's bytes: whole from its home, or a striped one's blocks in drive order.
     std::vector<uint8_t> get(const std::string &name);
-    // What the set holds under that name: whole (home), replicated or striped (rows summed).
+    // What the set holds under that name: whole (home), replicated or striped (rows summed,
+    // crc32c 0: each block is checked against its own).
     ObjectInfo stat(const std::string &name);
     // Whether an object is striped over the drives.
     bool striped(const std::string &name);
