@@ -130,9 +130,20 @@ void DriveSet::format()
     on_each("format", [this](size_t i) { ObjectStore::format(*drives_[i]); });
 }
 
+void DriveSet::drop_other_forms(const std::string &name, bool keep_striped, bool keep_home, bool keep_copies)
+{
+    on_each("replace", [&](size_t i) {
+        const std::string part = part_name(name, i);
+        if (!keep_striped && store(i).exists(part)) store(i).remove(part);
+        const bool keep = i == home(name) ? keep_home : keep_copies;
+        if (!keep && store(i).exists(name)) store(i).remove(name);
+    });
+}
+
 void DriveSet::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                    const std::vector<uint64_t> &shape)
 {
+    drop_other_forms(name, false, true, false);
     const size_t h = home(name);
     try {
         store(h).put(name, data, bytes, dtype, shape);
@@ -150,6 +161,7 @@ void DriveSet::put_striped(const std::string &name, const void *data, uint64_t b
                     EINVAL);
     }
     const uint64_t row_bytes = product(shape, 1) * item_size(dtype);
+    drop_other_forms(name, true, false, false);
     on_each("put_striped", [&](size_t i) {
         const auto [first, end] = row_block(shape[0], i, size());
         std::vector<uint64_t> part_shape = shape;
@@ -162,6 +174,7 @@ void DriveSet::put_striped(const std::string &name, const void *data, uint64_t b
 void DriveSet::put_replicated(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                               const std::vector<uint64_t> &shape)
 {
+    drop_other_forms(name, false, true, true);
     on_each("put_replicated", [&](size_t i) { store(i).put(name, data, bytes, dtype, shape); });
 }
 

@@ -83,6 +83,27 @@ TEST_F(Drives, StripedTensorsSplitByRows)
     EXPECT_THROW(set->put_striped("bad", t.data(), 12, "<f4", {rows, cols}), Error);
 }
 
+TEST_F(Drives, APutReplacesTheObjectInAnyPlacement)
+{
+    const auto t = random_floats(300, 2);
+    set->put_striped("x", t.data(), t.size() * 4, "<f4", {t.size()});
+    const std::string whole = "now whole";
+    set->put("x", whole.data(), whole.size());
+    EXPECT_FALSE(set->striped("x"));
+    auto back = set->get("x");
+    EXPECT_EQ(std::string(back.begin(), back.end()), whole);
+    set->put_replicated("x", t.data(), t.size() * 4, "<f4", {t.size()});
+    set->put_striped("x", t.data(), t.size() * 4, "<f4", {t.size()});
+    for (size_t d = 0; d < set->size(); d++) EXPECT_FALSE(set->store(d).exists("x")) << d;  // no stale copies
+    EXPECT_EQ(set->get("x").size(), t.size() * 4);
+    set->put("x", whole.data(), whole.size());
+    for (size_t d = 0; d < set->size(); d++) {
+        EXPECT_EQ(set->store(d).exists("x"), d == set->home("x")) << d;
+        EXPECT_FALSE(set->store(d).exists(set->part_name("x", d))) << d;
+    }
+    ASSERT_EQ(set->list().size(), 1u);
+}
+
 TEST_F(Drives, FilterFansOutAndConcatenatesInOrder)
 {
     struct Rec {

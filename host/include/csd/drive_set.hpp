@@ -41,7 +41,8 @@ public:
 
     // Writes an empty store on every drive.
     void format();
-    // Stores a whole object on its home drive.
+    // Stores a whole object on its home drive. Every put replaces the object in whatever
+    // placement it had (the old form is removed first).
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
              const std::vector<uint64_t> &shape = {});
     // Stores a tensor split by rows over every drive (row block i on drive i).
@@ -77,6 +78,9 @@ public:
 private:
     template <class F>
     void on_each(const char *what, const F &f);
+    // Removes the forms of an object a new put replaces (its blocks, its home copy, its
+    // copies on the other drives), except those kept.
+    void drop_other_forms(const std::string &name, bool keep_striped, bool keep_home, bool keep_copies);
 
     std::vector<std::unique_ptr<Device>> drives_;
     std::vector<std::string> names_;
