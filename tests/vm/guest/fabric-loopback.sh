@@ -24,16 +24,19 @@ nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-11.io.nvme-csd:fabric \
     --hostnqn=nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001 \
     --hostid=00000000-0000-4000-8000-000000000001 \
     || { dmesg | tail -15; fail "nvme connect"; }
-sleep 1
-fab=""
-for c in /sys/class/nvme/nvme*; do
-    [ "$(cat $c/transport)" = tcp ] && fab=$(basename $c)
+# the fabric controller (transport tcp) and its namespace's nodes, once the scan made them
+fab="" ng=""
+for i in $(seq 30); do
+    for c in /sys/class/nvme/nvme*; do
+        if [ "$(cat $c/transport)" = tcp ]; then fab=$(basename $c); fi
+    done
+    for b in /dev/${fab:-none}n*; do
+        if [ -b "$b" ]; then ng=/dev/ng${b#/dev/nvme}; fi
+    done
+    if [ -c "$ng" ]; then break; fi
+    sleep 1
 done
 [ -n "$fab" ] || fail "no NVMe/TCP controller"
-ng=""
-for b in /dev/${fab}n*; do
-    if [ -b "$b" ]; then ng=/dev/ng${b#/dev/nvme}; fi
-done
 [ -c "$ng" ] || { ls -l /dev/ng* /dev/nvme*; fail "no namespace node on the fabric controller $fab"; }
 echo "fabric controller $fab ($(cat /sys/class/nvme/$fab/transport) $(cat /sys/class/nvme/$fab/address)), namespace $ng"
 csdctl -d $ng info || fail "csdctl info over the fabric"
