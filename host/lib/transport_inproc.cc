@@ -178,10 +178,6 @@ public:
         // Under the timing model a command is scheduled when it arrives and completes no
         // earlier than the modelled drive would: here, or (Execute) on its worker.
         const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
-        auto modelled = [&](const csd_model_work &w, Completion r) {
-            if (arrived) wait_until(csd_core_model_schedule(core_, &w, arrived));
-            return ready(r);
-        };
         if (mem_nsid_ && (cmd.nsid == mem_nsid_ || cmd.nsid == mem_nsid_ + 1)) return cs_io(cmd, arrived);
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
         if (mem_nsid_ && cmd.opcode == NVME_CS_NVM_COPY && nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY) {
@@ -192,33 +188,17 @@ public:
             csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
             const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
                                                     : rw(cmd, cmd.opcode == 0x01);
-            return modelled(w, r);
+            return modelled(w, arrived, r);
         }
         if (!csd_is_io_opcode(cmd.opcode) || (!vendor_io_ && cmd.opcode != CSD_OPC_COMPARE_WRITE)) {
             return ready({kInvalidOpcode, 0});
         }
-        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
-        const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+        const csd_cmd c = core_cmd(cmd);
+        const csd_ctx ctx = ns_ctx();
         csd_op op;
         const uint16_t st = csd_core_decode(core_, &c, &ctx, &op);
         if (st) return ready({st, 0});
-        if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
-        csd_model_work w;
-        csd_model_work_op(&op, &w);
-        switch (cmd.opcode) {
-        case CSD_OPC_SLM_LOAD:
-        case CSD_OPC_SLM_STORE: return modelled(w, complete(op, {load_store(op), 0}));
-        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return modelled(w, complete(op, {0, 0}));
-        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return modelled(w, complete(op, {0, 0}));
-        case CSD_OPC_PROGRAM_LOAD: {
-            uint32_t dw0 = 0;
-            const uint16_t s = csd_core_program_load(core_, &op, cmd.data, &dw0, nullptr, 0);
-            return modelled(w, complete(op, {s, dw0}));
-        }
-        case CSD_OPC_PROGRAM_UNLOAD: return modelled(w, complete(op, {csd_core_program_unload(core_, &op), 0}));
-        case CSD_OPC_COMPARE_WRITE: return modelled(w, complete(op, {compare_write(op, cmd.data), 0}));
-        default: return execute(cmd, op, arrived);
-        }
+        return run_decoded(cmd, op, arrived);
     }
 
 private:
@@ -227,6 +207,45 @@ private:
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now().time_since_epoch())
                                          .count());
+    }
+
+    // The dwords of a command as the core reads them.
+    static csd_cmd core_cmd(const Command &c)
+    {
+        return csd_cmd{c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12, c.cdw13, c.cdw14, c.cdw15};
+    }
+
+    // What the core knows of the namespace and this device's transfer limit.
+    csd_ctx ns_ctx() const { return csd_ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer}; }
+
+    // Moves the bytes of a decoded command (vendor, or a standard one decoded into the
+    // vendor operation) and completes it, no earlier than the model's finish.
+    std::future<Completion> run_decoded(const Command &cmd, const csd_op &op, uint64_t arrived)
+    {
+        if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
+        csd_model_work w;
+        csd_model_work_op(&op, &w);
+        switch (op.opcode) {
+        case CSD_OPC_SLM_LOAD:
+        case CSD_OPC_SLM_STORE: return modelled(w, arrived, complete(op, {load_store(op), 0}));
+        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return modelled(w, arrived, complete(op, {0, 0}));
+        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return modelled(w, arrived, complete(op, {0, 0}));
+        case CSD_OPC_PROGRAM_LOAD: {
+            uint32_t dw0 = 0;
+            const uint16_t s = csd_core_program_load(core_, &op, cmd.data, &dw0, nullptr, 0);
+            return modelled(w, arrived, complete(op, {s, dw0}));
+        }
+        case CSD_OPC_PROGRAM_UNLOAD: return modelled(w, arrived, complete(op, {csd_core_program_unload(core_, &op), 0}));
+        case CSD_OPC_COMPARE_WRITE: return modelled(w, arrived, complete(op, {compare_write(op, cmd.data), 0}));
+        default: return execute(cmd, op, arrived);
+        }
+    }
+
+    // A completion no earlier than the modelled finish of work w that arrived then (0: no model).
+    std::future<Completion> modelled(const csd_model_work &w, uint64_t arrived, Completion r)
+    {
+        if (arrived) wait_until(csd_core_model_schedule(core_, &w, arrived));
+        return ready(r);
     }
 
     // Completes no earlier than the modelled finish (counts the delay or an overrun).
@@ -322,10 +341,10 @@ private:
     // Load Program, Program Activation Management, Memory Range Set Management.
     Completion cs_admin(const Command &c)
     {
-        const csd_cmd cc{c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12, c.cdw13, c.cdw14, c.cdw15};
+        const csd_cmd cc = core_cmd(c);
         switch (c.opcode) {
         case NVME_CS_ADM_LOAD_PROGRAM: {
-            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+            const csd_ctx ctx = ns_ctx();
             csd_op op;
             const uint16_t st = csd_core_cs_decode_load_program(core_, &cc, &ctx, &op);
             if (st) return {st, 0};
@@ -352,7 +371,7 @@ private:
     // (Execute Program).
     std::future<Completion> cs_io(const Command &cmd, uint64_t arrived)
     {
-        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
+        const csd_cmd c = core_cmd(cmd);
         if (cmd.nsid != mem_nsid_) {
             if (cmd.opcode != NVME_CS_EXECUTE_PROGRAM) return ready({kInvalidOpcode, 0});
             const csd_cs_exec_cmd x{cmd.cdw2, cmd.cdw3, 0, cmd.cdw15};
@@ -370,15 +389,12 @@ private:
         case NVME_CS_MEM_COPY: return cs_copy(cmd, arrived);
         case NVME_CS_MEM_FILL: return ready({csd_core_cs_memory_fill(core_, &c), 0});
         case NVME_CS_MEM_READ:
-        case NVME_CS_MEM_WRITE: {
-            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+        case NVME_CS_MEM_WRITE: {  // decoded as SLM Read / Write: they move the same way
+            const csd_ctx ctx = ns_ctx();
             csd_op op;
             const uint16_t st = csd_core_cs_decode_mem(core_, &c, &ctx, &op);
             if (st) return ready({st, 0});
-            if (cmd.data_len < op.bytes) return ready(complete(op, {kInvalidField, 0}));
-            if (op.opcode == CSD_OPC_SLM_WRITE) std::memcpy(op.slm, cmd.data, op.bytes);
-            else std::memcpy(cmd.data, op.slm, op.bytes);
-            return modelled_op(op, arrived, complete(op, {0, 0}));
+            return run_decoded(cmd, op, arrived);
         }
         default: return ready({kInvalidOpcode, 0});
         }
@@ -388,7 +404,7 @@ private:
     // core makes the descriptors SLM Loads / Stores; each moves like the vendor command.
     std::future<Completion> cs_copy(const Command &cmd, uint64_t arrived)
     {
-        const csd_cmd c{cmd.opcode, cmd.nsid, cmd.cdw10, cmd.cdw11, cmd.cdw12, cmd.cdw13, cmd.cdw14, cmd.cdw15};
+        const csd_cmd c = core_cmd(cmd);
         const uint32_t want = nvme_cs_copy_nr(cmd.cdw12) * nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd.cdw12));
         const uint32_t len = std::min(cmd.data_len, want);
         std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
@@ -398,12 +414,12 @@ private:
             auto info = [](void *self, uint32_t nsid, csd_ctx *ctx) {
                 auto *t = static_cast<TransportInproc *>(self);
                 if (nsid != t->ns_.nsid) return -1;
-                *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, kMaxTransfer};
+                *ctx = t->ns_ctx();
                 return 0;
             };
             st = csd_core_cs_decode_memory_copy(core_, &c, cmd.data, len, info, this, parts.data(), &n);
         } else {
-            const csd_ctx ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer};
+            const csd_ctx ctx = ns_ctx();
             st = csd_core_cs_decode_nvm_copy(core_, mem_nsid_, &c, &ctx, cmd.data, len, parts.data(), &n);
         }
         if (st) return ready({st, 0});
@@ -415,19 +431,11 @@ private:
             complete(parts[i].op, {result, 0});
             total.bytes += parts[i].op.bytes;
         }
-        return modelled_op(total, arrived, {result, 0});
+        csd_model_work w;
+        csd_model_work_op(&total, &w);
+        return modelled(w, arrived, {result, 0});
     }
 
-    // A decoded command's completion, no earlier than the model's finish for it.
-    std::future<Completion> modelled_op(const csd_op &op, uint64_t arrived, Completion r)
-    {
-        if (arrived) {
-            csd_model_work w;
-            csd_model_work_op(&op, &w);
-            wait_until(csd_core_model_schedule(core_, &w, arrived));
-        }
-        return ready(r);
-    }
 
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
     {

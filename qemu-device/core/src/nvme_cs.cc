@@ -35,6 +35,21 @@ uint16_t copy_log(const std::vector<uint8_t> &log, uint64_t offset, uint8_t *pag
     return CSD_STATUS_SUCCESS;
 }
 
+// A vendor SLM Load or SLM Store (spec §3 dwords) of nlb0 + 1 LBAs from slba of namespace
+// nsid, at SLM byte slm_offset: what a standard copy's source range becomes.
+csd_cmd slm_lba_cmd(uint8_t opcode, uint32_t nsid, uint64_t slba, uint32_t nlb0, uint64_t slm_offset)
+{
+    csd_cmd c{};
+    c.opcode = opcode;
+    c.nsid = nsid;
+    c.cdw10 = static_cast<uint32_t>(slba);
+    c.cdw11 = static_cast<uint32_t>(slba >> 32);
+    c.cdw12 = nlb0;
+    c.cdw13 = static_cast<uint32_t>(slm_offset);
+    c.cdw14 = static_cast<uint32_t>(slm_offset >> 32);
+    return c;
+}
+
 // Ends the parts decoded so far of a copy that failed: nothing moved.
 void abandon_parts(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, uint16_t status)
 {
@@ -262,14 +277,7 @@ uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cm
             csd::core::abandon_parts(core, parts, i, NVME_CS_NS_NOT_REACHABLE);
             return NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR;
         }
-        csd_cmd load{};
-        load.opcode = CSD_OPC_SLM_LOAD;
-        load.nsid = src.snsid;
-        load.cdw10 = static_cast<uint32_t>(src.slba);
-        load.cdw11 = static_cast<uint32_t>(src.slba >> 32);
-        load.cdw12 = src.nlb;
-        load.cdw13 = static_cast<uint32_t>(dest);
-        load.cdw14 = static_cast<uint32_t>(dest >> 32);
+        const csd_cmd load = csd::core::slm_lba_cmd(CSD_OPC_SLM_LOAD, src.snsid, src.slba, src.nlb, dest);
         parts[i].nsid = src.snsid;
         const uint16_t st = csd_core_decode(core, &load, &ctx, &parts[i].op);
         if (st) {
@@ -302,14 +310,8 @@ uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const st
             st = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
         }
         if (!st) {
-            csd_cmd store{};
-            store.opcode = CSD_OPC_SLM_STORE;
-            store.nsid = cmd->nsid;
-            store.cdw10 = static_cast<uint32_t>(slba);
-            store.cdw11 = static_cast<uint32_t>(slba >> 32);
-            store.cdw12 = r.len / ctx->lba_size - 1;
-            store.cdw13 = static_cast<uint32_t>(r.sb);
-            store.cdw14 = static_cast<uint32_t>(r.sb >> 32);
+            const csd_cmd store =
+                csd::core::slm_lba_cmd(CSD_OPC_SLM_STORE, cmd->nsid, slba, r.len / ctx->lba_size - 1, r.sb);
             parts[i].nsid = cmd->nsid;
             st = csd_core_decode(core, &store, ctx, &parts[i].op);
         }
