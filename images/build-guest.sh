@@ -128,9 +128,11 @@ ln -s usr/sbin "$root/sbin"
 ln -s usr/lib "$root/lib"
 ln -s usr/lib64 "$root/lib64"
 install -m 0755 "$here/guest-init.sh" "$root/init"
-# virtio_blk at boot; the NVMe-over-TCP target (passthrough) and host, loaded by the fabric tests
+# virtio_blk at boot; the NVMe-over-TCP target (passthrough) and host, and virtio-net (for
+# two guests linked by a QEMU stream netdev), loaded by the fabric tests
 for m in drivers/block/virtio_blk fs/configfs/configfs drivers/nvme/target/nvmet drivers/nvme/target/nvmet-tcp \
-         drivers/nvme/host/nvme-fabrics drivers/nvme/host/nvme-tcp; do
+         drivers/nvme/host/nvme-fabrics drivers/nvme/host/nvme-tcp \
+         net/core/failover drivers/net/net_failover drivers/net/virtio_net; do
     xz -dc "$kroot/lib/modules/$krel/kernel/$m.ko.xz" > "$root/modules/$(basename "$m").ko"
 done
 printf 'root:x:0:0:root:/root:/bin/sh\ncsduser:x:1000:1000::/tmp:/bin/sh\ncsdother:x:1001:1001::/tmp:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/false\n' > "$root/etc/passwd"

@@ -30,6 +30,10 @@ class DriveSet:
         """Releases every drive."""
         self._set = None
 
+    def bus(self):
+        """(commands, bytes to the drives, bytes from the drives) moved by this set, summed."""
+        return self._set.bus()
+
     def home(self, name):
         """The index of the drive a whole object named `name` lives on."""
         return self._set.home(name)

@@ -383,6 +383,14 @@ PYBIND11_MODULE(_core, m)
              }),
              py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
         .def("size", &DriveSet::size)
+        .def("bus", [](DriveSet &s) {
+            BusCounters t;
+            for (size_t i = 0; i < s.size(); i++) {
+                const BusCounters b = s.drive(i).bus();
+                t.commands += b.commands, t.bytes_to_device += b.bytes_to_device, t.bytes_from_device += b.bytes_from_device;
+            }
+            return py::make_tuple(t.commands, t.bytes_to_device, t.bytes_from_device);
+        })
         .def("home", &DriveSet::home)
         .def("name", &DriveSet::name)
         .def("part_name", &DriveSet::part_name)

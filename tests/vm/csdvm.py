@@ -21,6 +21,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,8 @@ QEMU = Path(os.environ.get("CSD_QEMU") or BUILD / "qemu" / "qemu-system-x86_64")
 FIRMWARE = BUILD / "share" / "qemu"   # where QEMU looks relative to its binary
 IMAGES = BUILD / "images"
 GUEST_TESTS = TOP / "tests" / "vm" / "guest"
+PARTNERS = GUEST_TESTS / "partners"   # scripts of partner guests (setting partner=NAME)
+GUEST_LIB = GUEST_TESTS / "lib.sh"     # helpers every guest test may source, whatever --dir says
 HOST_CHECKS = TOP / "tests" / "vm" / "host"
 MARK = "@@CSD "
 
@@ -59,10 +62,13 @@ class VmConfig:
     peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
     plugins: bool = False  # load the example operator plug-ins (csd.plugin-dir)
     write_log: str = ""    # log every write and flush of the namespace to this file (blklogwrites)
+    partner: str = ""      # a second guest running tests/vm/guest/partners/NAME, linked by a network
+    net: str = ""          # "server:PORT" / "client:PORT": virtio-net on a QEMU stream netdev
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
-                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives)
+                self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives,
+                self.partner)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -91,6 +97,10 @@ class VmConfig:
                 cfg.peer = v
             elif k == "plugins":
                 cfg.plugins = True
+            elif k == "partner":
+                if not (PARTNERS / v).is_file():
+                    raise ValueError(f"no partner guest script tests/vm/guest/partners/{v}")
+                cfg.partner = v
             else:
                 raise ValueError(f"unknown vm setting '{k}'")
         return cfg
@@ -158,10 +168,12 @@ def run_archive(main: str | None, env: dict[str, str], files: dict[str, Path]) -
 
 def project_files() -> dict[str, Path]:
     """Guest-side files every run carries: test scripts, host-built binaries and libraries."""
-    files: dict[str, Path] = {}
+    files: dict[str, Path] = {"/csd/tests/lib.sh": GUEST_LIB}
     for p in sorted(GUEST_TESTS.glob("*")):
         if p.is_file():
             files[f"/csd/tests/{p.name}"] = p
+    for p in sorted(PARTNERS.glob("*.sh")):  # what partner guests run
+        files[f"/csd/partners/{p.name}"] = p
     for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test
         files[f"/csd/docs/{p.name}"] = p
     for p in sorted((TOP / "bench" / "vm").glob("*.py")):  # guest-side benchmarks
@@ -198,7 +210,8 @@ class Vm:
             if not need.exists():
                 raise SystemExit(f"csdvm: {need} is missing: run 'make qemu image' first")
         accel = pick_accel()
-        dev = (f"nvme,id=nvme0,serial=csd0001,drive=nvm0,"
+        serial = "csd0101" if self.cfg.net.startswith("server") else "csd0001"  # a partner's drive tells itself apart
+        dev = (f"nvme,id=nvme0,serial={serial},drive=nvm0,"
                f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
         if self.cfg.csd:
             dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)},csd.compute-units={self.cfg.cu}"
@@ -236,12 +249,18 @@ class Vm:
             with open(disk, "wb") as f:
                 f.truncate(parse_size(self.cfg.disk))
             argv += ["-drive", f"if=none,id=nvm{i},file={disk},format=raw,cache=writeback",
-                     "-device", dev.replace("id=nvme0,serial=csd0001,drive=nvm0",
+                     "-device", dev.replace(f"id=nvme0,serial={serial},drive=nvm0",
                                             f"id=nvme{i},serial=csd{i + 1:04d},drive=nvm{i}")]
         if self.cfg.peer:  # a peer PCI device whose BAR 2 is the host file workdir/peer.mem
             argv += ["-object", f"memory-backend-file,id=peer,size={self.cfg.peer},"
                                 f"mem-path={self.workdir / 'peer.mem'},share=on",
                      "-device", "ivshmem-plain,memdev=peer"]
+        if self.cfg.net:  # virtio-net whose wire is a TCP stream over the host's loopback
+            role, port = self.cfg.net.split(":")
+            argv += ["-netdev", f"stream,id=link,server={'on' if role == 'server' else 'off'},addr.type=inet,"
+                                f"addr.host=127.0.0.1,addr.port={port}"
+                                + ("" if role == "server" else ",reconnect-ms=500"),
+                     "-device", f"virtio-net-pci,romfile=,netdev=link,mac=52:54:00:c5:d0:{1 if role == 'server' else 2:02x}"]
         argv += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
         return argv + self.cfg.extra_qemu
 
@@ -338,6 +357,51 @@ def run_host_check(line: str, vm: Vm) -> int:
     return r.returncode
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def wait_listening(port: int, proc: subprocess.Popen, seconds: float = 20) -> None:
+    """Waits until a local TCP socket listens on port (without connecting to it)."""
+    want = f":{port:04X}"
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and proc.poll() is None:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                w = line.split()
+                if w[1].endswith(want) and w[3] == "0A":  # 0A: LISTEN
+                    return
+        time.sleep(0.05)
+    raise RuntimeError(f"partner guest's QEMU did not listen on 127.0.0.1:{port}")
+
+
+def start_partner(cfg: VmConfig, workdir: Path, log) -> tuple[Vm, int]:
+    """Boots the partner guest of cfg (its script from tests/vm/guest/partners, the server end of
+    the link) and logs its console; returns it and the port the other guest connects to."""
+    port = free_port()
+    pcfg = VmConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
+    pcfg.partner, pcfg.net = "", f"server:{port}"
+    workdir.mkdir()
+    partner = Vm(pcfg, workdir)
+    log(f"csdvm: booting partner guest ({cfg.partner}, link 127.0.0.1:{port})")
+    partner.start(f"#!/bin/sh\nstty -echo 2>/dev/null\nsh /csd/partners/{cfg.partner}\n", {}, project_files())
+
+    def relay() -> None:
+        while (line := partner.lines.get()) is not None:
+            log(f"    partner| {line}")
+    threading.Thread(target=relay, daemon=True).start()
+    assert partner.proc
+    try:
+        wait_listening(port, partner.proc)
+    except BaseException:
+        partner.kill()
+        raise
+    return partner, port
+
+
 def run_group(cfg: VmConfig, tests: list[str], log=print,
               timeouts: dict[str, int] | None = None) -> list[TestResult]:
     """Boots one guest with cfg and runs the named guest tests in it, each under its own
@@ -345,6 +409,11 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
     results: list[TestResult] = []
     limit = {t: (timeouts or {}).get(t, cfg.test_timeout) for t in tests}
     with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
+        partner = None
+        if cfg.partner:
+            partner, port = start_partner(cfg, Path(tmp) / "partner", log)
+            cfg = VmConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
+            cfg.net = f"client:{port}"
         vm = Vm(cfg, Path(tmp))
         files = project_files()
         tlist = Path(tmp) / "list"
@@ -422,6 +491,8 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
                         skips[current] = (n, reasons)
         finally:
             vm.kill()
+            if partner:
+                partner.kill()
     for name in pending:
         results.append(TestResult(name, False, 0.0, "not run (guest ended early)"))
     return results

@@ -33,3 +33,68 @@ host_check() {
 
 # Number of a namespace's LBA bytes (from sysfs).
 lba_size() { cat /sys/block/nvme0n1/queue/logical_block_size; }
+
+# Loads the NVMe/TCP target and host modules (and virtio-net) and mounts configfs.
+fabric_modules() {
+    for m in configfs nvmet nvmet-tcp nvme-fabrics nvme-tcp failover net_failover virtio_net; do
+        grep -q "^$(echo $m | tr - _) " /proc/modules || insmod /modules/$m.ko || fail "insmod $m"
+    done
+    grep -q " /sys/kernel/config " /proc/mounts || mount -t configfs none /sys/kernel/config || fail "mount configfs"
+    ip link set lo up || fail "loopback up"
+}
+
+# The subsystem NQN under which fabric_export serves a drive of serial number SERIAL.
+fabric_nqn() { echo "nqn.2026-11.io.nvme-csd:$1"; }
+
+# Exports CONTROLLER (e.g. /dev/nvme0) through nvmet passthrough on TCP ADDR:4420, port PORTID,
+# as subsystem $(fabric_nqn SERIAL-of-the-controller) (one NQN per drive: the host refuses two
+# controllers of one subsystem with the same controller ID).
+fabric_export() {
+    cfg=/sys/kernel/config/nvmet
+    sub=$cfg/subsystems/$(fabric_nqn "$(tr -d ' ' < /sys/class/nvme/${1#/dev/}/serial)")
+    mkdir $sub || fail "nvmet subsystem"
+    echo 1 > $sub/attr_allow_any_host
+    echo -n "$1" > $sub/passthru/device_path || fail "passthru device_path"
+    echo 1 > $sub/passthru/enable || fail "passthru enable"
+    mkdir $cfg/ports/$3
+    echo tcp > $cfg/ports/$3/addr_trtype
+    echo ipv4 > $cfg/ports/$3/addr_adrfam
+    echo "$2" > $cfg/ports/$3/addr_traddr
+    echo 4420 > $cfg/ports/$3/addr_trsvcid
+    ln -s $sub $cfg/ports/$3/subsystems/ || fail "nvmet port"
+}
+
+# Connects to the drive of serial SERIAL exported at TCP ADDR:4420 (trying for up to TRIES
+# seconds) and prints the fabric namespace's /dev/ngXnY; HOSTNUM makes the host NQN (and its
+# matching host ID). Usage: fabric_connect ADDR TRIES HOSTNUM SERIAL
+fabric_connect() {
+    hostid=00000000-0000-4000-8000-00000000000$3
+    before=$(ls /sys/class/nvme)
+    i=0
+    until nvme connect -t tcp -a "$1" -s 4420 -n "$(fabric_nqn "$4")" \
+            --hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hostid --hostid=$hostid > /dev/null 2>&1; do
+        i=$((i + 1))
+        [ $i -lt "$2" ] || { dmesg | tail -15 >&2; fail "nvme connect to $1" >&2; }
+        sleep 1
+    done
+    # the new controller (transport tcp) and its namespace's node, once the scan made them
+    for i in $(seq 30); do
+        for c in /sys/class/nvme/nvme*; do
+            n=$(basename $c)
+            case " $(echo $before) " in *" $n "*) continue ;; esac
+            [ "$(cat $c/transport)" = tcp ] || continue
+            for b in /dev/${n}n*; do
+                if [ -b "$b" ]; then echo "/dev/ng${b#/dev/nvme}"; return 0; fi
+            done
+        done
+        sleep 1
+    done
+    ls -l /dev/ng* /dev/nvme* >&2
+    fail "no namespace node on the TCP controller to $1" >&2
+}
+
+# Disconnects the fabric controller of namespace node NG (/dev/ngXnY).
+fabric_disconnect() {
+    c=${1#/dev/ng}
+    nvme disconnect -d nvme${c%%n*} > /dev/null || fail "nvme disconnect nvme${c%%n*}"
+}

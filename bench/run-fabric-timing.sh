@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# bench/vm/fabric_timing.py: one drive local, over NVMe/TCP on the guest's loopback, and a
+# partner guest's drive over a QEMU stream netdev (docs/perf.md, "Over a fabric").
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/fabric-timing.sh" <<'GUEST'
+# vm: csd=on slm=64M alone partner=fabric-target.sh memory=2G timeout=900
+. /csd/tests/lib.sh
+fabric_modules
+i=0
+while [ ! -e /sys/class/net/eth0 ]; do i=$((i + 1)); [ $i -lt 100 ] || fail "no eth0"; usleep 100000; done
+ip addr add 10.99.0.2/24 dev eth0 && ip link set eth0 up
+fabric_export /dev/nvme0 127.0.0.1 1
+loop=$(fabric_connect 127.0.0.1 5 1 csd0001)
+remote=$(fabric_connect 10.99.0.1 180 2 csd0101)
+cd /csd/bench
+python3 fabric_timing.py local=$(nvm_ng):lo loopback=$loop:lo remote=$remote:eth0
+GUEST
+python3 "$top/tests/vm/csdvm.py" test --dir "$tmp" fabric-timing.sh
