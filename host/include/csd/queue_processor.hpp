@@ -1,0 +1,51 @@
+// queue_processor.hpp - serves NVMe queue pairs that live in shared memory (filled and rung
+// by another agent, such as a GPU kernel) onto a Device: host threads poll each SQ tail
+// doorbell, run every new entry through the Device's transport (the in-process device or a
+// real drive's passthrough), and post completions with the phase tag, as a controller does.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "csd/device.hpp"
+#include "csd/nvme_queue.hpp"
+
+namespace csd {
+
+class QueueProcessor {
+public:
+    // Serves `host` (the queue set as this process addresses it) with `pollers` threads,
+    // each owning queues q with q % pollers == its index. `agent_arena` is the arena's
+    // address as the submitter writes it into PRP1 (a GPU's view of mapped memory may
+    // differ from the host's). Starts polling at once; throws csd::Error on bad layouts.
+    QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers);
+    ~QueueProcessor();  // stops and joins the pollers
+    QueueProcessor(const QueueProcessor &) = delete;
+    QueueProcessor &operator=(const QueueProcessor &) = delete;
+
+    uint64_t commands() const { return commands_.load(); }  // entries completed so far
+    uint64_t errors() const { return errors_.load(); }      // of those, with a non-zero status
+
+    // Runs one submission queue entry against the device and returns its completion
+    // (status without the phase tag). Exposed so that the decoding can be tested alone.
+    Completion run(const NvmeSqe &e);
+
+private:
+    struct QueueState {
+        uint32_t sq_head = 0, cq_tail = 0;
+        uint16_t phase = 1;
+    };
+    void poll(int index, int pollers);
+    bool serve(uint32_t q, QueueState &s);
+
+    Device &dev_;
+    NvmeQueueSet set_;
+    uint64_t agent_arena_;
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> commands_{0}, errors_{0};
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace csd

@@ -1,0 +1,143 @@
+// queue_processor.cc - NVMe queue pairs in shared memory, served onto a Device by polling
+// host threads (the controller side of csd::gpu::GpuQueues).
+#include "csd/queue_processor.hpp"
+
+#include <immintrin.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+
+#include "csd/error.hpp"
+
+namespace csd {
+
+namespace {
+
+constexpr uint16_t kDnr = 0x4000;
+constexpr uint16_t kInvalidOpcode = 0x0001 | kDnr;
+constexpr uint16_t kInvalidField = 0x0002 | kDnr;
+constexpr uint16_t kDataTransferError = 0x0004 | kDnr;
+constexpr uint16_t kInternalError = 0x0006;
+
+}  // namespace
+
+QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers)
+    : dev_(dev), set_(host), agent_arena_(agent_arena)
+{
+    if (!set_.sq || !set_.cq || !set_.db || set_.queues == 0) throw Error("queue processor: no queues", EINVAL);
+    if (set_.depth < 2 || set_.depth > 65536) throw Error("queue processor: depth must be 2..65536", EINVAL);
+    if (set_.lba_size < 512 || (set_.lba_size & (set_.lba_size - 1))) {
+        throw Error("queue processor: the LBA size must be a power of two of at least 512", EINVAL);
+    }
+    if (pollers < 1) throw Error("queue processor: at least one poller", EINVAL);
+    if (static_cast<uint32_t>(pollers) > set_.queues) pollers = static_cast<int>(set_.queues);
+    for (int i = 0; i < pollers; i++) threads_.emplace_back([this, i, pollers] { poll(i, pollers); });
+}
+
+QueueProcessor::~QueueProcessor()
+{
+    stop_ = true;
+    for (auto &t : threads_) t.join();
+}
+
+Completion QueueProcessor::run(const NvmeSqe &e)
+{
+    const uint64_t nlb = (e.cdw12 & 0xFFFFu) + 1;
+    uint64_t len = 0;
+    switch (e.opcode) {
+    case 0x00:  // Flush
+    case 0x80:  // SLM Load
+    case 0x84:  // SLM Store
+    case 0x8C:  // Program Unload
+        break;
+    case 0x01:  // Write
+    case 0x02:  // Read
+        len = nlb * set_.lba_size;
+        break;
+    case 0x81:  // SLM Write
+    case 0x82:  // SLM Read
+        len = e.cdw12;
+        break;
+    case 0x85:  // Execute: CDW10 is the descriptor's length
+        len = e.cdw10;
+        break;
+    case 0x89:  // Program Load: CDW13 is the chunk's length
+        len = e.cdw13;
+        break;
+    case 0x8D:  // Compare and Write: expected LBAs, then new LBAs
+        len = 2 * nlb * set_.lba_size;
+        break;
+    default:
+        return Completion{kInvalidOpcode, 0};
+    }
+    if (len > dev_.transport().max_transfer()) return Completion{kInvalidField, 0};
+    Command c;
+    c.opcode = e.opcode;
+    c.nsid = e.nsid;
+    c.cdw2 = e.cdw2, c.cdw3 = e.cdw3;
+    c.cdw10 = e.cdw10, c.cdw11 = e.cdw11, c.cdw12 = e.cdw12, c.cdw13 = e.cdw13, c.cdw14 = e.cdw14, c.cdw15 = e.cdw15;
+    if (len) {
+        // the whole buffer inside the arena, checked without overflow
+        if (e.prp1 < agent_arena_ || e.prp1 - agent_arena_ > set_.arena_bytes ||
+            len > set_.arena_bytes - (e.prp1 - agent_arena_)) {
+            return Completion{kDataTransferError, 0};
+        }
+        c.data = set_.arena + (e.prp1 - agent_arena_);
+        c.data_len = static_cast<uint32_t>(len);
+    }
+    try {
+        return dev_.transport().submit(c);
+    } catch (const Error &) {
+        return Completion{kInternalError, 0};
+    }
+}
+
+bool QueueProcessor::serve(uint32_t q, QueueState &s)
+{
+    const uint32_t tail = set_.db[q].sq_tail;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (tail >= set_.depth) return false;  // an invalid doorbell value: ignored, as a controller would
+    bool worked = false;
+    while (s.sq_head != tail && !stop_.load(std::memory_order_relaxed)) {
+        if ((s.cq_tail + 1) % set_.depth == set_.db[q].cq_head) break;  // the CQ is full: wait for the consumer
+        NvmeSqe e;
+        std::memcpy(&e, const_cast<const NvmeSqe *>(&set_.sq[uint64_t(q) * set_.depth + s.sq_head]), sizeof e);
+        s.sq_head = (s.sq_head + 1) % set_.depth;
+        const Completion c = run(e);
+        NvmeCqe *out = &set_.cq[uint64_t(q) * set_.depth + s.cq_tail];
+        out->dw0 = c.dw0();
+        out->dw1 = c.dw1();
+        out->sq_head = static_cast<uint16_t>(s.sq_head);
+        out->sq_id = static_cast<uint16_t>(q);
+        // the word holding the command ID and the phase tag last, in one store, so that a
+        // reader that sees the new phase sees the whole entry
+        const uint32_t last = uint32_t(e.cid) | uint32_t(uint16_t(c.status << 1 | s.phase)) << 16;
+        __atomic_store_n(reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(out) + offsetof(NvmeCqe, cid)), last,
+                         __ATOMIC_RELEASE);
+        if (++s.cq_tail == set_.depth) s.cq_tail = 0, s.phase ^= 1;
+        commands_.fetch_add(1, std::memory_order_relaxed);
+        if (c.status) errors_.fetch_add(1, std::memory_order_relaxed);
+        worked = true;
+    }
+    return worked;
+}
+
+void QueueProcessor::poll(int index, int pollers)
+{
+    std::vector<QueueState> state(set_.queues);
+    unsigned idle = 0;
+    while (!stop_.load(std::memory_order_relaxed)) {
+        bool worked = false;
+        for (uint32_t q = index; q < set_.queues; q += pollers) worked |= serve(q, state[q]);
+        if (worked) {
+            idle = 0;
+        } else if (++idle < 4096) {
+            _mm_pause();
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));  // nothing for a while: stop spinning
+        }
+    }
+}
+
+}  // namespace csd

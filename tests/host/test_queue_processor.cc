@@ -1,0 +1,243 @@
+// csd::QueueProcessor on the in-process device: this test plays the submitting agent (the
+// part a GPU kernel plays for csd::gpu::GpuQueues), writing NVMe entries into queue memory,
+// ringing the SQ tail doorbell and reading completions by their phase tag.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "csd/queue_processor.hpp"
+
+using namespace csd;
+
+namespace {
+
+std::string g_path;
+
+// Queue memory in this process and the submitter's view of it.
+class Queues {
+public:
+    Queues(uint32_t queues, uint32_t depth, uint64_t arena_bytes, uint32_t lba_size)
+        : sq_(size_t(queues) * depth), cq_(size_t(queues) * depth), db_(queues), arena_(arena_bytes),
+          state_(queues)
+    {
+        set.sq = sq_.data(), set.cq = cq_.data(), set.db = db_.data();
+        set.arena = arena_.data(), set.arena_bytes = arena_bytes;
+        set.queues = queues, set.depth = depth, set.lba_size = lba_size;
+        std::memset(cq_.data(), 0, cq_.size() * sizeof(NvmeCqe));
+        for (auto &d : db_) d.sq_tail = 0, d.cq_head = 0;
+    }
+    // Places an entry at queue q's tail (cid = its slot) without ringing.
+    uint16_t put(uint32_t q, NvmeSqe e)
+    {
+        auto &s = state_[q];
+        e.cid = static_cast<uint16_t>(s.tail);
+        sq_[size_t(q) * set.depth + s.tail] = e;
+        s.tail = (s.tail + 1) % set.depth;
+        return e.cid;
+    }
+    void ring(uint32_t q)
+    {
+        std::atomic_thread_fence(std::memory_order_release);
+        db_[q].sq_tail = state_[q].tail;
+    }
+    // The next completion of queue q (waits up to 5 s); consumes it but rings the CQ head
+    // doorbell only when ring_head is true.
+    NvmeCqe next(uint32_t q, bool ring_head = true)
+    {
+        auto &s = state_[q];
+        const volatile NvmeCqe *c = &cq_[size_t(q) * set.depth + s.head];
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while ((c->status_phase & 1) != s.phase) {
+            if (std::chrono::steady_clock::now() > end) throw std::runtime_error("no completion within 5 s");
+            std::this_thread::yield();
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        NvmeCqe out;
+        std::memcpy(&out, const_cast<const NvmeCqe *>(c), sizeof out);
+        if (++s.head == set.depth) s.head = 0, s.phase ^= 1;
+        if (ring_head) db_[q].cq_head = s.head;
+        return out;
+    }
+    void ring_head(uint32_t q) { db_[q].cq_head = state_[q].head; }
+    const NvmeCqe &cq_entry(uint32_t q, uint32_t i) const { return cq_[size_t(q) * set.depth + i]; }
+    uint8_t *arena() { return arena_.data(); }
+    NvmeQueueSet set;
+
+private:
+    struct State {
+        uint32_t tail = 0, head = 0;
+        uint16_t phase = 1;
+    };
+    std::vector<NvmeSqe> sq_;
+    std::vector<NvmeCqe> cq_;
+    std::vector<NvmeDoorbells> db_;
+    std::vector<uint8_t> arena_;
+    std::vector<State> state_;
+};
+
+NvmeSqe read_sqe(uint64_t slba, uint32_t nlb, uint64_t prp1)
+{
+    NvmeSqe e{};
+    e.opcode = 0x02;
+    e.nsid = 1;
+    e.prp1 = prp1;
+    e.cdw10 = static_cast<uint32_t>(slba), e.cdw11 = static_cast<uint32_t>(slba >> 32);
+    e.cdw12 = nlb - 1;
+    return e;
+}
+
+uint16_t status(const NvmeCqe &c) { return c.status_phase >> 1; }
+
+class QueueProcessorTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dev = Device::open(g_path);
+        lba = dev->ns().lba_size;
+    }
+    std::unique_ptr<Device> dev;
+    uint32_t lba = 512;
+};
+
+}  // namespace
+
+TEST_F(QueueProcessorTest, ReadsLandInTheArenaAcrossQueueWraps)
+{
+    // 64 records of 8 LBAs with known bytes, gathered in a scattered order through 3 queues
+    // of depth 8 (at most 7 outstanding), so every queue wraps and flips its phase several times.
+    const uint32_t nlb = 8, rec = nlb * lba, n = 64;
+    std::vector<uint8_t> data(size_t(n) * rec);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 131 + i / 4093);
+    dev->write_lbas(1000, uint64_t(n) * nlb, data.data());
+    Queues qs(3, 8, uint64_t(n) * rec, lba);
+    const uint64_t agent_base = 0x7f0000000000ull;  // the submitter's own address of the arena
+    QueueProcessor proc(*dev, qs.set, agent_base, 2);
+    std::vector<uint32_t> order(n);
+    for (uint32_t i = 0; i < n; i++) order[i] = (i * 37) % n;  // a permutation
+    for (uint32_t done = 0; done < n;) {
+        const uint32_t batch = std::min<uint32_t>(7 * 3, n - done);
+        std::vector<std::vector<uint16_t>> cids(3);
+        for (uint32_t k = 0; k < batch; k++) {
+            const uint32_t i = done + k, r = order[i], q = k % 3;
+            cids[q].push_back(qs.put(q, read_sqe(1000 + uint64_t(r) * nlb, nlb, agent_base + uint64_t(i) * rec)));
+        }
+        for (uint32_t q = 0; q < 3; q++) qs.ring(q);
+        for (uint32_t q = 0; q < 3; q++) {
+            for (uint16_t cid : cids[q]) {
+                const NvmeCqe c = qs.next(q);
+                EXPECT_EQ(status(c), 0);
+                EXPECT_EQ(c.cid, cid);
+                EXPECT_EQ(c.sq_id, q);
+                EXPECT_EQ(c.sq_head, (cid + 1) % 8);
+            }
+        }
+        done += batch;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        ASSERT_EQ(std::memcmp(qs.arena() + size_t(i) * rec, data.data() + size_t(order[i]) * rec, rec), 0)
+            << "record " << i;
+    }
+    EXPECT_EQ(proc.commands(), n);
+    EXPECT_EQ(proc.errors(), 0u);
+}
+
+TEST_F(QueueProcessorTest, SlmWriteThenReadThroughTheQueues)
+{
+    Queues qs(1, 4, 8192, lba);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1);
+    for (int i = 0; i < 4096; i++) qs.arena()[i] = static_cast<uint8_t>(i ^ 0x5a);
+    NvmeSqe w{};
+    w.opcode = 0x81, w.nsid = 1, w.prp1 = 0x1000, w.cdw10 = 65536, w.cdw12 = 4096;
+    NvmeSqe r = w;
+    r.opcode = 0x82, r.prp1 = 0x1000 + 4096;
+    qs.put(0, w);
+    qs.ring(0);
+    EXPECT_EQ(status(qs.next(0)), 0);
+    qs.put(0, r);
+    qs.ring(0);
+    EXPECT_EQ(status(qs.next(0)), 0);
+    EXPECT_EQ(std::memcmp(qs.arena(), qs.arena() + 4096, 4096), 0);
+    std::vector<uint8_t> back(4096);
+    dev->slm_read(65536, back.data(), back.size());  // and the SLM itself holds them
+    EXPECT_EQ(std::memcmp(back.data(), qs.arena(), 4096), 0);
+}
+
+TEST_F(QueueProcessorTest, BadEntriesCompleteWithAnErrorAndTheQueueGoesOn)
+{
+    const uint64_t base = 0x10000;
+    Queues qs(1, 16, 4 * 4096, lba);
+    QueueProcessor proc(*dev, qs.set, base, 1);
+    NvmeSqe bad_op{};
+    bad_op.opcode = 0x7E, bad_op.nsid = 1;
+    const uint32_t nlb = 4096 / lba;
+    qs.put(0, bad_op);
+    qs.put(0, read_sqe(0, nlb, base - 512));                    // PRP below the arena
+    qs.put(0, read_sqe(0, nlb, base + 4 * 4096 - 512));         // runs past its end
+    qs.put(0, read_sqe(0, nlb, ~0ull - 100));                   // PRP + length overflows
+    qs.put(0, read_sqe(0, 65536, base));                        // more than the transfer limit
+    qs.put(0, read_sqe(dev->ns().lba_count, 1, base));          // LBAs past the namespace
+    qs.put(0, read_sqe(0, nlb, base));                          // and a good one after them all
+    qs.ring(0);
+    EXPECT_EQ(status(qs.next(0)), 0x4001);  // Invalid Opcode, DNR
+    EXPECT_EQ(status(qs.next(0)), 0x4004);  // Data Transfer Error, DNR
+    EXPECT_EQ(status(qs.next(0)), 0x4004);
+    EXPECT_EQ(status(qs.next(0)), 0x4004);
+    EXPECT_EQ(status(qs.next(0)), 0x4002);  // Invalid Field, DNR
+    EXPECT_EQ(status(qs.next(0)) & 0x7FF, 0x80);  // LBA Out of Range, from the device
+    EXPECT_EQ(status(qs.next(0)), 0);
+    EXPECT_EQ(proc.errors(), 6u);
+}
+
+TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
+{
+    // depth 4: three completions fill the CQ until its head doorbell moves; a fourth
+    // command must not overwrite the first, unconsumed entry.
+    Queues qs(1, 4, 4096, lba);
+    QueueProcessor proc(*dev, qs.set, 0, 1);
+    const uint32_t nlb = 1;
+    for (int i = 0; i < 3; i++) qs.put(0, read_sqe(i, nlb, 0));
+    qs.ring(0);
+    for (int i = 0; i < 3; i++) EXPECT_EQ(status(qs.next(0, /*ring_head=*/false)), 0);
+    const NvmeCqe first = qs.cq_entry(0, 0);
+    qs.put(0, read_sqe(3, nlb, 0));
+    qs.ring(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(std::memcmp(&qs.cq_entry(0, 0), &first, sizeof first), 0) << "an unconsumed completion was overwritten";
+    EXPECT_EQ(proc.commands(), 3u);
+    qs.ring_head(0);
+    const NvmeCqe c = qs.next(0);
+    EXPECT_EQ(status(c), 0);
+    EXPECT_EQ(c.cid, 3);
+    EXPECT_EQ(proc.commands(), 4u);
+}
+
+TEST_F(QueueProcessorTest, RefusesBadLayouts)
+{
+    Queues qs(1, 4, 4096, lba);
+    NvmeQueueSet s = qs.set;
+    s.depth = 1;
+    EXPECT_THROW(QueueProcessor(*dev, s, 0, 1), Error);
+    s = qs.set;
+    s.lba_size = 1000;
+    EXPECT_THROW(QueueProcessor(*dev, s, 0, 1), Error);
+    EXPECT_THROW(QueueProcessor(*dev, qs.set, 0, 0), Error);
+}
+
+int main(int argc, char **argv)
+{
+    ::testing::InitGoogleTest(&argc, argv);
+    char name[] = "/tmp/csd-queues-XXXXXX";
+    const int fd = mkstemp(name);
+    close(fd);
+    unlink(name);
+    g_path = std::string("emu:") + name + "?size=64M&slm=16M";
+    const int rc = RUN_ALL_TESTS();
+    unlink(name);
+    return rc;
+}
