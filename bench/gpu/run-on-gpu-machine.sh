@@ -26,6 +26,10 @@ cd "$top"
     echo "== the same with cuFile in forced compatibility mode"
     CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | grep -E "cuFile|path|PASSED|FAILED"
     [ -f cufile.log ] && tail -n 15 cufile.log
+    echo "== GPU-initiated commands (GpuQueues): the gather checked, also under compute-sanitizer"
+    build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
+    timeout 120 build/gpu-host/bench/gpu/gpu_gather check
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_gather check 2>&1 | tail -3
 } 2>&1 | tee "$out/gpu-tests.log"
 {
     echo "== gpu_bench (chunk 8 MiB, 4 buffers, 8 readers)"
@@ -34,9 +38,15 @@ cd "$top"
     build/gpu-host/bench/gpu/gpu_bench 1024 16 4 12
     echo "== gpu_bench with cuFile forced into compatibility mode"
     CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/bench/gpu/gpu_bench 256 8 4 8
+    echo "== GPU-initiated gather against host-issued (65536 random 4 KiB records)"
+    timeout 300 build/gpu-host/bench/gpu/gpu_gather bench 65536 8
 } 2>&1 | tee "$out/gpu-bench.log"
 {
     echo "== Python"
     python3 -m pip install -q --no-build-isolation ./python 2>&1 | tail -5
-    cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15
+    (cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15)
+    echo "== what a user would otherwise write, against the drive's paths"
+    python3 bench/gpu/landing_vs_torch.py 2>&1 | tail -30
+    echo "== GPU idle per training step, with and without prefetch"
+    python3 bench/gpu/prefetch_training.py 24 2
 } 2>&1 | tee "$out/gpu-python.log"

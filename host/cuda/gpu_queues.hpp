@@ -1,0 +1,40 @@
+// gpu_queues.hpp - GPU-initiated NVMe commands (BaM-style): queue pairs and a data arena in
+// pinned host memory mapped into the GPU, filled and rung by CUDA kernels
+// (gpu_queues.cuh), served by host threads onto a Device (csd::QueueProcessor): the
+// in-process device, or a real drive's passthrough. Completions land where the kernel
+// polls them; data lands in the arena, which the kernel reads over PCIe into GPU memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "csd/device.hpp"
+#include "csd/nvme_queue.hpp"
+#include "csd/queue_processor.hpp"
+
+namespace csd::gpu {
+
+class GpuQueues {
+public:
+    // queues queue pairs of depth entries (at least 33: a warp submits 32 at a time) and an
+    // arena of arena_bytes, served by pollers host threads. Throws csd::Error on CUDA errors.
+    GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t arena_bytes, int pollers);
+    ~GpuQueues();
+    GpuQueues(const GpuQueues &) = delete;
+    GpuQueues &operator=(const GpuQueues &) = delete;
+
+    // The queue set as kernels address it (pass it by value to a kernel).
+    const NvmeQueueSet &device_view() const { return gpu_; }
+    // The arena as host code addresses it.
+    uint8_t *host_arena() const { return host_.arena; }
+    uint64_t commands() const { return proc_->commands(); }  // completed so far
+    uint64_t errors() const { return proc_->errors(); }
+
+private:
+    NvmeQueueSet host_, gpu_;
+    void *mem_ = nullptr, *arena_ = nullptr;
+    std::unique_ptr<QueueProcessor> proc_;
+};
+
+}  // namespace csd::gpu
