@@ -15,6 +15,7 @@ ip addr add 10.99.0.2/24 dev eth0 && ip link set eth0 up
 fabric_export /dev/nvme0 127.0.0.1 1
 loop=$(fabric_connect 127.0.0.1 5 1 csd0001)
 remote=$(fabric_connect 10.99.0.1 180 2 csd0101)
+echo "round trip to the partner guest: $(ping -c 5 -q 10.99.0.1 | tail -1)"
 cd /csd/bench
 python3 fabric_timing.py local=$(nvm_ng):lo loopback=$loop:lo remote=$remote:eth0
 GUEST

@@ -19,19 +19,19 @@ def net_bytes(iface):
 
 
 def measured(ds, iface, fn):
-    """(bytes over the bus, bytes over the network) of one call of fn."""
-    _, t0, f0 = ds.bus()
+    """(bytes over the bus, bytes over the network, NVMe commands) of one call of fn."""
+    c0, t0, f0 = ds.bus()
     n0 = net_bytes(iface)
     fn()
     n1 = net_bytes(iface)
-    _, t1, f1 = ds.bus()
-    return (t1 - t0) + (f1 - f0), n1 - n0
+    c1, t1, f1 = ds.bus()
+    return (t1 - t0) + (f1 - f0), n1 - n0, c1 - c0
 
 
 def main():
     print("| drive | filter in drive | reduce in drive | filter: get + numpy | reduce: get + numpy |"
-          " bus bytes: filter, reduce / get | network bytes: filter, reduce / get |")
-    print("|---|---|---|---|---|---|---|")
+          " commands: filter, reduce / get | bus bytes: filter, reduce / get | network bytes: filter, reduce / get |")
+    print("|---|---|---|---|---|---|---|---|")
     for arg in sys.argv[1:]:
         label, _, rest = arg.partition("=")
         node, _, iface = rest.partition(":")
@@ -43,7 +43,8 @@ def main():
             net = (f"{m['filter'][1]:,} B, {m['reduce'][1]:,} B / {m['reduce_host'][1]:,} B" if label != "local"
                    else "none")
             print(f"| {label} | {t['filter'] * 1e3:.0f} ms | {t['reduce'] * 1e3:.0f} ms | {t['filter_host'] * 1e3:.0f} ms |"
-                  f" {t['reduce_host'] * 1e3:.0f} ms | {m['filter'][0]:,} B, {m['reduce'][0]:,} B / {m['reduce_host'][0]:,} B"
+                  f" {t['reduce_host'] * 1e3:.0f} ms | {m['filter'][2]}, {m['reduce'][2]} / {m['reduce_host'][2]}"
+                  f" | {m['filter'][0]:,} B, {m['reduce'][0]:,} B / {m['reduce_host'][0]:,} B"
                   f" | {net} |", flush=True)
 
 

@@ -28,3 +28,9 @@ python3 -c "import numpy as np; c = np.load('c.npy'); assert c.shape == (50, 4) 
     || fail "the gemm's C is not 2*3*8 everywhere"
 csdctl --drives $drives ls | tail -1 | grep -q "^4 objects on 3 drives" || fail "csdctl --drives ls"
 echo "csdctl --drives: put striped/replicated, reduce sum/argmax, gemm, ls: ok"
+# last, as it takes a drive away: the second drive's PCI function is removed while reductions
+# over the set run; the answers before are right and the failure names the drive
+victim=$(echo "$drives" | cut -d, -f2)
+c=${victim#/dev/ng}; ctrl=nvme${c%%n*}
+python3 /csd/tests/drive_set_failure.py "$drives" 1 /sys/class/nvme/$ctrl/device/remove \
+    || fail "a drive removed mid-operation"
