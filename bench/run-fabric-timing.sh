@@ -9,9 +9,7 @@ cat > "$tmp/fabric-timing.sh" <<'GUEST'
 # vm: csd=on slm=64M alone partner=fabric-target.sh memory=2G timeout=900
 . /csd/tests/lib.sh
 fabric_modules
-i=0
-while [ ! -e /sys/class/net/eth0 ]; do i=$((i + 1)); [ $i -lt 100 ] || fail "no eth0"; usleep 100000; done
-ip addr add 10.99.0.2/24 dev eth0 && ip link set eth0 up
+fabric_link 10.99.0.2
 fabric_export /dev/nvme0 127.0.0.1 1
 loop=$(fabric_connect 127.0.0.1 5 1 csd0001)
 remote=$(fabric_connect 10.99.0.1 180 2 csd0101)

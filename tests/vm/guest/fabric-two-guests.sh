@@ -6,12 +6,7 @@
 # vm: csd=on slm=64M alone partner=fabric-target.sh timeout=600
 . /csd/tests/lib.sh
 fabric_modules
-i=0
-while [ ! -e /sys/class/net/eth0 ]; do
-    i=$((i + 1)); [ $i -lt 100 ] || fail "no eth0 (virtio-net)"; usleep 100000
-done
-ip addr add 10.99.0.2/24 dev eth0 || fail "address on eth0"
-ip link set eth0 up || fail "eth0 up"
+fabric_link 10.99.0.2
 ng=$(fabric_connect 10.99.0.1 180 2 csd0101)
 fab=${ng#/dev/ng}; fab=nvme${fab%%n*}
 serial=$(tr -d " " < /sys/class/nvme/$fab/serial)

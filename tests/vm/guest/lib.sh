@@ -43,6 +43,16 @@ fabric_modules() {
     ip link set lo up || fail "loopback up"
 }
 
+# Brings up eth0 (virtio-net linked to a partner guest by the harness) with address ADDR/24.
+fabric_link() {
+    i=0
+    while [ ! -e /sys/class/net/eth0 ]; do
+        i=$((i + 1)); [ $i -lt 100 ] || fail "no eth0 (virtio-net)"; usleep 100000
+    done
+    ip addr add "$1/24" dev eth0 || fail "address on eth0"
+    ip link set eth0 up || fail "eth0 up"
+}
+
 # The subsystem NQN under which fabric_export serves a drive of serial number SERIAL.
 fabric_nqn() { echo "nqn.2026-11.io.nvme-csd:$1"; }
 
