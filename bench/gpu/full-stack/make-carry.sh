@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Packs what the full-stack peer-to-peer run needs on the GPU machine (which has no QEMU and
+# cannot install packages) into build/gpu-stack.tar.xz, small enough to travel with the
+# checkout: the project's QEMU (stripped) with the shared libraries it needs beyond glibc
+# and libstdc++, its firmware, the guest kernel, and a minimal initramfs holding static
+# busybox, csd.ko, virtio_blk.ko and the static guest program (p2p_guest.c).
+# Needs 'make qemu image kmod' first.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+out="$top/build/gpu-stack"
+rm -rf "$out" && mkdir -p "$out/lib" "$out/share" "$out/initramfs"
+for need in "$top/build/qemu/qemu-system-x86_64" "$top/build/images/vmlinuz" "$top/build/kmod/csd.ko"; do
+    [ -f "$need" ] || { echo "make-carry: $need is missing (make qemu image kmod)"; exit 1; }
+done
+strip --strip-unneeded -o "$out/qemu-system-x86_64" "$top/build/qemu/qemu-system-x86_64"
+ldd "$top/build/qemu/qemu-system-x86_64" | awk '/=>/ {print $3}' |
+    grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so' | while read -r lib; do
+    cp -L "$lib" "$out/lib/"
+done
+cp "$top/build/share/qemu/"{qboot.rom,linuxboot_dma.bin,kvmvapic.bin} "$out/share/"
+cp "$top/build/images/vmlinuz" "$out/"
+
+# the guest: static busybox, the modules, the program, and an /init that runs it
+root="$out/initramfs"
+mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+cp /usr/bin/busybox "$root/bin/busybox"   # Debian's busybox is statically linked
+for a in sh mount insmod cat basename sleep poweroff echo ls usleep; do ln -s busybox "$root/bin/$a"; done
+krel=$(cat "$top/build/images/kernel-release")
+xz -dc "$top/build/images/kernel-root/lib/modules/$krel/kernel/drivers/block/virtio_blk.ko.xz" > "$root/virtio_blk.ko"
+cp "$top/build/kmod/csd.ko" "$root/csd.ko"
+gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/p2p_guest.c" -o "$root/p2p_guest"
+cat > "$root/init" <<'INIT'
+#!/bin/sh
+# STACK_LEN and STACK_ROUNDS come from the kernel command line.
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+insmod /virtio_blk.ko
+peer=""
+for d in /sys/bus/pci/devices/*; do
+    [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ] && peer=$(basename $d)
+done
+echo "@@STACK peer $peer"
+insmod /csd.ko p2p_peer=$peer p2p_bar=2 || echo "@@STACK FAIL insmod csd.ko"
+i=0
+while { [ ! -e /dev/csd0 ] || [ ! -b /dev/vda ]; } && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
+/p2p_guest /dev/csd0 "$STACK_LEN" "$STACK_ROUNDS" /dev/vda
+echo "@@STACK END"
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . -print0 | sort -z | cpio --null -o -H newc --quiet --owner 0:0) | gzip -9 > "$out/initramfs.cpio.gz"
+rm -rf "$root"
+tar -C "$top/build" -cJf "$top/build/gpu-stack.tar.xz" gpu-stack
+echo "make-carry: build/gpu-stack.tar.xz $(du -h "$top/build/gpu-stack.tar.xz" | cut -f1)"
