@@ -2,7 +2,7 @@
 # Runs QEMU's generic-fuzz from build/qemu-fuzz-carry.tar.xz (pack-qemu-fuzz.sh) on JOBS
 # workers for SECONDS, with the setup of run-qemu-fuzz.sh (qemu-fuzz-env.sh), on a machine
 # without a QEMU build. Prints the executions done; findings and the inputs the run added
-# go to $OUT (default build/qemu-fuzz-out) to be brought back.
+# (new-corpus.tar.xz) go to $OUT (default build/qemu-fuzz-out) to be brought back.
 # Usage: tests/fuzz/run-qemu-fuzz-carried.sh [SECONDS] [JOBS]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +26,8 @@ ls "$c/corpus" > "$tmp/before"
 rc=$?
 execs=$(cat "$tmp"/fuzz-*.log | awk '/^stat::number_of_executed_units/ {n += $2} END {print n + 0}')
 crashes=$(cat "$tmp"/fuzz-*.log | grep -c -E "ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal")
-ls "$c/corpus" | sort | comm -13 <(sort "$tmp/before") - | while read -r f; do cp "$c/corpus/$f" "$out/new-corpus-$f"; done
-echo "qemu-fuzz (carried): $execs executions in $secs s on $jobs workers, exit $rc, $crashes sanitizer or signal reports"
+ls "$c/corpus" | sort | comm -13 <(sort "$tmp/before") - > "$tmp/added"
+tar -C "$c/corpus" -cJf "$out/new-corpus.tar.xz" -T "$tmp/added"  # unpack into build/fuzz/qemu-generic/corpus
+echo "qemu-fuzz (carried): $execs executions in $secs s on $jobs workers, exit $rc, $crashes sanitizer or signal reports, $(wc -l < "$tmp/added") inputs added"
 cat "$tmp"/fuzz-*.log | grep -E "ERROR|runtime error|deadly|SUMMARY" | head -20
 ls "$out/findings" | grep -v "^slow-unit" | head
