@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The host-only build on a machine with an NVIDIA GPU (no QEMU, libnvme or liburing
 # needed: the in-process device), then the GPU tests (also under compute-sanitizer), the
-# bandwidth benchmark and the Python GPU tests. Writes logs to $OUT (default build/gpu-out).
+# bandwidth benchmark and the Python GPU tests, the GPU-initiated gather, the prefetching
+# loader, and (with build/gpu-stack.tar.xz carried) the whole stack under QEMU with csd.ko's
+# peer-to-peer path. Writes logs to $OUT (default build/gpu-out).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$top/build/gpu-out}
@@ -48,5 +50,14 @@ cd "$top"
     echo "== what a user would otherwise write, against the drive's paths"
     python3 bench/gpu/landing_vs_torch.py 2>&1 | tail -30
     echo "== GPU idle per training step, with and without prefetch"
-    python3 bench/gpu/prefetch_training.py 24 2
+    python3 bench/gpu/prefetch_training.py 24 2 4096
+    python3 bench/gpu/prefetch_training.py 24 2 512 | tail -2
 } 2>&1 | tee "$out/gpu-python.log"
+{
+    echo "== the whole stack: QEMU (TCG) + csd.ko peer-to-peer into a CUDA-registered ivshmem BAR"
+    if [ -f build/gpu-stack.tar.xz ]; then
+        bash bench/gpu/full-stack/run.sh 64 4 | grep -v "guest|"
+    else
+        echo "skipped: build/gpu-stack.tar.xz not carried (bench/gpu/full-stack/make-carry.sh here, then carry it)"
+    fi
+} 2>&1 | tee "$out/gpu-full-stack.log"

@@ -19,12 +19,21 @@ FIRMWARE="$c/share"
 . "$here/qemu-fuzz-env.sh"
 mkdir -p "$out/findings" "$c/new"
 ls "$c/corpus" > "$tmp/before"
+# the workers get SIGINT (libFuzzer then prints its final statistics) if they outlive SECS + 30 s
 (cd "$tmp" && LD_LIBRARY_PATH="$c/lib" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    timeout -s INT -k 20 $((secs + 30)) \
     "$c/qemu-fuzz-x86_64" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
     "${QEMU_FUZZ_OPTS[@]}" -artifact_prefix="$out/findings/" "$c/corpus" "$here/regressions/qemu-generic" \
     > "$tmp/run.log" 2>&1)
 rc=$?
-execs=$(cat "$tmp"/fuzz-*.log | awk '/^stat::number_of_executed_units/ {n += $2} END {print n + 0}')
+pkill -INT -f "$c/qemu-fuzz-x86_64" 2>/dev/null; sleep 2
+# per worker: its final count, else the last "#N" progress line it printed
+execs=0
+for l in "$tmp"/fuzz-*.log; do
+    n=$(awk '/^stat::number_of_executed_units/ {s = $2} END {print s + 0}' "$l")
+    [ "$n" -gt 0 ] || n=$(grep -o '^#[0-9]*' "$l" | tail -1 | tr -d '#')
+    execs=$((execs + ${n:-0}))
+done
 crashes=$(cat "$tmp"/fuzz-*.log | grep -c -E "ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal")
 ls "$c/corpus" | sort | comm -13 <(sort "$tmp/before") - > "$tmp/added"
 tar -C "$c/corpus" -cJf "$out/new-corpus.tar.xz" -T "$tmp/added"  # unpack into build/fuzz/qemu-generic/corpus
