@@ -56,14 +56,15 @@ void fill_namespace(Device &dev, uint64_t records)
     }
 }
 
-// Differences between the gathered bytes (host copy of the GPU buffer) and the records.
-uint64_t differences(const std::vector<uint64_t> &ids, const uint8_t *got)
+// Records in the GPU buffer d_dst that differ from records ids (copied back and compared).
+uint64_t differences(const std::vector<uint64_t> &ids, const uint8_t *d_dst)
 {
-    std::vector<uint8_t> want(kRecord);
+    std::vector<uint8_t> got(ids.size() * kRecord), want(kRecord);
+    check(cudaMemcpy(got.data(), d_dst, got.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
     uint64_t bad = 0;
     for (size_t i = 0; i < ids.size(); i++) {
         fill_record(ids[i], want.data());
-        bad += std::memcmp(want.data(), got + i * kRecord, kRecord) != 0;
+        bad += std::memcmp(want.data(), got.data() + i * kRecord, kRecord) != 0;
     }
     return bad;
 }
@@ -94,11 +95,7 @@ Run gpu_issued(Device &dev, const std::vector<uint64_t> &ids, uint32_t queues, i
     check(cudaMemcpy(&errs, d_err, sizeof errs, cudaMemcpyDeviceToHost), "cudaMemcpy");
     run.errors = errs;
     cudaFree(d_err);
-    if (verify) {
-        std::vector<uint8_t> back(ids.size() * kRecord);
-        check(cudaMemcpy(back.data(), d_dst, back.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        run.wrong = differences(ids, back.data());
-    }
+    if (verify) run.wrong = differences(ids, d_dst);
     return run;
 }
 
@@ -121,11 +118,7 @@ Run host_issued(Device &dev, const std::vector<uint64_t> &ids, int threads, uint
     check(cudaMemcpy(d_dst, pinned, ids.size() * kRecord, cudaMemcpyHostToDevice), "cudaMemcpy");
     Run run;
     run.seconds = std::chrono::duration<double>(clk::now() - t0).count();
-    if (verify) {
-        std::vector<uint8_t> back(ids.size() * kRecord);
-        check(cudaMemcpy(back.data(), d_dst, back.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        run.wrong = differences(ids, back.data());
-    }
+    if (verify) run.wrong = differences(ids, d_dst);
     return run;
 }
 

@@ -29,12 +29,12 @@ def median_time(fn):
     return statistics.median(times)
 
 
-def bus_bytes(ds, fn):
-    """Bytes fn moved between the host and the drives of ds, both ways (one call)."""
-    _, t0, f0 = ds.bus()
+def bus_moved(ds, fn):
+    """(NVMe commands, bytes both ways) between the host and the drives of ds in one call of fn."""
+    c0, t0, f0 = ds.bus()
     fn()
-    _, t1, f1 = ds.bus()
-    return (t1 - t0) + (f1 - f0)
+    c1, t1, f1 = ds.bus()
+    return c1 - c0, (t1 - t0) + (f1 - f0)
 
 
 def operations(ds):
@@ -69,7 +69,7 @@ def main():
             prepare(ds)
             ops = operations(ds)
             t = {k: median_time(fn) for k, fn in ops.items()}
-            b = {k: bus_bytes(ds, fn) for k, fn in ops.items()}
+            b = {k: bus_moved(ds, fn)[1] for k, fn in ops.items()}
             print(f"| {n} | {t['filter'] * 1e3:.0f} ms | {t['reduce'] * 1e3:.0f} ms | {t['filter_host'] * 1e3:.0f} ms |"
                   f" {t['reduce_host'] * 1e3:.0f} ms | {b['filter']:,} B, {b['reduce']:,} B / {b['reduce_host']:,} B |",
                   flush=True)

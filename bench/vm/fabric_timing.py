@@ -7,7 +7,7 @@ Run by bench/run-fabric-timing.sh."""
 import sys
 
 import nvme_csd
-from drive_scaling import median_time, operations, prepare
+from drive_scaling import bus_moved, median_time, operations, prepare
 
 
 def net_bytes(iface):
@@ -20,12 +20,9 @@ def net_bytes(iface):
 
 def measured(ds, iface, fn):
     """(bytes over the bus, bytes over the network, NVMe commands) of one call of fn."""
-    c0, t0, f0 = ds.bus()
     n0 = net_bytes(iface)
-    fn()
-    n1 = net_bytes(iface)
-    c1, t1, f1 = ds.bus()
-    return (t1 - t0) + (f1 - f0), n1 - n0, c1 - c0
+    commands, bus = bus_moved(ds, fn)
+    return bus, net_bytes(iface) - n0, commands
 
 
 def main():

@@ -9,16 +9,16 @@
 #include <cstring>
 
 #include "csd/error.hpp"
+#include "csd_spec.h"
 
 namespace csd {
 
 namespace {
 
-constexpr uint16_t kDnr = 0x4000;
-constexpr uint16_t kInvalidOpcode = 0x0001 | kDnr;
-constexpr uint16_t kInvalidField = 0x0002 | kDnr;
-constexpr uint16_t kDataTransferError = 0x0004 | kDnr;
-constexpr uint16_t kInternalError = 0x0006;
+constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+constexpr uint16_t kDataTransferError = CSD_STATUS_DATA_TRANSFER_ERROR | CSD_STATUS_DNR;
+constexpr uint16_t kInternalError = CSD_STATUS_INTERNAL_ERROR;
 
 }  // namespace
 
@@ -46,26 +46,26 @@ Completion QueueProcessor::run(const NvmeSqe &e)
     const uint64_t nlb = (e.cdw12 & 0xFFFFu) + 1;
     uint64_t len = 0;
     switch (e.opcode) {
-    case 0x00:  // Flush
-    case 0x80:  // SLM Load
-    case 0x84:  // SLM Store
-    case 0x8C:  // Program Unload
+    case 0x00:  // NVM Flush
+    case CSD_OPC_SLM_LOAD:
+    case CSD_OPC_SLM_STORE:
+    case CSD_OPC_PROGRAM_UNLOAD:
         break;
-    case 0x01:  // Write
-    case 0x02:  // Read
+    case 0x01:  // NVM Write
+    case 0x02:  // NVM Read
         len = nlb * set_.lba_size;
         break;
-    case 0x81:  // SLM Write
-    case 0x82:  // SLM Read
+    case CSD_OPC_SLM_WRITE:
+    case CSD_OPC_SLM_READ:
         len = e.cdw12;
         break;
-    case 0x85:  // Execute: CDW10 is the descriptor's length
+    case CSD_OPC_EXECUTE:  // CDW10 is the descriptor's length
         len = e.cdw10;
         break;
-    case 0x89:  // Program Load: CDW13 is the chunk's length
+    case CSD_OPC_PROGRAM_LOAD:  // CDW13 is the chunk's length
         len = e.cdw13;
         break;
-    case 0x8D:  // Compare and Write: expected LBAs, then new LBAs
+    case CSD_OPC_COMPARE_WRITE:  // expected LBAs, then new LBAs
         len = 2 * nlb * set_.lba_size;
         break;
     default:

@@ -436,7 +436,6 @@ private:
         return modelled(w, arrived, {result, 0});
     }
 
-
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
     {
         return slba <= ns_.lba_count && nlb <= ns_.lba_count - slba;

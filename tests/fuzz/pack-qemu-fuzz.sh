@@ -10,8 +10,7 @@ bin="$top/build/qemu-fuzz/qemu-fuzz-x86_64"
 out="$top/build/qemu-fuzz-carry"
 rm -rf "$out" && mkdir -p "$out/lib" "$out/share"
 strip --strip-debug -o "$out/qemu-fuzz-x86_64" "$bin"
-ldd "$bin" | awk '/=>/ {print $3}' | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so' |
-    while read -r lib; do cp -L "$lib" "$out/lib/"; done
+bash "$top/ci/carry-libs.sh" "$bin" "$out/lib"
 cp "$top/build/share/qemu/"* "$out/share/"
 cp -r "$top/build/fuzz/qemu-generic/corpus" "$out/corpus"
 tar -C "$top/build" -cJf "$top/build/qemu-fuzz-carry.tar.xz" qemu-fuzz-carry

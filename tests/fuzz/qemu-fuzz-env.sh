@@ -18,3 +18,5 @@ export QEMU_FUZZ_TIMEOUT=5
 # libFuzzer options every run uses. Inputs are capped at 4 KiB (-max_len): hundreds of
 # generic-fuzz operations.
 QEMU_FUZZ_OPTS=(-timeout=60 -rss_limit_mb=4096 -max_len=4096 -print_final_stats=1)
+# What a finding looks like in a run's log (a sanitizer report, or a signal libFuzzer caught).
+QEMU_FUZZ_REPORTS='ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal|ERROR: libFuzzer'

@@ -34,7 +34,7 @@ for l in "$tmp"/fuzz-*.log; do
     [ "$n" -gt 0 ] || n=$(grep -o '^#[0-9]*' "$l" | tail -1 | tr -d '#')
     execs=$((execs + ${n:-0}))
 done
-crashes=$(cat "$tmp"/fuzz-*.log | grep -c -E "ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal")
+crashes=$(cat "$tmp"/fuzz-*.log | grep -c -E "$QEMU_FUZZ_REPORTS")
 ls "$c/corpus" | sort | comm -13 <(sort "$tmp/before") - > "$tmp/added"
 tar -C "$c/corpus" -cJf "$out/new-corpus.tar.xz" -T "$tmp/added"  # unpack into build/fuzz/qemu-generic/corpus
 echo "qemu-fuzz (carried): $execs executions in $secs s on $jobs workers, exit $rc, $crashes sanitizer or signal reports, $(wc -l < "$tmp/added") inputs added"

@@ -74,8 +74,8 @@ took=$(( $(date +%s) - start ))
 echo "qemu-fuzz: $execs executions in $took s on $jobs worker(s); corpus $(ls "$dir/corpus" | wc -l) inputs"
 echo "$(date -u +%FT%TZ) $execs $took $jobs" >> "$dir/executions.txt"
 echo "qemu-fuzz: executions so far (all runs kept in $dir/executions.txt): $(awk '{n += $2} END {print n + 0}' "$dir/executions.txt")"
-if [ $rc = 72 ] && grep -q "libFuzzer: run interrupted" "$log"; then
-    rc=0   # stopped early (Ctrl-C): the executions so far count, nothing was found
+if [ $rc != 0 ] && grep -q "libFuzzer: run interrupted" "$log" && ! grep -q -E "$QEMU_FUZZ_REPORTS" "$log"; then
+    rc=0   # stopped early (Ctrl-C; exit 72, or 1 from -jobs): the executions count, nothing was found
 fi
 if [ $rc = 0 ] && [ "$execs" -gt 0 ]; then
     echo "ok   generic-fuzz nvme csd=on: $secs s, no findings"

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ class VmConfig:
 
     def apply(self, items: list[str]) -> "VmConfig":
         """A copy with ``key=value`` settings applied (keys: csd slm cu disk lbads memory timeout)."""
-        cfg = VmConfig(**{k: getattr(self, k) for k in self.__dataclass_fields__})
+        cfg = replace(self)
         for item in items:
             k, _, v = item.partition("=")
             if k == "csd":
@@ -382,10 +382,8 @@ def start_partner(cfg: VmConfig, workdir: Path, log) -> tuple[Vm, int]:
     """Boots the partner guest of cfg (its script from tests/vm/guest/partners, the server end of
     the link) and logs its console; returns it and the port the other guest connects to."""
     port = free_port()
-    pcfg = VmConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
-    pcfg.partner, pcfg.net = "", f"server:{port}"
     workdir.mkdir()
-    partner = Vm(pcfg, workdir)
+    partner = Vm(replace(cfg, partner="", net=f"server:{port}"), workdir)
     log(f"csdvm: booting partner guest ({cfg.partner}, link 127.0.0.1:{port})")
     partner.start(f"#!/bin/sh\nstty -echo 2>/dev/null\nsh /csd/partners/{cfg.partner}\n", {}, project_files())
 
@@ -412,8 +410,7 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
         partner = None
         if cfg.partner:
             partner, port = start_partner(cfg, Path(tmp) / "partner", log)
-            cfg = VmConfig(**{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
-            cfg.net = f"client:{port}"
+            cfg = replace(cfg, net=f"client:{port}")
         vm = Vm(cfg, Path(tmp))
         files = project_files()
         tlist = Path(tmp) / "list"

@@ -13,10 +13,7 @@ for need in "$top/build/qemu/qemu-system-x86_64" "$top/build/images/vmlinuz" "$t
     [ -f "$need" ] || { echo "make-carry: $need is missing (make qemu image kmod)"; exit 1; }
 done
 strip --strip-unneeded -o "$out/qemu-system-x86_64" "$top/build/qemu/qemu-system-x86_64"
-ldd "$top/build/qemu/qemu-system-x86_64" | awk '/=>/ {print $3}' |
-    grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so' | while read -r lib; do
-    cp -L "$lib" "$out/lib/"
-done
+bash "$top/ci/carry-libs.sh" "$top/build/qemu/qemu-system-x86_64" "$out/lib"
 cp "$top/build/share/qemu/"{qboot.rom,linuxboot_dma.bin,kvmvapic.bin} "$out/share/"
 cp "$top/build/images/vmlinuz" "$out/"
 

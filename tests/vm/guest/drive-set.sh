@@ -31,6 +31,5 @@ echo "csdctl --drives: put striped/replicated, reduce sum/argmax, gemm, ls: ok"
 # last, as it takes a drive away: the second drive's PCI function is removed while reductions
 # over the set run; the answers before are right and the failure names the drive
 victim=$(echo "$drives" | cut -d, -f2)
-c=${victim#/dev/ng}; ctrl=nvme${c%%n*}
-python3 /csd/tests/drive_set_failure.py "$drives" 1 /sys/class/nvme/$ctrl/device/remove \
+python3 /csd/tests/drive_set_failure.py "$drives" 1 /sys/class/nvme/$(ctrl_of $victim)/device/remove \
     || fail "a drive removed mid-operation"

@@ -6,7 +6,7 @@
 fabric_modules
 fabric_export /dev/nvme0 127.0.0.1 1
 ng=$(fabric_connect 127.0.0.1 5 1 csd0001)
-fab=${ng#/dev/ng}; fab=nvme${fab%%n*}
+fab=$(ctrl_of $ng)
 echo "fabric controller $fab ($(cat /sys/class/nvme/$fab/transport) $(cat /sys/class/nvme/$fab/address)), namespace $ng"
 csdctl -d $ng info || fail "csdctl info over the fabric"
 CSD_TEST_DEVICE=$ng csd-library-tests --gtest_brief=1 || fail "libcsd suite over NVMe/TCP"

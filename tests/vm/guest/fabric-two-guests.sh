@@ -8,7 +8,7 @@
 fabric_modules
 fabric_link 10.99.0.2
 ng=$(fabric_connect 10.99.0.1 180 2 csd0101)
-fab=${ng#/dev/ng}; fab=nvme${fab%%n*}
+fab=$(ctrl_of $ng)
 serial=$(tr -d " " < /sys/class/nvme/$fab/serial)
 echo "fabric controller $fab ($(cat /sys/class/nvme/$fab/transport) $(cat /sys/class/nvme/$fab/address)), serial $serial, namespace $ng"
 [ "$serial" = csd0101 ] || fail "the TCP controller is not the partner guest's drive (serial '$serial')"

@@ -103,8 +103,13 @@ fabric_connect() {
     fail "no namespace node on the TCP controller to $1" >&2
 }
 
+# The controller (nvmeX) of a namespace's generic node NG (/dev/ngXnY).
+ctrl_of() {
+    c=${1#/dev/ng}
+    echo "nvme${c%%n*}"
+}
+
 # Disconnects the fabric controller of namespace node NG (/dev/ngXnY).
 fabric_disconnect() {
-    c=${1#/dev/ng}
-    nvme disconnect -d nvme${c%%n*} > /dev/null || fail "nvme disconnect nvme${c%%n*}"
+    nvme disconnect -d "$(ctrl_of "$1")" > /dev/null || fail "nvme disconnect $(ctrl_of "$1")"
 }
