@@ -7,16 +7,20 @@
 # block layer zeroes a bounce buffer as large as the request, and with 64 MiB inputs full of
 # large Write Zeroes took 8-17 s each (perf: qemu_try_blockalign0 in bdrv_aligned_pwritev);
 # at 2 MiB the grown corpus runs at ~130 executions/s per core instead of ~28.
-export QEMU_FUZZ_ARGS="-machine q35 -nodefaults -L $FIRMWARE \
+# The machine has no HPET (hpet=off): the controller's DMA can reach any MMIO, and DMA
+# into the HPET's registers makes it a periodic timer whose catch-up loop (hpet_timer)
+# runs for hours once the fuzzer's clock steps have taken the virtual clock (never reset
+# between inputs) near 2^63 ns: QEMU's HPET, not the nvme device, and it hung CI's run.
+export QEMU_FUZZ_ARGS="-machine q35,hpet=off -nodefaults -L $FIRMWARE \
  -drive file=null-co://,if=none,format=raw,id=disk0,file.size=2M \
  -device nvme,serial=fuzz,drive=disk0,csd=on,csd.slm-size=4M,csd.compute-units=2,\
 csd.model.link-gbps=4,csd.model.link-latency-ns=2000,csd.model.media-read-latency-ns=20000,\
 csd.model.media-write-latency-ns=5000,csd.model.unit-gflops=20,csd.model.unit-gbps=4,\
 csd.nvme-cs=on"
 export QEMU_FUZZ_OBJECTS="nvme*"
-export QEMU_FUZZ_TIMEOUT=5
 # libFuzzer options every run uses. Inputs are capped at 4 KiB (-max_len): hundreds of
-# generic-fuzz operations.
+# generic-fuzz operations. -timeout (s per input) works only with patch 0005 (QEMU blocks
+# SIGALRM in the fuzzing thread); QEMU 10's generic-fuzz has no timeout of its own.
 QEMU_FUZZ_OPTS=(-timeout=60 -rss_limit_mb=4096 -max_len=4096 -print_final_stats=1)
 # What a finding looks like in a run's log (a sanitizer report, or a signal libFuzzer caught).
 QEMU_FUZZ_REPORTS='ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal|ERROR: libFuzzer'

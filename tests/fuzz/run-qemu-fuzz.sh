@@ -53,19 +53,23 @@ python3 "$here/make_seeds.py" qemu-generic "$dir/corpus"   # controller up, one 
 regressions=()
 [ -d "$here/regressions/qemu-generic" ] && regressions=("$here/regressions/qemu-generic")
 log="$dir/last-run.log"
+# A backstop: libFuzzer checks -max_total_time only between inputs and not while it loads
+# the corpus; should an input ever loop where the per-input -timeout cannot stop it, the
+# whole run (workers included: timeout signals its process group) ends here as a failure.
+guard=$((secs + 900))
 start=$(date +%s)
 if [ "$jobs" -gt 1 ]; then
     # libFuzzer's -jobs writes one fuzz-N.log per worker; their stats are summed below.
     (cd "$dir" && rm -f fuzz-*.log &&
      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "$bin" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
+        timeout -s KILL "$guard" "$bin" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
         "${QEMU_FUZZ_OPTS[@]}" -artifact_prefix="$dir/findings/" \
         "$dir/corpus" "${regressions[@]}") > "$log" 2>&1
     rc=$?
     cat "$dir"/fuzz-*.log >> "$log" 2>/dev/null
 else
     ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "$bin" --fuzz-target=generic-fuzz -max_total_time="$secs" "${QEMU_FUZZ_OPTS[@]}" \
+        timeout -s KILL "$guard" "$bin" --fuzz-target=generic-fuzz -max_total_time="$secs" "${QEMU_FUZZ_OPTS[@]}" \
         -artifact_prefix="$dir/findings/" "$dir/corpus" "${regressions[@]}" > "$log" 2>&1
     rc=$?
 fi
@@ -76,6 +80,12 @@ echo "$(date -u +%FT%TZ) $execs $took $jobs" >> "$dir/executions.txt"
 echo "qemu-fuzz: executions so far (all runs kept in $dir/executions.txt): $(awk '{n += $2} END {print n + 0}' "$dir/executions.txt")"
 if [ $rc != 0 ] && grep -q "libFuzzer: run interrupted" "$log" && ! grep -q -E "$QEMU_FUZZ_REPORTS" "$log"; then
     rc=0   # stopped early (Ctrl-C; exit 72, or 1 from -jobs): the executions count, nothing was found
+fi
+if [ $rc = 137 ] && [ $took -ge $guard ]; then
+    tail -n 20 "$log"
+    echo "FAIL generic-fuzz nvme csd=on: still running after $guard s (a hang the per-input -timeout did not end); see $log"
+    echo "qemu-fuzz: 0 passed, 1 failed"
+    exit 1
 fi
 if [ $rc = 0 ] && [ "$execs" -gt 0 ]; then
     echo "ok   generic-fuzz nvme csd=on: $secs s, no findings"
