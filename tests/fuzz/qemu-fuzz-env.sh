@@ -3,16 +3,17 @@
 # pci objects are the fuzzed regions. A timing model with microsecond latencies holds every
 # I/O completion until the fuzzer's clock steps reach it, so that queue deletions and resets
 # meet held completions too; the standard front end (csd.nvme-cs) adds its namespaces, admin
-# commands and Identify. The namespace is 2 MiB: null-co has no cheap Write Zeroes, so the
-# block layer zeroes a bounce buffer as large as the request, and with 64 MiB inputs full of
-# large Write Zeroes took 8-17 s each (perf: qemu_try_blockalign0 in bdrv_aligned_pwritev);
-# at 2 MiB the grown corpus runs at ~130 executions/s per core instead of ~28.
+# commands and Identify. The namespace is 64 KiB (128 LBAs, enough for every seed): null-co
+# has no cheap Write Zeroes, so the block layer zeroes a bounce buffer as large as each
+# request (perf: qemu_try_blockalign0 in bdrv_aligned_pwritev). At 64 MiB inputs full of
+# Write Zeroes took 8-17 s, at 2 MiB 1-2.7 s (a fresh mmap under ASan each time), at 64 KiB
+# (ASan's pooled sizes) 40-110 ms.
 # The machine has no HPET (hpet=off): the controller's DMA can reach any MMIO, and DMA
 # into the HPET's registers makes it a periodic timer whose catch-up loop (hpet_timer)
 # runs for hours once the fuzzer's clock steps have taken the virtual clock (never reset
 # between inputs) near 2^63 ns: QEMU's HPET, not the nvme device, and it hung CI's run.
 export QEMU_FUZZ_ARGS="-machine q35,hpet=off -nodefaults -L $FIRMWARE \
- -drive file=null-co://,if=none,format=raw,id=disk0,file.size=2M \
+ -drive file=null-co://,if=none,format=raw,id=disk0,file.size=64K \
  -device nvme,serial=fuzz,drive=disk0,csd=on,csd.slm-size=4M,csd.compute-units=2,\
 csd.model.link-gbps=4,csd.model.link-latency-ns=2000,csd.model.media-read-latency-ns=20000,\
 csd.model.media-write-latency-ns=5000,csd.model.unit-gflops=20,csd.model.unit-gbps=4,\
