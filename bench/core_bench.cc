@@ -1,6 +1,7 @@
 // core_bench: device-core throughput, side by side with the same work done directly.
 //   gemm 1024^3 f32 through Execute (descriptor, validation, program) vs cblas_sgemm
 //   filter, checksum (CRC-32C, XXH64), decompress (zstd, lz4) over 256 MiB of SLM
+//   the timing model's cost per command when it is off, against a 4 KiB copy Execute
 // Usage: core_bench [--quick]   (OPENBLAS_NUM_THREADS sets the BLAS threads for both)
 #include <cblas.h>
 #include <lz4frame.h>
@@ -120,6 +121,22 @@ int main(int argc, char **argv)
         t = seconds([&] { exec(core, dd); }, reps);
         std::printf("decompress %s (ratio %.1f): %.2f GB/s of output\n", algo ? "lz4" : "zstd",
                     static_cast<double>(big) / comp.size(), big / t / 1e9);
+    }
+
+    // The timing model, off: what every command still pays for it. The in-process device
+    // asks the core whether the model is on (and builds the command's work record only if
+    // it is); QEMU's glue tests one flag. Measured against the cheapest command there is.
+    {
+        auto cd = desc(CSD_PROG_COPY, {{0, 4096}, {4096, 4096}}, nullptr, 0);
+        const int cmds = quick ? 20000 : 200000;
+        const double t_cmd = seconds([&] { for (int i = 0; i < cmds; i++) exec(core, cd); }, reps) / cmds;
+        volatile int on = 0;
+        const long checks = quick ? 10000000 : 100000000;
+        const double t_off = seconds([&] {
+            for (long i = 0; i < checks; i++) on = on + csd_core_model_on(core);
+        }, reps) / checks;
+        std::printf("timing model off: %.1f ns a command against a 4 KiB copy Execute through the core of %.0f ns: "
+                    "%.2f %%\n", t_off * 1e9, t_cmd * 1e9, 100 * t_off / t_cmd);
     }
     csd_core_free(core);
     return 0;

@@ -184,8 +184,8 @@ public:
             return cs_copy(cmd, arrived);
         }
         if (cmd.opcode <= 0x02) {  // Flush, Write, Read
-            csd_model_work w;
-            csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
+            csd_model_work w;  // filled only under the model: with it off a command pays one test
+            if (arrived) csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
             const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
                                                     : rw(cmd, cmd.opcode == 0x01);
             return modelled(w, arrived, r);
@@ -223,8 +223,8 @@ private:
     std::future<Completion> run_decoded(const Command &cmd, const csd_op &op, uint64_t arrived)
     {
         if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
-        csd_model_work w;
-        csd_model_work_op(&op, &w);
+        csd_model_work w;  // filled only under the model (modelled() reads it only then)
+        if (arrived) csd_model_work_op(&op, &w);
         switch (op.opcode) {
         case CSD_OPC_SLM_LOAD:
         case CSD_OPC_SLM_STORE: return modelled(w, arrived, complete(op, {load_store(op), 0}));
@@ -432,7 +432,7 @@ private:
             total.bytes += parts[i].op.bytes;
         }
         csd_model_work w;
-        csd_model_work_op(&total, &w);
+        if (arrived) csd_model_work_op(&total, &w);
         return modelled(w, arrived, {result, 0});
     }
 
