@@ -25,3 +25,16 @@ export QEMU_FUZZ_OBJECTS="nvme*"
 QEMU_FUZZ_OPTS=(-timeout=60 -rss_limit_mb=4096 -max_len=4096 -print_final_stats=1)
 # What a finding looks like in a run's log (a sanitizer report, or a signal libFuzzer caught).
 QEMU_FUZZ_REPORTS='ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal|ERROR: libFuzzer'
+# Executions done by the libFuzzer processes whose logs are given: each one's final count,
+# else the last "#N" progress line it printed (one stopped by a signal prints no final
+# statistics). For -jobs runs pass the workers' fuzz-N.log only: the parent copies each
+# finished worker's log into its own, and counting both counted every execution twice.
+qemu_fuzz_execs() {
+    local execs=0 n l
+    for l in "$@"; do
+        n=$(awk '/^stat::number_of_executed_units/ {s = $2} END {print s + 0}' "$l")
+        [ "$n" -gt 0 ] || n=$(grep -o '^#[0-9]*' "$l" | tail -1 | tr -d '#')
+        execs=$((execs + ${n:-0}))
+    done
+    echo "$execs"
+}

@@ -27,13 +27,7 @@ ls "$c/corpus" > "$tmp/before"
     > "$tmp/run.log" 2>&1)
 rc=$?
 pkill -INT -f "$c/qemu-fuzz-x86_64" 2>/dev/null; sleep 2
-# per worker: its final count, else the last "#N" progress line it printed
-execs=0
-for l in "$tmp"/fuzz-*.log; do
-    n=$(awk '/^stat::number_of_executed_units/ {s = $2} END {print s + 0}' "$l")
-    [ "$n" -gt 0 ] || n=$(grep -o '^#[0-9]*' "$l" | tail -1 | tr -d '#')
-    execs=$((execs + ${n:-0}))
-done
+execs=$(qemu_fuzz_execs "$tmp"/fuzz-*.log)
 crashes=$(cat "$tmp"/fuzz-*.log | grep -c -E "$QEMU_FUZZ_REPORTS")
 ls "$c/corpus" | sort | comm -13 <(sort "$tmp/before") - > "$tmp/added"
 tar -C "$c/corpus" -cJf "$out/new-corpus.tar.xz" -T "$tmp/added"  # unpack into build/fuzz/qemu-generic/corpus

@@ -73,7 +73,7 @@ else
         -artifact_prefix="$dir/findings/" "$dir/corpus" "${regressions[@]}" > "$log" 2>&1
     rc=$?
 fi
-execs=$(awk '/^stat::number_of_executed_units/ {n += $2} END {print n + 0}' "$log")
+if [ "$jobs" -gt 1 ]; then execs=$(qemu_fuzz_execs "$dir"/fuzz-*.log); else execs=$(qemu_fuzz_execs "$log"); fi
 took=$(( $(date +%s) - start ))
 echo "qemu-fuzz: $execs executions in $took s on $jobs worker(s); corpus $(ls "$dir/corpus" | wc -l) inputs"
 echo "$(date -u +%FT%TZ) $execs $took $jobs" >> "$dir/executions.txt"
