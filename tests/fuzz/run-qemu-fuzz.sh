@@ -59,7 +59,8 @@ log="$dir/last-run.log"
 guard=$((secs + 900))
 start=$(date +%s)
 if [ "$jobs" -gt 1 ]; then
-    # libFuzzer's -jobs writes one fuzz-N.log per worker; their stats are summed below.
+    # libFuzzer's -jobs writes one fuzz-N.log per worker, counted below; they are appended to
+    # the log for its reports (the parent has copies only of the workers that finished).
     (cd "$dir" && rm -f fuzz-*.log &&
      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         timeout -s KILL "$guard" "$bin" --fuzz-target=generic-fuzz -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
