@@ -1174,6 +1174,52 @@ static void test_nvme_cs_copy(void)
     stop(n);
 }
 
+/*
+ * Shadow doorbells (Doorbell Buffer Config, 7Ch) holding a value beyond their queue,
+ * stock nvme behaviour that patch 0007 changes: the value is ignored as such an MMIO
+ * doorbell write is, and Invalid Doorbell Write Value is reported to an outstanding AER.
+ * Before, a submission queue tail beyond the queue made the controller process the ring
+ * round and round (here: the 63 zeroed entries after the Flush, until the completion
+ * queue was full; the generic fuzzer's inputs kept it going for seconds), and a
+ * completion queue head beyond it went unnoticed.
+ */
+static void test_dbbuf_invalid_value(void)
+{
+    Nvme *n = start("");
+    QTestState *qts = n->qs->qts;
+    uint64_t dbs = galloc(n, 4096), eis = galloc(n, 4096);
+    const uint32_t invalid_db_value = 0 | 1 << 8 | 1 << 16; /* Error, 01h, Error log */
+    Sqe aer = { .opc = 0x0c };
+    Cqe c;
+
+    qtest_memset(qts, dbs, 0, 4096);
+    qtest_memset(qts, eis, 0, 4096);
+    qtest_memset(qts, n->q[1].sq, 0, QDEPTH * 64);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
+    submit(n, 0, &aer);
+
+    /* SQ 1's shadow tail beyond the queue; one Flush rung through MMIO runs, alone */
+    qtest_writel(qts, dbs + 8, 0x1000);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 1 }).status, ==, 0);
+    c = reap(n, 0);
+    g_assert_cmpint(c.cid, ==, aer.cid);
+    g_assert_cmphex(c.dw0, ==, invalid_db_value);
+    g_usleep(50 * 1000);
+    g_assert_false(cqe_ready(n, 1));
+
+    /* the Error log read unmasks the event type; CQ 1's shadow head beyond the queue */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = 0x01 | 15 << 16 }).status, ==, 0);
+    submit(n, 0, &aer);
+    qtest_writel(qts, dbs + 8, n->q[1].tail + 1);
+    qtest_writel(qts, dbs + 12, 0x1000);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 1 }).status, ==, 0);
+    c = reap(n, 0);
+    g_assert_cmpint(c.cid, ==, aer.cid);
+    g_assert_cmphex(c.dw0, ==, invalid_db_value);
+    stop(n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -1211,6 +1257,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
+    qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
