@@ -702,13 +702,16 @@ static void expect_done_at(Nvme *n, uint16_t cid, int64_t t0, int64_t dt)
  * byte) and 10 us per command, media 0.25 GB/s (4 ns a byte) after 100 us (read) or 20 us
  * (write), SLM 1 GB/s, one compute unit streaming 0.25 GB/s. Executes queue on the unit.
  */
+#define MODEL_OPTS \
+    ",csd=on,csd.slm-size=1M,csd.compute-units=1,csd.model.link-gbps=0.5," \
+    "csd.model.link-latency-ns=10000,csd.model.media-read-gbps=0.25," \
+    "csd.model.media-read-latency-ns=100000,csd.model.media-write-gbps=0.25," \
+    "csd.model.media-write-latency-ns=20000,csd.model.slm-gbps=1," \
+    "csd.model.unit-gflops=0.5,csd.model.unit-gbps=0.25"
+
 static void test_timing_model(void)
 {
-    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.compute-units=1,csd.model.link-gbps=0.5,"
-                    "csd.model.link-latency-ns=10000,csd.model.media-read-gbps=0.25,"
-                    "csd.model.media-read-latency-ns=100000,csd.model.media-write-gbps=0.25,"
-                    "csd.model.media-write-latency-ns=20000,csd.model.slm-gbps=1,"
-                    "csd.model.unit-gflops=0.5,csd.model.unit-gbps=0.25");
+    Nvme *n = start(MODEL_OPTS);
     QTestState *qts = n->qs->qts;
     uint64_t r[2] = { 0, 65536 };
     uint32_t crc = CSD_CKSUM_CRC32C;
@@ -793,6 +796,31 @@ static void test_timing_model(void)
     t0 = vclock(qts);
     cid[0] = submit(n, 1, &exec);
     expect_done_at(n, cid[0], t0, 72 + 262144 + 10000);
+    stop(n);
+}
+
+/*
+ * An Abort naming a command whose completion the model holds: its work is done (its data
+ * has moved), so it is not aborted (Abort's dw0 bit 0 set) and completes successfully at
+ * its modelled time. Before the fix, Abort cancelled the held command's released AIOCB (a
+ * use after free, found by the generic fuzzer) and the Read completed as Command Abort
+ * Requested with its data moved.
+ */
+static void test_timing_model_abort_held(void)
+{
+    Nvme *n = start(MODEL_OPTS);
+    QTestState *qts = n->qs->qts;
+    Sqe rd = { .opc = 0x02, .nsid = 1, .prp1 = n->buf, .cdw12 = 7 };
+    int64_t t0 = vclock(qts);
+    uint16_t cid = submit(n, 1, &rd);
+    Cqe c;
+
+    g_usleep(200 * 1000);
+    g_assert_false(cqe_ready(n, 1));
+    c = run(n, 0, (Sqe){ .opc = 0x08, .cdw10 = (uint32_t)cid << 16 | 1 });
+    g_assert_cmphex(c.status, ==, 0);
+    g_assert_cmphex(c.dw0 & 1, ==, 1);
+    expect_done_at(n, cid, t0, 134576);    /* NVM Read 8 LBAs, as in test_timing_model */
     stop(n);
 }
 
@@ -1254,6 +1282,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
+    qtest_add_func("/csd/timing-model-abort-held", test_timing_model_abort_held);
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
