@@ -1248,6 +1248,24 @@ static void test_dbbuf_invalid_value(void)
     stop(n);
 }
 
+/*
+ * Set Features FDP Events (1Eh) for the broadcast NSID, stock nvme behaviour that patch
+ * 0008 changes: refused with Invalid Namespace or Format, as Get Features answers. Before,
+ * one such admin command from any guest aborted QEMU (assert(ns) in
+ * nvme_set_feature_fdp_events; found by the generic fuzzer).
+ */
+static void test_set_fdp_events_broadcast(void)
+{
+    Nvme *n = start("");
+    const uint16_t invalid_nsid = 0x0b | CSD_STATUS_DNR;
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x09, .nsid = 0xffffffff, .cdw10 = 0x1e }).status,
+                    ==, invalid_nsid);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x0a, .nsid = 0xffffffff, .cdw10 = 0x1e }).status,
+                    ==, invalid_nsid);
+    stop(n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -1287,6 +1305,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
     qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
+    qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }
