@@ -696,12 +696,7 @@ static void expect_done_at(Nvme *n, uint16_t cid, int64_t t0, int64_t dt)
     g_assert_cmphex(c.status >> 1, ==, 0);
 }
 
-/*
- * csd.model.*: every command completes at the time worked out by hand from the model's
- * parameters (chosen so that each stage is a whole number of ns): link 0.5 GB/s (2 ns a
- * byte) and 10 us per command, media 0.25 GB/s (4 ns a byte) after 100 us (read) or 20 us
- * (write), SLM 1 GB/s, one compute unit streaming 0.25 GB/s. Executes queue on the unit.
- */
+/* The model of test_timing_model and test_timing_model_abort_held. */
 #define MODEL_OPTS \
     ",csd=on,csd.slm-size=1M,csd.compute-units=1,csd.model.link-gbps=0.5," \
     "csd.model.link-latency-ns=10000,csd.model.media-read-gbps=0.25," \
@@ -709,6 +704,12 @@ static void expect_done_at(Nvme *n, uint16_t cid, int64_t t0, int64_t dt)
     "csd.model.media-write-latency-ns=20000,csd.model.slm-gbps=1," \
     "csd.model.unit-gflops=0.5,csd.model.unit-gbps=0.25"
 
+/*
+ * csd.model.*: every command completes at the time worked out by hand from the model's
+ * parameters (chosen so that each stage is a whole number of ns): link 0.5 GB/s (2 ns a
+ * byte) and 10 us per command, media 0.25 GB/s (4 ns a byte) after 100 us (read) or 20 us
+ * (write), SLM 1 GB/s, one compute unit streaming 0.25 GB/s. Executes queue on the unit.
+ */
 static void test_timing_model(void)
 {
     Nvme *n = start(MODEL_OPTS);
