@@ -1250,6 +1250,48 @@ static void test_dbbuf_invalid_value(void)
 }
 
 /*
+ * A controller reset with an Async Event Request outstanding and two Executes running,
+ * while CQ 1's shadow head (Doorbell Buffer Config) lies beyond the queue. The reset drops
+ * the AER (it has no AIOCB), then cancels the Executes one by one; waiting for the second
+ * runs CQ 1's completion bottom half, which finds the invalid head and posts an event.
+ * Stock hw/nvme still counted the dropped AER as outstanding and completed it: QEMU died
+ * removing it from a list it was no longer on (found by the generic fuzzer; UBSan: member
+ * access within null pointer). Patch 0009: the reset forgets the AERs it drops. After the
+ * reset no stale event may complete a new AER, and the device still works.
+ */
+static void test_reset_event_after_aers_dropped(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=2");
+    QTestState *qts = n->qs->qts;
+    uint64_t dbs = galloc(n, 4096), eis = galloc(n, 4096);
+    struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
+    uint64_t r[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
+    uint64_t r1[2] = { 0, 4096 };
+    uint32_t crc = CSD_CKSUM_CRC32C;
+    Sqe aer = { .opc = 0x0c };
+    Sqe cmd = execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+
+    qtest_memset(qts, dbs, 0, 4096);
+    qtest_memset(qts, eis, 0, 4096);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
+    submit(n, 0, &aer);
+    for (int i = 0; i < 2; i++) {
+        qtest_writel(qts, dbs + 8, n->q[1].tail + 1);   /* SQ 1's shadow tail */
+        submit(n, 1, &cmd);
+    }
+    g_usleep(50 * 1000);                /* both gemms are running, one per compute unit */
+    qtest_writel(qts, dbs + 12, 0x1000); /* CQ 1's shadow head beyond the queue */
+    disable(n);
+    enable(n);
+
+    submit(n, 0, &aer);
+    g_assert_cmphex(run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 4)).status, ==, 0);
+    g_usleep(50 * 1000);
+    g_assert_false(cqe_ready(n, 0));    /* no event from before the reset */
+    stop(n);
+}
+
+/*
  * Set Features FDP Events (1Eh) for the broadcast NSID, stock nvme behaviour that patch
  * 0008 changes: refused with Invalid Namespace or Format, as Get Features answers. Before,
  * one such admin command from any guest aborted QEMU (assert(ns) in
@@ -1306,6 +1348,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
     qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
+    qtest_add_func("/csd/reset-event-after-aers-dropped", test_reset_event_after_aers_dropped);
     qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
