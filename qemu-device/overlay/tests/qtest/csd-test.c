@@ -1291,6 +1291,67 @@ static void test_reset_event_after_aers_dropped(void)
     stop(n);
 }
 
+/* An SGL descriptor (16 bytes) at guest address at. */
+static void sgl_desc(Nvme *n, uint64_t at, uint8_t type, uint64_t addr, uint32_t len)
+{
+    uint8_t d[16] = { 0 };
+
+    memcpy(d, &addr, 8);
+    memcpy(d + 8, &len, 4);
+    d[15] = type;
+    qtest_memwrite(n->qs->qts, at, d, 16);
+}
+
+/*
+ * SGLs with more descriptors than the transfer has bytes, stock nvme behaviour that patch
+ * 0010 changes. A 4 MiB segment of empty Data Blocks (zeroed memory), then a 1-byte Data
+ * Block and a Segment descriptor pointing back to the start: an SLM Write of 64 bytes made
+ * the controller read 4 MiB of descriptors 65 times over (a segment of 2^28 of them is 4
+ * GiB; the generic fuzzer's inputs took 25-52 s each). Now a segment longer than the
+ * transfer could need is refused before it is read: Invalid Number of SGL Descriptors.
+ * An ordinary SGL (two Data Blocks in a Last Segment) still moves its bytes.
+ */
+static void test_sgl_descriptor_budget(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M");
+    QTestState *qts = n->qs->qts;
+    const uint32_t seg = 4 << 20;
+    uint64_t s = galloc(n, seg), data = n->buf + 8192;
+    Sqe w = slm_xfer(CSD_OPC_SLM_WRITE, 0, 0, 64), r = slm_xfer(CSD_OPC_SLM_READ, n->buf, 0, 64);
+    uint8_t out[64], in[64];
+    gint64 t0;
+    Cqe c;
+
+    /* the ordinary SGL: 40 + 24 bytes from two places */
+    for (int i = 0; i < 64; i++) {
+        out[i] = 0xa0 + i;
+    }
+    qtest_memwrite(qts, data, out, 40);
+    qtest_memwrite(qts, data + 1024, out + 40, 24);
+    sgl_desc(n, n->buf + 4096, 0x00, data, 40);
+    sgl_desc(n, n->buf + 4096 + 16, 0x00, data + 1024, 24);
+    w.flags = 0x40;             /* PSDT 01b: SGL */
+    w.prp1 = n->buf + 4096;     /* SGL1: a Last Segment of two descriptors */
+    w.prp2 = 32 | (uint64_t)0x30 << 56;
+    g_assert_cmphex(run(n, 1, w).status, ==, 0);
+    g_assert_cmphex(run(n, 1, r).status, ==, 0);
+    qtest_memread(qts, n->buf, in, 64);
+    g_assert_cmpmem(in, 64, out, 64);
+
+    /* 4 MiB of empty Data Blocks, one byte, and the segment again */
+    qtest_memset(qts, s, 0, seg);
+    sgl_desc(n, s + seg - 32, 0x00, data, 1);
+    sgl_desc(n, s + seg - 16, 0x20, s, seg);
+    w.prp1 = s;
+    w.prp2 = (uint64_t)seg | (uint64_t)0x20 << 56;
+    t0 = g_get_monotonic_time();
+    c = run(n, 1, w);
+    fprintf(stderr, "# sgl-descriptor-budget: %" PRId64 " us, status 0x%x\n",
+            (int64_t)(g_get_monotonic_time() - t0), c.status);
+    g_assert_cmphex(c.status, ==, 0x0e | CSD_STATUS_DNR);    /* Invalid Number of SGL Descriptors */
+    stop(n);
+}
+
 /*
  * Set Features FDP Events (1Eh) for the broadcast NSID, stock nvme behaviour that patch
  * 0008 changes: refused with Invalid Namespace or Format, as Get Features answers. Before,
@@ -1349,6 +1410,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
     qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
     qtest_add_func("/csd/reset-event-after-aers-dropped", test_reset_event_after_aers_dropped);
+    qtest_add_func("/csd/sgl-descriptor-budget", test_sgl_descriptor_budget);
     qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
