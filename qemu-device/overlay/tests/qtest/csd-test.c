@@ -487,6 +487,18 @@ static void test_program_load(void)
 }
 
 /*
+ * A 2048^3 gemm over the first 48 MiB of a 64 MiB SLM (its descriptor at n->buf): seconds
+ * on a compute unit, so that it is still running when a test deletes a queue or resets.
+ */
+static Sqe long_gemm(Nvme *n)
+{
+    struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
+    uint64_t r[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
+
+    return execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+}
+
+/*
  * Deleting a submission queue with a long gemm running and six queued behind the only
  * compute unit: the running program stops at its next cancellation check, the queued ones
  * never start, and all seven completions arrive on the completion queue as aborts.
@@ -494,10 +506,8 @@ static void test_program_load(void)
 static void test_delete_sq_with_executes(void)
 {
     Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
-    struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
-    uint64_t r[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
     uint32_t crc = CSD_CKSUM_CRC32C;
-    Sqe cmd = execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+    Sqe cmd = long_gemm(n);
     gint64 t0, took;
     int aborted = 0, done = 0;
 
@@ -1204,6 +1214,20 @@ static void test_nvme_cs_copy(void)
 }
 
 /*
+ * Doorbell Buffer Config (7Ch) with zeroed shadow doorbells and event indexes; returns the
+ * shadow doorbells' guest address (SQ y's tail at 8y, CQ y's head at 8y + 4).
+ */
+static uint64_t doorbell_buffer_config(Nvme *n)
+{
+    uint64_t dbs = galloc(n, 4096), eis = galloc(n, 4096);
+
+    qtest_memset(n->qs->qts, dbs, 0, 4096);
+    qtest_memset(n->qs->qts, eis, 0, 4096);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
+    return dbs;
+}
+
+/*
  * Shadow doorbells (Doorbell Buffer Config, 7Ch) holding a value beyond their queue,
  * stock nvme behaviour that patch 0007 changes: the value is ignored as such an MMIO
  * doorbell write is, and Invalid Doorbell Write Value is reported to an outstanding AER.
@@ -1216,15 +1240,13 @@ static void test_dbbuf_invalid_value(void)
 {
     Nvme *n = start("");
     QTestState *qts = n->qs->qts;
-    uint64_t dbs = galloc(n, 4096), eis = galloc(n, 4096);
     const uint32_t invalid_db_value = 0 | 1 << 8 | 1 << 16; /* Error, 01h, Error log */
     Sqe aer = { .opc = 0x0c };
+    uint64_t dbs;
     Cqe c;
 
-    qtest_memset(qts, dbs, 0, 4096);
-    qtest_memset(qts, eis, 0, 4096);
     qtest_memset(qts, n->q[1].sq, 0, QDEPTH * 64);
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
+    dbs = doorbell_buffer_config(n);
     submit(n, 0, &aer);
 
     /* SQ 1's shadow tail beyond the queue; one Flush rung through MMIO runs, alone */
@@ -1263,17 +1285,12 @@ static void test_reset_event_after_aers_dropped(void)
 {
     Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=2");
     QTestState *qts = n->qs->qts;
-    uint64_t dbs = galloc(n, 4096), eis = galloc(n, 4096);
-    struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
-    uint64_t r[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
+    uint64_t dbs = doorbell_buffer_config(n);
     uint64_t r1[2] = { 0, 4096 };
     uint32_t crc = CSD_CKSUM_CRC32C;
     Sqe aer = { .opc = 0x0c };
-    Sqe cmd = execute(n, CSD_PROG_GEMM, 3, r, &g, sizeof(g));
+    Sqe cmd = long_gemm(n);
 
-    qtest_memset(qts, dbs, 0, 4096);
-    qtest_memset(qts, eis, 0, 4096);
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
     submit(n, 0, &aer);
     for (int i = 0; i < 2; i++) {
         qtest_writel(qts, dbs + 8, n->q[1].tail + 1);   /* SQ 1's shadow tail */
