@@ -83,7 +83,7 @@ if [ $rc != 0 ] && grep -q "libFuzzer: run interrupted" "$log" && ! grep -q -E "
     rc=0   # stopped early (Ctrl-C; exit 72, or 1 from -jobs): the executions count, nothing was found
 fi
 if [ $rc = 0 ] && [ "$execs" -gt 0 ]; then
-    echo "ok   generic-fuzz nvme csd=on: $secs s, no findings"
+    echo "ok   generic-fuzz nvme csd=on: $took s, no findings"
     echo "qemu-fuzz: 1 passed, 0 failed"
 else
     why="exit $rc"
