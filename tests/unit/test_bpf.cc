@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "core_fixture.h"
 
@@ -18,7 +19,7 @@ std::vector<uint8_t> image(const std::string &path)
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
 }
 std::vector<uint8_t> example(const char *name) { return image(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
-std::vector<uint8_t> reject(const char *name) { return image(std::string(CSD_BPF_REJECTS) + "/" + name + ".o"); }
+std::vector<uint8_t> test_image(const char *name) { return image(std::string(CSD_BPF_TEST_IMAGES) + "/" + name + ".o"); }
 
 struct Loaded {
     uint16_t status;
@@ -277,21 +278,21 @@ TEST_F(Bpf, RejectedImagesLeaveTheSlotEmpty)
     auto wrong_machine = example("threshold");
     wrong_machine[18] = 62;  // EM_X86_64
     const std::pair<const char *, std::vector<uint8_t>> malformed[] = {
-        {"not ELF", junk}, {"wrong machine", wrong_machine}, {"no csd section", reject("no_section")},
-        {"unknown helper", reject("unknown_helper")}};
+        {"not ELF", junk}, {"wrong machine", wrong_machine}, {"no csd section", test_image("no_section")},
+        {"unknown helper", test_image("unknown_helper")}};
     for (const auto &[what, img] : malformed) {
         const Loaded r = load(img, 16, 0x120);
         EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what;
         EXPECT_EQ(r.dw0, CSD_IMAGE_FAULT_NONE) << what;
     }
-    Loaded r = load(reject("loop"), 16, 0x120);
+    Loaded r = load(test_image("loop"), 16, 0x120);
     EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
     EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE);  // the instruction the loop jumps from
-    EXPECT_LT(r.dw0, reject("loop").size() / 8);
-    r = load(reject("past_record"), 16, 0x120);
+    EXPECT_LT(r.dw0, test_image("loop").size() / 8);
+    r = load(test_image("past_record"), 16, 0x120);
     EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
     EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE);
-    EXPECT_EQ(load(reject("past_record"), 128, 0x120).status, 0);  // reading byte 100 of a 128-byte record is fine
+    EXPECT_EQ(load(test_image("past_record"), 128, 0x120).status, 0);  // reading byte 100 of a 128-byte record is fine
     EXPECT_EQ(stat(CSD_STAT_PROGRAM_LOAD_REJECTS), 6u);
     EXPECT_EQ(stat(CSD_STAT_PROGRAM_LOAD_CMDS), 7u);
     EXPECT_EQ(entries().size(), CSD_NR_DEVICE_PROGRAMS + 1u);
@@ -468,6 +469,39 @@ TEST_F(Bpf, CancelledBetweenBatches)
     const int cancel = 1;
     uint32_t dw0, dw1;
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_exec_run(core, job, &cancel, &dw0, &dw1)), CSD_STATUS_ABORT_REQUESTED);
+}
+
+// A reset must not wait long for a running program, however long each record's work: a
+// program of 48,000 instructions a record, interpreted, is asked to stop once its first
+// record is done. It stops after a few records, not after a whole batch of 4096 (which
+// took 0.8 s, the checks being every 4096 records whatever the program's length).
+TEST_F(Bpf, LongProgramsStopWithinAFewRecords)
+{
+    const Loaded l = load(test_image("long_program"), 1);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    const uint32_t n = 8192;
+    const uint64_t out = 1 << 20, unwritten = 0xA5A5A5A5A5A5A5A5ull;
+    put(0, std::vector<uint8_t>(n, 7));
+    put(out, std::vector<uint64_t>(n, unwritten));
+    const auto p = params(n, CSD_BPF_MAP, {});
+    const auto desc = make_descriptor(l.dw0, {{0, n}, {out, 8ull * n}}, p.data(), static_cast<uint32_t>(p.size()));
+    csd_exec *job = nullptr;
+    ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+    csd_core_set_bpf_interpreted(core, 1);  // the slowest engine: the longest time between checks
+    int cancel = 0;
+    const uint64_t *first = reinterpret_cast<const uint64_t *>(slm(out));
+    std::thread reset([&] {
+        while (__atomic_load_n(first, __ATOMIC_RELAXED) == unwritten) std::this_thread::yield();
+        __atomic_store_n(&cancel, 1, __ATOMIC_RELAXED);
+    });
+    uint32_t dw0, dw1;
+    const uint16_t st = csd_core_exec_run(core, job, &cancel, &dw0, &dw1);
+    reset.join();
+    EXPECT_EQ(CSD_STATUS_CODE(st), CSD_STATUS_ABORT_REQUESTED);
+    const auto results = get<uint64_t>(out, n);
+    const auto ran = std::count_if(results.begin(), results.end(), [&](uint64_t r) { return r != unwritten; });
+    EXPECT_GE(ran, 1);
+    EXPECT_LT(ran, 4096) << "records run after the cancel flag was set";
 }
 
 TEST_F(Bpf, CapabilitiesVersion11)

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,7 +35,7 @@ thread_local uint64_t tl_index = 0;
 }
 [[maybe_unused]] uint64_t helper_index(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t) { return tl_index; }
 
-constexpr uint32_t kBatch = 4096;  // records between cancellation checks
+constexpr uint64_t kBatch = 4096;  // records between cancellation checks (fewer for long programs)
 
 // Bounds-checked view of a section header.
 [[maybe_unused]] bool section(const uint8_t *img, size_t size, const Elf64_Ehdr &eh, unsigned i, Elf64_Shdr *out)
@@ -223,6 +224,7 @@ uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_siz
         *fault = static_cast<uint32_t>(bad);
         return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
     }
+    p->records_per_check_ = static_cast<uint32_t>(std::clamp<uint64_t>(kCancelInstructions / insns, 1, kBatch));
     // DPDK's loader reads a file: the image goes through an anonymous memory file.
     const int fd = memfd_create("csd-program", MFD_CLOEXEC);
     if (fd < 0) return CSD_STATUS_INTERNAL_ERROR;
@@ -325,9 +327,10 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     uint32_t hits = 0;
     // One loop per mode and engine, so the per-record path has no branches of its own.
     auto records = [&](auto call_program) -> bool {
-        for (uint32_t first = 0; first < h.record_count; first += kBatch) {
+        const uint32_t batch = records_per_check_;
+        for (uint32_t first = 0; first < h.record_count; first += batch) {
             if (cancelled(call)) return false;
-            const uint32_t last = h.record_count - first < kBatch ? h.record_count : first + kBatch;
+            const uint32_t last = h.record_count - first < batch ? h.record_count : first + batch;
             uint8_t *rec = in.data + uint64_t{first} * record_size_;
             switch (h.mode) {
             case CSD_BPF_FILTER:

@@ -33,12 +33,16 @@ public:
     const std::string &name() const { return name_; }      // the ELF's entry symbol
     uint32_t record_size() const { return record_size_; }
     bool jit_compiled() const { return jit_ != nullptr; }
+    // Records run between two cancellation checks: 4096, fewer for a long program, so
+    // that no more than about kCancelInstructions run between them.
+    uint32_t records_per_check() const { return records_per_check_; }
 
 private:
     BpfProgram() = default;
     rte_bpf *bpf_ = nullptr;
     uint64_t (*jit_)(void *) = nullptr;
     uint32_t record_size_ = 0;
+    uint32_t records_per_check_ = 1;
     std::string name_;
 };
 

@@ -30,6 +30,9 @@ inline bool cancelled(const ProgramCall &call) { return cancelled(call.cancel); 
 // core) or 1 GFLOP of gemm (a few milliseconds here), so that a reset never waits long for a running program.
 constexpr uint64_t kCancelBytes = 8ull << 20;
 constexpr uint64_t kCancelFlops = 1ull << 30;
+// ... or 2^20 eBPF instructions (about 1.5 ms interpreted here; a record costs at most
+// the program's length, as the verifier refuses loops).
+constexpr uint64_t kCancelInstructions = 1ull << 20;
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 
