@@ -25,6 +25,8 @@ export QEMU_FUZZ_OBJECTS="nvme*"
 # libFuzzer options every run uses. Inputs are capped at 4 KiB (-max_len): hundreds of
 # generic-fuzz operations. -timeout (s per input) works only with patch 0005 (QEMU blocks
 # SIGALRM in the fuzzing thread); QEMU 10's generic-fuzz has no timeout of its own.
+# QEMU_FUZZ_INPUT_TIMEOUT (default 60) sets it lower to get the stack of an input that
+# was only reported slow (libFuzzer writes a slow-unit-* file but prints no stack).
 # -entropic=0: the entropic schedule's bookkeeping (UpdateFeatureFrequency over QEMU's
 # ~45,000 features) took 17 % of a worker's time in perf; without it a worker ran 119
 # inputs/s against 101 from the same 800 inputs, and kept more new ones (1,313 vs 1,229).
@@ -33,7 +35,7 @@ export QEMU_FUZZ_OBJECTS="nvme*"
 # -reload=60: with several workers, each re-lists the shared corpus (a stat of every file)
 # to pick up the others' finds, every second by default: 8 % of a worker's time in perf
 # with 14,000 inputs there. Once a minute is soon enough to share a find.
-QEMU_FUZZ_OPTS=(-timeout=60 -rss_limit_mb=4096 -max_len=4096 -entropic=0 -detect_leaks=0 -reload=60 -print_final_stats=1)
+QEMU_FUZZ_OPTS=(-timeout="${QEMU_FUZZ_INPUT_TIMEOUT:-60}" -rss_limit_mb=4096 -max_len=4096 -entropic=0 -detect_leaks=0 -reload=60 -print_final_stats=1)
 # What a finding looks like in a run's log (a sanitizer report, or a signal libFuzzer caught).
 QEMU_FUZZ_REPORTS='ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|deadly signal|ERROR: libFuzzer'
 # Executions done by the libFuzzer processes whose logs are given: each one's final count,
