@@ -581,6 +581,50 @@ static void test_reset_with_queued_executes(void)
     stop(n);
 }
 
+/*
+ * A reset fetches no more commands (patch 0011). SQ 1 has two entries: a long gemm runs, a
+ * second one waits for the compute unit, and an NVM Write waits in the queue for a free
+ * request. The reset cancels the gemms; their requests come back while it waits, and
+ * stock hw/nvme then fetched the Write and carried it out during the reset (with a shadow
+ * doorbell a guest keeps ahead, command after command without end: found by generic-fuzz).
+ */
+static void test_reset_fetches_no_more_commands(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
+    QTestState *qts = n->qs->qts;
+    uint8_t data[LBA];
+    Sqe cmd[3];
+    g_autofree gchar *file = NULL;
+    gsize flen;
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x00, .cdw10 = 1 }).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = n->q[1].sq,
+                                     .cdw10 = 1 << 16 | 1, .cdw11 = 1 << 16 | 1 }).status, ==, 0);
+    memset(data, 0xEE, sizeof(data));
+    qtest_memwrite(qts, n->buf + 8192, data, sizeof(data));
+    cmd[0] = long_gemm(n);
+    cmd[1] = cmd[0];
+    cmd[2] = (Sqe){ .opc = 0x01, .nsid = 1, .prp1 = n->buf + 8192, .cdw10 = 100 };
+    for (int i = 0; i < 3; i++) {
+        cmd[i].cid = ++n->cid;
+        qtest_memwrite(qts, n->q[1].sq + (i % 2) * 64, &cmd[i], sizeof(cmd[i]));
+        qpci_io_writel(n->dev, n->bar, 0x1000 + 8, (i + 1) % 2);
+        g_usleep(20 * 1000);    /* fetched (the first two) before its slot is reused */
+    }
+    disable(n);
+    g_assert(g_file_get_contents(n->disk, &file, &flen, NULL));
+    for (int i = 0; i < LBA; i++) {
+        int b = 100 * LBA + i;
+
+        g_assert_cmpint((uint8_t)file[b], ==, (uint8_t)(b * 7 + b / 4096));  /* not 0xEE */
+    }
+    enable(n);
+    uint32_t crc = CSD_CKSUM_CRC32C;
+    uint64_t r1[2] = { 0, 4096 };
+    g_assert_cmphex(run(n, 1, execute(n, CSD_PROG_CHECKSUM, 1, r1, &crc, 4)).status, ==, 0);
+    stop(n);
+}
+
 /* The backing store fails (blkdebug injects EIO): Internal Error, nothing else breaks. */
 /* Compare and Write (8Dh): a match writes, a mismatch does not, one at a time. */
 static Sqe compare_write(Nvme *n, uint64_t slba, uint32_t nlb)
@@ -1418,6 +1462,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/program-load", test_program_load);
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
     qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
+    qtest_add_func("/csd/reset-fetches-no-more-commands", test_reset_fetches_no_more_commands);
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
