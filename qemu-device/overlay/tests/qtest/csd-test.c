@@ -625,6 +625,40 @@ static void test_reset_fetches_no_more_commands(void)
     stop(n);
 }
 
+/*
+ * A reset starts no Execute that waits for a compute unit: a gemm runs from SQ 1 and
+ * another waits from SQ 2. Cancelling SQ 1's gemm frees the unit while the reset has yet
+ * to reach SQ 2, and the second gemm was started then, only to be cancelled in turn (C1h
+ * counted two gemm runs). A queue being reset or deleted starts nothing now.
+ */
+static void test_reset_starts_no_queued_execute(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
+    uint64_t sq2 = galloc(n, QDEPTH * 64);
+    Sqe a = long_gemm(n), b = a;
+    uint8_t stats[CSD_LOG_STATS_SIZE];
+    uint64_t gemm_runs;
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = sq2, .cdw10 = (QDEPTH - 1) << 16 | 2,
+                                     .cdw11 = 1 << 16 | 1 }).status, ==, 0);
+    submit(n, 1, &a);
+    g_usleep(50 * 1000);    /* running */
+    b.cid = ++n->cid;
+    qtest_memwrite(n->qs->qts, sq2, &b, sizeof(b));
+    qpci_io_writel(n->dev, n->bar, 0x1000 + 8 * 2, 1);
+    g_usleep(20 * 1000);    /* fetched, waiting for the compute unit */
+    disable(n);
+    enable(n);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = CSD_LOG_STATISTICS |
+                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
+                    ==, 0);
+    qtest_memread(n->qs->qts, n->buf, stats, sizeof(stats));
+    memcpy(&gemm_runs, stats + CSD_STATS_PER_PROGRAM_OFFSET + 8 * CSD_PROG_GEMM, 8);
+    g_assert_cmpuint(gemm_runs, ==, 1);
+    stop(n);
+}
+
 /* The backing store fails (blkdebug injects EIO): Internal Error, nothing else breaks. */
 /* Compare and Write (8Dh): a match writes, a mismatch does not, one at a time. */
 static Sqe compare_write(Nvme *n, uint64_t slba, uint32_t nlb)
@@ -1463,6 +1497,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/reset-with-queued-executes", test_reset_with_queued_executes);
     qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
     qtest_add_func("/csd/reset-fetches-no-more-commands", test_reset_fetches_no_more_commands);
+    qtest_add_func("/csd/reset-starts-no-queued-execute", test_reset_starts_no_queued_execute);
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
