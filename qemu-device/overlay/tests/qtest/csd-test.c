@@ -392,6 +392,28 @@ static Sqe program_unload(uint16_t slot)
     return (Sqe){ .opc = CSD_OPC_PROGRAM_UNLOAD, .nsid = 1, .cdw10 = slot };
 }
 
+/* Reads the statistics log page (C1h, two pages of n->buf) into stats. */
+static void read_stats(Nvme *n, uint8_t stats[CSD_LOG_STATS_SIZE])
+{
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .prp2 = n->buf + 4096,
+                                     .cdw10 = CSD_LOG_STATISTICS |
+                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
+                    ==, 0);
+    qtest_memread(n->qs->qts, n->buf, stats, CSD_LOG_STATS_SIZE);
+}
+
+/* How many times a program ran since power-on (C1h counts a cancelled run too). */
+static uint64_t program_runs(Nvme *n, uint16_t program)
+{
+    uint8_t stats[CSD_LOG_STATS_SIZE];
+    uint64_t runs;
+
+    read_stats(n, stats);
+    memcpy(&runs, stats + CSD_STATS_PER_PROGRAM_OFFSET + 8 * program, 8);
+    return runs;
+}
+
 /* Downloadable programs (spec 8): load in chunks, list, run, unload, refuse. */
 static void test_program_load(void)
 {
@@ -467,11 +489,7 @@ static void test_program_load(void)
 
     /* C1h grew to 4352 bytes: the load, unload and reject counters and slot 0100h */
     uint8_t stats[CSD_LOG_STATS_SIZE];
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
-                                     .cdw10 = CSD_LOG_STATISTICS |
-                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
-                    ==, 0);
-    qtest_memread(n->qs->qts, n->buf, stats, sizeof(stats));
+    read_stats(n, stats);
     uint64_t v[CSD_STAT_COUNT];
     memcpy(v, stats + 8, sizeof(v));
     g_assert_cmpuint(v[CSD_STAT_PROGRAM_LOAD_CMDS], ==, (size + 255) / 256 + 1 + 2);
@@ -535,15 +553,7 @@ static void test_delete_sq_with_executes(void)
      * Only the gemms that finished and the one running at the deletion ever ran (C1h counts
      * every program run, a cancelled one too): the queued ones never started.
      */
-    uint8_t stats[CSD_LOG_STATS_SIZE];
-    uint64_t gemm_runs;
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
-                                     .cdw10 = CSD_LOG_STATISTICS |
-                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
-                    ==, 0);
-    qtest_memread(n->qs->qts, n->buf, stats, sizeof(stats));
-    memcpy(&gemm_runs, stats + CSD_STATS_PER_PROGRAM_OFFSET + 8 * CSD_PROG_GEMM, 8);
-    g_assert_cmpuint(gemm_runs, ==, done + 1);
+    g_assert_cmpuint(program_runs(n, CSD_PROG_GEMM), ==, done + 1);
     /* the queue again, and the device still works */
     g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = n->q[1].sq,
                                      .cdw10 = (QDEPTH - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 }).status, ==, 0);
@@ -636,8 +646,6 @@ static void test_reset_starts_no_queued_execute(void)
     Nvme *n = start(",csd=on,csd.slm-size=64M,csd.compute-units=1");
     uint64_t sq2 = galloc(n, QDEPTH * 64);
     Sqe a = long_gemm(n), b = a;
-    uint8_t stats[CSD_LOG_STATS_SIZE];
-    uint64_t gemm_runs;
 
     g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = sq2, .cdw10 = (QDEPTH - 1) << 16 | 2,
                                      .cdw11 = 1 << 16 | 1 }).status, ==, 0);
@@ -649,13 +657,7 @@ static void test_reset_starts_no_queued_execute(void)
     g_usleep(20 * 1000);    /* fetched, waiting for the compute unit */
     disable(n);
     enable(n);
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
-                                     .cdw10 = CSD_LOG_STATISTICS |
-                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
-                    ==, 0);
-    qtest_memread(n->qs->qts, n->buf, stats, sizeof(stats));
-    memcpy(&gemm_runs, stats + CSD_STATS_PER_PROGRAM_OFFSET + 8 * CSD_PROG_GEMM, 8);
-    g_assert_cmpuint(gemm_runs, ==, 1);
+    g_assert_cmpuint(program_runs(n, CSD_PROG_GEMM), ==, 1);
     stop(n);
 }
 
@@ -850,12 +852,7 @@ static void test_timing_model(void)
     /* C1h: modelled busy time per resource and the delay added, no overrun */
     uint8_t stats[CSD_LOG_STATS_SIZE];
     uint64_t v[CSD_STAT_COUNT];
-    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
-                                     .prp2 = n->buf + 4096,
-                                     .cdw10 = CSD_LOG_STATISTICS |
-                                              (CSD_LOG_STATS_SIZE / 4 - 1) << 16 }).status,
-                    ==, 0);
-    qtest_memread(qts, n->buf, stats, sizeof(stats));
+    read_stats(n, stats);
     memcpy(v, stats + CSD_STATS_COUNTERS_OFFSET, sizeof(v));
     g_assert_cmpuint(v[CSD_STAT_MODEL_LINK_IN_BUSY_NS], ==, 3 * 72);
     g_assert_cmpuint(v[CSD_STAT_MODEL_LINK_OUT_BUSY_NS], ==, 16384 + 8192);
