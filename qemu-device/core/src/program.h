@@ -34,6 +34,30 @@ constexpr uint64_t kCancelFlops = 1ull << 30;
 // the program's length, as the verifier refuses loops).
 constexpr uint64_t kCancelInstructions = 1ull << 20;
 
+// Cuts a program's work into pieces between cancellation checks, whatever its shape (a
+// row may be as long as SLM): each next(n) checks the flag once `every` units have been
+// handed out since the last check (and before the first piece), and returns how many of
+// the n units still to do may run now (at least 1), or 0 once the host asked to stop.
+class CancelPoints {
+public:
+    CancelPoints(const ProgramCall &call, uint64_t every) : cancel_(call.cancel), every_(every) {}
+    uint64_t next(uint64_t n)
+    {
+        if (left_ == 0) {
+            if (cancelled(cancel_)) return 0;
+            left_ = every_;
+        }
+        const uint64_t piece = n < left_ ? n : left_;
+        left_ -= piece;
+        return piece;
+    }
+
+private:
+    const int *cancel_;
+    uint64_t every_;
+    uint64_t left_ = 0;
+};
+
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 
 // One device-defined program (its name is csd_program_name(id), from the wire format).

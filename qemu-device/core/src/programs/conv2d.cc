@@ -63,8 +63,11 @@ ExecResult program_conv2d(const ProgramCall &call)
     InView<float> b(has_bias ? bias : Span{}, has_bias ? p.k : 0);
     std::vector<float> y(out_elems);  // separate: the output may overlap the input
     // Output positions (flattened p*Q+q) per block, so that the im2col scratch stays
-    // within its budget whatever the shapes; at least one position per block.
-    const uint64_t per_block = std::max<uint64_t>(1, std::min<uint64_t>(pq, kColBudget / 4 / crs));
+    // within its budget and a block's gemm (2*K*CRS flops a position) within the work
+    // between two cancellation checks, whatever the shapes; at least one position per block.
+    const uint64_t position_flops = 2 * uint64_t{p.k} * crs;  // K < 2^32, CRS < 2^31
+    const uint64_t per_block = std::max<uint64_t>(
+        1, std::min({pq, kColBudget / 4 / crs, kCancelFlops / position_flops}));
     std::vector<float> col(crs * per_block);
     std::vector<float> tmp(p.k * per_block);
     for (uint64_t img = 0; img < p.n; img++) {

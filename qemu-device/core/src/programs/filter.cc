@@ -3,6 +3,8 @@
 // matching records. Output too small: Output Overflow, DW0 = bytes needed, DW1 = matches.
 #include <cmath>
 
+#include <algorithm>
+
 #include "../program.h"
 
 namespace csd::core {
@@ -70,23 +72,27 @@ ExecResult program_filter(const ProgramCall &call)
     const uint64_t out_unit = p.output_mode == CSD_FILTER_RECORDS ? p.record_size : 4;
     uint64_t written = 0;
     uint32_t hits = 0;
-    for (uint32_t i = 0; i < p.count; i++) {
-        if ((i & 0xFFFF) == 0 && cancelled(call)) {
+    // Checked every 65536 records, or every kCancelBytes of them when they are large.
+    CancelPoints points(call, std::max<uint64_t>(1, std::min<uint64_t>(0x10000, kCancelBytes / p.record_size)));
+    for (uint32_t i0 = 0, piece; i0 < p.count; i0 += piece) {
+        if ((piece = static_cast<uint32_t>(points.next(p.count - i0))) == 0) {
             return fail(CSD_STATUS_ABORT_REQUESTED);
         }
-        const uint8_t *rec = in.data + static_cast<uint64_t>(i) * p.record_size;
-        if (!matches(rec + p.field_offset, p)) {
-            continue;
-        }
-        hits++;
-        if (written + out_unit <= out.len) {
-            if (p.output_mode == CSD_FILTER_RECORDS) {
-                std::memmove(out.data + written, rec, p.record_size);
-            } else {
-                std::memcpy(out.data + written, &i, 4);
+        for (uint32_t i = i0; i < i0 + piece; i++) {
+            const uint8_t *rec = in.data + static_cast<uint64_t>(i) * p.record_size;
+            if (!matches(rec + p.field_offset, p)) {
+                continue;
             }
+            hits++;
+            if (written + out_unit <= out.len) {
+                if (p.output_mode == CSD_FILTER_RECORDS) {
+                    std::memmove(out.data + written, rec, p.record_size);
+                } else {
+                    std::memcpy(out.data + written, &i, 4);
+                }
+            }
+            written += out_unit;
         }
-        written += out_unit;
     }
     if (written > out.len || written > UINT32_MAX) {
         uint32_t need = written > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(written);

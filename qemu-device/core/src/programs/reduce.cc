@@ -43,75 +43,77 @@ uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
     return from;  // m is x[from] itself, a NaN (every element is)
 }
 
+// The result of one row (n elements), its elements read in pieces between cancellation
+// checks (a row may be as wide as SLM); false if cancelled. The pieces change nothing: sums
+// run in element order, and an extreme replaces the one found so far only if strictly
+// beyond it, which keeps its first position.
 template <class T>
-uint64_t reduce_row(const T *x, uint32_t n, uint32_t op)
+bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint64_t *bits)
 {
-    uint64_t bits = 0;
     if (op == CSD_RED_SUM || op == CSD_RED_MEAN) {
+        double fs = 0.0;
+        uint64_t s = 0;  // two's complement wrap
+        __int128 exact = 0;
+        for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
+            if ((piece = points.next(n - i0)) == 0) return false;
+            for (uint64_t i = i0; i < i0 + piece; i++) {
+                if constexpr (std::is_floating_point_v<T>) {
+                    fs += static_cast<double>(x[i]);
+                } else {
+                    s += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+                    exact += x[i];
+                }
+            }
+        }
         if constexpr (std::is_floating_point_v<T>) {
-            double s = 0.0;
-            for (uint32_t i = 0; i < n; i++) {
-                s += static_cast<double>(x[i]);
-            }
-            if (op == CSD_RED_MEAN) {
-                s /= n;
-            }
-            std::memcpy(&bits, &s, 8);
+            if (op == CSD_RED_MEAN) fs /= n;
+            std::memcpy(bits, &fs, 8);
+        } else if (op == CSD_RED_MEAN) {
+            const double m = static_cast<double>(exact) / n;
+            std::memcpy(bits, &m, 8);
         } else {
-            uint64_t s = 0;  // two's complement wrap
-            __int128 exact = 0;
-            for (uint32_t i = 0; i < n; i++) {
-                s += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
-                exact += x[i];
-            }
-            if (op == CSD_RED_MEAN) {
-                double m = static_cast<double>(exact) / n;
-                std::memcpy(&bits, &m, 8);
-            } else {
-                bits = s;
-            }
+            *bits = s;
         }
-        return bits;
+        return true;
     }
-    // min, max, argmin, argmax: first extreme, NaN skipped where possible
+    // min, max, argmin, argmax: first extreme, NaN skipped where possible (a row of NaN
+    // gives index 0)
     const bool want_max = op == CSD_RED_MAX || op == CSD_RED_ARGMAX;
+    bool found = false;
     uint32_t best = 0;
-    if constexpr (std::is_floating_point_v<T>) {
-        while (best < n && std::isnan(x[best])) {
-            best++;
+    for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
+        if ((piece = points.next(n - i0)) == 0) return false;
+        const uint32_t end = static_cast<uint32_t>(i0 + piece);
+        uint32_t from = static_cast<uint32_t>(i0);
+        if constexpr (std::is_floating_point_v<T>) {
+            while (from < end && std::isnan(x[from])) from++;
+            if (from == end) continue;
         }
-        if (best == n) {
-            best = 0;
-        }
+        const uint32_t i = extreme_from(x, from, end, want_max);
+        if (!found || (want_max ? x[i] > x[best] : x[i] < x[best])) best = i;
+        found = true;
     }
-    best = extreme_from(x, best, n, want_max);
     if (op == CSD_RED_ARGMAX || op == CSD_RED_ARGMIN) {
-        return best;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-        double v = static_cast<double>(x[best]);
-        std::memcpy(&bits, &v, 8);
+        *bits = best;
+    } else if constexpr (std::is_floating_point_v<T>) {
+        const double v = static_cast<double>(x[best]);
+        std::memcpy(bits, &v, 8);
     } else {
-        int64_t v = x[best];
-        std::memcpy(&bits, &v, 8);
+        const int64_t v = x[best];
+        std::memcpy(bits, &v, 8);
     }
-    return bits;
+    return true;
 }
 
-// One result per row; false if cancelled (checked every kCancelBytes of input, or row).
+// One result per row; false if cancelled (checked every kCancelBytes of input).
 template <class T>
 bool reduce_all(const ProgramCall &call, const Span &in, uint64_t elems, uint32_t rows, uint32_t cols, uint32_t op,
                 uint64_t *out)
 {
     InView<T> x(in, elems);
-    uint64_t since_check = 0;
+    CancelPoints points(call, kCancelBytes / sizeof(T));
     for (uint64_t r = 0; r < rows; r++) {
-        since_check += uint64_t{cols} * sizeof(T);
-        if (since_check >= kCancelBytes || r == 0) {
-            since_check = 0;
-            if (cancelled(call)) return false;
-        }
-        out[r] = reduce_row(x.get() + r * cols, cols, op);
+        if (!reduce_row(x.get() + r * cols, cols, op, points, &out[r])) return false;
     }
     return true;
 }

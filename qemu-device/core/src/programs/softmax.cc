@@ -25,30 +25,33 @@ ExecResult program_softmax(const ProgramCall &call)
     }
     InView<float> x(call.ranges[0], elems);
     OutView<float> out(call.ranges[1], elems);
-    uint64_t since_check = 0;  // elements since the last cancellation check (one per row at least)
+    // Checked every kCancelBytes of elements read or written, inside a row as well: a row
+    // may be as wide as SLM.
+    CancelPoints points(call, kCancelBytes / 4);
     for (uint64_t r = 0; r < p.rows; r++) {
-        since_check += p.cols;
-        if (since_check >= kCancelBytes / 4 || r == 0) {
-            since_check = 0;
-            if (cancelled(call)) {
-                return fail(CSD_STATUS_ABORT_REQUESTED);
-            }
-        }
         const float *in = x.get() + r * p.cols;
         float *o = out.get() + r * p.cols;
         float mx = in[0];
-        for (uint32_t c = 1; c < p.cols; c++) {
-            mx = std::fmax(mx, in[c]);
-        }
         double sum = 0.0;
-        for (uint32_t c = 0; c < p.cols; c++) {
-            const float e = std::exp(in[c] - mx);
-            o[c] = e;
-            sum += e;
-        }
-        const float inv = static_cast<float>(1.0 / sum);
-        for (uint32_t c = 0; c < p.cols; c++) {
-            o[c] *= inv;
+        for (int pass = 0; pass < 3; pass++) {  // the maximum, the exponentials and their sum, the scaling
+            const float inv = pass == 2 ? static_cast<float>(1.0 / sum) : 0.0f;
+            for (uint64_t c0 = 0, piece; c0 < p.cols; c0 += piece) {
+                if ((piece = points.next(p.cols - c0)) == 0) {
+                    return fail(CSD_STATUS_ABORT_REQUESTED);
+                }
+                const uint64_t c1 = c0 + piece;
+                if (pass == 0) {
+                    for (uint64_t c = c0; c < c1; c++) mx = std::fmax(mx, in[c]);
+                } else if (pass == 1) {
+                    for (uint64_t c = c0; c < c1; c++) {
+                        const float e = std::exp(in[c] - mx);
+                        o[c] = e;
+                        sum += e;
+                    }
+                } else {
+                    for (uint64_t c = c0; c < c1; c++) o[c] *= inv;
+                }
+            }
         }
     }
     out.commit();
