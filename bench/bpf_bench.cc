@@ -8,13 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "csd_core.h"
+#include "core_calls.hpp"
 
 namespace {
 
@@ -28,55 +27,6 @@ double best_of(int reps, const std::function<void()> &f)
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
-}
-
-std::vector<uint8_t> slurp(const std::string &path)
-{
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-        std::fprintf(stderr, "bpf_bench: cannot read %s\n", path.c_str());
-        std::exit(1);
-    }
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
-}
-
-csd_ctx ctx{1u << 20, 512, 0};
-
-uint32_t exec(csd_core *core, uint16_t id, const std::vector<csd_desc_range> &r, const void *p, uint32_t plen,
-              uint32_t *matches)
-{
-    std::vector<uint8_t> d(csd_desc_size(static_cast<uint32_t>(r.size()), plen));
-    csd_desc_encode(d.data(), id, static_cast<uint16_t>(r.size()), r.data(), p, plen);
-    csd_exec *job;
-    uint32_t dw0 = 0;
-    if (csd_core_exec_prepare(core, d.data(), static_cast<uint32_t>(d.size()), &job) != 0 ||
-        csd_core_exec_run(core, job, nullptr, &dw0, matches) != 0) {
-        std::fprintf(stderr, "bpf_bench: Execute of %04x failed\n", id);
-        std::exit(1);
-    }
-    return dw0;
-}
-
-uint16_t load(csd_core *core, const std::vector<uint8_t> &img, uint32_t slot)
-{
-    const csd_cmd c{CSD_OPC_PROGRAM_LOAD, 1, csd_program_load_cdw10(static_cast<uint16_t>(slot), CSD_PROGRAM_TYPE_EBPF),
-                    static_cast<uint32_t>(img.size()), 0, static_cast<uint32_t>(img.size()), 16, 0};
-    csd_op op;
-    uint32_t dw0 = 0;
-    uint16_t st = csd_core_decode(core, &c, &ctx, &op);
-    if (!st) st = csd_core_program_load(core, &op, img.data(), &dw0, nullptr, 0);
-    if (st) {
-        std::fprintf(stderr, "bpf_bench: Program Load failed: 0x%x\n", st);
-        std::exit(1);
-    }
-    return static_cast<uint16_t>(dw0);
-}
-
-void unload(csd_core *core, uint16_t slot)
-{
-    const csd_cmd c{CSD_OPC_PROGRAM_UNLOAD, 1, slot, 0, 0, 0, 0, 0};
-    csd_op op;
-    if (csd_core_decode(core, &c, &ctx, &op) == 0) csd_core_program_unload(core, &op);
 }
 
 }  // namespace
@@ -115,23 +65,23 @@ int main(int argc, char **argv)
     fp.field_type = CSD_FT_I32;
     fp.op = CSD_CMP_GT;
     std::memcpy(fp.lo, &threshold, 8);
-    const double t_builtin = best_of(reps, [&] { exec(core, CSD_PROG_FILTER, r, &fp, sizeof fp, &m_builtin); });
+    const double t_builtin = best_of(reps, [&] { bench::execute(core, bench::descriptor(CSD_PROG_FILTER, r, &fp, sizeof fp), &m_builtin); });
 
-    const uint16_t slot = load(core, slurp(examples + "/threshold.o"), 0);
+    const uint16_t slot = bench::load_program(core, bench::slurp(examples + "/threshold.o"), 0, 16);
     uint8_t bp[24];
     const uint32_t hdr[4] = {n, CSD_BPF_FILTER, 1, 0};
     std::memcpy(bp, hdr, 16);
     std::memcpy(bp + 16, &threshold, 8);
-    const double t_jit = best_of(reps, [&] { exec(core, slot, r, bp, sizeof bp, &m_jit); });
+    const double t_jit = best_of(reps, [&] { bench::execute(core, bench::descriptor(slot, r, bp, sizeof bp), &m_jit); });
     csd_core_set_bpf_interpreted(core, 1);
-    const double t_interp = best_of(quick ? 1 : 2, [&] { exec(core, slot, r, bp, sizeof bp, &m_interp); });
+    const double t_interp = best_of(quick ? 1 : 2, [&] { bench::execute(core, bench::descriptor(slot, r, bp, sizeof bp), &m_interp); });
     csd_core_set_bpf_interpreted(core, 0);
 
     struct {
         uint32_t count, reserved;
         int64_t threshold;
     } pp{n, 0, threshold};
-    const double t_plugin = best_of(reps, [&] { exec(core, 0x41, r, &pp, sizeof pp, &m_plugin); });
+    const double t_plugin = best_of(reps, [&] { bench::execute(core, bench::descriptor(0x41, r, &pp, sizeof pp), &m_plugin); });
 
     if (m_builtin != m_jit || m_jit != m_interp || m_interp != m_plugin) {
         std::fprintf(stderr, "bpf_bench: the four disagree: %u %u %u %u matches\n", m_builtin, m_jit, m_interp, m_plugin);
@@ -147,16 +97,16 @@ int main(int argc, char **argv)
     std::printf("  native plug-in (0041h)    %6.2f GB/s  %.2fx built-in\n", gb / t_plugin, t_builtin / t_plugin);
 
     // Program Load latency: decode, chunk, verify and JIT, for padded images.
-    auto image = slurp(examples + "/threshold.o");
+    auto image = bench::slurp(examples + "/threshold.o");
     for (size_t size : {size_t{4096}, size_t{1} << 20}) {
         std::vector<uint8_t> img = image;
         img.resize(size, 0);  // bytes after the ELF's sections are ignored by the loader
         std::vector<double> us;
         for (int i = 0; i < (quick ? 5 : 21); i++) {
             const auto t0 = std::chrono::steady_clock::now();
-            const uint16_t s = load(core, img, 0x1F0);
+            const uint16_t s = bench::load_program(core, img, 0x1F0, 16);
             us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-            unload(core, s);
+            bench::unload_program(core, s);
         }
         std::sort(us.begin(), us.end());
         std::printf("Program Load of a %zu KiB image: median %.0f us\n", size >> 10, us[us.size() / 2]);

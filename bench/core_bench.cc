@@ -14,8 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "csd/device.hpp"
-#include "csd_core.h"
+#include "core_calls.hpp"
 
 namespace {
 
@@ -29,23 +28,6 @@ double seconds(const std::function<void()> &f, int reps)
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
-}
-
-std::vector<uint8_t> desc(uint16_t prog, const std::vector<csd::Range> &ranges, const void *p, uint32_t plen)
-{
-    return csd::make_descriptor(prog, ranges, p, plen);
-}
-
-uint32_t exec(csd_core *core, const std::vector<uint8_t> &d, uint32_t *dw1 = nullptr)
-{
-    csd_exec *job;
-    uint32_t dw0 = 0, x = 0;
-    if (csd_core_exec_prepare(core, d.data(), static_cast<uint32_t>(d.size()), &job) != 0 ||
-        csd_core_exec_run(core, job, nullptr, &dw0, dw1 ? dw1 : &x) != 0) {
-        std::fprintf(stderr, "core_bench: Execute failed\n");
-        std::exit(1);
-    }
-    return dw0;
 }
 
 }  // namespace
@@ -69,10 +51,10 @@ int main(int argc, char **argv)
     auto *A = reinterpret_cast<float *>(slm), *B = A + n * n;  // C follows B in SLM
     for (uint64_t i = 0; i < 2ull * n * n; i++) A[i] = u(g);
     csd_gemm_params gp{n, n, n, 0, 1.0f, 0.0f};
-    auto gd = desc(CSD_PROG_GEMM, {{0, mbytes}, {mbytes, mbytes}, {2 * mbytes, mbytes}}, &gp, sizeof(gp));
+    auto gd = bench::descriptor(CSD_PROG_GEMM, {{0, mbytes}, {mbytes, mbytes}, {2 * mbytes, mbytes}}, &gp, sizeof(gp));
     std::vector<float> Cd(n * n);
     const double flop = 2.0 * n * n * n;
-    double t_dev = seconds([&] { exec(core, gd); }, reps);
+    double t_dev = seconds([&] { bench::execute(core, gd); }, reps);
     double t_blas = seconds([&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, Cd.data(), n);
     }, reps);
@@ -94,13 +76,13 @@ int main(int argc, char **argv)
     fp.output_mode = CSD_FILTER_INDICES;
     double lo = 0.5;
     std::memcpy(fp.lo, &lo, 8);
-    auto fd = desc(CSD_PROG_FILTER, {{0, big}, {big, big}}, &fp, sizeof(fp));
-    double t = seconds([&] { exec(core, fd); }, reps);
+    auto fd = bench::descriptor(CSD_PROG_FILTER, {{0, big}, {big, big}}, &fp, sizeof(fp));
+    double t = seconds([&] { bench::execute(core, fd); }, reps);
     std::printf("filter (16-byte records, f32 > 0.5, ~50%% match): %.2f GB/s\n", big / t / 1e9);
 
     for (uint32_t algo : {0u, 1u}) {
-        auto cd = desc(CSD_PROG_CHECKSUM, {{0, big}}, &algo, 4);
-        t = seconds([&] { exec(core, cd); }, reps);
+        auto cd = bench::descriptor(CSD_PROG_CHECKSUM, {{0, big}}, &algo, 4);
+        t = seconds([&] { bench::execute(core, cd); }, reps);
         std::printf("checksum %s: %.2f GB/s\n", algo ? "XXH64" : "CRC-32C", big / t / 1e9);
     }
 
@@ -117,8 +99,8 @@ int main(int argc, char **argv)
             comp.resize(LZ4F_compressFrame(comp.data(), comp.size(), plain.data(), big, nullptr));
         }
         std::memcpy(slm, comp.data(), comp.size());
-        auto dd = desc(CSD_PROG_DECOMPRESS, {{0, comp.size()}, {big, big}}, &algo, 4);
-        t = seconds([&] { exec(core, dd); }, reps);
+        auto dd = bench::descriptor(CSD_PROG_DECOMPRESS, {{0, comp.size()}, {big, big}}, &algo, 4);
+        t = seconds([&] { bench::execute(core, dd); }, reps);
         std::printf("decompress %s (ratio %.1f): %.2f GB/s of output\n", algo ? "lz4" : "zstd",
                     static_cast<double>(big) / comp.size(), big / t / 1e9);
     }
@@ -127,9 +109,9 @@ int main(int argc, char **argv)
     // asks the core whether the model is on (and builds the command's work record only if
     // it is); QEMU's glue tests one flag. Measured against the cheapest command there is.
     {
-        auto cd = desc(CSD_PROG_COPY, {{0, 4096}, {4096, 4096}}, nullptr, 0);
+        auto cd = bench::descriptor(CSD_PROG_COPY, {{0, 4096}, {4096, 4096}}, nullptr, 0);
         const int cmds = quick ? 20000 : 200000;
-        const double t_cmd = seconds([&] { for (int i = 0; i < cmds; i++) exec(core, cd); }, reps) / cmds;
+        const double t_cmd = seconds([&] { for (int i = 0; i < cmds; i++) bench::execute(core, cd); }, reps) / cmds;
         volatile int on = 0;
         const long checks = quick ? 10000000 : 100000000;
         const double t_off = seconds([&] {

@@ -1,0 +1,84 @@
+// core_calls.hpp: the device-core calls the benchmarks share (files, Program Load, Execute
+// descriptors); each exits with a message on failure, as a benchmark cannot go on without it.
+#pragma once
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "csd_core.h"
+
+namespace bench {
+
+/* Reads a whole file, or exits naming it. */
+inline std::vector<uint8_t> slurp(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        std::fprintf(stderr, "bench: cannot read %s\n", path.c_str());
+        std::exit(1);
+    }
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+
+/* An execute descriptor for program id over ranges, with params. */
+inline std::vector<uint8_t> descriptor(uint16_t id, const std::vector<csd_desc_range> &r, const void *p, uint32_t plen)
+{
+    std::vector<uint8_t> d(csd_desc_size(static_cast<uint32_t>(r.size()), plen));
+    csd_desc_encode(d.data(), id, static_cast<uint16_t>(r.size()), r.data(), p, plen);
+    return d;
+}
+
+/* Execute of descriptor d to its end; returns DW0 and stores DW1 in *dw1 (if not NULL). */
+inline uint32_t execute(csd_core *core, const std::vector<uint8_t> &d, uint32_t *dw1 = nullptr)
+{
+    csd_exec *job;
+    uint32_t dw0 = 0, x = 0;
+    uint16_t st = csd_core_exec_prepare(core, d.data(), static_cast<uint32_t>(d.size()), &job);
+    if (!st) st = csd_core_exec_run(core, job, nullptr, &dw0, dw1 ? dw1 : &x);
+    if (st) {
+        csd_desc_header h{};
+        std::memcpy(&h, d.data(), std::min(d.size(), sizeof h));
+        std::fprintf(stderr, "bench: Execute of program %04x failed: status 0x%x\n", h.program_id, st);
+        std::exit(1);
+    }
+    return dw0;
+}
+
+/* The namespace the benchmarks' commands address (1 Mi LBAs of 512 bytes, no MDTS). */
+inline const csd_ctx *context()
+{
+    static const csd_ctx ctx{1u << 20, 512, 0};
+    return &ctx;
+}
+
+/* Program Load of an eBPF image (records of record_size bytes) into slot in one chunk;
+   returns the program id the device gave it. */
+inline uint16_t load_program(csd_core *core, const std::vector<uint8_t> &img, uint32_t slot, uint32_t record_size)
+{
+    const csd_cmd c{CSD_OPC_PROGRAM_LOAD, 1, csd_program_load_cdw10(static_cast<uint16_t>(slot), CSD_PROGRAM_TYPE_EBPF),
+                    static_cast<uint32_t>(img.size()), 0, static_cast<uint32_t>(img.size()), record_size, 0};
+    csd_op op;
+    uint32_t dw0 = 0;
+    uint16_t st = csd_core_decode(core, &c, context(), &op);
+    if (!st) st = csd_core_program_load(core, &op, img.data(), &dw0, nullptr, 0);
+    if (st) {
+        std::fprintf(stderr, "bench: Program Load failed: 0x%x\n", st);
+        std::exit(1);
+    }
+    return static_cast<uint16_t>(dw0);
+}
+
+/* Program Unload of slot (errors ignored: the benchmark loaded it). */
+inline void unload_program(csd_core *core, uint16_t slot)
+{
+    const csd_cmd c{CSD_OPC_PROGRAM_UNLOAD, 1, slot, 0, 0, 0, 0, 0};
+    csd_op op;
+    if (csd_core_decode(core, &c, context(), &op) == 0) csd_core_program_unload(core, &op);
+}
+
+}  // namespace bench
