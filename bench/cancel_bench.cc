@@ -1,12 +1,15 @@
 // cancel_bench: how long a reset waits for a running program. Each long program runs on a
 // compute unit of the device core with 256 MiB of SLM in flight (gemm: three 64 MiB
-// matrices; rows as wide as the data where a program works row by row); halfway through its measured run time another thread sets the cancel flag, as
-// QEMU's reset does, and the time from the flag to the program's return is recorded, with
-// how often the program ran to its end instead of stopping with Command Abort Requested. A path only the emulator takes: no bus, no guest.
+// matrices; also the shapes that used to check rarely: rows as wide as the data, large
+// records, a layer of many filters). Halfway through its measured run time another thread
+// sets the cancel flag, as QEMU's reset does; the time from the flag to the program's
+// return is recorded, with how often the program ran to its end instead of stopping with
+// Command Abort Requested. A path only the emulator takes: no bus, no guest.
 // Usage: cancel_bench [--quick] BPF_TEST_IMAGES_DIR   (the build's tests/unit, for long_program.o)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -111,7 +114,15 @@ int main(int argc, char **argv)
     fp.op = CSD_CMP_GT;
     const double lo = 0.0;
     std::memcpy(fp.lo, &lo, 8);
-    progs.push_back({"filter", bench::descriptor(CSD_PROG_FILTER, {{0, big}, {out, big}}, &fp, sizeof fp)});
+    progs.push_back({"filter, 16-byte records", bench::descriptor(CSD_PROG_FILTER, {{0, big}, {out, big}}, &fp, sizeof fp)});
+    csd_filter_params fl = fp;  // 64 KiB records, every one kept and copied out
+    fl.record_size = 64 << 10;
+    fl.count = static_cast<uint32_t>(big >> 16);
+    fl.field_type = CSD_FT_I32;
+    fl.op = CSD_CMP_GE;
+    const int64_t lowest = INT32_MIN;
+    std::memcpy(fl.lo, &lowest, 8);
+    progs.push_back({"filter, 64 KiB records", bench::descriptor(CSD_PROG_FILTER, {{0, big}, {out, big}}, &fl, sizeof fl)});
     const csd_convert_params cp{CSD_CVT_F32_F16, static_cast<uint32_t>(floats), 1.0f, 0};
     progs.push_back({"convert f32->f16", bench::descriptor(CSD_PROG_CONVERT, {{0, big}, {out, big / 2}}, &cp, sizeof cp)});
     const uint32_t xxh = CSD_CKSUM_XXH64;
