@@ -636,6 +636,37 @@ static void test_reset_fetches_no_more_commands(void)
 }
 
 /*
+ * A reset waits for the piece of a transfer in flight, not for the transfer: a Write whose
+ * data is not RAM (unassigned memory at 1 TiB, where a guest's PRPs may point) is bounced
+ * through QEMU's 4 KiB bounce buffer, one block request a piece. A cancelled transfer went
+ * on to its last piece, so over a drive that takes 5 ms a request a reset during a 512 KiB
+ * Write waited for about 128 pieces (0.6 s). It stops after the piece in flight now.
+ */
+static void test_reset_stops_a_bounced_transfer(void)
+{
+    Nvme *n = start_with("-drive id=d0,if=none,format=raw,file=null-co://,file.size=4M,"
+                         "file.latency-ns=5000000", ",csd=on");
+    const uint64_t far = 1ULL << 40;
+    uint64_t list = galloc(n, 4096), prp[127];
+    gint64 t0, waited;
+
+    for (int i = 0; i < 127; i++) {
+        prp[i] = far + 4096 * (i + 1);
+    }
+    qtest_memwrite(n->qs->qts, list, prp, sizeof(prp));
+    submit(n, 1, &(Sqe){ .opc = 0x01, .nsid = 1, .prp1 = far, .prp2 = list, .cdw12 = 1023 });
+    g_usleep(30 * 1000);    /* a few pieces in */
+    t0 = g_get_monotonic_time();
+    disable(n);
+    waited = g_get_monotonic_time() - t0;
+    g_test_message("reset during a bounced 512 KiB Write: %" PRId64 " us", waited);
+    g_assert_cmpint(waited, <, 200 * 1000);
+    enable(n);
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x02, .nsid = 1, .prp1 = n->buf, .cdw12 = 7 }).status, ==, 0);
+    stop(n);
+}
+
+/*
  * A reset starts no Execute that waits for a compute unit: a gemm runs from SQ 1 and
  * another waits from SQ 2. Cancelling SQ 1's gemm frees the unit while the reset has yet
  * to reach SQ 2, and the second gemm was started then, only to be cancelled in turn (C1h
@@ -1495,6 +1526,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/delete-sq-with-executes", test_delete_sq_with_executes);
     qtest_add_func("/csd/reset-fetches-no-more-commands", test_reset_fetches_no_more_commands);
     qtest_add_func("/csd/reset-starts-no-queued-execute", test_reset_starts_no_queued_execute);
+    qtest_add_func("/csd/reset-stops-a-bounced-transfer", test_reset_stops_a_bounced_transfer);
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
     qtest_add_func("/csd/timing-model", test_timing_model);
