@@ -286,6 +286,11 @@ static void test_slm_write_read(void)
     g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     c = run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->buf, 0, 2 * 1024 * 1024)); /* > MDTS */
     g_assert_cmphex(c.status, ==, CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    /* data at the controller's own registers: hw/nvme refuses the DMA (no DNR) */
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->bar.addr, 0, 4096));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_DATA_TRANSFER_ERROR);
+    c = run(n, 1, slm_xfer(CSD_OPC_SLM_READ, n->bar.addr, 0, 4096));
+    g_assert_cmphex(c.status, ==, CSD_STATUS_DATA_TRANSFER_ERROR);
     stop(n);
 }
 
