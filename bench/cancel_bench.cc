@@ -7,7 +7,6 @@
 // Command Abort Requested. A path only the emulator takes: no bus, no guest.
 // Usage: cancel_bench [--quick] BPF_TEST_IMAGES_DIR   (the build's tests/unit, for long_program.o)
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>

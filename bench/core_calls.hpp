@@ -1,8 +1,8 @@
 // core_calls.hpp: the device-core calls the benchmarks share (files, Program Load, Execute
 // descriptors); each exits with a message on failure, as a benchmark cannot go on without it.
 #pragma once
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>

@@ -34,11 +34,12 @@ protected:
         return cancelled_run(program, ranges, &p, sizeof p);
     }
     // Runs a descriptor to its end (which also maps its pages), then again with the flag
-    // set by another thread a quarter of that time after the run began, as a reset does; the status of the
-    // second run. A program that checks the flag only before it starts always runs to its
-    // end; one that checks it while it works may still end normally when the flag comes
-    // during its last piece, or after its end when this run was faster than the first
-    // (pages already mapped), so such a run is tried twice more with a quarter of its time.
+    // set by another thread a quarter of that time after the run began, as a reset does;
+    // the status of the second run. A program that checks the flag only before it starts
+    // always runs to its end; one that checks it while it works may still end normally when
+    // the flag comes during its last piece, or after its end when this run was faster than
+    // the first (pages already mapped), so such a run is tried twice more with a quarter of
+    // its time.
     uint16_t cancelled_midway(uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
                               const void *params, uint32_t len)
     {
