@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod guest vm demo test test-% examples clean distclean
+.PHONY: all help deps qemu image build kmod guest vm demo test check test-% examples clean distclean venv
 
 all: qemu image build guest
 
@@ -16,8 +16,12 @@ help:
 	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
 	@echo "make guest     stage csdctl, libcsd, csd.ko and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
-	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command"
-	@echo "make test      every test suite; make test-SUITE runs one (qtest, harness, vm)"
+	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
+	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 shape the device"
+	@echo "make test      every test suite; make test-SUITE runs one (unit, fuzz, qemu-fuzz, qtest,"
+	@echo "               kmod-style, harness, runner, python, vm, crash), building only what it needs"
+	@echo "make check     the quick loop: unit, qtest, python and one guest smoke test"
+	@echo "make venv      build/venv with the nvme_csd package (source build/venv/bin/activate)"
 	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
 
 deps:
@@ -42,9 +46,11 @@ kmod: image
 guest: image build kmod
 	@bash images/stage-guest.sh
 
-# CMD is passed through the environment so any quoting survives.
+# CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
+# device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too.
 vm: qemu image build guest
-	@if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
+	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)"; \
+	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
 
 demo: qemu image build guest
 	@bash host/demo/run-demo.sh
@@ -52,7 +58,26 @@ demo: qemu image build guest
 test: qemu image build guest
 	@$(PYTHON) tests/run_all.py
 
-test-%: qemu image build guest
+# The loop to live in: unit, qtest, Python and one guest smoke test (the README's recipes).
+check: qemu image build guest
+	@$(PYTHON) tests/run_all.py check
+
+# The project's Python environment, build/venv, with the nvme_csd package (numpy only).
+venv: deps
+	@bash python/install.sh demo
+
+# One suite builds only what it needs.
+SUITES_HOST := unit
+SUITES_SELF_BUILT := fuzz qemu-fuzz python runner
+SUITES_QEMU := qtest
+SUITES_GUEST := harness vm crash kmod-style
+$(addprefix test-,$(SUITES_HOST)): test-%: build
+	@$(PYTHON) tests/run_all.py $*
+$(addprefix test-,$(SUITES_SELF_BUILT)): test-%: deps
+	@$(PYTHON) tests/run_all.py $*
+$(addprefix test-,$(SUITES_QEMU)): test-%: qemu
+	@$(PYTHON) tests/run_all.py $*
+$(addprefix test-,$(SUITES_GUEST)): test-%: qemu image build guest
 	@$(PYTHON) tests/run_all.py $*
 
 examples:

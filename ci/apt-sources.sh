@@ -1,46 +1,72 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Adds the apt entries nvme-csd needs (bookworm-backports binaries, trixie sources)
-# by copying the URIs and Signed-By of the machine's own Debian entry; idempotent.
+# by copying the archive URI and keyring of the machine's own Debian bookworm entry;
+# idempotent. Reads either sources format: deb822 stanzas (/etc/apt/sources.list.d/*.sources,
+# as a Debian 12 cloud image has) or one-line entries (/etc/apt/sources.list and
+# /etc/apt/sources.list.d/*.list, as the Debian installer writes).
+# Usage: ci/apt-sources.sh [--print]   (--print: show the entries, write nothing)
 set -euo pipefail
 
-src=/etc/apt/sources.list.d/debian.sources
 out=/etc/apt/sources.list.d/nvme-csd.sources
+etc=${CSD_APT_ETC:-/etc/apt}   # tests point this at a copy
 
-if [ ! -r "$src" ]; then
-    echo "apt-sources: $src not found; add bookworm-backports and a trixie deb-src entry by hand" >&2
-    exit 1
-fi
+# deb822: the first stanza of type deb whose Suites names bookworm (the main archive, not
+# security): prints "URI SIGNED-BY".
+from_deb822() {
+    awk '
+        function flush() { if (main && deb && u != "") { print u, s; found = 1; exit } u = ""; s = ""; main = 0; deb = 0 }
+        /^[ \t]*#/    { next }
+        /^Types:/     { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+        /^URIs:/      { u = $2 }
+        /^Signed-By:/ { s = $2 }
+        /^Suites:/    { for (i = 2; i <= NF; i++) if ($i == "bookworm") main = 1 }
+        /^[ \t]*$/    { flush() }
+        END           { if (!found) flush() }
+    ' "$@" 2>/dev/null
+}
 
-# First stanza whose Suites line names bookworm (the main archive, not security).
-read -r uris signed < <(awk '
-    /^URIs:/      { u = $2 }
-    /^Signed-By:/ { s = $2 }
-    /^Suites:/    { main = ($2 == "bookworm") }
-    /^$/          { if (main && u != "") { print u, s; exit } u = ""; s = ""; main = 0 }
-    END           { if (main && u != "") print u, s }
-' "$src")
+# One-line: "deb [options] URI bookworm components...": prints "URI SIGNED-BY" (the
+# signed-by= option if there is one, else nothing: apt then trusts its default keyrings).
+from_one_line() {
+    awk '
+        /^[ \t]*#/ { next }
+        $1 == "deb" {
+            i = 2; s = ""
+            if ($2 ~ /^\[/) {
+                for (; i <= NF; i++) {
+                    o = $i; gsub(/[\[\]]/, "", o)
+                    if (o ~ /^signed-by=/) { sub(/^signed-by=/, "", o); s = o }
+                    if ($i ~ /\]$/) { i++; break }
+                }
+            }
+            if ($(i + 1) == "bookworm") { print $i, s; exit }
+        }
+    ' "$@" 2>/dev/null
+}
 
+shopt -s nullglob
+read -r uris signed < <(from_deb822 "$etc"/sources.list.d/*.sources) || true
 if [ -z "${uris:-}" ]; then
-    echo "apt-sources: no bookworm entry with URIs in $src" >&2
+    read -r uris signed < <(from_one_line "$etc"/sources.list "$etc"/sources.list.d/*.list) || true
+fi
+if [ -z "${uris:-}" ]; then
+    echo "apt-sources: no 'bookworm' entry found in $etc/sources.list or $etc/sources.list.d/;" \
+         "add bookworm-backports and a trixie deb-src entry by hand" >&2
     exit 1
 fi
+# One deb822 stanza: TYPE SUITE (with the keyring line only when the source names one).
+stanza() {
+    printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\n' "$1" "$uris" "$2"
+    [ -z "${signed:-}" ] || printf 'Signed-By: %s\n' "$signed"
+}
+want=$(echo "# Written by nvme-csd ci/apt-sources.sh from this machine's bookworm entry; safe to delete."
+       stanza deb bookworm-backports; echo; stanza deb-src trixie)
 
-want=$(cat <<STANZAS
-# Written by nvme-csd ci/apt-sources.sh from $src; safe to delete.
-Types: deb
-URIs: $uris
-Suites: bookworm-backports
-Components: main
-Signed-By: $signed
-
-Types: deb-src
-URIs: $uris
-Suites: trixie
-Components: main
-Signed-By: $signed
-STANZAS
-)
-
+if [ "${1:-}" = "--print" ]; then
+    printf '%s\n' "$want"
+    exit 0
+fi
 if [ -f "$out" ] && [ "$(cat "$out")" = "$want" ]; then
     exit 0
 fi

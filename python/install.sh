@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
-# Installs what the Python suite needs into the PATH's python3 (numpy, pytest, torch from
-# pip) and the nvme_csd package itself; skips the package build when its sources and
-# the library's are unchanged since the last install.
+# SPDX-License-Identifier: MIT
+# Makes the project's virtual environment (build/venv, from the machine's python3 or
+# $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
+# suites need; never touches the interpreter it was made from. Skips the package build
+# when its sources and the library's are unchanged since the last install.
+# Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch)
+# Environment: PYTHON (default python3), CSD_VENV (default build/venv).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+want=${1:-test}
 py=${PYTHON:-python3}
-export PIP_ROOT_USER_ACTION=ignore
-missing=()
-# CSD_PY_DEMO=1: only what the package itself needs (make demo), not the suite's torch.
-wanted="numpy pytest torch setuptools pybind11"
-[ "${CSD_PY_DEMO:-0}" = 1 ] && wanted="numpy setuptools pybind11"
-for m in $wanted; do
-    "$py" -c "import $m" 2>/dev/null || missing+=("$m")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "python: pip install ${missing[*]} (torch is large: a few minutes the first time)"
-    "$py" -m pip install -q --disable-pip-version-check "${missing[@]}"
+venv=${CSD_VENV:-$top/build/venv}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+say() { echo "python: $*"; }
+
+if [ ! -x "$venv/bin/python" ]; then
+    say "making the virtual environment $venv from $(command -v "$py") ($("$py" --version 2>&1))"
+    "$py" -m venv "$venv" || {
+        echo "python: '$py -m venv' failed; on Debian install python3-venv (make deps)" >&2
+        exit 1
+    }
 fi
-stamp="$top/build/python-install.stamp"
+vpy="$venv/bin/python"
+
+# What each use needs beyond the package (whose own dependencies pyproject.toml declares).
+case "$want" in
+    demo) extras="" ;;
+    test) extras="[test]" ;;
+    *) echo "python: unknown use '$want' (demo or test)" >&2; exit 2 ;;
+esac
+
+stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
        "$top"/host/lib/*.cc "$top"/host/lib/*.hpp "$top"/host/include/csd/*.hpp "$top"/host/include/*.h \
        "$top"/qemu-device/core/src/*.cc "$top"/qemu-device/core/src/*.h "$top"/qemu-device/core/src/programs/* \
-       "$top"/qemu-device/core/include/*.h | sha256sum | cut -c1-16)
-if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$py" -c "import nvme_csd._core" 2>/dev/null; then
+       "$top"/qemu-device/core/include/*.h "$top"/spec/* | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then
     exit 0
 fi
-echo "python: pip install ./python"
-"$py" -m pip install -q --disable-pip-version-check --no-build-isolation "$top/python"
-mkdir -p "$top/build"
+[ "$want" = test ] && ! "$vpy" -c "import torch" 2>/dev/null &&
+    say "installing the test requirements (torch is large: a few minutes the first time)"
+say "pip install ./python$extras into $venv (builds the extension: a few minutes)"
+# PEP 517 build in an isolated environment with the build requirements pyproject.toml names.
+"$vpy" -m pip install -q "$top/python$extras"
+"$vpy" -c "import nvme_csd._core" || { echo "python: the installed package does not import" >&2; exit 1; }
+rm -f "$venv"/nvme-csd-*.stamp
 echo "$hash" > "$stamp"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The Python suite on the host against the in-process device (numpy and torch from pip).
+# The Python suite on the host against the in-process device, in the project's virtual
+# environment build/venv (python/install.sh makes it: numpy, pytest and torch from pip).
 # Prints 'python: N passed, N failed, N skipped' (skips with their reasons above it).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-bash "$top/python/install.sh" || { echo "python: 0 passed, 1 failed (install)"; exit 1; }
+bash "$top/python/install.sh" test || { echo "python: 0 passed, 1 failed (install)"; exit 1; }
 cd "$top"   # not python/, so the installed package is the one imported
-out=$(python3 -m pytest -q -rs -p no:cacheprovider python/tests 2>&1)
+out=$("${CSD_VENV:-$top/build/venv}/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1)
 rc=$?
 echo "$out"
 p=$(grep -oE '[0-9]+ passed' <<<"$out" | tail -1 | cut -d' ' -f1)

@@ -7,7 +7,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
 
 here = Path(__file__).resolve().parent
@@ -86,5 +86,8 @@ ext = Pybind11Extension(
     libraries=libs,
     cxx_std=17,
 )
+
+# Compile the sources on every core (NVME_CSD_JOBS=N to choose).
+ParallelCompile("NVME_CSD_JOBS", default=0).install()
 
 setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})

@@ -1,6 +1,6 @@
 /*
  * nvme_cs.h - the standard NVMe computational storage command sets as the project reads
- * them (../shared/spec/nvme-cs.md; field by field with its source in docs/nvme-cs.md):
+ * them (spec/nvme-cs.md; field by field with its source in docs/nvme-cs.md):
  * Subsystem Local Memory (CSI 03h) and Computational Programs (CSI 04h), NVMe 2.1.
  * The second front end's one home for layouts, opcodes and status values; the device core
  * decodes with it and so do the host library and the tests. Marks as in the contract:

@@ -13,5 +13,5 @@ python3 "$top/tests/vm/csdvm.py" cmd --disk "$tmp/namespace.img" --slm 512M --me
 rm -f "$tmp/namespace.img"
 echo
 echo "== design space: is offload worth it on the drive being designed? (timing model presets)"
-CSD_PY_DEMO=1 bash "$top/python/install.sh"
-python3 "$top/host/demo/design_space.py" --dir "$tmp"
+bash "$top/python/install.sh" demo
+"${CSD_VENV:-$top/build/venv}/bin/python" "$top/host/demo/design_space.py" --dir "$tmp"

@@ -1,5 +1,7 @@
 """The command set's ids, parameter codes and status codes, taken from the bindings (which
-take them from spec/csd_spec.h): Python keeps no copy of the wire format's numbers."""
+take them from spec/csd_spec.h): Python keeps no copy of these numbers. The parameter
+layouts of device-defined programs are still packed in device.py (struct), a second copy
+of spec/csd_spec.h's structs that issue 29 moves into the bindings."""
 
 import numpy as np
 

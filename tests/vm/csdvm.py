@@ -214,12 +214,17 @@ class Vm:
         dev = (f"nvme,id=nvme0,serial={serial},drive=nvm0,"
                f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
         if self.cfg.csd:
-            dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)},csd.compute-units={self.cfg.cu}"
+            extra = self.cfg.extra_device
+            dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)}"
+            # A timing model brings its own unit count; named units win over the harness's.
+            if not re.search(r"(^|,)csd\.(compute-units|model)[.=]", extra):
+                dev += f",csd.compute-units={self.cfg.cu}"
             if self.cfg.plugins:
                 dev += f",csd.plugin-dir={BUILD / 'meson' / 'examples' / 'plugins'}"
-            extra = self.cfg.extra_device
             if extra:
                 dev += "," + extra
+        elif self.cfg.extra_device:
+            dev += "," + self.cfg.extra_device
         argv = [
             str(QEMU), "-machine", f"q35,accel={accel}",
             "-cpu", "host" if accel == "kvm" else "max",
@@ -531,14 +536,26 @@ def cmd_test(args) -> int:
         if r.skipped:
             print(f"SKIPPED inside {r.name}: {r.skipped} ({'; '.join(sorted(set(r.skip_reasons))) or 'no reason given'})")
     skipped = sum(r.skipped for r in results)
-    print(f"vm: {len(results) - len(failed)} passed, {len(failed)} failed, {skipped} skipped")
+    print(f"{args.suite_name}: {len(results) - len(failed)} passed, {len(failed)} failed, {skipped} skipped")
     return 1 if failed or not results else 0
+
+
+def cli_config(args) -> VmConfig:
+    """The device and guest settings that `cmd` and `shell` were given."""
+    props = args.device_props.strip(",")
+    if props.startswith("-device") or "nvme," in props:
+        raise SystemExit("csdvm: --device-props takes the nvme device's extra properties only, "
+                         "e.g. 'csd.nvme-cs=on,csd.model=gen4x4-8core'")
+    if args.drives < 1 or args.drives > 8:
+        raise SystemExit(f"csdvm: --drives must be 1..8 (got {args.drives})")
+    return VmConfig(csd=not args.no_csd, slm=args.slm, cu=args.compute_units, disk=args.disk_size,
+                    lbads=args.lbads, memory=args.memory, extra_device=props, drives=args.drives,
+                    plugins=args.plugins)
 
 
 def cmd_run(args) -> int:
     """Runs one shell command in a guest and returns its exit status."""
-    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size, lbads=args.lbads,
-                   memory=args.memory)
+    cfg = cli_config(args)
     with tempfile.TemporaryDirectory(prefix="csdvm-") as tmp:
         disk = Path(args.disk) if args.disk else None
         vm = Vm(cfg, Path(tmp), disk)
@@ -568,8 +585,7 @@ def cmd_run(args) -> int:
 
 def cmd_shell(args) -> int:
     """Interactive guest shell on this terminal (QEMU's mux: Ctrl-a x quits)."""
-    cfg = VmConfig(csd=not args.no_csd, slm=args.slm, disk=args.disk_size, lbads=args.lbads,
-                   memory=args.memory)
+    cfg = cli_config(args)
     workdir = Path(tempfile.mkdtemp(prefix="csdvm-"))
     disk = Path(args.disk) if args.disk else BUILD / "vm-namespace.img"
     vm = Vm(cfg, workdir, disk)
@@ -589,6 +605,7 @@ def main() -> int:
     t.add_argument("tests", nargs="*")
     t.add_argument("--filter", help="regular expression on test file names")
     t.add_argument("--dir", help="folder of guest tests (default tests/vm/guest)")
+    t.add_argument("--suite-name", default="vm", help="name on the closing line (default vm)")
     for name in ("cmd", "shell"):
         c = sub.add_parser(name, help="run one command" if name == "cmd" else "interactive shell")
         if name == "cmd":
@@ -600,6 +617,15 @@ def main() -> int:
         c.add_argument("--no-csd", action="store_true", help="stock nvme device (csd=off)")
         c.add_argument("--lbads", type=int, default=9, help="log2 of the LBA size (9: 512 B, 12: 4 KiB)")
         c.add_argument("--memory", default="1G", help="guest memory")
+        c.add_argument("--device-props", default=os.environ.get("CSD_PROPS", ""),
+                       help="more properties of the nvme device, e.g. 'csd.nvme-cs=on,csd.model=gen4x4-8core' "
+                            "(default: $CSD_PROPS)")
+        c.add_argument("--drives", type=int, default=int(os.environ.get("CSD_DRIVES", "1")),
+                       help="CSD controllers, each over its own namespace file (default: $CSD_DRIVES or 1)")
+        c.add_argument("--compute-units", type=int, default=2,
+                       help="csd.compute-units, unless --device-props names it or a timing model")
+        c.add_argument("--plugins", action="store_true",
+                       help="load the example operator plug-ins (csd.plugin-dir)")
     args = ap.parse_args()
     return {"test": cmd_test, "cmd": cmd_run, "shell": cmd_shell}[args.what](args)
 
