@@ -398,7 +398,9 @@ void ObjectStore::write_blocks(uint64_t block, const void *data, uint64_t bytes,
     }
     if (bytes > whole || bytes == 0) {  // the last, partial block padded with zeros
         std::vector<uint8_t> tail(block_, 0);
-        std::memcpy(tail.data(), static_cast<const uint8_t *>(data) + whole, bytes - whole);
+        if (bytes > whole) {  // an empty object may come with no buffer at all (nullptr)
+            std::memcpy(tail.data(), static_cast<const uint8_t *>(data) + whole, bytes - whole);
+        }
         dev_.write_lbas((block + whole / block_) * lbas_per_block_, lbas_per_block_, tail.data());
     }
 }

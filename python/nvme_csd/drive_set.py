@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _core
 from .arrays import as_numpy
-from .errors import InvalidParameters
+from .errors import DeviceClosed, InvalidParameters
 from .wire import CMP_OPS, FIELD_TYPES, REDUCE_OPS
 
 
@@ -15,7 +15,19 @@ class DriveSet:
     """Drives opened together; see open_many. A context manager."""
 
     def __init__(self, paths, *, uring=False, front_end="auto"):
-        self._set = _core.DriveSet(list(paths), uring, front_end)
+        self._open_set = _core.DriveSet(list(paths), uring, front_end)
+
+    @property
+    def _set(self):
+        """The open drives; DeviceClosed once close() has run."""
+        if self._open_set is None:
+            raise DeviceClosed("the drive set was closed")
+        return self._open_set
+
+    @property
+    def closed(self):
+        """Whether close() has run."""
+        return self._open_set is None
 
     def __len__(self):
         return self._set.size()
@@ -27,8 +39,8 @@ class DriveSet:
         self.close()
 
     def close(self):
-        """Releases every drive."""
-        self._set = None
+        """Releases every drive; later calls raise DeviceClosed."""
+        self._open_set = None
 
     def bus(self):
         """(commands, bytes to the drives, bytes from the drives) moved by this set, summed."""

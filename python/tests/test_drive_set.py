@@ -63,3 +63,15 @@ def test_a_failing_drive_is_named(drives, tmp_path):
         del one.store[part]
     with pytest.raises(nvme_csd.NotFound, match=r"on drive 1 \("):
         drives.get("x")
+
+
+def test_a_closed_set_raises_device_closed(tmp_path):
+    ds = nvme_csd.open_many([f"emu:{tmp_path}/c{i}.img?size=16M&slm=8M" for i in range(2)])
+    ds.format()
+    assert not ds.closed
+    ds.close()
+    assert ds.closed
+    with pytest.raises(nvme_csd.DeviceClosed):
+        ds.get("x")
+    with pytest.raises(nvme_csd.DeviceClosed):
+        len(ds)
