@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod guest vm demo test check test-% examples clean distclean venv
+.PHONY: all help deps qemu image build kmod guest vm demo test check fuzz test-% examples clean distclean venv
 
 all: qemu image build guest
 
@@ -19,8 +19,9 @@ help:
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
 	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 shape the device"
 	@echo "make test      every test suite; make test-SUITE runs one (unit, fuzz, qemu-fuzz, qtest,"
-	@echo "               kmod-style, harness, runner, python, vm, crash), building only what it needs"
+	@echo "               kmod-style, harness, runner, repo, python, vm, crash), building only what it needs"
 	@echo "make check     the quick loop: unit, qtest, python and one guest smoke test"
+	@echo "make fuzz      long fuzz campaigns (FUZZ_SECONDS=600 per target; make test runs short ones)"
 	@echo "make venv      build/venv with the nvme_csd package (source build/venv/bin/activate)"
 	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
 
@@ -66,9 +67,15 @@ check: qemu image build guest
 venv: deps
 	@bash python/install.sh demo
 
+# Long fuzz campaigns (make test runs only short ones): FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@bash tests/fuzz/run-fuzz.sh $(FUZZ_SECONDS)
+	@bash tests/fuzz/run-qemu-fuzz.sh $(FUZZ_SECONDS) $$(nproc)
+
 # One suite builds only what it needs.
 SUITES_HOST := unit
-SUITES_SELF_BUILT := fuzz qemu-fuzz python runner
+SUITES_SELF_BUILT := fuzz qemu-fuzz python runner repo
 SUITES_QEMU := qtest
 SUITES_GUEST := harness vm crash kmod-style
 $(addprefix test-,$(SUITES_HOST)): test-%: build

@@ -18,12 +18,15 @@ TOP = Path(__file__).resolve().parents[1]
 # name -> command (run from the top of the tree); each prints its own closing line.
 SUITES = {
     "unit": ["tests/unit/run-unit.sh"],
-    "fuzz": ["tests/fuzz/run-fuzz.sh", "45"],
-    "qemu-fuzz": ["tests/fuzz/run-qemu-fuzz.sh", "60"],
+    # Short budgets: every kept regression replayed plus a little exploration; long
+    # campaigns are `make fuzz` (FUZZ_SECONDS).
+    "fuzz": ["tests/fuzz/run-fuzz.sh", "15"],
+    "qemu-fuzz": ["tests/fuzz/run-qemu-fuzz.sh", "30"],
     "qtest": ["qemu-device/qtest/run-qtests.sh"],
     "kmod-style": ["kmod/check-style.sh"],
     "harness": ["tests/vm/selftest.sh"],
     "runner": [sys.executable, "tests/test_run_all.py"],
+    "repo": [sys.executable, "tests/repo/check_repo.py"],
     "python": ["python/run-tests.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
     "crash": [sys.executable, "tests/vm/crash_store.py"],
@@ -32,7 +35,7 @@ SUITES = {
 EXTRA_SUITES = {
     "smoke": [sys.executable, "tests/vm/csdvm.py", "test", "--suite-name", "smoke", "csd-recipes.sh"],
 }
-CHECK = ["unit", "qtest", "python", "smoke"]
+CHECK = ["repo", "unit", "qtest", "python", "smoke"]
 
 
 def closing_line(name: str) -> "re.Pattern[str]":
