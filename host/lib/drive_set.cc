@@ -10,6 +10,8 @@
 #include <limits>
 #include <map>
 
+#include "csd/npy.hpp"
+
 namespace csd {
 
 namespace {
@@ -29,19 +31,6 @@ uint64_t fnv1a64(const std::string &s)
 std::pair<uint64_t, uint64_t> row_block(uint64_t rows, size_t i, size_t n)
 {
     return {rows * i / n, rows * (i + 1) / n};
-}
-
-uint64_t product(const std::vector<uint64_t> &shape, size_t from = 0)
-{
-    uint64_t p = 1;
-    for (size_t i = from; i < shape.size(); i++) p *= shape[i];
-    return p;
-}
-
-// Element size of a numpy dtype string ("<f4" -> 4).
-uint64_t item_size(const std::string &dtype)
-{
-    return dtype.size() >= 3 ? std::stoull(dtype.substr(2)) : 1;
 }
 
 }  // namespace
@@ -155,12 +144,18 @@ void DriveSet::put(const std::string &name, const void *data, uint64_t bytes, co
 void DriveSet::put_striped(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                            const std::vector<uint64_t> &shape)
 {
-    if (shape.empty() || dtype.empty() || product(shape) * item_size(dtype) != bytes) {
-        throw Error("put_striped '" + name + "': a tensor whose shape and dtype account for its " +
-                        std::to_string(bytes) + " bytes",
+    const std::string what = "put_striped '" + name + "'";
+    npy::Dtype dt;
+    try {
+        dt = npy::parse_dtype(dtype);
+    } catch (const Error &e) {
+        throw Error(what + ": a tensor's dtype", e);
+    }
+    if (shape.empty() || npy::array_bytes(dt, shape) != bytes) {
+        throw Error(what + ": a tensor whose shape and dtype account for its " + std::to_string(bytes) + " bytes",
                     EINVAL);
     }
-    const uint64_t row_bytes = product(shape, 1) * item_size(dtype);
+    const uint64_t row_bytes = bytes / std::max<uint64_t>(shape[0], 1);
     drop_other_forms(name, true, false, false);
     on_each("put_striped", [&](size_t i) {
         const auto [first, end] = row_block(shape[0], i, size());
@@ -274,7 +269,7 @@ double DriveSet::reduce(const std::string &name, ReduceOp op)
         throw Error("reduce over a drive set: '" + name + "' must be a striped f32 or f64 tensor", EINVAL);
     }
     const DType dt = info.dtype == "<f4" ? DType::f32 : DType::f64;
-    const uint64_t esize = item_size(info.dtype);
+    const uint64_t esize = npy::itemsize(info.dtype);
     const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
     // Each block: its element count, its result, and (argmax/argmin) its extreme value.
     struct Partial {

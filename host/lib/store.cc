@@ -25,6 +25,7 @@
 #include <random>
 #include <thread>
 
+#include "csd/npy.hpp"
 #include "csd_crc32c.h"
 #include "store_catalog.hpp"
 
@@ -432,9 +433,22 @@ void ObjectStore::commit_put(const ObjectInfo &obj, uint64_t reservation)
     });
 }
 
-void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
+// The dtype as the catalog records it: numpy's canonical text (csd/npy.hpp), empty for a
+// blob; throws csd::Error (EINVAL) for one numpy could not load back.
+static std::string catalog_dtype(const std::string &name, const std::string &dtype)
+{
+    if (dtype.empty()) return dtype;
+    try {
+        return npy::canonical_dtype(dtype);
+    } catch (const Error &e) {
+        throw Error("object '" + name + "'", e);
+    }
+}
+
+void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &type,
                       const std::vector<uint64_t> &shape, const Progress &progress)
 {
+    const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     std::lock_guard<std::mutex> g(mu_);
     ObjectInfo o = new_entry(name, bytes, dtype, shape);
@@ -566,9 +580,10 @@ SlmBuffer ObjectStore::load(const std::string &name)
     return buf;
 }
 
-void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &dtype,
+void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &type,
                                const std::vector<uint64_t> &shape)
 {
+    const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     const uint64_t blocks = blocks_for(bytes);
     if (src.size() < blocks * block_) {

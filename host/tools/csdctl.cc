@@ -20,11 +20,11 @@
 
 #include "csd/device.hpp"
 #include "csd/drive_set.hpp"
+#include "csd/npy.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
-#include "npy.hpp"
 
 using namespace csd;
 using json = nlohmann::ordered_json;  // keys in the order written
@@ -88,12 +88,6 @@ std::vector<uint8_t> slurp(const std::string &path)
 bool ends_with(const std::string &s, const std::string &suffix)
 {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-uint64_t elem_size(const std::string &dtype)
-{
-    if (dtype.size() < 3) die("dtype '" + dtype + "' not understood");
-    return std::stoull(dtype.substr(2));
 }
 
 std::string shape_str(const std::vector<uint64_t> &s)
@@ -244,24 +238,30 @@ int cmd_stat(Device &d, const Opts &o, const std::string &name)
     return 0;
 }
 
-// A file as an object's contents: a .npy file as a typed tensor, anything else as a blob.
+// A file as an object's contents: a .npy file as a typed tensor (its dtype, structured
+// ones included, as csd/npy.hpp records it), anything else as a blob.
 npy::Array read_object_file(const std::string &file)
 {
     auto bytes = slurp(file);
     if (!ends_with(file, ".npy")) return npy::Array{"", {}, std::move(bytes)};
     try {
         return npy::parse(bytes);
-    } catch (const std::runtime_error &e) {
+    } catch (const Error &e) {
         die(file + ": " + e.what());
     }
 }
 
-// Writes an object's bytes to a file (.npy for a tensor).
+// Writes an object's bytes to a file (.npy for a tensor, with its recorded dtype).
 void write_object_file(const std::string &file, const ObjectInfo &info, std::vector<uint8_t> data)
 {
     if (ends_with(file, ".npy")) {
         if (!info.is_tensor()) die("object '" + info.name + "' is a blob, not a tensor: write it to a raw file");
-        data = npy::format(info.dtype, info.shape, data);
+        try {
+            data = npy::format(info.dtype, info.shape, data);
+        } catch (const Error &e) {
+            die("object '" + info.name + "' cannot be a .npy file (" + e.what() +
+                "): write its bytes to a file not ending in .npy");
+        }
     }
     std::ofstream f(file, std::ios::binary);
     f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
@@ -339,7 +339,7 @@ int cmd_reduce(Device &d, const std::string &name, const std::string &op_name)
     auto dt = dts.find(info.dtype);
     if (dt == dts.end()) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
     const uint64_t rows = info.shape.size() > 1 ? info.shape[0] : 1;
-    const uint64_t cols = info.bytes / elem_size(info.dtype) / rows;
+    const uint64_t cols = info.bytes / npy::itemsize(info.dtype) / rows;
     SlmBuffer in = st.load(name);
     SlmBuffer out = d.slm().alloc(rows * 8);
     programs::reduce(d, op, dt->second, Range{in.offset(), info.bytes}, range(out), static_cast<uint32_t>(rows), static_cast<uint32_t>(cols));

@@ -258,6 +258,50 @@ TEST_F(Store, PutGetListRemoveAndReopen)
     EXPECT_THROW(s.read("tensor", 3999, 2, mid), Error);
 }
 
+// A structured dtype (a numpy records array) keeps its whole description, recorded in the
+// form numpy's .npy header uses; other spellings numpy accepts are recorded in that form;
+// what numpy could not load back (object dtypes, text that is no dtype) is refused.
+TEST_F(Store, StructuredDtypesKeepTheirDescription)
+{
+    ObjectStore s(*dev);
+    std::vector<uint8_t> data(4 * 48);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7);
+    // numpy.lib.format.dtype_to_descr of a sales record, a nested one, align=True (padding),
+    // offsets with gaps, big-endian fields, a title, and a plain big-endian type
+    const std::vector<std::pair<std::string, uint64_t>> kept = {
+        {"[('id', '<u4'), ('value', '<f4'), ('region', '<u4'), ('amount', '<f4')]", 16},
+        {"[('a', '<i2'), ('b', [('x', '>f8'), ('y', '|u1', (3,))]), ('c', '<c8', (2, 2))]", 45},
+        {"[('a', '|u1'), ('', '|V3'), ('b', '<i4'), ('c', '|u1'), ('', '|V3')]", 12},
+        {"[('', '|V4'), ('a', '<i4'), ('', '|V8'), ('b', '>f8'), ('', '|V8')]", 32},
+        {"[('a', '>i4'), ('b', '>f8'), ('s', '>U3'), ('t', '>M8[ns]'), ('ok', '|b1')]", 33},
+        {"[(('Title', 'a'), '<i4'), ('b', '|S3')]", 7},
+        {">i8", 8},
+    };
+    for (const auto &[dt, size] : kept) {
+        const std::vector<uint8_t> t(data.begin(), data.begin() + static_cast<long>(size * 4));
+        s.put("t", t.data(), t.size(), dt, {2, 2});
+        EXPECT_EQ(s.stat("t").dtype, dt);
+        EXPECT_EQ(s.get("t"), t) << dt;
+    }
+    s.put("t", data.data(), 8, "[('a','<i4'),(\"b\",'f4')]", {1});
+    EXPECT_EQ(s.stat("t").dtype, "[('a', '<i4'), ('b', '<f4')]");
+    for (const std::string bad : {"[('a', '<i4'), ('o', '|O')]", "|O", "id", "[('a', '<i4'), ('a', '<i4')]",
+                                  "[('a', '<i4')", "[('a', '<i4', (-1,))]"}) {
+        try {
+            s.put("bad", data.data(), 8, bad, {1});
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EINVAL) << bad;
+            if (bad.find("|O") != std::string::npos) {
+                EXPECT_NE(std::string(e.what()).find("object dtype"), std::string::npos) << e.what();
+            }
+        }
+        EXPECT_FALSE(s.exists("bad")) << bad;
+    }
+    ObjectStore again(*dev);  // the catalog reads back
+    EXPECT_EQ(again.stat("t").dtype, "[('a', '<i4'), ('b', '<f4')]");
+}
+
 TEST_F(Store, SurvivesATornSuperblock)
 {
     ObjectStore s(*dev);

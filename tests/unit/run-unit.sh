@@ -10,7 +10,7 @@ pass=0 fail=0
 for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
            "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-library-tests@nvme-cs" \
            "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-queue-processor-tests" \
-           "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
+           "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
     bin=${run%@*}
     front_end=$([ "$run" != "$bin" ] && echo "${run#*@}")
