@@ -1,8 +1,11 @@
 """Arrays in and out: numpy views of what users pass (numpy, torch CPU tensors, DLPack,
 buffers) and SlmArray, an array that lives in SLM."""
 
+import ast
+
 import numpy as np
 
+from . import _core
 from .errors import CsdError, InvalidParameters
 
 
@@ -31,6 +34,37 @@ def as_numpy(x, dtype=None, name="argument"):
     if not a.flags.c_contiguous:
         raise InvalidParameters(f"{name}: not C-contiguous (use numpy.ascontiguousarray or .contiguous())")
     return a
+
+
+def catalog_dtype(dtype, what):
+    """A dtype as the object store records it: libcsd's text (csd/npy.hpp) of the
+    description numpy writes into a .npy header, so a structured dtype keeps every field,
+    offset, title and byte order; InvalidParameters for one that cannot be described
+    (object dtypes, overlapping or out-of-order fields)."""
+    try:
+        descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
+    except ValueError as e:
+        raise InvalidParameters(f"{what}: dtype {dtype} has no .npy description ({e})") from None
+    return _canonical(descr if isinstance(descr, str) else repr(descr), what)
+
+
+def numpy_dtype(text, what):
+    """The numpy dtype of an object's recorded dtype text (as catalog_dtype gives it)."""
+    text = _canonical(text, what)
+    return np.lib.format.descr_to_dtype(ast.literal_eval(text) if text.startswith("[") else text)
+
+
+def _canonical(text, what):
+    try:
+        return _core.canonical_dtype(text)
+    except CsdError as e:
+        raise InvalidParameters(f"{what}: {e}") from None
+
+
+def byte_view(a):
+    """A C-contiguous array's bytes as a flat uint8 array, no copy: what crosses into libcsd
+    for any dtype (the buffer protocol refuses some, such as datetime64)."""
+    return a.reshape(-1).view(np.uint8) if a.nbytes else np.empty(0, dtype=np.uint8)
 
 
 class SlmArray:
@@ -62,7 +96,7 @@ class SlmArray:
             return np.frombuffer(view, dtype=self.dtype).reshape(self.shape)
         out = np.empty(self.shape, dtype=self.dtype)
         if self.nbytes:
-            self.device._dev.slm_read_into(self.offset, out)
+            self.device._dev.slm_read_into(self.offset, byte_view(out))
         return out
 
     def __array__(self, dtype=None, copy=None):

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 
 from . import _core
-from .arrays import SlmArray, _is_torch, as_numpy  # noqa: F401  (part of this module's API)
+from .arrays import SlmArray, _is_torch, as_numpy, byte_view  # noqa: F401  (part of this module's API)
 from .errors import CsdError, InvalidParameters
 from .store import Store
 from .wire import (CHECKSUM_ALGOS, CMP_OPS, CODECS, CONVERT, EW_OPS, FIELD_TYPES,  # noqa: F401
@@ -96,7 +96,7 @@ class Device:
         a = as_numpy(x, dtype)
         s = self.alloc(a.shape, a.dtype)
         if a.nbytes:
-            self._dev.slm_write(s.offset, a)
+            self._dev.slm_write(s.offset, byte_view(a))
         return s
 
     def _result(self, s, like):

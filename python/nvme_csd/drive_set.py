@@ -6,7 +6,7 @@ data, combined on the host. A drive's failure raises an error naming the drive."
 import numpy as np
 
 from . import _core
-from .arrays import as_numpy
+from .arrays import as_numpy, byte_view, catalog_dtype, numpy_dtype
 from .errors import DeviceClosed, InvalidParameters
 from .wire import CMP_OPS, FIELD_TYPES, REDUCE_OPS
 
@@ -65,18 +65,21 @@ class DriveSet:
             self._set.put(name, value, "", [], placement)
             return
         a = as_numpy(value, name=f"put({name!r})")
-        dtype = a.dtype.str if a.dtype.fields is None else f"|V{a.dtype.itemsize}"
-        self._set.put(name, a, dtype, list(a.shape), placement)
+        dtype = catalog_dtype(a.dtype, f"put({name!r})")  # first: it refuses object arrays
+        self._set.put(name, byte_view(a), dtype, list(a.shape), placement)
 
     def get(self, name):
-        """The object: a numpy array for tensors (a striped one's blocks in drive order),
-        bytes for blobs."""
+        """The object: a numpy array for tensors, with the dtype it was put with (a striped
+        one's blocks in drive order), bytes for blobs."""
         info = self._set.stat(name)
         raw = self._set.get(name)
         if not info["dtype"]:
             return raw
-        dtype = np.dtype(info["dtype"]) if not info["dtype"].startswith("|V") else np.dtype((np.void, int(info["dtype"][2:])))
-        return np.frombuffer(raw, dtype=dtype).reshape(info["shape"]).copy()
+        out = np.empty(info["shape"], dtype=numpy_dtype(info["dtype"], f"get({name!r})"))
+        if len(raw) != out.nbytes:
+            raise InvalidParameters(f"get({name!r}): {len(raw)} bytes, but its dtype and shape describe {out.nbytes}")
+        byte_view(out)[:] = np.frombuffer(raw, dtype=np.uint8)
+        return out
 
     def stat(self, name):
         """The object's catalog entry (a striped one's rows summed)."""

@@ -5,7 +5,8 @@ into a tensor's memory, with no extra copy; `last_report` says which path ran, h
 import numpy as np
 
 from . import _core
-from .errors import CsdError
+from .arrays import numpy_dtype
+from .errors import CsdError, InvalidParameters
 
 last_report = None  # (path, bytes, seconds) of the latest transfer
 
@@ -25,6 +26,8 @@ def _require():
 
 
 def _torch_dtype(torch, dtype):
+    if dtype.fields is not None:
+        raise InvalidParameters(f"a structured dtype ({dtype}) has no torch equivalent: get it with device='cpu'")
     return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
 
 
@@ -50,7 +53,7 @@ def object_to_cuda(dev, name, *, cufile=False, device="cuda"):
     global last_report
     torch = _require()
     info = dev.store.stat(name)
-    dtype = np.dtype(info["dtype"]) if info["dtype"] else np.dtype(np.uint8)
+    dtype = numpy_dtype(info["dtype"], f"store[{name!r}]") if info["dtype"] else np.dtype(np.uint8)
     shape = info["shape"] if info["dtype"] else [info["bytes"]]
     out = torch.empty(shape, dtype=_torch_dtype(torch, dtype), device=device)
     if info["bytes"]:

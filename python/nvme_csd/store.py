@@ -2,14 +2,14 @@
 
 import numpy as np
 
-from .arrays import SlmArray, _is_torch, as_numpy
+from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
 from .errors import InvalidParameters, NotFound
 from .wire import CMP_OPS, FIELD_TYPES
 
 
 class Store:
-    """Named objects kept on the drive's namespace. Tensors keep dtype and shape; bytes-like
-    values are stored as blobs and come back as bytes. Every assignment and deletion is
+    """Named objects kept on the drive's namespace. Tensors keep dtype (structured ones
+    included) and shape; bytes-like values are stored as blobs and come back as bytes. Every assignment and deletion is
     durable when it returns."""
 
     def __init__(self, device):
@@ -30,10 +30,8 @@ class Store:
         if not (isinstance(value, np.ndarray) or _is_torch(value) or hasattr(value, "__dlpack__")):
             raise InvalidParameters(f"store[{name!r}]: store arrays, tensors or bytes, not {type(value).__name__}")
         a = as_numpy(value, name=f"store[{name!r}]")
-        if a.dtype.hasobject or a.dtype.fields is not None:
-            raise InvalidParameters(f"store[{name!r}]: dtype {a.dtype} cannot be stored as a tensor; "
-                                    "store a.tobytes() as a blob")
-        self._dev.store_put(name, a, a.dtype.str, list(a.shape))
+        dtype = catalog_dtype(a.dtype, f"store[{name!r}]")  # first: it refuses object arrays
+        self._dev.store_put(name, byte_view(a), dtype, list(a.shape))
 
     def put(self, name, value):
         """Same as store[name] = value."""
@@ -51,11 +49,11 @@ class Store:
             return gpu.object_to_cuda(self._device, name, cufile=cufile, device=device)
         info = self.stat(name)
         if info["dtype"]:
-            out = np.empty(info["shape"], dtype=np.dtype(info["dtype"]))
+            out = np.empty(info["shape"], dtype=numpy_dtype(info["dtype"], f"store[{name!r}]"))
         else:
             out = np.empty(info["bytes"], dtype=np.uint8)
-        if info["bytes"]:
-            self._dev.store_read_into(name, 0, out, True)
+        if info["bytes"] and out.nbytes:
+            self._dev.store_read_into(name, 0, byte_view(out), True)
         return out if info["dtype"] else out.tobytes()
 
     def read(self, name, offset, length):
@@ -77,7 +75,7 @@ class Store:
         info = self.stat(name)
         buf = self._dev.store_load(name)
         if info["dtype"]:
-            return SlmArray(self._device, buf, info["dtype"], info["shape"])
+            return SlmArray(self._device, buf, numpy_dtype(info["dtype"], f"store.load({name!r})"), info["shape"])
         return SlmArray(self._device, buf, np.uint8, (info["bytes"],))
 
     def filter(self, src, dst, *, record_size, field_offset, field_type, op, lo, hi=0, indices=False):

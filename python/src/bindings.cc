@@ -10,6 +10,7 @@
 
 #include "csd/device.hpp"
 #include "csd/drive_set.hpp"
+#include "csd/npy.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
@@ -175,6 +176,8 @@ PYBIND11_MODULE(_core, m)
     m.attr("WIRE") = wire_format();
     m.def("status_name", [](uint16_t status) { return status_name(status); },
           "English name of an NVMe status value");
+    m.def("canonical_dtype", [](const std::string &text) { return npy::canonical_dtype(text); },
+          "A dtype's text as the object store records it (csd/npy.hpp); CsdError if it is none");
 
     // csd::Error -> nvme_csd.errors.CsdError subclass chosen by status
     py::register_exception_translator([](std::exception_ptr p) {
