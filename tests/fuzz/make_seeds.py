@@ -3,6 +3,7 @@
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;
 fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
+fuzz_npy: dtype texts and .npy files as numpy writes them (headers written here);
 fuzz_nvme_cs: command streams for the standard front end's decoders (range sets,
 activation, Execute Program, Memory Fill/Read/Write, Memory Copy, NVM Copy from memory),
 encoded here independently;
@@ -61,6 +62,26 @@ if target == "fuzz_catalog":  # mode byte 0: format 1, 1: format 2, 2: journal
     for name, data in (("v1", b"\x00" + v1), ("v2", b"\x01" + v2), ("empty", b"\x01" + bytes(8)), ("journal", b"\x02" + journal)):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
+    sys.exit(0)
+
+if target == "fuzz_npy":  # mode byte 0: dtype text, 1: a .npy file
+    def npy(descr, shape, nbytes, version=1):
+        h = ("{'descr': %s, 'fortran_order': False, 'shape': %s, }" % (descr, shape)).encode()
+        prefix = 10 if version == 1 else 12
+        h += b" " * ((-(prefix + len(h) + 1)) % 64) + b"\n"
+        size = struct.pack("<H" if version == 1 else "<I", len(h))
+        return b"\x93NUMPY" + bytes([version, 0]) + size + h + bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256)
+    texts = {"plain": "<f4", "sales": "[('id', '<u4'), ('value', '<f4'), ('region', '<u4'), ('amount', '<f4')]",
+             "nested": "[('a', '|u1'), ('', '|V3'), ('b', [('x', '>f8'), ('y', '<U2', (3,))]), (('T', 't'), '<M8[ns]')]",
+             "names": "[(\"it's\", '<i4'), ('\\u00e9\\n', '>c16', (2, 2))]"}
+    seeds = {f"text-{k}": b"\x00" + v.encode() for k, v in texts.items()}
+    seeds["npy-plain"] = b"\x01" + npy("'<f4'", "(3, 2)", 24)
+    seeds["npy-sales"] = b"\x01" + npy(texts["sales"], "(4,)", 64)
+    seeds["npy-nested"] = b"\x01" + npy(texts["nested"], "(2,)", 2 * 44, version=2)
+    seeds["npy-names"] = b"\x01" + npy(texts["names"].replace("\\u00e9", "\u00e9"), "()", 68, version=3)
+    for name, blob in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(blob)
     sys.exit(0)
 
 if target == "qemu-generic":

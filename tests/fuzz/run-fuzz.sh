@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets over the device core with clang (ASan + UBSan) and runs
 # each for SECONDS (default 60) from its seed corpus: fuzz_execute (descriptors and
 # programs over SLM), fuzz_program (downloadable program images and their runs),
-# fuzz_catalog (the object store's catalog decoder and journal) and fuzz_nvme_cs (the
-# standard front end's decoders: range sets, activation, Execute Program, memory commands).
+# fuzz_catalog (the object store's catalog decoder and journal), fuzz_nvme_cs (the
+# standard front end's decoders: range sets, activation, Execute Program, memory commands)
+# and fuzz_npy (numpy dtype text and .npy files, host/lib/npy.cc).
 # Prints 'fuzz: N passed, N failed'.
 # Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET ...]
 set -uo pipefail
@@ -12,7 +13,7 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog fuzz_nvme_cs)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog fuzz_nvme_cs fuzz_npy)
 out="$top/build/fuzz"
 core="$top/qemu-device/core"
 lib_srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
@@ -31,6 +32,10 @@ for t in "${targets[@]}"; do
     if [ "$t" = fuzz_catalog ]; then   # the host library's store codec, not the core
         srcs=("$top/host/lib/store_catalog.cc" "$top/host/lib/error.cc")
         flags=(-I"$top/host/include" -I"$top/host/lib" -I"$top/spec")
+        libs=()
+    elif [ "$t" = fuzz_npy ]; then      # the host library's dtype and .npy parser
+        srcs=("$top/host/lib/npy.cc" "$top/host/lib/error.cc")
+        flags=(-I"$top/host/include" -I"$top/spec")
         libs=()
     else
         srcs=("${lib_srcs[@]}")
