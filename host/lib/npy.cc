@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // npy.cc - numpy dtype text and .npy files (csd/npy.hpp): a bounds-checked parser of the
 // Python literals a .npy header is written in, and the dtype rules numpy's own loader
 // (numpy.lib.format.descr_to_dtype) applies to them.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """numpy arrays of any dtype numpy can write to a .npy file -- structured ones (records,
 nested, padded by align=True or by offsets with gaps, big-endian, titled) and plain ones --
 through every door: the store mapping, open_many's DriveSet and csdctl put/get of .npy

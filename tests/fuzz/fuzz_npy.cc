@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: numpy dtype text and .npy files (csd/npy.hpp), what csdctl put reads
 // and the object store records. Any bytes must give csd::Error, or a dtype whose canonical
 // text is a fixed point with the same item size, or an array whose bytes its dtype and

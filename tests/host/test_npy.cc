@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // csd::npy alone (csd/npy.hpp): dtype text as numpy writes it in a .npy header, structured
 // dtypes (nested, padded, big-endian, titles, subarrays), refusals, and .npy files. The same
 // behaviour checked against numpy itself is python/tests/test_npy.py.

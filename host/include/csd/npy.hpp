@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // npy.hpp - numpy dtypes as the object store records them, and .npy files (versions 1-3,
 // C order). One implementation for csdctl, csd::ObjectStore, csd::DriveSet and Python.
 //
