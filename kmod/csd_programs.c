@@ -108,8 +108,15 @@ static int csd_slot_claim(struct csd_file *cf, u16 id, u32 size)
 {
 	struct csd_dev *cd = cf->cd;
 	struct csd_slot *s = csd_slot(cd, id);
+	bool taken;
 	int ret;
 
+	/* held now (it may be freed meanwhile, but the answer was true when given) */
+	mutex_lock(&cd->programs_lock);
+	taken = s->owner;
+	mutex_unlock(&cd->programs_lock);
+	if (taken)
+		return CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR;
 	if (down_write_killable(&s->sem))
 		return -EINTR;
 	mutex_lock(&cd->programs_lock);
@@ -211,6 +218,9 @@ int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
 		return -EFAULT;
 	if (!p.size || (p.slot && !csd_is_slot(p.slot)))
 		return -EINVAL;
+	ret = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR; /* as the drive answers */
+	if (p.size > CSD_MAX_PROGRAM_BYTES)
+		goto done;
 	bitmap_zero(tried, CSD_NR_SLOTS);
 	for (;;) {
 		slot = p.slot;
@@ -238,6 +248,7 @@ int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
 	}
 	if (ret < 0)
 		return ret;
+done:
 	p.status = ret;
 	p.dw0 = lower_32_bits(result);
 	p.slot = ret ? 0 : slot;

@@ -605,6 +605,8 @@ static void quota_a(const char *path, int unused)
 		      "A: an upload over the bytes quota: EDQUOT");
 	shared_expect(prog_load(f1, small, ns, 0, &s1) == 0 && prog_unload(f1, s1) == 0,
 		      "A: a small one fits");
+	shared_expect(prog_load(f1, big, 5 << 20, 0, &s1) == 0x4002,
+		      "A: an image over 4 MiB: the drive's Invalid Field, not EDQUOT");
 	/* phase 3: bytes quota of one big image; four threads over two files upload it */
 	pthread_barrier_wait(&sh->step);
 	{
