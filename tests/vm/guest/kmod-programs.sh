@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # csd.ko: a program slot stays its owner's across the drive's commands (two tenants, as
 # processes of two users with several threads, race over one slot: double unloads, an
 # unload during an upload, an Execute during an unload and another's load), and the
