@@ -11,6 +11,7 @@
  * when the file is closed, also when the process is killed.
  */
 #include <linux/cdev.h>
+#include <linux/cred.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/module.h>
@@ -472,9 +473,6 @@ static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 	e.status = csd_desc_parse(d, e.desc_len, CSD_MAX_RANGES, &h);
 	if (e.status)
 		goto done;
-	ret = -EPERM; /* another tenant's downloaded program */
-	if (!csd_program_owned(cf, h.program_id))
-		goto out;
 	for (i = 0; i < h.nr_ranges; i++) {
 		struct csd_desc_range r = csd_desc_range_get(d, i);
 
@@ -487,8 +485,13 @@ static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 		}
 		csd_desc_range_set(d, i, r);
 	}
+	/* another tenant's downloaded program: EPERM; ours stays ours until it completes */
+	ret = csd_program_get(cf, h.program_id);
+	if (ret)
+		goto out;
 	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, e.desc_len, 0, 0, 0, 0);
 	ret = csd_submit(cd, false, &c, d, e.desc_len, &result);
+	csd_program_put(cf, h.program_id);
 	if (ret < 0)
 		goto out;
 	e.status = ret;
@@ -620,12 +623,14 @@ static int csd_open(struct inode *inode, struct file *file)
 	if (!cf)
 		return -ENOMEM;
 	cf->cd = cd;
+	cf->uid = current_fsuid();
 	init_rwsem(&cf->free_sem);
 	ret = csd_partition_open(cf, get_capacity(cd->ns->disk) >> (shift - SECTOR_SHIFT));
 	if (ret) {
 		kfree(cf);
 		return ret;
 	}
+	csd_p2p_open(cf);
 	file->private_data = cf;
 	return 0;
 }
@@ -714,7 +719,7 @@ static int csd_try_attach(int idx, int minor)
 				(CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) /
 				sizeof(struct csd_caps_entry));
 	mutex_init(&cd->lock);
-	mutex_init(&cd->programs_lock);
+	csd_programs_init(cd);
 	INIT_LIST_HEAD(&cd->allocs);
 	atomic64_set(&cd->p2p_bytes, 0);
 	cd->minor = minor;

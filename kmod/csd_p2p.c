@@ -3,7 +3,15 @@
  * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into a window of one
  * BAR of the PCI device the administrator named, with PRPs built here and no host memory
  * buffer.
+ *
+ * The window is divided between tenants: p2p_windows gives each user or group its own
+ * sub-window (`uid:N=OFFSET+BYTES,gid:N=OFFSET+BYTES`, BAR offsets inside the window,
+ * entries disjoint), and a file may deliver only into its opener's (decided at open, as
+ * for partitions). A user with no entry has none, unless it has CAP_SYS_ADMIN (then: the
+ * whole window), so no tenant can overwrite what was delivered to another. The module
+ * only ever writes into the peer: nothing here reads a window back.
  */
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
@@ -25,6 +33,30 @@ MODULE_PARM_DESC(p2p_offset, "start of the window of that BAR that may receive t
 static unsigned long p2p_size;
 module_param(p2p_size, ulong, 0444);
 MODULE_PARM_DESC(p2p_size, "bytes of that window (default 0: to the BAR's end)");
+static char *p2p_windows;
+module_param(p2p_windows, charp, 0644);
+MODULE_PARM_DESC(p2p_windows,
+		 "tenants' disjoint sub-windows: uid:N=OFFSET+BYTES,gid:N=OFFSET+BYTES,... (default: none; then only CAP_SYS_ADMIN)");
+
+void csd_p2p_open(struct csd_file *cf)
+{
+	u64 lo = p2p_offset, hi, first, count;
+	bool any;
+	int ret;
+
+	if (!p2p_size || check_add_overflow(lo, (u64)p2p_size, &hi))
+		hi = U64_MAX; /* to the BAR's end, checked at each transfer */
+
+	ret = csd_tenant_entry(&p2p_windows, "p2p_windows", lo, hi, true, &first, &count, &any);
+	if (ret == 0 && capable(CAP_SYS_ADMIN)) {
+		first = lo; /* the administrator: the whole window */
+		count = hi - lo;
+		ret = 1;
+	}
+	cf->p2p_ok = ret == 1 ? 1 : ret < 0 ? ret : -EPERM;
+	cf->p2p_start = ret == 1 ? first : 0;
+	cf->p2p_end = ret == 1 ? first + count : 0;
+}
 
 /*
  * Peer-to-peer: the peer's BAR is mapped for the NVMe controller's DMA
@@ -128,10 +160,10 @@ int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 	if (!(pci_resource_flags(peer, p.bar) & IORESOURCE_MEM) ||
 	    check_add_overflow(p.bar_offset, p.len, &end) || end > pci_resource_len(peer, p.bar))
 		goto out;
-	/* only the BAR and window the administrator configured */
-	ret = -EPERM;
-	if (p.bar != p2p_bar || p.bar_offset < p2p_offset ||
-	    (p2p_size && end - p2p_offset > p2p_size))
+	/* only the BAR the administrator configured, and this file's window of it */
+	ret = cf->p2p_ok < 0 ? cf->p2p_ok : -EPERM;
+	if (cf->p2p_ok != 1 || p.bar != p2p_bar || p.bar_offset < cf->p2p_start ||
+	    end > cf->p2p_end)
 		goto out;
 	dst = dma_map_resource(dma_dev, pci_resource_start(peer, p.bar) + p.bar_offset, p.len,
 			       DMA_FROM_DEVICE, 0);

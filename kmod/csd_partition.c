@@ -14,6 +14,8 @@
  * against it, so an object store formatted through it lives in that partition alone.
  * With no entries, every file sees the whole namespace; with entries, a user that matches
  * none cannot open the device unless it has CAP_SYS_ADMIN (then: the whole namespace).
+ *
+ * The same tenant lists serve the peer-to-peer windows (p2p_windows, csd_p2p.c).
  */
 #include <linux/capability.h>
 #include <linux/kernel.h>
@@ -31,7 +33,7 @@ MODULE_PARM_DESC(partitions,
 		 "tenants' LBA partitions: uid:N=FIRST+COUNT,gid:N=FIRST+COUNT,... (default: none)");
 
 /* Whether entry `tok` (uid:N=FIRST+COUNT or gid:N=...) is well formed; fills its fields. */
-static bool csd_partition_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *count)
+static bool csd_tenant_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *count)
 {
 	char *eq, *plus;
 
@@ -48,7 +50,7 @@ static bool csd_partition_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u6
 }
 
 /* Whether the current task is the user or in the group an entry names. */
-static bool csd_partition_matches(bool is_gid, u32 id)
+static bool csd_tenant_matches(bool is_gid, u32 id)
 {
 	if (is_gid) {
 		kgid_t g = make_kgid(current_user_ns(), id);
@@ -58,45 +60,93 @@ static bool csd_partition_matches(bool is_gid, u32 id)
 	return uid_eq(current_fsuid(), make_kuid(current_user_ns(), id));
 }
 
-int csd_partition_open(struct csd_file *cf, u64 ns_lbas)
+/*
+ * Parses entry i of the list (0-based, empty entries skipped) into its range; 1 if
+ * there is one, 0 past the last, -EINVAL if malformed or outside [lo, hi).
+ */
+static int csd_tenant_nth(const char *list, int i, const char *what, u64 lo, u64 hi,
+			  bool *is_gid, u32 *id, u64 *first, u64 *count)
 {
-	char *copy, *cur, *tok, shown[64];
-	bool any = false, found = false;
+	char *copy = kstrdup(list, GFP_KERNEL), *cur, *tok, shown[64];
+	u64 last;
 	int ret = 0;
 
-	cf->part_start = 0;
-	cf->part_lbas = ns_lbas;
-	kernel_param_lock(THIS_MODULE);
-	copy = kstrdup(partitions ? partitions : "", GFP_KERNEL);
-	kernel_param_unlock(THIS_MODULE);
 	if (!copy)
 		return -ENOMEM;
 	cur = strim(copy);
-	while ((tok = strsep(&cur, ",")) && !found) {
-		bool is_gid;
-		u32 id;
-		u64 first, count, last;
-
+	while ((tok = strsep(&cur, ","))) {
 		tok = strim(tok);
-		if (!*tok)
+		if (!*tok || i-- > 0)
 			continue;
-		any = true;
 		strscpy(shown, tok, sizeof(shown));
-		if (!csd_partition_parse(tok, &is_gid, &id, &first, &count) ||
-		    check_add_overflow(first, count, &last) || last > ns_lbas) {
-			pr_warn_ratelimited("csd: partitions: bad entry '%s' (namespace: %llu LBAs)\n",
-					    shown, ns_lbas);
+		ret = 1;
+		if (!csd_tenant_parse(tok, is_gid, id, first, count) ||
+		    check_add_overflow(*first, *count, &last) || *first < lo || last > hi) {
+			pr_warn_ratelimited("csd: %s: bad entry '%s' (allowed: %llu up to %llu)\n",
+					    what, shown, lo, hi);
 			ret = -EINVAL;
-			break;
 		}
-		if (csd_partition_matches(is_gid, id)) {
-			cf->part_start = first;
-			cf->part_lbas = count;
-			found = true;
-		}
+		break;
 	}
 	kfree(copy);
-	if (!ret && any && !found && !capable(CAP_SYS_ADMIN))
-		ret = -EACCES;
 	return ret;
+}
+
+int csd_tenant_entry(char *const *list, const char *what, u64 lo, u64 hi, bool disjoint,
+		     u64 *first, u64 *count, bool *any)
+{
+	u64 f, c, f2, c2;
+	bool is_gid, found = false;
+	char *copy;
+	u32 id;
+	int i, j, ret = 0;
+
+	kernel_param_lock(THIS_MODULE);
+	copy = kstrdup(*list ? *list : "", GFP_KERNEL);
+	kernel_param_unlock(THIS_MODULE);
+	if (!copy)
+		return -ENOMEM;
+	*any = false;
+	for (i = 0; !found || disjoint; i++) {
+		ret = csd_tenant_nth(copy, i, what, lo, hi, &is_gid, &id, &f, &c);
+		if (ret <= 0)
+			break;
+		*any = true;
+		if (!found && csd_tenant_matches(is_gid, id)) {
+			*first = f;
+			*count = c;
+			found = true;
+		}
+		for (j = 0; disjoint && j < i; j++) {
+			csd_tenant_nth(copy, j, what, lo, hi, &is_gid, &id, &f2, &c2);
+			if (f < f2 + c2 && f2 < f + c) {
+				pr_warn_ratelimited("csd: %s: entries %d and %d overlap\n", what,
+						    j + 1, i + 1);
+				ret = -EINVAL;
+				break;
+			}
+		}
+		if (ret < 0)
+			break;
+	}
+	kfree(copy);
+	if (ret < 0)
+		return ret;
+	return found ? 1 : 0;
+}
+
+int csd_partition_open(struct csd_file *cf, u64 ns_lbas)
+{
+	bool any;
+	int ret;
+
+	cf->part_start = 0;
+	cf->part_lbas = ns_lbas;
+	ret = csd_tenant_entry(&partitions, "partitions", 0, ns_lbas, false, &cf->part_start,
+			       &cf->part_lbas, &any);
+	if (ret < 0)
+		return ret;
+	if (!ret && any && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	return 0;
 }

@@ -63,6 +63,9 @@ static inline int csd_is_io_opcode(uint8_t opc)
 #define CSD_MAX_PROGRAM_ID 0x01FF
 #define CSD_PROGRAM_TYPE_EBPF 0x01
 #define CSD_MAX_PROGRAM_BYTES (4u << 20) /* capability max_program_bytes */
+/* Image bytes the device holds for uploads not yet complete, all slots together (the size
+ * each first chunk declared): a first chunk past it gets Program Load Bytes Exceeded. */
+#define CSD_MAX_LOADING_BYTES (16u << 20)
 #define CSD_MAX_RECORD_SIZE 4096u
 #define CSD_BPF_SECTION "csd"         /* the ELF section holding the entry function */
 #define CSD_BPF_MAX_INSNS 65536u      /* the verifier's bound on a program's length */
@@ -127,6 +130,7 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_PROGRAM_FAULT 0x01C5
 #define CSD_STATUS_INVALID_PROGRAM_IMAGE 0x01C6
 #define CSD_STATUS_PROGRAM_SLOT_IN_USE 0x01C7
+#define CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED 0x01C8 /* CSD_MAX_LOADING_BYTES in uploads */
 
 /* Status code type and code of a status value, DNR and More bits removed. */
 #define CSD_STATUS_CODE(s) ((uint16_t)((s) & 0x07FF))
@@ -155,6 +159,7 @@ static inline const char *csd_status_name(uint16_t status)
     case CSD_STATUS_PROGRAM_FAULT: return "Program Fault";
     case CSD_STATUS_INVALID_PROGRAM_IMAGE: return "Invalid Program Image";
     case CSD_STATUS_PROGRAM_SLOT_IN_USE: return "Program Slot In Use";
+    case CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED: return "Program Load Bytes Exceeded";
     default: return NULL;
     }
 }
@@ -167,6 +172,7 @@ static const uint16_t csd_named_statuses[] = {
     CSD_STATUS_INVALID_PROGRAM, CSD_STATUS_INVALID_DESCRIPTOR, CSD_STATUS_SLM_OUT_OF_BOUNDS,
     CSD_STATUS_INVALID_PARAMETERS, CSD_STATUS_OUTPUT_OVERFLOW, CSD_STATUS_PROGRAM_FAULT,
     CSD_STATUS_INVALID_PROGRAM_IMAGE, CSD_STATUS_PROGRAM_SLOT_IN_USE,
+    CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED,
     CSD_STATUS_COMMAND_INTERRUPTED, CSD_STATUS_COMPARE_FAILURE,
 };
 

@@ -178,6 +178,11 @@ private:
         const int rc = ioctl(fd_, CSD_IOC_PROGRAM_LOAD, &l);
         const int e = errno;
         image_.clear();
+        if (rc != 0 && e == EDQUOT) {
+            throw Error("csd.ko Program Load on " + path_ +
+                            ": over this user's quota of program slots or of image bytes being uploaded",
+                        e);
+        }
         if (rc != 0) throw Error("csd.ko Program Load on " + path_, e);
         return {static_cast<uint16_t>(l.status), l.status ? l.dw0 : l.slot};
     }

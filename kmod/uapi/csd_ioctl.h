@@ -108,8 +108,10 @@ struct csd_ioc_exec {
  * Peer-to-peer SLM Read: SLM [offset, offset + len) of allocation `handle` goes straight
  * into BAR `bar` of the PCI device the module was loaded with (p2p_peer=DDDD:BB:DD.F),
  * at bar_offset, by the drive's own DMA; no host memory buffer is involved. bar_offset
- * and len are multiples of 4 KiB. Only the BAR and window the administrator configured
- * (p2p_bar, p2p_offset, p2p_size) may receive it: anything else is EPERM.
+ * and len are multiples of 4 KiB. Only the BAR the administrator configured (p2p_bar),
+ * and only the opener's own sub-window of the configured window (p2p_windows; the whole
+ * window, p2p_offset and p2p_size, for CAP_SYS_ADMIN) may receive it: anything else is
+ * EPERM, as is any transfer by a user with no sub-window; a malformed p2p_windows, EINVAL.
  */
 struct csd_ioc_p2p {
 	__u32 handle;
@@ -124,10 +126,14 @@ struct csd_ioc_p2p {
 /* 0x0b was CSD_IOC_P2P_GPU_READ (NVIDIA peer-to-peer), removed in version 3: never compiled. */
 
 /*
- * Program Load of a whole image (the module sends it in chunks): slot 0 lets the drive
- * pick one, returned in slot. The program belongs to this open file: only it can run and
- * unload it, and it is unloaded when the file is closed. status is the drive's; dw0 its
- * completion Dword 0 (for Invalid Program Image, the refused instruction).
+ * Program Load of a whole image (the module sends it in chunks): slot 0 lets the module
+ * pick a free one, returned in slot. The program belongs to this open file: only it can
+ * run and unload it, and it is unloaded when the file is closed; the slot stays this
+ * file's across every command on it, so no other file's command can reach it meanwhile.
+ * status is the drive's (Program Slot In Use also for a slot another file holds); dw0 its
+ * completion Dword 0 (for Invalid Program Image, the refused instruction). EDQUOT: the
+ * opener's user would hold more slots (program_slots_per_user) or be uploading more image
+ * bytes at once (program_loading_bytes_per_user) than the administrator allows.
  */
 struct csd_ioc_program_load {
 	__u64 image; /* user pointer */
@@ -141,7 +147,9 @@ struct csd_ioc_program_load {
 	__u32 reserved2;
 };
 
-/* Program Unload of a slot this file loaded. */
+/* Program Unload of a slot this file loaded (EPERM otherwise); it waits for this file's
+ * commands on the slot in flight (an upload, Executes).
+ */
 struct csd_ioc_program_unload {
 	__u32 slot;
 	__u32 status;

@@ -48,11 +48,12 @@ OutputOverflow = _status_class("OutputOverflow", "Output Overflow")
 ProgramFault = _status_class("ProgramFault", "Program Fault")
 InvalidProgramImage = _status_class("InvalidProgramImage", "Invalid Program Image")
 ProgramSlotInUse = _status_class("ProgramSlotInUse", "Program Slot In Use")
+ProgramLoadBytesExceeded = _status_class("ProgramLoadBytesExceeded", "Program Load Bytes Exceeded")
 
 _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransferError, InternalError,
                                        AbortRequested, LbaOutOfRange, InvalidProgram, InvalidDescriptor,
                                        SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault,
-                                       InvalidProgramImage, ProgramSlotInUse)}
+                                       InvalidProgramImage, ProgramSlotInUse, ProgramLoadBytesExceeded)}
 
 # The standard front end's statuses: a class each, named after the status ("Program Not
 # Activated" -> ProgramNotActivated), under the vendor class of the same meaning.

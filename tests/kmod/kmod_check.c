@@ -17,6 +17,20 @@
  *                                  slot in FILE, then sleep until killed
  *   kmod_check program-probe PATH SLOT IMAGE  as another user: that slot can be neither
  *                                  run nor unloaded; a program of one's own can
+ *   kmod_check program-race PATH USER_A USER_B BPFDIR ROUNDS   as root: tenants A and B
+ *                                  (processes of those users, several threads in A) race
+ *                                  over one slot: A's two threads unload it while B loads
+ *                                  into it; A's second thread unloads it while A's first
+ *                                  uploads a 2-chunk image and B loads into it; A executes
+ *                                  it while A's second thread unloads it and B loads into
+ *                                  it. B's program must survive each round and A must never
+ *                                  run B's program
+ *   kmod_check program-quota PATH USER_A USER_B BPFDIR  as root: the per-user quotas of
+ *                                  slots and of bytes being uploaded (module parameters),
+ *                                  over two files and several threads of A; B unaffected
+ *   kmod_check p2p-other PATH BAR OWN OTHER LEN  as a second tenant: a pattern of its own
+ *                                  into its window at OWN; the first tenant's window at
+ *                                  OTHER and a range straddling both refuse it
  *   kmod_check partition PATH LBAS CHAR  the file's LBA partition: the device reports LBAS
  *                                  LBAs; its first and last LBA take CHAR written by
  *                                  namespace I/O, SLM Store and Compare and Write, read back
@@ -25,13 +39,18 @@
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../kmod/uapi/csd_ioctl.h"
@@ -127,6 +146,514 @@ static void *race_reader(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------ programs of two tenants */
+
+#define RACE_RECORDS 64
+#define RACE_PARAM 5 /* records: key 100 at 0, field 1 at 4 */
+#define PROJECT_SUM (RACE_PARAM * RACE_RECORDS + RACE_RECORDS * (RACE_RECORDS - 1) / 2)
+#define THRESHOLD_SUM RACE_RECORDS
+#define IMAGE_MAX (1 << 20)
+
+/* What both tenants' processes share (MAP_SHARED before fork). */
+struct shared {
+	pthread_barrier_t step; /* A's and B's main threads */
+	volatile uint16_t slot;
+	volatile int a_started; /* B may begin: A's slot is loaded, or (upload round) A's
+				 * second thread unloaded it during the upload, or the upload ended
+				 */
+	volatile int a_done;
+	int failures;   /* checks that failed, in either process */
+	int b_loaded[3]; /* rounds of each race in which B got the slot */
+	int b_lost[3];   /* ... and then lost its program (or its ownership of it) */
+	int a_both;     /* rounds in which both of A's unloads succeeded */
+	int a_foreign;  /* Executes of A that ran another program */
+	int a_execs;    /* A's Executes that ran */
+};
+
+static struct shared *sh;
+static const char *bpfdir;
+
+/* Counts a failed check of a tenant process in the shared summary. */
+static void shared_expect(int ok, const char *what)
+{
+	if (!ok)
+		__atomic_add_fetch(&sh->failures, 1, __ATOMIC_SEQ_CST);
+	expect(ok, what);
+}
+
+static uint32_t load_image_file(const char *name, uint8_t *img)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", bpfdir, name);
+	return read_image(path, img, IMAGE_MAX);
+}
+
+/* Becomes user `name` (its uid, gid and groups), as a tenant's process. */
+static void become(const char *name)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (!pw || initgroups(name, pw->pw_gid) || setgid(pw->pw_gid) || setuid(pw->pw_uid)) {
+		perror(name);
+		exit(2);
+	}
+}
+
+/* Program Load of an image (slot 0: any); returns 0 and the slot, the status, or -errno. */
+static int prog_load(int fd, const uint8_t *img, uint32_t size, uint16_t slot, uint16_t *got)
+{
+	struct csd_ioc_program_load l = { .image = (uintptr_t)img, .size = size, .record_size = 16,
+					  .type = 1, .slot = slot };
+
+	if (ioctl(fd, CSD_IOC_PROGRAM_LOAD, &l))
+		return -errno;
+	if (l.status)
+		return (int)l.status;
+	if (got)
+		*got = l.slot;
+	return 0;
+}
+
+/* Program Unload: 0, the status, or -errno. */
+static int prog_unload(int fd, uint16_t slot)
+{
+	struct csd_ioc_program_unload u = { .slot = slot };
+
+	if (ioctl(fd, CSD_IOC_PROGRAM_UNLOAD, &u))
+		return -errno;
+	return (int)u.status;
+}
+
+/* A tenant's records (RACE_RECORDS of 16 bytes) in a new allocation; its handle. */
+static uint32_t race_records(int fd)
+{
+	struct csd_ioc_alloc a = { .size = 4096 };
+	static uint8_t rec[RACE_RECORDS * 16];
+	struct csd_ioc_xfer x = { .len = sizeof(rec), .buf = (uintptr_t)rec };
+	uint32_t key = 100, field = 1;
+
+	for (int i = 0; i < RACE_RECORDS; i++) {
+		memcpy(rec + 16 * i, &key, 4);
+		memcpy(rec + 16 * i + 4, &field, 4);
+	}
+	if (ioctl(fd, CSD_IOC_ALLOC, &a)) {
+		perror("CSD_IOC_ALLOC");
+		exit(2);
+	}
+	x.handle = a.handle;
+	if (ioctl(fd, CSD_IOC_WRITE, &x) || x.status) {
+		perror("CSD_IOC_WRITE");
+		exit(2);
+	}
+	return a.handle;
+}
+
+/* A reduce Execute of slot over the tenant's records: 0 and the sum, the status, or -errno. */
+static int prog_reduce(int fd, uint32_t handle, uint16_t slot, uint64_t *sum)
+{
+	uint64_t rr[4] = { 0, RACE_RECORDS * 16, 0, 0 };
+	uint32_t p[6] = { RACE_RECORDS, 2, 1, 0, RACE_PARAM, 0 }; /* reduce, one param */
+	struct csd_ioc_exec e = { .handle = handle };
+	uint8_t d[128];
+
+	e.desc = (uintptr_t)d;
+	e.desc_len = descriptor(d, slot, 2, rr, p, sizeof(p));
+	if (ioctl(fd, CSD_IOC_EXEC, &e))
+		return -errno;
+	if (e.status)
+		return (int)e.status;
+	*sum = (uint64_t)e.dw1 << 32 | e.dw0;
+	return 0;
+}
+
+/* B's side of a round once A is done: if it got the slot, its program is still there. */
+static void b_check(int fd, uint32_t handle, int loaded, uint16_t slot, int race)
+{
+	uint64_t sum = 0;
+	int r;
+
+	if (!loaded)
+		return;
+	sh->b_loaded[race]++;
+	r = prog_reduce(fd, handle, slot, &sum);
+	if (r || sum != THRESHOLD_SUM) {
+		sh->b_lost[race]++;
+		printf("B's program in slot %#x is gone: Execute gave %d (sum %llu)\n", slot, r,
+		       (unsigned long long)sum);
+	}
+	r = prog_unload(fd, slot);
+	if (r)
+		printf("B's unload of its slot %#x gave %d\n", slot, r);
+}
+
+/* B: loads threshold into sh->slot until it gets it or A is done (then once more). */
+static int b_grab(int fd, const uint8_t *img, uint32_t size)
+{
+	while (!sh->a_started)
+		sched_yield();
+	for (;;) {
+		int done = sh->a_done;
+
+		if (prog_load(fd, img, size, sh->slot, NULL) == 0)
+			return 1;
+		if (done)
+			return 0;
+	}
+}
+
+struct a_thread {
+	int fd;
+	uint16_t slot;
+	pthread_barrier_t *go;
+	int result;
+	const uint8_t *img;
+	uint32_t size;
+	volatile int *stop;
+	int unloads; /* successful unloads (the second thread of the upload round) */
+};
+
+static void *a_unload(void *arg)
+{
+	struct a_thread *t = arg;
+
+	pthread_barrier_wait(t->go);
+	t->result = prog_unload(t->fd, t->slot);
+	return NULL;
+}
+
+static void *a_upload(void *arg)
+{
+	struct a_thread *t = arg;
+
+	pthread_barrier_wait(t->go);
+	t->result = prog_load(t->fd, t->img, t->size, t->slot, NULL);
+	*t->stop = 1;
+	sh->a_started = 1;
+	return NULL;
+}
+
+static void *a_unload_loop(void *arg)
+{
+	struct a_thread *t = arg;
+
+	pthread_barrier_wait(t->go);
+	while (!*t->stop) {
+		if (prog_unload(t->fd, t->slot) == 0) {
+			t->unloads++;
+			sh->a_started = 1; /* B loads into it now */
+		}
+	}
+	return NULL;
+}
+
+struct a_exec {
+	int fd;
+	uint32_t handle;
+	uint16_t slot;
+	volatile int ran; /* Executes that completed with success */
+	volatile int ended;
+};
+
+static void *a_exec_loop(void *arg)
+{
+	struct a_exec *x = arg;
+
+	for (;;) {
+		uint64_t sum = 0;
+		int r = prog_reduce(x->fd, x->handle, x->slot, &sum);
+
+		if (r) {
+			x->ended = 1;
+			break; /* EPERM once unloaded (or the drive's Invalid Program) */
+		}
+		x->ran++;
+		__atomic_add_fetch(&sh->a_execs, 1, __ATOMIC_SEQ_CST);
+		if (sum != PROJECT_SUM) {
+			__atomic_add_fetch(&sh->a_foreign, 1, __ATOMIC_SEQ_CST);
+			printf("A's Execute of slot %#x ran another program (sum %llu, not %d)\n",
+			       x->slot, (unsigned long long)sum, PROJECT_SUM);
+		}
+	}
+	return NULL;
+}
+
+/* Tenant A's rounds of the three races. */
+static void race_a(const char *path, int rounds)
+{
+	static uint8_t project[IMAGE_MAX], big[IMAGE_MAX];
+	uint32_t np = load_image_file("project.o", project), nb = load_image_file("long_program.o", big);
+	int fd = open_dev(path);
+	uint32_t handle = race_records(fd);
+	pthread_barrier_t go;
+	pthread_t t1, t2;
+
+	shared_expect(np > 0 && nb > 256 * 1024, "A: images readable (long_program.o over one chunk)");
+	/* 1: two threads of A unload its slot while B loads into it */
+	for (int i = 0; i < rounds; i++) {
+		struct a_thread u1 = { .fd = fd, .go = &go }, u2 = { .fd = fd, .go = &go };
+		uint16_t slot = 0;
+
+		if (prog_load(fd, project, np, 0, &slot)) {
+			shared_expect(0, "A: program load");
+			break;
+		}
+		sh->slot = slot;
+		sh->a_done = 0;
+		sh->a_started = 1;
+		u1.slot = u2.slot = slot;
+		pthread_barrier_init(&go, NULL, 2);
+		pthread_barrier_wait(&sh->step); /* B starts loading */
+		pthread_create(&t1, NULL, a_unload, &u1);
+		pthread_create(&t2, NULL, a_unload, &u2);
+		pthread_join(t1, NULL);
+		pthread_join(t2, NULL);
+		pthread_barrier_destroy(&go);
+		if (u1.result == 0 && u2.result == 0)
+			__atomic_add_fetch(&sh->a_both, 1, __ATOMIC_SEQ_CST);
+		sh->a_done = 1;
+		pthread_barrier_wait(&sh->step); /* B checks and unloads */
+		pthread_barrier_wait(&sh->step);
+	}
+	/* 2: A's second thread unloads the slot A's first is uploading into; B loads into it */
+	for (int i = 0; i < rounds; i++) {
+		volatile int stop = 0;
+		struct a_thread up = { .fd = fd, .go = &go, .img = big, .size = nb, .stop = &stop },
+				un = { .fd = fd, .go = &go, .stop = &stop };
+
+		up.slot = un.slot = sh->slot = 0x1f0;
+		sh->a_done = 0;
+		sh->a_started = 0;
+		pthread_barrier_init(&go, NULL, 2);
+		pthread_barrier_wait(&sh->step);
+		pthread_create(&t1, NULL, a_upload, &up);
+		pthread_create(&t2, NULL, a_unload_loop, &un);
+		pthread_join(t1, NULL);
+		pthread_join(t2, NULL);
+		pthread_barrier_destroy(&go);
+		if (up.result == 0 && un.unloads == 0)
+			prog_unload(fd, up.slot); /* A's program, still there */
+		sh->a_done = 1;
+		pthread_barrier_wait(&sh->step);
+		pthread_barrier_wait(&sh->step);
+	}
+	/* 3: A executes its slot while its second thread unloads it and B loads into it */
+	for (int i = 0; i < rounds; i++) {
+		struct a_exec x = { .fd = fd, .handle = handle };
+		uint16_t slot = 0;
+		int r;
+
+		if (prog_load(fd, project, np, 0, &slot)) {
+			shared_expect(0, "A: program load");
+			break;
+		}
+		x.slot = sh->slot = slot;
+		sh->a_done = 0;
+		sh->a_started = 1;
+		pthread_barrier_wait(&sh->step);
+		pthread_create(&t1, NULL, a_exec_loop, &x);
+		while (x.ran < 2 && !x.ended)
+			usleep(100);
+		/* the drive refuses an Unload while an Execute of the slot runs: again */
+		while ((r = prog_unload(fd, slot)) > 0 && (r & 0x7ff) == 0x1c7)
+			;
+		shared_expect(r == 0, "A: unload of its slot while it executes it");
+		pthread_join(t1, NULL);
+		sh->a_done = 1;
+		pthread_barrier_wait(&sh->step);
+		pthread_barrier_wait(&sh->step);
+	}
+	close(fd);
+}
+
+/* Tenant B's side of race_a's rounds. */
+static void race_b(const char *path, int rounds)
+{
+	static uint8_t threshold[IMAGE_MAX];
+	uint32_t n = load_image_file("threshold.o", threshold);
+	int fd = open_dev(path);
+	uint32_t handle = race_records(fd);
+
+	shared_expect(n > 0, "B: image readable");
+	for (int i = 0; i < 3 * rounds; i++) {
+		int loaded;
+
+		pthread_barrier_wait(&sh->step);
+		loaded = b_grab(fd, threshold, n);
+		pthread_barrier_wait(&sh->step);
+		b_check(fd, handle, loaded, sh->slot, i / rounds);
+		pthread_barrier_wait(&sh->step);
+	}
+	close(fd);
+}
+
+/* Runs fn as user `name` in a child process; returns its pid. */
+static pid_t tenant(const char *name, void (*fn)(const char *, int), const char *path, int rounds)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(600); /* a tenant stuck at a barrier its partner never reaches */
+		become(name);
+		fn(path, rounds);
+		fflush(stdout);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Waits for a tenant's process; whether it exited with 0. */
+static int tenant_ok(pid_t pid)
+{
+	int st = 0;
+
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The shared state, its barrier for `parties` processes. */
+static struct shared *shared_new(unsigned int parties)
+{
+	pthread_barrierattr_t attr;
+	struct shared *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				-1, 0);
+
+	if (s == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	memset(s, 0, sizeof(*s));
+	pthread_barrierattr_init(&attr);
+	pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+	pthread_barrier_init(&s->step, &attr, parties);
+	return s;
+}
+
+/* Writes a module parameter of csd.ko; whether it took. */
+static int set_param(const char *name, const char *value)
+{
+	char path[256];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/module/csd/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return 0;
+	ok = fputs(value, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+struct quota_thread {
+	int fd;
+	const uint8_t *img;
+	uint32_t size;
+	int ok, edquot, other;
+};
+
+/* Loads and unloads an image 8 times; counts what each load gave. */
+static void *quota_loader(void *arg)
+{
+	struct quota_thread *q = arg;
+
+	for (int i = 0; i < 8; i++) {
+		uint16_t slot = 0;
+		int r = prog_load(q->fd, q->img, q->size, 0, &slot);
+
+		if (r == 0) {
+			q->ok++;
+			if (prog_unload(q->fd, slot))
+				q->other++;
+		} else if (r == -EDQUOT) {
+			q->edquot++;
+		} else {
+			printf("load gave %d\n", r);
+			q->other++;
+		}
+	}
+	return NULL;
+}
+
+/* Tenant A under quotas the parent set: 2 slots, then bytes (the phase in sh->slot). */
+static void quota_a(const char *path, int unused)
+{
+	static uint8_t small[IMAGE_MAX], big[IMAGE_MAX];
+	uint32_t ns = load_image_file("threshold.o", small), nb = load_image_file("long_program.o", big);
+	int f1 = open_dev(path), f2 = open_dev(path);
+	uint16_t s1 = 0, s2 = 0, s3 = 0;
+
+	(void)unused;
+	shared_expect(ns > 0 && nb > 0, "A: images readable");
+	/* phase 1: program_slots_per_user=2, bytes unlimited */
+	pthread_barrier_wait(&sh->step);
+	shared_expect(prog_load(f1, small, ns, 0, &s1) == 0, "A: first slot");
+	shared_expect(prog_load(f2, small, ns, 0, &s2) == 0, "A: second slot, through another file");
+	shared_expect(prog_load(f1, small, ns, 0, &s3) == -EDQUOT, "A: a third slot: EDQUOT");
+	shared_expect(prog_load(f2, small, ns, 0, &s3) == -EDQUOT,
+		      "A: a third slot through the other file: EDQUOT");
+	pthread_barrier_wait(&sh->step); /* B loads: another user's quota */
+	pthread_barrier_wait(&sh->step);
+	shared_expect(prog_unload(f1, s1) == 0, "A: unloads one");
+	shared_expect(prog_load(f2, small, ns, 0, &s3) == 0, "A: then loads again");
+	shared_expect(prog_unload(f2, s2) == 0 && prog_unload(f2, s3) == 0, "A: unloads the rest");
+	/* phase 2: slots unlimited, program_loading_bytes_per_user below the big image */
+	pthread_barrier_wait(&sh->step);
+	shared_expect(prog_load(f1, big, nb, 0, &s1) == -EDQUOT,
+		      "A: an upload over the bytes quota: EDQUOT");
+	shared_expect(prog_load(f1, small, ns, 0, &s1) == 0 && prog_unload(f1, s1) == 0,
+		      "A: a small one fits");
+	shared_expect(prog_load(f1, big, 5 << 20, 0, &s1) == 0x4002,
+		      "A: an image over 4 MiB: the drive's Invalid Field, not EDQUOT");
+	/* phase 3: bytes quota of one big image; four threads over two files upload it */
+	pthread_barrier_wait(&sh->step);
+	{
+		struct quota_thread q[4];
+		pthread_t t[4];
+		int ok = 0, edq = 0, other = 0;
+
+		for (int i = 0; i < 4; i++) {
+			q[i] = (struct quota_thread){ .fd = i % 2 ? f2 : f1, .img = big, .size = nb };
+			pthread_create(&t[i], NULL, quota_loader, &q[i]);
+		}
+		for (int i = 0; i < 4; i++) {
+			pthread_join(t[i], NULL);
+			ok += q[i].ok;
+			edq += q[i].edquot;
+			other += q[i].other;
+		}
+		printf("4 threads x 8 uploads of %u bytes, quota %u: %d loaded, %d EDQUOT\n", nb,
+		       nb + 4096, ok, edq);
+		shared_expect(other == 0 && ok + edq == 32 && ok > 0,
+			      "A: concurrent uploads: each loaded or EDQUOT, nothing else");
+		shared_expect(prog_load(f1, big, nb, 0, &s1) == 0 && prog_unload(f1, s1) == 0,
+			      "A: afterwards the quota is whole again");
+	}
+	pthread_barrier_wait(&sh->step);
+	close(f1);
+	close(f2);
+}
+
+/* Tenant B while A is at its slot quota: its own quota is untouched. */
+static void quota_b(const char *path, int unused)
+{
+	static uint8_t small[IMAGE_MAX];
+	uint32_t ns = load_image_file("threshold.o", small);
+	int fd = open_dev(path);
+	uint16_t s = 0;
+
+	(void)unused;
+	pthread_barrier_wait(&sh->step);
+	pthread_barrier_wait(&sh->step);
+	shared_expect(prog_load(fd, small, ns, 0, &s) == 0 && prog_unload(fd, s) == 0,
+		      "B: loads while A is at its quota");
+	pthread_barrier_wait(&sh->step);
+	pthread_barrier_wait(&sh->step);
+	pthread_barrier_wait(&sh->step);
+	pthread_barrier_wait(&sh->step);
+	close(fd);
 }
 
 static int report(void)
@@ -332,6 +859,98 @@ int main(int argc, char **argv)
 		expect(fails_with(fd, CSD_IOC_PROGRAM_UNLOAD, &u, EINVAL), "unloading a non-slot: EINVAL");
 		l.image = 0;
 		expect(fails_with(fd, CSD_IOC_PROGRAM_LOAD, &l, EFAULT), "loading from NULL: EFAULT");
+		return report();
+	}
+	if (!strcmp(what, "program-race") && argc == 7) {
+		int rounds = atoi(argv[6]);
+		pid_t a, b;
+
+		close(fd);
+		bpfdir = argv[5];
+		sh = shared_new(2);
+		a = tenant(argv[3], race_a, argv[2], rounds);
+		b = tenant(argv[4], race_b, argv[2], rounds);
+		expect(tenant_ok(a) && tenant_ok(b), "both tenants ran to the end");
+		for (int k = 0; k < 3; k++)
+			printf("%s: %d rounds; B got the slot in %d, then lost its program in %d\n",
+			       k == 0 ? "two unloads by A, a load by B" :
+			       k == 1 ? "an unload by A during A's upload, a load by B" :
+			       "A's Executes, an unload by A, a load by B",
+			       rounds, sh->b_loaded[k], sh->b_lost[k]);
+		printf("both of A's unloads succeeded in %d rounds; A ran %d Executes, %d of "
+		       "another's program\n", sh->a_both, sh->a_execs, sh->a_foreign);
+		expect(sh->failures == 0, "no failed check in the tenants");
+		expect(sh->b_loaded[0] + sh->b_loaded[1] + sh->b_loaded[2] > 0,
+		       "B loaded into the contested slot");
+		expect(sh->b_lost[0] + sh->b_lost[1] + sh->b_lost[2] == 0,
+		       "no unload or cleanup of A removed or disowned B's program");
+		expect(sh->a_both == 0, "one of two unloads of a slot unloads it, the other refuses");
+		expect(sh->a_execs > 0 && sh->a_foreign == 0, "A's Executes ran only A's program");
+		return report();
+	}
+	if (!strcmp(what, "program-quota") && argc == 6) {
+		char big[32];
+		pid_t a, b;
+		int ok;
+
+		close(fd);
+		bpfdir = argv[5];
+		sh = shared_new(3); /* A, B and this process, which sets the quotas */
+		a = tenant(argv[3], quota_a, argv[2], 0);
+		b = tenant(argv[4], quota_b, argv[2], 0);
+		ok = set_param("program_slots_per_user", "2") &&
+		     set_param("program_loading_bytes_per_user", "0");
+		expect(ok, "quota parameters set: 2 slots per user");
+		pthread_barrier_wait(&sh->step);
+		pthread_barrier_wait(&sh->step);
+		pthread_barrier_wait(&sh->step);
+		expect(set_param("program_slots_per_user", "0") &&
+		       set_param("program_loading_bytes_per_user", "300000"),
+		       "300000 bytes being uploaded per user");
+		pthread_barrier_wait(&sh->step);
+		{
+			static uint8_t img[IMAGE_MAX];
+
+			snprintf(big, sizeof(big), "%u", load_image_file("long_program.o", img) + 4096);
+		}
+		expect(set_param("program_loading_bytes_per_user", big), "one big image's bytes");
+		pthread_barrier_wait(&sh->step);
+		pthread_barrier_wait(&sh->step);
+		expect(set_param("program_slots_per_user", "16") &&
+		       set_param("program_loading_bytes_per_user", "4194304"), "defaults again");
+		expect(tenant_ok(a) && tenant_ok(b), "both tenants ran to the end");
+		expect(sh->failures == 0, "no failed check in the tenants");
+		return report();
+	}
+	if (!strcmp(what, "p2p-other") && argc == 7) {
+		uint64_t own = strtoull(argv[4], NULL, 0), other = strtoull(argv[5], NULL, 0);
+		uint64_t len = strtoull(argv[6], NULL, 0);
+		struct csd_ioc_alloc a = { .size = len };
+		struct csd_ioc_xfer x = { 0 };
+		struct csd_ioc_p2p p = { 0 };
+		char *pat = malloc(len);
+
+		for (uint64_t i = 0; i < len; i++)
+			pat[i] = (char)((i * 17 + 3) & 0xff);
+		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation for the peer transfer");
+		x.handle = a.handle;
+		x.len = len;
+		x.buf = (uintptr_t)pat;
+		expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && x.status == 0, "own pattern written into SLM");
+		p.handle = a.handle;
+		p.len = len;
+		p.bar = (uint32_t)atoi(argv[3]);
+		p.bar_offset = other;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM),
+		       "into the other tenant's window: EPERM");
+		p.len = 8192;
+		p.bar_offset = own - 4096;
+		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM),
+		       "straddling the two windows: EPERM");
+		p.len = len;
+		p.bar_offset = own;
+		expect(ioctl(fd, CSD_IOC_P2P_READ, &p) == 0 && p.status == 0, "into its own window");
+		free(pat);
 		return report();
 	}
 	if (!strcmp(what, "p2p") && argc == 6) {

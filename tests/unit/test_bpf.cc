@@ -531,4 +531,31 @@ TEST_F(Bpf, AllSlotsTaken)
     EXPECT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).dw0, 0x1FFu);
 }
 
+// Half-loaded images hold the device's (QEMU's) memory at the size their first chunk
+// declared: at most CSD_MAX_LOADING_BYTES of them at once, whoever sends them; without the
+// cap 256 first chunks of 4 MiB images held 1 GiB.
+TEST_F(Bpf, HalfLoadedImageBytesAreCapped)
+{
+    const std::vector<uint8_t> chunk(4096, 0);
+    const uint32_t fit = CSD_MAX_LOADING_BYTES / CSD_MAX_PROGRAM_BYTES;
+    ASSERT_GE(fit, 1u);
+    for (uint32_t i = 0; i < fit; i++) {
+        ASSERT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES, 0, chunk.data(), 4096, 16).status, 0) << i;
+    }
+    const Loaded over = load_chunk(0, CSD_MAX_PROGRAM_BYTES, 0, chunk.data(), 4096, 16);
+    EXPECT_EQ(over.status, CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED | CSD_STATUS_DNR);
+    EXPECT_STREQ(csd_status_name(over.status), "Program Load Bytes Exceeded");
+    const auto img = example("threshold");
+    EXPECT_EQ(load(img, 16).code(), CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED);  // even a small one
+    // Later chunks of the uploads already accepted still arrive.
+    EXPECT_EQ(load_chunk(CSD_SLOT_FIRST, CSD_MAX_PROGRAM_BYTES, 4096, chunk.data(), 4096, 16).status, 0);
+    // Abandoning an upload gives its bytes back; a complete program is not counted.
+    EXPECT_EQ(unload(CSD_SLOT_FIRST), 0);
+    const Loaded small = load(img, 16);
+    ASSERT_EQ(small.status, 0);
+    EXPECT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES - 65536, 0, chunk.data(), 4096, 16).status, 0);
+    EXPECT_EQ(load_chunk(0, 65537, 0, chunk.data(), 4096, 16).code(), CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED);
+    EXPECT_EQ(load_chunk(0, 65536, 0, chunk.data(), 4096, 16).status, 0);
+}
+
 }  // namespace

@@ -9,6 +9,7 @@ namespace {
 
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kSlotInUse = CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR;
+constexpr uint16_t kLoadBytesExceeded = CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED | CSD_STATUS_DNR;
 
 }  // namespace
 
@@ -17,6 +18,15 @@ uint64_t ProgramSlots::bytes_held() const
     uint64_t n = 0;
     for (const Slot &s : slots_) {
         if (s.state != State::empty) n += s.image_size;
+    }
+    return n;
+}
+
+uint64_t ProgramSlots::bytes_loading() const
+{
+    uint64_t n = 0;
+    for (const Slot &s : slots_) {
+        if (s.state == State::loading) n += s.image_size;
     }
     return n;
 }
@@ -37,6 +47,9 @@ uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw
         Slot &s = slots_[id - CSD_SLOT_FIRST];
         if (s.state != State::empty) return kSlotInUse;
         if (byte_budget && bytes_held() + size > byte_budget) return NVME_CS_MAX_PROGRAM_BYTES_EXCEEDED | CSD_STATUS_DNR;
+        // Half-loaded images hold host memory (reserved here at their full size) until
+        // their last chunk or an Unload: their total is capped, whoever sends them.
+        if (bytes_loading() + size > CSD_MAX_LOADING_BYTES) return kLoadBytesExceeded;
         s.state = State::loading;
         s.image.clear();
         s.image.reserve(size);

@@ -21,7 +21,9 @@ public:
     // Program Load (89h) with one chunk of the image; fields already checked by decode.
     // DW0 = the slot id, or the offending instruction for Invalid Program Image. A new
     // image that would take the images held (loaded or loading) past byte_budget (0: no
-    // budget) is refused with Maximum Program Bytes Exceeded.
+    // budget) is refused with Maximum Program Bytes Exceeded; one that would take the
+    // images still being uploaded past CSD_MAX_LOADING_BYTES, with Program Load Bytes
+    // Exceeded.
     uint16_t load(const csd_cmd &cmd, const uint8_t *chunk, uint32_t *dw0, std::string *why,
                   uint64_t byte_budget = 0);
     // Program Unload (8Ch).
@@ -33,7 +35,8 @@ public:
     std::vector<std::pair<uint16_t, std::string>> list();
 
 private:
-    uint64_t bytes_held() const;  // image bytes of the slots loaded or loading; mu_ held
+    uint64_t bytes_held() const;     // image bytes of the slots loaded or loading; mu_ held
+    uint64_t bytes_loading() const;  // image bytes of the slots still loading; mu_ held
     enum class State { empty, loading, ready };
     struct Slot {
         State state = State::empty;

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Host side of the peer-to-peer test: the ivshmem peer's memory file (the BAR the drive
-# wrote into) starts with LEN bytes of the pattern (i * 31 + 7) & 0xff.
+# wrote into) holds, from byte OFFSET (default 0), LEN bytes of the pattern
+# (i * MUL + ADD) & 0xff (default MUL 31, ADD 7: the first tenant's).
 set -euo pipefail
-len=$1
-python3 - "$CSD_WORKDIR/peer.mem" "$len" <<'PY'
+len=$1 off=${2:-0} mul=${3:-31} add=${4:-7}
+python3 - "$CSD_WORKDIR/peer.mem" "$len" "$off" "$mul" "$add" <<'PY'
 import sys
-path, n = sys.argv[1], int(sys.argv[2])
-got = open(path, "rb").read(n)
-want = bytes((i * 31 + 7) & 0xFF for i in range(n))
+path, n, off, mul, add = sys.argv[1], *map(int, sys.argv[2:])
+with open(path, "rb") as f:
+    f.seek(off)
+    got = f.read(n)
+want = bytes((i * mul + add) & 0xFF for i in range(n))
 if got != want:
-    bad = next(i for i in range(n) if got[i] != want[i])
-    sys.exit(f"peer memory differs from the SLM pattern at byte {bad}")
+    bad = next((i for i in range(min(n, len(got))) if got[i] != want[i]), len(got))
+    sys.exit(f"peer memory at {off} differs from the SLM pattern at byte {off + bad}")
 PY
