@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -146,8 +148,9 @@ TEST_F(Model, StreamingProgramsAndDownloadedOnesCostTheirBytesOrRecords)
 }
 
 // Found by QEMU's generic fuzzer: a guest's gemm of 2 * 4e9^3 flops made the model convert
-// 5e27 ns to an integer (undefined). A gemm whose matrices do not fit its ranges fails at
-// once and costs only its bytes; any other absurd work is capped at 1e15 ns per stage.
+// 5e27 ns to an integer (undefined). A gemm whose matrices do not fit its ranges, or a
+// conv2d of absurd dimensions, is refused by its program at once and costs nothing on the
+// drive (ModelValidatedWork below); any absurd work is capped at 1e15 ns per stage.
 TEST_F(Model, AbsurdParametersGiveALongTimeNeverAnOverflow)
 {
     auto model_of = [&](uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
@@ -164,14 +167,18 @@ TEST_F(Model, AbsurdParametersGiveALongTimeNeverAnOverflow)
     };
     csd_gemm_params g{4000000000u, 4000000000u, 4000000000u, 0, 1.0f, 0.0f};
     csd_model_work w = model_of(CSD_PROG_GEMM, {{0, 4096}, {4096, 4096}, {8192, 4096}}, &g, sizeof g);
-    EXPECT_EQ(w.flops, 0.0);                     // does not fit: no flops, its 12 KiB streamed
-    EXPECT_EQ(w.stream_bytes, 3 * 4096u);
-    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 3 * 4096u / 2 + 1000);
+    EXPECT_EQ(w.flops, 0.0);  // does not fit: refused, no work at all
+    EXPECT_EQ(w.compute, 0);
+    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 1000u);
     csd_conv2d_params c{};
     c.c = c.r = c.s = 4000000000u;
     w = model_of(CSD_PROG_CONV2D, {{0, 4096}, {4096, 4096}, {8192, 4096}, {12288, 4096}}, &c, sizeof c);
-    EXPECT_GT(w.flops, 1e27);
-    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 1000000000000000u + 1000);  // capped
+    EXPECT_EQ(w.flops, 0.0);
+    EXPECT_EQ(w.compute, 0);
+    csd_model_work huge{};
+    huge.compute = 1;
+    huge.flops = 1.3e32;
+    EXPECT_EQ(csd_core_model_schedule(core, &huge, 0), 1000000000000000u + 1000);  // capped
 }
 
 TEST_F(Model, DelayAndOverrunsAreCounted)
@@ -224,4 +231,185 @@ TEST(ModelParams, PresetsNamesAndChecks)
     EXPECT_NE(csd_model_check(&half), nullptr) << "a compute unit needs both speeds";
     half.unit_gbps = std::nan("");
     EXPECT_NE(csd_model_check(&half), nullptr);
+}
+
+// Issue 27: the model costs only work the program accepts. An Execute whose run refuses it
+// (its parameters or sizes, before any work) costs nothing beyond its decode (the
+// descriptor over the link), whatever order the embedding asks in; a downloaded program's
+// records are capped by what its input range holds, as a gemm's flops are by its matrices.
+namespace {
+
+class ModelValidatedWork : public CoreTest {
+protected:
+    void SetUp() override
+    {
+        CoreTest::SetUp();
+        csd_model_params p{};
+        ASSERT_EQ(csd_model_preset("gen4x4-8core", &p), 0);
+        csd_core_set_model(core, &p);
+    }
+    // Program Load of a whole example image (records of 16 bytes); its slot, 0 if refused.
+    uint16_t load_example(const char *name)
+    {
+        std::ifstream f(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o", std::ios::binary);
+        std::vector<uint8_t> img((std::istreambuf_iterator<char>(f)), {});
+        EXPECT_FALSE(img.empty());
+        csd_op op;
+        const uint32_t size = static_cast<uint32_t>(img.size());
+        if (decode(CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF), size, 0, size, 16, &op)) {
+            return 0;
+        }
+        uint32_t dw0 = 0;
+        char why[256];
+        const uint16_t st = csd_core_program_load(core, &op, img.data(), &dw0, why, sizeof why);
+        csd_core_complete(core, &op, st);
+        return st ? 0 : static_cast<uint16_t>(dw0);
+    }
+    // The modelled work of an Execute of desc (decode, prepare, the program's work), then
+    // its run's status in *run_status.
+    csd_model_work work_of(const std::vector<uint8_t> &desc, uint16_t *run_status)
+    {
+        csd_op op;
+        csd_model_work w{};
+        EXPECT_EQ(decode(CSD_OPC_EXECUTE, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, &op), 0);
+        csd_model_work_op(&op, &w);
+        csd_exec *job = nullptr;
+        EXPECT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
+        if (!job) return w;
+        csd_exec_model_work(job, &w);
+        uint32_t dw0, dw1;
+        *run_status = csd_core_exec_run(core, job, nullptr, &dw0, &dw1);
+        csd_core_complete(core, &op, *run_status);
+        return w;
+    }
+    static std::vector<uint8_t> bpf_params(uint32_t count, uint32_t mode, std::vector<uint64_t> p)
+    {
+        std::vector<uint8_t> v(16 + 8 * p.size());
+        const uint32_t h[4] = {count, mode, static_cast<uint32_t>(p.size()), 0};
+        std::memcpy(v.data(), h, 16);
+        if (!p.empty()) std::memcpy(v.data() + 16, p.data(), 8 * p.size());
+        return v;
+    }
+};
+
+}  // namespace
+
+TEST_F(ModelValidatedWork, AHostileDownloadedExecuteCostsOnlyItsDescriptor)
+{
+    const uint16_t slot = load_example("threshold");
+    if (!slot) GTEST_SKIP() << "no eBPF runtime in this build";
+    // record_count FFFFFFFFh over a 16-byte range: 4.3e9 records of 8 ns would be 34.4 s
+    // of a compute unit; the run refuses it (Invalid Parameters) before any record.
+    const auto p = bpf_params(0xFFFFFFFFu, CSD_BPF_FILTER, {400});
+    const auto desc = make_descriptor(slot, {{0, 16}, {4096, 16}}, p.data(), static_cast<uint32_t>(p.size()));
+    uint16_t run = 0;
+    const csd_model_work w = work_of(desc, &run);
+    EXPECT_EQ(CSD_STATUS_CODE(run), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_EQ(w.records, 0u);
+    EXPECT_EQ(w.compute, 0);
+    EXPECT_EQ(w.slm, 0u);
+    // On the gen4x4-8core drive: the descriptor over the link (7 bytes/ns) and the latency.
+    const uint64_t desc_ns = (desc.size() + 6) / 7;
+    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), desc_ns + 900);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_COMPUTE_BUSY_NS), 0u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_SLM_BUSY_NS), 0u);
+}
+
+TEST_F(ModelValidatedWork, ADownloadedProgramsRecordsAreTheOnesItsRangeHolds)
+{
+    const uint16_t slot = load_example("threshold");
+    if (!slot) GTEST_SKIP() << "no eBPF runtime in this build";
+    std::vector<uint8_t> recs(16 * 1000, 0);
+    put(0, recs);
+    uint16_t run = 1;
+    const auto p = bpf_params(1000, CSD_BPF_FILTER, {400});
+    csd_model_work w =
+        work_of(make_descriptor(slot, {{0, 16 * 1000}, {1 << 20, 16 * 1000}}, p.data(), static_cast<uint32_t>(p.size())), &run);
+    EXPECT_EQ(run, 0);
+    EXPECT_EQ(w.compute, 1);
+    EXPECT_EQ(w.records, 1000u);  // 1000 records of 16 bytes: the input holds them all
+    // map mode needs 8 bytes of output a record: too small an output is refused at once
+    const auto m = bpf_params(1000, CSD_BPF_MAP, {400});
+    w = work_of(make_descriptor(slot, {{0, 16 * 1000}, {1 << 20, 8 * 999}}, m.data(), static_cast<uint32_t>(m.size())), &run);
+    EXPECT_EQ(CSD_STATUS_CODE(run), CSD_STATUS_OUTPUT_OVERFLOW);
+    EXPECT_EQ(w.compute, 0);
+    EXPECT_EQ(w.records, 0u);
+}
+
+// Every device program: refused before any work costs nothing beyond the descriptor,
+// accepted costs a compute unit (and the run agrees with the model on which is which).
+TEST_F(ModelValidatedWork, RefusedBuiltInProgramsCostNothingBeyondTheirDecode)
+{
+    struct Case {
+        const char *what;
+        uint16_t program;
+        std::vector<std::pair<uint64_t, uint64_t>> ranges;
+        std::vector<uint8_t> params;
+        bool refused;
+    };
+    auto bytes = [](const auto &p) {
+        std::vector<uint8_t> v(sizeof p);
+        std::memcpy(v.data(), &p, sizeof p);
+        return v;
+    };
+    const std::pair<uint64_t, uint64_t> a{0, 4096}, b{4096, 4096}, c{8192, 4096}, d{12288, 4096}, tiny{16384, 16};
+    csd_gemm_params gemm_ok{16, 16, 16, 0, 1.0f, 0.0f}, gemm_big{4000000000u, 4000000000u, 4000000000u, 0, 1.0f, 0.0f};
+    csd_conv2d_params conv_bad{};
+    conv_bad.c = conv_bad.r = conv_bad.s = 4000000000u;
+    csd_conv2d_params conv_ok{1, 1, 8, 8, 1, 3, 3, 1, 1, 0, 0, 1, 1, 0};
+    csd_elementwise_params ew_bad{99, 16, 0, 0}, ew_ok{CSD_EW_ADD, 16, 0, 0}, ew_over{CSD_EW_ADD, 1024, 0, 0};
+    csd_softmax_params sm_bad{0, 4}, sm_ok{4, 4};
+    csd_reduce_params red_bad{99, CSD_DT_F32, 1, 4}, red_ok{CSD_RED_SUM, CSD_DT_F32, 4, 4};
+    csd_filter_params flt_bad{};
+    csd_filter_params flt_ok{};
+    flt_ok.record_size = 16;
+    flt_ok.count = 16;
+    csd_filter_params flt_many = flt_ok;
+    flt_many.count = 0xFFFFFFFFu;
+    csd_convert_params cvt_bad{CSD_CVT_F32_I8, 16, 0.0f, 0}, cvt_ok{CSD_CVT_F32_F16, 16, 1.0f, 0};
+    const uint32_t ck_bad = 7, ck_ok = CSD_CKSUM_CRC32C, dc_bad = 9;
+    const std::vector<Case> cases = {
+        {"copy", CSD_PROG_COPY, {a, b}, {}, false},
+        {"copy into a smaller range", CSD_PROG_COPY, {a, tiny}, {}, true},
+        {"copy with parameters", CSD_PROG_COPY, {a, b}, {1, 2, 3, 4}, true},
+        {"gemm", CSD_PROG_GEMM, {a, b, c}, bytes(gemm_ok), false},
+        {"gemm larger than its ranges", CSD_PROG_GEMM, {a, b, c}, bytes(gemm_big), true},
+        {"gemm with two ranges", CSD_PROG_GEMM, {a, b}, bytes(gemm_ok), true},
+        {"conv2d", CSD_PROG_CONV2D, {a, b, c, d}, bytes(conv_ok), false},
+        {"conv2d of absurd dimensions", CSD_PROG_CONV2D, {a, b, c, d}, bytes(conv_bad), true},
+        {"elementwise", CSD_PROG_ELEMENTWISE, {a, b, c}, bytes(ew_ok), false},
+        {"elementwise of an unknown op", CSD_PROG_ELEMENTWISE, {a, b, c}, bytes(ew_bad), true},
+        {"elementwise past its ranges", CSD_PROG_ELEMENTWISE, {a, b, tiny}, bytes(ew_over), true},
+        {"softmax", CSD_PROG_SOFTMAX, {a, b}, bytes(sm_ok), false},
+        {"softmax of no rows", CSD_PROG_SOFTMAX, {a, b}, bytes(sm_bad), true},
+        {"reduce", CSD_PROG_REDUCE, {a, b}, bytes(red_ok), false},
+        {"reduce of an unknown op", CSD_PROG_REDUCE, {a, b}, bytes(red_bad), true},
+        {"filter", CSD_PROG_FILTER, {a, b}, bytes(flt_ok), false},
+        {"filter of 0-byte records", CSD_PROG_FILTER, {a, b}, bytes(flt_bad), true},
+        {"filter of more records than its range holds", CSD_PROG_FILTER, {a, b}, bytes(flt_many), true},
+        {"convert", CSD_PROG_CONVERT, {a, b}, bytes(cvt_ok), false},
+        {"convert with scale 0", CSD_PROG_CONVERT, {a, b}, bytes(cvt_bad), true},
+        {"checksum", CSD_PROG_CHECKSUM, {a}, bytes(ck_ok), false},
+        {"checksum of an unknown algorithm", CSD_PROG_CHECKSUM, {a}, bytes(ck_bad), true},
+        {"decompress of an unknown algorithm", CSD_PROG_DECOMPRESS, {a, b}, bytes(dc_bad), true},
+    };
+    for (const Case &k : cases) {
+        const auto desc =
+            make_descriptor(k.program, k.ranges, k.params.data(), static_cast<uint32_t>(k.params.size()));
+        uint16_t run = 0;
+        const csd_model_work w = work_of(desc, &run);
+        const uint16_t code = CSD_STATUS_CODE(run);
+        if (k.refused) {
+            EXPECT_TRUE(code == CSD_STATUS_INVALID_PARAMETERS || code == CSD_STATUS_OUTPUT_OVERFLOW)
+                << k.what << ": " << status_text(run);
+            EXPECT_EQ(w.compute, 0) << k.what;
+            EXPECT_EQ(w.slm, 0u) << k.what;
+            EXPECT_EQ(w.stream_bytes, 0u) << k.what;
+            EXPECT_EQ(w.flops, 0.0) << k.what;
+            EXPECT_EQ(w.to_device, desc.size()) << k.what;
+        } else {
+            EXPECT_EQ(run, 0) << k.what << ": " << status_text(run);
+            EXPECT_EQ(w.compute, 1) << k.what;
+        }
+    }
 }

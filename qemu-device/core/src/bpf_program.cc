@@ -306,7 +306,7 @@ BpfProgram::~BpfProgram() = default;
 static uint64_t rte_bpf_exec(const rte_bpf *, void *) { return 0; }  // never reached: nothing loads
 #endif
 
-ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
+ExecResult BpfProgram::check(const ProgramCall &call, ProgramWork *work) const
 {
     csd_bpf_params h;
     if (call.nr_ranges != 2 || call.param_len < sizeof(h)) return fail(CSD_STATUS_INVALID_PARAMETERS);
@@ -315,12 +315,23 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
         call.param_len != sizeof(h) + 8 * h.nr_params) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    const Span &in = call.ranges[0], &out = call.ranges[1];
-    if (in.len < bytes_of(h.record_count, record_size_)) return fail(CSD_STATUS_INVALID_PARAMETERS);
+    if (call.ranges[0].len < bytes_of(h.record_count, record_size_)) return fail(CSD_STATUS_INVALID_PARAMETERS);
+    const uint64_t map_bytes = uint64_t{h.record_count} * 8;
+    if (h.mode == CSD_BPF_MAP && call.ranges[1].len < map_bytes) {
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW, map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes));
+    }
+    if (work) work->records = h.record_count;
+    return ok();
+}
 
+ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
+{
+    if (const ExecResult r = check(call, nullptr); r.status) return r;
+    csd_bpf_params h;
+    std::memcpy(&h, call.params, sizeof(h));
+    const Span &in = call.ranges[0], &out = call.ranges[1];
     const uint64_t map_bytes = uint64_t{h.record_count} * 8;
     const uint32_t map_dw0 = map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes);
-    if (h.mode == CSD_BPF_MAP && out.len < map_bytes) return fail(CSD_STATUS_OUTPUT_OVERFLOW, map_dw0);
     std::memcpy(tl_params, call.params + sizeof(h), 8 * h.nr_params);
     tl_nr_params = h.nr_params;
     uint64_t written = 0, sum = 0;

@@ -29,6 +29,10 @@ public:
     // Runs an Execute (ranges records, out; params csd_bpf_params + u64 params) in
     // batches, honouring cancellation between them. interpret: skip the JIT.
     ExecResult run(const ProgramCall &call, bool interpret) const;
+    // The checks run makes before the first record (ranges, parameters, a record count
+    // the input holds, a map's output): its refusal, or Success with work->records (when
+    // work is not null) the records it will run, at most what the input range holds.
+    ExecResult check(const ProgramCall &call, ProgramWork *work) const;
 
     const std::string &name() const { return name_; }      // the ELF's entry symbol
     uint32_t record_size() const { return record_size_; }

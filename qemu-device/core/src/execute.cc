@@ -25,6 +25,22 @@ namespace csd::core {
 
 void exec_hold_range_set(csd_exec *job, uint16_t rsid) { job->cs_rsid = rsid; }
 
+namespace {
+
+// The program's view of a job: its ranges and parameters (cancel as given).
+ProgramCall program_call(const csd_exec *job, const int *cancel)
+{
+    ProgramCall call{};
+    call.cancel = cancel;
+    call.ranges = job->ranges;
+    call.nr_ranges = job->nr_ranges;
+    call.params = job->params;
+    call.param_len = job->param_len;
+    return call;
+}
+
+}  // namespace
+
 }  // namespace csd::core
 
 extern "C" {
@@ -87,12 +103,7 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
 uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)
 {
     static const int never = 0;  // programs may always read *cancel
-    core::ProgramCall call{};
-    call.cancel = cancel ? cancel : &never;
-    call.ranges = exec->ranges;
-    call.nr_ranges = exec->nr_ranges;
-    call.params = exec->params;
-    call.param_len = exec->param_len;
+    const core::ProgramCall call = core::program_call(exec, cancel ? cancel : &never);
     const auto start = std::chrono::steady_clock::now();
     core::ExecResult r{};
     try {
@@ -127,31 +138,22 @@ uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 
 extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
 {
-    w->compute = 1;
+    // Only the work the program's own checks accept, the ones its run makes first: a job
+    // the run will refuse costs nothing here (its decode, the descriptor, is the caller's),
+    // whether the embedding asks before the run, as it must to schedule on arrival, or
+    // not at all. A plug-in's checks are inside its run: it costs its ranges' bytes.
+    static const int never = 0;
+    const core::ProgramCall call = core::program_call(job, &never);
+    core::ProgramWork work;
+    const core::ExecResult checked = job->program ? job->program->check(call, &work)
+                                     : job->bpf   ? job->bpf->check(call, &work)
+                                                  : core::ok();
+    if (checked.status != CSD_STATUS_SUCCESS) return;
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < job->nr_ranges; i++) bytes += job->ranges[i].len;
-    w->stream_bytes = bytes;
+    w->compute = 1;
     w->slm = bytes;
-    if (job->id == CSD_PROG_GEMM && job->param_len >= sizeof(csd_gemm_params)) {
-        csd_gemm_params g;
-        std::memcpy(&g, job->params, sizeof g);
-        // The flops of a gemm whose matrices fit its ranges; one that does not fails at once
-        // (Invalid Parameters) and costs only its bytes, like the program itself.
-        const double a = double(g.m) * g.k * 4, b = double(g.k) * g.n * 4, c = double(g.m) * g.n * 4;
-        if (job->nr_ranges >= 3 && a <= double(job->ranges[0].len) && b <= double(job->ranges[1].len) &&
-            c <= double(job->ranges[2].len)) {
-            w->flops = 2.0 * g.m * g.n * g.k;
-            w->stream_bytes = 0;  // compute-bound: its bytes go through SLM alongside
-        }
-    } else if (job->id == CSD_PROG_CONV2D && job->param_len >= sizeof(csd_conv2d_params) && job->nr_ranges >= 4) {
-        csd_conv2d_params c;
-        std::memcpy(&c, job->params, sizeof c);
-        const double out_elems = static_cast<double>(job->ranges[3].len) / 4;  // float32 output
-        w->flops = 2.0 * out_elems * c.c * c.r * c.s;
-        w->stream_bytes = 0;
-    } else if (job->bpf && job->param_len >= sizeof(csd_bpf_params)) {
-        csd_bpf_params b;
-        std::memcpy(&b, job->params, sizeof b);
-        w->records = b.record_count;
-    }
+    w->flops = work.flops;
+    w->stream_bytes = work.flops > 0 ? 0 : bytes;  // compute-bound: its bytes go through SLM alongside
+    w->records = work.records;  // at most what the input range holds (checked)
 }

@@ -60,11 +60,24 @@ private:
 
 using ProgramFn = ExecResult (*)(const ProgramCall &);
 
+// The work a program's checks accepted, for the timing model: floating-point operations
+// (gemm, conv2d; 0 for a streaming program) and records (a downloaded program).
+struct ProgramWork {
+    double flops = 0;
+    uint64_t records = 0;
+};
+
+// A program's checks, the ones its run makes before any work (parameters, sizes against
+// ranges): the status the run would refuse it with at once, or Success with *work (when
+// not null) filled from the checked parameters. The run calls the same checks first.
+using CheckFn = ExecResult (*)(const ProgramCall &, ProgramWork *work);
+
 // One device-defined program (its name is csd_program_name(id), from the wire format).
 // zero_length_range is the index of the range that may be empty (conv2d's bias), or -1.
 struct ProgramInfo {
     uint16_t id;
     ProgramFn run;
+    CheckFn check;
     int zero_length_range;
 };
 
@@ -165,16 +178,26 @@ private:
     std::vector<T> copy_;
 };
 
-// Each program's entry point (programs/<name>.cc).
+// Each program's entry point and its checks (programs/<name>.cc).
 ExecResult program_copy(const ProgramCall &call);
+ExecResult check_copy(const ProgramCall &call, ProgramWork *work);
 ExecResult program_gemm(const ProgramCall &call);
+ExecResult check_gemm(const ProgramCall &call, ProgramWork *work);
 ExecResult program_elementwise(const ProgramCall &call);
+ExecResult check_elementwise(const ProgramCall &call, ProgramWork *work);
 ExecResult program_softmax(const ProgramCall &call);
+ExecResult check_softmax(const ProgramCall &call, ProgramWork *work);
 ExecResult program_reduce(const ProgramCall &call);
+ExecResult check_reduce(const ProgramCall &call, ProgramWork *work);
 ExecResult program_filter(const ProgramCall &call);
+ExecResult check_filter(const ProgramCall &call, ProgramWork *work);
 ExecResult program_convert(const ProgramCall &call);
+ExecResult check_convert(const ProgramCall &call, ProgramWork *work);
 ExecResult program_checksum(const ProgramCall &call);
+ExecResult check_checksum(const ProgramCall &call, ProgramWork *work);
 ExecResult program_conv2d(const ProgramCall &call);
+ExecResult check_conv2d(const ProgramCall &call, ProgramWork *work);
 ExecResult program_decompress(const ProgramCall &call);
+ExecResult check_decompress(const ProgramCall &call, ProgramWork *work);
 
 }  // namespace csd::core

@@ -6,16 +6,16 @@ namespace csd::core {
 const ProgramInfo *program_table(size_t *count)
 {
     static const ProgramInfo table[] = {
-        {CSD_PROG_COPY, program_copy, -1},
-        {CSD_PROG_GEMM, program_gemm, -1},
-        {CSD_PROG_ELEMENTWISE, program_elementwise, -1},
-        {CSD_PROG_SOFTMAX, program_softmax, -1},
-        {CSD_PROG_REDUCE, program_reduce, -1},
-        {CSD_PROG_FILTER, program_filter, -1},
-        {CSD_PROG_CONVERT, program_convert, -1},
-        {CSD_PROG_CHECKSUM, program_checksum, -1},
-        {CSD_PROG_CONV2D, program_conv2d, 2},
-        {CSD_PROG_DECOMPRESS, program_decompress, -1},
+        {CSD_PROG_COPY, program_copy, check_copy, -1},
+        {CSD_PROG_GEMM, program_gemm, check_gemm, -1},
+        {CSD_PROG_ELEMENTWISE, program_elementwise, check_elementwise, -1},
+        {CSD_PROG_SOFTMAX, program_softmax, check_softmax, -1},
+        {CSD_PROG_REDUCE, program_reduce, check_reduce, -1},
+        {CSD_PROG_FILTER, program_filter, check_filter, -1},
+        {CSD_PROG_CONVERT, program_convert, check_convert, -1},
+        {CSD_PROG_CHECKSUM, program_checksum, check_checksum, -1},
+        {CSD_PROG_CONV2D, program_conv2d, check_conv2d, 2},
+        {CSD_PROG_DECOMPRESS, program_decompress, check_decompress, -1},
     };
     static_assert(sizeof(table) / sizeof(table[0]) == CSD_NR_DEVICE_PROGRAMS, "one entry per program");
     *count = sizeof(table) / sizeof(table[0]);

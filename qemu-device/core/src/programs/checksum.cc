@@ -8,12 +8,22 @@
 
 namespace csd::core {
 
-ExecResult program_checksum(const ProgramCall &call)
+ExecResult check_checksum(const ProgramCall &call, ProgramWork *)
 {
     uint32_t algo;
     if (call.nr_ranges != 1 || !read_params(call, &algo) || algo > CSD_CKSUM_XXH64) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();
+}
+
+ExecResult program_checksum(const ProgramCall &call)
+{
+    if (const ExecResult r = check_checksum(call, nullptr); r.status) {
+        return r;
+    }
+    uint32_t algo = 0;
+    read_params(call, &algo);
     const Span &d = call.ranges[0];
     uint64_t sum = 0;
     if (algo == CSD_CKSUM_CRC32C) {

@@ -20,11 +20,16 @@ uint64_t out_extent(uint64_t in, uint64_t pad, uint64_t dil, uint64_t k, uint64_
     return padded < span ? 0 : (padded - span) / stride + 1;
 }
 
-}  // namespace
-
-ExecResult program_conv2d(const ProgramCall &call)
-{
+// The checked shape of a convolution.
+struct Conv {
     csd_conv2d_params p;
+    uint64_t P, Q, in_elems, w_elems, out_elems, crs, hw, pq, out_bytes;
+};
+
+// The convolution's checks (check_conv2d); fills *cv when they pass.
+ExecResult plan(const ProgramCall &call, Conv *cv)
+{
+    csd_conv2d_params &p = cv->p;
     if (call.nr_ranges != 4 || !read_params(call, &p)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
@@ -37,27 +42,50 @@ ExecResult program_conv2d(const ProgramCall &call)
     if ((p.flags & ~CSD_CONV2D_HAS_BIAS) != 0 || p.pad_h > (1u << 24) || p.pad_w > (1u << 24)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    const uint64_t P = out_extent(p.h, p.pad_h, p.dilation_h, p.r, p.stride_h);
-    const uint64_t Q = out_extent(p.w, p.pad_w, p.dilation_w, p.s, p.stride_w);
-    uint64_t in_elems, w_elems, out_elems, crs, hw, pq;
-    if (P == 0 || Q == 0 || !mul_ok(p.n, p.c, p.h * uint64_t{p.w}, &in_elems) ||
-        !mul_ok(p.k, p.c, p.r * uint64_t{p.s}, &w_elems) || !mul_ok(p.n, p.k, P * Q, &out_elems) ||
-        !mul_ok(p.c, p.r, p.s, &crs) || !mul_ok(p.h, p.w, &hw) || !mul_ok(P, Q, &pq)) {
+    const uint64_t P = cv->P = out_extent(p.h, p.pad_h, p.dilation_h, p.r, p.stride_h);
+    const uint64_t Q = cv->Q = out_extent(p.w, p.pad_w, p.dilation_w, p.s, p.stride_w);
+    if (P == 0 || Q == 0 || !mul_ok(p.n, p.c, p.h * uint64_t{p.w}, &cv->in_elems) ||
+        !mul_ok(p.k, p.c, p.r * uint64_t{p.s}, &cv->w_elems) || !mul_ok(p.n, p.k, P * Q, &cv->out_elems) ||
+        !mul_ok(p.c, p.r, p.s, &cv->crs) || !mul_ok(p.h, p.w, &cv->hw) || !mul_ok(P, Q, &cv->pq)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     const Span &in = call.ranges[0], &wt = call.ranges[1], &bias = call.ranges[2], &out = call.ranges[3];
     const bool has_bias = p.flags & CSD_CONV2D_HAS_BIAS;
-    if (in.len < bytes_of(in_elems, 4) || wt.len < bytes_of(w_elems, 4) ||
-        (has_bias && bias.len < bytes_of(p.k, 4)) || crs > INT32_MAX || pq > INT32_MAX) {
+    if (in.len < bytes_of(cv->in_elems, 4) || wt.len < bytes_of(cv->w_elems, 4) ||
+        (has_bias && bias.len < bytes_of(p.k, 4)) || cv->crs > INT32_MAX || cv->pq > INT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    const uint64_t out_bytes = bytes_of(out_elems, 4);
-    if (out.len < out_bytes) {
+    cv->out_bytes = bytes_of(cv->out_elems, 4);
+    if (out.len < cv->out_bytes) {
         return fail(CSD_STATUS_OUTPUT_OVERFLOW);
     }
-    if (out_bytes > UINT32_MAX) {
+    if (cv->out_bytes > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();
+}
+
+}  // namespace
+
+ExecResult check_conv2d(const ProgramCall &call, ProgramWork *work)
+{
+    Conv cv;
+    const ExecResult r = plan(call, &cv);
+    if (!r.status && work) work->flops = 2.0 * static_cast<double>(cv.out_elems) * static_cast<double>(cv.crs);
+    return r;
+}
+
+ExecResult program_conv2d(const ProgramCall &call)
+{
+    Conv cv;
+    if (const ExecResult r = plan(call, &cv); r.status) {
+        return r;
+    }
+    const csd_conv2d_params &p = cv.p;
+    const uint64_t Q = cv.Q, in_elems = cv.in_elems, w_elems = cv.w_elems, out_elems = cv.out_elems, crs = cv.crs,
+                   hw = cv.hw, pq = cv.pq, out_bytes = cv.out_bytes;
+    const Span &in = call.ranges[0], &wt = call.ranges[1], &bias = call.ranges[2], &out = call.ranges[3];
+    const bool has_bias = p.flags & CSD_CONV2D_HAS_BIAS;
 
     InView<float> x(in, in_elems), w(wt, w_elems);
     InView<float> b(has_bias ? bias : Span{}, has_bias ? p.k : 0);

@@ -124,7 +124,11 @@ bool convert_all(const ProgramCall &call, const Span &in, const Span &out, size_
 
 }  // namespace
 
-ExecResult program_convert(const ProgramCall &call)
+// Bytes of one element read and written, by conversion (csd_convert_op).
+constexpr uint8_t kInSize[] = {4, 4, 2, 2, 1, 4, 1};
+constexpr uint8_t kOutSize[] = {2, 2, 4, 4, 4, 1, 4};
+
+ExecResult check_convert(const ProgramCall &call, ProgramWork *)
 {
     csd_convert_params p;
     if (call.nr_ranges != 2 || !read_params(call, &p) || p.op > CSD_CVT_U8_F32 || p.count == 0) {
@@ -133,19 +137,28 @@ ExecResult program_convert(const ProgramCall &call)
     if (p.op == CSD_CVT_F32_I8 && (!std::isfinite(p.scale) || p.scale == 0.0f)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    static const uint8_t in_size[] = {4, 4, 2, 2, 1, 4, 1};
-    static const uint8_t out_size[] = {2, 2, 4, 4, 4, 1, 4};
-    const uint64_t n = p.count;
-    if (call.ranges[0].len < bytes_of(n, in_size[p.op])) {
+    if (call.ranges[0].len < bytes_of(p.count, kInSize[p.op])) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    const uint64_t out_bytes = bytes_of(n, out_size[p.op]);
+    const uint64_t out_bytes = bytes_of(p.count, kOutSize[p.op]);
     if (call.ranges[1].len < out_bytes) {
         return fail(CSD_STATUS_OUTPUT_OVERFLOW);
     }
     if (out_bytes > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();
+}
+
+ExecResult program_convert(const ProgramCall &call)
+{
+    if (const ExecResult r = check_convert(call, nullptr); r.status) {
+        return r;
+    }
+    csd_convert_params p;
+    read_params(call, &p);
+    const uint64_t n = p.count;
+    const uint64_t out_bytes = bytes_of(n, kOutSize[p.op]);
     const Span &in = call.ranges[0], &out = call.ranges[1];
     const float scale = p.scale;
     const int32_t zp = p.zero_point;

@@ -5,7 +5,7 @@
 
 namespace csd::core {
 
-ExecResult program_copy(const ProgramCall &call)
+ExecResult check_copy(const ProgramCall &call, ProgramWork *)
 {
     if (call.nr_ranges != 2 || call.param_len != 0) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
@@ -18,6 +18,16 @@ ExecResult program_copy(const ProgramCall &call)
     if (src.len > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);  // DW0 could not report it
     }
+    return ok();
+}
+
+ExecResult program_copy(const ProgramCall &call)
+{
+    if (const ExecResult r = check_copy(call, nullptr); r.status) {
+        return r;
+    }
+    const Span &src = call.ranges[0];
+    const Span &dst = call.ranges[1];
     // In chunks, front to back or back to front as memmove would for an overlap.
     const uint64_t len = src.len;
     const bool backwards = dst.data > src.data && dst.data < src.data + len;

@@ -98,12 +98,22 @@ ExecResult lz4_frames(const ProgramCall &call, const Span &in, const Span &out)
 
 }  // namespace
 
-ExecResult program_decompress(const ProgramCall &call)
+ExecResult check_decompress(const ProgramCall &call, ProgramWork *)
 {
     uint32_t algo;
     if (call.nr_ranges != 2 || !read_params(call, &algo) || algo > CSD_DECOMP_LZ4) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();  // corrupt input or a full output show only while it decompresses
+}
+
+ExecResult program_decompress(const ProgramCall &call)
+{
+    if (const ExecResult r = check_decompress(call, nullptr); r.status) {
+        return r;
+    }
+    uint32_t algo = 0;
+    read_params(call, &algo);
     return algo == CSD_DECOMP_ZSTD ? zstd_frames(call, call.ranges[0], call.ranges[1])
                                    : lz4_frames(call, call.ranges[0], call.ranges[1]);
 }

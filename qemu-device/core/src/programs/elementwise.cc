@@ -41,7 +41,7 @@ bool apply_unary(const ProgramCall &call, const float *x, float *out, size_t n, 
 
 }  // namespace
 
-ExecResult program_elementwise(const ProgramCall &call)
+ExecResult check_elementwise(const ProgramCall &call, ProgramWork *)
 {
     csd_elementwise_params p;
     if (!read_params(call, &p) || p.count == 0 || (!is_binary(p.op) && !is_unary(p.op)) ||
@@ -49,15 +49,26 @@ ExecResult program_elementwise(const ProgramCall &call)
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     const uint64_t bytes = bytes_of(p.count, 4);
-    const Span &out = call.ranges[call.nr_ranges - 1];
     for (uint32_t i = 0; i + 1 < call.nr_ranges; i++) {
         if (call.ranges[i].len < bytes) {
             return fail(CSD_STATUS_INVALID_PARAMETERS);
         }
     }
-    if (out.len < bytes) {
+    if (call.ranges[call.nr_ranges - 1].len < bytes) {
         return fail(CSD_STATUS_OUTPUT_OVERFLOW);
     }
+    return ok();
+}
+
+ExecResult program_elementwise(const ProgramCall &call)
+{
+    if (const ExecResult r = check_elementwise(call, nullptr); r.status) {
+        return r;
+    }
+    csd_elementwise_params p;
+    read_params(call, &p);
+    const uint64_t bytes = bytes_of(p.count, 4);
+    const Span &out = call.ranges[call.nr_ranges - 1];
     const size_t n = p.count;
     InView<float> x(call.ranges[0], n);
     OutView<float> o(out, n);

@@ -56,7 +56,7 @@ uint32_t field_size(uint16_t type)
 
 }  // namespace
 
-ExecResult program_filter(const ProgramCall &call)
+ExecResult check_filter(const ProgramCall &call, ProgramWork *)
 {
     csd_filter_params p;
     static_assert(sizeof(csd_filter_params) == 40, "filter params are 40 bytes");
@@ -65,10 +65,20 @@ ExecResult program_filter(const ProgramCall &call)
         p.reserved != 0 || static_cast<uint64_t>(p.field_offset) + field_size(p.field_type) > p.record_size) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    const Span &in = call.ranges[0], &out = call.ranges[1];
-    if (in.len < bytes_of(p.count, p.record_size)) {
+    if (call.ranges[0].len < bytes_of(p.count, p.record_size)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();  // an output too small shows once the matches are counted
+}
+
+ExecResult program_filter(const ProgramCall &call)
+{
+    if (const ExecResult r = check_filter(call, nullptr); r.status) {
+        return r;
+    }
+    csd_filter_params p;
+    read_params(call, &p);
+    const Span &in = call.ranges[0], &out = call.ranges[1];
     const uint64_t out_unit = p.output_mode == CSD_FILTER_RECORDS ? p.record_size : 4;
     uint64_t written = 0;
     uint32_t hits = 0;

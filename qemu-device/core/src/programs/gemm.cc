@@ -7,9 +7,18 @@
 
 namespace csd::core {
 
-ExecResult program_gemm(const ProgramCall &call)
-{
+namespace {
+
+// The checked shape of a gemm.
+struct Gemm {
     csd_gemm_params p;
+    uint64_t a_elems, b_elems, c_elems, c_bytes;
+};
+
+// The gemm's checks (check_gemm); fills *g when they pass.
+ExecResult plan(const ProgramCall &call, Gemm *g)
+{
+    csd_gemm_params &p = g->p;
     if (call.nr_ranges != 3 || !read_params(call, &p)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
@@ -19,18 +28,39 @@ ExecResult program_gemm(const ProgramCall &call)
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     const Span &a = call.ranges[0], &b = call.ranges[1], &c = call.ranges[2];
-    uint64_t a_elems, b_elems, c_elems;
-    if (!mul_ok(p.m, p.k, &a_elems) || !mul_ok(p.k, p.n, &b_elems) || !mul_ok(p.m, p.n, &c_elems) ||
-        a.len < bytes_of(a_elems, 4) || b.len < bytes_of(b_elems, 4)) {
+    if (!mul_ok(p.m, p.k, &g->a_elems) || !mul_ok(p.k, p.n, &g->b_elems) || !mul_ok(p.m, p.n, &g->c_elems) ||
+        a.len < bytes_of(g->a_elems, 4) || b.len < bytes_of(g->b_elems, 4)) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
-    uint64_t c_bytes = bytes_of(c_elems, 4);
-    if (c.len < c_bytes) {
+    g->c_bytes = bytes_of(g->c_elems, 4);
+    if (c.len < g->c_bytes) {
         return fail(CSD_STATUS_OUTPUT_OVERFLOW);
     }
-    if (c_bytes > UINT32_MAX) {
+    if (g->c_bytes > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);  // DW0 could not report it
     }
+    return ok();
+}
+
+}  // namespace
+
+ExecResult check_gemm(const ProgramCall &call, ProgramWork *work)
+{
+    Gemm g;
+    const ExecResult r = plan(call, &g);
+    if (!r.status && work) work->flops = 2.0 * g.p.m * g.p.n * g.p.k;
+    return r;
+}
+
+ExecResult program_gemm(const ProgramCall &call)
+{
+    Gemm g;
+    if (const ExecResult r = plan(call, &g); r.status) {
+        return r;
+    }
+    const csd_gemm_params &p = g.p;
+    const uint64_t a_elems = g.a_elems, b_elems = g.b_elems, c_elems = g.c_elems, c_bytes = g.c_bytes;
+    const Span &a = call.ranges[0], &b = call.ranges[1], &c = call.ranges[2];
     const bool ta = p.flags & CSD_GEMM_TRANS_A, tb = p.flags & CSD_GEMM_TRANS_B;
     InView<float> av(a, a_elems), bv(b, b_elems);
     OutView<float> cv(c, c_elems);

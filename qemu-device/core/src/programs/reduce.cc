@@ -120,7 +120,7 @@ bool reduce_all(const ProgramCall &call, const Span &in, uint64_t elems, uint32_
 
 }  // namespace
 
-ExecResult program_reduce(const ProgramCall &call)
+ExecResult check_reduce(const ProgramCall &call, ProgramWork *)
 {
     csd_reduce_params p;
     if (call.nr_ranges != 2 || !read_params(call, &p) || p.op > CSD_RED_ARGMIN ||
@@ -139,6 +139,17 @@ ExecResult program_reduce(const ProgramCall &call)
     if (out_bytes > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();
+}
+
+ExecResult program_reduce(const ProgramCall &call)
+{
+    if (const ExecResult r = check_reduce(call, nullptr); r.status) {
+        return r;
+    }
+    csd_reduce_params p;
+    read_params(call, &p);
+    const uint64_t elems = uint64_t{p.rows} * p.cols, out_bytes = uint64_t{p.rows} * 8;  // checked: no overflow
     std::vector<uint64_t> res(p.rows);  // separate: the output may overlap the input
     bool done;
     switch (p.dtype) {

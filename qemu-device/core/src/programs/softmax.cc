@@ -6,7 +6,7 @@
 
 namespace csd::core {
 
-ExecResult program_softmax(const ProgramCall &call)
+ExecResult check_softmax(const ProgramCall &call, ProgramWork *)
 {
     csd_softmax_params p;
     if (call.nr_ranges != 2 || !read_params(call, &p) || p.rows == 0 || p.cols == 0) {
@@ -23,6 +23,17 @@ ExecResult program_softmax(const ProgramCall &call)
     if (bytes > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    return ok();
+}
+
+ExecResult program_softmax(const ProgramCall &call)
+{
+    if (const ExecResult r = check_softmax(call, nullptr); r.status) {
+        return r;
+    }
+    csd_softmax_params p;
+    read_params(call, &p);
+    const uint64_t elems = uint64_t{p.rows} * p.cols, bytes = elems * 4;  // checked: no overflow
     InView<float> x(call.ranges[0], elems);
     OutView<float> out(call.ranges[1], elems);
     // Checked every kCancelBytes of elements read or written, inside a row as well: a row
