@@ -566,3 +566,105 @@ TEST_F(NvmeCs, ARangeSetInUseByAnExecuteIsNotDeleted)
     EXPECT_NE(csd_core_cs_exec_prepare(core, kMemNsid, &miscounted, nullptr, 0, &a), 0);
     EXPECT_EQ(csd_core_cs_range_set_delete(core, rsid), 0);
 }
+
+// Issue 27: one activation state for both front ends. A download slot's activation belongs
+// to the program in it: the vendor Program Unload (which knows no activation) ends it with
+// the program, so a program loaded next into the slot, by either front end, starts
+// inactive on the standard side, and the 16-active limit counts only programs present.
+namespace {
+
+class BothFrontEnds : public LoadProgram {
+protected:
+    // The vendor Program Load of the whole image into slot, in one chunk.
+    uint16_t vendor_load(uint16_t slot)
+    {
+        csd_op op;
+        const uint32_t size = static_cast<uint32_t>(img.size());
+        uint16_t st = decode(CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(slot, CSD_PROGRAM_TYPE_EBPF), size, 0, size, 16, &op);
+        if (st) return st;
+        uint32_t dw0 = 0;
+        char why[256];
+        st = csd_core_program_load(core, &op, img.data(), &dw0, why, sizeof why);
+        csd_core_complete(core, &op, st);
+        return st;
+    }
+    // The vendor Program Unload.
+    uint16_t vendor_unload(uint16_t slot)
+    {
+        csd_op op;
+        uint16_t st = decode(CSD_OPC_PROGRAM_UNLOAD, slot, 0, 0, 0, 0, &op);
+        if (!st) st = csd_core_program_unload(core, &op);
+        csd_core_complete(core, &op, st);
+        return st;
+    }
+    // Whether the Program List (82h) marks index id active; false if it lists no such index.
+    bool listed_active(uint16_t id)
+    {
+        std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+        uint32_t avail = 0, count = 0;
+        EXPECT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_PROGRAM_LIST, 0, page.data(),
+                                      static_cast<uint32_t>(page.size()), &avail), 0);
+        std::memcpy(&count, page.data(), 4);
+        for (uint32_t i = 0; i < count; i++) {
+            nvme_cs_program_entry e;
+            std::memcpy(&e, page.data() + 8 + i * sizeof e, sizeof e);
+            if (e.index == id) return e.flags & NVME_CS_PROGRAM_ACTIVE;
+        }
+        return false;
+    }
+    // A filter of 4 records of 16 zero bytes, run by Execute Program: its status.
+    uint16_t run_standard(uint16_t slot)
+    {
+        put(0, std::vector<uint8_t>(64, 0));
+        std::vector<uint8_t> params(16 + 8);
+        const uint32_t h[4] = {4, CSD_BPF_FILTER, 1, 0};
+        std::memcpy(params.data(), h, 16);
+        return execute(slot, 0, {mr(0, 64), mr(4096, 64)}, params, 2);
+    }
+};
+
+}  // namespace
+
+TEST_F(BothFrontEnds, AVendorUnloadEndsTheActivationOfItsProgram)
+{
+    const uint16_t slot = 0x101;
+    const uint16_t st = load(slot, img);
+    if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_FIELD) GTEST_SKIP() << "no eBPF runtime in this build";
+    ASSERT_EQ(st, 0);
+    ASSERT_EQ(csd_core_cs_program_activation(core, slot), 0);
+    ASSERT_EQ(run_standard(slot), 0);
+    ASSERT_EQ(vendor_unload(slot), 0);  // the vendor front end knows no activation
+    EXPECT_EQ(csd_core_cs_program_active(core, slot), 0);
+    EXPECT_EQ(csd_core_cs_program_activation(core, slot), NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
+    // a program the vendor front end loads next into the slot starts inactive
+    ASSERT_EQ(vendor_load(slot), 0);
+    EXPECT_EQ(csd_core_cs_program_active(core, slot), 0);
+    EXPECT_FALSE(listed_active(slot));
+    EXPECT_EQ(run_standard(slot), NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+    ASSERT_EQ(csd_core_cs_program_activation(core, slot), 0);
+    EXPECT_TRUE(listed_active(slot));
+    EXPECT_EQ(run_standard(slot), 0);
+    // the standard unload still refuses an active program; the vendor one ends it
+    EXPECT_EQ(unload(slot), NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR);
+    ASSERT_EQ(vendor_unload(slot), 0);
+    ASSERT_EQ(load(slot, img), 0);  // the standard load of a new program: inactive as well
+    EXPECT_EQ(run_standard(slot), NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+}
+
+TEST_F(BothFrontEnds, TheSixteenActiveLimitCountsOnlyProgramsPresent)
+{
+    for (uint16_t i = 0; i <= NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+        const uint16_t st = load(static_cast<uint16_t>(CSD_SLOT_FIRST + i), img);
+        if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_FIELD) GTEST_SKIP() << "no eBPF runtime in this build";
+        ASSERT_EQ(st, 0);
+    }
+    for (uint16_t i = 0; i < NVME_CS_MAX_ACTIVE_DOWNLOADED; i++) {
+        ASSERT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST + i), 0);
+    }
+    const uint16_t last = CSD_SLOT_FIRST + NVME_CS_MAX_ACTIVE_DOWNLOADED;
+    EXPECT_EQ(csd_core_cs_program_activation(core, last), NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR);
+    ASSERT_EQ(vendor_unload(CSD_SLOT_FIRST), 0);  // 15 active programs remain
+    EXPECT_EQ(csd_core_cs_program_activation(core, last), 0);
+    ASSERT_EQ(vendor_load(CSD_SLOT_FIRST), 0);    // loaded again, inactive: 16 active, the limit
+    EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR);
+}

@@ -241,7 +241,8 @@ uint16_t csd_core_cs_memory_fill(csd_core *core, const struct csd_cmd *cmd);
  * Unload) of the same program, decoded with its checks; the embedding moves op->bytes of
  * chunk and calls csd_core_cs_program_load (csd_core_cs_program_unload). The index must
  * be a download slot (0100h-01FFh); the record size of an eBPF program is CDW12 bits 15:0.
- * A program loaded (first chunk) or unloaded is not active.
+ * A program's activation begins and ends with it in its slot: one loaded (first chunk) or
+ * unloaded, by either front end (the vendor Program Load / Unload too), is not active.
  */
 uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *cmd, const struct csd_ctx *ctx,
                                          struct csd_op *op);

@@ -24,13 +24,19 @@ uint16_t program_load(csd_core *core, const csd_op *op, const void *chunk, uint3
 // In Use) until it runs or is discarded, which calls release_range_set.
 void exec_hold_range_set(csd_exec *job, uint16_t rsid);
 void release_range_set(csd_core *core, uint16_t rsid);
+// csd_core_exec_prepare; with need_active (Execute Program), a downloaded program must be
+// active, else Program Not Activated (checked as its slot is taken, so no unload and load
+// of another program in between can run one that was never activated).
+uint16_t exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec, bool need_active);
 
-// The standard front end's state (nvme_cs.cc): memory range sets and program activation.
+// The standard front end's state (nvme_cs.cc): memory range sets, and the activation of the
+// programs that are not in download slots (built-ins and plug-ins start active). A download
+// slot's activation lives with its program, in ProgramSlots.
 struct CsState {
     std::mutex mu;
     std::map<uint16_t, std::vector<nvme_cs_mem_range>> range_sets;  // by RSID (1..FFFFh)
     uint16_t next_rsid = 1;
-    std::array<int8_t, CSD_MAX_PROGRAM_ID + 1> activation{};  // 0 default, 1 activated, -1 deactivated
+    std::array<bool, CSD_SLOT_FIRST> deactivated{};  // by index, below the download slots
     std::map<uint16_t, uint32_t> set_users;  // prepared Executes holding each range set
 };
 

@@ -43,9 +43,7 @@ ProgramCall program_call(const csd_exec *job, const int *cancel)
 
 }  // namespace csd::core
 
-extern "C" {
-
-uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec)
+uint16_t core::exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec, bool need_active)
 {
     *exec = nullptr;
     csd_desc_header h;
@@ -69,10 +67,11 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
         return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
     }
     if (!job->program && !job->plugin) {
-        job->bpf = core->slots.acquire(h.program_id);
+        bool inactive = false;
+        job->bpf = core->slots.acquire(h.program_id, need_active, &inactive);
         if (!job->bpf) {
             delete job;
-            return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
+            return inactive ? NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR : CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
         }
     }
     job->nr_ranges = h.nr_ranges;
@@ -98,6 +97,13 @@ uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, c
     std::memcpy(job->params, csd_desc_params(desc, h.nr_ranges), h.param_len);
     *exec = job;
     return CSD_STATUS_SUCCESS;
+}
+
+extern "C" {
+
+uint16_t csd_core_exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_exec **exec)
+{
+    return core::exec_prepare(core, desc, len, exec, false);
 }
 
 uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, uint32_t *dw0, uint32_t *dw1)

@@ -57,10 +57,14 @@ void abandon_parts(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, ui
     for (uint32_t i = 0; i < n; i++) csd_core_complete(core, &parts[i].op, status);
 }
 
-bool program_active(const CsState &cs, uint16_t id)
+// Whether program index id is active: a download slot's program as its slot says, a
+// built-in or plug-in unless deactivated (they start active). Takes cs.mu for the latter.
+bool program_active(csd_core *core, uint16_t id)
 {
-    const int8_t s = cs.activation[id];
-    return s > 0 || (s == 0 && !is_slot(id));  // built-ins and plug-ins start active
+    if (is_slot(id)) return core->slots.active(id);
+    if (id >= CSD_SLOT_FIRST) return false;
+    std::lock_guard<std::mutex> g(core->cs.mu);
+    return !core->cs.deactivated[id];
 }
 
 // The status for an index that holds no program: a download slot is empty (No Program),
@@ -164,28 +168,17 @@ uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *c
 uint16_t csd_core_cs_program_load(csd_core *core, const struct csd_op *op, const void *chunk, uint32_t *dw0,
                                   char *why, size_t why_len)
 {
+    // A new program starts inactive (its slot's activation begins with it).
     const uint16_t st =
         csd::core::program_load(core, op, chunk, dw0, why, why_len, NVME_CS_MAX_PROGRAM_BYTES_HELD);
-    if (st == CSD_STATUS_SUCCESS && op->cmd.cdw12 == 0) {  // a new program (its first chunk) is not active
-        std::lock_guard<std::mutex> g(core->cs.mu);
-        core->cs.activation[op->cmd.cdw10 & 0xffffu] = 0;
-    }
     return csd::core::standard_program_status(st);
 }
 
 uint16_t csd_core_cs_program_unload(csd_core *core, const struct csd_op *op)
 {
-    const uint16_t id = op->cmd.cdw10 & 0xffffu;
-    {
-        std::lock_guard<std::mutex> g(core->cs.mu);
-        if (core->cs.activation[id] > 0) return NVME_CS_PROGRAM_IN_USE | CSD_STATUS_DNR;  // deactivate first
-    }
-    const uint16_t st = csd_core_program_unload(core, op);
-    if (st == CSD_STATUS_SUCCESS) {
-        std::lock_guard<std::mutex> g(core->cs.mu);
-        core->cs.activation[id] = 0;  // whatever comes next into the index starts inactive
-    }
-    return csd::core::standard_program_status(st);
+    // Program In Use while active (deactivate first) or running; whatever comes next into
+    // the index starts inactive.
+    return csd::core::standard_program_status(core->slots.unload(op->cmd.cdw10 & 0xffffu, true));
 }
 
 uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8_t *page, uint32_t page_size,
@@ -198,13 +191,12 @@ uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8
     };
     uint32_t count = 0;
     if (lid == NVME_CS_LOG_PROGRAM_LIST) {
-        std::lock_guard<std::mutex> g(core->cs.mu);
         auto entry = [&](uint16_t id, uint8_t kind, uint8_t type) {
             nvme_cs_program_entry e{};
             e.index = id;
             e.kind = kind;
             e.type = type;
-            e.flags = csd::core::program_active(core->cs, id) ? NVME_CS_PROGRAM_ACTIVE : 0;
+            e.flags = csd::core::program_active(core, id) ? NVME_CS_PROGRAM_ACTIVE : 0;
             append(&e, sizeof e);
             count++;
         };
@@ -378,24 +370,17 @@ uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10)
 {
     const uint16_t id = nvme_cs_load_index(cdw10);
     if (id > CSD_MAX_PROGRAM_ID) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
-    if (!csd::core::program_exists(core, id)) return csd::core::no_such_program(id);
     const bool activate = !(cdw10 & NVME_CS_PAM_DEACTIVATE);
-    CsState &cs = core->cs;
-    std::lock_guard<std::mutex> g(cs.mu);
-    if (activate && csd::core::is_slot(id) && cs.activation[id] <= 0) {
-        uint32_t active = 0;
-        for (uint32_t i = CSD_SLOT_FIRST; i < CSD_SLOT_FIRST + CSD_NR_SLOTS; i++) active += cs.activation[i] > 0;
-        if (active >= NVME_CS_MAX_ACTIVE_DOWNLOADED) return NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR;
-    }
-    cs.activation[id] = activate ? 1 : -1;
+    if (csd::core::is_slot(id)) return core->slots.activate(id, activate, NVME_CS_MAX_ACTIVE_DOWNLOADED);
+    if (!csd::core::program_exists(core, id)) return csd::core::no_such_program(id);
+    std::lock_guard<std::mutex> g(core->cs.mu);
+    core->cs.deactivated[id] = !activate;
     return CSD_STATUS_SUCCESS;
 }
 
 int csd_core_cs_program_active(csd_core *core, uint16_t id)
 {
-    if (id > CSD_MAX_PROGRAM_ID) return 0;
-    std::lock_guard<std::mutex> g(core->cs.mu);
-    return csd::core::program_active(core->cs, id) ? 1 : 0;
+    return csd::core::program_active(core, id) ? 1 : 0;
 }
 
 uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
@@ -411,9 +396,13 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     std::vector<nvme_cs_mem_range> ranges;
     const uint8_t *params = static_cast<const uint8_t *>(data);
     uint32_t param_len = len;
+    // A built-in's or plug-in's activation is checked here; a downloaded program's as its
+    // slot is taken (exec_prepare), in one step with it.
+    if (!csd::core::is_slot(id) && !csd::core::program_active(core, id)) {
+        return NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR;
+    }
     {
         std::lock_guard<std::mutex> g(core->cs.mu);
-        if (!csd::core::program_active(core->cs, id)) return NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR;
         if (rsid) {
             auto it = core->cs.range_sets.find(rsid);
             if (it == core->cs.range_sets.end()) return NVME_CS_INVALID_MEMORY_RANGE_SET_ID | CSD_STATUS_DNR;
@@ -447,7 +436,7 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
     for (const nvme_cs_mem_range &r : ranges) vendor_ranges.push_back({r.sb, r.len});
     std::vector<uint8_t> desc(desc_len);
     csd_desc_encode(desc.data(), id, static_cast<uint16_t>(ranges.size()), vendor_ranges.data(), params, param_len);
-    const uint16_t st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc_len), exec);
+    const uint16_t st = csd::core::exec_prepare(core, desc.data(), static_cast<uint32_t>(desc_len), exec, true);
     if (st) {
         if (CSD_STATUS_CODE(st) == CSD_STATUS_SLM_OUT_OF_BOUNDS) return fail(NVME_CS_INVALID_MEMORY_RANGE_SET | CSD_STATUS_DNR);
         if (CSD_STATUS_CODE(st) == CSD_STATUS_INVALID_PROGRAM) return fail(csd::core::no_such_program(id));

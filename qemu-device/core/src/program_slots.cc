@@ -51,6 +51,7 @@ uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw
         // their last chunk or an Unload: their total is capped, whoever sends them.
         if (bytes_loading() + size > CSD_MAX_LOADING_BYTES) return kLoadBytesExceeded;
         s.state = State::loading;
+        s.active = false;  // a new program starts inactive
         s.image.clear();
         s.image.reserve(size);
         s.image_size = size;
@@ -86,25 +87,52 @@ uint16_t ProgramSlots::load(const csd_cmd &c, const uint8_t *chunk, uint32_t *dw
     return CSD_STATUS_SUCCESS;
 }
 
-uint16_t ProgramSlots::unload(uint16_t id)
+uint16_t ProgramSlots::unload(uint16_t id, bool refuse_active)
 {
     if (!is_slot(id)) return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
     std::lock_guard<std::mutex> g(mu_);
     Slot &s = slots_[id - CSD_SLOT_FIRST];
     if (s.state == State::empty) return CSD_STATUS_INVALID_PROGRAM | CSD_STATUS_DNR;
-    if (s.users > 0 || s.verifying) return kSlotInUse;
-    s = Slot{};  // also abandons an image still being loaded
+    if (s.users > 0 || s.verifying || (refuse_active && s.active)) return kSlotInUse;
+    s = Slot{};  // also abandons an image still being loaded, and ends the activation
     return CSD_STATUS_SUCCESS;
 }
 
-std::shared_ptr<const BpfProgram> ProgramSlots::acquire(uint16_t id)
+std::shared_ptr<const BpfProgram> ProgramSlots::acquire(uint16_t id, bool need_active, bool *inactive)
 {
     if (!is_slot(id)) return nullptr;
     std::lock_guard<std::mutex> g(mu_);
     Slot &s = slots_[id - CSD_SLOT_FIRST];
     if (s.state != State::ready) return nullptr;
+    if (need_active && !s.active) {
+        if (inactive) *inactive = true;
+        return nullptr;
+    }
     s.users++;
     return s.program;
+}
+
+uint16_t ProgramSlots::activate(uint16_t id, bool on, uint32_t max_active)
+{
+    if (!is_slot(id)) return NVME_CS_INVALID_PROGRAM_INDEX | CSD_STATUS_DNR;
+    std::lock_guard<std::mutex> g(mu_);
+    Slot &s = slots_[id - CSD_SLOT_FIRST];
+    if (s.state != State::ready) return NVME_CS_NO_PROGRAM | CSD_STATUS_DNR;
+    if (on && !s.active) {
+        uint32_t n = 0;
+        for (const Slot &o : slots_) n += o.active;
+        if (n >= max_active) return NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR;
+    }
+    s.active = on;
+    return CSD_STATUS_SUCCESS;
+}
+
+bool ProgramSlots::active(uint16_t id)
+{
+    if (!is_slot(id)) return false;
+    std::lock_guard<std::mutex> g(mu_);
+    const Slot &s = slots_[id - CSD_SLOT_FIRST];
+    return s.state == State::ready && s.active;
 }
 
 void ProgramSlots::release(uint16_t id)
