@@ -50,6 +50,7 @@ typedef struct Nvme {
     uint16_t cid;
     uint64_t buf;   /* 64 KiB of guest memory, 4 KiB aligned, for data */
     char *disk;
+    uint32_t css;   /* CC.CSS at the next enable: 0 NVM only, 6 all I/O command sets */
 } Nvme;
 
 static uint64_t galloc(Nvme *n, size_t bytes)
@@ -115,7 +116,7 @@ static void enable(Nvme *n)
     qpci_io_writel(n->dev, n->bar, NVME_REG_AQA, (QDEPTH - 1) << 16 | (QDEPTH - 1));
     qpci_io_writeq(n->dev, n->bar, NVME_REG_ASQ, n->q[0].sq);
     qpci_io_writeq(n->dev, n->bar, NVME_REG_ACQ, n->q[0].cq);
-    qpci_io_writel(n->dev, n->bar, NVME_REG_CC, 1 | 6 << 16 | 4 << 20);
+    qpci_io_writel(n->dev, n->bar, NVME_REG_CC, 1 | n->css << 4 | 6 << 16 | 4 << 20);
     while (!(qpci_io_readl(n->dev, n->bar, NVME_REG_CSTS) & 1)) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         g_usleep(100);
@@ -1201,6 +1202,191 @@ static void test_nvme_cs_statuses(void)
     stop(n);
 }
 
+/*
+ * Issue 27: one activation state for both front ends. A program the standard front end
+ * loaded and activated, then the vendor Program Unload (which knows no activation) and the
+ * vendor Program Load of another program into the same slot: the new program is not
+ * active, so Execute Program refuses it until it is activated. Before the fix the slot
+ * stayed "active" and the new program ran without activation.
+ */
+static void test_nvme_cs_activation_both_front_ends(void)
+{
+    const char *dir = g_getenv("CSD_BPF_DIR");
+    g_autofree char *path = g_strdup_printf("%s/threshold.o", dir ? dir : ".");
+    g_autofree gchar *img = NULL;
+    gsize size;
+    Nvme *n;
+    uint8_t page[4096];
+    uint32_t count;
+    /* a filter of 4 zero records of 16 bytes, ranges inline: in at 0, out at 4096 */
+    struct {
+        struct nvme_cs_mem_range r[2];
+        uint32_t h[4];
+        uint64_t threshold;
+    } QEMU_PACKED data = {
+        .r = { { .nsid = 2, .len = 64, .sb = 0 }, { .nsid = 2, .len = 64, .sb = 4096 } },
+        .h = { 4, CSD_BPF_FILTER, 1, 0 }, .threshold = 400,
+    };
+    Sqe exec = { .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3, .cdw2 = CSD_SLOT_FIRST, .cdw3 = 2,
+                 .mptr = sizeof(data) };
+
+    if (!g_file_get_contents(path, &img, &size, NULL)) {
+        g_test_skip("no eBPF example objects (CSD_BPF_DIR)");
+        return;
+    }
+    n = start(",csd=on,csd.slm-size=1M,csd.nvme-cs=on");
+    exec.prp1 = n->buf;
+    g_assert_cmphex(cs_load_program(n, (uint8_t *)img, size, CSD_SLOT_FIRST).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_SLOT_FIRST }).status, ==, 0);
+    qtest_memwrite(n->qs->qts, n->buf, &data, sizeof(data));
+    g_assert_cmphex(run(n, 1, exec).status, ==, 0);
+
+    /* the vendor front end unloads it and loads another program into the slot */
+    g_assert_cmphex(run(n, 1, program_unload(CSD_SLOT_FIRST)).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_SLOT_FIRST }).status,
+                    ==, NVME_CS_NO_PROGRAM | CSD_STATUS_DNR);
+    g_assert_cmphex(program_load(n, (uint8_t *)img, size, CSD_SLOT_FIRST, 256, 16).status, ==, 0);
+
+    /* not active: Program List says so, and Execute Program refuses it */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .prp1 = n->buf,
+                                     .cdw10 = NVME_CS_LOG_PROGRAM_LIST | 1023 << 16 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, page, sizeof(page));
+    memcpy(&count, page, 4);
+    g_assert_cmpuint(count, ==, 11);            /* ten device-defined programs and the slot */
+    struct nvme_cs_program_entry e;
+    memcpy(&e, page + 8 + 10 * sizeof(e), sizeof(e));
+    g_assert_cmphex(e.index, ==, CSD_SLOT_FIRST);
+    g_assert_cmphex(e.flags & NVME_CS_PROGRAM_ACTIVE, ==, 0);
+    qtest_memwrite(n->qs->qts, n->buf, &data, sizeof(data));
+    g_assert_cmphex(run(n, 1, exec).status, ==, NVME_CS_PROGRAM_NOT_ACTIVATED | CSD_STATUS_DNR);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                                     .cdw10 = CSD_SLOT_FIRST }).status, ==, 0);
+    g_assert_cmphex(run(n, 1, exec).status, ==, 0);
+    stop(n);
+}
+
+/* Get Log Page Commands Supported and Effects (05h) for CSI csi: its I/O commands' part. */
+static void read_io_effects(Nvme *n, uint8_t csi, uint32_t iocs[256], uint32_t acs[256])
+{
+    uint8_t log[4096];
+
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x02, .prp1 = n->buf, .cdw10 = 0x05 | 1023 << 16,
+                                     .cdw14 = (uint32_t)csi << 24 }).status, ==, 0);
+    qtest_memread(n->qs->qts, n->buf, log, sizeof(log));
+    memcpy(acs, log, 1024);
+    memcpy(iocs, log + 1024, 1024);
+}
+
+/*
+ * Issue 27: Commands Supported and Effects (05h) with the CSI field set to 03h (memory)
+ * and 04h (compute) lists their I/O commands as supported (CSUPP, bit 0), those that change
+ * the memory's contents with LBCC (bit 1), and nothing else; CSI 00h is still the NVM
+ * command set's. Linux reads this log per command set and lets unprivileged passthrough
+ * send only commands it lists. Before the fix both lists were empty.
+ */
+static void test_nvme_cs_command_effects(void)
+{
+    Nvme *n = start(",csd=on,csd.slm-size=1M,csd.nvme-cs=on");
+    uint32_t iocs[256], acs[256];
+    const uint32_t supported = 1, changes = 2;
+
+    disable(n);
+    n->css = 6;     /* all I/O command sets: the log then answers per CSI */
+    enable(n);
+    read_io_effects(n, NVME_CS_CSI_SLM, iocs, acs);
+    for (int opc = 0; opc < 256; opc++) {
+        uint32_t want = opc == NVME_CS_MEM_READ ? supported
+                      : opc == NVME_CS_MEM_WRITE || opc == NVME_CS_MEM_FILL ||
+                        opc == NVME_CS_MEM_COPY ? supported | changes : 0;
+
+        g_assert_cmphex(iocs[opc], ==, want);
+    }
+    g_assert_cmphex(acs[NVME_CS_ADM_LOAD_PROGRAM] & supported, ==, supported);
+    read_io_effects(n, NVME_CS_CSI_CP, iocs, acs);
+    for (int opc = 0; opc < 256; opc++) {
+        g_assert_cmphex(iocs[opc], ==, opc == NVME_CS_EXECUTE_PROGRAM ? supported | changes : 0);
+    }
+    read_io_effects(n, 0, iocs, acs);     /* the NVM command set: QEMU's, and the vendor's */
+    g_assert_cmphex(iocs[0x02] & supported, ==, supported);
+    g_assert_cmphex(iocs[NVME_CS_NVM_COPY], ==, supported | changes);
+    g_assert_cmphex(iocs[CSD_OPC_SLM_READ] & supported, ==, supported);
+    stop(n);
+
+    /* without the standard front end there are no such command sets: empty lists */
+    n = start(",csd=on,csd.slm-size=1M");
+    disable(n);
+    n->css = 6;
+    enable(n);
+    read_io_effects(n, NVME_CS_CSI_SLM, iocs, acs);
+    for (int opc = 0; opc < 256; opc++) {
+        g_assert_cmphex(iocs[opc], ==, 0);
+    }
+    stop(n);
+}
+
+/*
+ * Issue 27: Copy with the memory source format 4h into a zoned namespace writes through SLM
+ * Store, which keeps no write pointer, zone state or Copy limit: it is refused with
+ * Incompatible Namespace or Format, and nothing is written, wherever it aims (at the write
+ * pointer or not); Memory Copy from a zoned namespace likewise (its reads cross zones
+ * unchecked). The NVM namespace beside it still copies. Before the fix the Copy into zone 0
+ * at LBA 8, past its write pointer 0, succeeded and wrote the bytes.
+ */
+static void test_nvme_cs_zoned_copy(void)
+{
+    g_autofree char *zfile = NULL;
+    g_autofree char *opts = NULL;
+    g_autofree gchar *file = NULL;
+    int fd = g_file_open_tmp("csd-zoned-XXXXXX", &zfile, NULL);
+    struct nvme_cs_mem_range mem = { .nsid = 3, .len = 4 * LBA, .sb = 0 };
+    struct nvme_cs_copy_src src = { .snsid = 2, .slba = 0, .nlb = 3 };
+    uint8_t pattern[4 * LBA];
+    gsize flen;
+    Nvme *n;
+
+    g_assert_cmpint(ftruncate(fd, 1024 * 1024), ==, 0);
+    close(fd);
+    /* NSID 1: the NVM namespace; NSID 2: zoned, 64 KiB zones; memory 3, compute 4 */
+    opts = g_strdup_printf(",csd=on,csd.slm-size=1M,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=3"
+                           " -drive id=z0,if=none,file=%s,format=raw"
+                           " -device nvme-ns,drive=z0,nsid=2,zoned=on,zoned.zone_size=64K", zfile);
+    n = start(opts);
+    for (int i = 0; i < (int)sizeof(pattern); i++) {
+        pattern[i] = (uint8_t)(i * 5 + 1);
+    }
+    qtest_memwrite(n->qs->qts, n->buf, pattern, sizeof(pattern));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_WRITE, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = 0, .cdw12 = sizeof(pattern) }).status, ==, 0);
+
+    qtest_memwrite(n->qs->qts, n->buf, &mem, sizeof(mem));
+    for (uint32_t sdlba = 0; sdlba <= 8; sdlba += 8) {     /* at the write pointer, and past it */
+        g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 2, .prp1 = n->buf,
+                                         .cdw10 = sdlba,
+                                         .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status,
+                        ==, NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    }
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 2 }).status, ==, 0);
+    g_assert(g_file_get_contents(zfile, &file, &flen, NULL));
+    for (gsize i = 0; i < 16 * LBA; i++) {
+        g_assert_cmpint(file[i], ==, 0);      /* nothing written to the zoned namespace */
+    }
+    qtest_memwrite(n->qs->qts, n->buf, &src, sizeof(src));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 3, .prp1 = n->buf,
+                                     .cdw10 = 65536,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_2 << 8 }).status,
+                    ==, NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+
+    /* the NVM namespace still takes a Copy from memory */
+    qtest_memwrite(n->qs->qts, n->buf, &mem, sizeof(mem));
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = 1, .prp1 = n->buf,
+                                     .cdw10 = 100,
+                                     .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status, ==, 0);
+    stop(n);
+    unlink(zfile);
+}
+
 /* The namespace file's pattern byte at byte offset b (as start() writes it). */
 static uint8_t disk_byte(uint64_t b)
 {
@@ -1539,6 +1725,9 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);
     qtest_add_func("/csd/nvme-cs-copy", test_nvme_cs_copy);
     qtest_add_func("/csd/nvme-cs-statuses", test_nvme_cs_statuses);
+    qtest_add_func("/csd/nvme-cs-activation-both-front-ends", test_nvme_cs_activation_both_front_ends);
+    qtest_add_func("/csd/nvme-cs-command-effects", test_nvme_cs_command_effects);
+    qtest_add_func("/csd/nvme-cs-zoned-copy", test_nvme_cs_zoned_copy);
     qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
     qtest_add_func("/csd/reset-event-after-aers-dropped", test_reset_event_after_aers_dropped);
     qtest_add_func("/csd/sgl-descriptor-budget", test_sgl_descriptor_budget);
