@@ -44,6 +44,12 @@ enum nvme_cs_mem_opcode {
 /* I/O opcode of the compute namespace [A]. */
 #define NVME_CS_EXECUTE_PROGRAM 0x01
 
+/* Commands Supported and Effects (log 05h) of an I/O command [C]: supported (CSUPP), and it
+ * may change the contents of the namespace or of memory it names (LBCC, for which Linux asks
+ * a passthrough caller for a writable file). */
+#define NVME_CS_EFFECTS_CSUPP (1u << 0)
+#define NVME_CS_EFFECTS_LBCC (1u << 1)
+
 /* NVM Copy (19h) with source descriptor format 4h: byte ranges of a memory namespace [C/P]. */
 #define NVME_CS_NVM_COPY 0x19
 #define NVME_CS_COPY_FORMAT_MEMORY 0x4u

@@ -472,6 +472,38 @@ TEST_F(NvmeCs, NvmCopyFromMemoryRefusals)
     EXPECT_EQ(n, 0u);
 }
 
+// Issue 27: a zoned namespace's writes follow a write pointer and zone states the core does
+// not keep, and its reads must not cross zones: Copy format 4h into one, or Memory Copy from
+// one, is refused whole with Incompatible Namespace or Format (nothing decoded, nothing to
+// complete, nothing counted); the vendor commands that move its LBAs are not its command
+// set's (Invalid Command Opcode, as QEMU's zoned command table says).
+TEST_F(NvmeCs, ZonedNamespacesAreRefusedByTheCopiesAndTheVendorLbaCommands)
+{
+    csd_ctx zoned{1000, 512, 0};
+    zoned.zoned = 1;
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 7;
+    const nvme_cs_mem_range r = mr(0, 1024);
+    const csd_cmd to = copy_cmd(NVME_CS_NVM_COPY, 1, 0, 1, NVME_CS_COPY_FORMAT_MEMORY);
+    EXPECT_EQ(csd_core_cs_decode_nvm_copy(core, kMemNsid, &to, &zoned, &r, sizeof r, parts.data(), &n),
+              NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    EXPECT_EQ(n, 0u);
+    const NsInfo ns{1, zoned};
+    const nvme_cs_copy_src from = src_range(1, 0, 1);
+    const csd_cmd c = copy_cmd(NVME_CS_MEM_COPY, kMemNsid, 0, 1, NVME_CS_COPY_FORMAT_2);
+    EXPECT_EQ(csd_core_cs_decode_memory_copy(core, &c, &from, sizeof from, ns_info, const_cast<NsInfo *>(&ns),
+                                             parts.data(), &n),
+              NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR);
+    EXPECT_EQ(n, 0u);
+    EXPECT_EQ(counter(CSD_STAT_SLM_STORE_CMDS) + counter(CSD_STAT_SLM_LOAD_CMDS), 0u);  // refused before any part
+    for (uint8_t opc : {CSD_OPC_SLM_LOAD, CSD_OPC_SLM_STORE, CSD_OPC_COMPARE_WRITE}) {
+        const csd_cmd v{opc, 1, 0, 0, 0, 0, 0, 0};
+        csd_op op;
+        EXPECT_EQ(csd_core_decode(core, &v, &zoned, &op), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR) << int(opc);
+    }
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_NS) + counter(CSD_STAT_BYTES_NS_TO_SLM), 0u);
+}
+
 TEST_F(NvmeCs, ReachabilityLogsPutEveryNamespaceInOneGroup)
 {
     const uint32_t nsids[] = {1, 2, 3};

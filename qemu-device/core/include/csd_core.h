@@ -40,6 +40,8 @@ struct csd_ctx {
     uint64_t lba_count;    /* LBAs in the namespace the command addresses */
     uint32_t lba_size;     /* bytes per LBA (a power of two) */
     uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit */
+    uint32_t zoned;        /* non-zero: a zoned namespace (ZNS), whose writes follow zone
+                              rules (write pointer, zone states) the core does not keep */
 };
 
 /* A decoded command: what the embedding must do for it. */
@@ -81,7 +83,8 @@ uint16_t csd_core_slm_range(csd_core *core, uint64_t offset, uint64_t length, ui
 uint8_t *csd_core_slm_base(csd_core *core);
 
 /*
- * Decodes and validates one CSD I/O command (csd_is_io_opcode) and counts it. On success
+ * Decodes and validates one CSD I/O command (csd_is_io_opcode) and counts it (SLM Load,
+ * SLM Store and Compare and Write on a zoned namespace: Invalid Command Opcode). On success
  * *op says what to move; the embedding then calls csd_core_complete exactly once. On
  * failure the status is final and already counted (no csd_core_complete).
  */
@@ -311,8 +314,8 @@ typedef int (*csd_cs_ns_info)(void *opaque, uint32_t nsid, struct csd_ctx *ctx);
  * 3h; CDW12 bits 7:0 ranges, 0's based) become one SLM Load each, into consecutive memory
  * from byte CDW10-11, in parts[] (NVME_CS_MAX_COPY_RANGES entries), *nparts of them. On
  * failure nothing is left to complete. Statuses: Incompatible Namespace or Format (another
- * format), Namespace Not Reachable (a source NSID that is not an attached NVM namespace),
- * or the vendor SLM Load's.
+ * format, or a zoned source namespace), Namespace Not Reachable (a source NSID that is not
+ * an attached NVM namespace), or the vendor SLM Load's.
  */
 uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cmd, const void *descs, uint32_t len,
                                         csd_cs_ns_info info, void *opaque, struct csd_cs_copy_part *parts,
@@ -321,8 +324,9 @@ uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cm
  * NVM Copy (19h) with source format 4h on NVM namespace cmd->nsid (ctx): each memory range
  * of the descriptors (in memory namespace mem_nsid, a whole number of LBAs, at most 65536)
  * becomes an SLM Store into consecutive LBAs from SDLBA (CDW10-11), in parts[] as above.
- * Statuses: Invalid Memory Namespace, Invalid Field (a length that is not whole LBAs), or
- * the vendor SLM Store's.
+ * Statuses: Incompatible Namespace or Format (another format, or a zoned namespace: zone
+ * rules are not kept), Invalid Memory Namespace, Invalid Field (a length that is not whole
+ * LBAs), or the vendor SLM Store's.
  */
 uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const struct csd_cmd *cmd,
                                      const struct csd_ctx *ctx, const void *descs, uint32_t len,
@@ -335,6 +339,13 @@ uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const st
  */
 uint16_t csd_core_cs_reachability_log(uint8_t lid, const uint32_t *nsids, uint32_t n, uint64_t offset,
                                       uint8_t *page, uint32_t page_size, uint32_t *avail);
+
+/*
+ * Commands Supported and Effects (log 05h) of the I/O commands of the memory (CSI 03h) or
+ * compute (CSI 04h) command set: fills effects[opcode] (NVME_CS_EFFECTS_*, 0 for an opcode
+ * the set does not have) and returns 0; -1 for another CSI, effects untouched.
+ */
+int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256]);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

@@ -108,6 +108,16 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
     switch (cmd->opcode) {
     case CSD_OPC_SLM_LOAD:
     case CSD_OPC_SLM_STORE:
+    case CSD_OPC_COMPARE_WRITE:
+        // Not the zoned command set's: the core keeps no write pointer or zone state.
+        if (ctx->zoned) return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+        break;
+    default:
+        break;
+    }
+    switch (cmd->opcode) {
+    case CSD_OPC_SLM_LOAD:
+    case CSD_OPC_SLM_STORE:
         return decode_load_store(core, cmd, ctx, op);
     case CSD_OPC_SLM_WRITE:
     case CSD_OPC_SLM_READ:

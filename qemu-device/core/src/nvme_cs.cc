@@ -278,6 +278,10 @@ uint16_t csd_core_cs_decode_memory_copy(csd_core *core, const struct csd_cmd *cm
             csd::core::abandon_parts(core, parts, i, NVME_CS_NS_NOT_REACHABLE);
             return NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR;
         }
+        if (ctx.zoned) {  // reads that must not cross zones: SLM Load does not check them
+            csd::core::abandon_parts(core, parts, i, NVME_CS_INCOMPATIBLE_NS_OR_FORMAT);
+            return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
+        }
         const csd_cmd load = csd::core::slm_lba_cmd(CSD_OPC_SLM_LOAD, src.snsid, src.slba, src.nlb, dest);
         parts[i].nsid = src.snsid;
         const uint16_t st = csd_core_decode(core, &load, &ctx, &parts[i].op);
@@ -297,7 +301,9 @@ uint16_t csd_core_cs_decode_nvm_copy(csd_core *core, uint32_t mem_nsid, const st
 {
     *nparts = 0;
     const uint32_t nr = nvme_cs_copy_nr(cmd->cdw12);
-    if (nvme_cs_copy_format(cmd->cdw12) != NVME_CS_COPY_FORMAT_MEMORY) {
+    // Another format, or a zoned namespace: SLM Store keeps no write pointer, zone state
+    // or zone-bounded Copy limit, so memory is not copied into one.
+    if (nvme_cs_copy_format(cmd->cdw12) != NVME_CS_COPY_FORMAT_MEMORY || ctx->zoned) {
         return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
     }
     if (len != nr * sizeof(nvme_cs_mem_range) || ctx->lba_size == 0) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
@@ -381,6 +387,22 @@ uint16_t csd_core_cs_program_activation(csd_core *core, uint32_t cdw10)
 int csd_core_cs_program_active(csd_core *core, uint16_t id)
 {
     return csd::core::program_active(core, id) ? 1 : 0;
+}
+
+int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256])
+{
+    constexpr uint32_t kSupported = NVME_CS_EFFECTS_CSUPP, kChanges = NVME_CS_EFFECTS_CSUPP | NVME_CS_EFFECTS_LBCC;
+    if (csi != NVME_CS_CSI_SLM && csi != NVME_CS_CSI_CP) return -1;
+    std::fill(effects, effects + 256, 0u);
+    if (csi == NVME_CS_CSI_SLM) {
+        effects[NVME_CS_MEM_COPY] = kChanges;   // LBAs into memory
+        effects[NVME_CS_MEM_READ] = kSupported;
+        effects[NVME_CS_MEM_FILL] = kChanges;
+        effects[NVME_CS_MEM_WRITE] = kChanges;
+    } else {
+        effects[NVME_CS_EXECUTE_PROGRAM] = kChanges;  // its programs write memory ranges
+    }
+    return 0;
 }
 
 uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
