@@ -700,3 +700,24 @@ TEST_F(BothFrontEnds, TheSixteenActiveLimitCountsOnlyProgramsPresent)
     ASSERT_EQ(vendor_load(CSD_SLOT_FIRST), 0);    // loaded again, inactive: 16 active, the limit
     EXPECT_EQ(csd_core_cs_program_activation(core, CSD_SLOT_FIRST), NVME_CS_MAX_PROGRAMS_ACTIVATED | CSD_STATUS_DNR);
 }
+
+// Commands Supported and Effects (05h) of the memory and compute command sets: their I/O
+// commands supported, those that change memory with LBCC; no list for another CSI.
+TEST(NvmeCsEffects, TheMemoryAndComputeCommandSetsListTheirIoCommands)
+{
+    uint32_t e[256];
+    std::fill(e, e + 256, 0xDEADu);
+    EXPECT_EQ(csd_core_cs_io_effects(0x00, e), -1);
+    EXPECT_EQ(csd_core_cs_io_effects(0x02, e), -1);
+    EXPECT_EQ(e[0], 0xDEADu);  // untouched
+    const uint32_t s = NVME_CS_EFFECTS_CSUPP, c = NVME_CS_EFFECTS_CSUPP | NVME_CS_EFFECTS_LBCC;
+    ASSERT_EQ(csd_core_cs_io_effects(NVME_CS_CSI_SLM, e), 0);
+    for (int op = 0; op < 256; op++) {
+        const uint32_t want = op == NVME_CS_MEM_READ ? s
+                              : (op == NVME_CS_MEM_WRITE || op == NVME_CS_MEM_FILL || op == NVME_CS_MEM_COPY) ? c
+                                                                                                            : 0;
+        EXPECT_EQ(e[op], want) << op;
+    }
+    ASSERT_EQ(csd_core_cs_io_effects(NVME_CS_CSI_CP, e), 0);
+    for (int op = 0; op < 256; op++) EXPECT_EQ(e[op], op == NVME_CS_EXECUTE_PROGRAM ? c : 0u) << op;
+}
