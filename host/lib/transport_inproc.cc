@@ -216,7 +216,7 @@ private:
     }
 
     // What the core knows of the namespace and this device's transfer limit.
-    csd_ctx ns_ctx() const { return csd_ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer}; }
+    csd_ctx ns_ctx() const { return csd_ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer, 0}; }
 
     // Moves the bytes of a decoded command (vendor, or a standard one decoded into the
     // vendor operation) and completes it, no earlier than the model's finish.

@@ -134,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(st == 0 || (st & CSD_STATUS_DNR), "log status");
             check(st != 0 || avail <= NVME_CS_LOG_MAX_SIZE, "log size");
         } else if (kind == 8 || kind == 9) {  // Memory Copy / NVM Copy format 4h decode
-            static constexpr csd_ctx kNs{4096, 512, 1 << 20};  // NSID 1
+            static constexpr csd_ctx kNs{4096, 512, 1 << 20, 0};  // NSID 1
             auto info = [](void *, uint32_t nsid, csd_ctx *ctx) {
                 if (nsid != 1) return -1;
                 *ctx = kNs;
@@ -171,7 +171,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         } else if (kind == 6) {  // Load Program decode (the chunk itself is fuzz_program's)
             csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, in.u32(), in.u32(), in.u32(), in.u32(), in.u32(), in.u32()};
-            csd_ctx ctx{1 << 16, 512, 1 << 20};
+            csd_ctx ctx{1 << 16, 512, 1 << 20, 0};
             csd_op op;
             const uint16_t st = csd_core_cs_decode_load_program(core, &c, &ctx, &op);
             check(st == 0 || (st & CSD_STATUS_DNR), "load program status");
@@ -179,7 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else {  // Memory Read / Write decode
             csd_cmd c{static_cast<uint8_t>(in.u32() & 1 ? NVME_CS_MEM_READ : NVME_CS_MEM_WRITE), kMemNsid,
                       in.u32(), in.u32() % 4, in.u32(), 0, 0, 0};
-            csd_ctx ctx{1 << 16, 512, 1 << 20};
+            csd_ctx ctx{1 << 16, 512, 1 << 20, 0};
             csd_op op;
             if (csd_core_cs_decode_mem(core, &c, &ctx, &op) == 0) {
                 check(op.slm >= slm && op.bytes <= kSlm && op.slm + op.bytes <= slm + kSlm, "span inside SLM");

@@ -14,7 +14,7 @@ static csd_core *g_core;
 static uint16_t load(const uint8_t *img, uint32_t len, uint32_t record_size, uint32_t *slot)
 {
     const csd_cmd c{CSD_OPC_PROGRAM_LOAD, 1, csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF), len, 0, len, record_size, 0};
-    const csd_ctx ctx{1 << 20, 512, 0};
+    const csd_ctx ctx{1 << 20, 512, 0, 0};
     csd_op op;
     uint16_t st = csd_core_decode(g_core, &c, &ctx, &op);
     if (st) return st;
@@ -26,7 +26,7 @@ static uint16_t load(const uint8_t *img, uint32_t len, uint32_t record_size, uin
 static void unload(uint32_t slot)
 {
     const csd_cmd c{CSD_OPC_PROGRAM_UNLOAD, 1, slot, 0, 0, 0, 0, 0};
-    const csd_ctx ctx{1 << 20, 512, 0};
+    const csd_ctx ctx{1 << 20, 512, 0, 0};
     csd_op op;
     if (csd_core_decode(g_core, &c, &ctx, &op) == 0) csd_core_complete(g_core, &op, csd_core_program_unload(g_core, &op));
 }

@@ -84,7 +84,7 @@ protected:
     }
 
     // A namespace of 1 Mi LBAs of 512 bytes with 8 MiB transfers, as an embedding reports it.
-    static constexpr csd_ctx kCtx{1u << 20, 512, 8u << 20};
+    static constexpr csd_ctx kCtx{1u << 20, 512, 8u << 20, 0};
 
     // Decodes one command as an embedding would; the status of the decode.
     uint16_t decode(uint8_t opcode, uint32_t cdw10, uint32_t cdw11, uint32_t cdw12, uint32_t cdw13, uint32_t cdw14,

@@ -47,7 +47,7 @@ TEST_F(Commands, SlmTransferRules)
     EXPECT_EQ(CSD_STATUS_CODE(decode(CSD_OPC_SLM_WRITE, static_cast<uint32_t>(kSlm - 4), 0, 8, 0, 0, &op)),
               CSD_STATUS_SLM_OUT_OF_BOUNDS);
     EXPECT_EQ(CSD_STATUS_CODE(decode(CSD_OPC_SLM_WRITE, 0, 1, 4, 0, 0, &op)), CSD_STATUS_SLM_OUT_OF_BOUNDS);
-    const csd_ctx unlimited{1u << 20, 512, 0};  // no MDTS: only SLM bounds limit
+    const csd_ctx unlimited{1u << 20, 512, 0, 0};  // no MDTS: only SLM bounds limit
     const csd_cmd c{CSD_OPC_SLM_WRITE, 1, 0, 0, 0xFFFFFFFC, 0, 0, 0};
     EXPECT_EQ(CSD_STATUS_CODE(csd_core_decode(core, &c, &unlimited, &op)), CSD_STATUS_SLM_OUT_OF_BOUNDS);
 }

@@ -152,7 +152,7 @@ TEST_F(NvmeCs, ExecuteProgramFieldChecks)
 
 TEST_F(NvmeCs, MemoryReadWriteDecodeAsSlmTransfersAndFillWritesThePattern)
 {
-    csd_ctx ctx{1 << 20, 512, 512 * 1024};
+    csd_ctx ctx{1 << 20, 512, 512 * 1024, 0};
     csd_cmd rd{NVME_CS_MEM_READ, kMemNsid, 4096, 0, 8192, 0, 0, 0};
     csd_op op{};
     ASSERT_EQ(csd_core_cs_decode_mem(core, &rd, &ctx, &op), 0);
@@ -203,7 +203,7 @@ protected:
     }
     uint16_t chunk(uint32_t off, uint32_t len, uint32_t cdw10, uint32_t size = 0, const uint8_t *data = nullptr)
     {
-        const csd_ctx ctx{1 << 20, 512, 0};
+        const csd_ctx ctx{1 << 20, 512, 0, 0};
         csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, cdw10, size ? size : static_cast<uint32_t>(img.size()), 16, 0, len, off};
         csd_op op;
         uint16_t st = csd_core_cs_decode_load_program(core, &c, &ctx, &op);
@@ -233,7 +233,7 @@ protected:
 TEST_F(LoadProgram, ActivateExecuteUnload)
 {
     const uint16_t slot = 0x101;
-    csd_ctx ctx{1 << 20, 512, 0};
+    csd_ctx ctx{1 << 20, 512, 0, 0};
     auto load_chunk = [&](uint32_t off, uint32_t len, uint32_t cdw10) { return chunk(off, len, cdw10); };
     const uint32_t ebpf = slot | NVME_CS_PROGRAM_TYPE_EBPF << 16;
     const uint16_t st = load(slot, img);
@@ -435,7 +435,7 @@ TEST_F(NvmeCs, MemoryCopyRefusals)
 
 TEST_F(NvmeCs, NvmCopyFromMemoryMakesSlmStoresIntoConsecutiveLbas)
 {
-    const csd_ctx ctx{1000, 512, 0};
+    const csd_ctx ctx{1000, 512, 0, 0};
     const nvme_cs_mem_range d[] = {mr(4096, 1024), mr(0, 512)};
     std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
     uint32_t n = 0;
@@ -455,7 +455,7 @@ TEST_F(NvmeCs, NvmCopyFromMemoryMakesSlmStoresIntoConsecutiveLbas)
 
 TEST_F(NvmeCs, NvmCopyFromMemoryRefusals)
 {
-    const csd_ctx ctx{1000, 512, 0};
+    const csd_ctx ctx{1000, 512, 0, 0};
     std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
     uint32_t n = 0;
     auto decode = [&](uint64_t slba, const nvme_cs_mem_range &r, uint32_t format = NVME_CS_COPY_FORMAT_MEMORY) {
@@ -479,8 +479,7 @@ TEST_F(NvmeCs, NvmCopyFromMemoryRefusals)
 // set's (Invalid Command Opcode, as QEMU's zoned command table says).
 TEST_F(NvmeCs, ZonedNamespacesAreRefusedByTheCopiesAndTheVendorLbaCommands)
 {
-    csd_ctx zoned{1000, 512, 0};
-    zoned.zoned = 1;
+    const csd_ctx zoned{1000, 512, 0, 1};
     std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
     uint32_t n = 7;
     const nvme_cs_mem_range r = mr(0, 1024);

@@ -117,7 +117,7 @@ TEST_F(Model, ExecutesQueueOnTheComputeUnits)
         csd_exec *job = nullptr;
         ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
         csd_cmd c{CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, 0};
-        csd_ctx ctx{1 << 20, 512, 0};
+        csd_ctx ctx{1 << 20, 512, 0, 0};
         csd_op op;
         ASSERT_EQ(csd_core_decode(core, &c, &ctx, &op), 0);
         csd_model_work w;

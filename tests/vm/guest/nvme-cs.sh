@@ -2,7 +2,8 @@
 # (NSID 2, CSI 03h) and compute (NSID 3, CSI 04h) namespaces appear as generic char
 # devices; Memory Write/Read with io-passthru; a memory range set with admin-passthru;
 # Execute Program (copy, 01h) through the set and with inline ranges; activation; the
-# range set log. These are docs/nvme-cs.md's recipes, run verbatim.
+# range set log; Commands Supported and Effects (05h) per command set. These are
+# docs/nvme-cs.md's recipes, run verbatim.
 # vm: csd=on slm=64M device=csd.nvme-cs=on
 . /csd/tests/lib.sh
 cd /tmp
@@ -106,6 +107,27 @@ nvme get-log /dev/nvme0 --log-id=0x1a --log-len=60 --raw-binary > log1a.bin || f
 nvme get-log /dev/nvme0 --log-id=0x1b --log-len=52 --raw-binary > log1b.bin || fail "get-log 1Bh"
 [ "$(od -An -tu4 -j48 -N4 log1b.bin | tr -d ' ')" = 1 ] || fail "log 1Bh: association without group 1"
 echo "logs 1Ah/1Bh: group 1 = NSIDs 1 2 3, association 1 = group 1"
+
+# Commands Supported and Effects (05h) per command set: a raw Get Log Page with the CSI in
+# CDW14 bits 31:24. The memory set lists Memory Copy, Fill and Write as supported and
+# changing contents (3: CSUPP | LBCC), Memory Read as supported (1); the compute set lists
+# Execute Program (3); other opcodes of either set: 0. (The kernel reads this log per
+# command set: unprivileged passthrough may send only the commands it lists.)
+effects() {  # effects CSI: the log's I/O command part as one dword per line
+    nvme admin-passthru /dev/nvme0 --opcode=0x02 --cdw10=$((5 | 1023 << 16)) --cdw14=$(($1 << 24)) \
+        --data-len=4096 --read --raw-binary > eff$1.bin || fail "Get Log Page 05h with CSI $1"
+    od -An -v -tu4 -j1024 -N1024 eff$1.bin | tr -s ' ' '\n' | sed '/^$/d'
+}
+effects 3 > eff3.txt
+effects 4 > eff4.txt
+for csi_opc_want in "3 1 3" "3 2 1" "3 4 3" "3 5 3" "3 0 0" "3 25 0" "4 1 3" "4 2 0"; do
+    read -r csi opc want <<< "$csi_opc_want"
+    got=$(sed -n "$((opc + 1))p" eff$csi.txt)
+    [ "$got" = "$want" ] || fail "log 05h, CSI $csi: opcode $opc has effects $got, not $want"
+done
+[ "$(sort -u eff3.txt | tr '\n' ' ')" = "0 1 3 " ] && [ "$(grep -c -v '^0$' eff4.txt)" = 1 ] \
+    || fail "log 05h lists other commands"
+echo "log 05h: CSI 03h Memory Copy/Fill/Write (CSUPP|LBCC), Read (CSUPP); CSI 04h Execute Program (CSUPP|LBCC)"
 
 # csdctl says which front ends the drive speaks and which it uses; a store put, a program
 # run and a get over the standard commands alone (--front-end nvme-cs)
