@@ -120,11 +120,12 @@ effects() {  # effects CSI: the log's I/O command part as one dword per line
 }
 effects 3 > eff3.txt
 effects 4 > eff4.txt
-for csi_opc_want in "3 1 3" "3 2 1" "3 4 3" "3 5 3" "3 0 0" "3 25 0" "4 1 3" "4 2 0"; do
-    read -r csi opc want <<< "$csi_opc_want"
-    got=$(sed -n "$((opc + 1))p" eff$csi.txt)
-    [ "$got" = "$want" ] || fail "log 05h, CSI $csi: opcode $opc has effects $got, not $want"
-done
+effect_is() {  # effect_is CSI OPCODE WANT
+    got=$(sed -n "$(($2 + 1))p" eff$1.txt)
+    [ "$got" = "$3" ] || fail "log 05h, CSI $1: opcode $2 has effects $got, not $3"
+}
+effect_is 3 1 3; effect_is 3 2 1; effect_is 3 4 3; effect_is 3 5 3; effect_is 3 0 0; effect_is 3 25 0
+effect_is 4 1 3; effect_is 4 2 0
 [ "$(sort -u eff3.txt | tr '\n' ' ')" = "0 1 3 " ] && [ "$(grep -c -v '^0$' eff4.txt)" = 1 ] \
     || fail "log 05h lists other commands"
 echo "log 05h: CSI 03h Memory Copy/Fill/Write (CSUPP|LBCC), Read (CSUPP); CSI 04h Execute Program (CSUPP|LBCC)"
