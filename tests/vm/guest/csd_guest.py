@@ -4,6 +4,7 @@ tiny check runner that prints one line per check and exits non-zero on any failu
 
 import ctypes
 import fcntl
+import mmap
 import os
 import struct
 import sys
@@ -34,14 +35,16 @@ class Result:
 def passthru(opcode, *, nsid=1, cdw=None, write=None, read_len=0, admin=False, dev=NG):
     """Submits one command; returns its Result. write: bytes to send; read_len: bytes to get."""
     cdw = cdw or {}
-    buf = None
-    length = 0
-    if write is not None:
-        buf = ctypes.create_string_buffer(bytes(write), len(write))
-        length = len(write)
-    elif read_len:
-        buf = ctypes.create_string_buffer(read_len)
-        length = read_len
+    length = len(write) if write is not None else read_len
+    # The data buffer: page-aligned, so that an MDTS-sized transfer (512 KiB: 128 pages) fits
+    # the 128 segments Linux's NVMe driver allows (a malloc'd one starts inside a page and
+    # spans 129: EINVAL), and every page touched before the command, so that the ioctl does
+    # not also fault in pages the guest never used (the guest's own cost, several ms at
+    # 512 KiB under TCG: docs/timing-model.md).
+    mem = mmap.mmap(-1, length) if length else None
+    if mem is not None:
+        mem.write(bytes(write) if write is not None else bytes(length))
+    buf = (ctypes.c_char * length).from_buffer(mem) if mem is not None else None
     addr = ctypes.addressof(buf) if buf is not None else 0
     cmd = bytearray(struct.pack("<BBHIIIQQII6III Q", opcode, 0, 0, nsid, 0, 0, 0, addr, 0, length,
                                 *[cdw.get(i, 0) & 0xFFFFFFFF for i in range(10, 16)], 0, 0, 0))
@@ -54,7 +57,8 @@ def passthru(opcode, *, nsid=1, cdw=None, write=None, read_len=0, admin=False, d
     finally:
         os.close(fd)
     result = struct.unpack_from("<Q", cmd, 72)[0]
-    data = buf.raw[:read_len] if read_len else b""
+    data = bytes(buf[:read_len]) if read_len else b""
+    del buf
     r = Result(rc, result, data)
     r.start, r.ns = t0, took  # the ioctl alone (CLOCK_MONOTONIC): submission to completion
     return r
