@@ -52,7 +52,7 @@ inline uint32_t execute(csd_core *core, const std::vector<uint8_t> &d, uint32_t 
 /* The namespace the benchmarks' commands address (1 Mi LBAs of 512 bytes, no MDTS). */
 inline const csd_ctx *context()
 {
-    static const csd_ctx ctx{1u << 20, 512, 0};
+    static const csd_ctx ctx{1u << 20, 512, 0, 0};
     return &ctx;
 }
 
