@@ -65,10 +65,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     csd_exec *job = nullptr;
     if (csd_core_exec_prepare(g_core, data, static_cast<uint32_t>(dlen), &job) == 0) {
         uint32_t dw0, dw1;
+        // The timing model's cost comes from the program's own checks: work it calls
+        // refused (no compute unit) must be refused by the run as well.
+        csd_model_work w{};
+        csd_exec_model_work(job, &w);
         __atomic_store_n(&g_cancel, 0, __ATOMIC_RELAXED);
         g_started_ms = now_ms();
-        csd_core_exec_run(g_core, job, &g_cancel, &dw0, &dw1);
+        const uint16_t st = csd_core_exec_run(g_core, job, &g_cancel, &dw0, &dw1);
         g_started_ms = -1;
+        if (!w.compute && st == CSD_STATUS_SUCCESS) {
+            std::fprintf(stderr, "the model costed a refusal, but the run succeeded\n");
+            std::abort();
+        }
         // The bytes the program may have written: its last range (prepare accepted the
         // descriptor, so its header and ranges are well-formed and inside SLM).
         csd_desc_header h;

@@ -4,6 +4,8 @@
 // the image, then record bytes. A crash, sanitizer report, hang or escape from the
 // record (ASan sees SLM as one mapping with guard pages) is a finding.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -60,7 +62,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         csd_exec *job = nullptr;
         if (csd_core_exec_prepare(g_core, d, len, &job) == 0) {
             uint32_t dw0, dw1;
-            csd_core_exec_run(g_core, job, nullptr, &dw0, &dw1);
+            // The model's records: at most what the input range holds; a refusal costs none.
+            csd_model_work w{};
+            csd_exec_model_work(job, &w);
+            const uint16_t st = csd_core_exec_run(g_core, job, nullptr, &dw0, &dw1);
+            if (w.records > r[0].length / record_size || (!w.compute && st == CSD_STATUS_SUCCESS)) {
+                std::fprintf(stderr, "model work of %llu records over %llu bytes, run status 0x%x\n",
+                             static_cast<unsigned long long>(w.records),
+                             static_cast<unsigned long long>(r[0].length), st);
+                std::abort();
+            }
         }
     }
     unload(slot);
