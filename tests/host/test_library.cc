@@ -7,9 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -707,6 +708,66 @@ TEST_F(Library, ChildForkedAfterOpenExecutes)
                                       (WTERMSIG(status) == SIGALRM ? " (it hung for 60 s)" : "")
                                 : "the child exited " + std::to_string(WEXITSTATUS(status)));
     EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()), want) << "the parent after fork";
+}
+
+// Children forked while other threads of the parent keep the same Device busy (Executes in
+// flight, Compare and Writes): none may inherit a lock held or a command half done, so
+// each child's own Execute and Compare and Write complete, as do the parent's.
+TEST(CompareAndWrite, ForkWhileOtherThreadsRunCommands)
+{
+    constexpr int kForks = 40;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    auto dev = open_dev();
+    if (!has_compare_and_write(*dev)) GTEST_SKIP() << "this device has no Compare and Write";
+    reset_counter(*dev);
+    SlmBuffer src = dev->slm().alloc(4096), dst = dev->slm().alloc(8 * 4096);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> busy_acked{0};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 2; t++) {
+        busy.emplace_back([&] {
+            while (!stop) {
+                std::vector<std::future<ExecResult>> fs;
+                for (int i = 0; i < 8; i++) {
+                    fs.push_back(dev->execute_async(CSD_PROG_COPY, {range(src), Range{dst.offset() + 4096ull * i, 4096}}));
+                }
+                for (auto &f : fs) f.get();
+            }
+        });
+    }
+    busy.emplace_back([&] {
+        while (!stop) busy_acked += increment_counter(*dev, 1);
+    });
+    auto data = random_bytes(8192, 11);
+    const uint64_t want = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size());
+    uint64_t children_acked = 0;
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(20);  // a child stuck on an inherited lock fails instead of stopping the suite
+            int rc = 1;
+            try {
+                const bool sum_ok = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()) == want;
+                rc = sum_ok && increment_counter(*dev, 1) == 1 ? 0 : 2;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+        else children_acked++;
+    }
+    stop = true;
+    for (auto &t : busy) t.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 20 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+    EXPECT_EQ(read_counter(*dev), busy_acked + children_acked);
 }
 
 // The timing model on the in-process device (docs/timing-model.md): commands complete no
