@@ -191,6 +191,7 @@ public:
         cv_.notify_all();
         for (auto &t : workers_) t.join();
         csd_core_free(core_);
+        if (lock_fd_ >= 0) ::close(lock_fd_);
         ::close(fd_);
     }
 
@@ -209,10 +210,13 @@ public:
     // child has none of the parent's threads: it forgets their handles (joining or
     // detaching a thread of another process is undefined) and starts its own compute
     // units with its first Execute; a condition variable that had the parent's workers
-    // waiting on it is made anew.
+    // waiting on it is made anew; the lock descriptor, the parent's, is closed (the child
+    // opens its own with its first Compare and Write).
     void resume_after_fork(bool child)
     {
         if (child) {
+            if (lock_fd_ >= 0) ::close(lock_fd_);
+            lock_fd_ = -1;
             for (auto &t : workers_) new (&t) std::thread();  // the thread is not ours: no destructor
             workers_.clear();
             new (&cv_) std::condition_variable();
@@ -580,33 +584,42 @@ private:
     // Compare and Write: read, compare in the core, write on a match, excluding every other
     // Compare and Write of the same bytes: those of other threads on this device by a
     // mutex, those of every other device on the backing file (of this process, of another,
-    // or of a child forked after open, which shares fd_ and so any lock taken on it) by an
-    // open-file-description lock on a descriptor of its own, opened for this command.
+    // or of a child forked after open) by an open-file-description lock on the lock
+    // descriptor, which is this device's own in this process.
     uint16_t compare_write(const csd_op &op, const void *data)
     {
         const uint64_t half = op.bytes / 2;
         const off_t pos = static_cast<off_t>(op.slba * lba_);
         std::vector<uint8_t> current(half);
         std::lock_guard<std::mutex> g(caw_mu_);
-        const int lock_fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDWR | O_CLOEXEC);
-        if (lock_fd < 0) return kInternal;
+        if (lock_fd_ < 0) lock_fd_ = open_lock_fd();
+        if (lock_fd_ < 0) return kInternal;
         struct flock range{};
         range.l_type = F_WRLCK;
         range.l_whence = SEEK_SET;
         range.l_start = pos;
         range.l_len = static_cast<off_t>(half);
         int rc;
-        while ((rc = fcntl(lock_fd, F_OFD_SETLKW, &range)) != 0 && errno == EINTR) {
+        while ((rc = fcntl(lock_fd_, F_OFD_SETLKW, &range)) != 0 && errno == EINTR) {
         }
-        uint16_t st = rc == 0 && pread(fd_, current.data(), half, pos) == static_cast<ssize_t>(half) ? 0 : kInternal;
+        if (rc != 0) return kInternal;
+        uint16_t st = pread(fd_, current.data(), half, pos) == static_cast<ssize_t>(half) ? 0 : kInternal;
         if (st == 0) st = csd_core_compare(&op, current.data(), data);
         if (st == 0 && pwrite(fd_, static_cast<const uint8_t *>(data) + half, half, pos) != static_cast<ssize_t>(half)) {
             st = kInternal;
         }
-        range.l_type = F_UNLCK;  // explicitly: a child forked meanwhile holds lock_fd open too
-        if (rc == 0) fcntl(lock_fd, F_OFD_SETLK, &range);
-        ::close(lock_fd);
+        range.l_type = F_UNLCK;
+        fcntl(lock_fd_, F_OFD_SETLK, &range);
         return st;
+    }
+
+    // A descriptor of the backing file with an open file description of its own (fd_'s
+    // is shared with every child forked after open, and so would be any lock taken on
+    // it); -1 if it cannot be opened.
+    int open_lock_fd() const
+    {
+        const int fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDWR | O_CLOEXEC);
+        return fd >= 0 ? fd : ::open(path_.c_str(), O_RDWR | O_CLOEXEC);  // no /proc: by name
     }
 
     std::future<Completion> execute(const Command &c, const csd_op &op, uint64_t arrived)
@@ -681,6 +694,7 @@ private:
     bool stop_ = false;
     std::vector<std::thread> workers_;
     std::mutex caw_mu_;  // one Compare and Write of this device at a time
+    int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
     std::mutex gate_mu_;  // commands in flight, for fork()
     std::condition_variable gate_cv_;
     uint64_t busy_ = 0;

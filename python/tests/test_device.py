@@ -217,6 +217,8 @@ def test_workers_forked_after_open_lose_nothing(dev):
     if os.environ.get("CSD_TEST_URING") == "1":
         pytest.skip("an io_uring ring is not shared across fork: a worker opens its own Device")
     workers, n = 3, 150
+    dev.store["before-fork"] = np.arange(10)  # the parent's commits before fork, as a user's would be
+    del dev.store["before-fork"]
     ctx = mp.get_context("fork")
     acknowledged = ctx.Queue()
     procs = [ctx.Process(target=_forked_writer, args=(dev, w, n, acknowledged)) for w in range(workers)]

@@ -546,6 +546,8 @@ TEST(StoreWriters, ChildrenForkedAfterOpenLoseNothing)
     if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
     auto dev = open_dev();
     ObjectStore s(*dev);
+    s.put("before-fork", "x", 1);  // the parent's commits before fork, as a user's would be
+    s.remove("before-fork");
     std::vector<pid_t> kids;
     for (int w = 1; w < kWriters; w++) {
         const pid_t pid = fork();
@@ -641,6 +643,7 @@ TEST(CompareAndWrite, ChildrenForkedAfterOpenLoseNoUpdate)
     auto dev = open_dev();
     if (!has_compare_and_write(*dev)) GTEST_SKIP() << "this device has no Compare and Write";
     reset_counter(*dev);
+    uint64_t total = increment_counter(*dev, 1);  // before fork: whatever the device keeps for it is open then
     // what each child acknowledged, where the parent can read it
     void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(shared, MAP_FAILED);
@@ -663,7 +666,7 @@ TEST(CompareAndWrite, ChildrenForkedAfterOpenLoseNoUpdate)
         }
         kids.push_back(pid);
     }
-    uint64_t total = increment_counter(*dev, kEach);
+    total += increment_counter(*dev, kEach);
     for (pid_t pid : kids) {
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
