@@ -15,7 +15,6 @@
 // units, statistics, the model's clock), sharing only the backing file: fork() waits until
 // no command of the device is in flight, and the child starts its own compute units.
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,13 +27,13 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "csd/error.hpp"
 #include "csd_core.h"
+#include "fork_hold.hpp"
 #include "nvme_cs.h"
 #include "synth.hpp"
 #include "transports.hpp"
@@ -56,25 +55,6 @@ std::future<Completion> ready(Completion c)
     p.set_value(c);
     return p.get_future();
 }
-
-class TransportInproc;
-
-// Every in-process device of this process, for the fork handlers (guarded by fork_mu()).
-std::set<TransportInproc *> &live_devices()
-{
-    static auto *s = new std::set<TransportInproc *>;  // never destroyed: fork may come late
-    return *s;
-}
-
-std::mutex &fork_mu()
-{
-    static auto *m = new std::mutex;
-    return *m;
-}
-
-void fork_prepare();
-void fork_parent();
-void fork_child();
 
 class TransportInproc : public Transport {
 public:
@@ -172,18 +152,12 @@ public:
         csd_core_set_model(core_, &model);
         cu_ = cu;
         start_workers();
-        static std::once_flag once;
-        std::call_once(once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
-        std::lock_guard<std::mutex> g(fork_mu());
-        live_devices().insert(this);
+        fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
     }
 
     ~TransportInproc() override
     {
-        {
-            std::lock_guard<std::mutex> g(fork_mu());
-            live_devices().erase(this);
-        }
+        fork_hold_remove(this);
         {
             std::lock_guard<std::mutex> g(mu_);
             stop_ = true;
@@ -195,6 +169,23 @@ public:
         ::close(fd_);
     }
 
+    const char *name() const override { return "inproc"; }
+    uint32_t max_transfer() const override { return kMaxTransfer; }
+    NamespaceInfo ns() const override { return ns_; }
+    std::string backing_file() const override { return path_; }
+    uint8_t *slm_host_pointer() override
+    {
+        return csd_core_slm_base(core_);
+    }
+    Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
+
+    std::future<Completion> submit_async(const Command &cmd) override
+    {
+        const InFlight counted(*this);  // until it returns; an Execute counts itself until it completes
+        return dispatch(cmd);
+    }
+
+private:
     // Before fork(): waits until no command is in flight (none then holds a lock of this
     // device or of its core, or is half done) and holds new ones back until after it.
     void hold_for_fork()
@@ -228,23 +219,6 @@ public:
         gate_cv_.notify_all();
     }
 
-    const char *name() const override { return "inproc"; }
-    uint32_t max_transfer() const override { return kMaxTransfer; }
-    NamespaceInfo ns() const override { return ns_; }
-    std::string backing_file() const override { return path_; }
-    uint8_t *slm_host_pointer() override
-    {
-        return csd_core_slm_base(core_);
-    }
-    Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
-
-    std::future<Completion> submit_async(const Command &cmd) override
-    {
-        const InFlight counted(*this);  // until it returns; an Execute counts itself until it completes
-        return dispatch(cmd);
-    }
-
-private:
     // A command in flight, for fork(): counted while it lives.
     class InFlight {
     public:
@@ -279,6 +253,7 @@ private:
         if (--busy_ == 0) gate_cv_.notify_all();
     }
 
+    // Runs one command, or (Execute) queues it for a compute unit.
     std::future<Completion> dispatch(const Command &cmd)
     {
         if (cmd.admin) return ready(admin(cmd));
@@ -700,25 +675,6 @@ private:
     uint64_t busy_ = 0;
     bool forking_ = false;
 };
-
-// fork() handlers: every in-process device holds still across it (see hold_for_fork).
-void fork_prepare()
-{
-    fork_mu().lock();
-    for (TransportInproc *t : live_devices()) t->hold_for_fork();
-}
-
-void fork_parent()
-{
-    for (TransportInproc *t : live_devices()) t->resume_after_fork(false);
-    fork_mu().unlock();
-}
-
-void fork_child()
-{
-    for (TransportInproc *t : live_devices()) t->resume_after_fork(true);
-    fork_mu().unlock();
-}
 
 }  // namespace
 

@@ -569,6 +569,53 @@ TEST(StoreWriters, ChildrenForkedAfterOpenLoseNothing)
     expect_every_acknowledged_object(kWriters, kOps);
 }
 
+// Children forked while another thread of the parent is putting into the same ObjectStore
+// (as a Python program with a writer thread that starts multiprocessing workers would):
+// none may inherit the store in the middle of an update, so each child's put completes.
+TEST(StoreWriters, ForkWhileAnotherThreadPuts)
+{
+    constexpr int kForks = 20;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    auto dev = open_dev();
+    ObjectStore s(*dev);
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+        const auto v = writer_object(0, 0);
+        for (int k = 0; !stop; k++) s.put("busy-" + std::to_string(k % 8), v.data(), v.size());
+    });
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
+            const auto v = writer_object(1, k);
+            int rc = 1;
+            try {
+                s.put(writer_object_name(1, k), v.data(), v.size());
+                rc = 0;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    }
+    stop = true;
+    writer.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 10 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+    for (int k = 0; k < kForks; k++) {
+        EXPECT_TRUE(s.exists(writer_object_name(1, k))) << "acknowledged put of " << writer_object_name(1, k) << " lost";
+    }
+}
+
 // The counter of the Compare and Write tests: a u64 at the start of the namespace's last LBA.
 uint64_t counter_lba(Device &d) { return d.ns().lba_count - 1; }
 
