@@ -10,8 +10,9 @@
 namespace csd {
 
 // The order of holding: a store's update runs device commands, so stores are held first
-// (while their devices still run the commands of updates in progress); resumed in reverse.
-enum class ForkLevel { store = 0, device = 1 };
+// (while their devices still run the commands of updates in progress); an SLM allocator,
+// whose holders take no other lock, last; resumed in reverse.
+enum class ForkLevel { store = 0, device = 1, allocator = 2 };
 
 // Registers `key` (until fork_hold_remove): hold() before every fork() of the process,
 // resume(child) after it in the parent (false) and in the child (true).

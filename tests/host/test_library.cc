@@ -760,6 +760,47 @@ TEST_F(Library, ChildForkedAfterOpenExecutes)
     EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()), want) << "the parent after fork";
 }
 
+// Children forked while another thread of the parent allocates and frees SLM on the same
+// Device: none may inherit the allocator in the middle of a change, so each child's own
+// allocations succeed.
+TEST_F(Library, ForkWhileAnotherThreadAllocatesSlm)
+{
+    constexpr int kForks = 50;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+        while (!stop) {
+            std::vector<SlmBuffer> bufs;
+            for (int i = 0; i < 64; i++) bufs.push_back(dev->slm().alloc(4096 * (1 + i % 5)));
+        }
+    });
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
+            int rc = 1;
+            try {
+                SlmBuffer b = dev->slm().alloc(8192);
+                rc = b.size() == 8192 ? 0 : 2;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    }
+    stop = true;
+    churn.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 10 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+}
+
 // Children forked while other threads of the parent keep the same Device busy (Executes in
 // flight, Compare and Writes): none may inherit a lock held or a command half done, so
 // each child's own Execute and Compare and Write complete, as do the parent's.
