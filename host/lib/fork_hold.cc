@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fork_hold.cc - the fork() handlers of libcsd (fork_hold.hpp).
 #include "fork_hold.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fork_hold.hpp - what libcsd holds still across fork() (internal). A child forked after
 // a Device was opened may go on using it, and the parent's other threads may be in the
 // middle of a command or a store update at that moment: a registered object is held
