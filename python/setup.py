@@ -32,7 +32,7 @@ spec = top / "spec"
 sources = ["src/bindings.cc", rel(spec / "crc32c.cc")]
 sources += [rel(p) for p in sorted((core / "src").glob("*.cc"))]
 sources += [rel(p) for p in sorted((core / "src" / "programs").glob("*.cc"))]
-host_libs = ["c_api.cc", "device.cc", "drive_set.cc", "error.cc", "npy.cc", "nvme_cs_commands.cc", "program.cc", "programs.cc", "slm_allocator.cc", "store.cc", "store_catalog.cc",
+host_libs = ["c_api.cc", "device.cc", "drive_set.cc", "error.cc", "fork_hold.cc", "npy.cc", "nvme_cs_commands.cc", "program.cc", "programs.cc", "slm_allocator.cc", "store.cc", "store_catalog.cc",
              "transport.cc", "transport_inproc.cc", "transport_kmod.cc"]
 macros, cflags, ldflags, libs = [], [], [], ["zstd", "lz4"]
 

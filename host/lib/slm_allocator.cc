@@ -4,8 +4,17 @@
 
 #include "csd/error.hpp"
 #include "csd/slm.hpp"
+#include "fork_hold.hpp"
 
 namespace csd {
+
+SlmAllocator::SlmAllocator(uint64_t size)
+{
+    reset(size);
+    fork_hold_add(this, ForkLevel::allocator, [this] { mu_.lock(); }, [this](bool) { mu_.unlock(); });
+}
+
+SlmAllocator::~SlmAllocator() { fork_hold_remove(this); }
 
 SlmBuffer &SlmBuffer::operator=(SlmBuffer &&o) noexcept
 {

@@ -27,6 +27,7 @@
 
 #include "csd/npy.hpp"
 #include "csd_crc32c.h"
+#include "fork_hold.hpp"
 #include "store_catalog.hpp"
 
 namespace csd {
@@ -232,9 +233,12 @@ ObjectStore::ObjectStore(Device &dev) : dev_(dev)
     lbas_per_block_ = block_ / dev.ns().lba_size;
     cas_ = (dev.caps().features & CSD_FEATURE_COMPARE_WRITE) && block_ <= CSD_CAW_MAX_BYTES;
     refresh();
+    // A child forked after this is made may go on using it: fork() waits for an update of
+    // another thread to end, so that the child gets the store between updates.
+    fork_hold_add(this, ForkLevel::store, [this] { mu_.lock(); }, [this](bool) { mu_.unlock(); });
 }
 
-ObjectStore::~ObjectStore() = default;
+ObjectStore::~ObjectStore() { fork_hold_remove(this); }
 
 uint64_t ObjectStore::allocate(const State &s, uint64_t blocks) const
 {

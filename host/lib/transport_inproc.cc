@@ -11,8 +11,10 @@
 // completes no earlier than the modelled drive would complete it (host clock).
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
 // glue does. It is the only file of libcsd that includes the core.
+// A process forked after open gets its own copy of the device (SLM, program slots, compute
+// units, statistics, the model's clock), sharing only the backing file: fork() waits until
+// no command of the device is in flight, and the child starts its own compute units.
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,11 +26,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "csd/error.hpp"
 #include "csd_core.h"
+#include "fork_hold.hpp"
 #include "nvme_cs.h"
 #include "synth.hpp"
 #include "transports.hpp"
@@ -145,13 +150,14 @@ public:
             throw Error(std::string("emu: plugins: ") + why, EINVAL);
         }
         csd_core_set_model(core_, &model);
-        for (uint32_t i = 0; i < cu; i++) {
-            workers_.emplace_back([this] { work(); });
-        }
+        cu_ = cu;
+        start_workers();
+        fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
     }
 
     ~TransportInproc() override
     {
+        fork_hold_remove(this);
         {
             std::lock_guard<std::mutex> g(mu_);
             stop_ = true;
@@ -159,6 +165,7 @@ public:
         cv_.notify_all();
         for (auto &t : workers_) t.join();
         csd_core_free(core_);
+        if (lock_fd_ >= 0) ::close(lock_fd_);
         ::close(fd_);
     }
 
@@ -173,6 +180,81 @@ public:
     Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
 
     std::future<Completion> submit_async(const Command &cmd) override
+    {
+        const InFlight counted(*this);  // until it returns; an Execute counts itself until it completes
+        return dispatch(cmd);
+    }
+
+private:
+    // Before fork(): waits until no command is in flight (none then holds a lock of this
+    // device or of its core, or is half done) and holds new ones back until after it.
+    void hold_for_fork()
+    {
+        std::unique_lock<std::mutex> g(gate_mu_);
+        forking_ = true;  // new commands wait, so that those in flight run out
+        gate_cv_.wait(g, [this] { return busy_ == 0; });
+        g.release();  // held across fork(); released by resume_after_fork
+        mu_.lock();  // a worker between jobs may hold it for a moment
+    }
+
+    // After fork(), in the parent and (child = true) in the child: commands go on. The
+    // child has none of the parent's threads: it forgets their handles (joining or
+    // detaching a thread of another process is undefined) and starts its own compute
+    // units with its first Execute; a condition variable that had the parent's workers
+    // waiting on it is made anew; the lock descriptor, the parent's, is closed (the child
+    // opens its own with its first Compare and Write).
+    void resume_after_fork(bool child)
+    {
+        if (child) {
+            if (lock_fd_ >= 0) ::close(lock_fd_);
+            lock_fd_ = -1;
+            for (auto &t : workers_) new (&t) std::thread();  // the thread is not ours: no destructor
+            workers_.clear();
+            new (&cv_) std::condition_variable();
+            new (&gate_cv_) std::condition_variable();
+        }
+        forking_ = false;
+        mu_.unlock();
+        gate_mu_.unlock();
+        gate_cv_.notify_all();
+    }
+
+    // A command in flight, for fork(): counted while it lives.
+    class InFlight {
+    public:
+        explicit InFlight(TransportInproc &t) : t_(t) { t_.enter(); }
+        ~InFlight() { t_.leave(); }
+        InFlight(const InFlight &) = delete;
+        InFlight &operator=(const InFlight &) = delete;
+
+    private:
+        TransportInproc &t_;
+    };
+
+    // One more command in flight (waits while a fork() is under way).
+    void enter()
+    {
+        std::unique_lock<std::mutex> g(gate_mu_);
+        gate_cv_.wait(g, [this] { return !forking_; });
+        busy_++;
+    }
+
+    // One more in flight, for a command already counted (so it must not wait for fork()).
+    void enter_also()
+    {
+        std::lock_guard<std::mutex> g(gate_mu_);
+        busy_++;
+    }
+
+    // One command fewer in flight.
+    void leave()
+    {
+        std::lock_guard<std::mutex> g(gate_mu_);
+        if (--busy_ == 0) gate_cv_.notify_all();
+    }
+
+    // Runs one command, or (Execute) queues it for a compute unit.
+    std::future<Completion> dispatch(const Command &cmd)
     {
         if (cmd.admin) return ready(admin(cmd));
         // Under the timing model a command is scheduled when it arrives and completes no
@@ -201,7 +283,6 @@ public:
         return run_decoded(cmd, op, arrived);
     }
 
-private:
     static uint64_t now_ns()
     {
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -475,21 +556,45 @@ private:
         return 0;
     }
 
-    // Compare and Write: read, compare in the core, write on a match, under an exclusive
-    // lock on the backing file so that devices of other processes sharing it are excluded.
+    // Compare and Write: read, compare in the core, write on a match, excluding every other
+    // Compare and Write of the same bytes: those of other threads on this device by a
+    // mutex, those of every other device on the backing file (of this process, of another,
+    // or of a child forked after open) by an open-file-description lock on the lock
+    // descriptor, which is this device's own in this process.
     uint16_t compare_write(const csd_op &op, const void *data)
     {
         const uint64_t half = op.bytes / 2;
         const off_t pos = static_cast<off_t>(op.slba * lba_);
         std::vector<uint8_t> current(half);
-        if (flock(fd_, LOCK_EX) != 0) return kInternal;
+        std::lock_guard<std::mutex> g(caw_mu_);
+        if (lock_fd_ < 0) lock_fd_ = open_lock_fd();
+        if (lock_fd_ < 0) return kInternal;
+        struct flock range{};
+        range.l_type = F_WRLCK;
+        range.l_whence = SEEK_SET;
+        range.l_start = pos;
+        range.l_len = static_cast<off_t>(half);
+        int rc;
+        while ((rc = fcntl(lock_fd_, F_OFD_SETLKW, &range)) != 0 && errno == EINTR) {
+        }
+        if (rc != 0) return kInternal;
         uint16_t st = pread(fd_, current.data(), half, pos) == static_cast<ssize_t>(half) ? 0 : kInternal;
         if (st == 0) st = csd_core_compare(&op, current.data(), data);
         if (st == 0 && pwrite(fd_, static_cast<const uint8_t *>(data) + half, half, pos) != static_cast<ssize_t>(half)) {
             st = kInternal;
         }
-        flock(fd_, LOCK_UN);
+        range.l_type = F_UNLCK;
+        fcntl(lock_fd_, F_OFD_SETLK, &range);
         return st;
+    }
+
+    // A descriptor of the backing file with an open file description of its own (fd_'s
+    // is shared with every child forked after open, and so would be any lock taken on
+    // it); -1 if it cannot be opened.
+    int open_lock_fd() const
+    {
+        const int fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDWR | O_CLOEXEC);
+        return fd >= 0 ? fd : ::open(path_.c_str(), O_RDWR | O_CLOEXEC);  // no /proc: by name
     }
 
     std::future<Completion> execute(const Command &c, const csd_op &op, uint64_t arrived)
@@ -500,7 +605,8 @@ private:
         return launch(op, job, arrived);
     }
 
-    // Queues a prepared job for a worker (the model schedules it when it arrived).
+    // Queues a prepared job for a worker (the model schedules it when it arrived); it
+    // counts as in flight until it completes.
     std::future<Completion> launch(const csd_op &op, csd_exec *job, uint64_t arrived)
     {
         uint64_t finish = 0;
@@ -512,17 +618,26 @@ private:
         }
         auto promise = std::make_shared<std::promise<Completion>>();
         auto fut = promise->get_future();
+        enter_also();  // until the job completes; the submission still counts meanwhile
         {
             std::lock_guard<std::mutex> g(mu_);
+            if (workers_.empty()) start_workers();  // a child forked after open: its first Execute
             queue_.push_back([this, job, promise, op, finish] {
                 uint32_t dw0 = 0, dw1 = 0;
                 const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
                 if (finish) wait_until(finish);
                 promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
+                leave();
             });
         }
         cv_.notify_one();
         return fut;
+    }
+
+    // The compute units: cu_ worker threads.
+    void start_workers()
+    {
+        for (uint32_t i = 0; i < cu_; i++) workers_.emplace_back([this] { work(); });
     }
 
     void work()
@@ -547,11 +662,18 @@ private:
     bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
     NamespaceInfo ns_;
     csd_core *core_ = nullptr;
-    std::mutex mu_;
+    uint32_t cu_ = 0;
+    std::mutex mu_;  // the workers' queue
     std::condition_variable cv_;
     std::deque<std::function<void()>> queue_;
     bool stop_ = false;
     std::vector<std::thread> workers_;
+    std::mutex caw_mu_;  // one Compare and Write of this device at a time
+    int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
+    std::mutex gate_mu_;  // commands in flight, for fork()
+    std::condition_variable gate_cv_;
+    uint64_t busy_ = 0;
+    bool forking_ = false;
 };
 
 }  // namespace

@@ -199,6 +199,57 @@ def test_writers_in_several_processes_lose_nothing(dev):
     assert dev.store.reservations() == []
 
 
+def _forked_writer(dev, w, n, acknowledged):
+    """One writer forked after open: puts n objects into the inherited dev.store and
+    reports each name as soon as its put returned."""
+    for k in range(n):
+        name = f"f{w}-{k}"
+        dev.store[name] = np.full(50 + 13 * k + w, w * 1000 + k, dtype=np.int32)
+        acknowledged.put(name)
+
+
+def test_workers_forked_after_open_lose_nothing(dev):
+    """multiprocessing workers forked after nvme_csd.open put into the inherited dev.store
+    at once (as docs/python.md's users would); every acknowledged object is there, intact."""
+    import multiprocessing as mp
+    import queue
+
+    if os.environ.get("CSD_TEST_URING") == "1":
+        pytest.skip("an io_uring ring is not shared across fork: a worker opens its own Device")
+    workers, n = 3, 150
+    dev.store["before-fork"] = np.arange(10)  # the parent's commits before fork, as a user's would be
+    del dev.store["before-fork"]
+    ctx = mp.get_context("fork")
+    acknowledged = ctx.Queue()
+    procs = [ctx.Process(target=_forked_writer, args=(dev, w, n, acknowledged)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    names = []
+    while len(names) < workers * n and any(p.is_alive() for p in procs):
+        try:
+            names.append(acknowledged.get(timeout=1))
+        except queue.Empty:
+            pass
+    for p in procs:
+        p.join(120)
+    while True:  # what was acknowledged just before a worker ended
+        try:
+            names.append(acknowledged.get(timeout=0.2))
+        except queue.Empty:
+            break
+    failed = [p.exitcode for p in procs if p.exitcode != 0]
+    stored = set(dev.store.keys())
+    missing = sorted(set(names) - stored)
+    assert not missing, f"{len(missing)} of {len(names)} acknowledged objects missing: {missing[:10]}"
+    for name in names:
+        w, k = (int(x) for x in name[1:].split("-"))
+        a = dev.store[name]
+        assert a.shape == (50 + 13 * k + w,) and (a == w * 1000 + k).all(), name
+    assert not failed, f"worker exit codes {failed}"
+    assert len(names) == workers * n
+    assert dev.store.reservations() == []
+
+
 def test_timing_model_on_the_in_process_device(tmp_path):
     """emu:...?model=PRESET: commands complete no earlier than the modelled drive, and
     dev.stats tells where the modelled time went (docs/timing-model.md)."""

@@ -3,14 +3,18 @@
 // io_uring, $CSD_FRONT_END=nvme-cs the standard command sets (libcsd reads it). The same
 // binary runs on the host (in-process) and in the guest (ioctl and io_uring on /dev/ng0n1).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "csd/device.hpp"
 #include "csd/program.hpp"
@@ -406,37 +410,96 @@ TEST(StoreCatalog, RefusesEntriesItCannotReadBack)
     EXPECT_EQ(again.get("ok"), std::vector<uint8_t>({'a', 'b', 'c'}));
 }
 
+// Writer w's k-th object of the concurrent-writer tests: deterministic bytes, so that the
+// checker can recompute them.
+std::vector<uint8_t> writer_object(int w, int k)
+{
+    return random_bytes(1 + (w * 7919 + k * 104729) % 20000, w * 1000 + k);
+}
+
+std::string writer_object_name(int w, int k) { return "w" + std::to_string(w) + "-" + std::to_string(k); }
+
+// Every third put of a writer is removed again two puts later.
+bool writer_removes(int k, int ops) { return k % 3 == 2 && k + 2 < ops; }
+
+// Writer w's updates through store s: `ops` puts, each third one removed again later.
+// Returns 0, or 1 after printing why an update failed.
+int write_objects(ObjectStore &s, int w, int ops)
+{
+    try {
+        for (int k = 0; k < ops; k++) {
+            const auto v = writer_object(w, k);
+            s.put(writer_object_name(w, k), v.data(), v.size());
+            if (k >= 2 && writer_removes(k - 2, ops)) s.remove(writer_object_name(w, k - 2));
+        }
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+        return 1;
+    }
+    return 0;
+}
+
+// Every acknowledged put of writers 0..writers-1 is in the store with its bytes, every
+// removed object is gone, and no reservation is left over.
+void expect_every_acknowledged_object(int writers, int ops)
+{
+    auto dev = open_dev();
+    ObjectStore s(*dev);
+    size_t want = 0, missing = 0, wrong = 0, present = 0;
+    for (int w = 0; w < writers; w++) {
+        for (int k = 0; k < ops; k++) {
+            const std::string name = writer_object_name(w, k);
+            if (writer_removes(k, ops)) {
+                EXPECT_FALSE(s.exists(name)) << name << " was removed";
+                continue;
+            }
+            want++;
+            if (!s.exists(name)) {
+                missing++;
+                continue;
+            }
+            present++;
+            try {
+                if (s.get(name) != writer_object(w, k)) wrong++;
+            } catch (const Error &e) {
+                ADD_FAILURE() << name << ": " << e.what();
+                wrong++;
+            }
+        }
+    }
+    EXPECT_EQ(missing, 0u) << missing << " of " << want << " acknowledged objects missing";
+    EXPECT_EQ(wrong, 0u) << wrong << " of " << present << " objects present read back other bytes";
+    EXPECT_EQ(s.list().size(), want);
+    EXPECT_TRUE(s.reservations().empty()) << "a finished put left its reservation";
+}
+
+// A fresh store; false (the test skipped) on a device without Compare and Write.
+bool format_multi_writer_store()
+{
+    auto dev = open_dev();
+    ObjectStore::format(*dev);
+    return ObjectStore(*dev).multi_writer();
+}
+
 // Several processes (each its own Device, sharing nothing but the drive) put and remove
 // objects at once: every acknowledged update must be there afterwards with its bytes.
 // Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
 TEST(StoreWriters, ConcurrentProcessesLoseNothing)
 {
     constexpr int kWriters = 4, kOps = 24;
-    {
-        auto dev = open_dev();
-        ObjectStore::format(*dev);
-        if (!ObjectStore(*dev).multi_writer()) GTEST_SKIP() << "this device has no Compare and Write";
-    }
-    // Writer w's k-th object: deterministic bytes, so the parent can check them.
-    auto object = [](int w, int k) { return random_bytes(1 + (w * 7919 + k * 104729) % 20000, w * 1000 + k); };
-    auto removed = [](int k) { return k % 3 == 2; };  // every third put is removed again later
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
     std::vector<pid_t> kids;
     for (int w = 0; w < kWriters; w++) {
         const pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
-            int rc = 0;
+            int rc = 1;
             try {
                 auto dev = open_dev();
                 ObjectStore s(*dev);
-                for (int k = 0; k < kOps; k++) {
-                    const auto v = object(w, k);
-                    s.put("w" + std::to_string(w) + "-" + std::to_string(k), v.data(), v.size());
-                    if (k >= 2 && removed(k - 2)) s.remove("w" + std::to_string(w) + "-" + std::to_string(k - 2));
-                }
+                rc = write_objects(s, w, kOps);
             } catch (const std::exception &e) {
                 std::fprintf(stderr, "writer %d: %s\n", w, e.what());
-                rc = 1;
             }
             std::fflush(nullptr);
             _exit(rc);
@@ -448,23 +511,354 @@ TEST(StoreWriters, ConcurrentProcessesLoseNothing)
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above)";
     }
+    expect_every_acknowledged_object(kWriters, kOps);
+}
+
+// Threads sharing one Device, each with its own ObjectStore on it (one ObjectStore
+// serializes its own updates; two on one Device are arbitrated only by the drive), put
+// and remove at once: nothing acknowledged may be lost. The in-process device's Compare
+// and Write must exclude callers within one process, not only other processes.
+TEST(StoreWriters, ThreadsOnOneDeviceLoseNothing)
+{
+    constexpr int kWriters = 4, kOps = 40;
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    auto dev = open_dev();
+    std::vector<int> failed(kWriters, 0);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWriters; w++) {
+        threads.emplace_back([&, w] {
+            ObjectStore s(*dev);
+            failed[w] = write_objects(s, w, kOps);
+        });
+    }
+    for (auto &t : threads) t.join();
+    for (int w = 0; w < kWriters; w++) EXPECT_EQ(failed[w], 0) << "writer " << w << " failed (see above)";
+    expect_every_acknowledged_object(kWriters, kOps);
+}
+
+// Children forked after the parent opened the Device and its ObjectStore (as Python's
+// multiprocessing does with `dev.store`) put and remove through the inherited store while
+// the parent does too: nothing acknowledged may be lost.
+TEST(StoreWriters, ChildrenForkedAfterOpenLoseNothing)
+{
+    constexpr int kWriters = 4, kOps = 24;  // writer 0 is the parent
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
     auto dev = open_dev();
     ObjectStore s(*dev);
-    size_t want = 0;
-    for (int w = 0; w < kWriters; w++) {
-        for (int k = 0; k < kOps; k++) {
-            const std::string name = "w" + std::to_string(w) + "-" + std::to_string(k);
-            if (removed(k) && k + 2 < kOps) {
-                EXPECT_FALSE(s.exists(name)) << name << " was removed";
-                continue;
-            }
-            want++;
-            ASSERT_TRUE(s.exists(name)) << "acknowledged put of " << name << " lost";
-            EXPECT_EQ(s.get(name), object(w, k)) << name;
+    s.put("before-fork", "x", 1);  // the parent's commits before fork, as a user's would be
+    s.remove("before-fork");
+    std::vector<pid_t> kids;
+    for (int w = 1; w < kWriters; w++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(120);  // a hang fails the test instead of stopping the suite
+            const int rc = write_objects(s, w, kOps);
+            std::fflush(nullptr);
+            _exit(rc);
         }
+        kids.push_back(pid);
     }
-    EXPECT_EQ(s.list().size(), want);
-    EXPECT_TRUE(s.reservations().empty()) << "a finished put left its reservation";
+    EXPECT_EQ(write_objects(s, 0, kOps), 0) << "the parent's writes failed (see above)";
+    for (pid_t pid : kids) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above), status " << status;
+    }
+    expect_every_acknowledged_object(kWriters, kOps);
+}
+
+// Children forked while another thread of the parent is putting into the same ObjectStore
+// (as a Python program with a writer thread that starts multiprocessing workers would):
+// none may inherit the store in the middle of an update, so each child's put completes.
+TEST(StoreWriters, ForkWhileAnotherThreadPuts)
+{
+    constexpr int kForks = 20;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    auto dev = open_dev();
+    ObjectStore s(*dev);
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+        const auto v = writer_object(0, 0);
+        for (int k = 0; !stop; k++) s.put("busy-" + std::to_string(k % 8), v.data(), v.size());
+    });
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
+            const auto v = writer_object(1, k);
+            int rc = 1;
+            try {
+                s.put(writer_object_name(1, k), v.data(), v.size());
+                rc = 0;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    }
+    stop = true;
+    writer.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 10 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+    for (int k = 0; k < kForks; k++) {
+        EXPECT_TRUE(s.exists(writer_object_name(1, k))) << "acknowledged put of " << writer_object_name(1, k) << " lost";
+    }
+}
+
+// The counter of the Compare and Write tests: a u64 at the start of the namespace's last LBA.
+uint64_t counter_lba(Device &d) { return d.ns().lba_count - 1; }
+
+// Sets the counter to zero.
+void reset_counter(Device &d)
+{
+    std::vector<uint8_t> zero(d.ns().lba_size, 0);
+    d.write_lbas(counter_lba(d), 1, zero.data());
+    d.flush();
+}
+
+// The counter's value.
+uint64_t read_counter(Device &d)
+{
+    std::vector<uint8_t> b(d.ns().lba_size);
+    d.read_lbas(counter_lba(d), 1, b.data());
+    uint64_t v;
+    std::memcpy(&v, b.data(), 8);
+    return v;
+}
+
+// Adds one to the counter n times, each by a read and a Compare and Write of what was read
+// (read again after a Compare Failure); returns how many increments the drive acknowledged.
+uint64_t increment_counter(Device &d, int n)
+{
+    const uint64_t slba = counter_lba(d);
+    std::vector<uint8_t> cur(d.ns().lba_size), next(d.ns().lba_size);
+    uint64_t acknowledged = 0;
+    for (int i = 0; i < n; i++) {
+        for (;;) {
+            d.read_lbas(slba, 1, cur.data());
+            uint64_t v;
+            std::memcpy(&v, cur.data(), 8);
+            v++;
+            next = cur;
+            std::memcpy(next.data(), &v, 8);
+            if (d.compare_and_write(slba, 1, cur.data(), next.data())) break;
+        }
+        acknowledged++;
+    }
+    return acknowledged;
+}
+
+bool has_compare_and_write(Device &d) { return d.caps().features & CSD_FEATURE_COMPARE_WRITE; }
+
+// Threads sharing one Device increment a counter through the raw command: every
+// acknowledged Compare and Write must be counted (none may overwrite another's).
+TEST(CompareAndWrite, ThreadsOnOneDeviceLoseNoUpdate)
+{
+    constexpr int kThreads = 4, kEach = 2500;
+    auto dev = open_dev();
+    if (!has_compare_and_write(*dev)) GTEST_SKIP() << "this device has no Compare and Write";
+    reset_counter(*dev);
+    std::vector<uint64_t> acked(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] { acked[t] = increment_counter(*dev, kEach); });
+    }
+    for (auto &t : threads) t.join();
+    uint64_t total = 0;
+    for (uint64_t a : acked) total += a;
+    const uint64_t counter = read_counter(*dev);
+    EXPECT_EQ(counter, total) << total - counter << " of " << total << " acknowledged updates lost";
+}
+
+// The same with children forked after the parent opened the Device (they share its open
+// backing file), the parent incrementing too.
+TEST(CompareAndWrite, ChildrenForkedAfterOpenLoseNoUpdate)
+{
+    constexpr int kChildren = 3, kEach = 2500;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    auto dev = open_dev();
+    if (!has_compare_and_write(*dev)) GTEST_SKIP() << "this device has no Compare and Write";
+    reset_counter(*dev);
+    uint64_t total = increment_counter(*dev, 1);  // before fork: whatever the device keeps for it is open then
+    // what each child acknowledged, where the parent can read it
+    void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shared, MAP_FAILED);
+    auto *acked = static_cast<volatile uint64_t *>(shared);
+    std::vector<pid_t> kids;
+    for (int c = 0; c < kChildren; c++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(120);  // a hang fails the test instead of stopping the suite
+            int rc = 0;
+            try {
+                acked[c] = increment_counter(*dev, kEach);
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", c, e.what());
+                rc = 1;
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        kids.push_back(pid);
+    }
+    total += increment_counter(*dev, kEach);
+    for (pid_t pid : kids) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child failed (see above), status " << status;
+    }
+    for (int c = 0; c < kChildren; c++) total += acked[c];
+    munmap(shared, 4096);
+    const uint64_t counter = read_counter(*dev);
+    EXPECT_EQ(counter, total) << total - counter << " of " << total << " acknowledged updates lost";
+}
+
+// A child forked after open runs a program on the inherited Device (the in-process
+// device's compute units are threads, which a child does not inherit) and sees its own
+// SLM writes.
+TEST_F(Library, ChildForkedAfterOpenExecutes)
+{
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    auto data = random_bytes(64 * 1024, 9);
+    const uint64_t want = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size());
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);  // a hang fails the test instead of stopping the suite
+        int rc = 1;
+        try {
+            auto more = random_bytes(4096, 10);
+            const uint64_t got = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size());
+            const uint64_t got2 = programs::checksum(*dev, ChecksumAlgo::crc32c, more.data(), more.size());
+            rc = got == want && got2 == programs::checksum(*dev, ChecksumAlgo::crc32c, more.data(), more.size()) ? 0 : 2;
+            if (rc) std::fprintf(stderr, "child: checksum %llx, expected %llx\n", static_cast<unsigned long long>(got),
+                                 static_cast<unsigned long long>(want));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "child: %s\n", e.what());
+        }
+        std::fflush(nullptr);
+        _exit(rc);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << (WIFSIGNALED(status) ? "the child was killed by signal " + std::to_string(WTERMSIG(status)) +
+                                      (WTERMSIG(status) == SIGALRM ? " (it hung for 60 s)" : "")
+                                : "the child exited " + std::to_string(WEXITSTATUS(status)));
+    EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()), want) << "the parent after fork";
+}
+
+// Children forked while another thread of the parent allocates and frees SLM on the same
+// Device: none may inherit the allocator in the middle of a change, so each child's own
+// allocations succeed.
+TEST_F(Library, ForkWhileAnotherThreadAllocatesSlm)
+{
+    constexpr int kForks = 50;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+        while (!stop) {
+            std::vector<SlmBuffer> bufs;
+            for (int i = 0; i < 64; i++) bufs.push_back(dev->slm().alloc(4096 * (1 + i % 5)));
+        }
+    });
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
+            int rc = 1;
+            try {
+                SlmBuffer b = dev->slm().alloc(8192);
+                rc = b.size() == 8192 ? 0 : 2;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    }
+    stop = true;
+    churn.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 10 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+}
+
+// Children forked while other threads of the parent keep the same Device busy (Executes in
+// flight, Compare and Writes): none may inherit a lock held or a command half done, so
+// each child's own Execute and Compare and Write complete, as do the parent's.
+TEST(CompareAndWrite, ForkWhileOtherThreadsRunCommands)
+{
+    constexpr int kForks = 40;
+    if (g_uring) GTEST_SKIP() << "an io_uring ring is not shared across fork: a child opens its own Device";
+    auto dev = open_dev();
+    if (!has_compare_and_write(*dev)) GTEST_SKIP() << "this device has no Compare and Write";
+    reset_counter(*dev);
+    SlmBuffer src = dev->slm().alloc(4096), dst = dev->slm().alloc(8 * 4096);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> busy_acked{0};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 2; t++) {
+        busy.emplace_back([&] {
+            while (!stop) {
+                std::vector<std::future<ExecResult>> fs;
+                for (int i = 0; i < 8; i++) {
+                    fs.push_back(dev->execute_async(CSD_PROG_COPY, {range(src), Range{dst.offset() + 4096ull * i, 4096}}));
+                }
+                for (auto &f : fs) f.get();
+            }
+        });
+    }
+    busy.emplace_back([&] {
+        while (!stop) busy_acked += increment_counter(*dev, 1);
+    });
+    auto data = random_bytes(8192, 11);
+    const uint64_t want = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size());
+    uint64_t children_acked = 0;
+    int hung = 0, failed = 0;
+    for (int k = 0; k < kForks; k++) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(20);  // a child stuck on an inherited lock fails instead of stopping the suite
+            int rc = 1;
+            try {
+                const bool sum_ok = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()) == want;
+                rc = sum_ok && increment_counter(*dev, 1) == 1 ? 0 : 2;
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "child %d: %s\n", k, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(rc);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+        else children_acked++;
+    }
+    stop = true;
+    for (auto &t : busy) t.join();
+    EXPECT_EQ(hung, 0) << hung << " of " << kForks << " children hung (killed after 20 s)";
+    EXPECT_EQ(failed, 0) << failed << " of " << kForks << " children failed (see above)";
+    EXPECT_EQ(read_counter(*dev), busy_acked + children_acked);
 }
 
 // The timing model on the in-process device (docs/timing-model.md): commands complete no

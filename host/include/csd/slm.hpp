@@ -36,7 +36,11 @@ private:
 
 class SlmAllocator {
 public:
-    explicit SlmAllocator(uint64_t size = 0) { reset(size); }
+    // Manages [0, size); a child forked meanwhile gets it between changes.
+    explicit SlmAllocator(uint64_t size = 0);
+    ~SlmAllocator();
+    SlmAllocator(const SlmAllocator &) = delete;
+    SlmAllocator &operator=(const SlmAllocator &) = delete;
     // Forgets every allocation and manages [0, size).
     void reset(uint64_t size);
     // Allocates size bytes aligned to align (a power of two); throws csd::Error (ENOMEM)
