@@ -49,15 +49,19 @@ static bool csd_tenant_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *
 	       !kstrtou64(plus + 1, 10, count) && *count > 0;
 }
 
-/* Whether the current task is the user or in the group an entry names. */
+/*
+ * Whether the current task is the user or in the group an entry names. The ids are the
+ * administrator's, so they are read in the initial user namespace: read in the opener's,
+ * a user could map another tenant's id onto its own uid in a namespace of its own.
+ */
 static bool csd_tenant_matches(bool is_gid, u32 id)
 {
 	if (is_gid) {
-		kgid_t g = make_kgid(current_user_ns(), id);
+		kgid_t g = make_kgid(&init_user_ns, id);
 
 		return gid_valid(g) && in_group_p(g);
 	}
-	return uid_eq(current_fsuid(), make_kuid(current_user_ns(), id));
+	return uid_eq(current_fsuid(), make_kuid(&init_user_ns, id));
 }
 
 /*

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "csd/npy.hpp"
+#include "store_catalog.hpp"
 
 namespace csd {
 
@@ -129,16 +130,19 @@ void DriveSet::drop_other_forms(const std::string &name, bool keep_striped, bool
     });
 }
 
+// A put replaces an object only once the new form is stored: the other forms are dropped
+// after it, so a put that fails (a name too long, no space, an I/O error) leaves the
+// acknowledged object as it was.
 void DriveSet::put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                    const std::vector<uint64_t> &shape)
 {
-    drop_other_forms(name, false, true, false);
     const size_t h = home(name);
     try {
         store(h).put(name, data, bytes, dtype, shape);
     } catch (const Error &e) {
         throw Error("put '" + name + "' on drive " + std::to_string(h) + " (" + names_[h] + ")", e);
     }
+    drop_other_forms(name, false, true, false);
 }
 
 void DriveSet::put_striped(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
@@ -156,21 +160,43 @@ void DriveSet::put_striped(const std::string &name, const void *data, uint64_t b
                     EINVAL);
     }
     const uint64_t row_bytes = bytes / std::max<uint64_t>(shape[0], 1);
+    for (size_t i = 0; i < size(); i++) {  // every part's entry is valid before anything changes
+        try {
+            catalog::check_entry(part_name(name, i), dtype, shape);
+        } catch (const Error &e) {
+            throw Error(what + ": part " + std::to_string(i), e);
+        }
+    }
+    const bool was_striped = striped(name);
+    try {
+        on_each("put_striped", [&](size_t i) {
+            const auto [first, end] = row_block(shape[0], i, size());
+            std::vector<uint64_t> part_shape = shape;
+            part_shape[0] = end - first;
+            store(i).put(part_name(name, i), static_cast<const uint8_t *>(data) + first * row_bytes,
+                         (end - first) * row_bytes, dtype, part_shape);
+        });
+    } catch (...) {
+        // Parts of a tensor that was not striped before are taken back, so the whole object
+        // stays what readers see; a striped one's parts are replaced each in place.
+        if (!was_striped) {
+            for (size_t i = 0; i < size(); i++) {
+                try {
+                    if (store(i).exists(part_name(name, i))) store(i).remove(part_name(name, i));
+                } catch (...) {
+                }
+            }
+        }
+        throw;
+    }
     drop_other_forms(name, true, false, false);
-    on_each("put_striped", [&](size_t i) {
-        const auto [first, end] = row_block(shape[0], i, size());
-        std::vector<uint64_t> part_shape = shape;
-        part_shape[0] = end - first;
-        store(i).put(part_name(name, i), static_cast<const uint8_t *>(data) + first * row_bytes,
-                     (end - first) * row_bytes, dtype, part_shape);
-    });
 }
 
 void DriveSet::put_replicated(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype,
                               const std::vector<uint64_t> &shape)
 {
-    drop_other_forms(name, false, true, true);
     on_each("put_replicated", [&](size_t i) { store(i).put(name, data, bytes, dtype, shape); });
+    drop_other_forms(name, false, true, true);
 }
 
 bool DriveSet::striped(const std::string &name) { return store(0).exists(part_name(name, 0)); }
