@@ -270,6 +270,7 @@ private:
             if (arrived) csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
             const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
                                                     : rw(cmd, cmd.opcode == 0x01);
+            if (r.status) return ready(r);  // refused: no media time (as QEMU's glue)
             return modelled(w, arrived, r);
         }
         if (!csd_is_io_opcode(cmd.opcode) || (!vendor_io_ && cmd.opcode != CSD_OPC_COMPARE_WRITE)) {
