@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # nvme-csd: top-level orchestration. meson builds the project's own C/C++ (build/meson);
 # this file fetches and builds everything around it. 'make help' lists the targets.
 SHELL := /bin/bash

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bpf_bench: the same filter four ways inside the device core, one run, 256 MiB of 16-byte
 // records, predicate "i32 key at byte 0 > threshold" (about 25% kept):
 //   built-in filter (06h), the eBPF threshold.o JIT-compiled, the same interpreted, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cancel_bench: how long a reset waits for a running program. Each long program runs on a
 // compute unit of the device core with 256 MiB of SLM in flight (gemm: three 64 MiB
 // matrices; also the shapes that used to check rarely: rows as wide as the data, large

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // core_bench: device-core throughput, side by side with the same work done directly.
 //   gemm 1024^3 f32 through Execute (descriptor, validation, program) vs cblas_sgemm
 //   filter, checksum (CRC-32C, XXH64), decompress (zstd, lz4) over 256 MiB of SLM

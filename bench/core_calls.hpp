@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // core_calls.hpp: the device-core calls the benchmarks share (files, Program Load, Execute
 // descriptors); each exits with a message on failure, as a benchmark cannot go on without it.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Boot time: from QEMU's start to the first guest test (shell), and to numpy imported.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

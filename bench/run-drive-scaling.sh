@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/vm/drive_scaling.py in one guest with four CSD controllers (docs/perf.md, "Several drives").
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/vm/fabric_timing.py: one drive local, over NVMe/TCP on the guest's loopback, and a
 # partner guest's drive over a QEMU stream netdev (docs/perf.md, "Over a fabric").
 set -euo pipefail

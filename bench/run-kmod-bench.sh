@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The cost of going through csd.ko against raw ioctl passthrough, in one guest: 4 KiB copy
 # Executes and a 16 MiB SLM Read.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs bench/vm/slm_bench.py in a guest with a 4 KiB-LBA namespace of 512 MiB and 512 MiB
 # of SLM (TCG guest; device work runs on QEMU's host threads).
 set -euo pipefail

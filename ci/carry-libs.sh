@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Copies the shared libraries BINARY needs beyond glibc, libstdc++ and libgcc into DIR, so that
 # it runs on a machine that has none of them (LD_LIBRARY_PATH=DIR); used to carry QEMU and its
 # fuzzer to the GPU machine. Usage: ci/carry-libs.sh BINARY DIR

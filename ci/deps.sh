@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs every Debian package nvme-csd needs (as root); does nothing when all are there.
 # Usage: ci/deps.sh [--check]   (--check: only report what is missing, exit 1 if any)
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the guest from Debian packages installed on this machine (see ci/deps.sh):
 #   build/images/initramfs.cpio  busybox, /init and the virtio-blk module (tiny, boots fast)
 #   build/images/usr.img         read-only ext4 mounted at /usr: nvme-cli, fio, python3 +

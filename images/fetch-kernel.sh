@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fetches Debian's 6.12 cloud kernel (bookworm-backports) and its matching headers with
 # apt, unpacks them under the cache, and puts the kernel at build/images/vmlinuz.
 # Environment: CSD_CACHE (default ~/.cache/nvme-csd), CSD_KERNEL_SERIES (default 6.12).

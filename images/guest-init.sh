@@ -1,4 +1,5 @@
 #!/busybox/sh
+# SPDX-License-Identifier: MIT
 # /init of the nvme-csd guest: mounts the read-only /usr image, then runs /csd/main from
 # the per-run archive (tests or one command) or, without one, an interactive shell.
 export PATH=/csd/bin:/usr/sbin:/usr/bin:/busybox

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Puts the project's guest-side binaries (csdctl, libcsd, the library tests) into
 # build/guest/{bin,lib}; tests/vm/csdvm.py ships that folder to /csd at every boot.
 # Libraries the /usr image already has are not copied (build/images/usr.list).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds csd.ko against the guest kernel's headers (images/fetch-kernel.sh) into
 # build/kmod/csd.ko, from a copy of kmod/ with nvme-core's private nvme.h and the command
 # set's spec/csd_spec.h beside it. A failed build fails loudly (no stale csd.ko is used).

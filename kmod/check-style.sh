@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The kernel's checkpatch.pl (from Debian's linux-source of the guest kernel) over csd.ko's
 # sources, and a check that a broken source fails the build loudly. Prints
 # 'kmod-style: N passed, N failed'.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * csd.h - what the parts of csd.ko share: the device and file state, command submission
  * and SLM address translation (csd_main.c), peer-to-peer delivery (csd_p2p.c).

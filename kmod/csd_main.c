@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * csd.ko - shared, isolated access to nvme-csd computational-storage drives.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into a window of one
  * BAR of the PCI device the administrator named, with PRPs built here and no host memory

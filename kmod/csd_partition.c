@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * csd_partition.c - each tenant's share of the namespace. The administrator maps users
  * and groups to LBA ranges with the `partitions` parameter (at load time or later through

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * csd_programs.c - downloadable programs through csd.ko: Program Load and Unload on
  * behalf of an open file, which then owns the slot. Only the owner may run or unload it,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The Python suite on the host against the in-process device, in the project's virtual
 # environment build/venv (python/install.sh makes it: numpy, pytest and torch from pip).
 # Prints 'python: N passed, N failed, N skipped' (skips with their reasons above it).

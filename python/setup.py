@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Builds nvme_csd._core: the pybind11 bindings compiled together with libcsd and the
 device core from this repository (no prebuilt library needed). The ioctl and io_uring
 transports are included where libnvme and liburing are found; elsewhere (the GPU machine)

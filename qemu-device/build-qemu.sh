@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fetches QEMU 10.0 source with apt, applies nvme-csd's overlay and patch series, and
 # builds build/qemu/qemu-system-x86_64 (plus the nvme qtests), cached on a hash of inputs.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // crc32c.cc - CRC-32C over ISA-L where the build found it (CSD_HAVE_ISAL), else a
 // portable slicing-by-8 version (hosts without ISA-L; tested against the same vectors).
 #include "csd_crc32c.h"

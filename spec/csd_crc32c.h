@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd_crc32c.h - CRC-32C (Castagnoli, reflected, init and final xor FFFFFFFFh; check
  * value of "123456789" is E3069283h), as the checksum program (08h) computes it and as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd_spec.h - the CSD command set's wire format, version 1.1 (docs/command-set.md):
  * opcodes, layouts, status values and their names, and the execute descriptor codec.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nvme_cs.h - the standard NVMe computational storage command sets as the project reads
  * them (spec/nvme-cs.md; field by field with its source in docs/nvme-cs.md):

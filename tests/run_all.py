@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs every nvme-csd test suite in turn, streaming output, and prints the total as
 'N passed, N failed, N skipped'. Usage: tests/run_all.py [SUITE ...] (default: all).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks of tests/run_all.py itself: a suite is credited only with its own closing line,
 a crashed runner fails, skips are reported. Prints 'runner: N passed, N failed'."""
 import contextlib

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gather_kernel.cu - scattered records into GPU memory, driven entirely from a kernel: each
 // warp owns a queue pair, each lane reads one record per batch into its arena slot (an NVMe
 // Read it builds and submits itself), then the warp copies the batch from the arena (mapped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gather_kernel.hpp - the GPU-initiated gather of bench/gpu/gpu_gather.cc (kernel in
 // gather_kernel.cu): records scattered over the namespace read into GPU memory, every NVMe
 // command built, submitted and completed by the kernel through csd::gpu::GpuQueues.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu_bench: bandwidth into GPU memory from the in-process device, 4 KiB .. 1 GiB,
 // side by side in one run:
 //   naive     SLM Read into pageable memory, then cudaMemcpy (what `.cuda()` does)

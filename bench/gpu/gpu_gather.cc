@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu_gather: scattered 4 KiB records into GPU memory, (1) driven entirely from a CUDA kernel
 // through csd::gpu::GpuQueues (the kernel builds each NVMe Read, rings the doorbell, polls
 // the completion; host threads serve the queues onto the in-process device), against (2) the

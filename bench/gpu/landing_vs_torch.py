@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Bytes into GPU memory: what a user writes without this project against the drive's own
 paths, side by side in one run, per size (issue 15, docs/perf.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GPU idle time per training step, with and without prefetching the batches from the drive
 (nvme_csd.data.Prefetcher against loading each batch when the step needs it), in one run.
 A small MLP trains on 64 MiB float32 batches stored as objects on the in-process device; GPU

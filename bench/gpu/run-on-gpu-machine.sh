@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The host-only build on a machine with an NVIDIA GPU (no QEMU, libnvme or liburing
 # needed: the in-process device), then the GPU tests (also under compute-sanitizer), the
 # bandwidth benchmark and the Python GPU tests, the GPU-initiated gather, the prefetching

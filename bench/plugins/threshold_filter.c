@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * threshold_filter - a plug-in (id 0041h) with the benchmark's predicate, so that
  * bench/bpf_bench.cc compares built-in, eBPF (JIT, interpreted) and native plug-in code

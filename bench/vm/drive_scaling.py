@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The same filter and whole-tensor reduce over the same data on 1, 2 and 4 drives of one
 guest (nvme_csd.open_many, data striped by rows), against reading it all to the host and
 using numpy; median seconds of 3 runs, bytes over the bus counted by the library. Run by

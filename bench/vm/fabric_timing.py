@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One drive three ways, in one guest and one run: local (PCIe in the guest), over NVMe/TCP on
 the guest's loopback, and another guest's drive over NVMe/TCP on a virtio-net link. The
 filter and reduce of bench/vm/drive_scaling.py, in the drive and by get + numpy: median

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest-side benchmark (run by bench/run-vm-bench.sh): an SLM Load of 256 MiB from the
 namespace (4 KiB LBAs, one command), and gemm 1024^3 through the passthrough Execute."""
 import struct

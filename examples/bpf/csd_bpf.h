@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd_bpf.h - what a downloadable eBPF program for nvme-csd may use (command set §8).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Reduce: how many records have their signed 32-bit key (at byte 0) in the bucket
  * [params[0], params[1]); run once per bucket, or sum the keys with params[2] = 1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Filter over text records (a NUL-padded string at byte 0, 8 bytes or more): keep those
  * that start with a prefix of params[1] bytes (1..8) given in params[0], first byte in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Map: one u64 per record, the 32-bit field at byte 4 times params[0] plus the record's index. */
 #include "csd_bpf.h"
 

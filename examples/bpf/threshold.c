@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Filter: keep records whose signed 32-bit key (at byte 0) is greater than params[0]. */
 #include "csd_bpf.h"
 

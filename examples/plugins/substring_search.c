@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * substring_search - an operator plug-in (command set §9) for nvme-csd: finds the
  * fixed-size text records that contain a byte pattern anywhere, and writes their u32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu.cc - the pinned-buffer pipeline, registered-SLM copies and cuFile reads.
 #include "gpu.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu.hpp - land data from the drive in GPU memory: SLM ranges, namespace LBAs and named
 // objects, through a pinned-buffer pipeline (the path any drive can take), straight from
 // registered SLM when the device lives in this process, or with cuFile (GPUDirect

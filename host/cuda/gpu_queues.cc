@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu_queues.cc - mapped pinned memory for GPU-initiated NVMe queues, served by host threads.
 #include "gpu_queues.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu_queues.cuh - the kernel side of csd::gpu::GpuQueues: a warp owns one queue pair and
 // each of its lanes one slot of a batch; the lanes write their NVMe entries into the SQ in
 // mapped host memory, one lane rings the tail doorbell, every lane polls the completion

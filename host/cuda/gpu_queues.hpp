@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gpu_queues.hpp - GPU-initiated NVMe commands (BaM-style): queue pairs and a data arena in
 // pinned host memory mapped into the GPU, filled and rung by CUDA kernels
 // (gpu_queues.cuh), served by host threads onto a Device (csd::QueueProcessor): the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme-csd demo (runs in the guest): a dataset stored on the drive, the same questions
 answered inside the drive and the classic way, compared for time and bus traffic.
 

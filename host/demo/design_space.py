@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme-csd design-space table: is offload worth it on the drive being designed?
 
 The demo's questions (filter, per-row reduce, gemm) asked of one dataset under each timing

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make demo: boots the guest with a 1 GiB CSD namespace and 512 MiB of SLM and runs
 # host/demo/demo.py in it (the dataset is made in the guest; nothing else is needed),
 # then the design-space table (host/demo/design_space.py): the same questions under each

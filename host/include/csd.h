@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd.h - the C API of libcsd. Every call returns 0 on success or a negative errno
  * (-EIO when the drive answered with an NVMe status); csd_last_error() then names the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // c_api.cc - the C API over the C++ library: exceptions become negative errno values
 // plus a per-thread message and NVMe status.
 #include "csd.h"

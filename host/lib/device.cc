@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // device.cc - csd::Device: detection (and the front end), log pages, chunked data
 // movement, Execute, over the vendor commands or the standard ones (nvme_cs_commands).
 #include "csd/device.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // drive_set.cc - csd::DriveSet: placement over several drives, fan-out, combination.
 #include "csd/drive_set.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // error.cc - csd::Error and status names.
 #include "csd/error.hpp"
 

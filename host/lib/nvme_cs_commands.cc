@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_cs_commands.cc - builders of the standard computational storage commands.
 #include "nvme_cs_commands.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_cs_commands.hpp - the standard computational storage commands (spec/nvme_cs.h) as
 // libcsd sends them: builders of csd::Command, so that csd::Device speaks either front
 // end with the same data movement (internal to libcsd).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_dev.cc - the Linux NVMe device node shared by the ioctl and io_uring backends.
 #include "nvme_dev.hpp"
 

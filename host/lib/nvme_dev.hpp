@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_dev.hpp - what the ioctl and io_uring backends share: opening /dev/ngXnY or
 // /dev/nvmeXnY, the namespace's facts, the kernel's transfer limit, ioctl passthrough.
 #pragma once

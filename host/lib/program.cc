@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // program.cc - csd::Program: Program Load / Unload and Executes of a downloaded program.
 #include "csd/program.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // programs.cc - typed calls: parameter structs in, Execute, results out.
 #include "csd/programs.hpp"
 

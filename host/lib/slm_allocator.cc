@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // slm_allocator.cc - first-fit SLM allocator with coalescing free list.
 #include <cerrno>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // store.cc - the object store on the namespace (docs/store.md).
 //
 // Layout, in store blocks of max(4 KiB, LBA size):

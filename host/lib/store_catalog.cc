@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // store_catalog.cc - encoding and bounds-checked decoding of the store's catalog and
 // journal (store_catalog.hpp).
 #include "store_catalog.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // store_catalog.hpp - the object store's catalog and journal encodings (docs/store.md):
 // what a store holds (objects, reservations), written as a full catalog or as journal
 // entries in the superblock; decoding checks every length, so any bytes give false,

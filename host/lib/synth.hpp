@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // synth.hpp - what the in-process and csd.ko transports share: sizes in their open
 // strings ("64M") and the Identify pages they answer themselves.
 #pragma once

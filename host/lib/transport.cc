@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport.cc - picks a backend for a path; the default asynchronous submit.
 #include <cerrno>
 #include <condition_variable>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport_inproc.cc - the in-process device: the same device core that QEMU embeds,
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no

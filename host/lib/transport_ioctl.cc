@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport_ioctl.cc - synchronous NVMe passthrough through ioctl (libnvme).
 #include "nvme_dev.hpp"
 #include "transports.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport_kmod.cc - the kernel module's /dev/csd<N>: shared, isolated, no root needed.
 // At open it takes one SLM allocation of the module (?slm=16M by default) and presents it
 // to the library as the device's SLM, so every layer above works unchanged: SLM offsets

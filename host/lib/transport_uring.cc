@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport_uring.cc - asynchronous NVMe passthrough over io_uring on /dev/ngXnY:
 // IORING_SETUP_SQE128 | CQE32, NVME_URING_CMD_IO with a struct nvme_uring_cmd in the
 // SQE; cqe->res is 0, a positive NVMe status or -errno; big_cqe[0] is the 64-bit result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports.hpp - constructors of the backends (internal to libcsd).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // csdctl - the nvme-csd command line: device facts, the object store, programs, bench.
 // Arguments are parsed by CLI11 and JSON is written by nlohmann::json (Debian packages);
 // parameter names (filter ops, field types, reduce ops, checksum algos) come from the

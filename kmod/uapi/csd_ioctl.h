@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/* SPDX-License-Identifier: (GPL-2.0-or-later WITH Linux-syscall-note) OR MIT */
 /*
  * csd_ioctl.h - the interface of csd.ko (/dev/csd<N>), shared by the module and libcsd.
  *

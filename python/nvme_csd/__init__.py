@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme_csd: drive a computational-storage NVMe device from Python.
 
     import nvme_csd

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Arrays in and out: numpy views of what users pass (numpy, torch CPU tensors, DLPack,
 buffers) and SlmArray, an array that lives in SLM."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch integration: matrix products that run in the drive, with autograd.
 
     layer = nvme_csd.autograd.CsdLinear(dev, 1024, 256)

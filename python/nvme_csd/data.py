@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Stored objects as a PyTorch data source (needs torch): StoreDataset, a map-style
 torch.utils.data.Dataset over named objects, and Prefetcher, an iterator that lands the
 next `depth` objects in GPU memory on a side CUDA stream (libcsd's pinned pipeline) while

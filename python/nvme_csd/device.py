@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Device: capabilities, statistics, SLM buffers and the ten programs, callable with
 numpy arrays, torch CPU tensors, anything with __dlpack__ or the buffer protocol, or SLM
 buffers (which stay in the drive)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Several drives used as one (csd::DriveSet, docs/drive-set.md): objects placed by name
 (a whole object on drive fnv1a64(name) % N), tensors striped by rows over every drive or
 replicated on each, and filter / reduce / gemm fanned out to the drives that hold the

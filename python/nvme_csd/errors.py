@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions: every failure of the device or the library is a CsdError; NVMe statuses
 get a subclass each, carrying the status code and its name. The standard front end's
 statuses (front_end="nvme-cs") get theirs too, under the vendor class of the same meaning

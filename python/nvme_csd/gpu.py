@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Land data from the drive in GPU memory as torch CUDA tensors: SLM arrays and stored
 objects go through libcsd's pinned-buffer pipeline (or registered SLM, or cuFile) straight
 into a tensor's memory, with no extra copy; `last_report` says which path ran, how many bytes and how long."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Programs of your own in the drive (command set §8): an eBPF object compiled by clang,
 loaded into a slot, run once per record over fixed-size records (a structured numpy
 array, or its SLM copy) as filter, map or reduce."""

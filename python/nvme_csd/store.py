@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The object store as a mapping: dev.store["w"] = array; dev.store["w"] -> array."""
 
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The command set's ids, parameter codes and status codes, taken from the bindings (which
 take them from spec/csd_spec.h): Python keeps no copy of these numbers. The parameter
 layouts of device-defined programs are still packed in device.py (struct), a second copy

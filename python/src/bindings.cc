@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bindings.cc - nvme_csd._core: libcsd for Python (pybind11). Thin: the Pythonic layer
 // (numpy/torch/DLPack, program wrappers, the store mapping) is nvme_csd/*.py. Every call
 // that talks to the device releases the GIL, so threads overlap device work.

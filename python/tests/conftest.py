@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device under test: $CSD_TEST_DEVICE (e.g. /dev/ng0n1 in the guest, with
 $CSD_TEST_URING=1 for io_uring), else a fresh in-process device per test; every test that
 takes `dev` runs once per front end (the vendor commands and the standard NVMe computational

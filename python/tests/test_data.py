@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme_csd.data: the store as a torch data source (StoreDataset, Prefetcher)."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make demo's design-space table (host/demo/design_space.py) runs, and its in-drive and
 classic answers agree, under a timing-model preset."""
 import os

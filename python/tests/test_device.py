@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme_csd against a device: programs checked with numpy, errors, the store mapping."""
 import math
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nvme_csd.open_many: several in-process drives as one, each fan-out checked against
 numpy (or $CSD_TEST_DRIVES, comma-separated drive paths, e.g. in the guest)."""
 import os

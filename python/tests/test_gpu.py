@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Landing in GPU memory: skipped without a CUDA device or without the GPU part."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Programs of your own: eBPF objects from examples/bpf (built by clang at build time;
 $CSD_BPF_DIR in the guest) loaded with dev.load_program and run over structured arrays,
 checked against numpy."""

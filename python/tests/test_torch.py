@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch integration: DLPack/torch inputs, autograd through the drive, CsdLinear."""
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the qtests against build/qemu/qemu-system-x86_64: QEMU's own nvme qos-tests with
 # csd off and again with csd on (-global nvme.csd=on through a wrapper named like the
 # binary, since libqtest reads the target from the name), the csd qtests, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: the object store's catalog decoder and journal (store_catalog.hpp).
 // Arbitrary bytes must decode to a clear false or to contents that encode and decode
 // back to themselves; any crash, sanitizer report or disagreement is a finding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: descriptor parsing and program execution over SLM. The input is
 // split into a descriptor (first 2 bytes: its length) and bytes that seed SLM, so the
 // fuzzer reaches every program with data it controls. Any crash, sanitizer report,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: the standard front end's decoders in the core (nvme_cs.cc) — memory
 // range sets, program activation, Execute Program's translation, Memory Read/Write/Fill,
 // Load Program, Memory Copy and NVM Copy from memory, the log pages —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: arbitrary bytes as downloadable program images (spec §8), through
 // Program Load exactly as an embedding sends it, and arbitrary records through every
 // accepted image in all three Execute modes. Input: u16 record size, u16 image length,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;

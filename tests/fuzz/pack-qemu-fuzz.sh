@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Packs QEMU's fuzzer (debug info stripped, symbols kept), the shared libraries it needs
 # beyond glibc and libstdc++, its firmware and the grown corpus into
 # build/qemu-fuzz-carry.tar.xz, for a machine with more cores that has no QEMU build (see

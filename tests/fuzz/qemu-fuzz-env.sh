@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The generic-fuzz setup (sourced; FIRMWARE: QEMU's firmware folder): one controller with
 # csd=on, a small namespace and a small SLM so that the fuzzer's DMA reaches both; nvme* and
 # pci objects are the fuzzed regions. A timing model with microsecond latencies holds every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets over the device core with clang (ASan + UBSan) and runs
 # each for SECONDS (default 60) from its seed corpus: fuzz_execute (descriptors and
 # programs over SLM), fuzz_program (downloadable program images and their runs),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs QEMU's generic-fuzz from build/qemu-fuzz-carry.tar.xz (pack-qemu-fuzz.sh) on JOBS
 # workers for SECONDS, with the setup of run-qemu-fuzz.sh (qemu-fuzz-env.sh), on a machine
 # without a QEMU build. Prints the executions done; findings and the inputs the run added

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fuzzes the nvme device with csd=on as QEMU sees it: QEMU's own generic-fuzz target
 # (libFuzzer, clang, ASan + UBSan) drives MMIO, PCI config and DMA into the controller,
 # whose device core is built with the same instrumentation. Runs for SECONDS (default 60)

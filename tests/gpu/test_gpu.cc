@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU landing tests: byte equality of SLM, LBA and object transfers into GPU memory over
 // every path. Skips (not fails) where there is no CUDA device, as in CI.
 #include <gtest/gtest.h>

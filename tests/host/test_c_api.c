@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The C API of libcsd, from C: open, SLM, Execute, errors in words, the store.
  * Device: argv[1] or a fresh in-process device. Prints 'c-api: N passed, N failed'. */
 #include <errno.h>

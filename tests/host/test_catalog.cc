@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The object store's catalog and journal codec (host/lib/store_catalog.hpp), checked as
 // properties over random contents against a plain std::map model: what is encoded decodes
 // to the same; a journal applies like the model's operations; no truncation or damaged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // csd::DriveSet on in-process devices (or $CSD_TEST_DRIVES, comma-separated, e.g. the
 // guest's /dev/ng0n1,/dev/ng1n1,/dev/ng2n1): placement, striped objects, and every fan-out
 // checked against the same work on one drive or a host reference computation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libcsd integration tests. The device comes from $CSD_TEST_DEVICE (default: a fresh
 // in-process device over a temporary file, with both front ends); $CSD_TEST_URING=1 selects
 // io_uring, $CSD_FRONT_END=nvme-cs the standard command sets (libcsd reads it). The same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // csd::QueueProcessor on the in-process device: this test plays the submitting agent (the
 // part a GPU kernel plays for csd::gpu::GpuQueues), writing NVMe entries into queue memory,
 // ringing the SQ tail doorbell and reading completions by their phase tag.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * kmod_check - exercises csd.ko's ioctls from user space for the guest tests.
  *   kmod_check hold PATH FILE      allocate 1 MiB, write a secret, put the handle in FILE,

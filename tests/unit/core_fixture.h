@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // core_fixture.h - a device core with helpers to place data in SLM and run Executes
 // through the C ABI exactly as the QEMU glue does (prepare, then run).
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the host-side test programs: device-core GoogleTest suites, libcsd's integration
 # suite against the in-process device, and the C API test. Prints 'unit: N passed, N failed'.
 set -uo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Downloadable eBPF programs (spec §8) in the device core: Program Load / Unload, the
 // three Execute modes against results computed here, every rejection path, the program
 // table and the statistics. Images are the examples/bpf programs and tests/unit/bpf ones,

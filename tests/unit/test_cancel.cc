@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every program honours cancellation (spec §7, reset must never wait long): a large,
 // valid Execute whose cancel flag is already set stops with Command Abort Requested
 // instead of running to its end, and so does one whose flag is set while it runs, whatever

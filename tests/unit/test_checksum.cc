@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // checksum: CRC-32C against a bitwise reference written here and its check value;
 // XXH64 against published vectors. Also run against the portable implementations.
 #include "core_fixture.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Command decoding in the device core (spec §3): what each opcode's dwords mean, every
 // validation error, and the statistics that decode and complete keep.
 #include "core_fixture.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // convert: half / bfloat16 rounding (nearest even) against references built from the bit
 // layouts here, and int8 / uint8 quantisation.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // decompress: frames made here with libzstd / liblz4's compressors; corrupt, truncated
 // and oversized cases.
 #include <lz4frame.h>

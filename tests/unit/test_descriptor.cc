@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Descriptor validation, SLM bounds, log pages and statistics of the device core.
 #include "core_fixture.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // filter: every field type and comparison against a loop written here; overflow reporting.
 #include <cmath>
 

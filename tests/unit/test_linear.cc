@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gemm and conv2d against naive double-precision reference loops.
 #include <cmath>
 

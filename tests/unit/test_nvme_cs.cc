@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The standard front end in the core (nvme_cs.cc, spec/nvme_cs.h): memory range sets,
 // program activation and Execute Program, whose results are checked against the bytes the
 // test put in SLM (copy) and against the vendor Execute of the same call.

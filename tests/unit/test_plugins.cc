@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Operator plug-ins (spec §9) in the device core: the example plug-in end to end against
 // a search done here, and every reason a plug-in directory is refused.
 #include <sys/stat.h>

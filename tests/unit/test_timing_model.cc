@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The timing model (csd_core.h: csd_model_*, timing_model.cc) against completion times
 // worked out by hand from its definition in docs/timing-model.md: stages in the order the
 // bytes flow, latency overlapping other commands' transfers, transfers and compute units

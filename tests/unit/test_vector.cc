@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // elementwise, softmax and reduce against reference loops computed here.
 #include <cmath>
 #include <limits>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Crash consistency of the object store, as a power cut would test it. The guest puts,
 overwrites and removes objects back to back while QEMU logs every write and Flush the
 drive receives (QEMU's blklogwrites); QEMU is SIGKILLed at a random time, and a power cut

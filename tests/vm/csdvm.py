@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Boots the nvme-csd guest on the project's QEMU and runs tests or commands in it.
 
   csdvm.py test [--filter RE] [TEST.sh ...]  run guest tests (tests/vm/guest/*.sh), grouped

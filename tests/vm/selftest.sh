@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks the VM harness itself: hung tests and a frozen guest fail the run within bounded
 # time and leave no QEMU behind. Prints 'N passed, N failed'.
 set -uo pipefail

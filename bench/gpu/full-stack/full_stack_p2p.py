@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The whole stack on the GPU machine: the project's QEMU (TCG) boots the guest kernel with a
 CSD drive and an ivshmem-plain peer whose BAR 2 is backed by a host file; this process maps
 that file and registers the mapping with CUDA (cudaHostRegister) before the guest starts.

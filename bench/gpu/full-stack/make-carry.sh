@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Packs what the full-stack peer-to-peer run needs on the GPU machine (which has no QEMU and
 # cannot install packages) into build/gpu-stack.tar.xz, small enough to travel with the
 # checkout: the project's QEMU (stripped) with the shared libraries it needs beyond glibc

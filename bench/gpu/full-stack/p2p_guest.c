@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * p2p_guest - the guest half of bench/gpu/full-stack: puts LEN bytes of a known pattern into
  * SLM through csd.ko, then moves them out ROUNDS times two ways and times each:

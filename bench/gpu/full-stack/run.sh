@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # On the GPU machine: unpacks build/gpu-stack.tar.xz (made here by make-carry.sh and carried
 # with the checkout) and runs full_stack_p2p.py: QEMU under TCG, csd.ko's peer-to-peer SLM Read
 # into an ivshmem BAR whose host file this machine's process registered with CUDA, bytes

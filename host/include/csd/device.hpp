@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // device.hpp - a computational-storage NVMe device: detection, capabilities,
 // statistics, SLM data movement, namespace I/O and Execute, over any Transport.
 #pragma once

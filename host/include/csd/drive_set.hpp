@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // drive_set.hpp - several drives used as one: an object store spread over them by a
 // documented placement rule, and programs fanned out to the drives that hold the data,
 // their results combined on the host. docs/drive-set.md.

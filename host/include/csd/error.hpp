@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // error.hpp - libcsd's exception: an NVMe status (named in words) or an OS error.
 #pragma once
 

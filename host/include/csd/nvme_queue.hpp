@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_queue.hpp - NVMe submission and completion queue entries and the memory layout of
 // queue pairs that another agent (a GPU kernel, csd::gpu::GpuQueues) fills and rings, served
 // onto a drive by csd::QueueProcessor. Plain structs, usable from C++ and CUDA alike.

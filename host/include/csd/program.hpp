@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // program.hpp - a program of the user's own in the drive (command set §8): an eBPF image
 // loaded into a slot, run over fixed-size records in SLM as filter, map or reduce.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // programs.hpp - typed calls for the ten device-defined programs on SLM ranges, blocking
 // and asynchronous, plus helpers that chain host data -> SLM -> Execute -> host.
 #pragma once

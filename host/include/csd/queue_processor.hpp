@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // queue_processor.hpp - serves NVMe queue pairs that live in shared memory (filled and rung
 // by another agent, such as a GPU kernel) onto a Device: host threads poll each SQ tail
 // doorbell, run every new entry through the Device's transport (the in-process device or a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // slm.hpp - the host-managed SLM allocator and RAII buffers. SLM belongs to the drive;
 // this allocator hands out ranges of it within one process (csd.ko arbitrates between
 // processes). First fit over a free list, coalescing on free, any power-of-two alignment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // store.hpp - named objects (typed tensors and raw blobs) kept on the namespace itself,
 // with a catalog that survives reboots and stays consistent if power is cut at any
 // point of an update: data is written copy-on-write into space reserved first, then a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transport.hpp - how libcsd reaches a drive: one NVMe command in, one completion out.
 // Backends (one file each in host/lib/): ioctl passthrough (libnvme), io_uring
 // passthrough, and the in-process device built on the device core.

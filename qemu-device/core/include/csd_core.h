@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd_core.h - C ABI of the nvme-csd device core. The core owns the command set: it
  * decodes and validates every CSD command, keeps the statistics, owns SLM, parses execute

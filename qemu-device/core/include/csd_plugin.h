@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * csd_plugin.h - the interface of nvme-csd operator plug-ins (command set §9), version 1.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bpf_program.cc - eBPF programs on DPDK's librte_bpf: its ELF loader resolves the two
 // helpers by name, its verifier bounds every memory access by the record size and
 // refuses loops, and its x86-64 JIT compiles the result. No EAL is needed.

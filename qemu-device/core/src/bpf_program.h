@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // bpf_program.h - a downloadable eBPF program (spec §8): an ELF image checked by DPDK's
 // verifier (no loops, no access outside the record, known helpers only), JIT-compiled,
 // and called once per record by a loop the device drives.

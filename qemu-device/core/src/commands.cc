@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // commands.cc - decoding, validation and statistics of the CSD I/O commands (spec §3):
 // every embedding hands the command dwords here and only moves the bytes it is told to.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // core.cc - the device core object: creation, SLM and its bounds.
 #include <sys/mman.h>
 

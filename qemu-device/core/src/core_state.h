@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // core_state.h - the device core object (private to the core): SLM and statistics.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // execute.cc - Execute: a transferred descriptor becomes a job (spec §4), a job runs.
 #include <chrono>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // log_pages.cc - log pages C0h (capabilities) and C1h (statistics), spec §5.
 #include <algorithm>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_cs.cc - the standard NVMe computational storage commands in the core (spec/nvme_cs.h,
 // docs/nvme-cs.md): memory range sets, program activation, and Execute Program translated
 // into the vendor execute descriptor, so that both front ends run one program table on one

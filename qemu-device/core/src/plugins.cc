@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // plugins.cc - loading operator plug-ins with dlopen and checking what they declare.
 #include "plugins.h"
 

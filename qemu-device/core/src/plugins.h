@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // plugins.h - operator plug-ins (spec §9): shared objects loaded at start-up, each adding
 // one program (0040h..00FFh) through the public interface of csd_plugin.h.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // program.h - what a device-defined program sees: SLM spans, its parameters, and helpers
 // for overflow-safe sizes and element views over byte ranges of any alignment.
 #pragma once

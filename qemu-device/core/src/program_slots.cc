@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // program_slots.cc - Program Load and Unload on the downloadable slots (spec §8).
 #include "program_slots.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // program_slots.h - the downloadable program slots 0100h..01FFh (spec §8): chunked
 // upload, verification when the last byte arrives, Execute reference counts, unload, and
 // the standard front end's activation of the program a slot holds (one state for both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // program_table.cc - the device-defined programs (spec §6) by id.
 #include "program.h"
 

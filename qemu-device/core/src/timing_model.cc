@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // timing_model.cc - the resource model of the drive being designed (timing_model.h) and
 // its named parameters and presets (csd_core.h: csd_model_*).
 #include "timing_model.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // timing_model.h - the drive being designed, in time (docs/timing-model.md): PCIe link
 // (each direction), media (NAND) read and write, device memory (SLM) and N compute units,
 // each a resource that commands occupy in turn, first come first served. Given what a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Accepted: a program near the device's 65536-instruction limit (straight-line code, no
  * loop), for the cancellation test: every record costs about 50,000 instructions. */
 #include "csd_bpf.h"

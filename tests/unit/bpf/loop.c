@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rejected: a loop (a backward jump). */
 #include "csd_bpf.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rejected: the entry function is not in section csd. */
 #include "csd_bpf.h"
 

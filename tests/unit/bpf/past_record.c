@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rejected for 16-byte records: reads byte 100. */
 #include "csd_bpf.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rejected: calls a helper the device does not offer. */
 #include "csd_bpf.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A plug-in for another interface version: realize must refuse it. */
 #include "csd_plugin.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A shared object without csd_plugin_entry: realize must refuse it. */
 int not_a_plugin(void);
 

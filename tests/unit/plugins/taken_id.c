@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A plug-in declaring id 05h (reduce's, outside the plug-in range): realize must refuse it. */
 #include "csd_plugin.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Controller resets and namespace rescans while Executes, SLM Loads and queued commands
 # (more than the compute units) are in flight: no crash, no hang, the device keeps working
 # and SLM survives the reset.

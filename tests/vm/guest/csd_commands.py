@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest test: CSD detection, SLM data movement, error statuses and statistics."""
 import os
 import struct

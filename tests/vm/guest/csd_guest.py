@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest-side helpers for the CSD tests: NVMe passthrough through the kernel's
 NVME_IOCTL_IO64_CMD on /dev/ng0n1 (64-bit result: Dwords 0 and 1), descriptors, and a
 tiny check runner that prints one line per check and exits non-zero on any failure."""

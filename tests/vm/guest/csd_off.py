@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest test: with csd=off none of the command set is visible."""
 from csd_guest import *
 

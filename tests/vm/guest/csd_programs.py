@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest test: the ten programs over passthrough, checked against numpy references."""
 import struct
 

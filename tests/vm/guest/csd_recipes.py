@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Runs the ```sh blocks of a Markdown file in one shell, in order, and compares each
 block's output with the ```text block right after it (when there is one)."""
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest test: resets with CSD commands in flight."""
 import struct
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Several drives as one: three CSD controllers, libcsd's DriveSet suite and the Python
 # open_many tests against their NVM namespaces (found as the ng nodes with block devices).
 # vm: csd=on slm=64M drives=3 alone timeout=300

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A drive of a DriveSet that goes away in the middle of the work: reductions of a tensor
 striped over the drives run in a loop while another thread hot-removes one drive's PCI
 function (sysfs 'remove'); every answer before the removal must be right and the first

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The drive over NVMe/TCP on the guest's loopback, served by Linux's own target: nvmet
 # passthrough of the CSD controller on 127.0.0.1:4420, connected back with nvme-cli; then
 # libcsd's suite, csdctl and the Python suite against the fabric namespace's /dev/ngXnY.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The drive of another guest over NVMe/TCP: the partner guest (partners/fabric-target.sh)
 # exports its CSD controller through nvmet passthrough on 10.99.0.1; this guest reaches it
 # over virtio-net whose wire is a QEMU stream netdev on the host's loopback (no slirp, tap or

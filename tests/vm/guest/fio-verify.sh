@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A real peer workload: fio writes and verifies (crc32c) through the block device with
 # io_uring, and through the generic char device with the io_uring_cmd engine.
 # vm: csd=on timeout=300

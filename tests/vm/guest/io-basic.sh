@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Stock NVMe I/O: the guest sees controller and namespace; block device and passthrough
 # agree byte for byte; flushed data reaches the backing file on the host.
 # vm: csd=off

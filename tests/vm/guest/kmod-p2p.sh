@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Peer-to-peer: csd.ko delivers an SLM Read into a peer PCI device's BAR (ivshmem-plain,
 # backed by a host file standing in for GPU memory) with PRPs it builds itself; the host
 # then finds the bytes in that file. No host (guest RAM) buffer is given to the command.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # csd.ko: attach, sysfs, access by group, isolation between two non-root users, cleanup
 # on exit and on kill -9, bad arguments, unload refused while open, libcsd's suite and the
 # C API through /dev/csd0 as a non-root user, each tenant's LBA partition (and its own

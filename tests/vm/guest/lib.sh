@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers for guest tests (sourced): fail, check, host_check, hexle.
 set -eu
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libcsd's integration suite in the guest over io_uring passthrough on the NVM namespace's
 # /dev/ngXnY, speaking the vendor commands and then the standard NVMe computational storage
 # command sets.

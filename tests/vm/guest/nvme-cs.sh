@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The standard front end (csd.nvme-cs=on) from a stock kernel with nvme-cli: the memory
 # (NSID 2, CSI 03h) and compute (NSID 3, CSI 04h) namespaces appear as generic char
 # devices; Memory Write/Read with io-passthru; a memory range set with admin-passthru;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The example operator plug-in (substring_search, 0040h) loaded with csd.plugin-dir:
 # listed in C0h with type 2 and run from the guest with nvme-cli, checked against grep.
 # vm: csd=on slm=64M plugins

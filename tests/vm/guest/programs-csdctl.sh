@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Programs of your own from the shell: csdctl program load, list, run (filter, map,
 # reduce over a stored object, results checked with numpy), unload, and clear errors for
 # a refused image and an empty slot.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The Python bindings' pytest suite in the guest (Debian's python3 and numpy) against the
 # emulated device over ioctl passthrough on both front ends (the vendor commands and the
 # standard NVMe computational storage command sets), over io_uring on the vendor one (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The timing model seen from inside the guest (csd.model.*): one workload bound by each
 # resource (media, link in and out, compute, QD1 latency), Executes queueing on the compute units,
 # and fio's sequential and 4 KiB random reads, each measured on the guest's clock and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest test: the timing model (csd.model.* in timing-model.sh's header) measured on the
 guest's own clock. Each workload is bounded by one resource; its modelled time is worked out
 here from the parameters (docs/timing-model.md) and the measurement must land within the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Host side of a guest test: the namespace's backing file holds bytes with the given
 # SHA-256 at OFFSET, LENGTH. Usage: backing-file.sh OFFSET LENGTH SHA256
 set -euo pipefail

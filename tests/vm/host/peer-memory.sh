@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Host side of the peer-to-peer test: the ivshmem peer's memory file (the BAR the drive
 # wrote into) holds, from byte OFFSET (default 0), LEN bytes of the pattern
 # (i * MUL + ADD) & 0xff (default MUL 31, ADD 7: the first tenant's).

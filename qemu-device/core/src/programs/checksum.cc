@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // checksum (08h): CRC-32C (ISA-L's crc32_iscsi) or XXH64 seed 0 (libxxhash) of a range;
 // DW0 = low 32 bits, DW1 = high 32 bits.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // XXH64 over libxxhash where the build found it (CSD_HAVE_XXHASH), else a portable
 // version (for hosts without it). CRC-32C lives with the wire format (spec/crc32c.cc).
 #include "checksum_impl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // checksum_impl.h - XXH64 from libxxhash, or the core's portable version where it is
 // missing. CRC-32C is spec/csd_crc32c.h (shared with the host library).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // conv2d (09h): NCHW f32 convolution with stride, padding and dilation, optional bias;
 // im2col over blocks of output positions, then OpenBLAS sgemm. DW0 = output bytes.
 #include <cblas.h>

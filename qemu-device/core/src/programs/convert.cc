@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // convert (07h): f32 <-> f16 / bf16 (round to nearest even), int8 / uint8 quantised
 // values <-> f32 with scale and zero point. DW0 = bytes written.
 #include <cmath>

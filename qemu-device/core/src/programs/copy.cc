@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // copy (01h): dst[0..len) = src; DW0 = src length.
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // decompress (0Ah): zstd frames (libzstd) or the LZ4 frame format (liblz4) from the exact
 // compressed bytes of the input range. DW0 = decompressed bytes. Corrupt or truncated
 // input: Program Fault; output too small: Output Overflow.

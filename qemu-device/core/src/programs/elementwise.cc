@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // elementwise (03h): binary x op y or unary op x over f32, in place allowed; DW0 = count*4.
 #include <algorithm>
 #include <cmath>

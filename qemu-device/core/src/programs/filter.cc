@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // filter (06h): selects fixed-size records whose field compares true against lo (and hi
 // for between); writes the records or their u32 indices. DW0 = bytes written, DW1 =
 // matching records. Output too small: Output Overflow, DW0 = bytes needed, DW1 = matches.

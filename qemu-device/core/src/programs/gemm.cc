@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gemm (02h): C = alpha * op(A) * op(B) + beta * C in f32 with OpenBLAS; DW0 = m*n*4.
 #include <cblas.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reduce (05h): one 8-byte result per row of a rows x cols matrix: sum, min, max, mean
 // (f64 for float input, i64 for integer input; integer sums wrap), argmax, argmin (u64,
 // first index of the extreme). min/max/argmin/argmax skip NaN unless a row is all NaN.

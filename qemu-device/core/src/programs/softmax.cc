@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // softmax (04h): numerically stable softmax of each row of a rows x cols f32 matrix,
 // in place allowed; DW0 = rows*cols*4.
 #include <cmath>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Partner guest of the two-guest fabric tests: exports its CSD controller (/dev/nvme0) through
 # Linux's nvmet passthrough on NVMe/TCP 10.99.0.1:4420, over virtio-net whose wire is a QEMU
 # stream netdev to the other guest, and serves until the harness ends it.
