@@ -923,7 +923,7 @@ TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
     ASSERT_GE(fd, 0);
     close(fd);
     unlink(path);
-    auto dev = Device::open(std::string("emu:") + path + "?size=64M&lba=65536&model=gen4x4-8core");
+    auto dev = Device::open(std::string("emu:") + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
     std::vector<uint8_t> buf(64 << 10);
     for (const uint8_t opcode : {uint8_t{0x02}, uint8_t{0x01}}) {
         Command c;
