@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// crc32c.cc - CRC-32C over ISA-L where the build found it (CSD_HAVE_ISAL), else a
-// portable slicing-by-8 version (hosts without ISA-L; tested against the same vectors).
+// crc32c.cc - CRC-32C over ISA-L where the build found it (CSD_HAVE_ISAL); else, on x86-64
+// processors with SSE4.2, the crc32 instruction on three interleaved streams; else a
+// portable slicing-by-8 version (CSD_CRC32C_NO_HW forces it; all tested against the same
+// vectors). And the combination of two CRCs, which needs no data.
 #include "csd_crc32c.h"
 
 #include <cstring>
@@ -8,6 +10,59 @@
 #ifdef CSD_HAVE_ISAL
 #include <isa-l/crc.h>
 #endif
+
+#if !defined(CSD_HAVE_ISAL) && !defined(CSD_CRC32C_NO_HW) && defined(__x86_64__) && defined(__GNUC__)
+#define CSD_CRC32C_HW 1
+#include <nmmintrin.h>
+#endif
+
+namespace {
+
+constexpr uint32_t kPoly = 0x82F63B78u;  // x^32 + ... (Castagnoli), bit-reflected
+
+// a * b modulo the polynomial, both bit-reflected (bit 31 is x^0), as zlib's crc32_combine.
+uint32_t multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ kPoly : b >> 1;
+    }
+    return p;
+}
+
+// x^(2^k) modulo the polynomial for k = 0 .. 66 (enough for lengths up to 2^64 bytes).
+struct PowersOfX {
+    uint32_t x2n[67];
+    PowersOfX()
+    {
+        uint32_t p = 1u << 30;  // x^1
+        x2n[0] = p;
+        for (int k = 1; k < 67; k++) x2n[k] = p = multmodp(p, p);
+    }
+};
+
+// x^(8 n) modulo the polynomial: what appending n zero bytes multiplies a CRC register by.
+uint32_t x8n(uint64_t n)
+{
+    static const PowersOfX pw;
+    uint32_t p = 1u << 31;  // x^0
+    for (unsigned k = 3; n; n >>= 1, k++) {
+        if (n & 1) p = multmodp(pw.x2n[k], p);
+    }
+    return p;
+}
+
+}  // namespace
+
+uint32_t csd_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+    return multmodp(x8n(len2), crc1) ^ crc2;
+}
 
 #ifdef CSD_HAVE_ISAL
 uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
@@ -24,6 +79,67 @@ uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
 }
 #else
 namespace {
+
+#ifdef CSD_CRC32C_HW
+// Appends a fixed number of zero bytes to a CRC register: one table lookup per byte.
+struct ZerosOperator {
+    uint32_t t[4][256];
+    explicit ZerosOperator(uint64_t bytes)
+    {
+        const uint32_t op = x8n(bytes);
+        for (int k = 0; k < 4; k++) {
+            for (uint32_t b = 0; b < 256; b++) t[k][b] = multmodp(op, b << (8 * k));
+        }
+    }
+    uint32_t operator()(uint32_t crc) const
+    {
+        return t[0][crc & 0xFF] ^ t[1][(crc >> 8) & 0xFF] ^ t[2][(crc >> 16) & 0xFF] ^ t[3][crc >> 24];
+    }
+};
+
+uint64_t load64(const uint8_t *p)
+{
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+}
+
+// The crc32 instruction has a latency of three cycles and a throughput of one: three
+// streams over adjacent blocks keep it busy, and their registers are then combined by
+// shifting each over the blocks after it (as in Mark Adler's crc32c.c).
+template <uint64_t kBlock>
+__attribute__((target("sse4.2"))) const uint8_t *crc32c_hw_blocks(uint64_t *crc, const uint8_t *p, uint64_t *len)
+{
+    static const ZerosOperator shift(kBlock);
+    uint64_t c0 = *crc;
+    while (*len >= 3 * kBlock) {
+        uint64_t c1 = 0, c2 = 0;
+        for (const uint8_t *end = p + kBlock; p < end; p += 8) {
+            c0 = _mm_crc32_u64(c0, load64(p));
+            c1 = _mm_crc32_u64(c1, load64(p + kBlock));
+            c2 = _mm_crc32_u64(c2, load64(p + 2 * kBlock));
+        }
+        c0 = shift(static_cast<uint32_t>(c0)) ^ c1;
+        c0 = shift(static_cast<uint32_t>(c0)) ^ c2;
+        p += 2 * kBlock;
+        *len -= 3 * kBlock;
+    }
+    *crc = c0;
+    return p;
+}
+
+__attribute__((target("sse4.2"))) uint32_t crc32c_hw(uint32_t prev, const uint8_t *p, uint64_t len)
+{
+    uint64_t crc = prev ^ 0xFFFFFFFFu;
+    for (; len && (reinterpret_cast<uintptr_t>(p) & 7); len--) crc = _mm_crc32_u8(static_cast<uint32_t>(crc), *p++);
+    p = crc32c_hw_blocks<8192>(&crc, p, &len);
+    p = crc32c_hw_blocks<256>(&crc, p, &len);
+    for (; len >= 8; len -= 8, p += 8) crc = _mm_crc32_u64(crc, load64(p));
+    for (; len; len--) crc = _mm_crc32_u8(static_cast<uint32_t>(crc), *p++);
+    return static_cast<uint32_t>(crc) ^ 0xFFFFFFFFu;
+}
+#endif
+
 struct Crc32cTable {
     uint32_t t[8][256];
     Crc32cTable()
@@ -47,6 +163,10 @@ struct Crc32cTable {
 uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
 {
     auto *data = static_cast<const uint8_t *>(bytes);
+#ifdef CSD_CRC32C_HW
+    static const bool hw = __builtin_cpu_supports("sse4.2");
+    if (hw) return crc32c_hw(prev, data, len);
+#endif
     static const Crc32cTable tab;
     uint32_t crc = prev ^ 0xFFFFFFFFu;
     while (len >= 8) {  // slicing by 8
@@ -65,6 +185,5 @@ uint32_t csd_crc32c_extend(uint32_t prev, const void *bytes, uint64_t len)
     return crc ^ 0xFFFFFFFFu;
 }
 #endif
-
 
 uint32_t csd_crc32c(const void *data, uint64_t len) { return csd_crc32c_extend(0, data, len); }
