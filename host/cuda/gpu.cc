@@ -120,14 +120,19 @@ Landing::~Landing()
     }
 }
 
-// Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice.
-void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill)
+// Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice and
+// handing it to `filled` (its offset and length) as soon as it is full.
+void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
+                            const std::function<void(uint64_t off, uint64_t len)> &filled)
 {
     const uint64_t slice = std::max<uint64_t>((n / readers_ + 4095) & ~4095ull, 4096);
     std::vector<std::function<void()>> tasks;
     for (uint64_t off = 0; off < n; off += slice) {
         const uint64_t len = std::min(slice, n - off);
-        tasks.push_back([&fill, pos, off, len, dst] { fill(pos + off, len, dst + off); });
+        tasks.push_back([&fill, &filled, pos, off, len, dst] {
+            fill(pos + off, len, dst + off);
+            filled(off, len);
+        });
     }
     if (tasks.size() == 1) {
         tasks[0]();
@@ -136,8 +141,14 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
     }
 }
 
-// The pipeline: buffer i is refilled only after the GPU copy that last used it finished
-// (its event), so the drive-side fill of one chunk overlaps the copies of the others.
+// Chunks from this size on go to the GPU slice by slice (smaller ones in one copy: per-slice
+// copies of a few KiB cost more than they overlap; measured on the GPU machine, perf.md).
+constexpr uint64_t kCopyBySlice = 1 << 20;
+
+// The pipeline: buffer i is refilled only after the GPU copies that last used it finished
+// (its event), so the drive-side fill of one chunk overlaps the copies of the others; and
+// each slice of a chunk goes to the GPU as soon as its fill thread is done with it, while
+// the other slices are still being filled.
 CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream)
 {
     std::lock_guard<std::mutex> g(run_mu_);
@@ -147,8 +158,17 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         Buffer &b = buffers_[i % buffers_.size()];
         check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
         const uint64_t n = std::min(chunk_, len - pos);
-        fill_parallel(pos, n, b.host, fill);
-        check(cudaMemcpyAsync(dst + pos, b.host, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
+            check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        };
+        const bool by_slice = n >= kCopyBySlice;
+        try {
+            fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
+        } catch (...) {
+            cudaEventRecord(b.done, stream);  // behind the slices already on their way: the buffer's next use waits
+            throw;
+        }
+        if (!by_slice) copy(0, n);
         check(cudaEventRecord(b.done, stream), "cudaEventRecord");
     }
     for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");

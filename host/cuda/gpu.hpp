@@ -67,7 +67,8 @@ private:
     };
     using Fill = std::function<void(uint64_t pos, uint64_t n, uint8_t *dst)>;
     CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream);
-    void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill);
+    void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
+                       const std::function<void(uint64_t off, uint64_t len)> &filled);
 
     // Persistent threads that fill slices of a pinned buffer.
     class FillPool;
