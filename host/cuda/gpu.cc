@@ -141,14 +141,15 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
     }
 }
 
-// Chunks from this size on go to the GPU slice by slice (smaller ones in one copy: per-slice
-// copies of a few KiB cost more than they overlap; measured on the GPU machine, perf.md).
+// A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
+// soon as its fill thread is done with it, so that its copy overlaps the fill of the other
+// slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
+// for transfers of several chunks (whose copies already overlap the next chunk's fill)
+// and for slices of a few KiB.
 constexpr uint64_t kCopyBySlice = 1 << 20;
 
 // The pipeline: buffer i is refilled only after the GPU copies that last used it finished
-// (its event), so the drive-side fill of one chunk overlaps the copies of the others; and
-// each slice of a chunk goes to the GPU as soon as its fill thread is done with it, while
-// the other slices are still being filled.
+// (its event), so the drive-side fill of one chunk overlaps the copies of the others.
 CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream)
 {
     std::lock_guard<std::mutex> g(run_mu_);
@@ -161,7 +162,7 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
             check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
         };
-        const bool by_slice = n >= kCopyBySlice;
+        const bool by_slice = n >= kCopyBySlice && len <= chunk_;
         try {
             fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
         } catch (...) {

@@ -572,7 +572,7 @@ namespace {
 
 // Bytes a landing reads and then checks at a time: few enough to be checked while they are
 // still in the cache of the core that read them.
-constexpr uint64_t kCheckStep = 512 << 10;
+constexpr uint64_t kCheckStep = 512 << 10;  // 64 and 128 KiB were slower on the GPU machine (perf.md)
 
 // A vector, sized for each attempt, as a destination (get()).
 class VectorSink : public ObjectSink {
