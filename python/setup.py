@@ -73,9 +73,6 @@ if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runt
     include_dirs += [str(cuda / "include"), str(host / "cuda")]
     ldflags += ["-L" + str(cuda / "lib64"), "-Wl,-rpath," + str(cuda / "lib64")]
     libs.append("cudart")
-    if (cuda / "include" / "cufile.h").exists():
-        macros.append(("CSD_HAVE_CUFILE", "1"))
-        libs.append("cufile")
 
 ext = Pybind11Extension(
     "nvme_csd._core",

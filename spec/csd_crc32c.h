@@ -19,6 +19,10 @@ uint32_t csd_crc32c(const void *data, uint64_t len);
 /* CRC-32C of some bytes whose CRC-32C is prev followed by these len bytes (0 for none). */
 uint32_t csd_crc32c_extend(uint32_t prev, const void *data, uint64_t len);
 
+/* CRC-32C of A followed by B, from crc1 = CRC-32C of A, crc2 = CRC-32C of B and B's length:
+ * pieces checked on several threads give the CRC of the whole without a second pass. */
+uint32_t csd_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
+
 #ifdef __cplusplus
 }
 #endif

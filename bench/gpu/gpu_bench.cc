@@ -5,8 +5,7 @@
 //   ceiling   cudaMemcpy from a pinned buffer already holding the data
 //   pipeline  Landing::slm_to_gpu, pinned-buffer pipeline (the path any drive takes)
 //   direct    Landing::slm_to_gpu from registered SLM (in-process device only)
-//   object    Landing::object_to_gpu through the pipeline (namespace reads)
-//   cufile    Landing::object_to_gpu with cuFile, where it works
+//   object    Landing::object_to_gpu through the pipeline (namespace reads, CRC-32C checked)
 // Usage: gpu_bench [MAX_MIB] [CHUNK_MIB] [BUFFERS] [READERS]
 #include <unistd.h>
 
@@ -75,11 +74,9 @@ int main(int argc, char **argv)
     cudaStream_t s;
     cudaStreamCreate(&s);
     gpu::Landing land(*dev, chunk, buffers, readers);
-    const std::string cufile = land.cufile_status();
-    std::printf("cuFile: %s\n", cufile.c_str());
     std::printf("GB/s into GPU memory (ceil/pipe: the pipeline's share of the pinned ceiling)\n");
-    std::printf("%10s %10s %10s %10s %10s %10s %10s %9s %10s\n", "size", "naive", "ceiling", "pipeline",
-                "direct", "object", "cufile", "pipe/ceil", "pipe/naive");
+    std::printf("%10s %10s %10s %10s %10s %10s %9s %10s\n", "size", "naive", "ceiling", "pipeline", "direct",
+                "object", "pipe/ceil", "pipe/naive");
     std::vector<uint8_t> pageable(max);
     for (uint64_t n = 4096; n <= max; n *= 4) {
         const int reps = n <= (16 << 20) ? 20 : 3;
@@ -93,16 +90,12 @@ int main(int argc, char **argv)
         });
         const double pipe = best_of(reps, [&] { land.slm_to_gpu(0, n, d, s, false).get(); });
         const double direct = best_of(reps, [&] { land.slm_to_gpu(0, n, d, s, true).get(); });
-        double object = 0, cf = 0;
-        {
-            store.put("o", data.data(), n);
-            object = best_of(reps, [&] { land.object_to_gpu(store, "o", d, s, false).get(); });
-            if (cufile == "available") cf = best_of(reps, [&] { land.object_to_gpu(store, "o", d, s, true).get(); });
-        }
+        store.put("o", data.data(), n);
+        const double object = best_of(reps, [&] { land.object_to_gpu(store, "o", d, max, s).get(); });
         auto gb = [&](double t) { return t > 0 ? n / t / 1e9 : 0.0; };
-        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %9.1fx\n",
+        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %9.1fx\n",
                     static_cast<unsigned long long>(n >> 10), gb(naive), gb(ceil), gb(pipe), gb(direct), gb(object),
-                    gb(cf), 100 * ceil / pipe, naive / pipe);
+                    100 * ceil / pipe, naive / pipe);
     }
     // small-transfer latency
     const double lat_pipe = best_of(200, [&] { land.slm_to_gpu(0, 4096, d, s, false).get(); });

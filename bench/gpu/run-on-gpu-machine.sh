@@ -22,13 +22,8 @@ cd "$top"
     build/gpu-host/tests/host/csd-library-tests --gtest_brief=1 | tail -2
     echo "== GPU tests"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
-    echo "== GPU tests under compute-sanitizer"
-    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
-    echo "== compute-sanitizer without the cuFile test (is the finding cuFile's own?)"
-    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*Objects* 2>&1 | grep -E "ERROR SUMMARY|LEAK|PASSED"
-    echo "== the same with cuFile in forced compatibility mode"
-    CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 2>&1 | grep -E "cuFile|path|PASSED|FAILED"
-    [ -f cufile.log ] && tail -n 15 cufile.log
+    echo "== GPU tests under compute-sanitizer (the timed concurrency test left out)"
+    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
     echo "== GPU-initiated commands (GpuQueues): the gather checked, also under compute-sanitizer"
     build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
     timeout 120 build/gpu-host/bench/gpu/gpu_gather check
@@ -39,8 +34,6 @@ cd "$top"
     build/gpu-host/bench/gpu/gpu_bench 1024 8 4 8
     echo "== gpu_bench (chunk 16 MiB, 4 buffers, 12 readers)"
     build/gpu-host/bench/gpu/gpu_bench 1024 16 4 12
-    echo "== gpu_bench with cuFile forced into compatibility mode"
-    CUFILE_FORCE_COMPAT_MODE=true build/gpu-host/bench/gpu/gpu_bench 256 8 4 8
     echo "== GPU-initiated gather against host-issued (65536 random 4 KiB records)"
     timeout 300 build/gpu-host/bench/gpu/gpu_gather bench 65536 8
 } 2>&1 | tee "$out/gpu-bench.log"

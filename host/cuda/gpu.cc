@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
-// gpu.cc - the pinned-buffer pipeline, registered-SLM copies and cuFile reads.
+// gpu.cc - the pinned-buffer pipeline and registered-SLM copies.
 #include "gpu.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,10 +9,6 @@
 #include <cstring>
 #include <functional>
 #include <thread>
-
-#ifdef CSD_HAVE_CUFILE
-#include <cufile.h>
-#endif
 
 namespace csd::gpu {
 
@@ -127,14 +120,19 @@ Landing::~Landing()
     }
 }
 
-// Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice.
-void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill)
+// Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice and
+// handing it to `filled` (its offset and length) as soon as it is full.
+void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
+                            const std::function<void(uint64_t off, uint64_t len)> &filled)
 {
     const uint64_t slice = std::max<uint64_t>((n / readers_ + 4095) & ~4095ull, 4096);
     std::vector<std::function<void()>> tasks;
     for (uint64_t off = 0; off < n; off += slice) {
         const uint64_t len = std::min(slice, n - off);
-        tasks.push_back([&fill, pos, off, len, dst] { fill(pos + off, len, dst + off); });
+        tasks.push_back([&fill, &filled, pos, off, len, dst] {
+            fill(pos + off, len, dst + off);
+            filled(off, len);
+        });
     }
     if (tasks.size() == 1) {
         tasks[0]();
@@ -143,7 +141,14 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
     }
 }
 
-// The pipeline: buffer i is refilled only after the GPU copy that last used it finished
+// A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
+// soon as its fill thread is done with it, so that its copy overlaps the fill of the other
+// slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
+// for transfers of several chunks (whose copies already overlap the next chunk's fill)
+// and for slices of a few KiB.
+constexpr uint64_t kCopyBySlice = 1 << 20;
+
+// The pipeline: buffer i is refilled only after the GPU copies that last used it finished
 // (its event), so the drive-side fill of one chunk overlaps the copies of the others.
 CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream)
 {
@@ -154,12 +159,21 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         Buffer &b = buffers_[i % buffers_.size()];
         check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
         const uint64_t n = std::min(chunk_, len - pos);
-        fill_parallel(pos, n, b.host, fill);
-        check(cudaMemcpyAsync(dst + pos, b.host, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
+            check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        };
+        const bool by_slice = n >= kCopyBySlice && len <= chunk_;
+        try {
+            fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
+        } catch (...) {
+            cudaEventRecord(b.done, stream);  // behind the slices already on their way: the buffer's next use waits
+            throw;
+        }
+        if (!by_slice) copy(0, n);
         check(cudaEventRecord(b.done, stream), "cudaEventRecord");
     }
     for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
-    return {"pinned-pipeline", len, since(t0)};
+    return {"pinned-pipeline", len, since(t0), {}};
 }
 
 std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
@@ -179,7 +193,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
             const auto t0 = std::chrono::steady_clock::now();
             check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
             check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-            return CopyReport{"slm-registered", len, since(t0)};
+            return CopyReport{"slm-registered", len, since(t0), {}};
         });
     }
     return std::async(std::launch::async, [=] {
@@ -204,128 +218,40 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
     });
 }
 
-#ifdef CSD_HAVE_CUFILE
-namespace {
-
-// A cuFile handle on the in-process device's backing file, opened O_DIRECT as GDS wants.
-struct CuFile {
-    int fd = -1;
-    CUfileHandle_t fh{};
-    bool ok = false;
-    std::string why;
-    explicit CuFile(const std::string &path)
-    {
-        // Without the nvidia-fs driver cuFile only runs in compatibility mode (a POSIX read
-        // into its own bounce buffers, then a copy): no gain over the pinned pipeline, and on
-        // the GPU machine (CUDA 13.0) opening its driver in a process that had registered
-        // host memory with CUDA crashed it. So cuFile is touched only where GDS can run.
-        if (access("/proc/driver/nvidia-fs/version", F_OK) != 0 && access("/sys/module/nvidia_fs", F_OK) != 0) {
-            why = "no GPUDirect Storage (the nvidia-fs driver is not loaded)";
-            return;
-        }
-        const CUfileError_t drv = cuFileDriverOpen();
-        if (drv.err != CU_FILE_SUCCESS) {
-            why = "cuFileDriverOpen failed (error " + std::to_string(drv.err) + ")";
-            return;
-        }
-        CUfileDrvProps_t props{};
-        if (cuFileDriverGetProperties(&props).err != CU_FILE_SUCCESS || props.nvfs.major_version == 0) {
-            why = "no GPUDirect Storage (nvidia-fs driver absent; cuFile would run in compatibility mode)";
-            return;
-        }
-        fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-        if (fd < 0) {
-            why = "open " + path + " with O_DIRECT: " + std::strerror(errno);
-            return;
-        }
-        CUfileDescr_t descr{};
-        descr.handle.fd = fd;
-        descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-        const CUfileError_t st = cuFileHandleRegister(&fh, &descr);
-        if (st.err != CU_FILE_SUCCESS) {
-            why = "cuFileHandleRegister failed on " + path + " (error " + std::to_string(st.err) + ")";
-            return;
-        }
-        ok = true;
-    }
-    ~CuFile()
-    {
-        if (ok) cuFileHandleDeregister(fh);
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-}  // namespace
-#endif
-
-std::string Landing::cufile_status()
-{
-#ifdef CSD_HAVE_CUFILE
-    const std::string path = dev_.transport().backing_file();
-    if (path.empty()) {
-        return "the device is not a file this process can read (cuFile needs the in-process device)";
-    }
-    CuFile probe(path);
-    return probe.ok ? "available" : probe.why;
-#else
-    return "this build has no cuFile (cufile.h was not found)";
-#endif
-}
-
 std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
-                                               cudaStream_t stream, bool use_cufile)
+                                               uint64_t dst_bytes, cudaStream_t stream, Progress progress)
 {
-    const ObjectInfo o = store.stat(name);
-    const uint32_t lba = dev_.ns().lba_size;
-    const uint64_t first = store.first_lba(o);
-    auto fill = [this, first, lba](uint64_t pos, uint64_t n, uint8_t *d) {
-        const uint64_t nlb = (n + lba - 1) / lba;
-        if (nlb * lba == n) {
-            dev_.read_lbas(first + pos / lba, nlb, d);
-        } else {  // the object's last, partial LBA
-            std::vector<uint8_t> tmp(nlb * lba);
-            dev_.read_lbas(first + pos / lba, nlb, tmp.data());
-            std::memcpy(d, tmp.data(), n);
+    // The pinned pipeline as the store's destination: its fill threads call the store's fill,
+    // which reads each slice from the namespace and checks it.
+    class ToGpu : public ObjectSink {
+    public:
+        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s) : l_(l), dst_(dst), cap_(cap), stream_(s) {}
+        void land(const ObjectInfo &o, const Fill &fill) override
+        {
+            if (o.bytes > cap_) {
+                throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
+                                " bytes; the destination in GPU memory holds " + std::to_string(cap_),
+                            ENOSPC);
+            }
+            report = l_->pipeline(o.bytes, fill, dst_, stream_);
         }
+        CopyReport report;
+
+    private:
+        Landing *l_;
+        uint8_t *dst_;
+        uint64_t cap_;
+        cudaStream_t stream_;
     };
-#ifdef CSD_HAVE_CUFILE
-    if (use_cufile) {
-        const std::string path = dev_.transport().backing_file();
-        return std::async(std::launch::async, [=] {
-            CuFile cf(path);
-            if (!cf.ok) {  // fall back; the report says which path ran and why
-                CopyReport r = pipeline(o.bytes, fill, static_cast<uint8_t *>(dst), stream);
-                r.path += " (cuFile: " + cf.why + ")";
-                return r;
-            }
-            std::lock_guard<std::mutex> g(run_mu_);
-            const auto t0 = std::chrono::steady_clock::now();
-            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // after earlier work
-            // cuFile reads the 4 KiB-aligned body; the tail comes through a pinned buffer.
-            const uint64_t body = o.bytes & ~4095ull;
-            uint64_t done = 0;
-            while (done < body) {
-                const ssize_t n = cuFileRead(cf.fh, dst, body - done, static_cast<off_t>(first * lba + done),
-                                             static_cast<off_t>(done));
-                if (n <= 0) throw Error("cuFileRead of object '" + name + "'", n < 0 ? static_cast<int>(-n) : EIO);
-                done += static_cast<uint64_t>(n);
-            }
-            if (o.bytes > body) {
-                Buffer &b = buffers_[0];
-                check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
-                fill(body, o.bytes - body, b.host);
-                check(cudaMemcpyAsync(static_cast<uint8_t *>(dst) + body, b.host, o.bytes - body,
-                                      cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-                check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-            }
-            return CopyReport{"cufile", o.bytes, since(t0)};
-        });
-    }
-#else
-    (void)use_cufile;
-#endif
-    return std::async(std::launch::async,
-                      [=] { return pipeline(o.bytes, fill, static_cast<uint8_t *>(dst), stream); });
+    return std::async(std::launch::async, [=, &store] {
+        const auto t0 = std::chrono::steady_clock::now();
+        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream);
+        sink.report.object = store.get_into(name, sink, progress);
+        sink.report.bytes = sink.report.object.bytes;
+        sink.report.path = "pinned-pipeline";
+        sink.report.seconds = since(t0);
+        return sink.report;
+    });
 }
 
 }  // namespace csd::gpu

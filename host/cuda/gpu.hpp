@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // gpu.hpp - land data from the drive in GPU memory: SLM ranges, namespace LBAs and named
-// objects, through a pinned-buffer pipeline (the path any drive can take), straight from
-// registered SLM when the device lives in this process, or with cuFile (GPUDirect
-// Storage, compatibility mode where nvidia-fs is absent) from the in-process device's
-// backing file. Built only where CUDA is found; every call reports the path that ran.
+// objects, through a pinned-buffer pipeline (the path any drive can take), or straight
+// from registered SLM when the device lives in this process. Objects land through the
+// store's one read path (ObjectStore::get_into), checked against their CRC-32C. Built only
+// where CUDA is found; every call reports the path that ran.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,9 +23,10 @@ namespace csd::gpu {
 
 // What a transfer did.
 struct CopyReport {
-    std::string path;  // "pinned-pipeline", "slm-registered", "cufile"
+    std::string path;  // "pinned-pipeline", "slm-registered"
     uint64_t bytes = 0;
     double seconds = 0;
+    ObjectInfo object;  // object landings: the catalog entry of the version that landed
     double gbps() const { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 };
 
@@ -51,12 +52,13 @@ public:
                                        bool direct = true);
     // Namespace LBAs -> GPU memory.
     std::future<CopyReport> lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream);
-    // A stored object -> GPU memory (its bytes; dst holds at least stat(name).bytes).
-    // use_cufile: try cuFile first (in-process device only), fall back to the pipeline.
-    std::future<CopyReport> object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
-                                          cudaStream_t stream, bool use_cufile = false);
-    // "available", or why cuFile cannot be used here.
-    std::string cufile_status();
+    // A stored object -> GPU memory at dst, which holds dst_bytes (a larger object fails
+    // with ENOSPC). Through the store's read path: the fill threads compute each piece's
+    // CRC-32C as they fill the pinned buffers and the store combines them and checks the
+    // object's (EIO as get() when it does not match), landing it again when another writer
+    // replaced it meanwhile; the report names the version that landed.
+    std::future<CopyReport> object_to_gpu(ObjectStore &store, const std::string &name, void *dst, uint64_t dst_bytes,
+                                          cudaStream_t stream, Progress progress = {});
 
 private:
     struct Buffer {
@@ -65,7 +67,8 @@ private:
     };
     using Fill = std::function<void(uint64_t pos, uint64_t n, uint8_t *dst)>;
     CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream);
-    void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill);
+    void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
+                       const std::function<void(uint64_t off, uint64_t len)> &filled);
 
     // Persistent threads that fill slices of a pinned buffer.
     class FillPool;

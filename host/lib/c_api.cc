@@ -249,8 +249,15 @@ int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint6
         if (*len > cap) throw csd::Error("csd_store_get: buffer of " + std::to_string(cap) + " bytes for object '" +
                                              std::string(name) + "' of " + std::to_string(*len),
                                          ENOSPC);
-        auto v = s.get(name);
-        if (!v.empty()) std::memcpy(buf, v.data(), v.size());
+        // Straight into buf, checked; a larger version put meanwhile is refused by the sink
+        // (not copied past cap), and *len then says its size.
+        csd::MemorySink sink(buf, cap);
+        try {
+            *len = s.get_into(name, sink).bytes;
+        } catch (const csd::Error &e) {
+            if (e.errnum() == ENOSPC) *len = s.stat(name).bytes;
+            throw;
+        }
     });
     return rc;
 }

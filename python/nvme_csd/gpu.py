@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Land data from the drive in GPU memory as torch CUDA tensors: SLM arrays and stored
-objects go through libcsd's pinned-buffer pipeline (or registered SLM, or cuFile) straight
-into a tensor's memory, with no extra copy; `last_report` says which path ran, how many bytes and how long."""
+objects go through libcsd's pinned-buffer pipeline (or registered SLM) straight into a
+tensor's memory, with no extra copy, objects checked against their CRC-32C; `last_report`
+says which path ran, how many bytes and how long."""
 
 import numpy as np
 
@@ -49,18 +50,26 @@ def slm_to_cuda(dev, slm_array, *, direct=True, device="cuda"):
     return out
 
 
-def object_to_cuda(dev, name, *, cufile=False, device="cuda"):
-    """A stored tensor (or blob, as uint8) as a new torch CUDA tensor."""
-    global last_report
+def object_to_cuda(dev, name, *, device="cuda"):
+    """A stored tensor (or blob, as uint8) as a new torch CUDA tensor, checked against its
+    CRC-32C (landed again if another writer replaced it meanwhile)."""
     torch = _require()
-    info = dev.store.stat(name)
-    dtype = numpy_dtype(info["dtype"], f"store[{name!r}]") if info["dtype"] else np.dtype(np.uint8)
-    shape = info["shape"] if info["dtype"] else [info["bytes"]]
-    out = torch.empty(shape, dtype=_torch_dtype(torch, dtype), device=device)
-    if info["bytes"]:
+    from .store import land
+
+    def alloc(info):
+        dtype = numpy_dtype(info["dtype"], f"store[{name!r}]") if info["dtype"] else np.dtype(np.uint8)
+        shape = info["shape"] if info["dtype"] else [info["bytes"]]
+        return torch.empty(shape, dtype=_torch_dtype(torch, dtype), device=device)
+
+    def into(out):
+        global last_report
         stream = torch.cuda.current_stream(out.device).cuda_stream
-        last_report = _core.gpu_object_to_gpu(dev._dev, name, out.data_ptr(), stream, cufile)
-    return out
+        path, nbytes, seconds, generation = _core.gpu_object_to_gpu(dev._dev, name, out.data_ptr(),
+                                                                    out.numel() * out.element_size(), stream)
+        last_report = (path, nbytes, seconds)
+        return generation
+
+    return land(dev.store, name, alloc, into)[1]
 
 
 def to_device(array, device):

@@ -1,11 +1,36 @@
 # SPDX-License-Identifier: MIT
 """The object store as a mapping: dev.store["w"] = array; dev.store["w"] -> array."""
 
+import errno
+
 import numpy as np
 
 from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
-from .errors import InvalidParameters, NotFound
+from .errors import CsdError, InvalidParameters, NotFound
 from .wire import CMP_OPS, FIELD_TYPES
+
+
+def land(store, name, alloc, into, attempts=4):
+    """Lands object `name` into a buffer that alloc(entry) makes for its catalog entry (dtype,
+    shape, bytes); into(buffer) runs the store's checked read into it and returns the
+    generation of the version that landed. Another writer may replace the object between
+    the stat and the read: then the buffer was made for another version, and both are done
+    again. Returns (entry, buffer)."""
+    for _ in range(attempts):
+        info = store.stat(name)
+        out = alloc(info)
+        if not info["bytes"] or not out.nbytes:
+            return info, out
+        try:
+            landed = into(out)
+        except CsdError as e:
+            if e.errno != errno.ENOSPC:  # ENOSPC: replaced by a larger version since the stat
+                raise
+            continue
+        if landed == info["generation"]:
+            return info, out
+    raise CsdError(f"object {name!r} was replaced by another writer during each of {attempts} reads; try again",
+                   errno=errno.EAGAIN)
 
 
 class Store:
@@ -41,27 +66,28 @@ class Store:
     def __getitem__(self, name):
         return self.get(name)
 
-    def get(self, name, *, device="cpu", cufile=False):
+    def get(self, name, *, device="cpu"):
         """The object: a numpy array for tensors, bytes for blobs, checked against its
-        CRC-32C; device='cuda' gives a torch CUDA tensor landed by the GPU pipeline (no
-        host copy in Python; cufile=True tries GPUDirect Storage first)."""
+        CRC-32C (read again if another writer replaced it meanwhile); device='cuda' gives a
+        torch CUDA tensor landed by the GPU pipeline, checked the same way (no host copy in
+        Python)."""
         if device != "cpu":
             from . import gpu
-            return gpu.object_to_cuda(self._device, name, cufile=cufile, device=device)
-        info = self.stat(name)
-        if info["dtype"]:
-            out = np.empty(info["shape"], dtype=numpy_dtype(info["dtype"], f"store[{name!r}]"))
-        else:
-            out = np.empty(info["bytes"], dtype=np.uint8)
-        if info["bytes"] and out.nbytes:
-            self._dev.store_read_into(name, 0, byte_view(out), True)
+            return gpu.object_to_cuda(self._device, name, device=device)
+
+        def alloc(info):
+            if info["dtype"]:
+                return np.empty(info["shape"], dtype=numpy_dtype(info["dtype"], f"store[{name!r}]"))
+            return np.empty(info["bytes"], dtype=np.uint8)
+
+        info, out = land(self, name, alloc, lambda out: self._dev.store_get_into(name, byte_view(out)))
         return out if info["dtype"] else out.tobytes()
 
     def read(self, name, offset, length):
         """length bytes of an object from offset (a ranged read), as bytes."""
         out = np.empty(length, dtype=np.uint8)
         if length:
-            self._dev.store_read_into(name, offset, out, False)
+            self._dev.store_read_into(name, offset, out)
         return out.tobytes()
 
     def stat(self, name):

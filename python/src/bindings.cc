@@ -320,17 +320,19 @@ PYBIND11_MODULE(_core, m)
             py::gil_scoped_release r;
             s.put(name, in.ptr(), in.size(), dtype, shape);
         })
-        .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b,
-                                   bool check) {
+        .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
             OutBuf out(b);
             ObjectStore &s = p.s();
             py::gil_scoped_release r;
-            if (check && off == 0 && out.size() == s.stat(name).bytes) {
-                auto v = s.get(name);  // CRC-checked
-                if (!v.empty()) std::memcpy(out.ptr(), v.data(), v.size());
-            } else {
-                s.read(name, off, out.size(), out.ptr());
-            }
+            s.read(name, off, out.size(), out.ptr());
+        })
+        // The whole object into a buffer, CRC-checked; the generation of the version that landed.
+        .def("store_get_into", [](PyDevice &p, const std::string &name, const py::buffer &b) {
+            OutBuf out(b);
+            ObjectStore &s = p.s();
+            py::gil_scoped_release r;
+            MemorySink sink(out.ptr(), out.size());
+            return s.get_into(name, sink).generation;
         })
         .def("store_stat", [](PyDevice &p, const std::string &name) { return object_info(p.s().stat(name)); })
         .def("store_list", [](PyDevice &p) {
@@ -457,16 +459,16 @@ PYBIND11_MODULE(_core, m)
         }
         return report(r);
     });
-    m.def("gpu_object_to_gpu", [report](PyDevice &p, const std::string &name, uintptr_t dst, uintptr_t stream, bool cufile) {
+    // (path, bytes, seconds, generation of the version that landed)
+    m.def("gpu_object_to_gpu", [](PyDevice &p, const std::string &name, uintptr_t dst, uint64_t dst_bytes, uintptr_t stream) {
         ObjectStore &s = p.s();
         gpu::CopyReport r;
         {
             py::gil_scoped_release g;
-            r = p.land().object_to_gpu(s, name, reinterpret_cast<void *>(dst), reinterpret_cast<cudaStream_t>(stream), cufile).get();
+            r = p.land().object_to_gpu(s, name, reinterpret_cast<void *>(dst), dst_bytes, reinterpret_cast<cudaStream_t>(stream)).get();
         }
-        return report(r);
+        return py::make_tuple(r.path, r.bytes, r.seconds, r.object.generation);
     });
-    m.def("gpu_cufile_status", [](PyDevice &p) { return p.land().cufile_status(); });
     m.def("gpu_configure", [](PyDevice &p, uint64_t chunk, int buffers, int readers) {  // a new pipeline
         std::lock_guard<std::mutex> g(p.init_mu);
         p.landing.reset();

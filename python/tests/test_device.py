@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """nvme_csd against a device: programs checked with numpy, errors, the store mapping."""
+import errno
 import math
 import os
 
@@ -124,6 +125,53 @@ def test_store_mapping(dev):
     with pytest.raises(KeyError):
         del dev.store["blob"]
     assert [x.tolist() for x in dev.store.prefetch(["t", "t"])] == [t.tolist(), t.tolist()]
+
+
+def flip_bit_in_file(path, needle):
+    """Flips one bit in the middle of the only copy of `needle` in a file (the in-process
+    device's namespace), behind the store."""
+    data = path.read_bytes()
+    at = data.find(needle)
+    assert at >= 0 and data.find(needle, at + 1) < 0
+    with open(path, "r+b") as f:
+        f.seek(at + len(needle) // 2)
+        b = f.read(1)[0]
+        f.seek(at + len(needle) // 2)
+        f.write(bytes([b ^ 0x10]))
+
+
+def test_store_get_fails_on_damage(dev, tmp_path):
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("changes the in-process device's file")
+    t = np.random.default_rng(7).integers(0, 1 << 62, 100000, dtype=np.int64)
+    dev.store["t"] = t
+    flip_bit_in_file(tmp_path / "ns.img", t.tobytes()[40000:40064])
+    with pytest.raises(nvme_csd.CsdError, match="does not match its CRC-32C") as e:
+        dev.store["t"]
+    assert e.value.errno == errno.EIO
+
+
+@pytest.mark.parametrize("replacement", ["larger", "smaller"])
+def test_store_get_lands_again_when_replaced_after_its_stat(dev, monkeypatch, replacement):
+    new = np.arange(5000, dtype=np.int64).reshape(50, 100) if replacement == "larger" else b"tiny"
+    dev.store["t"] = np.arange(1000, dtype=np.float32)
+    real = type(dev.store).stat
+    seen = []
+
+    def stat(self, name):  # another writer replaces the object between get()'s stat and its read
+        info = real(self, name)
+        if not seen:
+            dev.store["t"] = new
+        seen.append(info)
+        return info
+
+    monkeypatch.setattr(type(dev.store), "stat", stat)
+    got = dev.store["t"]
+    assert len(seen) == 2 and seen[0]["generation"] != seen[1]["generation"]
+    if replacement == "larger":
+        assert got.dtype == np.int64 and np.array_equal(got, new)
+    else:
+        assert got == new
 
 
 def test_store_filter_in_drive(dev):

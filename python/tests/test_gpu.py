@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Landing in GPU memory: skipped without a CUDA device or without the GPU part."""
+import errno
+import os
+
 import numpy as np
 import pytest
 
 import nvme_csd
 from nvme_csd import gpu
+
+from test_device import flip_bit_in_file
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not (gpu.available() and torch.cuda.is_available()), reason="no GPU here")
@@ -36,22 +41,35 @@ def test_slm_array_onto_the_gpu(dev):
     assert torch.equal(dev.read(a, device="cuda").cpu(), torch.arange(1 << 20, dtype=torch.float32))
 
 
-def test_cufile_or_fallback(dev):
-    t = np.arange(1 << 18, dtype=np.int64)
+def test_damaged_object_fails_the_landing_as_get_does(dev, tmp_path):
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("changes the in-process device's file")
+    t = np.random.default_rng(3).integers(0, 1 << 62, 1 << 18, dtype=np.int64)
     dev.store["t"] = t
-    g = dev.store.get("t", device="cuda", cufile=True)
-    assert torch.equal(g.cpu(), torch.from_numpy(t))
-    assert gpu.last_report[0] == "cufile" or gpu.last_report[0].startswith("pinned-pipeline (cuFile: ")
+    flip_bit_in_file(tmp_path / "ns.img", t.tobytes()[1 << 20:(1 << 20) + 64])
+    with pytest.raises(nvme_csd.CsdError, match="does not match its CRC-32C") as cpu:
+        dev.store.get("t")
+    with pytest.raises(nvme_csd.CsdError) as cuda:
+        dev.store.get("t", device="cuda")
+    assert str(cuda.value) == str(cpu.value) and cuda.value.errno == errno.EIO
 
 
-def test_cufile_after_registered_slm(dev):
-    # regression: on the GPU machine (CUDA 13.0, no nvidia-fs) opening cuFile's driver after
-    # SLM had been registered with CUDA killed the process with a segmentation fault
-    a = dev.to_slm(np.arange(1 << 20, dtype=np.float32))
-    gpu.slm_to_cuda(dev, a, direct=True)
-    t = np.arange(1 << 18, dtype=np.int64)
-    dev.store["t"] = t
-    assert torch.equal(dev.store.get("t", device="cuda", cufile=True).cpu(), torch.from_numpy(t))
+def test_landing_again_when_replaced_after_its_stat(dev, monkeypatch):
+    dev.store["t"] = np.arange(1000, dtype=np.float32)
+    new = np.arange(5000, dtype=np.int64).reshape(50, 100)
+    real = type(dev.store).stat
+    seen = []
+
+    def stat(self, name):  # replaced by a larger object between the stat and the landing
+        info = real(self, name)
+        if not seen:
+            dev.store["t"] = new
+        seen.append(info)
+        return info
+
+    monkeypatch.setattr(type(dev.store), "stat", stat)
+    g = dev.store.get("t", device="cuda")
+    assert len(seen) == 2 and g.dtype == torch.int64 and torch.equal(g.cpu(), torch.from_numpy(new))
 
 
 def test_prefetch_onto_the_gpu(dev):

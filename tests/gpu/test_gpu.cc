@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "gpu.hpp"
 
@@ -21,7 +25,7 @@ protected:
         close(mkstemp(name));
         unlink(name);
         path_ = name;
-        dev = Device::open("emu:" + path_ + "?size=256M&slm=128M");
+        dev = Device::open(spec());
         ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     }
     void TearDown() override
@@ -29,6 +33,8 @@ protected:
         if (!path_.empty()) unlink(path_.c_str());
         if (stream) cudaStreamDestroy(stream);
     }
+    // The in-process device's spec: a second Device opened with it shares the namespace.
+    std::string spec() const { return "emu:" + path_ + "?size=256M&slm=128M"; }
     std::vector<uint8_t> random(size_t n, uint32_t seed)
     {
         std::mt19937_64 g(seed);
@@ -75,20 +81,150 @@ TEST_F(Gpu, ObjectsAndLbasToGpu)
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 2);
-    gpu::CopyReport r = land.object_to_gpu(store, "t", d, stream, false).get();
+    gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream).get();
     EXPECT_EQ(r.path, "pinned-pipeline");
+    EXPECT_EQ(r.bytes, n);
+    EXPECT_EQ(r.object.generation, store.stat("t").generation);
     EXPECT_EQ(from_gpu(d, n), data);
-    std::printf("cuFile: %s\n", land.cufile_status().c_str());
-    // cuFile where it works, else the automatic fall-back, named in the report
-    ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
-    r = land.object_to_gpu(store, "t", d, stream, true).get();
-    std::printf("object_to_gpu with cuFile asked: path %s\n", r.path.c_str());
-    EXPECT_EQ(r.path.rfind(land.cufile_status() == "available" ? "cufile" : "pinned-pipeline (cuFile: ", 0), 0u);
-    EXPECT_EQ(from_gpu(d, n), data);
+    // a destination one byte short is refused before anything lands
+    try {
+        land.object_to_gpu(store, "t", d, n - 1, stream).get();
+        ADD_FAILURE() << "an object landed in a destination smaller than it";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), ENOSPC) << e.what();
+    }
+    store.put("empty", nullptr, 0);
+    EXPECT_EQ(land.object_to_gpu(store, "empty", d, 0, stream).get().bytes, 0u);
     const uint64_t first = store.first_lba(store.stat("t"));
     ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
     r = land.lbas_to_gpu(first, (4 << 20) / dev->ns().lba_size, d, stream).get();
     EXPECT_EQ(from_gpu(d, 4 << 20), std::vector<uint8_t>(data.begin(), data.begin() + (4 << 20)));
+    cudaFree(d);
+}
+
+// An object whose bytes on the namespace were changed after its put (a stray write, a bad
+// sector) fails the landing with the error get() gives; it must not land silently.
+TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
+{
+    ObjectStore::format(*dev);
+    ObjectStore store(*dev);
+    const size_t n = (20 << 20) + 777;
+    auto data = random(n, 3);
+    store.put("t", data.data(), n);
+    const uint32_t lba = dev->ns().lba_size;
+    const uint64_t at = store.first_lba(store.stat("t")) + (n / 2) / lba;  // one bit, mid-object
+    std::vector<uint8_t> sector(lba);
+    dev->read_lbas(at, 1, sector.data());
+    sector[7] ^= 0x40;
+    dev->write_lbas(at, 1, sector.data());
+    std::string want;
+    try {
+        store.get("t");
+    } catch (const Error &e) {
+        want = e.what();
+        EXPECT_EQ(e.errnum(), EIO);
+    }
+    ASSERT_FALSE(want.empty()) << "get() did not see the corruption";
+    void *d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+    gpu::Landing land(*dev, 4 << 20, 2, 2);
+    try {
+        land.object_to_gpu(store, "t", d, n, stream).get();
+        ADD_FAILURE() << "a corrupted object landed without an error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EIO);
+        EXPECT_EQ(std::string(e.what()), want);
+    }
+    cudaFree(d);
+}
+
+// Another writer (its own Device on the same namespace) replaces the object again and again
+// while it lands, and writes a filler object into the space each old version leaves: every
+// landing must give one whole version of the object, or fail as get() does; never a
+// mix of versions (it retries; a version replaced during each of four reads is EAGAIN).
+// The landing reads through a Device whose timing model makes a read of the object take
+// ~20-40 ms, so that the writer's rounds (~50 ms) often overlap one.
+TEST_F(Gpu, ReplacedWhileLandingGivesOneVersionOrFailsLikeGet)
+{
+    ObjectStore::format(*dev);
+    const size_t n = 16 << 20;
+    {
+        ObjectStore s(*dev);
+        const std::vector<uint8_t> v1(n, 1);
+        s.put("t", v1.data(), n);
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int> puts{0};
+    std::thread writer([&] {
+        auto wdev = Device::open(spec());
+        ObjectStore s(*wdev);
+        const std::vector<uint8_t> filler(n, 0);
+        for (int v = 2; !stop; v++) {
+            const std::vector<uint8_t> next(n, static_cast<uint8_t>(1 + v % 200));  // versions 1..200
+            s.put("t", next.data(), n);  // into new space; the old version's space is free now
+            s.put("filler", filler.data(), n);
+            s.remove("filler");
+            puts++;
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        }
+    });
+    void *d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+    auto slow = Device::open("emu:" + path_ + "?model.link-gbps=1&model.media-read-gbps=1");
+    ObjectStore store(*slow);
+    gpu::Landing land(*slow, 1 << 20, 2, 1);
+    int whole = 0, failed = 0, mixed = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
+        ASSERT_EQ(cudaMemset(d, 0xFF, n), cudaSuccess);
+        try {
+            land.object_to_gpu(store, "t", d, n, stream).get();
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EAGAIN) << e.what();
+            failed++;
+            continue;
+        }
+        const std::vector<uint8_t> back = from_gpu(d, n);
+        const uint8_t v = back[0];
+        const bool one = v != 0 && v != 0xFF && std::all_of(back.begin(), back.end(), [v](uint8_t b) { return b == v; });
+        (one ? whole : mixed)++;
+    }
+    stop = true;
+    writer.join();
+    std::printf("%d landings of one whole version, %d gave up as get() does, %d mixed versions; %d replacements\n",
+                whole, failed, mixed, puts.load());
+    EXPECT_EQ(mixed, 0) << "landings mixed bytes of different versions";
+    EXPECT_GT(whole, 0);
+    EXPECT_GT(puts.load(), 0);
+    cudaFree(d);
+}
+
+// Replaced mid-landing (from the landing's own progress callback, so at a known point),
+// with a filler written over the old version's space: the landing lands the new version.
+TEST_F(Gpu, ReplacedMidLandingLandsTheNewVersion)
+{
+    ObjectStore::format(*dev);
+    ObjectStore store(*dev);
+    auto other_dev = Device::open(spec());
+    ObjectStore other(*other_dev);
+    const size_t n = 24 << 20;
+    const auto a = random(n, 4), b = random(n - 4096, 5), filler = random(n, 6);
+    store.put("t", a.data(), n);
+    const ObjectInfo old = store.stat("t");
+    void *d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
+    gpu::Landing land(*dev, 4 << 20, 2, 4);
+    std::atomic<int> calls{0};
+    const gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream, [&](uint64_t, uint64_t) {
+                                      if (calls++ != 0) return;
+                                      other.put("t", b.data(), b.size());
+                                      other.put("filler", filler.data(), filler.size());
+                                      EXPECT_EQ(other.stat("filler").block, old.block);
+                                  }).get();
+    EXPECT_EQ(r.bytes, b.size());
+    EXPECT_EQ(r.object.generation, store.stat("t").generation);
+    EXPECT_NE(r.object.generation, old.generation);
+    EXPECT_EQ(from_gpu(d, b.size()), b);
     cudaFree(d);
 }
 

@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -354,6 +356,221 @@ TEST_F(Store, ComputeOnObjectsInsideTheDrive)
     // Only descriptors and small results crossed the bus.
     EXPECT_EQ(after.bytes_slm_to_host - before.bytes_slm_to_host, 0u);
     EXPECT_GE(after.bytes_slm_to_namespace - before.bytes_slm_to_namespace, 2000 * sizeof(Rec));
+}
+
+// A destination that reads an object in pieces of `piece` bytes (any size, LBA-aligned or
+// not), last piece first, the rest spread over `threads` threads, as the GPU landing's fill
+// threads do; `between(attempt)` runs after the first piece of each attempt (another
+// writer's turn), `plan` replaces the pieces (to test a destination that misses bytes).
+class PieceSink : public ObjectSink {
+public:
+    std::vector<uint8_t> bytes;
+    int attempts = 0;
+    uint64_t piece = 1 << 20;
+    int threads = 4;
+    std::function<void(int attempt)> between;
+    std::function<std::vector<std::pair<uint64_t, uint64_t>>(uint64_t size)> plan;
+
+    void land(const ObjectInfo &o, const Fill &fill) override
+    {
+        attempts++;
+        bytes.assign(o.bytes, 0);
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+        if (plan) {
+            pieces = plan(o.bytes);
+        } else {
+            for (uint64_t pos = 0; pos < o.bytes; pos += piece) pieces.push_back({pos, std::min(piece, o.bytes - pos)});
+            std::reverse(pieces.begin(), pieces.end());
+        }
+        auto one = [&](size_t i) {
+            const auto [pos, n] = pieces[i];
+            fill(pos, n, bytes.data() + std::min<uint64_t>(pos, o.bytes));
+        };
+        if (pieces.empty()) return;
+        one(0);
+        if (between) between(attempts);
+        std::atomic<size_t> next{1};
+        std::vector<std::thread> pool;
+        std::exception_ptr err;
+        std::mutex mu;
+        for (int t = 0; t < threads; t++) {
+            pool.emplace_back([&] {
+                for (size_t i; (i = next++) < pieces.size();) {
+                    try {
+                        one(i);
+                    } catch (...) {
+                        std::lock_guard<std::mutex> g(mu);
+                        if (!err) err = std::current_exception();
+                    }
+                }
+            });
+        }
+        for (auto &t : pool) t.join();
+        if (err) std::rethrow_exception(err);
+    }
+};
+
+// Flips one bit of an object's bytes on the namespace, behind the store.
+void damage(Device &dev, ObjectStore &s, const std::string &name, uint64_t at)
+{
+    const uint32_t lba = dev.ns().lba_size;
+    const uint64_t slba = s.first_lba(s.stat(name)) + at / lba;
+    std::vector<uint8_t> sector(lba);
+    dev.read_lbas(slba, 1, sector.data());
+    sector[at % lba] ^= 0x10;
+    dev.write_lbas(slba, 1, sector.data());
+}
+
+TEST_F(Store, GetIntoTakesPiecesOfAnySizeInAnyOrderFromAnyThread)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(5 * 1024 * 1024 + 4097, 11);
+    s.put("t", data.data(), data.size());
+    for (uint64_t piece : {uint64_t{100000}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{8} << 20}) {
+        PieceSink sink;
+        sink.piece = piece;
+        const ObjectInfo o = s.get_into("t", sink);
+        EXPECT_EQ(sink.bytes, data) << "pieces of " << piece;
+        EXPECT_EQ(sink.attempts, 1);
+        EXPECT_EQ(o.generation, s.stat("t").generation);
+        EXPECT_EQ(o.bytes, data.size());
+    }
+    std::vector<uint8_t> mem(data.size() + 10, 0xEE);  // a larger buffer: the object's bytes, the rest untouched
+    MemorySink into(mem.data(), mem.size());
+    EXPECT_EQ(s.get_into("t", into).bytes, data.size());
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), mem.begin()));
+    EXPECT_EQ(mem.back(), 0xEE);
+    s.put("empty", nullptr, 0);
+    PieceSink none;
+    EXPECT_EQ(s.get_into("empty", none).bytes, 0u);
+    EXPECT_TRUE(none.bytes.empty());
+}
+
+// A bit changed on the namespace after the put: every destination fails as get() does.
+TEST_F(Store, GetIntoFailsOnDamageWithGetsError)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(3 * 1024 * 1024 + 5, 12);
+    s.put("t", data.data(), data.size());
+    damage(*dev, s, "t", data.size() / 2 + 3);
+    std::string want;
+    try {
+        s.get("t");
+        FAIL() << "get() returned damaged bytes";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EIO);
+        want = e.what();
+    }
+    EXPECT_NE(want.find("does not match its CRC-32C"), std::string::npos) << want;
+    PieceSink pieces;
+    std::vector<uint8_t> mem(data.size());
+    MemorySink memory(mem.data(), mem.size());
+    for (ObjectSink *sink : {static_cast<ObjectSink *>(&pieces), static_cast<ObjectSink *>(&memory)}) {
+        try {
+            s.get_into("t", *sink);
+            ADD_FAILURE() << "damaged bytes landed";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EIO);
+            EXPECT_EQ(std::string(e.what()), want);
+        }
+    }
+    EXPECT_EQ(pieces.attempts, 1) << "damage is not a replacement: no second read";
+}
+
+// Another writer replaces the object after the first piece was read and puts a filler
+// object into the space the old version leaves: the landing reads the new version whole.
+TEST_F(Store, GetIntoLandsTheNewVersionWhenReplacedMidRead)
+{
+    ObjectStore s(*dev);
+    ObjectStore other(*dev);  // another writer's view of the same namespace
+    const auto a = random_bytes(4 * 1024 * 1024, 13), b = random_bytes(4 * 1024 * 1024 - 100, 14);
+    const auto filler = random_bytes(a.size(), 15);
+    s.put("t", a.data(), a.size());
+    const ObjectInfo old = s.stat("t");
+    PieceSink sink;
+    sink.between = [&](int attempt) {
+        if (attempt != 1) return;
+        other.put("t", b.data(), b.size());
+        other.put("filler", filler.data(), filler.size());
+        ASSERT_EQ(other.stat("filler").block, old.block) << "the filler was meant to overwrite the old version";
+    };
+    const ObjectInfo o = s.get_into("t", sink);
+    EXPECT_EQ(sink.attempts, 2);
+    EXPECT_EQ(sink.bytes, b);
+    EXPECT_EQ(o.generation, s.stat("t").generation);
+    EXPECT_NE(o.generation, old.generation);
+}
+
+// get() is the same path: replaced from its progress callback, it returns the new bytes.
+TEST_F(Store, GetReadsTheNewVersionWhenReplacedMidRead)
+{
+    ObjectStore s(*dev);
+    ObjectStore other(*dev);
+    const auto a = random_bytes(12 * 1024 * 1024, 19), b = random_bytes(12 * 1024 * 1024 + 1, 20);
+    s.put("t", a.data(), a.size());
+    const ObjectInfo before = s.stat("t");
+    int replaced = 0;
+    const auto got = s.get("t", [&](uint64_t, uint64_t) {
+        if (replaced++) return;
+        other.put("t", b.data(), b.size());
+        other.put("filler", a.data(), a.size() - 1);
+        ASSERT_EQ(other.stat("filler").block, before.block);
+    });
+    EXPECT_GT(replaced, 1);
+    EXPECT_EQ(got, b);
+}
+
+// Replaced during every read: the landing gives up after a few with EAGAIN, saying why.
+TEST_F(Store, GetIntoGivesUpCleanlyWhenReplacedDuringEveryRead)
+{
+    ObjectStore s(*dev);
+    ObjectStore other(*dev);
+    const auto a = random_bytes(2 * 1024 * 1024, 16), b = random_bytes(2 * 1024 * 1024, 17);
+    s.put("t", a.data(), a.size());
+    PieceSink sink;
+    sink.piece = 256 * 1024;
+    sink.between = [&](int attempt) {
+        const auto &next = attempt % 2 ? b : a;
+        other.put("t", next.data(), next.size());  // into the space the version being read left
+        other.put("filler", next.data(), next.size() / 2);
+        other.remove("filler");
+    };
+    try {
+        s.get_into("t", sink);
+        FAIL() << "landed although every read saw a replacement";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EAGAIN) << e.what();
+        EXPECT_NE(std::string(e.what()).find("replaced by another writer"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(sink.attempts, 4);
+}
+
+// A destination that skips, repeats or overreaches bytes is refused, not trusted.
+TEST_F(Store, GetIntoRefusesADestinationThatMissesBytes)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(1000000, 18);
+    s.put("t", data.data(), data.size());
+    using Plan = std::vector<std::pair<uint64_t, uint64_t>>;
+    for (const Plan &plan : {Plan{{0, 500000}}, Plan{{0, 500000}, {499999, 500001}}, Plan{{0, 500000}, {500001, 499999}},
+                             Plan{{0, 500000}, {500000, 500000}, {0, 10}}, Plan{{0, 1000000}, {1000000, 1}}}) {
+        PieceSink sink;
+        sink.plan = [&](uint64_t) { return plan; };
+        try {
+            s.get_into("t", sink);
+            ADD_FAILURE() << "accepted " << plan.size() << " pieces";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EINVAL) << e.what();
+        }
+    }
+    std::vector<uint8_t> small(data.size() - 1);
+    MemorySink too_small(small.data(), small.size());
+    try {
+        s.get_into("t", too_small);
+        ADD_FAILURE() << "a 1,000,000-byte object landed in 999,999 bytes";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), ENOSPC) << e.what();
+    }
 }
 
 }  // namespace

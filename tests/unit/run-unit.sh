@@ -9,6 +9,8 @@ pass=0 fail=0
 # libcsd's suites run once per front end: the vendor commands, then the standard ones
 # (CSD_FRONT_END=nvme-cs; the in-process device then refuses the vendor data commands).
 for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
+           "$mb/tests/unit/csd-crc32c-tests" "$mb/tests/unit/csd-crc32c-portable-tests" \
+           "$mb/tests/unit/csd-crc32c-sse42-tests" "$mb/tests/unit/csd-crc32c-table-tests" \
            "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-library-tests@nvme-cs" \
            "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-queue-processor-tests" \
            "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \

@@ -44,6 +44,36 @@ struct Reservation {
 // Called during long transfers with bytes done so far and the total.
 using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
+// Where a checked whole-object read (ObjectStore::get_into) puts the bytes: host memory,
+// GPU memory through pinned buffers (csd::gpu::Landing), ... The store owns the object's
+// layout on the namespace, the CRC-32C check and the retry; a destination only moves bytes.
+class ObjectSink {
+public:
+    // Reads bytes [pos, pos + n) of the object being landed into host memory at `host`;
+    // safe to call from several threads at once.
+    using Fill = std::function<void(uint64_t pos, uint64_t n, uint8_t *host)>;
+    virtual ~ObjectSink() = default;
+    // One attempt at landing the object `o` describes: call fill over pieces that cover
+    // [0, o.bytes) once each, in any order and from any threads, and move each piece where
+    // it belongs; return (or throw, to give up: an object larger than the destination,
+    // say) only when no call of fill is still running. Called again, with the entry read
+    // then, when another writer replaced the object meanwhile.
+    virtual void land(const ObjectInfo &o, const Fill &fill) = 0;
+};
+
+// Host memory of a fixed size as a destination; a larger object fails with ENOSPC.
+class MemorySink : public ObjectSink {
+public:
+    // Lands into buf[0, capacity).
+    MemorySink(void *buf, uint64_t capacity) : buf_(static_cast<uint8_t *>(buf)), capacity_(capacity) {}
+    // Fills the buffer in steps of a few MiB.
+    void land(const ObjectInfo &o, const Fill &fill) override;
+
+private:
+    uint8_t *buf_;
+    uint64_t capacity_;
+};
+
 class ObjectStore {
 public:
     // Writes an empty store over the whole namespace (existing objects are forgotten).
@@ -58,6 +88,11 @@ public:
              const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
     // The whole object, checked against its CRC-32C.
     std::vector<uint8_t> get(const std::string &name, const Progress &progress = {});
+    // The whole object into a destination, checked against its CRC-32C (the CRCs of the
+    // pieces the destination read, combined) and landed again when another writer replaced
+    // it meanwhile; throws EIO, as get() does, when it does not check out. Returns the
+    // catalog entry of the version that landed.
+    ObjectInfo get_into(const std::string &name, ObjectSink &sink, const Progress &progress = {});
     // len bytes from offset of an object into buf (ranged read; not CRC-checked).
     void read(const std::string &name, uint64_t offset, uint64_t len, void *buf, const Progress &progress = {});
     ObjectInfo stat(const std::string &name) const;
@@ -109,6 +144,10 @@ private:
     Reservation reserve(uint64_t blocks, bool compacting = false);
     void release(uint64_t id);
     void write_blocks(uint64_t block, const void *data, uint64_t bytes, const Progress &progress = {});
+    // Bytes [pos, pos + n) of object o from the namespace (whole LBAs straight into out).
+    void read_bytes(const ObjectInfo &o, uint64_t pos, uint64_t n, uint8_t *out);
+    // One landing of o into sink; returns the CRC-32C of the bytes the sink was given.
+    uint32_t land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress);
     void commit_put(const ObjectInfo &o, uint64_t reservation);
 
     Device &dev_;
