@@ -19,6 +19,13 @@ grep -q 'FAILED hang-test.sh.*exit 137' <<<"$out"; result $? "the guest-side tim
 grep -q 'FAILED hang-guest.sh.*timeout' <<<"$out"; result $? "the host-side timeout caught the frozen guest"
 grep -q '^PASS slow-pass.sh' <<<"$out"; result $? "a test in the same guest as a shorter-timeout one ran under its own timeout"
 grep -q '2 passed, 2 failed' <<<"$out"; result $? "the closing line counts 2 passed, 2 failed"
+# `make vm CSD_PROPS=... DRIVES=N` (csdvm.py cmd/shell --device-props/--drives) starts the
+# device the docs describe: the standard front end's namespaces on each of two drives.
+out=$(CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' CSD_DRIVES=2 timeout 120 python3 "$here/csdvm.py" cmd \
+      'ls /dev | grep -E "^ng[01]n[123]$" | tr "\n" " "' 2>&1)
+grep -q 'ng0n1 ng0n2 ng0n3 ng1n1 ng1n2 ng1n3' <<<"$out"; result $? "CSD_PROPS and CSD_DRIVES shape the device (got: $(tail -n 1 <<<"$out"))"
+out=$(timeout 60 python3 "$here/csdvm.py" cmd --device-props 'csd.no-such-property=1' true 2>&1); rc=$?
+[ $rc != 0 ] && grep -q "no-such-property" <<<"$out"; result $? "a property QEMU does not know fails the boot with QEMU's reason (exit $rc)"
 ! pgrep -f "csdvm-.*initrd.cpio" >/dev/null; result $? "no QEMU left running"
 echo "harness: $pass passed, $fail failed"
 [ $fail = 0 ]
