@@ -608,9 +608,14 @@ TEST_F(Bpf, HiddenInstructionsAreRefused)
 // The instructions the runtime loaded are the ones the device checked: section csd of the
 // image, read here on its own, with each relocated call's imm = the helper's index and
 // src_reg 0, and nothing else changed. Seen in the device's array and in DPDK's own copy.
+#ifdef CSD_HAVE_BPF
+#if RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) && RTE_VERSION < RTE_VERSION_NUM(23, 0, 0, 0)
+#define DPDK_22_11 1
+#endif
+#endif
 TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
 {
-#if defined(CSD_HAVE_BPF) && RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) && RTE_VERSION < RTE_VERSION_NUM(23, 0, 0, 0)
+#ifdef DPDK_22_11
     for (const char *name : {"threshold", "project", "histogram", "prefix"}) {
         const auto img = example(name);
         Elf64_Ehdr eh;
@@ -658,6 +663,93 @@ TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
 #else
     GTEST_SKIP() << "needs DPDK 22.11's librte_bpf (this build has another or none)";
 #endif
+}
+
+// Found by fuzz_elf: DPDK's JIT compiles a shift of a register by itself ("r0 <<= r0")
+// wrongly (it swaps the count into rcx, then shifts what rcx held): the JIT-compiled map
+// returned each record's byte unshifted. Such programs run in the interpreter.
+TEST_F(Bpf, ShiftByItselfRunsInTheInterpreter)
+{
+    using namespace csd::test;
+    for (const uint8_t shift : {0x6f, 0x6c, 0x7f, 0x7c}) {  // LSH, LSH32, RSH, RSH32 by a register
+        // r0 = *(u8 *)(r1 + 0); r0 = r0 OP r0; exit
+        const auto code = bpf_code({{0x71, 0x10, 0, 0}, {shift, 0x00, 0, 0}, {0x95, 0, 0, 0}});
+        const Loaded l = load(elf_program(code, "self_shift").bytes(), 1, 0x150);
+        ASSERT_EQ(l.status, 0) << status_text(l.status);
+        const uint32_t n = 16;
+        std::vector<uint8_t> recs(n);
+        for (uint32_t i = 0; i < n; i++) recs[i] = static_cast<uint8_t>(i + 1);
+        put(0, recs);
+        const auto r = run(l.dw0, 0, n, 4096, 8 * n, params(n, CSD_BPF_MAP, {}));
+        ASSERT_OK(r);
+        const auto out = get<uint64_t>(4096, n);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t v = recs[i];
+            const uint64_t want = shift == 0x6f ? v << v : shift == 0x6c ? uint32_t(v << v) : shift == 0x7f ? v >> v : uint32_t(v) >> v;
+            EXPECT_EQ(out[i], want) << std::hex << "opcode " << int(shift) << ", record " << v;
+        }
+        EXPECT_EQ(unload(0x150), 0);
+    }
+}
+
+// Found by fuzz_elf: DPDK's verifier keeps a pointer "the record pointer" through any
+// arithmetic (it tracks an offset from the base), so "r1 &= 0" then a read at r1 + 100
+// passed it and read address 100 (SIGSEGV in rte_bpf_exec); "r1 ^= 8", "r1 >>= 1" or
+// "r1 *= 2" reach other memory the same way, for reading and writing. Its stack tracking
+// types a slot by the first one an access touches, so an unaligned spill or fill turns
+// chosen bytes into "the record pointer". The device refuses every such use of a pointer,
+// and pointers leaving the program (stored into the record, returned, compared).
+TEST_F(Bpf, PointerMisuseIsRefused)
+{
+    using namespace csd::test;
+    const BpfInsn read100 = {0x71, 0x10, 100, 0}, exit_ = {0x95, 0, 0, 0};  // r0 = *(u8 *)(r1 + 100)
+    const std::pair<const char *, std::vector<BpfInsn>> cases[] = {
+        {"r1 &= 0", {{0x57, 0x01, 0, 0}, read100, exit_}},
+        {"r1 ^= 8", {{0xa7, 0x01, 0, 8}, read100, exit_}},
+        {"r1 |= 1", {{0x47, 0x01, 0, 1}, read100, exit_}},
+        {"r1 >>= 1", {{0x77, 0x01, 0, 1}, read100, exit_}},
+        {"r1 <<= 1", {{0x67, 0x01, 0, 1}, read100, exit_}},
+        {"r1 *= 2", {{0x27, 0x01, 0, 2}, read100, exit_}},
+        {"r1 /= 2", {{0x37, 0x01, 0, 2}, read100, exit_}},
+        {"r1 = -r1", {{0x87, 0x01, 0, 0}, read100, exit_}},
+        {"w1 += 0", {{0x04, 0x01, 0, 0}, read100, exit_}},
+        {"r10 &= r10 via r2", {{0xbf, 0xa2, 0, 0}, {0x57, 0x02, 0, 0}, {0x72, 0x02, -8, 0}, {0xb7, 0, 0, 0}, exit_}},
+        {"r2 += r1", {{0xb7, 0x02, 0, 0}, {0x0f, 0x12, 0, 0}, {0x71, 0x20, 0, 0}, exit_}},
+        {"store r1 into the record", {{0x7b, 0x11, 0, 0}, {0xb7, 0, 0, 0}, exit_}},
+        {"return r1", {{0xbf, 0x10, 0, 0}, exit_}},
+        {"compare r1", {{0xb7, 0x00, 0, 0}, {0x25, 0x01, 1, 0x1000}, {0xb7, 0x00, 0, 1}, exit_}},
+        {"w2 = w1", {{0xbc, 0x12, 0, 0}, {0xbf, 0x20, 0, 0}, exit_}},
+        // r1 kept in slot -8, then a DW store at r10 - 12 over its low half: DPDK still typed
+        // slot -8 "the record pointer" when it was read back
+        {"partial overwrite of a kept pointer",
+         {{0x7b, 0x1a, -8, 0}, {0x7a, 0x0a, -12, 0x1000}, {0x79, 0xa1, -8, 0}, read100, exit_}},
+        {"unaligned fill of a kept pointer", {{0x7b, 0x1a, -16, 0}, {0x79, 0xa1, -12, 0}, read100, exit_}},
+        {"unaligned spill", {{0x7b, 0x1a, -12, 0}, {0x79, 0xa1, -16, 0}, read100, exit_}},
+        {"read through a number", {{0xb7, 0x02, 0, 64}, {0x71, 0x20, 0, 0}, exit_}},
+    };
+    for (const auto &[what, insns] : cases) {
+        const Loaded r = load(elf_program(bpf_code(insns), "pointer").bytes(), 128, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+    // What compiled programs do is fine: copy it, add to it, keep it on the stack and take it back.
+    const auto ok = bpf_code({{0xbf, 0x16, 0, 0},     // r6 = r1
+                              {0x07, 0x06, 0, 4},     // r6 += 4
+                              {0x7b, 0x6a, -8, 0},    // *(u64 *)(r10 - 8) = r6
+                              {0xb7, 0x06, 0, 0},     // r6 = 0
+                              {0x79, 0xa6, -8, 0},    // r6 = *(u64 *)(r10 - 8)
+                              {0x71, 0x60, 96, 0},    // r0 = *(u8 *)(r6 + 96): byte 100
+                              {0x95, 0, 0, 0}});
+    const Loaded l = load(elf_program(ok, "spill").bytes(), 128);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    std::vector<uint8_t> rec(128);
+    rec[100] = 42;
+    put(0, rec);
+    const auto r = run(l.dw0, 0, 128, 0, 0, params(1, CSD_BPF_REDUCE, {}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 42u);
 }
 
 TEST_F(Bpf, LoadFieldChecks)

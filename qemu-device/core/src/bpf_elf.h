@@ -41,12 +41,17 @@ bool bpf_read_image(const uint8_t *image, size_t size, BpfCode *out, uint32_t *f
 // fuzz_elf) and what cannot be meant (Linux's verifier refuses all of them too): a call
 // that names no helper, a jump outside the program or into the middle of a 64-bit load, a
 // 64-bit load without its second half (which must be zero but for its imm), a shift by an
-// immediate of the register's width or more, and any way to run past the last
-// instruction. Returns false with *fault and *why as bpf_read_image.
+// immediate of the register's width or more, any way to run past the last instruction,
+// and any use of a pointer (the record's, the stack's) but copying it, adding or
+// subtracting numbers, memory accesses through it and keeping it whole in an aligned stack
+// slot: arithmetic on it, comparing, storing it into the record or returning it, partial
+// or unaligned spills and fills of it. Returns false with *fault and *why as
+// bpf_read_image.
 bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t *fault, std::string *why);
 
 // Whether DPDK's x86-64 JIT would compile these instructions wrongly although they verify
-// and interpret fine (found by fuzz_program): a JSET ("if dst & src goto").
+// and interpret fine: a JSET ("if dst & src goto", found by fuzz_program), a shift of a
+// register by itself ("r0 <<= r0", found by fuzz_elf).
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns);
 
 }  // namespace csd::core
