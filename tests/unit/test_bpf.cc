@@ -19,13 +19,15 @@
 #include <rte_version.h>
 #endif
 
+#include "nvme_cs.h"
+
 namespace {
 
 std::vector<uint8_t> image(const std::string &path)
 {
-    std::ifstream f(path, std::ios::binary);
-    EXPECT_TRUE(f.good()) << path;
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+    std::vector<uint8_t> v = read_file(path);
+    EXPECT_FALSE(v.empty()) << path;
+    return v;
 }
 std::vector<uint8_t> example(const char *name) { return image(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
 std::vector<uint8_t> test_image(const char *name) { return image(std::string(CSD_BPF_TEST_IMAGES) + "/" + name + ".o"); }
@@ -36,8 +38,16 @@ struct Loaded {
     uint16_t code() const { return CSD_STATUS_CODE(status); }
 };
 
+// Skipped, with the reason, where the core has no eBPF runtime or the build no objects.
 class Bpf : public CoreTest {
 protected:
+    void SetUp() override
+    {
+        CoreTest::SetUp();
+        const std::string skip = ebpf_tests_skipped(core, std::string(CSD_BPF_TEST_IMAGES) + "/loop.o");
+        if (!skip.empty()) GTEST_SKIP() << skip;
+    }
+
     // One Program Load command (decode, the chunk, complete), as an embedding runs it.
     Loaded load_chunk(uint16_t slot, uint32_t size, uint32_t off, const uint8_t *chunk, uint32_t len,
                       uint32_t record_size, uint8_t type = CSD_PROGRAM_TYPE_EBPF)
@@ -907,6 +917,27 @@ TEST_F(Bpf, HalfLoadedImageBytesAreCapped)
     EXPECT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES - 65536, 0, chunk.data(), 4096, 16).status, 0);
     EXPECT_EQ(load_chunk(0, 65537, 0, chunk.data(), 4096, 16).code(), CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED);
     EXPECT_EQ(load_chunk(0, 65536, 0, chunk.data(), 4096, 16).status, 0);
+}
+
+// A core without the eBPF runtime (the GPU machine's host-only build) says so: C0h lists no
+// program types and Program Load of an eBPF image is Invalid Field in Command (the type
+// field names a type the device does not support); on the standard front end 83h lists
+// no type and Load Program answers Invalid Program Type. Nothing is loaded, nothing crashes.
+TEST_F(CoreTest, ProgramLoadWithoutTheEbpfRuntime)
+{
+    if (core_runs_ebpf(core)) GTEST_SKIP() << "this core has the eBPF runtime";
+    csd_op op;
+    EXPECT_EQ(decode(CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF), 256, 0, 256, 16, &op),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+    uint32_t avail = 0, types = 1;
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_DL_PROGRAM_TYPES, 0, page.data(), 4096, &avail), 0);
+    std::memcpy(&types, page.data(), 4);
+    EXPECT_EQ(types, 0u);
+    EXPECT_EQ(avail, 8u);
+    const csd_ctx ctx{1 << 20, 512, 0};
+    const csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, CSD_SLOT_FIRST | NVME_CS_PROGRAM_TYPE_EBPF << 16, 256, 16, 0, 256, 0};
+    EXPECT_EQ(csd_core_cs_decode_load_program(core, &c, &ctx, &op), NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR);
 }
 
 }  // namespace
