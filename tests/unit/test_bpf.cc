@@ -677,13 +677,19 @@ TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
 
 // Found by fuzz_elf: DPDK's JIT compiles a shift of a register by itself ("r0 <<= r0")
 // wrongly (it swaps the count into rcx, then shifts what rcx held): the JIT-compiled map
-// returned each record's byte unshifted. Such programs run in the interpreter.
-TEST_F(Bpf, ShiftByItselfRunsInTheInterpreter)
+// returned each record's byte unshifted; and a division or remainder of r0 or r3 by itself
+// (it divides by a scratch register it never filled). Such programs run in the interpreter.
+TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
 {
     using namespace csd::test;
-    for (const uint8_t shift : {0x6f, 0x6c, 0x7f, 0x7c}) {  // LSH, LSH32, RSH, RSH32 by a register
-        // r0 = *(u8 *)(r1 + 0); r0 = r0 OP r0; exit
-        const auto code = bpf_code({{0x71, 0x10, 0, 0}, {shift, 0x00, 0, 0}, {0x95, 0, 0, 0}});
+    // LSH, LSH32, RSH, RSH32, DIV, DIV32, MOD, MOD32 by a register; in r0 and in r3
+    for (const uint8_t reg : {0, 3})
+    for (const uint8_t shift : {0x6f, 0x6c, 0x7f, 0x7c, 0x3f, 0x3c, 0x9f, 0x9c}) {
+        // rN = *(u8 *)(r1 + 0); rN = rN OP rN; r0 = rN; exit
+        const auto code = bpf_code({{0x71, static_cast<uint8_t>(0x10 | reg), 0, 0},
+                                    {shift, static_cast<uint8_t>(reg << 4 | reg), 0, 0},
+                                    {0xbf, static_cast<uint8_t>(reg << 4), 0, 0},
+                                    {0x95, 0, 0, 0}});
         const Loaded l = load(elf_program(code, "self_shift").bytes(), 1, 0x150);
         ASSERT_EQ(l.status, 0) << status_text(l.status);
         const uint32_t n = 16;
@@ -695,8 +701,12 @@ TEST_F(Bpf, ShiftByItselfRunsInTheInterpreter)
         const auto out = get<uint64_t>(4096, n);
         for (uint32_t i = 0; i < n; i++) {
             const uint64_t v = recs[i];
-            const uint64_t want = shift == 0x6f ? v << v : shift == 0x6c ? uint32_t(v << v) : shift == 0x7f ? v >> v : uint32_t(v) >> v;
-            EXPECT_EQ(out[i], want) << std::hex << "opcode " << int(shift) << ", record " << v;
+            const uint64_t want = shift == 0x6f   ? v << v
+                                  : shift == 0x6c ? uint32_t(v << v)
+                                  : shift == 0x7f || shift == 0x7c ? v >> v
+                                  : shift == 0x3f || shift == 0x3c ? 1
+                                                                   : 0;
+            EXPECT_EQ(out[i], want) << std::hex << "opcode " << int(shift) << " on r" << int(reg) << ", record " << v;
         }
         EXPECT_EQ(unload(0x150), 0);
     }
@@ -760,6 +770,69 @@ TEST_F(Bpf, PointerMisuseIsRefused)
     const auto r = run(l.dw0, 0, 128, 0, 0, params(1, CSD_BPF_REDUCE, {}));
     ASSERT_OK(r);
     EXPECT_EQ(r.dw0, 42u);
+}
+
+// Found reading DPDK's lib/bpf/bpf_validate.c: its bounds for a multiplication overflow
+// unchecked, so a record byte times 7F7F7F7F7F7F7F80h was taken to be at most 128 and the
+// record pointer plus it "inside a 256-byte record": the read at record + 2^63 died of
+// SIGSEGV. The device bounds every access itself, over every path: what a compare proves
+// is used, what might wrap is not. Also refused: reading stack bytes never written (they
+// hold the host's data) and registers that hold nothing yet.
+TEST_F(Bpf, AccessesAreBoundedByTheDevice)
+{
+    using namespace csd::test;
+    const uint64_t k = 0x7f7f7f7f7f7f7f80ull;
+    const BpfInsn byte0 = {0x71, 0x12, 0, 0}, exit_ = {0x95, 0, 0, 0};  // r2 = *(u8 *)(r1 + 0)
+    const BpfInsn add = {0x0f, 0x21, 0, 0}, read = {0x71, 0x10, 0, 0};  // r1 += r2; r0 = *(u8 *)(r1 + 0)
+    const std::pair<const char *, std::vector<BpfInsn>> refused[] = {
+        {"a byte times 7F7F7F7F7F7F7F80h",
+         {byte0, {0x18, 0x03, 0, static_cast<int32_t>(k)}, {0, 0, 0, static_cast<int32_t>(k >> 32)}, {0x2f, 0x32, 0, 0}, add,
+          read, exit_}},
+        {"a byte not checked", {byte0, {0x07, 0x01, 0, 200}, add, read, exit_}},
+        {"a byte checked against 200", {byte0, {0x25, 0x02, 2, 200}, add, read, exit_, {0xb7, 0x00, 0, 0}, exit_}},
+        {"a byte minus 1 (it may be 0)", {byte0, {0x17, 0x02, 0, 1}, add, read, exit_}},
+        {"a byte shifted left by a byte", {byte0, {0x71, 0x13, 1, 0}, {0x6f, 0x32, 0, 0}, add, read, exit_}},
+        {"stack bytes never written", {{0x79, 0xa0, -8, 0}, exit_}},
+        {"part of the stack written", {{0x62, 0x0a, -8, 7}, {0x79, 0xa0, -8, 0}, exit_}},
+        {"a register never set", {{0xbf, 0x20, 0, 0}, exit_}},
+        {"r1 after a call", {{0xb7, 0x01, 0, 0}, {0x85, 0x10, 0, -1}, read, exit_}},
+        {"a backward jump", {{0xb7, 0x00, 0, 0}, {0x07, 0x00, 0, 1}, {0x05, 0, -2, 0}, exit_}},
+    };
+    for (const auto &[what, insns] : refused) {
+        std::vector<std::pair<uint64_t, std::string>> calls;
+        for (size_t i = 0; i < insns.size(); i++) {
+            if (insns[i].code == 0x85) calls.emplace_back(8 * i, "csd_param");
+        }
+        const Loaded r = load(elf_program(bpf_code(insns), "bounds", calls).bytes(), 256, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
+        EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE) << what;
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+    // What compares prove is used (DPDK's verifier wants both the unsigned and the signed
+    // one): a byte at most 100, kept on the stack and taken back, indexes a 256-byte record
+    // from byte 155; in a 255-byte record it could reach past the end.
+    const auto ok = bpf_code({byte0,
+                              {0xb7, 0x00, 0, 0},      // r0 = 0
+                              {0x25, 0x02, 6, 100},    // if r2 > 100 goto exit
+                              {0x65, 0x02, 5, 100},    // if r2 s> 100 goto exit
+                              {0x7b, 0x2a, -8, 0},     // *(u64 *)(r10 - 8) = r2
+                              {0x79, 0xa3, -8, 0},     // r3 = *(u64 *)(r10 - 8)
+                              {0x0f, 0x31, 0, 0},      // r1 += r3
+                              {0x71, 0x10, 155, 0},    // r0 = *(u8 *)(r1 + 155)
+                              {0x07, 0x00, 0, 1},      // r0 += 1
+                              exit_});
+    const Loaded l = load(elf_program(ok, "indexed").bytes(), 256);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    std::vector<uint8_t> rec(256);
+    rec[0] = 100;
+    rec[255] = 41;
+    put(0, rec);
+    const auto r = run(l.dw0, 0, 256, 0, 0, params(1, CSD_BPF_REDUCE, {}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 42u);
+    EXPECT_EQ(load(elf_program(ok, "indexed").bytes(), 255, 0x151).code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
 }
 
 TEST_F(Bpf, LoadFieldChecks)

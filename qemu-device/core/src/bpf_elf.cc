@@ -138,172 +138,10 @@ Elf64_Sym symbol(const Sections &s, size_t tab, uint64_t k)
     return sym;
 }
 
-// What a register or an 8-byte stack slot may hold, as a set: a number, the record pointer
-// (plus or minus numbers), the stack pointer (likewise), nothing yet.
-constexpr uint8_t kNumber = 1, kRecordPtr = 2, kStackPtr = 4, kUnset = 8, kAnyPtr = kRecordPtr | kStackPtr;
-constexpr int kStackBytes = 512;  // DPDK's MAX_BPF_STACK_SIZE
-
-struct Types {
-    uint8_t reg[11];
-    uint8_t slot[kStackBytes / 8];
-    bool operator==(const Types &o) const { return std::memcmp(this, &o, sizeof o) == 0; }
-};
-
-// Where the program may use pointers, followed over every path: DPDK 22.11's verifier
-// models a pointer as its base plus a tracked offset whatever the operation, so that
-// "r1 &= 0", "r1 ^= 8" or "r1 >>= 1" left r1 "the record pointer" while it pointed
-// anywhere (found by fuzz_elf: a read at address 100), and it types a stack slot by the
-// first slot a store or load touches, so that an unaligned store or load could make a
-// number of the program's choosing "the record pointer". The device allows pointers only
-// what compiled programs do with them: copy them, add or subtract numbers, read and write
-// memory through them, and keep them in 8-byte aligned stack slots through r10 (spills).
-// Everything else that may involve a pointer is refused: other arithmetic, 32-bit
-// arithmetic, comparisons, a pointer stored into the record or returned (its address
-// would reach the host), memory reached through a register that is not certainly a
-// pointer, a partial or unaligned store or load of a kept pointer.
-bool pointers_used_safely(const std::vector<uint64_t> &insns, const std::vector<bool> &second, uint32_t *fault,
-                          std::string *why)
-{
-    const size_t n = insns.size();
-    std::vector<Types> in(n);
-    std::vector<bool> seen(n);
-    Types start;
-    std::memset(start.reg, kUnset, sizeof start.reg);
-    std::memset(start.slot, kUnset, sizeof start.slot);
-    start.reg[1] = kRecordPtr;
-    start.reg[10] = kStackPtr;
-    in[0] = start;
-    seen[0] = true;
-    std::vector<size_t> work{0};
-    while (!work.empty()) {
-        const size_t i = work.back();
-        work.pop_back();
-        Types t = in[i];
-        const Insn ins = decode(insns[i]);
-        const auto at = static_cast<uint32_t>(i);
-        auto no = [&](const std::string &what) {
-            return refuse(fault, why, at, "instruction " + std::to_string(i) + " " + what);
-        };
-        const uint8_t cls = ins.code & 0x07, op = ins.code & 0xF0, mode = ins.code & 0xE0;
-        const bool reg_src = ins.code & 0x08;
-        if (ins.dst > 10 || ins.src > 10) return no("names a register that does not exist");
-        uint8_t &dst = t.reg[ins.dst];
-        const uint8_t src = t.reg[ins.src];
-        const bool exact_ptr = dst == kRecordPtr || dst == kStackPtr;
-        // The stack slots bytes [off, off + size) below r10 touch, when the base is r10.
-        static constexpr int kSizes[4] = {4, 2, 1, 8};  // BPF_W, BPF_H, BPF_B, BPF_DW
-        const int size = kSizes[(ins.code >> 3) & 3];
-        const int first = kStackBytes + ins.off, last = first + size - 1;
-        const bool on_stack = first >= 0 && last < kStackBytes;
-        auto touched_may_hold_ptr = [&] {
-            for (int k = first / 8; k <= last / 8; k++) {
-                if (t.slot[k] & kAnyPtr) return true;
-            }
-            return false;
-        };
-        std::vector<size_t> next;
-        switch (cls) {
-        case 0x00:  // LD: the 64-bit immediate (or DPDK's packet loads, into r0)
-            if (ins.code == kLddw) {
-                dst = kNumber;
-                next = {i + 2};
-            } else {
-                t.reg[0] = kNumber;
-                next = {i + 1};
-            }
-            break;
-        case 0x01: {  // LDX: dst = *(size *)(src + off)
-            if (src != kRecordPtr && src != kStackPtr) return no("reads memory through a register that may not be a pointer");
-            uint8_t v = kNumber;
-            if (src == kStackPtr && ins.src == 10 && on_stack) {
-                if (touched_may_hold_ptr()) {
-                    if (size != 8 || first % 8) return no("reads part of a pointer kept on the stack");
-                    v = t.slot[first / 8];
-                }
-            } else if (src == kStackPtr) {  // an offset from r10 not followed here
-                for (uint8_t s : t.slot) {
-                    if (s & kAnyPtr) return no("reads the stack at an unknown offset while a pointer is kept there");
-                }
-            }
-            dst = v;
-            next = {i + 1};
-            break;
-        }
-        case 0x02:    // ST: *(size *)(dst + off) = imm
-        case 0x03: {  // STX: *(size *)(dst + off) = src, or an atomic add
-            if (!exact_ptr) return no("writes memory through a register that may not be a pointer");
-            const uint8_t v = cls == 0x02 ? kNumber : src;
-            const bool whole = cls == 0x02 || mode == 0x60;  // not an atomic add
-            if (v & kAnyPtr) {
-                if (dst == kRecordPtr) return no("stores a pointer into the record");
-                if (ins.dst != 10 || !on_stack || size != 8 || first % 8 || !whole) {
-                    return no("stores a pointer other than whole into an 8-byte aligned stack slot through r10");
-                }
-            }
-            if (dst == kStackPtr && ins.dst == 10 && on_stack) {
-                for (int k = first / 8; k <= last / 8; k++) t.slot[k] = kNumber;
-                if (size == 8 && first % 8 == 0 && whole) t.slot[first / 8] = v;
-            } else if (dst == kStackPtr) {
-                for (uint8_t &s : t.slot) s |= kNumber;
-            }
-            next = {i + 1};
-            break;
-        }
-        case 0x04:  // ALU (32-bit)
-        case 0x07:  // ALU64
-            if (op == 0xB0) {  // MOV
-                if (cls == 0x04 && reg_src && (src & kAnyPtr)) return no("takes 32 bits of a pointer");
-                dst = reg_src && cls == 0x07 ? src : kNumber;
-            } else if (cls == 0x07 && (op == 0x00 || op == 0x10)) {  // ADD, SUB
-                if (reg_src && (src & kAnyPtr)) return no("adds or subtracts a pointer");
-                // (a pointer plus or minus a number stays that pointer)
-            } else {
-                if ((dst & kAnyPtr) || (reg_src && (src & kAnyPtr))) {
-                    return no(cls == 0x04 ? "does 32-bit arithmetic on a pointer"
-                                          : "does arithmetic on a pointer other than adding or subtracting a number");
-                }
-                dst = kNumber;
-            }
-            next = {i + 1};
-            break;
-        default:  // JMP, JMP32
-            if (ins.code == kCall) {
-                t.reg[0] = kNumber;
-                for (int r = 1; r <= 5; r++) t.reg[r] = kUnset;
-                next = {i + 1};
-            } else if (ins.code == kExit) {
-                if (t.reg[0] & kAnyPtr) return no("returns a pointer");
-            } else if (ins.code == kJa) {
-                next = {static_cast<size_t>(static_cast<int64_t>(i) + 1 + ins.off)};
-            } else {
-                if ((dst & kAnyPtr) || (reg_src && (src & kAnyPtr))) return no("compares a pointer");
-                next = {i + 1, static_cast<size_t>(static_cast<int64_t>(i) + 1 + ins.off)};
-            }
-            break;
-        }
-        for (size_t j : next) {  // (in the program and not a second half: checked before)
-            if (j >= n || second[j]) continue;
-            if (!seen[j]) {
-                seen[j] = true;
-                in[j] = t;
-                work.push_back(j);
-                continue;
-            }
-            Types m = in[j];
-            for (size_t r = 0; r < sizeof m.reg; r++) m.reg[r] |= t.reg[r];
-            for (size_t k = 0; k < sizeof m.slot; k++) m.slot[k] |= t.slot[k];
-            if (!(m == in[j])) {
-                in[j] = m;
-                work.push_back(j);
-            }
-        }
-    }
-    return true;
-}
-
 }  // namespace
 
-bool bpf_read_image(const uint8_t *image, size_t size, BpfCode *out, uint32_t *fault, std::string *why)
+bool bpf_read_image(const uint8_t *image, size_t size, uint32_t record_size, BpfCode *out, uint32_t *fault,
+                    std::string *why)
 {
     *fault = CSD_IMAGE_FAULT_NONE;
     auto no = [&](std::string reason) { return refuse(fault, why, CSD_IMAGE_FAULT_NONE, std::move(reason)); };
@@ -445,7 +283,7 @@ bool bpf_read_image(const uint8_t *image, size_t size, BpfCode *out, uint32_t *f
         }
     }
 
-    if (!bpf_check_instructions(insns, fault, why)) return false;
+    if (!bpf_check_instructions(insns, record_size, fault, why)) return false;
     // Every call names a helper: a call left as it was in the image could mean anything.
     // (Second halves of 64-bit loads are zero by now: every slot coded as a call is one.)
     for (size_t i = 0; i < insns.size(); i++) {
@@ -460,7 +298,8 @@ bool bpf_read_image(const uint8_t *image, size_t size, BpfCode *out, uint32_t *f
     return true;
 }
 
-bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t *fault, std::string *why)
+bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_size, uint32_t *fault,
+                            std::string *why)
 {
     auto no = [&](std::string reason) { return refuse(fault, why, CSD_IMAGE_FAULT_NONE, std::move(reason)); };
     auto no_at = [&](uint32_t at, std::string reason) { return refuse(fault, why, at, std::move(reason)); };
@@ -514,7 +353,7 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t *fault,
             return no("the program can run past its last instruction (after " + where + ")");
         }
     }
-    return pointers_used_safely(insns, second, fault, why);
+    return bpf_check_memory(insns, second, record_size, fault, why);
 }
 
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
@@ -525,8 +364,10 @@ bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
         if (cls == 0x05 && op == 0x40) return true;  // BPF_JMP | BPF_JSET
         // A shift of a register by itself (its JIT swaps the count into rcx first, and then
         // shifts what rcx held: "r0 <<= r0" left r0 as it was; found by fuzz_elf).
-        const bool shift = op == 0x60 || op == 0x70 || op == 0xC0;
-        if ((cls == 0x04 || cls == 0x07) && shift && (ins.code & 0x08) && ins.src == ins.dst) return true;
+        // A division or remainder of r0 or r3 by itself (its JIT then divides by a scratch
+        // register it did not fill: "r0 /= r0" gave nonsense; found by fuzz_elf).
+        const bool shift = op == 0x60 || op == 0x70 || op == 0xC0, divide = op == 0x30 || op == 0x90;
+        if ((cls == 0x04 || cls == 0x07) && (shift || divide) && (ins.code & 0x08) && ins.src == ins.dst) return true;
     }
     return false;
 }

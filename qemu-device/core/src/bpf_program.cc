@@ -84,7 +84,7 @@ uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_siz
     std::unique_ptr<BpfProgram> p(new BpfProgram);
     p->record_size_ = record_size;
     BpfCode code;
-    if (!bpf_read_image(image, size, &code, fault, why)) return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
+    if (!bpf_read_image(image, size, record_size, &code, fault, why)) return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
     p->name_ = std::move(code.name);
     p->insns_ = std::move(code.insns);
     const uint64_t insns = p->insns_.size();
