@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: the ELF container of downloadable program images (spec §8), fuzzed by
 // structure. An input describes an object section by section (name, type, flags, link,
 // info, entsize, data, and optional bent name offset, file offset and size) plus header

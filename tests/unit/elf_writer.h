@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // elf_writer.h - writes ELF64 little-endian images section by section, for the tests and
 // the ELF fuzzer: a clang-like eBPF object (section csd, its relocation table, symbols,
 // strings) that tests can then bend in any one way (a second csd section, a symbol in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bpf_check.cc - the device's own proof that a program's memory accesses stay inside its
 // record and its stack, before DPDK's verifier sees it. DPDK 22.11's verifier cannot be
 // trusted with that (found by fuzz_elf and by reading lib/bpf/bpf_validate.c): it keeps a

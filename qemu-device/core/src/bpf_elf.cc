@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bpf_elf.cc - reads an eBPF program image the way spec §8 defines it, refusing every
 // image that could be read another way, and resolves its calls as DPDK 22.11's ELF loader
 // (lib/bpf/bpf_load_elf.c) would: a call relocated against a helper's name gets imm = the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bpf_elf.h - the device's own reading of an eBPF program image (spec §8): the one
 // section named csd, its calls resolved to the helpers, checked instruction by
 // instruction. That array, and only it, is what the eBPF runtime is given, so the bytes
