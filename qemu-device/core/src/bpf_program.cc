@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // bpf_program.cc - eBPF programs on DPDK's librte_bpf. The device reads the image itself
-// (bpf_elf.cc: the one section csd, its calls resolved to the two helpers, its own
-// checks) and gives DPDK that array of instructions and nothing else: DPDK's verifier
-// bounds every memory access by the record size and refuses loops, and its x86-64 JIT
-// compiles the result. No EAL is needed.
+// (bpf_elf.cc: the one section csd, its calls resolved to the two helpers) and checks it
+// (bpf_check.cc: no loop, every memory access inside the record or the stack), then gives
+// DPDK that array of instructions and nothing else: DPDK's verifier checks it again (the
+// device does not rely on it) and its x86-64 JIT compiles it. No EAL is needed.
 #include "bpf_program.h"
 
 #include <algorithm>
