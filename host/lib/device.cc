@@ -375,6 +375,11 @@ void Device::program_load_failed(const Completion &r, uint32_t size, uint32_t re
         what += r.dw0() == CSD_IMAGE_FAULT_NONE ? ", not a BPF ELF object the device accepts"
                                                : ", refused by the verifier at instruction " + std::to_string(r.dw0());
     }
+    const uint16_t code = CSD_STATUS_CODE(r.status);
+    if ((code == CSD_STATUS_INVALID_FIELD || code == NVME_CS_INVALID_PROGRAM_TYPE) &&
+        !(caps_.program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) {
+        what += ", the device runs no eBPF programs (its capabilities list none: an emulator built without DPDK's librte_bpf)";
+    }
     throw Error(what, r.status, r.dw0(), r.dw1());
 }
 

@@ -3,6 +3,8 @@
 """Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
 fuzz_program: each eBPF object the build made (examples and refused ones) + records;
+fuzz_elf: the same objects, each as the section-by-section description fuzz_elf.cc reads
+(elf_description below);
 fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
 fuzz_npy: dtype texts and .npy files as numpy writes them (headers written here);
 fuzz_nvme_cs: command streams for the standard front end's decoders (range sets,
@@ -149,6 +151,42 @@ if target == "qemu-generic":
                                 elf[:8192]),
                                (sqe(0x8C, 1, 0, 0, (0x100, 0, 0, 0, 0, 0)), None)])
     qemu_seed("logs", [])
+    sys.exit(0)
+
+def elf_description(img, record_size, records):
+    """An ELF object as tests/fuzz/fuzz_elf.cc describes one: u16 record size - 1; u8 OS ABI,
+    u16 type, u16 machine, i32 shstrndx (-1: computed), i32 shnum (-1), u16 names table
+    index; u8 section count; per section (from 1): u8 name length, name, u32 type, u64
+    flags, u32 link, u32 info, u64 entsize, i64 name offset, i64 file offset, i64 size
+    (-1: computed), u16 data length, data; then the records."""
+    (shoff,) = struct.unpack_from("<Q", img, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", img, 0x3C)
+    sh = [struct.unpack_from("<IIQQQQIIQQ", img, shoff + 64 * i) for i in range(shnum)]
+    names = sh[shstrndx]
+
+    def name(off):
+        start = names[4] + off
+        return img[start:img.index(b"\0", start)]
+    out = struct.pack("<HBHHiiHB", record_size - 1, img[7], *struct.unpack_from("<HH", img, 16), -1, -1, shstrndx,
+                      shnum - 1)
+    for (nm, typ, flags, _addr, off, size, link, info, _align, entsize) in sh[1:]:
+        data = b"" if typ == 8 else img[off:off + size]  # SHT_NOBITS has none
+        n = name(nm)
+        out += struct.pack("<B", len(n)) + n + struct.pack("<IQIIQqqqH", typ, flags, link, info, entsize, -1, -1,
+                                                           size if typ == 8 else -1, len(data)) + data
+    return out + records
+
+
+if target == "fuzz_elf":
+    objs = glob.glob(os.path.join(top, "build/meson/examples/bpf/*.o")) + \
+        glob.glob(os.path.join(top, "build/meson/tests/unit/*.o"))
+    for path in objs:
+        with open(path, "rb") as f:
+            img = f.read()
+        if len(img) > 0xFFFF:  # a section's length field is 16 bits (long_program.o's code is 384 KiB)
+            continue
+        with open(os.path.join(out, os.path.basename(path)), "wb") as f:
+            f.write(elf_description(img, 16, bytes(range(64))))
     sys.exit(0)
 
 if target == "fuzz_program":

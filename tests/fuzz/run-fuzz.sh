@@ -3,6 +3,8 @@
 # Builds the libFuzzer targets over the device core with clang (ASan + UBSan) and runs
 # each for SECONDS (default 60) from its seed corpus: fuzz_execute (descriptors and
 # programs over SLM), fuzz_program (downloadable program images and their runs),
+# fuzz_elf (program images built by a structure-aware mutator: sections, symbols,
+# relocations, string tables; accepted ones run JIT-compiled and interpreted),
 # fuzz_catalog (the object store's catalog decoder and journal), fuzz_nvme_cs (the
 # standard front end's decoders: range sets, activation, Execute Program, memory commands)
 # and fuzz_npy (numpy dtype text and .npy files, host/lib/npy.cc).
@@ -14,7 +16,7 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_catalog fuzz_nvme_cs fuzz_npy)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_execute fuzz_program fuzz_elf fuzz_catalog fuzz_nvme_cs fuzz_npy)
 out="$top/build/fuzz"
 core="$top/qemu-device/core"
 lib_srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
@@ -40,11 +42,12 @@ for t in "${targets[@]}"; do
         libs=()
     else
         srcs=("${lib_srcs[@]}")
-        flags=(-DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$top/spec"
+        flags=(-DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$core/src" -I"$top/spec"
+               -I"$top/tests/unit"
                $(pkg-config --cflags openblas))
         libs=($(pkg-config --libs openblas libzstd liblz4 libxxhash libisal) "${bpf_libs[@]}")
     fi
-    if [ ! -x "$bin" ] || [ -n "$(find "$here/$t.cc" "${srcs[@]}" "$core/include" "$core/src" "$top/spec" "$top/host/lib" -newer "$bin" 2>/dev/null)" ]; then
+    if [ ! -x "$bin" ] || [ -n "$(find "$here/$t.cc" "${srcs[@]}" "$core/include" "$core/src" "$top/spec" "$top/host/lib" "$top/tests/unit/elf_writer.h" -newer "$bin" 2>/dev/null)" ]; then
         echo "fuzz: building $t with clang++ (address, undefined, fuzzer)"
         clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
             "${flags[@]}" "$here/$t.cc" "${srcs[@]}" -o "$bin" "${libs[@]}" || {

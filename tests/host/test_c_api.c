@@ -81,25 +81,30 @@ int main(int argc, char **argv)
     CHECK(csd_slm_free(dev, off) == -EINVAL, "double free is -EINVAL");
     CHECK(csd_execute(NULL, 1, NULL, 0, NULL, 0, NULL, NULL) == -EINVAL, "NULL device is -EINVAL");
 
-    /* A downloaded eBPF program: threshold.o keeps records whose i32 key > params[0]. */
-    {
-        const char *dir = getenv("CSD_BPF_DIR") ? getenv("CSD_BPF_DIR") : CSD_BPF_EXAMPLES;
-        char file[512];
-        static uint8_t image[65536];
-        snprintf(file, sizeof file, "%s/threshold.o", dir);
-        FILE *f = fopen(file, "rb");
-        size_t size = f ? fread(image, 1, sizeof image, f) : 0;
-        if (f) fclose(f);
-        CHECK(size > 0, "the example threshold.o is readable");
+    /* A downloaded eBPF program: threshold.o keeps records whose i32 key > params[0]. A
+     * build without clang has no threshold.o, a device without the eBPF runtime says it runs
+     * none: either is reported, and the rest not tried. */
+    const char *dir = getenv("CSD_BPF_DIR") ? getenv("CSD_BPF_DIR") : CSD_BPF_EXAMPLES;
+    char file[512];
+    static uint8_t image[65536];
+    snprintf(file, sizeof file, "%s/threshold.o", dir);
+    FILE *f = fopen(file, "rb");
+    size_t size = f ? fread(image, 1, sizeof image, f) : 0;
+    if (f) fclose(f);
+    uint16_t slot = 0;
+    uint32_t fault = 0;
+    const int loaded = size ? csd_program_load(dev, image, (uint32_t)size, 16, &slot, &fault) : -ENOENT;
+    if (size == 0) {
+        printf("c-api: downloaded programs not tried: no %s (clang for the BPF target was not found)\n", file);
+    } else if (loaded == -EIO && strstr(csd_last_error(), "runs no eBPF programs")) {
+        printf("c-api: downloaded programs not tried: %s\n", csd_last_error());
+    } else {
         int32_t recs[8 * 4] = {0};
         for (int i = 0; i < 8; i++) recs[4 * i] = 10 * i;
         uint64_t in = 0, out = 0;
-        uint16_t slot = 0;
-        uint32_t fault = 0;
         CHECK(csd_slm_alloc(dev, 4096, 4096, &in) == 0 && csd_slm_alloc(dev, 4096, 4096, &out) == 0, "SLM for records");
         CHECK(csd_slm_write(dev, in, recs, sizeof recs) == 0, "records into SLM");
-        CHECK(csd_program_load(dev, image, (uint32_t)size, 16, &slot, &fault) == 0 && slot >= CSD_SLOT_FIRST,
-              "csd_program_load");
+        CHECK(loaded == 0 && slot >= CSD_SLOT_FIRST, "csd_program_load");
         uint64_t threshold = 35;
         csd_range rr = {in, sizeof recs}, ro = {out, sizeof recs};
         CHECK(csd_program_run(dev, slot, CSD_BPF_FILTER, rr, ro, 8, &threshold, 1, &dw0, &dw1) == 0 && dw1 == 4 &&

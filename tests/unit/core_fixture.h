@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +20,35 @@ struct ExecOut {
     uint32_t dw0, dw1;
     uint16_t code() const { return CSD_STATUS_CODE(status); }
 };
+
+// Whether a core runs eBPF programs: bit 1 of the capabilities log's program types (a
+// build without DPDK's librte_bpf has none).
+inline bool core_runs_ebpf(csd_core *core)
+{
+    std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
+    uint32_t avail = 0;
+    if (csd_core_get_log(core, CSD_LOG_CAPABILITIES, 0, 0, page.data(), &avail) != 0) return false;
+    uint16_t types;
+    std::memcpy(&types, page.data() + offsetof(csd_caps_log, program_types), sizeof types);
+    return types & (1u << CSD_PROGRAM_TYPE_EBPF);
+}
+
+// The bytes of a file, or nothing if it cannot be read (an eBPF object the build did not
+// make: clang for the BPF target was not found).
+inline std::vector<uint8_t> read_file(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+
+// The reason tests of downloaded programs are skipped in this build, or "" if they run:
+// the core has no eBPF runtime, or the build made no eBPF objects to load.
+inline std::string ebpf_tests_skipped(csd_core *core, const std::string &some_object)
+{
+    if (!core_runs_ebpf(core)) return "this core has no eBPF runtime (built without DPDK's librte_bpf)";
+    if (read_file(some_object).empty()) return "no eBPF objects (clang for the BPF target was not found): " + some_object;
+    return "";
+}
 
 // Builds an execute descriptor (spec section 4).
 inline std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,

@@ -7,17 +7,27 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <thread>
 
+#include "bpf_program.h"
 #include "core_fixture.h"
+#include "elf_writer.h"
+
+#ifdef CSD_HAVE_BPF
+#include <rte_bpf.h>
+#include <rte_version.h>
+#endif
+
+#include "nvme_cs.h"
 
 namespace {
 
 std::vector<uint8_t> image(const std::string &path)
 {
-    std::ifstream f(path, std::ios::binary);
-    EXPECT_TRUE(f.good()) << path;
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+    std::vector<uint8_t> v = read_file(path);
+    EXPECT_FALSE(v.empty()) << path;
+    return v;
 }
 std::vector<uint8_t> example(const char *name) { return image(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
 std::vector<uint8_t> test_image(const char *name) { return image(std::string(CSD_BPF_TEST_IMAGES) + "/" + name + ".o"); }
@@ -28,8 +38,16 @@ struct Loaded {
     uint16_t code() const { return CSD_STATUS_CODE(status); }
 };
 
+// Skipped, with the reason, where the core has no eBPF runtime or the build no objects.
 class Bpf : public CoreTest {
 protected:
+    void SetUp() override
+    {
+        CoreTest::SetUp();
+        const std::string skip = ebpf_tests_skipped(core, std::string(CSD_BPF_TEST_IMAGES) + "/loop.o");
+        if (!skip.empty()) GTEST_SKIP() << skip;
+    }
+
     // One Program Load command (decode, the chunk, complete), as an embedding runs it.
     Loaded load_chunk(uint16_t slot, uint32_t size, uint32_t off, const uint8_t *chunk, uint32_t len,
                       uint32_t record_size, uint8_t type = CSD_PROGRAM_TYPE_EBPF)
@@ -402,6 +420,421 @@ TEST_F(Bpf, JsetProgramsRunInTheInterpreter)
     EXPECT_EQ(r.dw1, interpreted.dw1);
 }
 
+// An image with two sections named csd: the device checked the last one while DPDK's loader
+// loaded and compiled the first (a guest crashed QEMU this way: issue 27). Here the first
+// returns 7 for every record, the last 0; the device must refuse the image, not run a
+// section it did not check.
+std::vector<uint8_t> two_csd_sections(const std::vector<uint8_t> &first, const std::vector<uint8_t> &last)
+{
+    using namespace csd::test;
+    ElfImage img = elf_program(last, "checked");  // 1 .strtab, 2 csd, 3 .symtab
+    ElfSection hostile = img.sections[1];         // csd, flags alloc + exec
+    hostile.data = first;
+    img.sections.insert(img.sections.begin() + 1, hostile);  // now 2: first csd, 3: last csd, 4: .symtab
+    // the entry symbol (entry 1 of .symtab) in the last csd
+    Elf64_Sym sym;
+    std::memcpy(&sym, &img.sections[3].data[sizeof sym], sizeof sym);
+    sym.st_shndx = 3;
+    std::memcpy(&img.sections[3].data[sizeof sym], &sym, sizeof sym);
+    return img.bytes();
+}
+
+TEST_F(Bpf, TwoCsdSectionsAreRefused)
+{
+    using csd::test::bpf_code;
+    const auto seven = bpf_code({{0xb7, 0x00, 0, 7}, {0x95, 0, 0, 0}});  // r0 = 7; exit
+    const auto zero = bpf_code({{0xb7, 0x00, 0, 0}, {0x95, 0, 0, 0}});   // r0 = 0; exit
+    const auto img = two_csd_sections(seven, zero);
+    const Loaded l = load(img, 16);
+    EXPECT_EQ(l.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << status_text(l.status);
+    EXPECT_EQ(l.dw0, CSD_IMAGE_FAULT_NONE);
+    if (l.status == 0) {  // accepted: which section runs?
+        const uint32_t n = 100;
+        put(0, records(n, 5));
+        const auto r = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {}));
+        ADD_FAILURE() << "accepted; a reduce over " << n << " records returned " << r.dw0
+                      << " (the checked section returns 0, the other 7)";
+    }
+}
+
+// The same with code DPDK's JIT miscompiles in the first section (a shift by 0x800020, which
+// the device refuses in a section it checks): accepted, its first Execute died of SIGSEGV.
+TEST_F(Bpf, TwoCsdSectionsHostileFirstIsRefused)
+{
+    using csd::test::bpf_code;
+    const auto shift = bpf_code({{0xb7, 0x00, 0, 1}, {0x67, 0x00, 0, 0x800020}, {0x95, 0, 0, 0}});
+    const auto zero = bpf_code({{0xb7, 0x00, 0, 0}, {0x95, 0, 0, 0}});
+    const Loaded l = load(two_csd_sections(shift, zero), 16);
+    EXPECT_EQ(l.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << status_text(l.status);
+    EXPECT_EQ(l.dw0, CSD_IMAGE_FAULT_NONE);
+}
+
+// A small program as clang would write it: r0 = csd_param(0) for every record.
+csd::test::ElfImage param_program()
+{
+    using namespace csd::test;
+    const auto code = bpf_code({{0xb7, 0x01, 0, 0}, {0x85, 0x10, 0, -1}, {0x95, 0, 0, 0}});
+    return elf_program(code, "param0", {{8, "csd_param"}});
+}
+
+// What the device's reading of an image accepts: the writer's clang-like object runs, and
+// so does clang's own with debug information (relocation tables for other sections).
+TEST_F(Bpf, StrictReadingAcceptsWhatClangWrites)
+{
+    const Loaded l = load(param_program().bytes(), 16);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    const uint32_t n = 50;
+    put(0, records(n, 1));
+    const auto r = run(l.dw0, 0, 16 * n, 0, 0, params(n, CSD_BPF_REDUCE, {5}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 5 * n);
+    EXPECT_EQ(std::get<2>(entries().back()), "param0");
+    const Loaded g = load(test_image("histogram_debug"), 16);
+    EXPECT_EQ(g.status, 0) << status_text(g.status);
+}
+
+// Images that could be read more than one way, or that DPDK 22.11's loader would have read
+// differently from the device's checks (issue 27), each refused as a malformed image.
+TEST_F(Bpf, AmbiguousImagesAreRefused)
+{
+    using namespace csd::test;
+    struct Case {
+        const char *what;
+        std::function<void(ElfImage &)> bend;
+        uint32_t fault = CSD_IMAGE_FAULT_NONE;
+    };
+    // sections of param_program(): 1 .strtab, 2 csd, 3 .relcsd, 4 .symtab
+    auto sym = [](ElfImage &img, size_t k) -> Elf64_Sym * {
+        return reinterpret_cast<Elf64_Sym *>(&img.sections[3].data[k * sizeof(Elf64_Sym)]);
+    };
+    auto rel = [](ElfImage &img) -> Elf64_Rel * { return reinterpret_cast<Elf64_Rel *>(img.sections[2].data.data()); };
+    auto add_section = [](ElfImage &img, const char *name, uint32_t type, std::vector<uint8_t> data) {
+        ElfSection x;
+        x.name = name;
+        x.type = type;
+        x.data = std::move(data);
+        img.sections.push_back(x);
+        return static_cast<uint16_t>(img.sections.size());
+    };
+    const std::vector<Case> cases = {
+        {"csd not executable", [](ElfImage &i) { i.sections[1].flags = SHF_ALLOC; }},
+        {"csd writable too", [](ElfImage &i) { i.sections[1].flags |= SHF_WRITE; }},
+        {"csd of type NOBITS", [](ElfImage &i) { i.sections[1].type = SHT_NOBITS; }},
+        {"a second function in csd",
+         [](ElfImage &i) {
+             auto &names = i.sections[0].data;  // .strtab
+             const auto s = elf_symbol(static_cast<uint32_t>(names.size()), STB_GLOBAL, STT_FUNC, 2, 16, 8);
+             const char second[] = "second";
+             names.insert(names.end(), second, second + sizeof second);
+             i.sections[3].data.insert(i.sections[3].data.end(), s.begin(), s.end());
+         }},
+        {"the entry not at the first instruction", [&](ElfImage &i) { sym(i, 1)->st_value = 8; }},
+        {"the entry in another section",
+         [&](ElfImage &i) { sym(i, 1)->st_shndx = add_section(i, ".text", SHT_PROGBITS, std::vector<uint8_t>(24)); }},
+        {"a call to a function the object defines", [&](ElfImage &i) { sym(i, 2)->st_shndx = 2; }},
+        {"a call to a local symbol", [&](ElfImage &i) { sym(i, 2)->st_info = ELF64_ST_INFO(STB_LOCAL, STT_NOTYPE); }},
+        {"a call to a data symbol", [&](ElfImage &i) { sym(i, 2)->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT); }},
+        {"a call relocated by R_BPF_64_64", [&](ElfImage &i) { rel(i)->r_info = ELF64_R_INFO(2, 1); }},
+        {"a relocation of a non-call", [&](ElfImage &i) { rel(i)->r_offset = 0; }},
+        {"a relocation inside an instruction", [&](ElfImage &i) { rel(i)->r_offset = 12; }},
+        {"a relocation past the code", [&](ElfImage &i) { rel(i)->r_offset = 24; }},
+        {"a relocation against symbol 0", [&](ElfImage &i) { rel(i)->r_info = ELF64_R_INFO(0, 10); }},
+        {"a relocation against a symbol past the table", [&](ElfImage &i) { rel(i)->r_info = ELF64_R_INFO(9, 10); }},
+        {"two relocations of one call",
+         [&](ElfImage &i) {
+             const auto r = elf_rel(8, 2, kRBpf64_32);
+             i.sections[2].data.insert(i.sections[2].data.end(), r.begin(), r.end());
+         }},
+        {"RELA relocations of csd",
+         [](ElfImage &i) {
+             i.sections[2].type = SHT_RELA;
+             i.sections[2].entsize = sizeof(Elf64_Rela);
+             i.sections[2].data.resize(sizeof(Elf64_Rela));
+         }},
+        {"two relocation tables for csd", [](ElfImage &i) { i.sections.push_back(i.sections[2]); }},
+        {"a relocation table for a section that does not exist", [&](ElfImage &i) {
+             const uint16_t at = add_section(i, ".rel.x", SHT_REL, elf_rel(0, 1, 1));
+             i.sections[at - 1].entsize = sizeof(Elf64_Rel);
+             i.sections[at - 1].info = 99;
+             i.sections[at - 1].link = 4;
+         }},
+        {"relocations against the string table", [](ElfImage &i) { i.sections[2].link = 1; }},
+        {"two symbol tables", [](ElfImage &i) { i.sections.push_back(i.sections[3]); }},
+        {"a symbol table of 23-byte entries", [](ElfImage &i) { i.sections[3].entsize = 23; }},
+        {"a helper named outside its string table", [&](ElfImage &i) { sym(i, 2)->st_name = 100000; }},
+        {"a section named outside the names table", [](ElfImage &i) { i.sections[2].name_offset = 1 << 20; }},
+        {"section names in a section that is not a string table", [](ElfImage &i) { i.shstrndx = 2; }},
+        {"OS ABI Linux", [](ElfImage &i) { i.osabi = ELFOSABI_LINUX; }},
+        {"a call by number (no relocation)", [](ElfImage &i) { i.sections[2].data.clear(); }, 1},
+        {"a call to a pseudo register 2",
+         [](ElfImage &i) { i.sections[1].data[9] = 0x20; }, 1},
+    };
+    for (const auto &c : cases) {
+        ElfImage img = param_program();
+        c.bend(img);
+        const Loaded r = load(img.bytes(), 16, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << c.what << ": " << status_text(r.status);
+        EXPECT_EQ(r.dw0, c.fault) << c.what;
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+}
+
+// Instructions DPDK's verifier would follow past the program or into data. A 64-bit load
+// in the second-to-last slot whose second half reads as an exit passed the device's old
+// checks (the last slot looked like an exit) and DPDK's verifier went on to instruction
+// nb_ins (its add_edge allows it): "malloc(): corrupted top size" on load. Found reading
+// DPDK's lib/bpf/bpf_validate.c. Also: a jump into the middle of a 64-bit load, a 64-bit
+// load without its second half or of a map, a conditional jump as the last instruction.
+TEST_F(Bpf, HiddenInstructionsAreRefused)
+{
+    using namespace csd::test;
+    const std::pair<const char *, std::vector<BpfInsn>> cases[] = {
+        {"64-bit load, second half an exit", {{0xb7, 0x00, 0, 0}, {0x18, 0x00, 0, 1}, {0x95, 0, 0, 0}}},
+        {"jump into a 64-bit load", {{0x05, 0, 1, 0}, {0x18, 0x00, 0, 1}, {0x95, 0, 0, 0}, {0x95, 0, 0, 0}}},
+        {"64-bit load at the end", {{0xb7, 0x00, 0, 0}, {0x95, 0, 0, 0}, {0x18, 0x00, 0, 1}}},
+        {"64-bit load of a map", {{0x18, 0x10, 0, 1}, {0, 0, 0, 0}, {0x95, 0, 0, 0}}},
+        {"conditional jump last", {{0xb7, 0x00, 0, 0}, {0x15, 0x00, -2, 0}}},
+    };
+    for (const auto &[what, insns] : cases) {
+        const Loaded r = load(elf_program(bpf_code(insns), "hidden").bytes(), 16, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+    // The same load with its second half zero, followed by an exit, is fine: r0 = 1 << 32 | 1.
+    const auto ok = bpf_code({{0x18, 0x00, 0, 1}, {0, 0, 0, 1}, {0x95, 0, 0, 0}});
+    const Loaded l = load(elf_program(ok, "wide").bytes(), 16);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    put(0, records(1, 1));
+    const auto r = run(l.dw0, 0, 16, 0, 0, params(1, CSD_BPF_REDUCE, {}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 1u);
+    EXPECT_EQ(r.dw1, 1u);
+}
+
+// The instructions the runtime loaded are the ones the device checked: section csd of the
+// image, read here on its own, with each relocated call's imm = the helper's index and
+// src_reg 0, and nothing else changed. Seen in the device's array and in DPDK's own copy.
+#ifdef CSD_HAVE_BPF
+#if RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) && RTE_VERSION < RTE_VERSION_NUM(23, 0, 0, 0)
+#define DPDK_22_11 1
+#endif
+#endif
+TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
+{
+#ifdef DPDK_22_11
+    for (const char *name : {"threshold", "project", "histogram", "prefix"}) {
+        const auto img = example(name);
+        Elf64_Ehdr eh;
+        std::memcpy(&eh, img.data(), sizeof eh);
+        std::vector<Elf64_Shdr> sh(eh.e_shnum);
+        std::memcpy(sh.data(), &img[eh.e_shoff], sh.size() * sizeof(Elf64_Shdr));
+        std::vector<uint64_t> want;
+        for (const auto &s : sh) {
+            if (s.sh_type == SHT_PROGBITS && s.sh_flags & SHF_EXECINSTR && s.sh_size) {
+                want.resize(s.sh_size / 8);
+                std::memcpy(want.data(), &img[s.sh_offset], s.sh_size);
+            }
+        }
+        ASSERT_FALSE(want.empty()) << name;
+        size_t calls = 0;
+        for (const auto &s : sh) {
+            if (s.sh_type != SHT_REL) continue;
+            const Elf64_Shdr &symtab = sh[s.sh_link], &strtab = sh[symtab.sh_link];
+            for (uint64_t k = 0; k < s.sh_size / sizeof(Elf64_Rel); k++) {
+                Elf64_Rel r;
+                Elf64_Sym sym;
+                std::memcpy(&r, &img[s.sh_offset + k * sizeof r], sizeof r);
+                std::memcpy(&sym, &img[symtab.sh_offset + ELF64_R_SYM(r.r_info) * sizeof sym], sizeof sym);
+                const std::string helper(reinterpret_cast<const char *>(&img[strtab.sh_offset + sym.st_name]));
+                const uint64_t index = helper == "csd_param" ? 0 : helper == "csd_index" ? 1 : 99;
+                ASSERT_NE(index, 99u) << helper;
+                uint64_t &insn = want[r.r_offset / 8];
+                insn = (insn & 0xFFFFFFFF'FFFF0FFFull & 0x00000000'FFFFFFFFull) | index << 32;  // src_reg 0, imm
+                calls++;
+            }
+        }
+        EXPECT_GT(calls, 0u) << name;
+        std::unique_ptr<csd::core::BpfProgram> p;
+        uint32_t fault;
+        std::string why;
+        ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &p, &fault, &why), 0) << name << ": " << why;
+        EXPECT_EQ(p->instructions(), want) << name;
+        // DPDK 22.11's struct rte_bpf (lib/bpf/bpf_impl.h) begins with the rte_bpf_prm it
+        // runs from, ins pointing at its own copy of the instructions.
+        const auto *loaded = reinterpret_cast<const rte_bpf_prm *>(p->runtime());
+        ASSERT_EQ(loaded->nb_ins, want.size()) << name;
+        EXPECT_NE(static_cast<const void *>(loaded->ins), static_cast<const void *>(p->instructions().data()));
+        EXPECT_EQ(std::memcmp(loaded->ins, want.data(), 8 * want.size()), 0) << name;
+    }
+#else
+    GTEST_SKIP() << "needs DPDK 22.11's librte_bpf (this build has another or none)";
+#endif
+}
+
+// Found by fuzz_elf: DPDK's JIT compiles a shift of a register by itself ("r0 <<= r0")
+// wrongly (it swaps the count into rcx, then shifts what rcx held): the JIT-compiled map
+// returned each record's byte unshifted; and a division or remainder of r0 or r3 by itself
+// (it divides by a scratch register it never filled). Such programs run in the interpreter.
+TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
+{
+    using namespace csd::test;
+    // LSH, LSH32, RSH, RSH32, DIV, DIV32, MOD, MOD32 by a register; in r0 and in r3
+    for (const uint8_t reg : {0, 3})
+    for (const uint8_t shift : {0x6f, 0x6c, 0x7f, 0x7c, 0x3f, 0x3c, 0x9f, 0x9c}) {
+        // rN = *(u8 *)(r1 + 0); rN = rN OP rN; r0 = rN; exit
+        const auto code = bpf_code({{0x71, static_cast<uint8_t>(0x10 | reg), 0, 0},
+                                    {shift, static_cast<uint8_t>(reg << 4 | reg), 0, 0},
+                                    {0xbf, static_cast<uint8_t>(reg << 4), 0, 0},
+                                    {0x95, 0, 0, 0}});
+        const Loaded l = load(elf_program(code, "self_shift").bytes(), 1, 0x150);
+        ASSERT_EQ(l.status, 0) << status_text(l.status);
+        const uint32_t n = 16;
+        std::vector<uint8_t> recs(n);
+        for (uint32_t i = 0; i < n; i++) recs[i] = static_cast<uint8_t>(i + 1);
+        put(0, recs);
+        const auto r = run(l.dw0, 0, n, 4096, 8 * n, params(n, CSD_BPF_MAP, {}));
+        ASSERT_OK(r);
+        const auto out = get<uint64_t>(4096, n);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t v = recs[i];
+            const uint64_t want = shift == 0x6f   ? v << v
+                                  : shift == 0x6c ? uint32_t(v << v)
+                                  : shift == 0x7f || shift == 0x7c ? v >> v
+                                  : shift == 0x3f || shift == 0x3c ? 1
+                                                                   : 0;
+            EXPECT_EQ(out[i], want) << std::hex << "opcode " << int(shift) << " on r" << int(reg) << ", record " << v;
+        }
+        EXPECT_EQ(unload(0x150), 0);
+    }
+}
+
+// Found by fuzz_elf: DPDK's verifier keeps a pointer "the record pointer" through any
+// arithmetic (it tracks an offset from the base), so "r1 &= 0" then a read at r1 + 100
+// passed it and read address 100 (SIGSEGV in rte_bpf_exec); "r1 ^= 8", "r1 >>= 1" or
+// "r1 *= 2" reach other memory the same way, for reading and writing. Its stack tracking
+// types a slot by the first one an access touches, so an unaligned spill or fill turns
+// chosen bytes into "the record pointer". The device refuses every such use of a pointer,
+// and pointers leaving the program (stored into the record, returned, compared).
+TEST_F(Bpf, PointerMisuseIsRefused)
+{
+    using namespace csd::test;
+    const BpfInsn read100 = {0x71, 0x10, 100, 0}, exit_ = {0x95, 0, 0, 0};  // r0 = *(u8 *)(r1 + 100)
+    const std::pair<const char *, std::vector<BpfInsn>> cases[] = {
+        {"r1 &= 0", {{0x57, 0x01, 0, 0}, read100, exit_}},
+        {"r1 ^= 8", {{0xa7, 0x01, 0, 8}, read100, exit_}},
+        {"r1 |= 1", {{0x47, 0x01, 0, 1}, read100, exit_}},
+        {"r1 >>= 1", {{0x77, 0x01, 0, 1}, read100, exit_}},
+        {"r1 <<= 1", {{0x67, 0x01, 0, 1}, read100, exit_}},
+        {"r1 *= 2", {{0x27, 0x01, 0, 2}, read100, exit_}},
+        {"r1 /= 2", {{0x37, 0x01, 0, 2}, read100, exit_}},
+        {"r1 = -r1", {{0x87, 0x01, 0, 0}, read100, exit_}},
+        {"w1 += 0", {{0x04, 0x01, 0, 0}, read100, exit_}},
+        {"r10 &= r10 via r2", {{0xbf, 0xa2, 0, 0}, {0x57, 0x02, 0, 0}, {0x72, 0x02, -8, 0}, {0xb7, 0, 0, 0}, exit_}},
+        {"r2 += r1", {{0xb7, 0x02, 0, 0}, {0x0f, 0x12, 0, 0}, {0x71, 0x20, 0, 0}, exit_}},
+        {"store r1 into the record", {{0x7b, 0x11, 0, 0}, {0xb7, 0, 0, 0}, exit_}},
+        {"return r1", {{0xbf, 0x10, 0, 0}, exit_}},
+        {"compare r1", {{0xb7, 0x00, 0, 0}, {0x25, 0x01, 1, 0x1000}, {0xb7, 0x00, 0, 1}, exit_}},
+        {"w2 = w1", {{0xbc, 0x12, 0, 0}, {0xbf, 0x20, 0, 0}, exit_}},
+        // r1 kept in slot -8, then a DW store at r10 - 12 over its low half: DPDK still typed
+        // slot -8 "the record pointer" when it was read back
+        {"partial overwrite of a kept pointer",
+         {{0x7b, 0x1a, -8, 0}, {0x7a, 0x0a, -12, 0x1000}, {0x79, 0xa1, -8, 0}, read100, exit_}},
+        {"unaligned fill of a kept pointer", {{0x7b, 0x1a, -16, 0}, {0x79, 0xa1, -12, 0}, read100, exit_}},
+        {"unaligned spill", {{0x7b, 0x1a, -12, 0}, {0x79, 0xa1, -16, 0}, read100, exit_}},
+        {"read through a number", {{0xb7, 0x02, 0, 64}, {0x71, 0x20, 0, 0}, exit_}},
+    };
+    for (const auto &[what, insns] : cases) {
+        const Loaded r = load(elf_program(bpf_code(insns), "pointer").bytes(), 128, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+    // What compiled programs do is fine: copy it, add to it, keep it on the stack and take it back.
+    const auto ok = bpf_code({{0xbf, 0x16, 0, 0},     // r6 = r1
+                              {0x07, 0x06, 0, 4},     // r6 += 4
+                              {0x7b, 0x6a, -8, 0},    // *(u64 *)(r10 - 8) = r6
+                              {0xb7, 0x06, 0, 0},     // r6 = 0
+                              {0x79, 0xa6, -8, 0},    // r6 = *(u64 *)(r10 - 8)
+                              {0x71, 0x60, 96, 0},    // r0 = *(u8 *)(r6 + 96): byte 100
+                              {0x95, 0, 0, 0}});
+    const Loaded l = load(elf_program(ok, "spill").bytes(), 128);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    std::vector<uint8_t> rec(128);
+    rec[100] = 42;
+    put(0, rec);
+    const auto r = run(l.dw0, 0, 128, 0, 0, params(1, CSD_BPF_REDUCE, {}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 42u);
+}
+
+// Found reading DPDK's lib/bpf/bpf_validate.c: its bounds for a multiplication overflow
+// unchecked, so a record byte times 7F7F7F7F7F7F7F80h was taken to be at most 128 and the
+// record pointer plus it "inside a 256-byte record": the read at record + 2^63 died of
+// SIGSEGV. The device bounds every access itself, over every path: what a compare proves
+// is used, what might wrap is not. Also refused: reading stack bytes never written (they
+// hold the host's data) and registers that hold nothing yet.
+TEST_F(Bpf, AccessesAreBoundedByTheDevice)
+{
+    using namespace csd::test;
+    const uint64_t k = 0x7f7f7f7f7f7f7f80ull;
+    const BpfInsn byte0 = {0x71, 0x12, 0, 0}, exit_ = {0x95, 0, 0, 0};  // r2 = *(u8 *)(r1 + 0)
+    const BpfInsn add = {0x0f, 0x21, 0, 0}, read = {0x71, 0x10, 0, 0};  // r1 += r2; r0 = *(u8 *)(r1 + 0)
+    const std::pair<const char *, std::vector<BpfInsn>> refused[] = {
+        {"a byte times 7F7F7F7F7F7F7F80h",
+         {byte0, {0x18, 0x03, 0, static_cast<int32_t>(k)}, {0, 0, 0, static_cast<int32_t>(k >> 32)}, {0x2f, 0x32, 0, 0}, add,
+          read, exit_}},
+        {"a byte not checked", {byte0, {0x07, 0x01, 0, 200}, add, read, exit_}},
+        {"a byte checked against 200", {byte0, {0x25, 0x02, 2, 200}, add, read, exit_, {0xb7, 0x00, 0, 0}, exit_}},
+        {"a byte minus 1 (it may be 0)", {byte0, {0x17, 0x02, 0, 1}, add, read, exit_}},
+        {"a byte shifted left by a byte", {byte0, {0x71, 0x13, 1, 0}, {0x6f, 0x32, 0, 0}, add, read, exit_}},
+        {"stack bytes never written", {{0x79, 0xa0, -8, 0}, exit_}},
+        {"part of the stack written", {{0x62, 0x0a, -8, 7}, {0x79, 0xa0, -8, 0}, exit_}},
+        {"a register never set", {{0xbf, 0x20, 0, 0}, exit_}},
+        {"r1 after a call", {{0xb7, 0x01, 0, 0}, {0x85, 0x10, 0, -1}, read, exit_}},
+        {"a backward jump", {{0xb7, 0x00, 0, 0}, {0x07, 0x00, 0, 1}, {0x05, 0, -2, 0}, exit_}},
+    };
+    for (const auto &[what, insns] : refused) {
+        std::vector<std::pair<uint64_t, std::string>> calls;
+        for (size_t i = 0; i < insns.size(); i++) {
+            if (insns[i].code == 0x85) calls.emplace_back(8 * i, "csd_param");
+        }
+        const Loaded r = load(elf_program(bpf_code(insns), "bounds", calls).bytes(), 256, 0x150);
+        EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
+        EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE) << what;
+        if (r.status == 0) {
+            EXPECT_EQ(unload(0x150), 0);
+        }
+    }
+    // What compares prove is used (DPDK's verifier wants both the unsigned and the signed
+    // one): a byte at most 100, kept on the stack and taken back, indexes a 256-byte record
+    // from byte 155; in a 255-byte record it could reach past the end.
+    const auto ok = bpf_code({byte0,
+                              {0xb7, 0x00, 0, 0},      // r0 = 0
+                              {0x25, 0x02, 6, 100},    // if r2 > 100 goto exit
+                              {0x65, 0x02, 5, 100},    // if r2 s> 100 goto exit
+                              {0x7b, 0x2a, -8, 0},     // *(u64 *)(r10 - 8) = r2
+                              {0x79, 0xa3, -8, 0},     // r3 = *(u64 *)(r10 - 8)
+                              {0x0f, 0x31, 0, 0},      // r1 += r3
+                              {0x71, 0x10, 155, 0},    // r0 = *(u8 *)(r1 + 155)
+                              {0x07, 0x00, 0, 1},      // r0 += 1
+                              exit_});
+    const Loaded l = load(elf_program(ok, "indexed").bytes(), 256);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    std::vector<uint8_t> rec(256);
+    rec[0] = 100;
+    rec[255] = 41;
+    put(0, rec);
+    const auto r = run(l.dw0, 0, 256, 0, 0, params(1, CSD_BPF_REDUCE, {}));
+    ASSERT_OK(r);
+    EXPECT_EQ(r.dw0, 42u);
+    EXPECT_EQ(load(elf_program(ok, "indexed").bytes(), 255, 0x151).code(), CSD_STATUS_INVALID_PROGRAM_IMAGE);
+}
+
 TEST_F(Bpf, LoadFieldChecks)
 {
     const auto img = example("threshold");
@@ -557,6 +990,27 @@ TEST_F(Bpf, HalfLoadedImageBytesAreCapped)
     EXPECT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES - 65536, 0, chunk.data(), 4096, 16).status, 0);
     EXPECT_EQ(load_chunk(0, 65537, 0, chunk.data(), 4096, 16).code(), CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED);
     EXPECT_EQ(load_chunk(0, 65536, 0, chunk.data(), 4096, 16).status, 0);
+}
+
+// A core without the eBPF runtime (the GPU machine's host-only build) says so: C0h lists no
+// program types and Program Load of an eBPF image is Invalid Field in Command (the type
+// field names a type the device does not support); on the standard front end 83h lists
+// no type and Load Program answers Invalid Program Type. Nothing is loaded, nothing crashes.
+TEST_F(CoreTest, ProgramLoadWithoutTheEbpfRuntime)
+{
+    if (core_runs_ebpf(core)) GTEST_SKIP() << "this core has the eBPF runtime";
+    csd_op op;
+    EXPECT_EQ(decode(CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(0, CSD_PROGRAM_TYPE_EBPF), 256, 0, 256, 16, &op),
+              CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
+    uint32_t avail = 0, types = 1;
+    ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_DL_PROGRAM_TYPES, 0, page.data(), 4096, &avail), 0);
+    std::memcpy(&types, page.data(), 4);
+    EXPECT_EQ(types, 0u);
+    EXPECT_EQ(avail, 8u);
+    const csd_ctx ctx{1 << 20, 512, 0};
+    const csd_cmd c{NVME_CS_ADM_LOAD_PROGRAM, 0, CSD_SLOT_FIRST | NVME_CS_PROGRAM_TYPE_EBPF << 16, 256, 16, 0, 256, 0};
+    EXPECT_EQ(csd_core_cs_decode_load_program(core, &c, &ctx, &op), NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR);
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-// bpf_program.h - a downloadable eBPF program (spec §8): an ELF image checked by DPDK's
-// verifier (no loops, no access outside the record, known helpers only), JIT-compiled,
-// and called once per record by a loop the device drives.
+// bpf_program.h - a downloadable eBPF program (spec §8): an ELF image read and checked by
+// the device (bpf_elf.h), the instructions it checked then verified by DPDK's verifier (no
+// loops, no access outside the record, known helpers only), JIT-compiled, and called
+// once per record by a loop the device drives.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "program.h"
 
@@ -16,11 +18,11 @@ namespace csd::core {
 
 class BpfProgram {
 public:
+    // Whether this build has the eBPF runtime (DPDK's librte_bpf).
+    static bool supported();
     // Verifies and compiles an image for records of record_size bytes. On failure returns
     // Invalid Program Image with *fault = the offending instruction (or
     // CSD_IMAGE_FAULT_NONE when the ELF itself is malformed) and *why = the reason.
-    // Whether this build has the eBPF runtime (DPDK's librte_bpf).
-    static bool supported();
     static uint16_t load(const uint8_t *image, size_t size, uint32_t record_size,
                          std::unique_ptr<BpfProgram> *out, uint32_t *fault, std::string *why);
     ~BpfProgram();
@@ -36,6 +38,11 @@ public:
     ExecResult check(const ProgramCall &call, ProgramWork *work) const;
 
     const std::string &name() const { return name_; }      // the ELF's entry symbol
+    // The instructions the device checked and gave the runtime (section csd, its calls
+    // resolved), 8 bytes each.
+    const std::vector<uint64_t> &instructions() const { return insns_; }
+    // The runtime's own program (DPDK's), for tests that look at what it loaded.
+    const rte_bpf *runtime() const { return bpf_; }
     uint32_t record_size() const { return record_size_; }
     bool jit_compiled() const { return jit_ != nullptr; }
     // Records run between two cancellation checks: 4096, fewer for a long program, so
@@ -49,6 +56,7 @@ private:
     uint32_t record_size_ = 0;
     uint32_t records_per_check_ = 1;
     std::string name_;
+    std::vector<uint64_t> insns_;
 };
 
 }  // namespace csd::core

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bpf_program.h"
 #include "core_state.h"
 #include "nvme_cs.h"
 #include "program.h"
@@ -154,7 +155,9 @@ uint16_t csd_core_cs_decode_load_program(csd_core *core, const struct csd_cmd *c
         vendor.opcode = CSD_OPC_PROGRAM_UNLOAD;
         vendor.cdw10 = id;
     } else {
-        if (nvme_cs_load_type(cmd->cdw10) != NVME_CS_PROGRAM_TYPE_EBPF) return NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR;
+        if (nvme_cs_load_type(cmd->cdw10) != NVME_CS_PROGRAM_TYPE_EBPF || !csd::core::BpfProgram::supported()) {
+            return NVME_CS_INVALID_PROGRAM_TYPE | CSD_STATUS_DNR;  // a type this device does not run
+        }
         if (cmd->cdw11 > CSD_MAX_PROGRAM_BYTES) return NVME_CS_PROGRAM_TOO_BIG | CSD_STATUS_DNR;
         vendor.opcode = CSD_OPC_PROGRAM_LOAD;
         vendor.cdw10 = csd_program_load_cdw10(id, CSD_PROGRAM_TYPE_EBPF);
@@ -207,9 +210,11 @@ uint16_t csd_core_cs_get_log(csd_core *core, uint8_t lid, uint64_t offset, uint8
         for (const csd_plugin *pl : core->plugins.list()) entry(pl->id, NVME_CS_PROGRAM_PLUGIN, 0);
         for (const auto &slot : core->slots.list()) entry(slot.first, NVME_CS_PROGRAM_DOWNLOADED, NVME_CS_PROGRAM_TYPE_EBPF);
     } else if (lid == NVME_CS_LOG_DL_PROGRAM_TYPES) {
-        const uint8_t types[] = {NVME_CS_PROGRAM_TYPE_EBPF};
-        append(types, sizeof types);
-        count = sizeof types;
+        if (csd::core::BpfProgram::supported()) {  // none without the eBPF runtime
+            const uint8_t types[] = {NVME_CS_PROGRAM_TYPE_EBPF};
+            append(types, sizeof types);
+            count = sizeof types;
+        }
     } else if (lid == NVME_CS_LOG_MEMORY_RANGE_SETS) {
         std::lock_guard<std::mutex> g(core->cs.mu);
         for (const auto &set : core->cs.range_sets) {
