@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -573,6 +574,33 @@ TEST_F(Store, GetIntoRefusesADestinationThatMissesBytes)
     }
 }
 
+// How a forked child ended.
+enum class ChildEnd { ok, failed, hung };
+
+// Runs body (its return value the exit status; an exception printed and a failure) in a
+// child forked now, killed after `seconds` so that a child stuck on an inherited lock fails
+// instead of stopping the suite; waits for it.
+ChildEnd run_in_child(int k, unsigned seconds, const std::function<int()> &body)
+{
+    const pid_t pid = fork();
+    if (pid < 0) return ChildEnd::failed;
+    if (pid == 0) {
+        alarm(seconds);
+        int rc = 1;
+        try {
+            rc = body();
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "child %d: %s\n", k, e.what());
+        }
+        std::fflush(nullptr);
+        _exit(rc);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) return ChildEnd::failed;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return ChildEnd::hung;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ChildEnd::ok : ChildEnd::failed;
+}
+
 }  // namespace
 
 // 16-byte records {i32 key; u32 field; u64 payload}, keys -1000..999.
@@ -805,25 +833,13 @@ TEST(StoreWriters, ForkWhileAnotherThreadPuts)
     int hung = 0, failed = 0;
     for (int k = 0; k < kForks; k++) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        const pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
+        const ChildEnd end = run_in_child(k, 10, [&] {
             const auto v = writer_object(1, k);
-            int rc = 1;
-            try {
-                s.put(writer_object_name(1, k), v.data(), v.size());
-                rc = 0;
-            } catch (const std::exception &e) {
-                std::fprintf(stderr, "child %d: %s\n", k, e.what());
-            }
-            std::fflush(nullptr);
-            _exit(rc);
-        }
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+            s.put(writer_object_name(1, k), v.data(), v.size());
+            return 0;
+        });
+        hung += end == ChildEnd::hung;
+        failed += end == ChildEnd::failed;
     }
     stop = true;
     writer.join();
@@ -994,24 +1010,12 @@ TEST_F(Library, ForkWhileAnotherThreadAllocatesSlm)
     });
     int hung = 0, failed = 0;
     for (int k = 0; k < kForks; k++) {
-        const pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            alarm(10);  // a child stuck on an inherited lock fails instead of stopping the suite
-            int rc = 1;
-            try {
-                SlmBuffer b = dev->slm().alloc(8192);
-                rc = b.size() == 8192 ? 0 : 2;
-            } catch (const std::exception &e) {
-                std::fprintf(stderr, "child %d: %s\n", k, e.what());
-            }
-            std::fflush(nullptr);
-            _exit(rc);
-        }
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+        const ChildEnd end = run_in_child(k, 10, [&] {
+            SlmBuffer b = dev->slm().alloc(8192);
+            return b.size() == 8192 ? 0 : 2;
+        });
+        hung += end == ChildEnd::hung;
+        failed += end == ChildEnd::failed;
     }
     stop = true;
     churn.join();
@@ -1052,25 +1056,13 @@ TEST(CompareAndWrite, ForkWhileOtherThreadsRunCommands)
     uint64_t children_acked = 0;
     int hung = 0, failed = 0;
     for (int k = 0; k < kForks; k++) {
-        const pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            alarm(20);  // a child stuck on an inherited lock fails instead of stopping the suite
-            int rc = 1;
-            try {
-                const bool sum_ok = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()) == want;
-                rc = sum_ok && increment_counter(*dev, 1) == 1 ? 0 : 2;
-            } catch (const std::exception &e) {
-                std::fprintf(stderr, "child %d: %s\n", k, e.what());
-            }
-            std::fflush(nullptr);
-            _exit(rc);
-        }
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung++;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
-        else children_acked++;
+        const ChildEnd end = run_in_child(k, 20, [&] {
+            const bool sum_ok = programs::checksum(*dev, ChecksumAlgo::crc32c, data.data(), data.size()) == want;
+            return sum_ok && increment_counter(*dev, 1) == 1 ? 0 : 2;
+        });
+        hung += end == ChildEnd::hung;
+        failed += end == ChildEnd::failed;
+        children_acked += end == ChildEnd::ok;
     }
     stop = true;
     for (auto &t : busy) t.join();
