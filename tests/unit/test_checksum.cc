@@ -2,18 +2,9 @@
 // checksum: CRC-32C against a bitwise reference written here and its check value;
 // XXH64 against published vectors. Also run against the portable implementations.
 #include "core_fixture.h"
+#include "crc32c_reference.h"
 
 namespace {
-
-uint32_t crc32c_bitwise(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFF;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78 & (0 - (c & 1)));
-    }
-    return ~c;
-}
 
 class Checksum : public CoreTest {
 protected:

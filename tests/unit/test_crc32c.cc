@@ -11,18 +11,9 @@
 #include <vector>
 
 #include "csd_crc32c.h"
+#include "crc32c_reference.h"
 
 namespace {
-
-uint32_t crc32c_bitwise(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFF;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78 & (0 - (c & 1)));
-    }
-    return ~c;
-}
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
 {
