@@ -114,9 +114,16 @@ if [ -n "$core_lib" ]; then
     printf 'CREATE %s\nADDLIB %s\nSAVE\nEND\n' "$flat_core" "$core_lib" | ar -M
 fi
 
+# What QEMU's configure finds on the machine besides its flags: it probes for headers and
+# libraries and uses what is there (valgrind/valgrind.h, say). A build configured on a
+# machine with other packages must not be reused, so the installed packages and the
+# compiler key the cache and the configure step too.
+build_env=$( { ${CC:-cc} --version 2>&1 | head -n 1; command -v clang >/dev/null && clang --version | head -n 1
+               dpkg-query -W -f '${Package} ${Version}\n' 2>/dev/null | sort; } | sha256sum | cut -c1-16)
+
 input_hash=$(
     {
-        echo "$deb_version $have_sha $want_qtest"
+        echo "$deb_version $have_sha $want_qtest $build_env"
         echo "$configure_flags"
         sha256sum "$0" "$here/qemu-source.conf"
         find "$here/patches" "$here/overlay" "$here/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
@@ -212,7 +219,7 @@ fi
 # ---------------------------------------------------------------- configure, build
 export CCACHE_DIR="$cache/ccache"
 flags_stamp="$work/build/.csd-configure-flags"
-if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$flags_stamp" 2>/dev/null)" != "$configure_flags" ]; then
+if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$flags_stamp" 2>/dev/null)" != "$configure_flags $build_env" ]; then
     say "configuring QEMU $upstream"
     rm -rf "$work/build" && mkdir -p "$work/build"
     # shellcheck disable=SC2086
@@ -220,7 +227,7 @@ if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$flags_stamp" 2>/dev/null)" !
         tail -n 40 "$work/build/configure.log" >&2
         die "QEMU configure failed (log: $work/build/configure.log)"
     }
-    echo "$configure_flags" > "$flags_stamp"
+    echo "$configure_flags $build_env" > "$flags_stamp"
 fi
 
 targets=(qemu-system-x86_64)
