@@ -719,6 +719,32 @@ TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
 // types a slot by the first one an access touches, so an unaligned spill or fill turns
 // chosen bytes into "the record pointer". The device refuses every such use of a pointer,
 // and pointers leaving the program (stored into the record, returned, compared).
+// DPDK 22.11's verifier walks every path of a program separately: k if-statements whose
+// paths it cannot merge cost it 2^k walks, inside the Program Load command (found by an
+// outside review: 40 of them, 122 instructions, did not load in 60 s). The device counts
+// the walk first and refuses such a program at once; a dozen still load.
+TEST_F(Bpf, ProgramsWithTooManyPathsForTheVerifierAreRefusedAtOnce)
+{
+    using namespace csd::test;
+    auto diamonds = [](int k) {
+        std::vector<BpfInsn> v = {{0xb7, 0x02, 0, 0}, {0x71, 0x13, 0, 0}};  // r2 = 0; r3 = record[0]
+        for (int j = 0; j < k; j++) {
+            v.push_back({0x67, 0x02, 0, 1});    // r2 <<= 1
+            v.push_back({0x25, 0x03, 1, 100});  // if r3 > 100 goto +1
+            v.push_back({0x07, 0x02, 0, 1});    // r2 += 1
+        }
+        v.push_back({0xb7, 0x00, 0, 0});
+        v.push_back({0x95, 0, 0, 0});
+        return v;
+    };
+    const Loaded many = load(elf_program(bpf_code(diamonds(40)), "paths").bytes(), 16, 0x150);  // hung before
+    EXPECT_EQ(many.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << status_text(many.status);
+    if (many.status == 0) EXPECT_EQ(unload(0x150), 0);
+    const Loaded few = load(elf_program(bpf_code(diamonds(12)), "paths").bytes(), 16, 0x150);
+    EXPECT_EQ(few.status, 0) << status_text(few.status);
+    if (few.status == 0) EXPECT_EQ(unload(0x150), 0);
+}
+
 TEST_F(Bpf, PointerMisuseIsRefused)
 {
     using namespace csd::test;
@@ -746,6 +772,17 @@ TEST_F(Bpf, PointerMisuseIsRefused)
         {"unaligned fill of a kept pointer", {{0x7b, 0x1a, -16, 0}, {0x79, 0xa1, -12, 0}, read100, exit_}},
         {"unaligned spill", {{0x7b, 0x1a, -12, 0}, {0x79, 0xa1, -16, 0}, read100, exit_}},
         {"read through a number", {{0xb7, 0x02, 0, 64}, {0x71, 0x20, 0, 0}, exit_}},
+        // found by an outside review: an atomic add of 0 to a kept pointer, or a byte stored
+        // over part of one, gave the host's stack or record address back as a number
+        {"xadd to a kept stack pointer",
+         {{0xb7, 0x02, 0, 0}, {0x7b, 0xaa, -8, 0}, {0xdb, 0x2a, -8, 0}, {0x79, 0xa0, -8, 0}, exit_}},
+        {"xadd to a kept record pointer",
+         {{0xb7, 0x02, 0, 0}, {0x7b, 0x1a, -8, 0}, {0xdb, 0x2a, -8, 0}, {0x79, 0xa0, -8, 0}, exit_}},
+        {"a byte over a kept pointer, another byte read",
+         {{0x7b, 0x1a, -8, 0}, {0x72, 0x0a, -8, 0}, {0x71, 0xa0, -7, 0}, exit_}},
+        {"r10 += 8", {{0x07, 0x0a, 0, 8}, {0xb7, 0x00, 0, 0}, exit_}},
+        {"r10 = 0", {{0xb7, 0x0a, 0, 0}, {0xb7, 0x00, 0, 0}, exit_}},
+        {"r10 = *(u64 *)(r1 + 0)", {{0x79, 0x1a, 0, 0}, {0xb7, 0x00, 0, 0}, exit_}},
     };
     for (const auto &[what, insns] : cases) {
         const Loaded r = load(elf_program(bpf_code(insns), "pointer").bytes(), 128, 0x150);

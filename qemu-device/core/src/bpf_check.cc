@@ -236,6 +236,11 @@ bool bpf_check_memory(const std::vector<uint64_t> &insns, const std::vector<bool
         };
         if (ins.dst > 10 || ins.src > 10) return no("names a register that does not exist");
         const uint8_t cls = ins.code & 0x07, op = ins.code & 0xF0, mode = ins.code & 0xE0;
+        // r10 is the frame pointer: DPDK's JIT restores the host stack pointer from it, so no
+        // instruction may write it (found by an outside review: only DPDK refused it).
+        if (ins.dst == 10 && (cls == 0x00 || cls == 0x01 || cls == 0x04 || cls == 0x07)) {
+            return no("writes r10 (the frame pointer is read-only)");
+        }
         const bool reg_src = ins.code & 0x08;
         static constexpr int kSizes[4] = {4, 2, 1, 8};  // BPF_W, BPF_H, BPF_B, BPF_DW
         const int size = kSizes[(ins.code >> 3) & 3];
@@ -307,12 +312,19 @@ bool bpf_check_memory(const std::vector<uint64_t> &insns, const std::vector<bool
             if (t.reg[ins.dst].kind == kStackPtr) {
                 int lo, hi;
                 stack_bytes(t.reg[ins.dst], first, &lo, &hi);
+                const bool whole_slot = first >= 0 && size == 8 && first % 8 == 0 && !add;
                 for (int byte = lo; byte <= hi; byte++) {
                     if (add && !written(byte)) return no("adds to stack bytes the program did not write");
+                    // A kept pointer is replaced whole or not at all: an add to it, or a store
+                    // over part of it, would make its bytes readable as a number (found by an
+                    // outside review: the host's addresses reached the output).
+                    if ((t.slot[byte / 8].kind & kAnyPtr) && !whole_slot) {
+                        return no("changes part of a pointer kept on the stack");
+                    }
                     t.slot[byte / 8] = any_number();
                     if (first >= 0) t.written[byte / 8] |= static_cast<uint8_t>(1u << (byte % 8));
                 }
-                if (first >= 0 && size == 8 && first % 8 == 0 && !add) t.slot[first / 8] = v;
+                if (whole_slot) t.slot[first / 8] = v;
             }
             next.emplace_back(i + 1, t);
             break;
