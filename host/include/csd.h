@@ -77,7 +77,8 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
                     const uint64_t *params, uint32_t nr_params, uint32_t *dw0, uint32_t *dw1);
 
 /* Object store on the namespace: put replaces; get copies at most cap bytes and sets
- * *len to the object's size (-ENOSPC if cap is too small, nothing copied). */
+ * *len to the object's size (-ENOSPC if cap is too small: buf then holds no object, but
+ * may hold part of an older version read before a larger one replaced it). */
 int csd_store_format(csd_dev *dev);
 int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len);
 int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len);
