@@ -657,6 +657,32 @@ static void quota_b(const char *path, int unused)
 	close(fd);
 }
 
+/*
+ * An SLM allocation of len bytes holding the pattern (i * mul + add) & 0xff, and a
+ * peer-to-peer read of all of it into BAR bar at offset 0, for the caller to aim.
+ */
+static struct csd_ioc_p2p p2p_source(int fd, uint64_t len, unsigned int mul, unsigned int add,
+				     uint32_t bar, const char *written)
+{
+	struct csd_ioc_alloc a = { .size = len };
+	struct csd_ioc_xfer x = { 0 };
+	struct csd_ioc_p2p p = { 0 };
+	char *pat = malloc(len);
+
+	for (uint64_t i = 0; i < len; i++)
+		pat[i] = (char)((i * mul + add) & 0xff);
+	expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation for the peer transfer");
+	x.handle = a.handle;
+	x.len = len;
+	x.buf = (uintptr_t)pat;
+	expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && x.status == 0, written);
+	free(pat);
+	p.handle = a.handle;
+	p.len = len;
+	p.bar = bar;
+	return p;
+}
+
 static int report(void)
 {
 	printf("kmod_check: %d passed, %d failed\n", passed, failed);
@@ -926,21 +952,8 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "p2p-other") && argc == 7) {
 		uint64_t own = strtoull(argv[4], NULL, 0), other = strtoull(argv[5], NULL, 0);
 		uint64_t len = strtoull(argv[6], NULL, 0);
-		struct csd_ioc_alloc a = { .size = len };
-		struct csd_ioc_xfer x = { 0 };
-		struct csd_ioc_p2p p = { 0 };
-		char *pat = malloc(len);
+		struct csd_ioc_p2p p = p2p_source(fd, len, 17, 3, (uint32_t)atoi(argv[3]), "own pattern written into SLM");
 
-		for (uint64_t i = 0; i < len; i++)
-			pat[i] = (char)((i * 17 + 3) & 0xff);
-		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation for the peer transfer");
-		x.handle = a.handle;
-		x.len = len;
-		x.buf = (uintptr_t)pat;
-		expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && x.status == 0, "own pattern written into SLM");
-		p.handle = a.handle;
-		p.len = len;
-		p.bar = (uint32_t)atoi(argv[3]);
 		p.bar_offset = other;
 		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM),
 		       "into the other tenant's window: EPERM");
@@ -951,26 +964,12 @@ int main(int argc, char **argv)
 		p.len = len;
 		p.bar_offset = own;
 		expect(ioctl(fd, CSD_IOC_P2P_READ, &p) == 0 && p.status == 0, "into its own window");
-		free(pat);
 		return report();
 	}
 	if (!strcmp(what, "p2p") && argc == 6) {
 		uint64_t len = strtoull(argv[4], NULL, 0), window = strtoull(argv[5], NULL, 0);
-		struct csd_ioc_alloc a = { .size = len };
-		struct csd_ioc_xfer x = { 0 };
-		struct csd_ioc_p2p p = { 0 };
-		char *pat = malloc(len);
+		struct csd_ioc_p2p p = p2p_source(fd, len, 31, 7, (uint32_t)atoi(argv[3]), "pattern written into SLM");
 
-		for (uint64_t i = 0; i < len; i++)
-			pat[i] = (char)((i * 31 + 7) & 0xff);
-		expect(ioctl(fd, CSD_IOC_ALLOC, &a) == 0, "allocation for the peer transfer");
-		x.handle = a.handle;
-		x.len = len;
-		x.buf = (uintptr_t)pat;
-		expect(ioctl(fd, CSD_IOC_WRITE, &x) == 0 && x.status == 0, "pattern written into SLM");
-		p.handle = a.handle;
-		p.len = len;
-		p.bar = (uint32_t)atoi(argv[3]);
 		expect(ioctl(fd, CSD_IOC_P2P_READ, &p) == 0 && p.status == 0, "peer-to-peer SLM Read into the BAR");
 		p.bar_offset = window;
 		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EPERM),
@@ -987,7 +986,6 @@ int main(int argc, char **argv)
 		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EINVAL), "a range past the BAR's end: EINVAL");
 		p.bar_offset = 100;
 		expect(fails_with(fd, CSD_IOC_P2P_READ, &p, EINVAL), "an unaligned BAR offset: EINVAL");
-		free(pat);
 		return report();
 	}
 	if (!strcmp(what, "free")) {
