@@ -127,6 +127,16 @@ protected:
         return csd_core_decode(core, &c, &kCtx, op);
     }
 
+    // The vendor Program Unload of a slot, decoded and completed as an embedding would.
+    uint16_t vendor_unload(uint16_t slot)
+    {
+        csd_op op;
+        uint16_t st = decode(CSD_OPC_PROGRAM_UNLOAD, slot, 0, 0, 0, 0, &op);
+        if (!st) st = csd_core_program_unload(core, &op);
+        csd_core_complete(core, &op, st);
+        return st;
+    }
+
     // An Execute as every embedding runs it: decode, prepare, run, complete.
     ExecOut exec_raw(const std::vector<uint8_t> &desc)
     {

@@ -75,15 +75,6 @@ protected:
         return r;
     }
 
-    uint16_t unload(uint16_t slot)
-    {
-        csd_op op;
-        uint16_t st = decode(CSD_OPC_PROGRAM_UNLOAD, slot, 0, 0, 0, 0, &op);
-        if (!st) st = csd_core_program_unload(core, &op);
-        csd_core_complete(core, &op, st);
-        return st;
-    }
-
     // Execute params of a downloaded program: header and u64 params.
     static std::vector<uint8_t> params(uint32_t count, uint32_t mode, std::vector<uint64_t> p)
     {
@@ -576,7 +567,7 @@ TEST_F(Bpf, AmbiguousImagesAreRefused)
         EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << c.what << ": " << status_text(r.status);
         EXPECT_EQ(r.dw0, c.fault) << c.what;
         if (r.status == 0) {
-            EXPECT_EQ(unload(0x150), 0);
+            EXPECT_EQ(vendor_unload(0x150), 0);
         }
     }
 }
@@ -601,7 +592,7 @@ TEST_F(Bpf, HiddenInstructionsAreRefused)
         const Loaded r = load(elf_program(bpf_code(insns), "hidden").bytes(), 16, 0x150);
         EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
         if (r.status == 0) {
-            EXPECT_EQ(unload(0x150), 0);
+            EXPECT_EQ(vendor_unload(0x150), 0);
         }
     }
     // The same load with its second half zero, followed by an exit, is fine: r0 = 1 << 32 | 1.
@@ -708,7 +699,7 @@ TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
                                                                    : 0;
             EXPECT_EQ(out[i], want) << std::hex << "opcode " << int(shift) << " on r" << int(reg) << ", record " << v;
         }
-        EXPECT_EQ(unload(0x150), 0);
+        EXPECT_EQ(vendor_unload(0x150), 0);
     }
 }
 
@@ -739,10 +730,10 @@ TEST_F(Bpf, ProgramsWithTooManyPathsForTheVerifierAreRefusedAtOnce)
     };
     const Loaded many = load(elf_program(bpf_code(diamonds(40)), "paths").bytes(), 16, 0x150);  // hung before
     EXPECT_EQ(many.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << status_text(many.status);
-    if (many.status == 0) EXPECT_EQ(unload(0x150), 0);
+    if (many.status == 0) EXPECT_EQ(vendor_unload(0x150), 0);
     const Loaded few = load(elf_program(bpf_code(diamonds(12)), "paths").bytes(), 16, 0x150);
     EXPECT_EQ(few.status, 0) << status_text(few.status);
-    if (few.status == 0) EXPECT_EQ(unload(0x150), 0);
+    if (few.status == 0) EXPECT_EQ(vendor_unload(0x150), 0);
 }
 
 TEST_F(Bpf, PointerMisuseIsRefused)
@@ -788,7 +779,7 @@ TEST_F(Bpf, PointerMisuseIsRefused)
         const Loaded r = load(elf_program(bpf_code(insns), "pointer").bytes(), 128, 0x150);
         EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
         if (r.status == 0) {
-            EXPECT_EQ(unload(0x150), 0);
+            EXPECT_EQ(vendor_unload(0x150), 0);
         }
     }
     // What compiled programs do is fine: copy it, add to it, keep it on the stack and take it back.
@@ -844,7 +835,7 @@ TEST_F(Bpf, AccessesAreBoundedByTheDevice)
         EXPECT_EQ(r.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << what << ": " << status_text(r.status);
         EXPECT_NE(r.dw0, CSD_IMAGE_FAULT_NONE) << what;
         if (r.status == 0) {
-            EXPECT_EQ(unload(0x150), 0);
+            EXPECT_EQ(vendor_unload(0x150), 0);
         }
     }
     // What compares prove is used (DPDK's verifier wants both the unsigned and the signed
@@ -905,8 +896,8 @@ TEST_F(Bpf, ChunksInOrderOnly)
 
 TEST_F(Bpf, UnloadRules)
 {
-    EXPECT_EQ(CSD_STATUS_CODE(unload(0x140)), CSD_STATUS_INVALID_PROGRAM);  // empty
-    EXPECT_EQ(CSD_STATUS_CODE(unload(0x05)), CSD_STATUS_INVALID_PROGRAM);   // device-defined
+    EXPECT_EQ(CSD_STATUS_CODE(vendor_unload(0x140)), CSD_STATUS_INVALID_PROGRAM);  // empty
+    EXPECT_EQ(CSD_STATUS_CODE(vendor_unload(0x05)), CSD_STATUS_INVALID_PROGRAM);   // device-defined
     const Loaded l = load(example("threshold"), 16, 0x140);
     ASSERT_EQ(l.status, 0);
     // An Execute prepared (queued) or running holds the slot.
@@ -915,10 +906,10 @@ TEST_F(Bpf, UnloadRules)
     const auto desc = make_descriptor(0x140, {{0, 160}, {4096, 160}}, p.data(), static_cast<uint32_t>(p.size()));
     csd_exec *job = nullptr;
     ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
-    EXPECT_EQ(CSD_STATUS_CODE(unload(0x140)), CSD_STATUS_PROGRAM_SLOT_IN_USE);
+    EXPECT_EQ(CSD_STATUS_CODE(vendor_unload(0x140)), CSD_STATUS_PROGRAM_SLOT_IN_USE);
     uint32_t dw0, dw1;
     EXPECT_EQ(csd_core_exec_run(core, job, nullptr, &dw0, &dw1), 0);
-    EXPECT_EQ(unload(0x140), 0);
+    EXPECT_EQ(vendor_unload(0x140), 0);
     EXPECT_STATUS(exec_raw(desc), CSD_STATUS_INVALID_PROGRAM);
     EXPECT_EQ(entries().size(), CSD_NR_DEVICE_PROGRAMS + 0u);
     EXPECT_EQ(stat(CSD_STAT_PROGRAM_UNLOAD_CMDS), 4u);
@@ -926,7 +917,7 @@ TEST_F(Bpf, UnloadRules)
     ASSERT_EQ(load(example("threshold"), 16, 0x140).status, 0);
     ASSERT_EQ(csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job), 0);
     csd_core_exec_discard(job);
-    EXPECT_EQ(unload(0x140), 0);
+    EXPECT_EQ(vendor_unload(0x140), 0);
 }
 
 TEST_F(Bpf, CancelledBetweenBatches)
@@ -998,7 +989,7 @@ TEST_F(Bpf, AllSlotsTaken)
     }
     EXPECT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).code(),
               CSD_STATUS_PROGRAM_SLOT_IN_USE);
-    EXPECT_EQ(unload(0x1FF), 0);  // an abandoned upload can be unloaded
+    EXPECT_EQ(vendor_unload(0x1FF), 0);  // an abandoned upload can be unloaded
     EXPECT_EQ(load_chunk(0, static_cast<uint32_t>(img.size()), 0, img.data(), 64, 16).dw0, 0x1FFu);
 }
 
@@ -1021,7 +1012,7 @@ TEST_F(Bpf, HalfLoadedImageBytesAreCapped)
     // Later chunks of the uploads already accepted still arrive.
     EXPECT_EQ(load_chunk(CSD_SLOT_FIRST, CSD_MAX_PROGRAM_BYTES, 4096, chunk.data(), 4096, 16).status, 0);
     // Abandoning an upload gives its bytes back; a complete program is not counted.
-    EXPECT_EQ(unload(CSD_SLOT_FIRST), 0);
+    EXPECT_EQ(vendor_unload(CSD_SLOT_FIRST), 0);
     const Loaded small = load(img, 16);
     ASSERT_EQ(small.status, 0);
     EXPECT_EQ(load_chunk(0, CSD_MAX_PROGRAM_BYTES - 65536, 0, chunk.data(), 4096, 16).status, 0);

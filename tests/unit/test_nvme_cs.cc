@@ -618,15 +618,6 @@ protected:
         csd_core_complete(core, &op, st);
         return st;
     }
-    // The vendor Program Unload.
-    uint16_t vendor_unload(uint16_t slot)
-    {
-        csd_op op;
-        uint16_t st = decode(CSD_OPC_PROGRAM_UNLOAD, slot, 0, 0, 0, 0, &op);
-        if (!st) st = csd_core_program_unload(core, &op);
-        csd_core_complete(core, &op, st);
-        return st;
-    }
     // Whether the Program List (82h) marks index id active; false if it lists no such index.
     bool listed_active(uint16_t id)
     {
