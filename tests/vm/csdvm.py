@@ -123,8 +123,18 @@ def parse_size(text: str) -> int:
 
 
 def pick_accel() -> str:
-    """TCG unless CSD_ACCEL=kvm: nested KVM on these machines dies on MSR writes (see docs)."""
-    return os.environ.get("CSD_ACCEL", "tcg")
+    """CSD_ACCEL (kvm or tcg) if set; else KVM where the CPU shows hardware virtualisation
+    (vmx or svm) and /dev/kvm opens, TCG otherwise: a nested KVM without it (the lent
+    machines) runs the guest far below TCG (docs/perf.md, "KVM against TCG")."""
+    forced = os.environ.get("CSD_ACCEL")
+    if forced:
+        return forced
+    try:
+        flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).split())
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+    except (OSError, AttributeError):
+        return "tcg"
+    return "kvm" if flags & {"vmx", "svm"} else "tcg"
 
 
 # --------------------------------------------------------------------------- run archive
