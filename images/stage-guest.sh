@@ -11,10 +11,15 @@ list="$top/build/images/usr.list"
 [ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
 bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-c-api-test"
       "$mb/tests/kmod/kmod_check")
+# libcsd loads the in-process device (emu: paths) from its own folder: libcsd-emu.so goes
+# beside it with what it links (the device core's BLAS, compression and eBPF runtimes).
+emu="$mb/host/libcsd-emu.so"
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/bin" "$out.tmp/lib"
-for b in "${bins[@]}"; do
+[ -f "$emu" ] || { echo "stage-guest: $emu missing (make build)" >&2; exit 1; }
+cp "$emu" "$out.tmp/lib/"
+for b in "${bins[@]}" "$emu"; do
     [ -x "$b" ] || { echo "stage-guest: $b missing (make build)" >&2; exit 1; }
-    cp "$b" "$out.tmp/bin/"
+    [ "$b" = "$emu" ] || cp "$b" "$out.tmp/bin/"
     for lib in $(ldd "$b" | awk '/=> \// {print $3}'); do
         # the guest's loader searches /usr/lib/x86_64-linux-gnu (it has no ld.so.cache)
         if ! grep -qxF "/usr/lib/x86_64-linux-gnu/$(basename "$lib")" "$list"; then
@@ -23,10 +28,11 @@ for b in "${bins[@]}"; do
     done
 done
 # The Python package for the guest's Debian python3 (/usr/bin/python3), without the CUDA
-# part (the guest has no GPU or CUDA libraries), built from the
-# same sources; kept in build/guest-python so that unchanged sources are not rebuilt.
+# part (the guest has no GPU or CUDA libraries), linked against the libcsd staged above
+# (found through LD_LIBRARY_PATH=/csd/lib); kept in build/guest-python so that unchanged
+# sources are not rebuilt.
 pyout="$top/build/guest-python-nocuda"
-(cd "$top/python" && NVME_CSD_NO_CUDA=1 /usr/bin/python3 setup.py -q build_ext --build-lib "$pyout" \
+(cd "$top/python" && NVME_CSD_NO_CUDA=1 CSD_LIBDIR="$mb/host" /usr/bin/python3 setup.py -q build_ext --build-lib "$pyout" \
     --build-temp "$top/build/guest-python-nocuda-tmp" > "$top/build/guest-python.log" 2>&1) || {
     tail -n 30 "$top/build/guest-python.log" >&2
     echo "stage-guest: building the Python extension for /usr/bin/python3 failed" >&2

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
-// transport.cc - picks a backend for a path; the default asynchronous submit.
+// transport.cc - picks a backend for a path; the default asynchronous submit; loads the
+// in-process device (libcsd-emu) on the first emu: path.
+#include <dlfcn.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -73,6 +77,51 @@ BlockingPool &blocking_pool()
     return pool;
 }
 
+// The in-process device lives in its own library, libcsd-emu.so, since it links the device
+// core's BLAS, compression and eBPF runtimes, which no other path needs. It is loaded once
+// (never unloaded) from $CSD_EMU_LIBRARY if set, else from the folder this libcsd was loaded
+// from, else by the dynamic loader's search path.
+std::unique_ptr<Transport> open_emu(const std::string &spec)
+{
+    static std::mutex mu;
+    static decltype(&csd_emu_make_transport) make = nullptr;
+    std::unique_lock<std::mutex> g(mu);
+    if (!make) {
+        std::vector<std::string> tried;
+        if (const char *env = std::getenv("CSD_EMU_LIBRARY"); env && *env) {
+            tried.push_back(env);
+        } else {
+            Dl_info self{};
+            if (dladdr(reinterpret_cast<void *>(&open_transport), &self) && self.dli_fname) {
+                const std::string me = self.dli_fname;
+                const size_t slash = me.rfind('/');
+                if (slash != std::string::npos) tried.push_back(me.substr(0, slash + 1) + "libcsd-emu.so");
+            }
+            tried.push_back("libcsd-emu.so");
+        }
+        std::string why;
+        for (const std::string &lib : tried) {
+            void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                why += std::string(why.empty() ? "" : "; ") + dlerror();
+                continue;
+            }
+            make = reinterpret_cast<decltype(make)>(dlsym(h, "csd_emu_make_transport"));
+            if (make) break;
+            why += std::string(why.empty() ? "" : "; ") + lib + ": no csd_emu_make_transport";
+            dlclose(h);
+        }
+        if (!make) {
+            throw Error("open emu:" + spec + ": the in-process device's library libcsd-emu.so could not be loaded (" +
+                            why + "); build it (meson target csd-emu) and keep it beside libcsd.so, or name it "
+                            "in CSD_EMU_LIBRARY",
+                        ENOENT);
+        }
+    }
+    g.unlock();
+    return std::unique_ptr<Transport>(make(&spec));
+}
+
 }  // namespace
 
 std::future<Completion> Transport::submit_async(const Command &cmd)
@@ -109,7 +158,7 @@ FrontEnd parse_front_end(const std::string &name)
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts)
 {
     if (path.rfind("emu:", 0) == 0) {
-        return make_inproc_transport(path.substr(4));
+        return open_emu(path.substr(4));
     }
     if (path.rfind("/dev/csd", 0) == 0) {
         return make_kmod_transport(path);

@@ -9,6 +9,7 @@
 
 namespace csd {
 
+// The in-process device, in libcsd-emu (transport_inproc.cc); libcsd opens it with open_emu.
 std::unique_ptr<Transport> make_inproc_transport(const std::string &spec);
 std::unique_ptr<Transport> make_kmod_transport(const std::string &spec);
 #ifdef CSD_HAVE_PASSTHRU
@@ -17,3 +18,7 @@ std::unique_ptr<Transport> make_uring_transport(const std::string &path, unsigne
 #endif
 
 }  // namespace csd
+
+// libcsd-emu's entry point (emu_entry.cc), which libcsd finds with dlsym: the in-process
+// device for the part of an emu: path after "emu:"; the caller owns the result.
+extern "C" csd::Transport *csd_emu_make_transport(const std::string *spec);
