@@ -3,9 +3,9 @@
 # Makes the project's virtual environment (build/venv, from the machine's python3 or
 # $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
 # suites need; never touches the interpreter it was made from. Skips the package build
-# when its sources and the library's are unchanged since the last install.
+# when its sources and the libcsd it carries are unchanged since the last install.
 # Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch)
-# Environment: PYTHON (default python3), CSD_VENV (default build/venv).
+# Environment: PYTHON (default python3), CSD_VENV (default build/venv), CSD_MESON_BUILD.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 want=${1:-test}
@@ -30,11 +30,23 @@ case "$want" in
     *) echo "python: unknown use '$want' (demo or test)" >&2; exit 2 ;;
 esac
 
+# The extension links libcsd.so, which it carries with libcsd-emu.so (python/setup.py):
+# both built first by meson, in $CSD_MESON_BUILD (default build/meson).
+mb=${CSD_MESON_BUILD:-$top/build/meson}
+if [ ! -f "$mb/build.ninja" ]; then
+    say "meson setup $mb (libcsd for the extension)"
+    meson setup "$mb" --buildtype=release > /dev/null
+fi
+nice -n 10 ninja -C "$mb" host/libcsd.so host/libcsd-emu.so > /dev/null || {
+    echo "python: building libcsd in $mb failed (ninja -C $mb host/libcsd.so host/libcsd-emu.so)" >&2
+    exit 1
+}
+export CSD_LIBDIR="$mb/host"
+
 stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
-       "$top"/host/lib/*.cc "$top"/host/lib/*.hpp "$top"/host/include/csd/*.hpp "$top"/host/include/*.h \
-       "$top"/qemu-device/core/src/*.cc "$top"/qemu-device/core/src/*.h "$top"/qemu-device/core/src/programs/* \
-       "$top"/qemu-device/core/include/*.h "$top"/spec/* | sha256sum | cut -c1-16)
+       "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* \
+       "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then
     exit 0
 fi

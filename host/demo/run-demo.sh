@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # make demo: boots the guest with a 1 GiB CSD namespace and 512 MiB of SLM and runs
 # host/demo/demo.py in it (the dataset is made in the guest; nothing else is needed),
-# then the design-space table (host/demo/design_space.py): the same questions under each
-# timing-model preset, in-drive vs classic.
+# then the design-space table (python/demo/design_space.py, beside the Python package it
+# uses): the same questions under each timing-model preset, in-drive vs classic.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -15,4 +15,4 @@ rm -f "$tmp/namespace.img"
 echo
 echo "== design space: is offload worth it on the drive being designed? (timing model presets)"
 bash "$top/python/install.sh" demo
-"${CSD_VENV:-$top/build/venv}/bin/python" "$top/host/demo/design_space.py" --dir "$tmp"
+"${CSD_VENV:-$top/build/venv}/bin/python" "$top/python/demo/design_space.py" --dir "$tmp"

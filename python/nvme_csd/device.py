@@ -4,7 +4,6 @@ numpy arrays, torch CPU tensors, anything with __dlpack__ or the buffer protocol
 buffers (which stay in the drive)."""
 
 import concurrent.futures
-import struct
 
 import numpy as np
 
@@ -14,6 +13,8 @@ from .errors import CsdError, InvalidParameters
 from .store import Store
 from .wire import (CHECKSUM_ALGOS, CMP_OPS, CODECS, CONVERT, EW_OPS, FIELD_TYPES,  # noqa: F401
                    FIRST_UNARY_EW_OP, PROGRAM_IDS, REDUCE_DTYPES, REDUCE_OPS, STATUS_CODES)
+
+_P = _core.programs  # libcsd's typed program calls: they lay out each program's parameters
 
 
 class Device:
@@ -146,8 +147,7 @@ class Device:
         C = self.to_slm(c, np.float32) if c is not None else self.alloc((m, n), np.float32)
         if C.shape != (m, n):
             raise InvalidParameters(f"gemm: c has shape {C.shape}, expected {(m, n)}")
-        flags = (1 if trans_a else 0) | (2 if trans_b else 0)
-        self.execute(PROGRAM_IDS["gemm"], [A.range(), B.range(), C.range()], struct.pack("<4I2f", m, n, k, flags, alpha, beta))
+        _P.gemm(self._dev, A.range(), B.range(), C.range(), m, n, k, bool(trans_a), bool(trans_b), alpha, beta)
         for src, arr in ((a, A), (b, B)):
             if not isinstance(src, SlmArray):
                 arr.free()
@@ -164,7 +164,6 @@ class Device:
             raise InvalidParameters(f"elementwise: unknown op {op!r}; known: {sorted(EW_OPS)}")
         X = self.to_slm(x, np.float32)
         n = int(np.prod(X.shape, dtype=np.int64))
-        ranges = [X.range()]
         Y = None
         if EW_OPS[op] < FIRST_UNARY_EW_OP:
             if y is None:
@@ -172,10 +171,11 @@ class Device:
             Y = self.to_slm(y, np.float32)
             if Y.shape != X.shape:
                 raise InvalidParameters(f"elementwise {op}: shapes {X.shape} and {Y.shape} differ")
-            ranges.append(Y.range())
         O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
-        ranges.append(O.range())
-        self.execute(PROGRAM_IDS["elementwise"], ranges, struct.pack("<2I2f", EW_OPS[op], n, a, b))
+        if Y is not None:
+            _P.elementwise(self._dev, EW_OPS[op], X.range(), Y.range(), O.range(), n)
+        else:
+            _P.elementwise(self._dev, EW_OPS[op], X.range(), O.range(), n, a, b)
         return self._finish(O, x, out, [(x, X), (y, Y)])
 
     def _finish(self, O, like, out, temps):
@@ -191,7 +191,7 @@ class Device:
         X = self.to_slm(x, np.float32)
         rows, cols = (1, X.shape[0]) if len(X.shape) == 1 else (int(np.prod(X.shape[:-1])), X.shape[-1])
         O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
-        self.execute(PROGRAM_IDS["softmax"], [X.range(), O.range()], struct.pack("<2I", rows, cols))
+        _P.softmax(self._dev, X.range(), O.range(), rows, cols)
         return self._finish(O, x, out, [(x, X)])
 
     def reduce(self, x, op="sum"):
@@ -206,7 +206,7 @@ class Device:
         out_dtype = np.int64 if op in ("argmax", "argmin") or (X.dtype.kind == "i" and op != "mean") \
             else np.float64
         O = self.alloc((rows,), out_dtype)
-        self.execute(PROGRAM_IDS["reduce"], [X.range(), O.range()], struct.pack("<4I", REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], rows, cols))
+        _P.reduce(self._dev, REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], X.range(), O.range(), rows, cols)
         return self._finish(O, x, None, [(x, X)])
 
     def filter(self, records, field, op, lo, hi=0, *, indices=False, device="cpu"):
@@ -226,19 +226,19 @@ class Device:
         R = self.to_slm(r) if r is not None else records
         count = int(np.prod(R.shape, dtype=np.int64))
         code = FIELD_TYPES[ftype]
-        if code >= 4:
-            bounds = struct.pack("<dd", float(lo), float(hi))
-        elif code in (2, 3):
-            bounds = struct.pack("<QQ", int(lo) & (2 ** 64 - 1), int(hi) & (2 ** 64 - 1))
-        else:
-            bounds = struct.pack("<qq", int(lo), int(hi))
-        params = struct.pack("<3IHHII", dt.itemsize, count, foff, code, CMP_OPS[op], 1 if indices else 0, 0) + bounds
+        if ftype.kind == "f":
+            bounds = (float(lo), float(hi), 0, 0)
+        else:  # unsigned bounds travel as the two's complement of their 64 bits
+            wrap = (lambda v: (int(v) & (2 ** 64 - 1)) - (2 ** 64 if int(v) & 2 ** 63 else 0)) \
+                if ftype.kind == "u" else int
+            bounds = (0.0, 0.0, wrap(lo), wrap(hi))
         unit = 4 if indices else dt.itemsize
         cap = max(count // 8, 1)
         while True:
             O = self.alloc((cap * unit,), np.uint8)
             try:
-                dw0, matches = self.execute(PROGRAM_IDS["filter"], [R.range(), O.range()], params)
+                dw0, matches = _P.filter(self._dev, R.range(), O.range(), dt.itemsize, count, foff, code,
+                                         CMP_OPS[op], bool(indices), *bounds)
                 break
             except CsdError as e:
                 O.free()
@@ -274,7 +274,7 @@ class Device:
         n = int(np.prod(X.shape, dtype=np.int64))
         out_dtype = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "int8": np.int8}[to]
         O = self.alloc(X.shape, out_dtype)
-        self.execute(PROGRAM_IDS["convert"], [X.range(), O.range()], struct.pack("<2Ifi", op, n, scale, zero_point))
+        _P.convert(self._dev, op, X.range(), O.range(), n, scale, zero_point)
         return self._finish(O, x, None, [(x, X)])
 
     def checksum(self, data, algo="crc32c"):
@@ -284,10 +284,10 @@ class Device:
         D = self.to_slm(data) if not isinstance(data, SlmArray) else data
         if D.nbytes == 0:
             raise InvalidParameters("checksum: empty data")
-        dw0, dw1 = self.execute(PROGRAM_IDS["checksum"], [D.range()], struct.pack("<I", CHECKSUM_ALGOS[algo]))
+        value = _P.checksum(self._dev, CHECKSUM_ALGOS[algo], D.range())
         if D is not data:
             D.free()
-        return dw1 << 32 | dw0
+        return value
 
     def conv2d(self, x, w, bias=None, *, stride=1, padding=0, dilation=1):
         """2-D convolution, NCHW float32 input, KCRS weight, optional bias (K)."""
@@ -304,8 +304,8 @@ class Device:
             raise InvalidParameters("conv2d: the kernel does not fit the padded input")
         Bs = self.to_slm(bias, np.float32) if bias is not None else None
         O = self.alloc((n, k, p, q), np.float32)
-        params = struct.pack("<14I", n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dwl, 1 if Bs is not None else 0)
-        self.execute(PROGRAM_IDS["conv2d"], [X.range(), W.range(), Bs.range() if Bs is not None else (0, 0), O.range()], params)
+        _P.conv2d(self._dev, X.range(), W.range(), Bs.range() if Bs is not None else None, O.range(),
+                  (n, c, h, wd, k, r, s), (sh, sw), (ph, pw), (dh, dwl))
         return self._finish(O, x, None, [(x, X), (w, W), (bias, Bs)])
 
     def decompress(self, data, out_size, codec="zstd"):
@@ -316,7 +316,7 @@ class Device:
         D = self.to_slm(data)
         O = self.alloc((max(int(out_size), 4),), np.uint8)
         try:
-            n, _ = self.execute(PROGRAM_IDS["decompress"], [D.range(), O.range()], struct.pack("<I", CODECS[codec]))
+            n = _P.decompress(self._dev, CODECS[codec], D.range(), O.range())
             return O.numpy()[:n].tobytes()
         finally:
             D.free()

@@ -4,10 +4,10 @@ loaded into a slot, run once per record over fixed-size records (a structured nu
 array, or its SLM copy) as filter, map or reduce."""
 
 import os
-import struct
 
 import numpy as np
 
+from . import _core
 from .arrays import SlmArray, as_numpy
 from .errors import InvalidParameters
 from .wire import MAX_PROGRAM_PARAMS, PROGRAM_MODES
@@ -81,8 +81,8 @@ class Program:
         params = [int(p) & (2 ** 64 - 1) for p in params]
         if len(params) > MAX_PROGRAM_PARAMS:
             raise InvalidParameters(f"at most {MAX_PROGRAM_PARAMS} params, got {len(params)}")
-        p = struct.pack(f"<4I{len(params)}Q", count, PROGRAM_MODES[mode], len(params), 0, *params)
-        return self.device.execute(self.id, [R.range(), out_range], p)
+        return _core.programs.downloaded(self.device._dev, self.id, PROGRAM_MODES[mode], R.range(), out_range,
+                                         count, params)
 
     def filter(self, records, params=()):
         """The records for which the program returns non-zero, in order (same dtype)."""

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The command set's ids, parameter codes and status codes, taken from the bindings (which
-take them from spec/csd_spec.h): Python keeps no copy of these numbers. The parameter
-layouts of device-defined programs are still packed in device.py (struct), a second copy
-of spec/csd_spec.h's structs that issue 29 moves into the bindings."""
+take them from spec/csd_spec.h): Python keeps no copy of the wire format. The programs'
+parameter layouts are laid out by libcsd's typed calls (csd/programs.hpp, bound as
+_core.programs), which device.py and program.py call with these codes."""
 
 import numpy as np
 

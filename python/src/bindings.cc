@@ -5,13 +5,17 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "csd/device.hpp"
 #include "csd/drive_set.hpp"
 #include "csd/npy.hpp"
+#include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd_spec.h"
@@ -167,6 +171,80 @@ py::dict wire_format()
     w["max_program_params"] = static_cast<uint32_t>(CSD_BPF_MAX_PARAMS);
     w["first_unary_elementwise_op"] = static_cast<uint32_t>(CSD_EW_RELU);
     return w;
+}
+
+using PyRange = std::pair<uint64_t, uint64_t>;  // (offset, length) in SLM
+
+Range rng(const PyRange &r) { return {r.first, r.second}; }
+
+// _core.programs: libcsd's typed program calls (csd/programs.hpp), which lay out each
+// program's parameters; Python passes the wire codes it reads from WIRE and SLM ranges.
+void bind_programs(py::module_ &m)
+{
+    py::module_ p = m.def_submodule("programs", "libcsd's typed calls of the device-defined programs");
+    p.def("copy", [](PyDevice &d, PyRange src, PyRange dst) {
+        py::gil_scoped_release g;
+        return programs::copy(d.d(), rng(src), rng(dst));
+    }, "copy: dst = src; returns the bytes copied");
+    p.def("gemm", [](PyDevice &d, PyRange a, PyRange b, PyRange c, uint32_t m_, uint32_t n, uint32_t k, bool trans_a,
+                     bool trans_b, float alpha, float beta) {
+        py::gil_scoped_release g;
+        programs::gemm(d.d(), rng(a), rng(b), rng(c), m_, n, k, trans_a, trans_b, alpha, beta);
+    }, "gemm: C = alpha op(A) op(B) + beta C, f32 row-major, m x n");
+    p.def("elementwise", [](PyDevice &d, uint32_t op, PyRange x, PyRange y, PyRange out, uint32_t count) {
+        py::gil_scoped_release g;
+        programs::elementwise(d.d(), static_cast<EwOp>(op), rng(x), rng(y), rng(out), count);
+    }, "elementwise, binary: out = x op y over count f32");
+    p.def("elementwise", [](PyDevice &d, uint32_t op, PyRange x, PyRange out, uint32_t count, float a, float b) {
+        py::gil_scoped_release g;
+        programs::elementwise(d.d(), static_cast<EwOp>(op), rng(x), rng(out), count, a, b);
+    }, "elementwise, unary: out = op(x) (axpb: a*x+b)");
+    p.def("softmax", [](PyDevice &d, PyRange x, PyRange out, uint32_t rows, uint32_t cols) {
+        py::gil_scoped_release g;
+        programs::softmax(d.d(), rng(x), rng(out), rows, cols);
+    }, "softmax of each row");
+    p.def("reduce", [](PyDevice &d, uint32_t op, uint32_t dtype, PyRange x, PyRange out, uint32_t rows, uint32_t cols) {
+        py::gil_scoped_release g;
+        programs::reduce(d.d(), static_cast<ReduceOp>(op), static_cast<DType>(dtype), rng(x), rng(out), rows, cols);
+    }, "reduce: one 8-byte result per row into out");
+    p.def("filter", [](PyDevice &d, PyRange records, PyRange out, uint32_t record_size, uint32_t count,
+                       uint32_t field_offset, uint16_t field_type, uint16_t op, bool indices, double lo, double hi,
+                       int64_t lo_int, int64_t hi_int) {
+        FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, indices);
+        s.count = count;
+        py::gil_scoped_release g;
+        const FilterResult r = programs::filter(d.d(), rng(records), rng(out), s);
+        return std::make_pair(r.bytes, r.matches);
+    }, "filter into a fixed output range: (bytes written, matches); Output Overflow if it is small");
+    p.def("convert", [](PyDevice &d, uint32_t op, PyRange in, PyRange out, uint32_t count, float scale,
+                        int32_t zero_point) {
+        py::gil_scoped_release g;
+        return programs::convert(d.d(), static_cast<ConvertOp>(op), rng(in), rng(out), count, scale, zero_point);
+    }, "convert count elements; returns the bytes written");
+    p.def("checksum", [](PyDevice &d, uint32_t algo, PyRange data) {
+        py::gil_scoped_release g;
+        return programs::checksum(d.d(), static_cast<ChecksumAlgo>(algo), rng(data));
+    }, "checksum of a range (CRC-32C or XXH64)");
+    p.def("conv2d", [](PyDevice &d, PyRange input, PyRange weight, std::optional<PyRange> bias, PyRange output,
+                       std::array<uint32_t, 7> nchwkrs, std::array<uint32_t, 2> stride, std::array<uint32_t, 2> pad,
+                       std::array<uint32_t, 2> dilation) {
+        const auto [n, c, h, w, k, r, s] = nchwkrs;
+        const csd_conv2d_params prm{n, c, h, w, k, r, s, stride[0], stride[1], pad[0], pad[1], dilation[0],
+                                    dilation[1], bias ? 1u : 0u};
+        py::gil_scoped_release g;
+        programs::conv2d(d.d(), rng(input), rng(weight), bias ? rng(*bias) : Range{}, rng(output), prm);
+    }, "conv2d, NCHW f32: (n, c, h, w, k, r, s), (stride h, w), (padding h, w), (dilation h, w); bias None or a range");
+    p.def("decompress", [](PyDevice &d, uint32_t codec, PyRange in, PyRange out) {
+        py::gil_scoped_release g;
+        return programs::decompress(d.d(), static_cast<Codec>(codec), rng(in), rng(out));
+    }, "decompress; returns the decompressed bytes");
+    p.def("downloaded", [](PyDevice &d, uint16_t program, uint32_t mode, PyRange records, PyRange out, uint32_t count,
+                           const std::vector<uint64_t> &params) {
+        const std::vector<uint8_t> prm = downloaded_program_params(count, mode, params);
+        py::gil_scoped_release g;
+        const ExecResult x = d.d().execute(program, {rng(records), rng(out)}, prm.data(), static_cast<uint32_t>(prm.size()));
+        return std::make_pair(x.dw0, x.dw1);
+    }, "a downloaded program in a mode over count records: (dw0, dw1)");
 }
 
 }  // namespace
@@ -484,4 +562,6 @@ PYBIND11_MODULE(_core, m)
         .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
         .def_property_readonly("freed", [](PySlm &s) { return !s.buf; })
         .def("free", [](PySlm &s) { s.free(); });
+
+    bind_programs(m);
 }

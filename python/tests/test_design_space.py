@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""make demo's design-space table (host/demo/design_space.py) runs, and its in-drive and
+"""make demo's design-space table (python/demo/design_space.py) runs, and its in-drive and
 classic answers agree, under a timing-model preset."""
 import os
 import pathlib
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "host" / "demo" / "design_space.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "demo" / "design_space.py"
 
 
 @pytest.mark.skipif(bool(os.environ.get("CSD_TEST_DEVICE")),

@@ -61,6 +61,26 @@ def test_filter_records_and_indices(dev):
     assert np.array_equal(idx, np.nonzero((rec["region"] >= -1) & (rec["region"] <= 1))[0])
 
 
+def test_filter_64_bit_bounds_whole(dev):
+    # u64 bounds past 2**63 and negative i64 bounds reach the drive whole (libcsd lays them out)
+    rec = np.zeros(6, dtype=[("u", "<u8"), ("i", "<i8")])
+    rec["u"] = [0, 1, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
+    rec["i"] = [-2**63, -5, -1, 0, 7, 2**63 - 1]
+    assert dev.filter(rec, "u", ">=", 2**63)["u"].tolist() == [2**63, 2**64 - 2, 2**64 - 1]
+    assert dev.filter(rec, "u", "between", 1, 2**64 - 2)["u"].tolist() == [1, 2**63 - 1, 2**63, 2**64 - 2]
+    assert dev.filter(rec, "i", "<", -1)["i"].tolist() == [-2**63, -5]
+    assert dev.filter(rec, "i", "between", -5, 2**63 - 1, indices=True).tolist() == [1, 2, 3, 4, 5]
+
+
+def test_programs_go_through_libcsds_typed_calls():
+    # every device-defined program has its typed call, and Python packs no parameter layout
+    import nvme_csd.device
+    import nvme_csd.program
+    from nvme_csd import _core
+    assert [n for n in nvme_csd.wire.PROGRAM_IDS if not hasattr(_core.programs, n)] == []
+    assert not hasattr(nvme_csd.device, "struct") and not hasattr(nvme_csd.program, "struct")
+
+
 def test_convert_matches_numpy(dev):
     x = (np.random.default_rng(4).standard_normal(4096) * 1000).astype(np.float32)
     assert np.array_equal(dev.convert(x, "float16"), x.astype(np.float16))

@@ -13,7 +13,7 @@ model by tests/vm/guest/timing-model.sh instead. A row marked "host-bound" had c
 the host finished after their modelled time (C1h model_overruns): its in-drive time is this
 machine's, and the modelled drive would be faster still.
 
-Usage: python3 host/demo/design_space.py [--presets a,b,c] [--scale N] [--dir DIR]
+Usage: python3 python/demo/design_space.py [--presets a,b,c] [--scale N] [--dir DIR]
 """
 import argparse
 import os
