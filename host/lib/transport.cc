@@ -118,8 +118,9 @@ std::unique_ptr<Transport> open_emu(const std::string &spec)
                         ENOENT);
         }
     }
+    const auto made = make;
     g.unlock();
-    return std::unique_ptr<Transport>(make(&spec));
+    return std::unique_ptr<Transport>(made(&spec));
 }
 
 }  // namespace
