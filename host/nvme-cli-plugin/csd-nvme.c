@@ -80,7 +80,7 @@ static int csd_report(const struct csd_cli *c, int err, const char *detail)
 		json_object_add_value_string(o, "command", c->what);
 		json_object_add_value_string(o, "error", msg);
 		if (err > 0) {
-			json_object_add_value_uint(o, "status", err);
+			json_object_add_value_uint64(o, "status", err);
 			json_object_add_value_string(o, "status_name", csd_status_words(err));
 			json_object_object_add(o, "dnr", json_object_new_boolean(!!(err & CSD_STATUS_DNR)));
 		} else {
@@ -276,9 +276,9 @@ static struct json_object *csd_show_programs(const struct csd_caps_log *caps, __
 		if (json) {
 			struct json_object *p = json_create_object();
 
-			json_object_add_value_uint(p, "id", e->id);
+			json_object_add_value_uint64(p, "id", e->id);
 			json_object_add_value_string(p, "name", name);
-			json_object_add_value_uint(p, "type", e->type);
+			json_object_add_value_uint64(p, "type", e->type);
 			json_object_add_value_string(p, "type_name", csd_program_type_name(e->type));
 			json_array_add_value_object(list, p);
 		} else {
@@ -332,14 +332,14 @@ static int csd_info(int argc, char **argv, struct command *cmd, struct plugin *p
 		json_object_add_value_string(o, "device", c.dev->name);
 		json_object_add_value_string(o, "version", version);
 		json_object_add_value_uint64(o, "slm_size", caps->slm_size);
-		json_object_add_value_uint(o, "compute_units", caps->compute_units);
-		json_object_add_value_uint(o, "max_desc_len", caps->max_desc_len);
-		json_object_add_value_uint(o, "max_ranges", caps->max_ranges);
-		json_object_add_value_uint(o, "max_program_bytes", caps->max_program_bytes);
-		json_object_add_value_uint(o, "downloadable_slots", caps->downloadable_slots);
-		json_object_add_value_uint(o, "program_types", caps->program_types);
-		json_object_add_value_uint(o, "features", caps->features);
-		json_object_add_value_uint(o, "nr_programs", caps->nr_programs);
+		json_object_add_value_uint64(o, "compute_units", caps->compute_units);
+		json_object_add_value_uint64(o, "max_desc_len", caps->max_desc_len);
+		json_object_add_value_uint64(o, "max_ranges", caps->max_ranges);
+		json_object_add_value_uint64(o, "max_program_bytes", caps->max_program_bytes);
+		json_object_add_value_uint64(o, "downloadable_slots", caps->downloadable_slots);
+		json_object_add_value_uint64(o, "program_types", caps->program_types);
+		json_object_add_value_uint64(o, "features", caps->features);
+		json_object_add_value_uint64(o, "nr_programs", caps->nr_programs);
 		json_object_add_value_array(o, "programs", csd_show_programs(caps, entries, true));
 		csd_print_json(o);
 	} else {
@@ -458,7 +458,7 @@ static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *
 		if (o) {
 			struct json_object *p = json_create_object();
 
-			json_object_add_value_uint(p, "id", id);
+			json_object_add_value_uint64(p, "id", id);
 			json_object_add_value_string(p, "name", name);
 			json_object_add_value_uint64(p, "exec_cmds", v);
 			json_array_add_value_object(per, p);
@@ -758,7 +758,7 @@ static int csd_slm_move(int argc, char **argv, bool store)
 		struct json_object *o = json_create_object();
 
 		json_object_add_value_uint64(o, "start_block", cfg.slba);
-		json_object_add_value_uint(o, "blocks", cfg.count + 1);
+		json_object_add_value_uint64(o, "blocks", cfg.count + 1);
 		json_object_add_value_uint64(o, "slm_offset", cfg.offset);
 		csd_print_json(o);
 	} else {
@@ -1360,9 +1360,9 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		struct json_object *o = json_create_object();
 
 		json_object_add_value_string(o, "program", name);
-		json_object_add_value_uint(o, "id", id);
-		json_object_add_value_uint(o, "dw0", dw0);
-		json_object_add_value_uint(o, "dw1", dw1);
+		json_object_add_value_uint64(o, "id", id);
+		json_object_add_value_uint64(o, "dw0", dw0);
+		json_object_add_value_uint64(o, "dw1", dw1);
 		json_object_add_value_uint64(o, "result", result);
 		csd_print_json(o);
 	} else {
@@ -1445,7 +1445,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 	if (c.flags == JSON) {
 		struct json_object *o = json_create_object();
 
-		json_object_add_value_uint(o, "slot", slot);
+		json_object_add_value_uint64(o, "slot", slot);
 		json_object_add_value_uint64(o, "bytes", size);
 		csd_print_json(o);
 	} else {
@@ -1496,7 +1496,7 @@ static int csd_program_unload(int argc, char **argv, struct command *cmd, struct
 	if (c.flags == JSON) {
 		struct json_object *o = json_create_object();
 
-		json_object_add_value_uint(o, "slot", cfg.slot);
+		json_object_add_value_uint64(o, "slot", cfg.slot);
 		csd_print_json(o);
 	} else {
 		printf("unloaded slot 0x%04x\n", cfg.slot);
