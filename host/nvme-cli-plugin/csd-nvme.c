@@ -1449,7 +1449,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 		json_object_add_value_uint64(o, "bytes", size);
 		csd_print_json(o);
 	} else {
-		printf("loaded %s (%" PRIu64 " bytes) into slot 0x%04x\n", cfg.file, (uint64_t)size, slot);
+		printf("loaded %s into slot 0x%04x\n", cfg.file, slot);
 	}
 out:
 	if (fd >= 0)
