@@ -593,34 +593,53 @@ out:
 	return err;
 }
 
-/* Reads all of fd (at most max bytes) into a new buffer; *len its size. NULL: errno says why. */
-static __u8 *csd_read_all(int fd, __u64 max, __u64 *len)
+/*
+ * Reads fd to its end into a new buffer (*len bytes): at most max bytes, or with truncate
+ * the first max bytes only. NULL: errno says why (EFBIG: more than max).
+ */
+static __u8 *csd_read_all(int fd, __u64 max, bool truncate, __u64 *len)
 {
-	__u64 cap = 1 << 16, n = 0;
-	__u8 *buf = malloc(cap), *grown;
+	__u64 cap = 0, n = 0;
+	__u8 *buf = NULL, *grown, extra;
 	ssize_t r;
 
-	while (buf) {
+	for (;;) {
+		if (n == cap && cap == max) {
+			if (truncate)
+				break;
+			r = read(fd, &extra, 1); /* more than max, or its end? */
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				goto fail;
+			if (r == 0)
+				break;
+			errno = EFBIG;
+			goto fail;
+		}
 		if (n == cap) {
-			if (cap >= max) {
-				errno = EFBIG;
-				break;
-			}
-			cap = cap * 2 > max ? max : cap * 2;
-			grown = realloc(buf, cap);
+			cap = cap ? cap * 2 : 1 << 16;
+			if (cap > max)
+				cap = max;
+			grown = realloc(buf, cap ? cap : 1);
 			if (!grown)
-				break;
+				goto fail;
 			buf = grown;
 		}
 		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0)
+			goto fail;
+		if (r == 0)
 			break;
-		if (r == 0) {
-			*len = n;
-			return buf;
-		}
 		n += r;
 	}
+	if (!buf)
+		buf = malloc(1);
+	*len = n;
+	return buf;
+fail:
 	free(buf);
 	return NULL;
 }
@@ -661,7 +680,7 @@ static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plug
 			goto out;
 		}
 	}
-	in = csd_read_all(fd, cfg.length ? cfg.length : CSD_CLI_MAX_INPUT, &len);
+	in = csd_read_all(fd, cfg.length ? cfg.length : CSD_CLI_MAX_INPUT, cfg.length != 0, &len);
 	if (!in) {
 		err = csd_report(&c, -errno, cfg.data ? cfg.data : "stdin");
 		goto out;
@@ -1310,7 +1329,7 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 	if (cfg.params_file) {
 		int fd = open(cfg.params_file, O_RDONLY);
 		__u64 n = 0;
-		__u8 *bytes = fd < 0 ? NULL : csd_read_all(fd, CSD_MAX_DESC_LEN, &n);
+		__u8 *bytes = fd < 0 ? NULL : csd_read_all(fd, CSD_MAX_DESC_LEN, false, &n);
 
 		if (fd >= 0)
 			close(fd);
@@ -1412,7 +1431,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 		goto out;
 	}
 	fd = open(cfg.file, O_RDONLY);
-	image = fd < 0 ? NULL : csd_read_all(fd, UINT32_MAX, &size);
+	image = fd < 0 ? NULL : csd_read_all(fd, UINT32_MAX, false, &size);
 	if (!image) {
 		err = csd_report(&c, -errno, cfg.file);
 		goto out;
