@@ -41,6 +41,20 @@
 static const char *const fmt_help = "output format: normal|json|binary";
 static const char *const nsid_help = "namespace id (default: the namespace of a /dev/ngXnY or /dev/nvmeXnY node)";
 
+/* The options of every command on a namespace: -o and --namespace-id (cfg's output_format, nsid). */
+#define CSD_NS_OPTS(cfg)                                                        \
+	OPT_FMT("output-format", 'o', &(cfg).output_format, fmt_help),          \
+	OPT_UINT("namespace-id", 'n', &(cfg).nsid, nsid_help)
+
+/* What slm-read and slm-write take. */
+struct csd_slm_cfg {
+	__u64 offset, length;
+	char *data;
+	bool raw_binary;
+	char *output_format;
+	__u32 nsid;
+};
+
 /* One invocation: the open device and what every command needs to know of it. */
 struct csd_cli {
 	struct nvme_dev *dev;
@@ -241,6 +255,30 @@ static int csd_get_caps(const struct csd_cli *c, __u8 *page, struct csd_caps_log
 	return 0;
 }
 
+/*
+ * Opens the device for a command that shows a log page (info, stats, program-list): -o,
+ * and -b for the page's bytes; *raw: -b or -o binary.
+ */
+static int csd_open_log(struct csd_cli *c, const char *what, int argc, char **argv,
+			const char *desc, bool *raw)
+{
+	struct config {
+		char *output_format;
+		bool raw_binary;
+	} cfg = { .output_format = "normal" };
+	int err;
+
+	OPT_ARGS(opts) = {
+		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
+		OPT_FLAG("raw-binary", 'b', &cfg.raw_binary, "the log page's bytes"),
+		OPT_END()
+	};
+
+	err = csd_open(c, what, argc, argv, desc, opts, &cfg.output_format, NULL, false);
+	*raw = !err && (cfg.raw_binary || c->flags == BINARY);
+	return err;
+}
+
 /* Words for a program type of C0h. */
 static const char *csd_program_type_name(__u8 type)
 {
@@ -296,34 +334,34 @@ static void csd_print_json(struct json_object *o)
 	json_free_object(o);
 }
 
-static int csd_info(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+/* info, and program-list (list_only): log page C0h decoded, as JSON, or its bytes. */
+static int csd_caps_cmd(int argc, char **argv, bool list_only)
 {
-	const char *desc = "Show the CSD capabilities (log page C0h): SLM size, compute units, "
-			   "descriptor limits, program slots and types, features and the programs.";
+	const char *desc = list_only ?
+		"List the device's programs (log page C0h): device-defined ones, downloaded "
+		"eBPF programs in their slots and operator plug-ins." :
+		"Show the CSD capabilities (log page C0h): SLM size, compute units, descriptor "
+		"limits, program slots and types, features and the programs.";
 	__u8 page[CSD_LOG_PAGE_SIZE];
 	struct csd_caps_log *caps;
 	struct csd_cli c;
 	__u32 entries;
 	int err;
-	struct config {
-		char *output_format;
-		bool raw_binary;
-	} cfg = { .output_format = "normal" };
+	bool raw;
 
-	OPT_ARGS(opts) = {
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_FLAG("raw-binary", 'b', &cfg.raw_binary, "the log page's bytes"),
-		OPT_END()
-	};
-
-	err = csd_open(&c, "csd info", argc, argv, desc, opts, &cfg.output_format, NULL, false);
+	err = csd_open_log(&c, list_only ? "csd program-list" : "csd info", argc, argv, desc, &raw);
 	if (err)
 		return err;
 	err = csd_get_caps(&c, page, &caps, &entries);
 	if (err)
 		goto out;
-	if (cfg.raw_binary || c.flags == BINARY) {
+	if (raw) {
 		d_raw(page, sizeof(page));
+	} else if (list_only) {
+		if (c.flags == JSON)
+			csd_print_json(csd_show_programs(caps, entries, true));
+		else
+			csd_show_programs(caps, entries, false);
 	} else if (c.flags == JSON) {
 		struct json_object *o = json_create_object();
 		char version[16];
@@ -364,36 +402,14 @@ out:
 	return err;
 }
 
+static int csd_info(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+{
+	return csd_caps_cmd(argc, argv, false);
+}
+
 static int csd_program_list(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
-	const char *desc = "List the device's programs (log page C0h): device-defined ones, "
-			   "downloaded eBPF programs in their slots and operator plug-ins.";
-	__u8 page[CSD_LOG_PAGE_SIZE];
-	struct csd_caps_log *caps;
-	struct csd_cli c;
-	__u32 entries;
-	int err;
-	struct config {
-		char *output_format;
-	} cfg = { .output_format = "normal" };
-
-	OPT_ARGS(opts) = {
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_END()
-	};
-
-	err = csd_open(&c, "csd program-list", argc, argv, desc, opts, &cfg.output_format, NULL, false);
-	if (err)
-		return err;
-	err = csd_get_caps(&c, page, &caps, &entries);
-	if (!err) {
-		if (c.flags == JSON)
-			csd_print_json(csd_show_programs(caps, entries, true));
-		else
-			csd_show_programs(caps, entries, false);
-	}
-	csd_close(&c);
-	return err;
+	return csd_caps_cmd(argc, argv, true);
 }
 
 static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *plugin)
@@ -407,18 +423,9 @@ static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *
 	__u32 entries, i, id;
 	__u64 v;
 	int err;
-	struct config {
-		char *output_format;
-		bool raw_binary;
-	} cfg = { .output_format = "normal" };
+	bool raw;
 
-	OPT_ARGS(opts) = {
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_FLAG("raw-binary", 'b', &cfg.raw_binary, "the log page's bytes"),
-		OPT_END()
-	};
-
-	err = csd_open(&c, "csd stats", argc, argv, desc, opts, &cfg.output_format, NULL, false);
+	err = csd_open_log(&c, "csd stats", argc, argv, desc, &raw);
 	if (err)
 		return err;
 	err = csd_get_log(&c, CSD_LOG_STATISTICS, page);
@@ -428,7 +435,7 @@ static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *
 		err = csd_get_caps(&c, caps_page, &caps, &entries);
 	if (err)
 		goto out;
-	if (cfg.raw_binary || c.flags == BINARY) {
+	if (raw) {
 		d_raw(page, sizeof(page));
 		goto out;
 	}
@@ -520,21 +527,14 @@ static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugi
 	__u8 *span = NULL;
 	struct csd_cli c;
 	int err, fd;
-	struct config {
-		__u64 offset, length;
-		char *data;
-		bool raw_binary;
-		char *output_format;
-		__u32 nsid;
-	} cfg = { .output_format = "normal" };
+	struct csd_slm_cfg cfg = { .output_format = "normal" };
 
 	OPT_ARGS(opts) = {
 		OPT_SUFFIX("slm-offset", 'm', &cfg.offset, "SLM byte offset"),
 		OPT_SUFFIX("length", 'l', &cfg.length, "bytes to read"),
 		OPT_FILE("data", 'd', &cfg.data, "file to write the bytes to"),
 		OPT_FLAG("raw-binary", 'b', &cfg.raw_binary, "write the bytes to stdout"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
@@ -654,19 +654,13 @@ static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plug
 	__u8 *in = NULL, *span = NULL;
 	struct csd_cli c;
 	int err, fd = STDIN_FILENO;
-	struct config {
-		__u64 offset, length;
-		char *data;
-		char *output_format;
-		__u32 nsid;
-	} cfg = { .output_format = "normal" };
+	struct csd_slm_cfg cfg = { .output_format = "normal" };
 
 	OPT_ARGS(opts) = {
 		OPT_SUFFIX("slm-offset", 'm', &cfg.offset, "SLM byte offset"),
 		OPT_SUFFIX("length", 'l', &cfg.length, "bytes to write (default: all of the input)"),
 		OPT_FILE("data", 'd', &cfg.data, "file to read the bytes from (default: stdin)"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
@@ -753,8 +747,7 @@ static int csd_slm_move(int argc, char **argv, bool store)
 		OPT_SUFFIX("start-block", 's', &cfg.slba, "first logical block"),
 		OPT_UINT("block-count", 'c', &cfg.count, "number of blocks, 0's based (0: one block)"),
 		OPT_SUFFIX("slm-offset", 'm', &cfg.offset, "SLM byte offset"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
@@ -1306,8 +1299,7 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		OPT_FLAG("trans-b", 0, &cfg.trans_b, "gemm: B is stored n x k"),
 		OPT_FLAG("indices", 0, &cfg.indices, "filter: write u32 record indices, not records"),
 		OPT_FLAG("bias", 0, &cfg.bias, "conv2d: the third range is a bias"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
@@ -1414,8 +1406,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 		OPT_FILE("file", 'f', &cfg.file, "the eBPF object"),
 		OPT_UINT("record-size", 'r', &cfg.record_size, "bytes per record the program reads (1..4096)"),
 		OPT_UINT("slot", 's', &cfg.slot, "slot 0x100..0x1ff (default: the device picks)"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
@@ -1492,8 +1483,7 @@ static int csd_program_unload(int argc, char **argv, struct command *cmd, struct
 
 	OPT_ARGS(opts) = {
 		OPT_UINT("slot", 's', &cfg.slot, "slot 0x100..0x1ff"),
-		OPT_FMT("output-format", 'o', &cfg.output_format, fmt_help),
-		OPT_UINT("namespace-id", 'n', &cfg.nsid, nsid_help),
+		CSD_NS_OPTS(cfg),
 		OPT_END()
 	};
 
