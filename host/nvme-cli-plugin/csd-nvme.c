@@ -507,7 +507,7 @@ static int csd_slm_xfer(const struct csd_cli *c, bool write, __u64 off, __u8 *bu
 static int csd_span(const struct csd_cli *c, __u64 off, __u64 len, __u64 *a0, __u64 *a1)
 {
 	if (!len)
-		return csd_usage(c, "--length must be at least 1");
+		return csd_usage(c, "nothing to move: the length is 0");
 	if (off + len < off || off + len > UINT64_MAX - 3)
 		return csd_usage(c, "offset %" PRIu64 " + length %" PRIu64 " wraps", (uint64_t)off,
 				 (uint64_t)len);

@@ -90,6 +90,27 @@ check nvme csd exec "$ng" --program=filter --ranges=8192:32,12288:16 --record-si
 [ "$out" = "filter: dw0 0x00000008 dw1 0x00000002" ] || fail "filter: $out"
 [ "$(nvme csd slm-read "$ng" --slm-offset=12288 --length=8 -b | unpack '<2I')" = "1 2" ] ||
     fail "filter indices"
+# the other programs, each by its options: copy, softmax, convert, conv2d, decompress
+check nvme csd exec "$ng" --program=copy --ranges=4101:9,20480:12
+[ "$out" = "copy: dw0 0x00000009 dw1 0x00000000" ] || fail "copy: $out"
+[ "$(nvme csd slm-read "$ng" --slm-offset=20480 --length=9 -b)" = 123456789 ] || fail "copy result"
+check nvme csd exec "$ng" --program=softmax --ranges=0:16,64:16 --rows=1 --cols=4
+[ "$out" = "softmax: dw0 0x00000010 dw1 0x00000000" ] || fail "softmax: $out"
+check nvme csd exec "$ng" --program=convert --ranges=0:16,80:8 --op=f32_f16 --count=4
+[ "$out" = "convert: dw0 0x00000008 dw1 0x00000000" ] || fail "convert: $out"
+[ "$(nvme csd slm-read "$ng" --slm-offset=80 --length=8 -b | od -A n -t x2 | tr -s ' ')" = " 3c00 4000 4200 4400" ] ||
+    fail "convert result (f16 1, 2, 3, 4)"
+# conv2d: the 1x1x2x2 input 1, 2, 3, 4 (SLM 0) times a 1x1 filter 5 (SLM 16), no bias
+check nvme csd exec "$ng" --program=conv2d --ranges=0:16,16:4,0:0,96:16 --channels=1 --height=2 \
+    --width=2 --filters=1 --kernel-h=1 --kernel-w=1
+[ "$out" = "conv2d: dw0 0x00000010 dw1 0x00000000" ] || fail "conv2d: $out"
+[ "$(nvme csd slm-read "$ng" --slm-offset=96 --length=16 -b | unpack '<4f')" = "5.0 10.0 15.0 20.0" ] || fail "conv2d result"
+printf 'hello, drive' | zstd -q -c > /tmp/z
+zlen=$(stat -c %s /tmp/z)
+nvme csd slm-write "$ng" --slm-offset=24576 --data=/tmp/z > /dev/null || fail "zstd frame"
+check nvme csd exec "$ng" --program=decompress --ranges=24576:$zlen,28672:64 --algo=zstd
+[ "$out" = "decompress: dw0 0x0000000c dw1 0x00000000" ] || fail "decompress: $out"
+[ "$(nvme csd slm-read "$ng" --slm-offset=28672 --length=12 -b)" = "hello, drive" ] || fail "decompress result"
 # Output Overflow: the detail says what was needed
 if out=$(nvme csd exec "$ng" --program=filter --ranges=8192:32,12288:4 --record-size=8 --count=4 \
         --type=i32 --op=gt --lo=40 --indices 2>&1); then fail "filter into 4 bytes succeeded"; fi
