@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod guest vm demo test check fuzz test-% examples clean distclean venv
+.PHONY: all help deps qemu image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv
 
 all: qemu image build guest
 
@@ -15,7 +15,8 @@ help:
 	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
 	@echo "make build     the project's C/C++ (meson, build/meson)"
 	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
-	@echo "make guest     stage csdctl, libcsd, csd.ko and the tests for the guest (build/guest)"
+	@echo "make nvme-cli  Debian's nvme-cli (the guest's version) with the 'nvme csd' plugin (build/nvme-cli/nvme)"
+	@echo "make guest     stage csdctl, libcsd, csd.ko, nvme-cli and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
 	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 shape the device"
@@ -45,7 +46,11 @@ build: deps
 kmod: image
 	@bash kmod/build.sh
 
-guest: image build kmod
+# nvme-cli from Debian's source of the version the guest ships, with the csd plugin
+nvme-cli: deps
+	@bash host/nvme-cli-plugin/build.sh
+
+guest: image build kmod nvme-cli
 	@bash images/stage-guest.sh
 
 # CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Adds the apt entries nvme-csd needs (bookworm-backports binaries, trixie sources)
+# Adds the apt entries nvme-csd needs (bookworm-backports binaries; trixie sources for QEMU,
+# bookworm sources for the nvme-cli the guest ships, host/nvme-cli-plugin/build.sh)
 # by copying the archive URI and keyring of the machine's own Debian bookworm entry;
 # idempotent. Reads either sources format: deb822 stanzas (/etc/apt/sources.list.d/*.sources,
 # as a Debian 12 cloud image has) or one-line entries (/etc/apt/sources.list and
@@ -52,7 +53,7 @@ if [ -z "${uris:-}" ]; then
 fi
 if [ -z "${uris:-}" ]; then
     echo "apt-sources: no 'bookworm' entry found in $etc/sources.list or $etc/sources.list.d/;" \
-         "add bookworm-backports and a trixie deb-src entry by hand" >&2
+         "add bookworm-backports and trixie and bookworm deb-src entries by hand" >&2
     exit 1
 fi
 # One deb822 stanza: TYPE SUITE (with the keyring line only when the source names one).
@@ -61,7 +62,7 @@ stanza() {
     [ -z "${signed:-}" ] || printf 'Signed-By: %s\n' "$signed"
 }
 want=$(echo "# Written by nvme-csd ci/apt-sources.sh from this machine's bookworm entry; safe to delete."
-       stanza deb bookworm-backports; echo; stanza deb-src trixie)
+       stanza deb bookworm-backports; echo; stanza deb-src trixie; echo; stanza deb-src bookworm)
 
 if [ "${1:-}" = "--print" ]; then
     printf '%s\n' "$want"
@@ -71,5 +72,6 @@ if [ -f "$out" ] && [ "$(cat "$out")" = "$want" ]; then
     exit 0
 fi
 printf '%s\n' "$want" > "$out"
-# Keep trixie binaries out of reach: only its sources are wanted.
+# Keep trixie binaries out of reach: only its sources are wanted (and bookworm's, whose
+# binaries the machine's own entry already gives).
 apt-get update -qq

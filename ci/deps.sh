@@ -17,9 +17,10 @@ packages=(
     qemu-system-data seabios ipxe-qemu
     # guest userland (copied into the guest image)
     busybox-static nvme-cli fio python3-numpy python3-pytest zstd lz4
-    # device core and host library
+    # device core and host library; nvme-cli with the csd plugin (host/nvme-cli-plugin: Debian
+    # nvme-cli's build needs meson, libnvme-dev, libjson-c-dev, zlib1g-dev, pkg-config)
     libopenblas-dev libzstd-dev liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
-    libnvme-dev libjson-c-dev libssl-dev liburing-dev libisal-dev nlohmann-json3-dev libcli11-dev libdpdk-dev clang libclang-rt-14-dev pybind11-dev python3-pybind11 python3-setuptools python3-dev
+    libnvme-dev libjson-c-dev zlib1g-dev libssl-dev liburing-dev libisal-dev nlohmann-json3-dev libcli11-dev libdpdk-dev clang libclang-rt-14-dev pybind11-dev python3-pybind11 python3-setuptools python3-dev
 )
 
 missing() {

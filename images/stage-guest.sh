@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Puts the project's guest-side binaries (csdctl, libcsd, the library tests) into
-# build/guest/{bin,lib}; tests/vm/csdvm.py ships that folder to /csd at every boot.
+# Puts the project's guest-side binaries (csdctl, libcsd, the library tests, nvme-cli with
+# the csd plugin) into build/guest/{bin,lib}; tests/vm/csdvm.py ships that folder to /csd
+# at every boot.
 # Libraries the /usr image already has are not copied (build/images/usr.list).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +46,15 @@ cp -r "$top/python/tests" "$out.tmp/python/tests"
 # build time; the guest has no clang), and the examples' sources for the recipes.
 mkdir -p "$out.tmp/bpf"
 cp "$mb"/examples/bpf/*.o "$mb"/tests/unit/*.o "$top"/examples/bpf/*.c "$top"/examples/bpf/*.h "$out.tmp/bpf/"
+# nvme-cli with the `nvme csd` plugin, when built (host/nvme-cli-plugin/build.sh): the guest's
+# PATH has /csd/bin before /usr/sbin, so it is the guest's `nvme`.
+if [ -x "$top/build/nvme-cli/nvme" ]; then
+    cp "$top/build/nvme-cli/nvme" "$out.tmp/bin/nvme"
+    for lib in $(ldd "$top/build/nvme-cli/nvme" | awk '/=> \// {print $3}'); do
+        grep -qxF "/usr/lib/x86_64-linux-gnu/$(basename "$lib")" "$list" ||
+            cp -L "$lib" "$out.tmp/lib/$(basename "$lib")"
+    done
+fi
 # The kernel module, when built (kmod/build.sh)
 if [ -f "$top/build/kmod/csd.ko" ]; then
     mkdir -p "$out.tmp/kmod"

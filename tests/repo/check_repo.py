@@ -79,7 +79,8 @@ def main():
                                 env={"CSD_APT_ETC": tmp, "PATH": "/usr/bin:/bin"})
         want = ("Types: deb\nURIs: http://archive.example/debian/\nSuites: bookworm-backports\nComponents: main\n"
                 "Signed-By: /k.gpg\n\nTypes: deb-src\nURIs: http://archive.example/debian/\nSuites: trixie\n"
-                "Components: main\nSigned-By: /k.gpg\n")
+                "Components: main\nSigned-By: /k.gpg\n\nTypes: deb-src\nURIs: http://archive.example/debian/\n"
+                "Suites: bookworm\nComponents: main\nSigned-By: /k.gpg\n")
         check(one.returncode == 0 and one.stdout.endswith(want), "apt-sources reads a one-line sources.list")
         check(deb822.returncode == 0 and deb822.stdout.endswith(want), "apt-sources reads deb822 .sources")
         (etc / "sources.list.d" / "debian.sources").unlink()

@@ -32,3 +32,17 @@ got=$(nvme io-passthru /dev/ng0n1 --opcode=0x82 --namespace-id=1 --read --cdw10=
 exp=$(for i in $(seq 0 63); do [ $((i % 5)) != 1 ] && printf '%s ' $i; done)
 [ "$got" = "$exp" ] || fail "indices: got '$got', want '$exp'"
 echo "the plug-in found the $want records containing 'compute'"
+# The same with the nvme csd plugin: by name, its parameter bytes from a file (a plug-in's
+# parameters are its own), and named in program-list as a plug-in.
+nvme csd program-list /dev/ng0n1 | grep -q '^0040h  operator plug-in substring_search$' ||
+    fail "nvme csd program-list: $(nvme csd program-list /dev/ng0n1)"
+{ le32 32; le32 64; le32 7; le32 0; printf 'compute'; head -c 57 /dev/zero; } > /tmp/params
+out=$(nvme csd exec /dev/ng0n1 --program=substring_search --ranges=0:2048,16384:256 \
+    --params-file=/tmp/params 2>&1) || fail "nvme csd exec substring_search: $out"
+[ "$out" = "substring_search: dw0 0x$(printf %08x $((want * 4))) dw1 0x$(printf %08x $want)" ] || fail "nvme csd exec: $out"
+[ "$(nvme csd slm-read /dev/ng0n1 --slm-offset=16384 --length=$((want * 4)) -b | od -A n -t u4 -v | tr -s ' ' '\n' | grep -v '^$' | tr '\n' ' ')" = "$exp" ] ||
+    fail "nvme csd: indices differ"
+if out=$(nvme csd exec /dev/ng0n1 --program=substring_search --ranges=0:2048,16384:256 --count=3 2>&1); then
+    fail "a plug-in took --count"
+fi
+echo "nvme csd exec substring_search: ok"
