@@ -12,7 +12,9 @@
 
 #include "csd_spec.h"
 #include "nvme_cs.h"
+#include "host_compute.hpp"
 #include "nvme_cs_commands.hpp"
+#include "synth.hpp"
 
 namespace csd {
 
@@ -49,12 +51,40 @@ std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> 
     return d;
 }
 
-std::unique_ptr<Device> Device::open(const std::string &path, const OpenOptions &opts)
+const char *cap_source_name(CapSource s)
 {
-    return std::make_unique<Device>(open_transport(path, opts), opts.front_end);
+    switch (s) {
+    case CapSource::Vendor: return "vendor log C0h";
+    case CapSource::Standard: return "standard";
+    case CapSource::Probe: return "probe";
+    case CapSource::Host: return "host";
+    default: return "default";
+    }
 }
 
-Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end) : transport_(std::move(transport))
+const char *where_name(Where w) { return w == Where::Host ? "host" : "device"; }
+
+// The file behind an open path: the node itself, or an emu: device's backing file.
+static std::string node_of(const std::string &path)
+{
+    std::string p = path.rfind("emu:", 0) == 0 ? path.substr(4) : path;
+    return p.substr(0, p.find('?'));
+}
+
+std::unique_ptr<Device> Device::open(const std::string &path, const OpenOptions &opts)
+{
+    return std::make_unique<Device>(open_transport(path, opts), opts, node_of(path));
+}
+
+Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end)
+    : Device(std::move(transport), [front_end] { OpenOptions o; o.front_end = front_end; return o; }())
+{
+}
+
+Device::~Device() = default;
+
+Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path)
+    : transport_(std::move(transport)), path_(path)
 {
     // Identify Controller: vendor-specific bytes 3072..3075 carry the signature.
     std::vector<uint8_t> id(4096);
@@ -68,16 +98,19 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end) : trans
     if (r.status != 0) {
         throw Error("Identify Controller", r.status);
     }
-    speaks_vendor_ = std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4) == 0;
+    const char *ignore = std::getenv("CSD_IGNORE_VENDOR");
+    const bool ignore_vendor = opts.ignore_vendor || (ignore && std::string(ignore) == "1");
+    speaks_vendor_ = !ignore_vendor && std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4) == 0;
     const nvme_cs::Namespaces cs = nvme_cs::discover(*transport_);
     memory_nsid_ = cs.memory;
     compute_nsid_ = cs.compute;
+    FrontEnd front_end = opts.front_end;
     if (front_end == FrontEnd::Auto) {
         const char *env = std::getenv("CSD_FRONT_END");
         front_end = parse_front_end(env ? env : "");
     }
     if (front_end == FrontEnd::Auto) {
-        front_end = speaks_vendor_ || !speaks_nvme_cs() ? FrontEnd::Vendor : FrontEnd::NvmeCs;
+        front_end = speaks_vendor_ ? FrontEnd::Vendor : speaks_nvme_cs() ? FrontEnd::NvmeCs : FrontEnd::Host;
     }
     front_end_ = front_end;
     char model[41] = {};
@@ -89,15 +122,49 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end) : trans
                         model + "'): is the QEMU device started with csd.nvme-cs=on?",
                     ENODEV);
     }
-    if (!speaks_vendor_ && (front_end_ == FrontEnd::Vendor || speaks_nvme_cs())) {
-        // The capabilities and statistics log pages (C0h, C1h) are the vendor command set's:
-        // libcsd needs them on either front end.
-        throw Error(std::string("not a computational-storage device (Identify has no CSD1 signature; model '") +
-                        model + "'): is the QEMU device started with csd=on?",
+    if (front_end_ == FrontEnd::Vendor && !speaks_vendor_) {
+        throw Error(std::string("the drive does not speak the vendor command set (Identify has no CSD1 signature") +
+                        (ignore_vendor ? ", or CSD_IGNORE_VENDOR=1 hides it" : "") + "; model '" + model +
+                        "'): open it with front end auto or host to run the programs on the host",
                     ENODEV);
+    }
+    if (front_end_ == FrontEnd::Host) {
+        const char *env = std::getenv("CSD_HOST_SLM");
+        const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
+        const unsigned hw = std::thread::hardware_concurrency();
+        const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
+        host_ = std::make_unique<HostCompute>(slm, units, transport_->ns(),
+                                              [this](bool write, uint64_t slba, uint64_t nlb, uint8_t *data) -> uint16_t {
+                                                  try {
+                                                      rw_lbas(write ? kNvmWrite : kNvmRead, slba, nlb, data,
+                                                              write ? "Write (SLM Store)" : "Read (SLM Load)");
+                                                      return 0;
+                                                  } catch (const Error &e) {
+                                                      return e.status() ? e.status() : CSD_STATUS_INTERNAL_ERROR;
+                                                  }
+                                              });
     }
     read_capabilities();
     allocator_.reset(caps_.slm_size);
+}
+
+const char *Device::speaks() const
+{
+    return speaks_vendor_ ? "vendor" : speaks_nvme_cs() ? "standard" : "none";
+}
+
+uint8_t *Device::slm_host_pointer()
+{
+    return host_ ? host_->slm_base() : transport_->slm_host_pointer();
+}
+
+// One command: to the core in this process when host mode answers it (no bus crossed),
+// else to the drive, counted.
+Completion Device::send(const Command &cmd)
+{
+    if (host_ && HostCompute::answers(cmd)) return host_->submit(cmd);
+    count(cmd);
+    return transport_->submit(cmd);
 }
 
 void Device::count(const Command &cmd)
@@ -114,17 +181,16 @@ BusCounters Device::bus() const
 
 Completion Device::run(Command cmd, const char *what)
 {
-    count(cmd);
-    const Completion r = transport_->submit(cmd);
+    const Completion r = send(cmd);
     if (r.status != 0) {
         throw Error(what, r.status, r.dw0(), r.dw1());
     }
     return r;
 }
 
-static std::vector<uint8_t> get_log(Transport &t, uint8_t lid, const char *what)
+// Get Log Page of size bytes (log pages are not counted on the bus).
+std::vector<uint8_t> Device::get_log(uint8_t lid, uint32_t size, const char *what)
 {
-    const uint32_t size = csd_log_page_size(lid);
     std::vector<uint8_t> page(size);
     Command c;
     c.admin = true;
@@ -133,7 +199,7 @@ static std::vector<uint8_t> get_log(Transport &t, uint8_t lid, const char *what)
     c.cdw10 = lid | ((size / 4 - 1) << 16);
     c.data = page.data();
     c.data_len = size;
-    const Completion r = t.submit(c);
+    const Completion r = host_ && HostCompute::answers(c) ? host_->submit(c) : transport_->submit(c);
     if (r.status != 0) {
         throw Error(what, r.status);
     }
@@ -144,8 +210,13 @@ void Device::refresh_capabilities() { read_capabilities(); }
 
 void Device::read_capabilities()
 {
-    caps_.programs.clear();
-    const auto page = get_log(*transport_, CSD_LOG_CAPABILITIES, "Get Log Page C0h (capabilities)");
+    caps_ = Capabilities{};
+    if (!speaks_vendor_ && front_end_ == FrontEnd::NvmeCs) {
+        read_standard_capabilities();
+        return;
+    }
+    const auto page = get_log(CSD_LOG_CAPABILITIES, csd_log_page_size(CSD_LOG_CAPABILITIES),
+                              host_ ? "Get Log Page C0h (capabilities, host mode)" : "Get Log Page C0h (capabilities)");
     csd_caps_log h;
     std::memcpy(&h, page.data(), sizeof h);
     if (std::memcmp(h.magic, CSD_CAPS_MAGIC, 4) != 0) {
@@ -166,12 +237,89 @@ void Device::read_capabilities()
         std::memcpy(&e, page.data() + CSD_CAPS_ENTRIES_OFFSET + sizeof e * i, sizeof e);
         caps_.programs.push_back({e.id, e.type, std::string(e.name, strnlen(e.name, sizeof e.name))});
     }
+    if (host_) caps_.features &= ~CSD_FEATURE_COMPARE_WRITE;  // the plain drive has none
+    const CapSource from = host_ ? CapSource::Host : CapSource::Vendor;
+    for (const char *f : {"version", "slm_size", "compute_units", "max_desc_len", "max_ranges", "max_program_bytes",
+                          "downloadable_slots", "program_types", "features", "programs"}) {
+        caps_.sources.emplace_back(f, from);
+    }
+}
+
+// A drive with only the standard front end: programs from Program List (82h), program
+// types from Downloadable Program Types (83h), the SLM size by a probe, the rest defaults
+// the standard implies or that are conservative (no Compare and Write: a vendor opcode).
+void Device::read_standard_capabilities()
+{
+    auto list = get_log(NVME_CS_LOG_PROGRAM_LIST, 4096, "Get Log Page 82h (Program List)");
+    uint32_t n = 0;
+    std::memcpy(&n, list.data(), 4);
+    const uint32_t want = 8 + n * static_cast<uint32_t>(sizeof(nvme_cs_program_entry));
+    if (want > list.size()) list = get_log(NVME_CS_LOG_PROGRAM_LIST, (want + 3) & ~3u, "Get Log Page 82h (Program List)");
+    for (uint32_t i = 0; i < n; i++) {
+        nvme_cs_program_entry e;
+        std::memcpy(&e, list.data() + 8 + sizeof e * i, sizeof e);
+        const uint8_t type = e.kind == NVME_CS_PROGRAM_DOWNLOADED ? CSD_PROGRAM_DOWNLOADED
+                             : e.kind == NVME_CS_PROGRAM_PLUGIN   ? CSD_PROGRAM_PLUGIN
+                                                                  : CSD_PROGRAM_DEVICE;
+        const char *known = type == CSD_PROGRAM_DEVICE ? csd_program_name(e.index) : nullptr;
+        char fallback[32];
+        std::snprintf(fallback, sizeof fallback, "%s-%04x", type == CSD_PROGRAM_DOWNLOADED ? "ebpf" : "program", e.index);
+        caps_.programs.push_back({e.index, type, known ? known : fallback});
+    }
+    const auto types = get_log(NVME_CS_LOG_DL_PROGRAM_TYPES, 4096, "Get Log Page 83h (Downloadable Program Types)");
+    uint32_t nt = 0;
+    std::memcpy(&nt, types.data(), 4);
+    for (uint32_t i = 0; i < std::min<uint32_t>(nt, 4096 - 8); i++) {
+        if (types[8 + i] == NVME_CS_PROGRAM_TYPE_EBPF) caps_.program_types |= 1u << CSD_PROGRAM_TYPE_EBPF;
+    }
+    caps_.slm_size = probe_slm_size();
+    caps_.compute_units = 1;
+    caps_.max_desc_len = CSD_MAX_DESC_LEN;
+    caps_.max_ranges = NVME_CS_MAX_RANGES_PER_SET;
+    caps_.max_program_bytes = CSD_MAX_PROGRAM_BYTES;
+    caps_.downloadable_slots = CSD_NR_SLOTS;  // the download indexes 0100h-01FFh [P]
+    caps_.features = 0;
+    caps_.sources = {{"programs", CapSource::Standard},      {"program_types", CapSource::Standard},
+                     {"slm_size", CapSource::Probe},         {"version", CapSource::Default},
+                     {"compute_units", CapSource::Default},  {"max_desc_len", CapSource::Default},
+                     {"max_ranges", CapSource::Default},     {"max_program_bytes", CapSource::Default},
+                     {"downloadable_slots", CapSource::Default}, {"features", CapSource::Default}};
+}
+
+// The memory namespace's size, which no standard structure the project reads reports: the
+// first 4 KiB page whose Memory Read is refused, by doubling then bisection (about 2 log2
+// of the size in 4 KiB pages of 4-byte reads).
+uint64_t Device::probe_slm_size()
+{
+    const nvme_cs::Namespaces cs{memory_nsid_, compute_nsid_};
+    auto readable = [&](uint64_t page) {
+        uint32_t word;
+        const Command c = nvme_cs::memory_xfer(cs, false, page * 4096, &word, 4);
+        return transport_->submit(c).status == 0;
+    };
+    if (!readable(0)) return 0;
+    uint64_t lo = 1, hi = 2;  // page lo - 1 readable; page hi unknown
+    while (readable(hi - 1)) {
+        lo = hi;
+        if (hi >= (1ull << 40)) return hi * 4096;  // 4 PiB: stop looking
+        hi *= 2;
+    }
+    while (lo < hi) {  // pages below lo readable, page hi - 1 not
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (readable(mid)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo * 4096;
 }
 
 Statistics Device::stats()
 {
-    const auto page = get_log(*transport_, CSD_LOG_STATISTICS, "Get Log Page C1h (statistics)");
     Statistics s;
+    if (!speaks_vendor_ && !host_) {  // standard-only: no statistics log; unknown, not zero
+        s.available = false;
+        return s;
+    }
+    const auto page = get_log(CSD_LOG_STATISTICS, csd_log_page_size(CSD_LOG_STATISTICS), "Get Log Page C1h (statistics)");
     uint64_t v[CSD_STAT_COUNT];
     std::memcpy(v, page.data() + CSD_STATS_COUNTERS_OFFSET, sizeof v);
     s.slm_load_cmds = v[CSD_STAT_SLM_LOAD_CMDS];
@@ -354,8 +502,7 @@ bool Device::compare_and_write(uint64_t slba, uint64_t nlb, const void *expected
     c.data_len = static_cast<uint32_t>(data.size());
     // Another writer's Compare and Write in progress: retry, backing off up to ~10 s.
     for (unsigned attempt = 0;; attempt++) {
-        count(c);
-        const Completion r = transport_->submit(c);
+        const Completion r = send(c);
         if (r.status == 0) return true;
         if (CSD_STATUS_CODE(r.status) == CSD_STATUS_COMPARE_FAILURE) return false;
         if (CSD_STATUS_CODE(r.status) != CSD_STATUS_COMMAND_INTERRUPTED || attempt >= 200) {
@@ -439,8 +586,7 @@ uint16_t Device::program_load(const void *image, uint32_t size, uint32_t record_
         c.cdw14 = record_size;
         c.data = const_cast<uint8_t *>(p + off);
         c.data_len = n;
-        count(c);
-        const Completion r = transport_->submit(c);
+        const Completion r = send(c);
         if (r.status != 0) program_load_failed(r, size, record_size);
         slot = static_cast<uint16_t>(r.dw0());
         off += n;
@@ -494,12 +640,11 @@ ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, c
 {
     std::vector<uint8_t> d;
     const Command c = execute_command(program, ranges, params, param_len, d);
-    count(c);
-    const Completion r = transport_->submit(c);
+    const Completion r = send(c);
     if (r.status != 0) {
         throw Error(exec_what(caps_, program), r.status, r.dw0(), r.dw1());
     }
-    return {r.dw0(), r.dw1()};
+    return {r.dw0(), r.dw1(), where()};
 }
 
 std::future<ExecResult> Device::execute_async(uint16_t program, const std::vector<Range> &ranges,
@@ -507,15 +652,20 @@ std::future<ExecResult> Device::execute_async(uint16_t program, const std::vecto
 {
     auto d = std::make_shared<std::vector<uint8_t>>();
     const Command c = execute_command(program, ranges, params, param_len, *d);
-    count(c);
-    auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
+    std::shared_ptr<std::future<Completion>> fut;
+    if (host_) {
+        fut = std::make_shared<std::future<Completion>>(host_->submit_async(c));
+    } else {
+        count(c);
+        fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
+    }
     // The descriptor must live until the command completes: the deferred future owns it.
-    return std::async(std::launch::deferred, [d, fut, what = exec_what(caps_, program)]() {
+    return std::async(std::launch::deferred, [d, fut, what = exec_what(caps_, program), at = where()]() {
         const Completion r = fut->get();
         if (r.status != 0) {
             throw Error(what, r.status, r.dw0(), r.dw1());
         }
-        return ExecResult{r.dw0(), r.dw1()};
+        return ExecResult{r.dw0(), r.dw1(), at};
     });
 }
 

@@ -14,14 +14,25 @@
 // journal fills, a writer reserves space, writes the full catalog there and commits a
 // superblock that points to it with an empty journal. A cut at any point leaves the
 // current superblock, its catalog and every object it names untouched.
+// A drive without Compare and Write (a plain NVMe drive, a standard-only one: Linux's
+// passthrough cannot send the standard fused Compare + Write) is arbitrated on one host:
+// each commit holds an exclusive flock() on the device node from reading the newest state
+// to writing the next, and writes a lease (host, expiry) into the last 64 bytes of its
+// superblock block; a commit from another host while the lease is live is refused
+// (EBUSY) instead of racing the first host's commits.
 #include "csd/store.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -69,6 +80,18 @@ struct Superblock {
 };
 #pragma pack(pop)
 
+// The lease at the end of a superblock block (outside the header's CRC; older libraries
+// neither read nor keep it): which host may commit without Compare and Write, until when.
+struct Lease {
+    char magic[8];
+    char host[40];
+    uint64_t expires_s;
+    uint32_t reserved;
+    uint32_t crc;  // of the bytes before it
+};
+constexpr char kLeaseMagic[8] = {'C', 'S', 'D', 'L', 'E', 'A', 'S', 'E'};
+static_assert(sizeof(Lease) == 64, "the lease is the block's last 64 bytes");
+
 uint64_t now_s()
 {
     return static_cast<uint64_t>(
@@ -81,6 +104,82 @@ std::string writer_name()
     gethostname(host, sizeof host - 1);
     return std::string(host) + ":" + std::to_string(getpid());
 }
+
+// This host, as leases name it: $CSD_HOST_ID (a test aid), else hostname/machine-id.
+std::string host_id()
+{
+    if (const char *id = std::getenv("CSD_HOST_ID")) return id;
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    std::string id = host;
+    if (FILE *f = std::fopen("/etc/machine-id", "r")) {
+        char mid[33] = {};
+        if (std::fscanf(f, "%32s", mid) == 1) id += std::string("/") + mid;
+        std::fclose(f);
+    }
+    return id.substr(0, sizeof(Lease::host) - 1);
+}
+
+// Seconds a lease lasts past a host's last commit ($CSD_STORE_LEASE_S, default 30).
+uint64_t lease_seconds()
+{
+    const char *v = std::getenv("CSD_STORE_LEASE_S");
+    return v ? std::strtoull(v, nullptr, 10) : 30;
+}
+
+// The live lease of another host in a superblock block's raw bytes, or "".
+std::string foreign_lease(const std::vector<uint8_t> &raw, uint64_t *until)
+{
+    if (raw.size() < sizeof(Lease)) return "";
+    Lease l;
+    std::memcpy(&l, raw.data() + raw.size() - sizeof l, sizeof l);
+    if (std::memcmp(l.magic, kLeaseMagic, 8) != 0 || l.crc != csd_crc32c(&l, offsetof(Lease, crc))) return "";
+    const std::string holder(l.host, strnlen(l.host, sizeof l.host));
+    if (holder == host_id() || l.expires_s <= now_s()) return "";
+    *until = l.expires_s;
+    return holder;
+}
+
+// Throws EBUSY when another host's lease in the newest superblock block is live.
+void refuse_foreign_lease(const std::vector<uint8_t> &newest)
+{
+    uint64_t until = 0;
+    const std::string holder = foreign_lease(newest, &until);
+    if (!holder.empty()) {
+        throw Error("object store: host '" + holder + "' holds the store's lease for " + std::to_string(until - now_s()) +
+                        " s more; the drive has no Compare and Write to arbitrate two hosts, so this host may not "
+                        "write (docs/store.md)",
+                    EBUSY);
+    }
+}
+
+// An exclusive flock() on the device node for one commit (a descriptor of its own, so that
+// threads and forked children exclude each other too).
+class NodeLock {
+public:
+    explicit NodeLock(const std::string &node)
+    {
+        if (node.empty()) return;
+        fd_ = ::open(node.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) throw Error("object store: open " + node + " to lock it", errno);
+        while (flock(fd_, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                const int e = errno;
+                ::close(fd_);
+                throw Error("object store: flock " + node, e);
+            }
+        }
+    }
+    ~NodeLock()
+    {
+        if (fd_ >= 0) ::close(fd_);  // releases the lock
+    }
+    NodeLock(const NodeLock &) = delete;
+    NodeLock &operator=(const NodeLock &) = delete;
+
+private:
+    int fd_ = -1;
+};
 
 // A fresh random number from the OS (a generator's state would be shared by forked
 // processes, which would then reserve under the same id).
@@ -110,6 +209,7 @@ struct ObjectStore::State {
     std::vector<uint8_t> base_bytes_read;
     catalog::Contents contents;       // base + journal
     std::vector<uint8_t> other_slot;  // raw bytes of the slot the next commit replaces
+    std::vector<uint8_t> this_slot;   // raw bytes of the newest slot (its lease)
 };
 
 static uint32_t block_size_for(Device &dev)
@@ -217,6 +317,7 @@ ObjectStore::State ObjectStore::refresh() const
             }
             if (pick != newer && attempt < 5) break;
             st[pick].other_slot = raw[1 - pick];
+            st[pick].this_slot = raw[pick];
             cache_ = std::make_unique<State>(st[pick]);
             return st[pick];
         }
@@ -233,6 +334,7 @@ ObjectStore::ObjectStore(Device &dev) : dev_(dev)
     block_ = block_size_for(dev);
     lbas_per_block_ = block_ / dev.ns().lba_size;
     cas_ = (dev.caps().features & CSD_FEATURE_COMPARE_WRITE) && block_ <= CSD_CAW_MAX_BYTES;
+    if (!cas_) node_ = dev.path();
     refresh();
     // A child forked after this is made may go on using it: fork() waits for an update of
     // another thread to end, so that the child gets the store between updates.
@@ -301,6 +403,15 @@ bool ObjectStore::write_superblock(const State &from, const Extent &base, uint64
     std::vector<uint8_t> blk(block_, 0);
     std::memcpy(blk.data(), &sb, sizeof sb);
     std::copy(journal.begin(), journal.end(), blk.begin() + sizeof sb);
+    if (!cas_) {  // the lease: this host commits without Compare and Write until it expires
+        Lease l{};
+        std::memcpy(l.magic, kLeaseMagic, 8);
+        const std::string me = host_id();
+        std::memcpy(l.host, me.data(), std::min(me.size(), sizeof l.host - 1));
+        l.expires_s = now_s() + lease_seconds();
+        l.crc = csd_crc32c(&l, offsetof(Lease, crc));
+        std::memcpy(blk.data() + blk.size() - sizeof l, &l, sizeof l);
+    }
     const uint64_t slba = (sb.generation % 2 == 1 ? 0 : 1) * lbas_per_block_;
     if (cas_) {
         if (!dev_.compare_and_write(slba, lbas_per_block_, from.other_slot.data(), blk.data())) return false;
@@ -313,14 +424,18 @@ bool ObjectStore::write_superblock(const State &from, const Extent &base, uint64
 
 void ObjectStore::update(const std::function<Changes(const State &)> &make, bool compacting)
 {
-    const size_t room = block_ - sizeof(Superblock);
+    const size_t room = block_ - sizeof(Superblock) - sizeof(Lease);
     for (unsigned attempt = 0;; attempt++) {
+        // Without Compare and Write, this host's writers take turns from reading the state to the commit.
+        auto lock = std::make_unique<NodeLock>(cas_ ? std::string() : node_);
         State s = refresh();
+        if (!cas_) refuse_foreign_lease(s.this_slot);
         const Changes ch = make(s);
         if (ch.empty()) return;
         // Ordinary changes leave room for a few reservations, which a compaction needs.
         const size_t keep = compacting ? 0 : 4 * catalog::kMaxReserveEntry;
         if (s.journal.size() + ch.size() + keep > room) {
+            lock.reset();  // a compaction commits too
             if (compacting) {
                 backoff(attempt);  // another writer is compacting: its commit empties the journal
             } else {
@@ -333,6 +448,7 @@ void ObjectStore::update(const std::function<Changes(const State &)> &make, bool
         if (write_superblock(s, s.base, s.base_bytes, s.base_crc, s.base_format, journal)) {
             return;
         }
+        lock.reset();
         if (attempt >= 10000) throw Error("object store: could not commit against other writers", EBUSY);
         backoff(attempt);
     }
@@ -369,7 +485,9 @@ void ObjectStore::compact()
         const uint64_t need = blocks_for(catalog::encode(now.contents).size() + block_);
         const Reservation r = reserve(need, true);
         for (;;) {
+            auto lock = std::make_unique<NodeLock>(cas_ ? std::string() : node_);  // as update()'s
             const State s = refresh();
+            if (!cas_) refuse_foreign_lease(s.this_slot);
             if (!s.contents.reservations.count(r.id)) {
                 throw Error("object store: the space reserved for its catalog was reclaimed by another writer", EAGAIN);
             }
@@ -377,6 +495,7 @@ void ObjectStore::compact()
             c.reservations.erase(r.id);
             const std::vector<uint8_t> bytes = catalog::encode(c);
             if (blocks_for(bytes.size()) > r.blocks) {
+                lock.reset();
                 release(r.id);  // the catalog grew meanwhile: reserve more
                 break;
             }

@@ -144,6 +144,7 @@ const char *front_end_name(FrontEnd fe)
     switch (fe) {
     case FrontEnd::Vendor: return "vendor";
     case FrontEnd::NvmeCs: return "nvme-cs";
+    case FrontEnd::Host: return "host";
     default: return "auto";
     }
 }
@@ -153,7 +154,8 @@ FrontEnd parse_front_end(const std::string &name)
     if (name == "auto" || name.empty()) return FrontEnd::Auto;
     if (name == "vendor") return FrontEnd::Vendor;
     if (name == "nvme-cs") return FrontEnd::NvmeCs;
-    throw Error("front end '" + name + "': expected auto, vendor or nvme-cs", EINVAL);
+    if (name == "host") return FrontEnd::Host;
+    throw Error("front end '" + name + "': expected auto, vendor, nvme-cs or host", EINVAL);
 }
 
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts)

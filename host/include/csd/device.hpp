@@ -25,7 +25,15 @@ struct ProgramInfo {
     std::string name;
 };
 
-// The capabilities log page (C0h).
+// Where a capability's value came from: the vendor log page C0h, a standard structure
+// (Identify, logs 82h/83h), the standard's silence filled with a conservative default, a
+// probe (commands whose outcome tells it), or the host (host mode: this process's core).
+enum class CapSource { Vendor, Standard, Default, Probe, Host };
+// "vendor log C0h", "standard", "default", "probe" or "host".
+const char *cap_source_name(CapSource s);
+
+// The drive's capabilities: the vendor log page C0h, or what the standard structures and
+// probes tell (Device::caps().sources says which, field by field).
 struct Capabilities {
     uint32_t version = 0;
     uint64_t slm_size = 0;
@@ -37,6 +45,16 @@ struct Capabilities {
     uint16_t program_types = 0;       // 1.1: bit n = program type n (bit 1 eBPF)
     uint32_t features = 0;            // CSD_FEATURE_* (bit 0: Compare and Write)
     std::vector<ProgramInfo> programs;
+    // Field name ("slm_size", "programs", ...) and where its value came from.
+    std::vector<std::pair<std::string, CapSource>> sources;
+    // Where a field's value came from (Default for a name not listed).
+    CapSource source(const std::string &field) const
+    {
+        for (const auto &[f, s] : sources) {
+            if (f == field) return s;
+        }
+        return CapSource::Default;
+    }
     // The listed program with this id, or nullptr.
     const ProgramInfo *program(uint16_t id) const
     {
@@ -49,6 +67,9 @@ struct Capabilities {
 
 // The statistics log page (C1h).
 struct Statistics {
+    // False on a drive without the vendor statistics log (standard-only): every counter
+    // below is then unknown, not zero (docs/real-drives.md).
+    bool available = true;
     uint64_t slm_load_cmds = 0, slm_store_cmds = 0, slm_write_cmds = 0, slm_read_cmds = 0;
     uint64_t exec_cmds = 0, exec_errors = 0;
     uint64_t bytes_namespace_to_slm = 0, bytes_slm_to_namespace = 0;
@@ -75,11 +96,20 @@ struct BusCounters {
     uint64_t bytes_from_device = 0;  // controller -> host data (reads, SLM Read, log pages)
 };
 
-// Completion Dwords 0 and 1 of a successful Execute.
+// Where a program ran: on the drive (an offload), or in this process on the device core
+// over the bytes read from the drive (host mode: a drive without computational storage).
+enum class Where { Device, Host };
+// "device" or "host".
+const char *where_name(Where w);
+
+// Completion Dwords 0 and 1 of a successful Execute, and where it ran.
 struct ExecResult {
     uint32_t dw0 = 0;
     uint32_t dw1 = 0;
+    Where where = Where::Device;
 };
+
+class HostCompute;
 
 class Device {
 public:
@@ -89,16 +119,28 @@ public:
     // Wraps an open transport, checks that its device is a CSD and picks the front end
     // (FrontEnd::Auto: vendor where the drive has it, else the standard; CSD_FRONT_END).
     explicit Device(std::unique_ptr<Transport> transport, FrontEnd front_end = FrontEnd::Auto);
+    // The same with every open option (front end, ignore_vendor, host_slm); path is what
+    // was opened (the device node or backing file the store locks), "" if unknown.
+    Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path = "");
+    ~Device();
 
     FrontEnd front_end() const { return front_end_; }      // the one this Device speaks
-    bool speaks_vendor() const { return speaks_vendor_; }   // Identify has the CSD1 signature
+    bool speaks_vendor() const { return speaks_vendor_; }   // Identify has the CSD1 signature (not ignored)
     bool speaks_nvme_cs() const { return memory_nsid_ != 0; }  // Identify CNS 1Ch: SLM and CP
     uint32_t memory_nsid() const { return memory_nsid_; }     // standard memory namespace, or 0
     uint32_t compute_nsid() const { return compute_nsid_; }   // standard compute namespace, or 0
+    // "vendor", "standard" or "none": the computational storage the drive speaks.
+    const char *speaks() const;
+    // Where programs run: Host in host mode (FrontEnd::Host), else Device.
+    Where where() const { return front_end_ == FrontEnd::Host ? Where::Host : Where::Device; }
+    // The device node or backing file opened, "" if unknown (a Device made from a transport).
+    const std::string &path() const { return path_; }
+    // SLM as host memory where it is (the in-process device, host mode), else nullptr.
+    uint8_t *slm_host_pointer();
 
     const Capabilities &caps() const { return caps_; }  // read at open and after program loads
-    void refresh_capabilities();                         // reads C0h again
-    Statistics stats();                                 // read now
+    void refresh_capabilities();                         // reads C0h (or 82h/83h) again
+    Statistics stats();                                 // read now (available false: no C1h)
     NamespaceInfo ns() const { return transport_->ns(); }
     Transport &transport() { return *transport_; }
     SlmAllocator &slm() { return allocator_; }          // this process's SLM allocator
@@ -137,6 +179,10 @@ public:
     void program_unload(uint16_t slot);
 
 private:
+    Completion send(const Command &cmd);
+    std::vector<uint8_t> get_log(uint8_t lid, uint32_t size, const char *what);
+    void read_standard_capabilities();
+    uint64_t probe_slm_size();
     Completion run(Command cmd, const char *what);
     void count(const Command &cmd);
     void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
@@ -150,6 +196,8 @@ private:
     bool standard() const { return front_end_ == FrontEnd::NvmeCs; }
 
     std::unique_ptr<Transport> transport_;
+    std::unique_ptr<HostCompute> host_;  // host mode: the core in this process
+    std::string path_;
     FrontEnd front_end_ = FrontEnd::Vendor;
     bool speaks_vendor_ = false;
     uint32_t memory_nsid_ = 0, compute_nsid_ = 0;

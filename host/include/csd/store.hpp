@@ -106,9 +106,10 @@ public:
     // Frees reservations older than max_age_s seconds (space of puts whose writer died);
     // returns how many. Only safe when no writer has been writing that long.
     size_t reclaim(uint64_t max_age_s);
-    // Whether updates are arbitrated by the drive (Compare and Write); without it, only
-    // one writer at a time may use the store.
-    bool multi_writer() const { return cas_; }
+    // Whether several writers may update at once: arbitrated by the drive (Compare and
+    // Write), or, without it, on one host by a lock on the device node (docs/store.md;
+    // another host is then refused by the superblock's lease). False: one writer only.
+    bool multi_writer() const { return cas_ || !node_.empty(); }
     // The namespace LBA where an object's data starts (its bytes are contiguous).
     uint64_t first_lba(const ObjectInfo &o) const { return o.block * lbas_per_block_; }
     // Free space as of the newest catalog.
@@ -155,6 +156,7 @@ private:
     uint32_t block_ = 4096;
     uint64_t lbas_per_block_ = 8;
     bool cas_ = false;
+    std::string node_;  // without Compare and Write: the device node (or file) each commit locks
     mutable std::unique_ptr<State> cache_;  // the last state read (its base catalog is reused)
 };
 

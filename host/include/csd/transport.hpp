@@ -62,15 +62,17 @@ public:
     virtual std::string backing_file() const { return {}; }
 };
 
-// The command set libcsd speaks to a drive with (docs/nvme-cs.md): the project's vendor
-// commands (csd-command-set.md), or the standard NVMe Subsystem Local Memory and
-// Computational Programs command sets. Auto: vendor where the drive has it, else the
-// standard; the environment variable CSD_FRONT_END (vendor, nvme-cs) overrides Auto.
-enum class FrontEnd { Auto, Vendor, NvmeCs };
+// The command set libcsd speaks to a drive with (docs/nvme-cs.md, docs/real-drives.md):
+// the project's vendor commands (csd-command-set.md), the standard NVMe Subsystem Local
+// Memory and Computational Programs command sets, or none (Host: a plain NVMe drive; SLM
+// is host memory and every program runs in this process on the device core, over the
+// bytes read from the drive). Auto: vendor where the drive has it, else the standard, else
+// host; the environment variable CSD_FRONT_END (vendor, nvme-cs, host) overrides Auto.
+enum class FrontEnd { Auto, Vendor, NvmeCs, Host };
 
-// "vendor" or "nvme-cs" (Auto: "auto").
+// "vendor", "nvme-cs" or "host" (Auto: "auto").
 const char *front_end_name(FrontEnd fe);
-// Parses "auto", "vendor" or "nvme-cs"; throws csd::Error (EINVAL) otherwise.
+// Parses "auto", "vendor", "nvme-cs" or "host"; throws csd::Error (EINVAL) otherwise.
 FrontEnd parse_front_end(const std::string &name);
 
 // Options for opening a device.
@@ -78,6 +80,12 @@ struct OpenOptions {
     unsigned queue_depth = 64;  // io_uring ring size
     bool use_uring = false;     // /dev/ngXnY: io_uring passthrough instead of ioctl
     FrontEnd front_end = FrontEnd::Auto;
+    // Test aid (docs/real-drives.md): treat the drive as if it had no CSD1 signature and no
+    // vendor log pages (C0h, C1h), so that a drive with both front ends is discovered from
+    // the standard structures alone; also set by CSD_IGNORE_VENDOR=1.
+    bool ignore_vendor = false;
+    // Host mode: bytes of host memory standing for SLM (0: 64 MiB; CSD_HOST_SLM, e.g. 256M).
+    uint64_t host_slm = 0;
 };
 
 // Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
