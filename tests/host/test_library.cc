@@ -344,7 +344,9 @@ TEST_F(Store, ComputeOnObjectsInsideTheDrive)
     f.op = CmpOp::gt;
     f.lo = 0.5;
     const auto before = dev->stats();
+    const BusCounters bus0 = dev->bus();
     const FilterResult r = s.filter("sales", f, "hot");
+    const BusCounters bus1 = dev->bus();
     const auto after = dev->stats();
     EXPECT_EQ(r.matches, 2000u);
     EXPECT_EQ(s.stat("hot").bytes, 2000 * sizeof(Rec));
@@ -354,7 +356,13 @@ TEST_F(Store, ComputeOnObjectsInsideTheDrive)
         std::memcpy(&x, hot.data() + i * sizeof(Rec), sizeof x);
         ASSERT_GT(x.v, 0.5f);
     }
-    // Only descriptors and small results crossed the bus.
+    if (dev->where() == Where::Device) {  // only descriptors, superblocks and small results crossed the bus
+        EXPECT_LT(bus1.bytes_from_device - bus0.bytes_from_device, recs.size() * sizeof(Rec));
+    } else {  // host mode: the object came over the bus and the result went back
+        EXPECT_GE(bus1.bytes_from_device - bus0.bytes_from_device, recs.size() * sizeof(Rec));
+        EXPECT_GE(bus1.bytes_to_device - bus0.bytes_to_device, 2000 * sizeof(Rec));
+    }
+    if (!before.available) return;  // standard-only: no statistics log (C1h)
     EXPECT_EQ(after.bytes_slm_to_host - before.bytes_slm_to_host, 0u);
     EXPECT_GE(after.bytes_slm_to_namespace - before.bytes_slm_to_namespace, 2000 * sizeof(Rec));
 }
@@ -1101,6 +1109,8 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     auto dev = Device::open(std::string("emu:") + path +
                             "?size=64M&nvme-cs=1&model.link-gbps=1&model.media-read-gbps=1&model.media-write-gbps=1"
                             "&model.unit-gflops=0.0524288&model.unit-gbps=1&model.compute-units=2");
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor statistics log C1h, which a standard-only drive lacks";
     std::vector<uint8_t> buf(4 << 20);
     auto t0 = std::chrono::steady_clock::now();
     dev->read_lbas(0, buf.size() / 512, buf.data());  // out of the media, then over the link
@@ -1150,6 +1160,8 @@ TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
     close(fd);
     unlink(path);
     auto dev = Device::open(std::string("emu:") + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor statistics log C1h, which a standard-only drive lacks";
     std::vector<uint8_t> buf(64 << 10);
     for (const uint8_t opcode : {uint8_t{0x02}, uint8_t{0x01}}) {
         Command c;
@@ -1179,7 +1191,10 @@ TEST_F(Library, DownloadedProgramsFilterMapReduce)
     dev->slm_write(in.offset(), recs.data(), recs.size());
     {
         Program threshold(*dev, g_bpf_dir + "/threshold.o", 16);
-        EXPECT_EQ(threshold.name(), "threshold");
+        // The standard's Program List (82h) carries no names: libcsd names the index.
+        char unnamed[16];
+        std::snprintf(unnamed, sizeof unnamed, "ebpf-%04x", threshold.id());
+        EXPECT_EQ(threshold.name(), dev->caps().source("programs") == CapSource::Standard ? unnamed : "threshold");
         EXPECT_EQ(dev->caps().programs.back().type, CSD_PROGRAM_DOWNLOADED);
         std::vector<uint8_t> want;
         for (uint32_t i = 0; i < n; i++) {
@@ -1274,13 +1289,205 @@ TEST_F(Library, StandardLoadsPastTheActiveLimitLeaveNothingBehind)
 TEST_F(Library, SpeaksTheFrontEndAsked)
 {
     const char *fe = std::getenv("CSD_FRONT_END");
-    EXPECT_STREQ(front_end_name(dev->front_end()), fe && *fe ? fe : "vendor");
-    EXPECT_TRUE(dev->speaks_vendor());
+    const char *ignore = std::getenv("CSD_IGNORE_VENDOR");
+    const bool vendor_hidden = ignore && std::string(ignore) == "1";
+    const char *fallback = !vendor_hidden ? "vendor" : dev->speaks_nvme_cs() ? "nvme-cs" : "host";
+    EXPECT_STREQ(front_end_name(dev->front_end()), fe && *fe ? fe : fallback);
+    EXPECT_EQ(dev->speaks_vendor(), !vendor_hidden);
+    EXPECT_STREQ(dev->speaks(), !vendor_hidden ? "vendor" : dev->speaks_nvme_cs() ? "standard" : "none");
+    EXPECT_EQ(dev->where(), dev->front_end() == FrontEnd::Host ? Where::Host : Where::Device);
     if (dev->front_end() == FrontEnd::NvmeCs) {
         EXPECT_TRUE(dev->speaks_nvme_cs());
         EXPECT_NE(dev->memory_nsid(), 0u);
         EXPECT_EQ(dev->compute_nsid(), dev->memory_nsid() + 1);
     }
+}
+
+// Unsets an environment variable for a scope, then restores it.
+struct unsetenv_scoped {
+    std::string name, old;
+    bool had = false;
+    explicit unsetenv_scoped(const char *n) : name(n)
+    {
+        if (const char *v = std::getenv(n)) {
+            had = true;
+            old = v;
+        }
+        unsetenv(n);
+    }
+    ~unsetenv_scoped()
+    {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+    }
+};
+
+// A temporary backing file for an in-process device of its own; removed at the end.
+struct TempDrive {
+    std::string file;
+    TempDrive()
+    {
+        char name[] = "/tmp/csd-drive-XXXXXX";
+        const int fd = mkstemp(name);
+        close(fd);
+        unlink(name);
+        file = name;
+    }
+    ~TempDrive() { unlink(file.c_str()); }
+};
+
+// A drive that speaks only the standard (the in-process device with both front ends, its
+// vendor commands refused and its signature and logs ignored): discovered from the
+// standard structures alone, each capability naming where it came from, and no C1h.
+TEST(Drives, StandardOnlyDriveIsDiscoveredFromTheStandardStructures)
+{
+    TempDrive t;
+    OpenOptions o;
+    o.ignore_vendor = true;
+    o.front_end = FrontEnd::Auto;
+    unsetenv_scoped no_env("CSD_FRONT_END");  // auto: the standard, as the drive offers nothing else
+    auto dev = Device::open("emu:" + t.file + "?size=64M&slm=32M&nvme-cs=1&vendor-io=0", o);
+    EXPECT_EQ(dev->front_end(), FrontEnd::NvmeCs);
+    EXPECT_STREQ(dev->speaks(), "standard");
+    EXPECT_FALSE(dev->speaks_vendor());
+    EXPECT_EQ(dev->where(), Where::Device);
+    const Capabilities &c = dev->caps();
+    EXPECT_EQ(c.slm_size, 32u << 20);
+    EXPECT_EQ(c.source("slm_size"), CapSource::Probe);
+    EXPECT_EQ(c.source("programs"), CapSource::Standard);
+    EXPECT_EQ(c.source("compute_units"), CapSource::Default);
+    EXPECT_EQ(c.features & CSD_FEATURE_COMPARE_WRITE, 0u) << "Compare and Write is a vendor opcode";
+    ASSERT_EQ(c.programs.size(), 10u);
+    EXPECT_EQ(c.programs[1].name, "gemm");
+    EXPECT_FALSE(dev->stats().available) << "no statistics log: unknown, not zero";
+    const char *txt = "123456789";
+    EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, txt, 9), 0xE3069283u);
+}
+
+// Runs the same work on dev: device-defined programs over LBAs loaded from the namespace,
+// and (where the drive has eBPF) a downloaded filter; returns every result and output.
+std::vector<uint64_t> same_work(Device &dev, std::vector<uint8_t> *outputs, std::vector<Where> *where)
+{
+    const uint32_t n = 4096;  // 16-byte records: 64 KiB = 128 LBAs of 512
+    const uint64_t bytes = 16ull * n, nlb = bytes / dev.ns().lba_size;
+    SlmBuffer in = dev.slm().alloc(bytes), out = dev.slm().alloc(bytes), sums = dev.slm().alloc(16);
+    dev.slm_load(64, nlb, in.offset());  // the bytes on the drive
+    std::vector<uint64_t> r;
+    r.push_back(programs::checksum(dev, ChecksumAlgo::crc32c, range(in)));
+    FilterSpec f;
+    f.record_size = 16;
+    f.count = n;
+    f.field_offset = 0;
+    f.field_type = FieldType::i32;
+    f.op = CmpOp::gt;
+    f.lo_int = 250;
+    const FilterResult fr = programs::filter(dev, range(in), range(out), f);
+    r.push_back(fr.matches);
+    r.push_back(fr.bytes);
+    std::vector<uint8_t> got(fr.bytes);
+    dev.slm_read(out.offset(), got.data(), got.size());
+    outputs->insert(outputs->end(), got.begin(), got.end());
+    const ExecResult x = dev.execute(CSD_PROG_COPY, {range(in), range(out)});
+    where->push_back(x.where);
+    if (dev.caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF)) {
+        Program threshold(dev, g_bpf_dir + "/threshold.o", 16);
+        const FilterResult b = threshold.run_filter(range(in), range(out), n, {static_cast<uint64_t>(-17)});
+        r.push_back(b.matches);
+        got.assign(b.bytes, 0);
+        dev.slm_read(out.offset(), got.data(), got.size());
+        outputs->insert(outputs->end(), got.begin(), got.end());
+    }
+    dev.slm_store(4096, nlb, out.offset());  // results back onto the drive
+    return r;
+}
+
+// The test device opened as it is and in host mode (the programs run in this process on
+// the device core over the bytes read from the drive): the same results, each call saying
+// where it ran, and the bus counters showing what host mode moved. On a plain drive both
+// opens are host mode, and the first results are checked against a host computation.
+TEST(Drives, HostModeGivesTheOffloadsResults)
+{
+    auto dev = open_dev();
+    const uint32_t lba = dev->ns().lba_size;
+    const auto recs = key_records(4096, 31);
+    ASSERT_EQ(recs.size() % lba, 0u);
+    dev->write_lbas(64, recs.size() / lba, recs.data());
+    dev->flush();
+    std::vector<uint8_t> out_dev, out_host;
+    std::vector<Where> where_dev, where_host;
+    const BusCounters d0 = dev->bus();
+    const auto r_dev = same_work(*dev, &out_dev, &where_dev);
+    const BusCounters d1 = dev->bus();
+    OpenOptions o;
+    o.use_uring = g_uring;
+    o.front_end = FrontEnd::Host;
+    auto host = Device::open(g_path, o);
+    EXPECT_EQ(host->front_end(), FrontEnd::Host);
+    EXPECT_EQ(host->where(), Where::Host);
+    EXPECT_EQ(host->caps().source("slm_size"), CapSource::Host);
+    EXPECT_EQ(host->caps().features & CSD_FEATURE_COMPARE_WRITE, 0u);
+    const BusCounters h0 = host->bus();
+    const auto r_host = same_work(*host, &out_host, &where_host);
+    const BusCounters h1 = host->bus();
+    EXPECT_EQ(r_host, r_dev);
+    EXPECT_EQ(out_host, out_dev);
+    ASSERT_EQ(where_host.size(), 1u);
+    EXPECT_EQ(where_host[0], Where::Host);
+    EXPECT_EQ(where_dev[0], dev->where());
+    uint32_t want = 0;
+    for (uint32_t i = 0; i < 4096; i++) want += key_of(recs, i) > 250;
+    EXPECT_EQ(r_host[1], want);
+    EXPECT_EQ(r_host[0], programs::checksum(*host, ChecksumAlgo::crc32c, recs.data(), recs.size()));
+    // Host mode read the 64 KiB from the drive and wrote 64 KiB back: over the bus.
+    EXPECT_GE(h1.bytes_from_device - h0.bytes_from_device, recs.size());
+    EXPECT_GE(h1.bytes_to_device - h0.bytes_to_device, recs.size());
+    if (dev->where() == Where::Device) {  // the offload moved neither: SLM Load / Store stay inside
+        EXPECT_LT(d1.bytes_from_device - d0.bytes_from_device, recs.size());
+    }
+    std::printf("offload (%s): %llu B from / %llu B to the drive in %llu commands; host mode: %llu B from / %llu B to in %llu\n",
+                front_end_name(dev->front_end()), static_cast<unsigned long long>(d1.bytes_from_device - d0.bytes_from_device),
+                static_cast<unsigned long long>(d1.bytes_to_device - d0.bytes_to_device),
+                static_cast<unsigned long long>(d1.commands - d0.commands),
+                static_cast<unsigned long long>(h1.bytes_from_device - h0.bytes_from_device),
+                static_cast<unsigned long long>(h1.bytes_to_device - h0.bytes_to_device),
+                static_cast<unsigned long long>(h1.commands - h0.commands));
+}
+
+// Without Compare and Write the store's lease refuses a second host (EBUSY, nothing
+// written) while the first host's lease is live, and lets it in once it expired.
+TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)
+{
+    TempDrive t;
+    OpenOptions o;
+    o.front_end = FrontEnd::Host;  // no Compare and Write
+    auto dev = Device::open("emu:" + t.file + "?size=64M", o);
+    ObjectStore::format(*dev);
+    setenv("CSD_STORE_LEASE_S", "2", 1);
+    setenv("CSD_HOST_ID", "host-a", 1);
+    {
+        ObjectStore a(*dev);
+        ASSERT_TRUE(a.multi_writer()) << "one host's writers are arbitrated by the node lock";
+        a.put("one", "first", 5);
+    }
+    setenv("CSD_HOST_ID", "host-b", 1);
+    {
+        ObjectStore b(*dev);
+        const uint64_t gen = b.generation();
+        try {
+            b.put("two", "second", 6);
+            ADD_FAILURE() << "a second host wrote under the first host's lease";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EBUSY) << e.what();
+            EXPECT_NE(std::string(e.what()).find("host-a"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(b.generation(), gen);
+        EXPECT_FALSE(b.exists("two"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+        b.put("two", "second", 6);  // the lease expired: host b takes it
+        EXPECT_TRUE(b.exists("two"));
+        EXPECT_TRUE(b.exists("one"));
+    }
+    unsetenv("CSD_HOST_ID");
+    unsetenv("CSD_STORE_LEASE_S");
 }
 
 int main(int argc, char **argv)
