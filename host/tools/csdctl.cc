@@ -117,6 +117,20 @@ std::string spoken_front_ends(const Device &d)
     return s;
 }
 
+// "device-defined", "downloaded" or "operator plug-in".
+const char *program_kind(uint8_t type)
+{
+    return type == CSD_PROGRAM_DOWNLOADED ? "downloaded" : type == CSD_PROGRAM_PLUGIN ? "operator plug-in" : "device-defined";
+}
+
+// Where programs run, in words.
+std::string where_words(const Device &d)
+{
+    return d.where() == Where::Host ? "host (host mode: the drive does not compute; the device core runs in csdctl "
+                                      "over the bytes read from the drive)"
+                                    : "device (offload)";
+}
+
 int cmd_info(Device &d, const Opts &o)
 {
     const auto &c = d.caps();
@@ -124,20 +138,45 @@ int cmd_info(Device &d, const Opts &o)
         json speaks = json::array();
         if (d.speaks_vendor()) speaks.push_back("vendor");
         if (d.speaks_nvme_cs()) speaks.push_back("nvme-cs");
+        json sources = json::object();
+        for (const auto &[field, from] : c.sources) sources[field] = cap_source_name(from);
+        json progs = json::array();
+        for (const auto &p : c.programs) {
+            progs.push_back({{"id", p.id}, {"name", p.name}, {"kind", program_kind(p.type)}, {"runs_on", where_name(d.where())}});
+        }
         print({{"transport", d.transport().name()}, {"front_end", front_end_name(d.front_end())}, {"speaks", speaks},
+               {"computational_storage", d.speaks()}, {"programs_run_on", where_name(d.where())},
                {"memory_nsid", d.memory_nsid()}, {"compute_nsid", d.compute_nsid()}, {"slm_size", c.slm_size},
                {"compute_units", c.compute_units}, {"max_desc_len", c.max_desc_len}, {"max_ranges", c.max_ranges},
-               {"programs", c.programs.size()}, {"lba_size", d.ns().lba_size}, {"lba_count", d.ns().lba_count}});
+               {"programs", c.programs.size()}, {"program_list", progs}, {"sources", sources},
+               {"statistics", d.speaks_vendor() || d.where() == Where::Host ? "available" : "unavailable (no C1h)"},
+               {"lba_size", d.ns().lba_size}, {"lba_count", d.ns().lba_count}});
     } else {
-        std::printf("transport      %s\nfront end      %s (the drive speaks %s)\n"
-                    "SLM            %llu bytes (%.0f MiB)\ncompute units  %u\n"
-                    "max_desc_len   %u\nmax_ranges     %u\nprograms       %zu\nnamespace      %llu LBAs of %u bytes\n",
-                    d.transport().name(), front_end_name(d.front_end()), spoken_front_ends(d).c_str(),
-                    static_cast<unsigned long long>(c.slm_size), c.slm_size / 1048576.0,
-                    c.compute_units, c.max_desc_len, c.max_ranges, c.programs.size(),
+        const std::string spoken = spoken_front_ends(d);
+        std::printf("transport      %s\ndrive speaks   %s%s\nfront end      %s\nprograms run   on the %s\n"
+                    "SLM            %llu bytes (%.0f MiB, %s)\ncompute units  %u (%s)\n"
+                    "max_desc_len   %u\nmax_ranges     %u\nstatistics     %s\nnamespace      %llu LBAs of %u bytes\n",
+                    d.transport().name(), d.speaks(), spoken.empty() ? " (a plain NVMe drive)" : (" (" + spoken + ")").c_str(),
+                    front_end_name(d.front_end()), where_words(d).c_str(), static_cast<unsigned long long>(c.slm_size),
+                    c.slm_size / 1048576.0, cap_source_name(c.source("slm_size")), c.compute_units,
+                    cap_source_name(c.source("compute_units")), c.max_desc_len, c.max_ranges,
+                    d.where() == Where::Host ? "available (C1h of csdctl's own device core: what ran on the host)"
+                    : d.speaks_vendor()      ? "available (C1h)"
+                                             : "unavailable (the drive has no statistics log C1h)",
                     static_cast<unsigned long long>(d.ns().lba_count), d.ns().lba_size);
+        std::printf("programs       %zu (list: %s)\n", c.programs.size(), cap_source_name(c.source("programs")));
+        for (const auto &p : c.programs) {
+            std::printf("  %04xh  %-16s %-16s runs on the %s\n", p.id, p.name.c_str(), program_kind(p.type),
+                        where_name(d.where()));
+        }
     }
     return 0;
+}
+
+// After a command that ran programs: where they ran (stderr, so stdout stays the result).
+void say_where(const Device &d, const Opts &o)
+{
+    if (!o.json) std::fprintf(stderr, "ran on the %s\n", where_words(d).c_str());
 }
 
 int cmd_programs(Device &d, const Opts &o)
@@ -157,6 +196,11 @@ int cmd_programs(Device &d, const Opts &o)
 int cmd_stats(Device &d, const Opts &o)
 {
     const Statistics s = d.stats();
+    if (!s.available) {  // unknown, not zero
+        if (o.json) print({{"available", false}});
+        else std::printf("statistics unavailable: the drive speaks only the standard, which has no statistics log (C1h)\n");
+        return 0;
+    }
     const auto &values = s.counters;  // every counter, in csd_stat_names order
     json j = json::object();
     for (int i = 0; i < CSD_STAT_COUNT; i++) {
@@ -292,8 +336,9 @@ int cmd_checksum(Device &d, const Opts &o, const std::string &name, const std::s
     SlmBuffer b = st.load(name);
     const uint64_t sum = programs::checksum(d, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
                                             Range{b.offset(), info.bytes});
-    if (o.json) print({{"object", info.name}, {"algo", algo}, {"checksum", hex(sum, 16)}});
+    if (o.json) print({{"object", info.name}, {"algo", algo}, {"checksum", hex(sum, 16)}, {"where", where_name(d.where())}});
     else std::printf("%s %s %s\n", algo.c_str(), info.name.c_str(), hex(sum, algo == "xxh64" ? 16 : 8).c_str());
+    say_where(d, o);
     return 0;
 }
 
@@ -319,19 +364,22 @@ FilterSpec filter_spec(const FilterArgs &a)
     return s;
 }
 
-int print_filter(const Opts &o, const FilterResult &r, const std::string &dst)
+int print_filter(const Opts &o, const FilterResult &r, const std::string &dst, const char *where = nullptr)
 {
-    if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
+    if (o.json && where) print({{"matches", r.matches}, {"bytes", r.bytes}, {"where", where}});
+    else if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
     else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, dst.c_str());
     return 0;
 }
 
 int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
 {
-    return print_filter(o, ObjectStore(d).filter(src, filter_spec(a), dst), dst);
+    const int rc = print_filter(o, ObjectStore(d).filter(src, filter_spec(a), dst), dst, where_name(d.where()));
+    say_where(d, o);
+    return rc;
 }
 
-int cmd_reduce(Device &d, const std::string &name, const std::string &op_name)
+int cmd_reduce(Device &d, const Opts &o, const std::string &name, const std::string &op_name)
 {
     static const std::map<std::string, DType> dts = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<i4", DType::i32}, {"<i8", DType::i64}};
     const auto op = static_cast<ReduceOp>(names(csd_reduce_op_names).at(op_name));
@@ -353,10 +401,11 @@ int cmd_reduce(Device &d, const std::string &name, const std::string &op_name)
         else if (int_in) { int64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%lld\n", static_cast<long long>(v)); }
         else { double v; std::memcpy(&v, &res[r * 8], 8); std::printf("%.17g\n", v); }
     }
+    say_where(d, o);
     return 0;
 }
 
-int cmd_gemm(Device &d, const std::string &an, const std::string &bn, const std::string &cn)
+int cmd_gemm(Device &d, const Opts &o, const std::string &an, const std::string &bn, const std::string &cn)
 {
     ObjectStore st(d);
     const ObjectInfo a = st.stat(an), b = st.stat(bn);
@@ -371,6 +420,7 @@ int cmd_gemm(Device &d, const std::string &an, const std::string &bn, const std:
     st.put_from_slm(cn, sc, m * n * 4, "<f4", {m, n});
     std::printf("%s = %s x %s (%llux%llu)\n", cn.c_str(), an.c_str(), bn.c_str(),
                 static_cast<unsigned long long>(m), static_cast<unsigned long long>(n));
+    say_where(d, o);
     return 0;
 }
 
@@ -441,6 +491,7 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
         if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
         else std::printf("%u of %u records matched (%u bytes) -> object %s\n", r.matches, n, r.bytes, out.c_str());
     }
+    say_where(d, o);
     return 0;
 }
 
@@ -651,7 +702,7 @@ int main(int argc, char **argv)
     reduce->add_option("name", name, "tensor object (rows x cols)")->required();
     reduce->add_option("--op", op, "reduction")->required()->check(CLI::IsMember(names(csd_reduce_op_names)));
     reduce->callback([&] {
-        action = [&](Device &d) { return cmd_reduce(d, name, op); };
+        action = [&](Device &d) { return cmd_reduce(d, o, name, op); };
         set_action = [&](DriveSet &s) { return set_reduce(s, o, name, op); };  // of the whole striped tensor
     });
     auto *gemm = run->add_subcommand("gemm", "C = A x B for 2-D float32 tensors, stored as object C");
@@ -659,7 +710,7 @@ int main(int argc, char **argv)
     gemm->add_option("b", other, "B (k x n)")->required();
     gemm->add_option("c", third, "object to create")->required();
     gemm->callback([&] {
-        action = [&](Device &d) { return cmd_gemm(d, name, other, third); };
+        action = [&](Device &d) { return cmd_gemm(d, o, name, other, third); };
         set_action = [&](DriveSet &s) { s.gemm(name, other, third); return 0; };  // A striped, B replicated
     });
 
@@ -716,7 +767,7 @@ int main(int argc, char **argv)
         if (o.bus_stats) {
             const BusCounters b = dev->bus();
             std::cerr << json{{"bus_commands", b.commands}, {"bus_bytes_to_device", b.bytes_to_device},
-                              {"bus_bytes_from_device", b.bytes_from_device}}.dump()
+                              {"bus_bytes_from_device", b.bytes_from_device}, {"where", where_name(dev->where())}}.dump()
                       << "\n";
         }
         return rc;

@@ -55,7 +55,8 @@ class Device:
 
     @property
     def stats(self):
-        """The statistics log page as a dict."""
+        """The statistics log page as a dict; on a drive that speaks only the standard
+        (no C1h) 'available' is False and every counter None (unknown, not zero)."""
         return self._dev.statistics()
 
     @property
@@ -65,8 +66,25 @@ class Device:
 
     @property
     def front_end(self):
-        """The command set this Device speaks: 'vendor' or 'nvme-cs'."""
+        """The command set this Device speaks: 'vendor', 'nvme-cs' or 'host' (host mode)."""
         return self._dev.front_end
+
+    @property
+    def speaks(self):
+        """The computational storage the drive speaks: 'vendor', 'standard' or 'none'."""
+        return self._dev.speaks
+
+    @property
+    def where(self):
+        """Where this Device's programs run: 'device' (an offload) or 'host' (host mode:
+        a drive without computational storage; the device core runs in this process over
+        the bytes read from the drive, with the drive's results)."""
+        return self._dev.where
+
+    @property
+    def offload(self):
+        """True when programs run on the drive, False in host mode (see where)."""
+        return self._dev.where == "device"
 
     @property
     def namespace(self):

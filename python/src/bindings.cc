@@ -294,6 +294,8 @@ PYBIND11_MODULE(_core, m)
         .def_property_readonly("closed", [](PyDevice &p) { return p.closed; })
         .def_property_readonly("transport", [](PyDevice &p) { return std::string(p.d().transport().name()); })
         .def_property_readonly("front_end", [](PyDevice &p) { return std::string(front_end_name(p.d().front_end())); })
+        .def_property_readonly("speaks", [](PyDevice &p) { return std::string(p.d().speaks()); })
+        .def_property_readonly("where", [](PyDevice &p) { return std::string(where_name(p.d().where())); })
         .def("capabilities", [](PyDevice &p) {
             const Capabilities &c = p.d().caps();
             py::dict d;
@@ -306,6 +308,9 @@ PYBIND11_MODULE(_core, m)
             d["downloadable_slots"] = c.downloadable_slots;
             d["program_types"] = c.program_types;
             d["features"] = c.features;
+            py::dict sources;
+            for (const auto &[field, from] : c.sources) sources[py::str(field)] = cap_source_name(from);
+            d["sources"] = sources;
             py::list progs;
             for (const auto &x : c.programs) progs.append(py::make_tuple(x.id, x.name, x.type));
             d["programs"] = progs;
@@ -326,6 +331,12 @@ PYBIND11_MODULE(_core, m)
                 s = p.d().stats();
             }
             py::dict d;
+            d["available"] = s.available;
+            if (!s.available) {  // no statistics log (standard-only drive): unknown, not zero
+                for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = py::none();
+                d["per_program"] = py::none();
+                return d;
+            }
             for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = s.counters[i];
             d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
             return d;

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The device under test: $CSD_TEST_DEVICE (e.g. /dev/ng0n1 in the guest, with
 $CSD_TEST_URING=1 for io_uring), else a fresh in-process device per test; every test that
-takes `dev` runs once per front end (the vendor commands and the standard NVMe computational
-storage command sets), a drive that speaks only one of them skipping the other."""
+takes `dev` runs once per front end (the vendor commands, the standard NVMe computational
+storage command sets, and host mode: the programs on the host, docs/real-drives.md), a
+drive that speaks only some of them skipping the others ($CSD_IGNORE_VENDOR=1: the vendor
+signature and logs ignored, a standard-only drive)."""
 import os
 
 import pytest
@@ -10,11 +12,11 @@ import pytest
 import nvme_csd
 
 
-@pytest.fixture(params=["vendor", "nvme-cs"])
+@pytest.fixture(params=["vendor", "nvme-cs", "host"])
 def dev(request, tmp_path):
     # speaking the standard, the in-process device refuses the vendor SLM and program
     # commands, as a drive with only the standard front end would: nothing falls back
-    only = "&vendor-io=0" if request.param == "nvme-cs" else ""
+    only = "&vendor-io=0" if request.param == "nvme-cs" else ""  # host mode sends none either
     path = os.environ.get("CSD_TEST_DEVICE") or f"emu:{tmp_path}/ns.img?size=64M&slm=32M&nvme-cs=1{only}"
     try:
         d = nvme_csd.open(path, uring=os.environ.get("CSD_TEST_URING") == "1", front_end=request.param)

@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# A drive the project did not make: QEMU's stock nvme device (csd off) stands for a plain
+# SSD. libcsd opens it in host mode (every program runs on the guest's CPU, on the device
+# core, over the bytes read from the drive; docs/real-drives.md): csdctl says so, and the
+# library suite (its Drives tests compare host mode with a host computation there) and the
+# Python suite pass on it, each host-mode skip named.
+# vm: csd=off timeout=580
+. /csd/tests/lib.sh
+ng=$(nvm_ng)
+info=$(csdctl -d "$ng" info) || fail "csdctl info on a plain drive: $info"
+echo "$info"
+echo "$info" | grep -q "^drive speaks   none (a plain NVMe drive)" || fail "csdctl info does not say the drive speaks none"
+echo "$info" | grep -q "0008h  checksum         device-defined   runs on the host" || fail "csdctl info does not list where checksum runs"
+check csdctl -d "$ng" format
+printf 123456789 > /tmp/blob
+check csdctl -d "$ng" put blob /tmp/blob
+got=$(csdctl -d "$ng" run checksum blob --algo crc32c 2>/tmp/where) || fail "csdctl run checksum: $got"
+echo "$got"; cat /tmp/where
+[ "$got" = "crc32c blob e3069283" ] || fail "checksum on the host: got '$got', want crc32c blob e3069283"
+grep -q "^ran on the host" /tmp/where || fail "csdctl did not say where the checksum ran"
+CSD_TEST_DEVICE=$ng csd-library-tests --gtest_brief=1 || fail "library suite in host mode"
+cd /csd/python
+CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest in host mode"
