@@ -15,7 +15,9 @@ def test_quickstart(dev):
     w = dev.store["w"]
     assert w.dtype == np.float32 and w.shape == (256, 256)
     assert np.allclose(dev.gemm(w, w), w @ w, rtol=1e-4, atol=1e-3)
-    assert dev.stats["exec_cmds"] >= 1
+    s = dev.stats
+    assert s["exec_cmds"] >= 1 if s["available"] else s["exec_cmds"] is None  # unknown, not zero
+    assert dev.offload == (dev.front_end != "host") and dev.where == ("host" if dev.front_end == "host" else "device")
 
 
 def test_caps_and_programs(dev):
@@ -330,6 +332,8 @@ def test_timing_model_on_the_in_process_device(tmp_path):
     if os.environ.get("CSD_TEST_DEVICE"):
         pytest.skip("the in-process device's options")
     d = nvme_csd.open(f"emu:{tmp_path}/m.img?size=64M&model=gen3x4-4core&model.media-read-latency-ns=2000000")
+    if d.where == "host":  # e.g. CSD_IGNORE_VENDOR=1 makes this drive a plain one
+        pytest.skip("host mode: the programs and statistics are this process's core, not the modelled drive's")
     assert d.stats["model_media_busy_ns"] == 0
     t0 = time.monotonic()
     d.store.format()  # writes and flushes: each flush costs a modelled media write latency
@@ -345,3 +349,23 @@ def test_timing_model_on_the_in_process_device(tmp_path):
     d.close()
     with pytest.raises(nvme_csd.CsdError, match="gen4x4-8core"):
         nvme_csd.open(f"emu:{tmp_path}/m.img?model=gen9")
+
+
+def test_each_kind_of_drive_says_what_it_speaks_and_where_programs_run(tmp_path, monkeypatch):
+    """A plain NVMe drive opens in host mode (programs on the host, the drive's results); a
+    standard-only drive reports its capabilities' sources and no statistics (None, not 0).
+    CSD_IGNORE_VENDOR=1 (the test aid of docs/real-drives.md) hides the vendor signature."""
+    monkeypatch.setenv("CSD_IGNORE_VENDOR", "1")
+    monkeypatch.delenv("CSD_FRONT_END", raising=False)
+    with nvme_csd.open(f"emu:{tmp_path}/plain.img?size=64M") as plain:
+        assert (plain.speaks, plain.front_end, plain.where, plain.offload) == ("none", "host", "host", False)
+        assert plain.caps["sources"]["slm_size"] == "host"
+        assert plain.checksum(b"123456789") == 0xE3069283
+        commands, to_dev, from_dev = plain.bus()
+        assert (commands, to_dev, from_dev) == (0, 0, 0)  # SLM is host memory: nothing crossed
+    with nvme_csd.open(f"emu:{tmp_path}/std.img?size=64M&slm=32M&nvme-cs=1&vendor-io=0") as std:
+        assert (std.speaks, std.front_end, std.where, std.offload) == ("standard", "nvme-cs", "device", True)
+        assert std.caps["slm_size"] == 32 << 20 and std.caps["sources"]["slm_size"] == "probe"
+        assert std.caps["sources"]["programs"] == "standard"
+        assert std.stats["available"] is False and std.stats["exec_cmds"] is None
+        assert std.checksum(b"123456789") == 0xE3069283

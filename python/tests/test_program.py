@@ -37,7 +37,9 @@ def test_filter_map_reduce_match_numpy(ebpf):
     dev = ebpf
     r = records(20000)
     with dev.load_program(BPF / "threshold.o", REC.itemsize) as prog:
-        assert prog.name == "threshold"
+        # the standard's Program List (82h) has no names: libcsd names the index
+        unnamed = dev.caps["sources"].get("programs") == "standard"
+        assert prog.name == (f"ebpf-{prog.id:04x}" if unnamed else "threshold")
         got = prog.filter(r, [123])
         assert got.dtype == REC and np.array_equal(got, r[r["key"] > 123])
         assert prog.reduce(r, [123]) == int((r["key"] > 123).sum())
@@ -83,4 +85,5 @@ def test_refused_images_and_slots(ebpf):
     with pytest.raises(nvme_csd.CsdError) as e:  # the drive: Invalid Program; csd.ko: not this file's
         dev._dev.program_unload(slot)
     assert isinstance(e.value, nvme_csd.InvalidProgram) or (dev.transport == "kmod" and e.value.errno == errno.EPERM)
-    assert dev.stats["program_load_rejects"] >= 1
+    if dev.stats["available"]:  # a standard-only drive has no statistics log (C1h)
+        assert dev.stats["program_load_rejects"] >= 1

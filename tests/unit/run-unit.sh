@@ -8,11 +8,14 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 mb="$top/build/meson"
 pass=0 fail=0
 # libcsd's suites run once per front end: the vendor commands, then the standard ones
-# (CSD_FRONT_END=nvme-cs; the in-process device then refuses the vendor data commands).
+# (CSD_FRONT_END=nvme-cs; the in-process device then refuses the vendor data commands);
+# the library suite also as a standard-only drive (the vendor signature and logs ignored:
+# CSD_IGNORE_VENDOR=1) and in host mode (programs on the host, docs/real-drives.md).
 for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
            "$mb/tests/unit/csd-crc32c-tests" "$mb/tests/unit/csd-crc32c-portable-tests" \
            "$mb/tests/unit/csd-crc32c-sse42-tests" "$mb/tests/unit/csd-crc32c-table-tests" \
            "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-library-tests@nvme-cs" \
+           "$mb/tests/host/csd-library-tests@standard-only" "$mb/tests/host/csd-library-tests@host" \
            "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-queue-processor-tests" \
            "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            "$top/tests/host/linkage.sh" \
@@ -22,7 +25,9 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
     echo "--- $(basename "$bin")${front_end:+ (front end $front_end)}"
     case "$bin" in *-test) args=() ;; *.sh) args=("$mb") ;; *) args=(--gtest_brief=1) ;; esac
-    out=$(CSD_FRONT_END=$front_end "$bin" "${args[@]}" 2>&1); rc=$?
+    ignore=$([ "$front_end" = standard-only ] && echo 1)
+    [ "$front_end" = standard-only ] && front_end=nvme-cs
+    out=$(CSD_FRONT_END=$front_end CSD_IGNORE_VENDOR=$ignore "$bin" "${args[@]}" 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
     # GoogleTest's summary, or the plain closing line of the C test or linkage.sh
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\): \([0-9]*\) passed.*/\2/p' <<<"$out")
