@@ -116,7 +116,7 @@ Landing::~Landing()
         if (b.host) cudaFreeHost(b.host);
     }
     if (slm_registered_) {
-        cudaHostUnregister(dev_.transport().slm_host_pointer());
+        cudaHostUnregister(dev_.slm_host_pointer());
     }
 }
 
@@ -179,7 +179,7 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
 std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
                                             bool direct)
 {
-    uint8_t *slm = dev_.transport().slm_host_pointer();
+    uint8_t *slm = dev_.slm_host_pointer();
     if (direct && slm) {
         return std::async(std::launch::async, [=] {
             std::lock_guard<std::mutex> g(run_mu_);

@@ -391,7 +391,7 @@ PYBIND11_MODULE(_core, m)
             p.d().program_unload(slot);
         })
         .def("slm_host_view", [](PyDevice &p, uint64_t off, uint64_t len) -> py::object {
-            uint8_t *base = p.d().transport().slm_host_pointer();
+            uint8_t *base = p.d().slm_host_pointer();
             if (!base) return py::none();
             if (off > p.d().caps().slm_size || len > p.d().caps().slm_size - off) throw Error("SLM view", ERANGE);
             return py::memoryview::from_memory(base + off, static_cast<ssize_t>(len), false);

@@ -361,6 +361,8 @@ def test_each_kind_of_drive_says_what_it_speaks_and_where_programs_run(tmp_path,
         assert (plain.speaks, plain.front_end, plain.where, plain.offload) == ("none", "host", "host", False)
         assert plain.caps["sources"]["slm_size"] == "host"
         assert plain.checksum(b"123456789") == 0xE3069283
+        a = plain.to_slm(np.arange(1024, dtype=np.uint32))  # SLM is this process's memory: a view shows it
+        assert (a.numpy(copy=False) == np.arange(1024)).all()
         commands, to_dev, from_dev = plain.bus()
         assert (commands, to_dev, from_dev) == (0, 0, 0)  # SLM is host memory: nothing crossed
     with nvme_csd.open(f"emu:{tmp_path}/std.img?size=64M&slm=32M&nvme-cs=1&vendor-io=0") as std:
