@@ -273,17 +273,45 @@ void Device::read_standard_capabilities()
         if (types[8 + i] == NVME_CS_PROGRAM_TYPE_EBPF) caps_.program_types |= 1u << CSD_PROGRAM_TYPE_EBPF;
     }
     caps_.slm_size = probe_slm_size();
+    // Reachability Groups (1Ah): whether Memory Copy / Copy 4h can reach the NVM namespace
+    // from the memory namespace (a group holding both); a drive without the log: assumed.
+    reachable_ = true;
+    std::vector<uint8_t> groups;
+    try {
+        groups = get_log(NVME_CS_LOG_REACHABILITY_GROUPS, 4096, "Get Log Page 1Ah (Reachability Groups)");
+    } catch (const Error &) {
+    }
+    if (!groups.empty()) {
+        nvme_cs_reach_header h;
+        std::memcpy(&h, groups.data(), sizeof h);
+        size_t at = sizeof h;
+        bool mem = false, nvm = false;
+        for (uint32_t g = 0; g < h.entries && !(mem && nvm) && at + sizeof(nvme_cs_reach_group) <= groups.size(); g++) {
+            nvme_cs_reach_group grp;
+            std::memcpy(&grp, groups.data() + at, sizeof grp);
+            at += sizeof grp;
+            mem = nvm = false;
+            for (uint32_t i = 0; i < grp.nnid && at + 4 <= groups.size(); i++, at += 4) {
+                uint32_t nsid;
+                std::memcpy(&nsid, groups.data() + at, 4);
+                mem |= nsid == memory_nsid_;
+                nvm |= nsid == ns().nsid;
+            }
+        }
+        reachable_ = mem && nvm;
+        caps_.sources.emplace_back("reachability", CapSource::Standard);
+    }
     caps_.compute_units = 1;
     caps_.max_desc_len = CSD_MAX_DESC_LEN;
     caps_.max_ranges = NVME_CS_MAX_RANGES_PER_SET;
     caps_.max_program_bytes = CSD_MAX_PROGRAM_BYTES;
     caps_.downloadable_slots = CSD_NR_SLOTS;  // the download indexes 0100h-01FFh [P]
     caps_.features = 0;
-    caps_.sources = {{"programs", CapSource::Standard},      {"program_types", CapSource::Standard},
+    caps_.sources.insert(caps_.sources.end(), {{"programs", CapSource::Standard},      {"program_types", CapSource::Standard},
                      {"slm_size", CapSource::Probe},         {"version", CapSource::Default},
                      {"compute_units", CapSource::Default},  {"max_desc_len", CapSource::Default},
                      {"max_ranges", CapSource::Default},     {"max_program_bytes", CapSource::Default},
-                     {"downloadable_slots", CapSource::Default}, {"features", CapSource::Default}};
+                     {"downloadable_slots", CapSource::Default}, {"features", CapSource::Default}});
 }
 
 // The memory namespace's size, which no standard structure the project reads reports: the
@@ -420,6 +448,12 @@ void Device::slm_read(uint64_t offset, void *data, uint64_t len)
 // SLM Load and SLM Store: NLB is 16 bits, so large ranges take several commands.
 void Device::slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what)
 {
+    if (standard() && !reachable_) {
+        throw Error(std::string(what) + ": namespace " + std::to_string(ns().nsid) +
+                        " is not reachable from memory namespace " + std::to_string(memory_nsid_) +
+                        " (no Reachability Group of log 1Ah holds both)",
+                    static_cast<uint16_t>(NVME_CS_NS_NOT_REACHABLE | CSD_STATUS_DNR));
+    }
     while (nlb > 0) {
         const uint64_t n = std::min(nlb, kMaxNlb);
         if (standard()) {  // Memory Copy from the namespace / NVM Copy from memory

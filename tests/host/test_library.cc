@@ -1355,6 +1355,7 @@ TEST(Drives, StandardOnlyDriveIsDiscoveredFromTheStandardStructures)
     EXPECT_EQ(c.source("slm_size"), CapSource::Probe);
     EXPECT_EQ(c.source("programs"), CapSource::Standard);
     EXPECT_EQ(c.source("compute_units"), CapSource::Default);
+    EXPECT_EQ(c.source("reachability"), CapSource::Standard) << "log 1Ah read";
     EXPECT_EQ(c.features & CSD_FEATURE_COMPARE_WRITE, 0u) << "Compare and Write is a vendor opcode";
     ASSERT_EQ(c.programs.size(), 10u);
     EXPECT_EQ(c.programs[1].name, "gemm");

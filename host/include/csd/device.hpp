@@ -200,6 +200,7 @@ private:
     std::string path_;
     FrontEnd front_end_ = FrontEnd::Vendor;
     bool speaks_vendor_ = false;
+    bool reachable_ = true;  // standard-only: log 1Ah puts the namespace and memory in one group
     uint32_t memory_nsid_ = 0, compute_nsid_ = 0;
     Capabilities caps_;
     SlmAllocator allocator_;
