@@ -133,7 +133,7 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
         const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
         const unsigned hw = std::thread::hardware_concurrency();
         const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
-        host_ = std::make_unique<HostCompute>(slm, units, transport_->ns(),
+        host_ = make_host_compute(slm, units, transport_->ns(),
                                               [this](bool write, uint64_t slba, uint64_t nlb, uint8_t *data) -> uint16_t {
                                                   try {
                                                       rw_lbas(write ? kNvmWrite : kNvmRead, slba, nlb, data,

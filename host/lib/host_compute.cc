@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// host_compute.cc - host mode's embedding of the device core: decode in the core, move
-// the bytes (host memory, or the drive's LBAs through the LbaIo), complete in the core,
-// as QEMU's glue and the in-process device do. The programs are the core's, so a result
-// computed here is the one the emulated drive computes over the same bytes.
+// host_compute.cc - host mode's embedding of the device core (in libcsd-emu): decode in
+// the core, move the bytes (host memory, or the drive's LBAs through the LbaIo), complete
+// in the core, as QEMU's glue and the in-process device do. The programs are the core's,
+// so a result computed here is the one the emulated drive computes over the same bytes.
 #include "host_compute.hpp"
 
 #include <cerrno>
@@ -18,34 +18,37 @@ namespace {
 
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-constexpr uint8_t kAdminGetLogPage = 0x02;
+
+// The core behind HostCompute.
+class HostComputeCore : public HostCompute {
+public:
+    HostComputeCore(csd_core *core, NamespaceInfo ns, LbaIo io) : core_(core), ns_(ns), io_(std::move(io)) {}
+    ~HostComputeCore() override { csd_core_free(core_); }
+    Completion submit(const Command &c) override;
+    std::future<Completion> submit_async(const Command &c) override
+    {
+        return std::async(std::launch::async, [this, c] { return submit(c); });
+    }
+    uint8_t *slm_base() override { return csd_core_slm_base(core_); }
+
+private:
+    Completion run_decoded(const Command &c, const csd_op &op);
+    Completion complete(const csd_op &op, Completion r);
+
+    csd_core *core_;
+    NamespaceInfo ns_;
+    LbaIo io_;
+};
 
 }  // namespace
 
-HostCompute::HostCompute(uint64_t slm_size, uint32_t units, NamespaceInfo ns, LbaIo io)
-    : ns_(ns), io_(std::move(io))
-{
-    core_ = csd_core_new(slm_size, units);
-    if (!core_) throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory", ENOMEM);
-}
-
-HostCompute::~HostCompute() { csd_core_free(core_); }
-
-bool HostCompute::answers(const Command &c)
-{
-    if (c.admin) return c.opcode == kAdminGetLogPage && csd_core_is_log_page(c.cdw10 & 0xFF);
-    return csd_is_io_opcode(c.opcode);
-}
-
-uint8_t *HostCompute::slm_base() { return csd_core_slm_base(core_); }
-
-Completion HostCompute::complete(const csd_op &op, Completion r)
+Completion HostComputeCore::complete(const csd_op &op, Completion r)
 {
     csd_core_complete(core_, &op, r.status);
     return r;
 }
 
-Completion HostCompute::run_decoded(const Command &c, const csd_op &op)
+Completion HostComputeCore::run_decoded(const Command &c, const csd_op &op)
 {
     if (c.data_len < ((c.opcode & 3) ? op.bytes : 0)) return complete(op, {kInvalidField, 0});
     switch (op.opcode) {
@@ -71,12 +74,12 @@ Completion HostCompute::run_decoded(const Command &c, const csd_op &op)
     }
 }
 
-Completion HostCompute::submit(const Command &c)
+Completion HostComputeCore::submit(const Command &c)
 {
     if (c.admin) {  // Get Log Page C0h / C1h: the core's pages
         const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
         const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
-        if (!answers(c) || c.data_len < len) return {kInvalidField, 0};
+        if (!csd_core_is_log_page(c.cdw10 & 0xFF) || c.data_len < len) return {kInvalidField, 0};
         std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
         uint32_t avail = 0;
         const uint16_t st = csd_core_get_log(core_, c.cdw10 & 0xFF, c.nsid, off, page.data(), &avail);
@@ -93,9 +96,15 @@ Completion HostCompute::submit(const Command &c)
     return run_decoded(c, op);
 }
 
-std::future<Completion> HostCompute::submit_async(const Command &c)
-{
-    return std::async(std::launch::async, [this, c] { return submit(c); });
-}
-
 }  // namespace csd
+
+extern "C" csd::HostCompute *csd_emu_make_host_compute(uint64_t slm_size, uint32_t units, const csd::NamespaceInfo *ns,
+                                                       const csd::HostCompute::LbaIo *io, std::string *why)
+{
+    csd_core *core = csd_core_new(slm_size, units);
+    if (!core) {
+        *why = "host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: out of memory";
+        return nullptr;
+    }
+    return new csd::HostComputeCore(core, *ns, *io);
+}

@@ -10,42 +10,47 @@
 #include <functional>
 #include <future>
 
-#include "csd/transport.hpp"
+#include <memory>
+#include <string>
 
-struct csd_core;
-struct csd_op;
+#include "csd/transport.hpp"
+#include "csd_spec.h"
 
 namespace csd {
 
+// Host mode's compute: an interface in libcsd, implemented in libcsd-emu (the library that
+// links the device core), which libcsd loads on the first drive opened in host mode.
 class HostCompute {
 public:
     // Reads (write false) or writes nlb LBAs from slba of the drive's namespace; returns
     // the NVMe status (0: done).
     using LbaIo = std::function<uint16_t(bool write, uint64_t slba, uint64_t nlb, uint8_t *data)>;
 
-    // A core with slm_size bytes of SLM and `units` compute units over namespace ns.
-    HostCompute(uint64_t slm_size, uint32_t units, NamespaceInfo ns, LbaIo io);
-    ~HostCompute();
-    HostCompute(const HostCompute &) = delete;
-    HostCompute &operator=(const HostCompute &) = delete;
-
+    virtual ~HostCompute() = default;
     // Whether host mode answers c: a vendor I/O command or a Get Log Page of C0h/C1h.
-    static bool answers(const Command &c);
+    static bool answers(const Command &c)
+    {
+        const uint8_t lid = c.cdw10 & 0xFF;
+        if (c.admin) return c.opcode == 0x02 && (lid == CSD_LOG_CAPABILITIES || lid == CSD_LOG_STATISTICS);
+        return csd_is_io_opcode(c.opcode);
+    }
     // Answers c as the drive would (the core decodes, counts and runs it); Compare and
     // Write answers Invalid Opcode (the plain drive cannot do it atomically).
-    Completion submit(const Command &c);
+    virtual Completion submit(const Command &c) = 0;
     // The same on a thread of its own (an Execute runs while the caller goes on).
-    std::future<Completion> submit_async(const Command &c);
+    virtual std::future<Completion> submit_async(const Command &c) = 0;
     // All of SLM as host memory.
-    uint8_t *slm_base();
-
-private:
-    Completion run_decoded(const Command &c, const ::csd_op &op);
-    Completion complete(const ::csd_op &op, Completion r);
-
-    csd_core *core_ = nullptr;
-    NamespaceInfo ns_;
-    LbaIo io_;
+    virtual uint8_t *slm_base() = 0;
 };
 
+// A core with slm_size bytes of SLM and `units` compute units over namespace ns, from
+// libcsd-emu (loaded as for emu: paths); throws csd::Error naming the library if it is missing.
+std::unique_ptr<HostCompute> make_host_compute(uint64_t slm_size, uint32_t units, NamespaceInfo ns,
+                                               HostCompute::LbaIo io);
+
 }  // namespace csd
+
+// libcsd-emu's host-mode entry point (host_compute.cc), found with dlsym; the caller owns the
+// result, or gets nullptr with the reason in *why.
+extern "C" csd::HostCompute *csd_emu_make_host_compute(uint64_t slm_size, uint32_t units, const csd::NamespaceInfo *ns,
+                                                       const csd::HostCompute::LbaIo *io, std::string *why);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "csd/error.hpp"
+#include "host_compute.hpp"
 #include "transports.hpp"
 
 namespace csd {
@@ -77,16 +78,18 @@ BlockingPool &blocking_pool()
     return pool;
 }
 
-// The in-process device lives in its own library, libcsd-emu.so, since it links the device
-// core's BLAS, compression and eBPF runtimes, which no other path needs. It is loaded once
-// (never unloaded) from $CSD_EMU_LIBRARY if set, else from the folder this libcsd was loaded
-// from, else by the dynamic loader's search path.
-std::unique_ptr<Transport> open_emu(const std::string &spec)
+// The in-process device and host mode's compute live in their own library, libcsd-emu.so,
+// since they link the device core's BLAS, compression and eBPF runtimes, which no other
+// path needs. It is loaded once (never unloaded) from $CSD_EMU_LIBRARY if set, else from the
+// folder this libcsd was loaded from, else by the dynamic loader's search path; returns the
+// entry point `name` in it. `what` names the caller in the error.
+void *emu_symbol(const char *name, const std::string &what)
 {
     static std::mutex mu;
-    static decltype(&csd_emu_make_transport) make = nullptr;
-    std::unique_lock<std::mutex> g(mu);
-    if (!make) {
+    static void *handle = nullptr;
+    std::lock_guard<std::mutex> g(mu);
+    std::string why;
+    if (!handle) {
         std::vector<std::string> tried;
         if (const char *env = std::getenv("CSD_EMU_LIBRARY"); env && *env) {
             tried.push_back(env);
@@ -99,31 +102,49 @@ std::unique_ptr<Transport> open_emu(const std::string &spec)
             }
             tried.push_back("libcsd-emu.so");
         }
-        std::string why;
         for (const std::string &lib : tried) {
             void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
             if (!h) {
                 why += std::string(why.empty() ? "" : "; ") + dlerror();
                 continue;
             }
-            make = reinterpret_cast<decltype(make)>(dlsym(h, "csd_emu_make_transport"));
-            if (make) break;
+            if (dlsym(h, "csd_emu_make_transport")) {
+                handle = h;
+                break;
+            }
             why += std::string(why.empty() ? "" : "; ") + lib + ": no csd_emu_make_transport";
             dlclose(h);
         }
-        if (!make) {
-            throw Error("open emu:" + spec + ": the in-process device's library libcsd-emu.so could not be loaded (" +
-                            why + "); build it (meson target csd-emu) and keep it beside libcsd.so, or name it "
-                            "in CSD_EMU_LIBRARY",
-                        ENOENT);
-        }
     }
-    const auto made = make;
-    g.unlock();
-    return std::unique_ptr<Transport>(made(&spec));
+    void *sym = handle ? dlsym(handle, name) : nullptr;
+    if (!sym) {
+        throw Error(what + ": the device core's library libcsd-emu.so could not be loaded" +
+                        (why.empty() ? std::string(" (it has no ") + name + ")" : " (" + why + ")") +
+                        "; build it (meson target csd-emu) and keep it beside libcsd.so, or name it in CSD_EMU_LIBRARY",
+                    ENOENT);
+    }
+    return sym;
+}
+
+std::unique_ptr<Transport> open_emu(const std::string &spec)
+{
+    const auto make = reinterpret_cast<decltype(&csd_emu_make_transport)>(
+        emu_symbol("csd_emu_make_transport", "open emu:" + spec + ": the in-process device"));
+    return std::unique_ptr<Transport>(make(&spec));
 }
 
 }  // namespace
+
+std::unique_ptr<HostCompute> make_host_compute(uint64_t slm_size, uint32_t units, NamespaceInfo ns,
+                                               HostCompute::LbaIo io)
+{
+    const auto make = reinterpret_cast<decltype(&csd_emu_make_host_compute)>(
+        emu_symbol("csd_emu_make_host_compute", "host mode (programs run on the host)"));
+    std::string why;
+    HostCompute *h = make(slm_size, units, &ns, &io, &why);
+    if (!h) throw Error(why, ENOMEM);
+    return std::unique_ptr<HostCompute>(h);
+}
 
 std::future<Completion> Transport::submit_async(const Command &cmd)
 {
