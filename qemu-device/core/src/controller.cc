@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
-constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;  // Invalid Namespace or Format
+constexpr uint16_t kInvalidNs = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
 constexpr uint32_t kIdentifySize = 4096;
 
 // Identify CNS values the standard front end answers for (NVMe 2.1 Base, Figure 310).
