@@ -72,7 +72,7 @@ int main(int argc, char **argv)
             std::istringstream c(line), e(cqe_line);
             std::string tag, opc, out_hex, etag, in_hex;
             int q;
-            uint32_t d[11], out_len, in_len;
+            uint32_t d[9], out_len, in_len;
             c >> tag >> q >> opc;
             for (auto &v : d) c >> v;
             c >> out_len >> in_len >> out_hex;
