@@ -117,4 +117,15 @@ TEST_F(Controller, StandardNamespacesAreTheMemoryOneAndTheNext)
     EXPECT_EQ(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0), CSD_CORE_NOT_MINE);  // its parts are block I/O
 }
 
+TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
+{
+    HostBuffer none;
+    ASSERT_EQ(submit(none, CSD_OPC_NOOP, 1, 0xFFFFFFFF, 0, 0), 0);
+    EXPECT_EQ(cpl.dw0, CSD_LOG_VERSION);
+    EXPECT_TRUE(csd_is_io_opcode(CSD_OPC_NOOP));
+    EXPECT_FALSE(csd_opcode_changes_lbas(CSD_OPC_NOOP));
+    for (int i = 0; i < CSD_STAT_COUNT; i++) EXPECT_EQ(counter(i), 0u) << csd_stat_names[i];
+    EXPECT_EQ(submit(none, CSD_OPC_NOOP, 9, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
 }  // namespace

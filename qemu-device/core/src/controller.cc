@@ -284,6 +284,10 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
     case CSD_OPC_SLM_READ: return slm_xfer(core, op, port, req, cpl);
     case CSD_OPC_PROGRAM_LOAD: return program_load(core, op, port, req, cpl, false);
     case CSD_OPC_PROGRAM_UNLOAD: return program_unload(core, op, false);
+    case CSD_OPC_NOOP:
+        cpl->dw0 = CSD_LOG_VERSION;
+        csd_core_complete(core, op, CSD_STATUS_SUCCESS);
+        return CSD_STATUS_SUCCESS;
     case CSD_OPC_EXECUTE: {
         std::vector<uint8_t> desc(op->bytes);
         st = port->from_host(req, desc.data(), op->bytes);
