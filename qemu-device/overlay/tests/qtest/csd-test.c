@@ -1798,6 +1798,8 @@ static void test_equivalence_trace(void)
             8 * LBA, 0);
     eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 1, .cdw10 = 100, .cdw12 = 7 }, NULL, 0,
             8 * LBA, 0);
+    /* the vendor No-Op: no glue of its own in either embedding */
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_NOOP, .nsid = 1 }, NULL, 0, 0, 0);
     /* vendor Execute: copy, an unknown program */
     memcpy(h.magic, "CSDX", 4);
     memcpy(d, &h, 16);
