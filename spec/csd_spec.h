@@ -36,6 +36,7 @@ enum csd_opcode {
     CSD_OPC_PROGRAM_UNLOAD = 0x8C, /* no data (1.1) */
     CSD_OPC_COMPARE_WRITE = 0x8D,  /* host -> controller: expected then new LBA data
                                       (project extension, docs/command-set.md section 10) */
+    CSD_OPC_NOOP = 0x90,           /* no data: Success, DW0 the log version (project extension) */
 };
 
 /* Whether an I/O opcode belongs to the CSD command set. */
@@ -43,7 +44,7 @@ static inline int csd_is_io_opcode(uint8_t opc)
 {
     return opc == CSD_OPC_SLM_LOAD || opc == CSD_OPC_SLM_WRITE || opc == CSD_OPC_SLM_READ ||
            opc == CSD_OPC_SLM_STORE || opc == CSD_OPC_EXECUTE || opc == CSD_OPC_PROGRAM_LOAD ||
-           opc == CSD_OPC_PROGRAM_UNLOAD || opc == CSD_OPC_COMPARE_WRITE;
+           opc == CSD_OPC_PROGRAM_UNLOAD || opc == CSD_OPC_COMPARE_WRITE || opc == CSD_OPC_NOOP;
 }
 
 /*

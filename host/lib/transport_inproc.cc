@@ -151,6 +151,8 @@ public:
             throw Error(std::string("emu: plugins: ") + why, EINVAL);
         }
         csd_core_set_model(core_, &model);
+        csd_core_cs_attach(core_, mem_nsid_);
+        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid};
         cu_ = cu;
         start_workers();
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
@@ -254,35 +256,54 @@ private:
         if (--busy_ == 0) gate_cv_.notify_all();
     }
 
-    // Runs one command, or (Execute) queues it for a compute unit.
+    // Runs one command: the core answers it through the port, or decodes it for the block
+    // I/O (SLM Load / Store, Compare and Write) or the compute unit (Execute) it needs; what
+    // it leaves (Identify of the controller and namespace 1, NVM Read / Write / Flush, the
+    // standard copies) is this device's own.
     std::future<Completion> dispatch(const Command &cmd)
     {
-        if (cmd.admin) return ready(admin(cmd));
-        // Under the timing model a command is scheduled when it arrives and completes no
-        // earlier than the modelled drive would: here, or (Execute) on its worker.
-        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
-        if (mem_nsid_ && (cmd.nsid == mem_nsid_ || cmd.nsid == mem_nsid_ + 1)) return cs_io(cmd, arrived);
-        if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
-        if (mem_nsid_ && cmd.opcode == NVME_CS_NVM_COPY && nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY) {
-            return cs_copy(cmd, arrived);
-        }
-        if (cmd.opcode <= 0x02) {  // Flush, Write, Read
-            csd_model_work w;  // filled only under the model: with it off a command pays one test
-            if (arrived) csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
-            const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
-                                                    : rw(cmd, cmd.opcode == 0x01);
-            if (r.status) return ready(r);  // refused: no media time (as QEMU's glue)
-            return modelled(w, arrived, r);
-        }
-        if (!csd_is_io_opcode(cmd.opcode) || (!vendor_io_ && cmd.opcode != CSD_OPC_COMPARE_WRITE)) {
+        if (!cmd.admin && !vendor_io_ && csd_is_io_opcode(cmd.opcode) && cmd.opcode != CSD_OPC_COMPARE_WRITE &&
+            !csd_core_cs_csi(core_, cmd.nsid)) {
             return ready({kInvalidOpcode, 0});
         }
-        const csd_cmd c = core_cmd(cmd);
-        const csd_ctx ctx = ns_ctx();
+        const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
+        csd_cpl cpl;
         csd_op op;
-        const uint16_t st = csd_core_decode(core_, &c, &ctx, &op);
-        if (st) return ready({st, 0});
-        return run_decoded(cmd, op, arrived);
+        const uint16_t st = csd_core_submit(core_, &sqe, &port_, const_cast<Command *>(&cmd), &cpl, &op);
+        if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
+        if (st != CSD_CORE_MOVE) {
+            if (cpl.finish_ns) wait_until(cpl.finish_ns);
+            return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
+        }
+        switch (op.opcode) {
+        case CSD_OPC_EXECUTE: return launch(op, cpl.finish_ns);
+        case CSD_OPC_COMPARE_WRITE: {
+            const uint16_t s = cmd.data_len < op.bytes ? kInvalidField : compare_write(op, cmd.data);
+            return modelled(cpl.finish_ns, complete(op, {s, 0}));
+        }
+        default: return modelled(cpl.finish_ns, complete(op, {load_store(op), 0}));
+        }
+    }
+
+    // The I/O commands the core leaves to the device: NVM Read, Write, Flush and the
+    // standard front end's copies (their parts are block I/O).
+    std::future<Completion> own_io(const Command &cmd)
+    {
+        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
+        if (mem_nsid_ && (cmd.nsid == mem_nsid_ ||  // Memory Copy, or NVM Copy from memory
+                          (cmd.nsid == ns_.nsid && cmd.opcode == NVME_CS_NVM_COPY &&
+                           nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY))) {
+            return cs_copy(cmd, arrived);
+        }
+        if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
+        if (cmd.opcode > 0x02) return ready({kInvalidOpcode, 0});
+        // Flush, Write, Read
+        csd_model_work w;  // filled only under the model: with it off a command pays one test
+        if (arrived) csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
+        const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
+                                                : rw(cmd, cmd.opcode == 0x01);
+        if (r.status || !arrived) return ready(r);  // refused: no media time (as QEMU's glue)
+        return modelled(csd_core_model_schedule(core_, &w, arrived), r);
     }
 
     static uint64_t now_ns()
@@ -301,33 +322,34 @@ private:
     // What the core knows of the namespace and this device's transfer limit.
     csd_ctx ns_ctx() const { return csd_ctx{ns_.lba_count, ns_.lba_size, kMaxTransfer, 0}; }
 
-    // Moves the bytes of a decoded command (vendor, or a standard one decoded into the
-    // vendor operation) and completes it, no earlier than the model's finish.
-    std::future<Completion> run_decoded(const Command &cmd, const csd_op &op, uint64_t arrived)
+    // The port: host memory is the command's buffer.
+    static uint16_t from_host(void *req, void *buf, uint64_t len)
     {
-        if (cmd.data_len < ((cmd.opcode & 3) ? op.bytes : 0)) return ready(complete(op, {kInvalidField, 0}));
-        csd_model_work w;  // filled only under the model (modelled() reads it only then)
-        if (arrived) csd_model_work_op(&op, &w);
-        switch (op.opcode) {
-        case CSD_OPC_SLM_LOAD:
-        case CSD_OPC_SLM_STORE: return modelled(w, arrived, complete(op, {load_store(op), 0}));
-        case CSD_OPC_SLM_WRITE: std::memcpy(op.slm, cmd.data, op.bytes); return modelled(w, arrived, complete(op, {0, 0}));
-        case CSD_OPC_SLM_READ: std::memcpy(cmd.data, op.slm, op.bytes); return modelled(w, arrived, complete(op, {0, 0}));
-        case CSD_OPC_PROGRAM_LOAD: {
-            uint32_t dw0 = 0;
-            const uint16_t s = csd_core_program_load(core_, &op, cmd.data, &dw0, nullptr, 0);
-            return modelled(w, arrived, complete(op, {s, dw0}));
-        }
-        case CSD_OPC_PROGRAM_UNLOAD: return modelled(w, arrived, complete(op, {csd_core_program_unload(core_, &op), 0}));
-        case CSD_OPC_COMPARE_WRITE: return modelled(w, arrived, complete(op, {compare_write(op, cmd.data), 0}));
-        default: return execute(cmd, op, arrived);
-        }
+        const auto *c = static_cast<const Command *>(req);
+        if (len > c->data_len) return kInvalidField;
+        if (len) std::memcpy(buf, c->data, len);
+        return 0;
     }
-
-    // A completion no earlier than the modelled finish of work w that arrived then (0: no model).
-    std::future<Completion> modelled(const csd_model_work &w, uint64_t arrived, Completion r)
+    static uint16_t to_host(void *req, const void *buf, uint64_t len)
     {
-        if (arrived) wait_until(csd_core_model_schedule(core_, &w, arrived));
+        const auto *c = static_cast<const Command *>(req);
+        if (len > c->data_len) return kInvalidField;
+        if (len) std::memcpy(c->data, buf, len);
+        return 0;
+    }
+    static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
+    {
+        const auto *t = static_cast<const TransportInproc *>(self);
+        if (nsid != t->ns_.nsid) return -1;
+        *ctx = t->ns_ctx();
+        return 0;
+    }
+    static uint64_t port_now(void *) { return now_ns(); }
+
+    // A completion no earlier than a modelled finish (0: no model).
+    std::future<Completion> modelled(uint64_t finish, Completion r)
+    {
+        if (finish) wait_until(finish);
         return ready(r);
     }
 
@@ -339,149 +361,33 @@ private:
         if (finish > done) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - done));
     }
 
+    // Identify of the controller and of namespace 1, the command set vector (1Ch) and the
+    // NVM command set's namespace list (07h): what the core leaves to the device.
     Completion admin(const Command &c)
     {
-        if (c.opcode == 0x06) {  // Identify
-            if (c.data_len < 4096) return {kInvalidField, 0};
-            auto *p = static_cast<uint8_t *>(c.data);
-            if ((c.cdw10 & 0xFF) == 1) {
-                fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
-                std::memcpy(p + 4, "csd-inproc", 10);                           // serial
-                return {0, 0};
-            }
-            if ((c.cdw10 & 0xFF) == 0) {
-                if (mem_nsid_ && (c.nsid == mem_nsid_ || c.nsid == mem_nsid_ + 1)) {
-                    std::memset(p, 0, 4096);  // not an NVM namespace: an empty structure
-                    return {0, 0};
-                }
-                if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
-                fill_identify_namespace(p, ns_);
-                return {0, 0};
-            }
-            return cs_identify(c, p);
-        }
-        if (c.opcode == 0x02) {  // Get Log Page
-            const uint8_t lid = c.cdw10 & 0xFF;
-            const uint64_t len = ((static_cast<uint64_t>(c.cdw11 & 0xFFFF) << 16 | c.cdw10 >> 16) + 1) * 4;
-            const uint64_t off = c.cdw12 | static_cast<uint64_t>(c.cdw13) << 32;
-            if (mem_nsid_ && !csd_core_is_log_page(lid)) return cs_get_log(c, lid, len, off);
-            if (!csd_core_is_log_page(lid) || c.data_len < len) return {kInvalidField, 0};
-            uint8_t page[CSD_LOG_MAX_SIZE];
-            uint32_t avail;
-            const uint16_t st = csd_core_get_log(core_, lid, c.nsid, off, page, &avail);
-            if (st) return {st, 0};
-            std::memcpy(c.data, page + off, std::min<uint64_t>(len, avail));
-            return {0, 0};
-        }
-        if (mem_nsid_) return cs_admin(c);
-        return {kInvalidOpcode, 0};
-    }
-
-    // ------------------------------------------------ the standard front end (nvme-cs=1)
-
-    // Identify: the command set vector (CNS 1Ch), per-CSI active lists (07h), descriptors (03h).
-    Completion cs_identify(const Command &c, uint8_t *p)
-    {
+        if (c.opcode == 0x02) return {kInvalidField, 0};  // a log page neither the core's nor ours
+        if (c.opcode != 0x06) return {kInvalidOpcode, 0};
+        if (c.data_len < 4096) return {kInvalidField, 0};
+        auto *p = static_cast<uint8_t *>(c.data);
         const uint8_t cns = c.cdw10 & 0xFF, csi = static_cast<uint8_t>(c.cdw11 >> 24);
         std::memset(p, 0, 4096);
-        if (cns == 0x1C) {  // I/O Command Set data structure: vector 0
-            p[0] = 1 | (mem_nsid_ ? NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP : 0);
+        switch (cns) {
+        case 0x01:
+            fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
+            std::memcpy(p + 4, "csd-inproc", 10);                           // serial
             return {0, 0};
-        }
-        if (cns == 0x07) {  // active namespaces of a CSI above c.nsid
-            const uint32_t id = csi == NVME_CS_CSI_SLM ? mem_nsid_ : csi == NVME_CS_CSI_CP && mem_nsid_ ? mem_nsid_ + 1
-                                : csi == 0 ? ns_.nsid : 0;
-            if (id && id > c.nsid) std::memcpy(p, &id, 4);
+        case 0x00:
+            if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
+            fill_identify_namespace(p, ns_);
             return {0, 0};
-        }
-        if (cns == 0x03 && mem_nsid_ && (c.nsid == mem_nsid_ || c.nsid == mem_nsid_ + 1)) {
-            p[0] = 0x04;  // NIDT: Command Set Identifier
-            p[1] = 1;
-            p[4] = c.nsid == mem_nsid_ ? NVME_CS_CSI_SLM : NVME_CS_CSI_CP;
+        case 0x1C: p[0] = 1 | (mem_nsid_ ? NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP : 0); return {0, 0};
+        case 0x07:
+            if (csi == 0 && ns_.nsid > c.nsid) std::memcpy(p, &ns_.nsid, 4);
             return {0, 0};
-        }
-        return {kInvalidField, 0};
-    }
-
-    // Get Log Page 82h-84h, 1Ah, 1Bh.
-    Completion cs_get_log(const Command &c, uint8_t lid, uint64_t len, uint64_t off)
-    {
-        std::vector<uint8_t> page(NVME_CS_LOG_MAX_SIZE);
-        uint32_t avail = 0;
-        uint16_t st;
-        if (lid == NVME_CS_LOG_REACHABILITY_GROUPS || lid == NVME_CS_LOG_REACHABILITY_ASSOC) {
-            const uint32_t nsids[] = {ns_.nsid, mem_nsid_, mem_nsid_ + 1};
-            st = csd_core_cs_reachability_log(lid, nsids, 3, off, page.data(), NVME_CS_LOG_MAX_SIZE, &avail);
-        } else {
-            st = csd_core_cs_get_log(core_, lid, off, page.data(), NVME_CS_LOG_MAX_SIZE, &avail);
-        }
-        if (st) return {st, 0};
-        if (c.data_len < len) return {kInvalidField, 0};
-        std::memcpy(c.data, page.data(), std::min<uint64_t>(len, avail));
-        return {0, 0};
-    }
-
-    // Load Program, Program Activation Management, Memory Range Set Management.
-    Completion cs_admin(const Command &c)
-    {
-        const csd_cmd cc = core_cmd(c);
-        switch (c.opcode) {
-        case NVME_CS_ADM_LOAD_PROGRAM: {
-            const csd_ctx ctx = ns_ctx();
-            csd_op op;
-            const uint16_t st = csd_core_cs_decode_load_program(core_, &cc, &ctx, &op);
-            if (st) return {st, 0};
-            if (op.opcode == CSD_OPC_PROGRAM_UNLOAD) return complete(op, {csd_core_cs_program_unload(core_, &op), 0});
-            if (c.data_len < op.bytes) return complete(op, {kInvalidField, 0});
-            uint32_t dw0 = 0;
-            const uint16_t s = csd_core_cs_program_load(core_, &op, c.data, &dw0, nullptr, 0);
-            return complete(op, {s, dw0});
-        }
-        case NVME_CS_ADM_PROGRAM_ACTIVATION: return {csd_core_cs_program_activation(core_, c.cdw10), 0};
-        case NVME_CS_ADM_MEMORY_RANGE_SET:
-            if ((c.cdw10 & 0xF) == NVME_CS_MRSM_DELETE) return {csd_core_cs_range_set_delete(core_, c.cdw10 >> 16), 0};
-            if ((c.cdw10 & 0xF) == NVME_CS_MRSM_CREATE) {
-                uint16_t rsid = 0;
-                const uint16_t st = csd_core_cs_range_set_create(core_, mem_nsid_, c.cdw11, c.data, c.data_len, &rsid);
-                return {st, rsid};
-            }
-            return {kInvalidField, 0};
-        default: return {kInvalidOpcode, 0};
+        default: return {kInvalidField, 0};
         }
     }
 
-    // I/O of the memory namespace (Memory Copy, Read, Fill, Write) and the compute namespace
-    // (Execute Program).
-    std::future<Completion> cs_io(const Command &cmd, uint64_t arrived)
-    {
-        const csd_cmd c = core_cmd(cmd);
-        if (cmd.nsid != mem_nsid_) {
-            if (cmd.opcode != NVME_CS_EXECUTE_PROGRAM) return ready({kInvalidOpcode, 0});
-            const csd_cs_exec_cmd x{cmd.cdw2, cmd.cdw3, 0, cmd.cdw15};
-            const uint32_t len = nvme_cs_exec_data_len(0, cmd.cdw15);
-            csd_op op{};
-            op.opcode = CSD_OPC_EXECUTE;
-            op.bytes = len;
-            csd_exec *job = nullptr;
-            const uint16_t st = cmd.data_len < len ? static_cast<uint16_t>(kInvalidField)
-                                                   : csd_core_cs_exec_prepare(core_, mem_nsid_, &x, cmd.data, len, &job);
-            if (st) return ready(complete(op, {st, 0}));
-            return launch(op, job, arrived);
-        }
-        switch (cmd.opcode) {
-        case NVME_CS_MEM_COPY: return cs_copy(cmd, arrived);
-        case NVME_CS_MEM_FILL: return ready({csd_core_cs_memory_fill(core_, &c), 0});
-        case NVME_CS_MEM_READ:
-        case NVME_CS_MEM_WRITE: {  // decoded as SLM Read / Write: they move the same way
-            const csd_ctx ctx = ns_ctx();
-            csd_op op;
-            const uint16_t st = csd_core_cs_decode_mem(core_, &c, &ctx, &op);
-            if (st) return ready({st, 0});
-            return run_decoded(cmd, op, arrived);
-        }
-        default: return ready({kInvalidOpcode, 0});
-        }
-    }
 
     // Memory Copy (namespace -> memory) or NVM Copy format 4h (memory -> namespace): the
     // core makes the descriptors SLM Loads / Stores; each moves like the vendor command.
@@ -514,9 +420,10 @@ private:
             complete(parts[i].op, {result, 0});
             total.bytes += parts[i].op.bytes;
         }
+        if (!arrived) return ready({result, 0});
         csd_model_work w;
-        if (arrived) csd_model_work_op(&total, &w);
-        return modelled(w, arrived, {result, 0});
+        csd_model_work_op(&total, &w);
+        return modelled(csd_core_model_schedule(core_, &w, arrived), {result, 0});
     }
 
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
@@ -599,25 +506,11 @@ private:
         return fd >= 0 ? fd : ::open(path_.c_str(), O_RDWR | O_CLOEXEC);  // no /proc: by name
     }
 
-    std::future<Completion> execute(const Command &c, const csd_op &op, uint64_t arrived)
+    // Queues a prepared Execute (op.job) for a worker; it completes no earlier than finish
+    // (0: no model) and counts as in flight until it completes.
+    std::future<Completion> launch(const csd_op &op, uint64_t finish)
     {
-        csd_exec *job = nullptr;
-        const uint16_t st = csd_core_exec_prepare(core_, c.data, static_cast<uint32_t>(op.bytes), &job);  // copies what it needs
-        if (st) return ready(complete(op, {st, 0}));
-        return launch(op, job, arrived);
-    }
-
-    // Queues a prepared job for a worker (the model schedules it when it arrived); it
-    // counts as in flight until it completes.
-    std::future<Completion> launch(const csd_op &op, csd_exec *job, uint64_t arrived)
-    {
-        uint64_t finish = 0;
-        if (arrived) {
-            csd_model_work w;
-            csd_model_work_op(&op, &w);
-            csd_exec_model_work(job, &w);
-            finish = csd_core_model_schedule(core_, &w, arrived);
-        }
+        csd_exec *job = op.job;
         auto promise = std::make_shared<std::promise<Completion>>();
         auto fut = promise->get_future();
         enter_also();  // until the job completes; the submission still counts meanwhile
@@ -664,6 +557,7 @@ private:
     bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
     NamespaceInfo ns_;
     csd_core *core_ = nullptr;
+    csd_port port_{};  // the core's view of this device (from_host, to_host, ns_info, now_ns)
     uint32_t cu_ = 0;
     std::mutex mu_;  // the workers' queue
     std::condition_variable cv_;

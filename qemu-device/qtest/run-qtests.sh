@@ -39,7 +39,8 @@ for bin in "$qemu" "$wrapdir/qemu-system-x86_64"; do
     done
 done
 
-out=$(CSD_BPF_DIR="$top/build/meson/examples/bpf" QTEST_QEMU_BINARY="$qemu" timeout 300 "$csd" --tap 2>&1)
+out=$(CSD_EQUIV_TRACE="$wrapdir/equivalence.trace" CSD_BPF_DIR="$top/build/meson/examples/bpf" \
+      QTEST_QEMU_BINARY="$qemu" timeout 300 "$csd" --tap 2>&1)
 rc=$?
 while read -r line; do
     case "$line" in
@@ -48,6 +49,16 @@ while read -r line; do
     esac
 done < <(grep -E '^(not )?ok ' <<<"$out")
 [ $rc = 0 ] || grep -q '^not ok' <<<"$out" || result 1 "csd-test exited $rc" "$out"
+
+# One command sequence through both embeddings: /csd/equivalence-trace's commands and
+# QEMU's completions, replayed on the in-process device and compared byte for byte.
+replay="$top/build/meson/tests/host/csd-equivalence-replay"
+if [ -x "$replay" ]; then
+    out=$("$replay" "$wrapdir/equivalence.trace" 2>&1)
+    result $? "equivalence: QEMU and the in-process device complete the same sequence alike" "$out"
+else
+    result 1 "equivalence: $replay missing (meson build)" ""
+fi
 
 # Realize-time validation: bad csd properties stop QEMU with a message naming them.
 check_refused() {  # check_refused 'DEVICE OPTIONS' 'MESSAGE'

@@ -56,6 +56,7 @@ struct csd_op {
     uint64_t bytes;      /* bytes to move: SLM<->namespace, SLM<->host, the descriptor
                             (Execute), the image chunk (Program Load) or expected + new
                             data (Compare and Write) from the host */
+    csd_exec *job;       /* Execute from csd_core_submit: the prepared job to run */
 };
 
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
@@ -347,6 +348,68 @@ uint16_t csd_core_cs_reachability_log(uint8_t lid, const uint32_t *nsids, uint32
  * the set does not have) and returns 0; -1 for another CSI, effects untouched.
  */
 int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256]);
+
+/*
+ * The controller: csd_core_submit answers one command of the command set through the
+ * embedding's port (after SPDK's NVMe-oF target: one controller over transport
+ * operations). The core dispatches, validates, moves the bytes between host memory and
+ * SLM, counts, and schedules the timing model; what stays with the embedding is block I/O
+ * (SLM Load / Store, Compare and Write, the standard copies) and the compute units.
+ */
+struct csd_port {
+    /* Moves len bytes of the command's data from host memory into buf (PRP / SGL resolved
+     * by the embedding); an NVMe status (Success, or the transfer's error). */
+    uint16_t (*from_host)(void *req, void *buf, uint64_t len);
+    /* Moves len bytes of buf into the command's host memory; an NVMe status. */
+    uint16_t (*to_host)(void *req, const void *buf, uint64_t len);
+    /* What the embedding knows of NVM namespace nsid (ctx); non-zero when none is attached. */
+    csd_cs_ns_info ns_info;
+    /* The current time in ns (any clock, the same for every call): the timing model's. */
+    uint64_t (*now_ns)(void *opaque);
+    void *opaque;           /* ns_info's and now_ns's argument */
+    uint64_t max_transfer;  /* largest data transfer of one command (MDTS), 0: no limit */
+    uint32_t max_nsid;      /* ns_info is asked about NSIDs 1..max_nsid (log pages 1Ah, 1Bh) */
+};
+
+/* A submission queue entry as csd_core_submit reads it. */
+struct csd_sqe {
+    struct csd_cmd cmd;
+    uint32_t cdw2, cdw3, cdw4; /* Execute Program: index and RSID, ranges, data length */
+    uint8_t admin;             /* non-zero: from the admin queue */
+};
+
+/* The completion of a command csd_core_submit answered or decoded. */
+struct csd_cpl {
+    uint32_t dw0, dw1;
+    uint64_t finish_ns;     /* timing model: complete no earlier (port clock); 0: model off */
+    char why[128];          /* an error's reason for the embedding's trace, "" if none */
+};
+
+/* csd_core_submit: not one of the command set's commands (the embedding answers it). */
+#define CSD_CORE_NOT_MINE 0xFFFFu
+/* csd_core_submit: decoded, the embedding moves *op (SLM Load / Store, Compare and Write:
+ * block I/O; Execute: run op->job on a compute unit) and ends it with csd_core_complete. */
+#define CSD_CORE_MOVE 0xFFFEu
+
+/*
+ * Answers one command: the vendor I/O commands on an
+ * NVM namespace (ns_info), and with the standard front end on (csd_core_cs_attach) its
+ * admin commands, Identify of its namespaces and command sets, its I/O commands and log
+ * pages 82h-84h, 1Ah, 1Bh; Get Log Page C0h and C1h. Returns the final status (completion
+ * Dwords in *cpl), CSD_CORE_MOVE (*op to move), or CSD_CORE_NOT_MINE. Get Log Page's
+ * length and offset are the embedding's to check first (MDTS, its own log pages).
+ */
+uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct csd_port *port, void *req,
+                         struct csd_cpl *cpl, struct csd_op *op);
+
+/* Turns the standard front end on with its memory namespace at mem_nsid and its compute
+ * namespace at mem_nsid + 1 (0: off). Call before the first command. */
+void csd_core_cs_attach(csd_core *core, uint32_t mem_nsid);
+/* The command set (NVME_CS_CSI_SLM or _CP) of a namespace of the standard front end, or 0
+ * when nsid is not one of its two. */
+uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid);
+/* The standard front end's memory namespace, 0 when it is off. */
+uint32_t csd_core_cs_mem_nsid(const csd_core *core);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

@@ -132,6 +132,8 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
         return CSD_STATUS_SUCCESS;  // the slot is checked by csd_core_program_unload
     case CSD_OPC_COMPARE_WRITE:
         return decode_compare_write(cmd, ctx, op);
+    case CSD_OPC_NOOP:
+        return CSD_STATUS_SUCCESS;
     default:
         return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
     }

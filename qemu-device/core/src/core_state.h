@@ -54,6 +54,7 @@ struct csd_core {
     std::atomic<int> bpf_interpreted{0};
     csd::core::TimingModel model;      // off unless configured
     csd::core::CsState cs;             // the standard front end's range sets and activation
+    uint32_t cs_mem_nsid = 0;          // its memory namespace (compute: the next), 0 if off
 };
 
 namespace csd::core {

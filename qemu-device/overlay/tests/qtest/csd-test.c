@@ -1689,6 +1689,172 @@ static void test_set_fdp_events_broadcast(void)
     stop(n);
 }
 
+/*
+ * The equivalence trace: one command sequence of both front ends (SLM Write, Read, Load,
+ * Store, Compare and Write with a match and a miscompare, NVM Read, Execute and Execute
+ * Program, program activation, a range set, Memory Write / Read / Fill, error paths, the
+ * log pages C0h, C1h, 82h and 84h), each command and its completion written to
+ * $CSD_EQUIV_TRACE when set. tests/host/csd-equivalence-replay runs the same commands on
+ * the in-process device and compares every completion and every byte read back.
+ */
+typedef struct EqTrace {
+    Nvme *n;
+    FILE *f;
+} EqTrace;
+
+static void eq_hex(FILE *f, const uint8_t *p, uint32_t len)
+{
+    if (!len) {
+        fputs(" -", f);
+        return;
+    }
+    fputc(' ', f);
+    for (uint32_t i = 0; i < len; i++) {
+        fprintf(f, "%02x", p[i]);
+    }
+}
+
+/*
+ * Runs s on queue q (0 admin, 1 I/O) with out_len bytes of out moved to the controller
+ * and in_len bytes read back (both at most 8 KiB, n->buf), checks its status, traces both.
+ */
+static void eq_step(EqTrace *t, int q, Sqe s, const void *out, uint32_t out_len,
+                    uint32_t in_len, uint16_t expect)
+{
+    g_autofree uint8_t *in = g_malloc0(in_len ? in_len : 1);
+    Cqe c;
+
+    g_assert_cmpuint(MAX(out_len, in_len), <=, 8192);
+    if (out_len) {
+        qtest_memwrite(t->n->qs->qts, t->n->buf, out, out_len);
+    } else if (in_len) {
+        qtest_memset(t->n->qs->qts, t->n->buf, 0, in_len);  /* what a failed command leaves */
+    }
+    if (out_len || in_len) {
+        s.prp1 = t->n->buf;
+        s.prp2 = t->n->buf + 4096;
+    }
+    c = run(t->n, q, s);
+    if (in_len) {
+        qtest_memread(t->n->qs->qts, t->n->buf, in, in_len);
+    }
+    if (t->f) {
+        fprintf(t->f, "cmd %d %02x %u %u %u %u %u %u %u %u %u %u %u", q, s.opc, s.nsid,
+                s.cdw2, s.cdw3, s.cdw10, s.cdw11, s.cdw12, s.cdw13, s.cdw14, s.cdw15,
+                out_len, in_len);
+        eq_hex(t->f, out, out_len);
+        fprintf(t->f, "\ncqe %04x %08x %08x", c.status, c.dw0, c.dw1);
+        eq_hex(t->f, in, in_len);
+        fputc('\n', t->f);
+        fflush(t->f);
+    }
+    g_assert_cmphex(c.status, ==, expect);
+}
+
+static void test_equivalence_trace(void)
+{
+    const char *path = g_getenv("CSD_EQUIV_TRACE");
+    EqTrace t = { .n = start(",csd=on,csd.slm-size=1M,csd.compute-units=2,csd.nvme-cs=on"),
+                  .f = path ? fopen(path, "w") : NULL };
+    uint8_t data[8192], d[256];
+    struct csd_desc_header h = { .version = 1, .program_id = CSD_PROG_COPY, .nr_ranges = 2 };
+    uint64_t ranges[4] = { 0, 4096, 16384, 4096 };
+    struct {
+        struct nvme_cs_mem_range r[2];
+    } QEMU_PACKED inl = {
+        .r = { { .nsid = 2, .len = 4096, .sb = 0 }, { .nsid = 2, .len = 4096, .sb = 32768 } },
+    };
+    const uint16_t dnr = CSD_STATUS_DNR;
+
+    g_assert(!path || t.f);
+    if (t.f) {
+        fprintf(t.f, "# csd equivalence trace 1: slm=1M cu=2 nvme-cs, %d-byte LBAs, "
+                "disk %d bytes of (i * 7 + i / 4096)\n", LBA, NS_BYTES);
+    }
+    for (int i = 0; i < 8192; i++) {
+        data[i] = (uint8_t)(i * 13 + 5);
+    }
+    /* vendor SLM Write, Read, Load, Store; out of bounds */
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_WRITE, 0, 0, 4096), data, 4096, 0, 0);
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 0, 4096), NULL, 0, 4096, 0);
+    eq_step(&t, 1, slm_lba(CSD_OPC_SLM_LOAD, 10, 8, 8192), NULL, 0, 0, 0);
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 8192, 4096), NULL, 0, 4096, 0);
+    eq_step(&t, 1, slm_lba(CSD_OPC_SLM_STORE, 100, 8, 0), NULL, 0, 0, 0);
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, SLM_BYTES - 8, 16), NULL, 0, 16,
+            CSD_STATUS_SLM_OUT_OF_BOUNDS | dnr);
+    /* Compare and Write: a match writes, the same expected bytes then miscompare */
+    for (int i = 0; i < 4 * LBA; i++) {
+        int b = 2000 * LBA + i;
+
+        data[i] = (uint8_t)(b * 7 + b / 4096);
+        data[4 * LBA + i] = 0xA5;
+    }
+    eq_step(&t, 1, compare_write(t.n, 2000, 4), data, 8 * LBA, 0, 0);
+    eq_step(&t, 1, compare_write(t.n, 2000, 4), data, 8 * LBA, 0,
+            CSD_STATUS_COMPARE_FAILURE | dnr);
+    eq_step(&t, 1, compare_write(t.n, NS_BYTES / LBA - 2, 4), data, 8 * LBA, 0,
+            CSD_STATUS_LBA_OUT_OF_RANGE | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 1, .cdw10 = 2000, .cdw12 = 7 }, NULL, 0,
+            8 * LBA, 0);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 1, .cdw10 = 100, .cdw12 = 7 }, NULL, 0,
+            8 * LBA, 0);
+    /* the vendor No-Op: no glue of its own in either embedding */
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_NOOP, .nsid = 1 }, NULL, 0, 0, 0);
+    /* vendor Execute: copy, an unknown program */
+    memcpy(h.magic, "CSDX", 4);
+    memcpy(d, &h, 16);
+    memcpy(d + 16, ranges, sizeof(ranges));
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = 48 }, d, 48, 0, 0);
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 16384, 4096), NULL, 0, 4096, 0);
+    d[6] = 0x30;    /* no program has this id */
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = 48 }, d, 48, 0,
+            CSD_STATUS_INVALID_PROGRAM | dnr);
+    /* the standard front end: activation, Execute Program inline and through a range set */
+    eq_step(&t, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION,
+                          .cdw10 = CSD_PROG_COPY | 1 << 16 }, NULL, 0, 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3, .cdw2 = CSD_PROG_COPY,
+                          .cdw3 = 2, .cdw15 = sizeof(inl) }, &inl, sizeof(inl), 0,
+            NVME_CS_PROGRAM_NOT_ACTIVATED | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = 48 }, d, 48, 0,
+            CSD_STATUS_INVALID_PROGRAM | dnr);
+    d[6] = CSD_PROG_COPY;
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = 48 }, d, 48, 0, 0);
+    eq_step(&t, 0, (Sqe){ .opc = NVME_CS_ADM_PROGRAM_ACTIVATION, .cdw10 = CSD_PROG_COPY },
+            NULL, 0, 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3, .cdw2 = CSD_PROG_COPY,
+                          .cdw3 = 2, .cdw15 = sizeof(inl) }, &inl, sizeof(inl), 0, 0);
+    eq_step(&t, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET, .cdw11 = 1 }, &inl,
+            sizeof(inl), 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_EXECUTE_PROGRAM, .nsid = 3,
+                          .cdw2 = CSD_PROG_COPY | 1 << 16, .cdw3 = 2 }, NULL, 0, 0, 0);
+    eq_step(&t, 0, (Sqe){ .opc = NVME_CS_ADM_MEMORY_RANGE_SET, .cdw10 = 5 << 16 | 1 },
+            NULL, 0, 0, NVME_CS_INVALID_MEMORY_RANGE_SET_ID | dnr);
+    /* Memory Write, Fill, Read of the memory namespace */
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_MEM_WRITE, .nsid = 2, .cdw10 = 40960, .cdw12 = 512 },
+            data + 100, 512, 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_MEM_FILL, .nsid = 2, .cdw10 = 41216, .cdw12 = 64,
+                          .cdw13 = 0xdeadbeef }, NULL, 0, 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .cdw10 = 40960, .cdw12 = 512 },
+            NULL, 0, 512, 0);
+    eq_step(&t, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .cdw10 = 32768, .cdw12 = 4096 },
+            NULL, 0, 4096, 0);
+    /* the log pages: capabilities, statistics, Program List, Memory Range Set List */
+    eq_step(&t, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff,
+                          .cdw10 = CSD_LOG_CAPABILITIES | 1023 << 16 }, NULL, 0, 4096, 0);
+    eq_step(&t, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff,
+                          .cdw10 = NVME_CS_LOG_PROGRAM_LIST | 1023 << 16 }, NULL, 0, 4096, 0);
+    eq_step(&t, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff,
+                          .cdw10 = NVME_CS_LOG_MEMORY_RANGE_SETS | 1023 << 16 }, NULL, 0,
+            4096, 0);
+    eq_step(&t, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff,
+                          .cdw10 = CSD_LOG_STATISTICS | (CSD_LOG_STATS_SIZE / 4 - 1) << 16 },
+            NULL, 0, CSD_LOG_STATS_SIZE, 0);
+    if (t.f) {
+        fclose(t.f);
+    }
+    stop(t.n);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -1737,6 +1903,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/reset-event-after-aers-dropped", test_reset_event_after_aers_dropped);
     qtest_add_func("/csd/sgl-descriptor-budget", test_sgl_descriptor_budget);
     qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
+    qtest_add_func("/csd/equivalence-trace", test_equivalence_trace);
     qtest_add_func("/csd/csd-off", test_csd_off);
     return g_test_run();
 }

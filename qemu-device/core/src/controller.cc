@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+// controller.cc - csd_core_submit: the controller's dispatch of the command set, once for
+// both embeddings (QEMU's hw/nvme glue, libcsd's in-process device). Everything that moves
+// bytes between host memory and SLM, every log page, Identify of the standard front end's
+// namespaces and its admin commands are answered here through the port; block I/O and the
+// compute units stay with the embedding (CSD_CORE_MOVE).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core_state.h"
+
+namespace {
+
+constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidNs = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+constexpr uint32_t kIdentifySize = 4096;
+
+// Identify CNS values the standard front end answers for (NVMe 2.1 Base, Figure 310).
+enum : uint8_t {
+    kCnsNs = 0x00,
+    kCnsNsDescrList = 0x03,
+    kCnsCsNs = 0x05,
+    kCnsCsCtrl = 0x06,
+    kCnsCsNsActiveList = 0x07,
+    kCnsCsIndNs = 0x08,
+    kCnsNsPresent = 0x11,
+    kCnsCsNsPresentList = 0x1A,
+    kCnsCsNsPresent = 0x1B,
+    kCnsCsIndNsAllocated = 0x1F,
+};
+
+bool is_cs_csi(uint8_t csi) { return csi == NVME_CS_CSI_SLM || csi == NVME_CS_CSI_CP; }
+
+// What the core knows of an NVM namespace through the port (or none: Invalid Namespace).
+bool ns_ctx(const csd_port *port, uint32_t nsid, csd_ctx *ctx)
+{
+    return port->ns_info && port->ns_info(port->opaque, nsid, ctx) == 0;
+}
+
+// A context with only the transfer limit (commands of the memory and compute namespaces).
+csd_ctx no_ns_ctx(const csd_port *port)
+{
+    csd_ctx ctx{};
+    ctx.max_transfer = port->max_transfer;
+    return ctx;
+}
+
+void set_why(csd_cpl *cpl, const char *why) { std::snprintf(cpl->why, sizeof cpl->why, "%s", why); }
+
+// Schedules a decoded command arriving now on the modelled drive (job: an Execute's program).
+void schedule(csd_core *core, const csd_port *port, const csd_op *op, csd_cpl *cpl)
+{
+    if (!csd_core_model_on(core)) return;
+    csd_model_work w;
+    csd_model_work_op(op, &w);
+    if (op->job) csd_exec_model_work(op->job, &w);
+    cpl->finish_ns = csd_core_model_schedule(core, &w, port->now_ns(port->opaque));
+}
+
+// Get Log Page: the command set's pages (C0h, C1h) and the standard front end's.
+uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    const uint8_t lid = cmd->cdw10 & 0xFF;
+    const uint64_t len = ((static_cast<uint64_t>(cmd->cdw11 & 0xFFFF) << 16 | cmd->cdw10 >> 16) + 1) * 4;
+    const uint64_t off = cmd->cdw12 | static_cast<uint64_t>(cmd->cdw13) << 32;
+    std::vector<uint8_t> page(std::max<uint32_t>(CSD_LOG_MAX_SIZE, NVME_CS_LOG_MAX_SIZE));
+    uint32_t avail = 0;
+    uint16_t st;
+    if (csd_core_is_log_page(lid)) {
+        st = csd_core_get_log(core, lid, cmd->nsid, off, page.data(), &avail);
+        if (st) {
+            set_why(cpl, "log page nsid or offset");
+            return st;
+        }
+        return port->to_host(req, page.data() + off, std::min<uint64_t>(len, avail));
+    }
+    if (!core->cs_mem_nsid) return CSD_CORE_NOT_MINE;
+    if (lid == NVME_CS_LOG_REACHABILITY_GROUPS || lid == NVME_CS_LOG_REACHABILITY_ASSOC) {
+        std::vector<uint32_t> nsids;
+        for (uint32_t i = 1; i <= port->max_nsid || i <= core->cs_mem_nsid + 1; i++) {
+            csd_ctx ctx;
+            if (ns_ctx(port, i, &ctx) || csd_core_cs_csi(core, i)) nsids.push_back(i);
+        }
+        st = csd_core_cs_reachability_log(lid, nsids.data(), static_cast<uint32_t>(nsids.size()), off, page.data(),
+                                          NVME_CS_LOG_MAX_SIZE, &avail);
+    } else if (lid == NVME_CS_LOG_PROGRAM_LIST || lid == NVME_CS_LOG_DL_PROGRAM_TYPES ||
+               lid == NVME_CS_LOG_MEMORY_RANGE_SETS) {
+        st = csd_core_cs_get_log(core, lid, off, page.data(), NVME_CS_LOG_MAX_SIZE, &avail);
+    } else {
+        return CSD_CORE_NOT_MINE;
+    }
+    if (st) {
+        set_why(cpl, "log page offset");
+        return st;
+    }
+    return port->to_host(req, page.data(), std::min<uint64_t>(len, avail));
+}
+
+// Identify of the standard front end's namespaces and command sets; NOT_MINE for the rest
+// (the controller's and the NVM namespaces' structures, the embedding's lists).
+uint16_t identify(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req)
+{
+    const uint8_t cns = cmd->cdw10 & 0xFF, csi = static_cast<uint8_t>(cmd->cdw11 >> 24);
+    const uint8_t ns_csi = csd_core_cs_csi(core, cmd->nsid);
+    uint8_t buf[kIdentifySize] = {};
+    switch (cns) {
+    case kCnsCsNsActiveList:
+    case kCnsCsNsPresentList: {
+        if (!is_cs_csi(csi)) return CSD_CORE_NOT_MINE;
+        const uint32_t id = csi == NVME_CS_CSI_SLM ? core->cs_mem_nsid : core->cs_mem_nsid + 1;
+        if (id > cmd->nsid && cmd->nsid < 0xFFFFFFFEu) std::memcpy(buf, &id, 4);
+        break;
+    }
+    case kCnsNsDescrList:  // its Command Set Identifier
+        if (!ns_csi) return CSD_CORE_NOT_MINE;
+        buf[0] = 0x04;  // NIDT: CSI
+        buf[1] = 1;     // NIDL
+        buf[4] = ns_csi;
+        break;
+    case kCnsCsIndNs:
+    case kCnsCsIndNsAllocated:  // ready: NSTAT bit 0
+        if (!ns_csi) return CSD_CORE_NOT_MINE;
+        buf[14] = 1;
+        break;
+    case kCnsNs:
+    case kCnsNsPresent:  // not an NVM namespace: an empty structure
+        if (!ns_csi) return CSD_CORE_NOT_MINE;
+        break;
+    case kCnsCsNs:
+    case kCnsCsNsPresent:  // the command set's own structure: empty
+        if (!ns_csi) return CSD_CORE_NOT_MINE;
+        if (csi != ns_csi) return kInvalidField;
+        break;
+    case kCnsCsCtrl:  // Identify Controller for CSI 03h / 04h: empty
+        if (!is_cs_csi(csi)) return CSD_CORE_NOT_MINE;
+        break;
+    default:
+        return CSD_CORE_NOT_MINE;
+    }
+    return port->to_host(req, buf, kIdentifySize);
+}
+
+// Program Load (vendor, or the standard Load Program: standard) of a decoded chunk.
+uint16_t program_load(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl, bool standard)
+{
+    std::vector<uint8_t> chunk(op->bytes ? op->bytes : 1);
+    uint16_t st = port->from_host(req, chunk.data(), op->bytes);
+    if (!st) {
+        st = standard ? csd_core_cs_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why)
+                      : csd_core_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why);
+    }
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+// Program Unload (vendor, or the standard Load Program's unload).
+uint16_t program_unload(csd_core *core, const csd_op *op, bool standard)
+{
+    const uint16_t st = standard ? csd_core_cs_program_unload(core, op) : csd_core_program_unload(core, op);
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+// SLM Write / Read (and Memory Write / Read, decoded as them): host memory <-> SLM.
+uint16_t slm_xfer(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    const uint16_t st = op->opcode == CSD_OPC_SLM_WRITE ? port->from_host(req, op->slm, op->bytes)
+                                                        : port->to_host(req, op->slm, op->bytes);
+    if (st) set_why(cpl, "SLM transfer");
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+// Memory Range Set Management: create (the ranges come in, the RSID in DW0) or delete.
+uint16_t range_sets(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    switch (cmd->cdw10 & 0xF) {
+    case NVME_CS_MRSM_DELETE: return csd_core_cs_range_set_delete(core, static_cast<uint16_t>(cmd->cdw10 >> 16));
+    case NVME_CS_MRSM_CREATE: {
+        std::vector<uint8_t> ranges;
+        if (cmd->cdw11 < NVME_CS_MAX_RANGES_PER_SET) {  // else the core refuses it unread
+            ranges.resize((cmd->cdw11 + 1) * sizeof(nvme_cs_mem_range));
+            const uint16_t st = port->from_host(req, ranges.data(), ranges.size());
+            if (st) return st;
+        }
+        uint16_t rsid = 0;
+        const uint16_t st = csd_core_cs_range_set_create(core, core->cs_mem_nsid, cmd->cdw11, ranges.data(),
+                                                         static_cast<uint32_t>(ranges.size()), &rsid);
+        cpl->dw0 = rsid;
+        return st;
+    }
+    default: return kInvalidField;
+    }
+}
+
+// The standard front end's admin commands (Load Program, activation, range sets).
+uint16_t cs_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    switch (cmd->opcode) {
+    case NVME_CS_ADM_LOAD_PROGRAM: {
+        const csd_ctx ctx = no_ns_ctx(port);
+        csd_op op;
+        const uint16_t st = csd_core_cs_decode_load_program(core, cmd, &ctx, &op);
+        if (st) {
+            set_why(cpl, "load program");
+            return st;
+        }
+        return op.opcode == CSD_OPC_PROGRAM_UNLOAD ? program_unload(core, &op, true)
+                                                   : program_load(core, &op, port, req, cpl, true);
+    }
+    case NVME_CS_ADM_PROGRAM_ACTIVATION: return csd_core_cs_program_activation(core, cmd->cdw10);
+    case NVME_CS_ADM_MEMORY_RANGE_SET: return range_sets(core, cmd, port, req, cpl);
+    default: return CSD_CORE_NOT_MINE;
+    }
+}
+
+// Execute Program of the compute namespace: the ranges and parameters come in, the job is
+// the embedding's to run.
+uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const csd_cmd *cmd = &sqe->cmd;
+    const csd_cs_exec_cmd x{sqe->cdw2, sqe->cdw3, sqe->cdw4, cmd->cdw15};
+    const uint32_t len = nvme_cs_exec_data_len(x.cdw4, x.cdw15);
+    *op = csd_op{};
+    op->opcode = CSD_OPC_EXECUTE;
+    op->cmd = *cmd;
+    op->bytes = len;
+    // inline ranges and a descriptor's worth of parameters at most
+    if (len > NVME_CS_MAX_RANGES_PER_SET * sizeof(nvme_cs_mem_range) + CSD_MAX_DESC_LEN) return kInvalidField;
+    std::vector<uint8_t> data(len ? len : 1);
+    uint16_t st = len ? port->from_host(req, data.data(), len) : CSD_STATUS_SUCCESS;
+    if (st) return st;
+    st = csd_core_cs_exec_prepare(core, core->cs_mem_nsid, &x, data.data(), len, &op->job);
+    if (st) {
+        set_why(cpl, "execute program");
+        csd_core_complete(core, op, st);
+        return st;
+    }
+    schedule(core, port, op, cpl);
+    return CSD_CORE_MOVE;
+}
+
+// I/O commands of the memory and compute namespaces (a Memory Copy is the embedding's).
+uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const csd_cmd *cmd = &sqe->cmd;
+    if (cmd->nsid != core->cs_mem_nsid) {
+        return cmd->opcode == NVME_CS_EXECUTE_PROGRAM ? cs_execute(core, sqe, port, req, cpl, op) : kInvalidOpcode;
+    }
+    switch (cmd->opcode) {
+    case NVME_CS_MEM_READ:
+    case NVME_CS_MEM_WRITE: {  // decoded as SLM Read / Write: they move the same way
+        const csd_ctx ctx = no_ns_ctx(port);
+        uint16_t st = csd_core_cs_decode_mem(core, cmd, &ctx, op);
+        if (st) {
+            set_why(cpl, "memory command");
+            return st;
+        }
+        schedule(core, port, op, cpl);
+        return slm_xfer(core, op, port, req, cpl);
+    }
+    case NVME_CS_MEM_FILL: return csd_core_cs_memory_fill(core, cmd);
+    case NVME_CS_MEM_COPY: return CSD_CORE_NOT_MINE;  // its parts are block I/O
+    default: return kInvalidOpcode;
+    }
+}
+
+// The vendor I/O commands on an NVM namespace.
+uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    csd_ctx ctx;
+    if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+    uint16_t st = csd_core_decode(core, cmd, &ctx, op);
+    if (st) {
+        set_why(cpl, "command");
+        return st;
+    }
+    if (op->opcode != CSD_OPC_EXECUTE) schedule(core, port, op, cpl);  // an Execute once prepared
+    switch (op->opcode) {
+    case CSD_OPC_SLM_WRITE:
+    case CSD_OPC_SLM_READ: return slm_xfer(core, op, port, req, cpl);
+    case CSD_OPC_PROGRAM_LOAD: return program_load(core, op, port, req, cpl, false);
+    case CSD_OPC_PROGRAM_UNLOAD: return program_unload(core, op, false);
+    case CSD_OPC_NOOP:
+        cpl->dw0 = CSD_LOG_VERSION;
+        csd_core_complete(core, op, CSD_STATUS_SUCCESS);
+        return CSD_STATUS_SUCCESS;
+    case CSD_OPC_EXECUTE: {
+        std::vector<uint8_t> desc(op->bytes);
+        st = port->from_host(req, desc.data(), op->bytes);
+        if (st) {
+            set_why(cpl, "descriptor transfer");
+        } else {
+            st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(op->bytes), &op->job);
+            if (st) set_why(cpl, "descriptor");
+        }
+        if (st) {
+            csd_core_complete(core, op, st);
+            return st;
+        }
+        schedule(core, port, op, cpl);
+        return CSD_CORE_MOVE;
+    }
+    default: return CSD_CORE_MOVE;  // SLM Load / Store, Compare and Write: block I/O
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+void csd_core_cs_attach(csd_core *core, uint32_t mem_nsid) { core->cs_mem_nsid = mem_nsid; }
+
+uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid)
+{
+    const uint32_t mem = core->cs_mem_nsid;
+    if (!mem) return 0;
+    return nsid == mem ? NVME_CS_CSI_SLM : nsid == mem + 1 ? NVME_CS_CSI_CP : 0;
+}
+
+uint32_t csd_core_cs_mem_nsid(const csd_core *core) { return core->cs_mem_nsid; }
+
+uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const csd_cmd *cmd = &sqe->cmd;
+    *cpl = csd_cpl{};
+    *op = csd_op{};
+    if (sqe->admin) {
+        switch (cmd->opcode) {
+        case 0x02: return get_log(core, cmd, port, req, cpl);
+        case 0x06: return core->cs_mem_nsid ? identify(core, cmd, port, req) : CSD_CORE_NOT_MINE;
+        default: return core->cs_mem_nsid ? cs_admin(core, cmd, port, req, cpl) : CSD_CORE_NOT_MINE;
+        }
+    }
+    if (csd_core_cs_csi(core, cmd->nsid)) return cs_io(core, sqe, port, req, cpl, op);
+    if (csd_is_io_opcode(cmd->opcode)) return vendor_io(core, cmd, port, req, cpl, op);
+    return CSD_CORE_NOT_MINE;
+}
+
+}  // extern "C"

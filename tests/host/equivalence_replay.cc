@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// csd-equivalence-replay TRACE: replays the command sequence that the qtest
+// /csd/equivalence-trace ran through QEMU's controller (qemu-device/overlay/tests/qtest/
+// csd-test.c, $CSD_EQUIV_TRACE) on the in-process device, configured the same way
+// (1 MiB of SLM, 2 compute units, the standard front end, the same disk contents), and
+// compares every completion (status, Dwords 0 and 1) and every byte read back, log pages
+// C0h, C1h, 82h and 84h included, byte for byte. The one field masked is C1h's
+// exec_busy_ns, the wall-clock time programs ran. Exit 0: identical; 1: the differences
+// are printed; 2: a trace that cannot be read.
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "csd/error.hpp"
+#include "csd/transport.hpp"
+#include "csd_spec.h"
+
+namespace {
+
+std::vector<uint8_t> unhex(const std::string &s)
+{
+    std::vector<uint8_t> out;
+    if (s == "-") return out;
+    for (size_t i = 0; i + 1 < s.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
+    return out;
+}
+
+// Zeroes C1h's wall-clock counter (exec_busy_ns) in a statistics page read back.
+void mask_busy_time(std::vector<uint8_t> &page)
+{
+    const size_t at = CSD_STATS_COUNTERS_OFFSET + 8 * CSD_STAT_EXEC_BUSY_NS;
+    if (page.size() >= at + 8) std::memset(page.data() + at, 0, 8);
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: csd-equivalence-replay TRACE\n");
+        return 2;
+    }
+    std::ifstream in(argv[1]);
+    if (!in) {
+        std::fprintf(stderr, "equivalence: cannot read %s\n", argv[1]);
+        return 2;
+    }
+    // The qtest's disk: 4 MiB of (i * 7 + i / 4096), 512-byte LBAs.
+    char disk[] = "/tmp/csd-equiv-XXXXXX";
+    const int fd = mkstemp(disk);
+    if (fd < 0) return 2;
+    const uint32_t disk_bytes = 4 << 20;
+    std::vector<uint8_t> pattern(disk_bytes);
+    for (uint32_t i = 0; i < disk_bytes; i++) pattern[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+    const bool written = write(fd, pattern.data(), disk_bytes) == static_cast<ssize_t>(disk_bytes);
+    close(fd);
+    if (!written) return 2;
+
+    int steps = 0, bad = 0;
+    try {
+        auto t = csd::open_transport(std::string("emu:") + disk + "?slm=1M&cu=2&lba=512&nvme-cs=1");
+        std::string line, cqe_line;
+        while (std::getline(in, line)) {
+            if (line.empty() || line[0] == '#') continue;
+            if (!std::getline(in, cqe_line)) throw csd::Error("equivalence: a command without its completion", EINVAL);
+            std::istringstream c(line), e(cqe_line);
+            std::string tag, opc, out_hex, etag, in_hex;
+            int q;
+            uint32_t d[9], out_len, in_len;
+            c >> tag >> q >> opc;
+            for (auto &v : d) c >> v;
+            c >> out_len >> in_len >> out_hex;
+            unsigned st, dw0, dw1;
+            e >> etag >> std::hex >> st >> dw0 >> dw1 >> in_hex;
+            if (!c || !e || tag != "cmd" || etag != "cqe") throw csd::Error("equivalence: bad trace line: " + line, EINVAL);
+            csd::Command cmd;
+            cmd.admin = q == 0;
+            cmd.opcode = static_cast<uint8_t>(std::stoul(opc, nullptr, 16));
+            cmd.nsid = d[0];
+            cmd.cdw2 = d[1];
+            cmd.cdw3 = d[2];
+            cmd.cdw10 = d[3], cmd.cdw11 = d[4], cmd.cdw12 = d[5], cmd.cdw13 = d[6], cmd.cdw14 = d[7], cmd.cdw15 = d[8];
+            std::vector<uint8_t> buf = unhex(out_hex);
+            buf.resize(std::max(out_len, in_len));
+            cmd.data = buf.empty() ? nullptr : buf.data();
+            cmd.data_len = static_cast<uint32_t>(buf.size());
+            const csd::Completion got = t->submit(cmd);
+            std::vector<uint8_t> want = unhex(in_hex), back(buf.begin(), buf.begin() + in_len);
+            if (cmd.admin && cmd.opcode == 0x02 && (cmd.cdw10 & 0xFF) == CSD_LOG_STATISTICS) {
+                mask_busy_time(want);
+                mask_busy_time(back);
+            }
+            steps++;
+            if (got.status != st || got.dw0() != dw0 || got.dw1() != dw1 || want != back) {
+                bad++;
+                std::printf("step %d: %s\n  QEMU       status %04x dw0 %08x dw1 %08x\n  in-process status %04x dw0 %08x dw1 %08x\n",
+                            steps, line.substr(0, 80).c_str(), st, dw0, dw1, got.status, got.dw0(), got.dw1());
+                for (size_t i = 0; i < want.size(); i++) {
+                    if (want[i] != back[i]) {
+                        std::printf("  data differs from byte %zu: QEMU %02x, in-process %02x\n", i, want[i], back[i]);
+                        break;
+                    }
+                }
+            }
+        }
+    } catch (const std::exception &ex) {
+        std::fprintf(stderr, "%s\n", ex.what());
+        unlink(disk);
+        return 2;
+    }
+    unlink(disk);
+    std::printf("equivalence: %d commands, %d differ\n", steps, bad);
+    return bad || steps == 0 ? 1 : 0;
+}

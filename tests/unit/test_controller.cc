@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// The controller (csd_core_submit) through a port made of a host buffer: what it answers
+// itself, what it leaves to the embedding (CSD_CORE_MOVE, CSD_CORE_NOT_MINE), the
+// standard front end's namespace rule, and that each command is counted once.
+#include "core_fixture.h"
+#include "nvme_cs.h"
+
+namespace {
+
+// The host memory of one command and the one NVM namespace (NSID 1) of kCtx.
+struct HostBuffer {
+    std::vector<uint8_t> data;
+};
+
+uint16_t from_host(void *req, void *buf, uint64_t len)
+{
+    auto *h = static_cast<HostBuffer *>(req);
+    if (len > h->data.size()) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    std::memcpy(buf, h->data.data(), len);
+    return 0;
+}
+
+uint16_t to_host(void *req, const void *buf, uint64_t len)
+{
+    auto *h = static_cast<HostBuffer *>(req);
+    if (len > h->data.size()) return CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    std::memcpy(h->data.data(), buf, len);
+    return 0;
+}
+
+int ns_info(void *, uint32_t nsid, csd_ctx *ctx)
+{
+    if (nsid != 1) return -1;
+    *ctx = csd_ctx{1u << 20, 512, 8u << 20, 0};
+    return 0;
+}
+
+uint64_t now_ns(void *) { return 0; }
+
+class Controller : public CoreTest {
+protected:
+    csd_port port{from_host, to_host, ns_info, now_ns, nullptr, 8u << 20, 1};
+    csd_cpl cpl{};
+    csd_op op{};
+
+    uint16_t submit(HostBuffer &h, uint8_t opcode, uint32_t nsid, uint32_t cdw10, uint32_t cdw11, uint32_t cdw12,
+                    bool admin = false)
+    {
+        csd_sqe sqe{};
+        sqe.cmd = csd_cmd{opcode, nsid, cdw10, cdw11, cdw12, 0, 0, 0};
+        sqe.admin = admin;
+        return csd_core_submit(core, &sqe, &port, &h, &cpl, &op);
+    }
+};
+
+TEST_F(Controller, SlmWriteAndReadAnsweredAndCountedOnce)
+{
+    HostBuffer in{std::vector<uint8_t>(4096, 0x5A)}, out{std::vector<uint8_t>(4096)};
+    EXPECT_EQ(submit(in, CSD_OPC_SLM_WRITE, 1, 8192, 0, 4096), 0);
+    EXPECT_EQ(submit(out, CSD_OPC_SLM_READ, 1, 8192, 0, 4096), 0);
+    EXPECT_EQ(out.data, in.data);
+    EXPECT_EQ(counter(CSD_STAT_SLM_WRITE_CMDS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_HOST_TO_SLM), 4096u);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_HOST), 4096u);
+    // a host buffer shorter than the command: the transfer's error, no bytes counted
+    HostBuffer small{std::vector<uint8_t>(16)};
+    EXPECT_EQ(CSD_STATUS_CODE(submit(small, CSD_OPC_SLM_READ, 1, 0, 0, 4096)), CSD_STATUS_INVALID_FIELD);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_HOST), 4096u);
+    EXPECT_EQ(counter(CSD_STAT_SLM_READ_CMDS), 2u);
+}
+
+TEST_F(Controller, BlockIoAndExecuteAreTheEmbeddingsToMove)
+{
+    HostBuffer none;
+    ASSERT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 2, 0, 3), CSD_CORE_MOVE);
+    EXPECT_EQ(op.opcode, CSD_OPC_SLM_LOAD);
+    EXPECT_EQ(op.bytes, 4u * 512);
+    csd_core_complete(core, &op, 0);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4u * 512);
+
+    HostBuffer desc{make_descriptor(CSD_PROG_COPY, {{0, 64}, {4096, 64}}, nullptr, 0)};
+    ASSERT_EQ(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0), CSD_CORE_MOVE);
+    ASSERT_NE(op.job, nullptr);
+    uint32_t dw0, dw1;
+    EXPECT_EQ(csd_core_exec_run(core, op.job, nullptr, &dw0, &dw1), 0);
+    csd_core_complete(core, &op, 0);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 0u);
+
+    // a descriptor that does not validate ends in the core, counted as an error
+    desc.data[0] = 'X';
+    EXPECT_EQ(CSD_STATUS_CODE(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0)),
+              CSD_STATUS_INVALID_DESCRIPTOR);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 1u);
+
+    // an NVM Read, and a vendor command on a namespace that is not attached
+    EXPECT_EQ(submit(none, 0x02, 1, 0, 0, 0), CSD_CORE_NOT_MINE);
+    EXPECT_EQ(submit(none, CSD_OPC_SLM_LOAD, 7, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+TEST_F(Controller, StandardNamespacesAreTheMemoryOneAndTheNext)
+{
+    EXPECT_EQ(csd_core_cs_csi(core, 2), 0);  // off
+    csd_core_cs_attach(core, 5);
+    EXPECT_EQ(csd_core_cs_csi(core, 4), 0);
+    EXPECT_EQ(csd_core_cs_csi(core, 5), NVME_CS_CSI_SLM);
+    EXPECT_EQ(csd_core_cs_csi(core, 6), NVME_CS_CSI_CP);
+    EXPECT_EQ(csd_core_cs_csi(core, 7), 0);
+    // Identify's descriptor list of the compute namespace: its CSI
+    HostBuffer page{std::vector<uint8_t>(4096)};
+    EXPECT_EQ(submit(page, 0x06, 6, 0x03, 0, 0, true), 0);
+    EXPECT_EQ(page.data[4], NVME_CS_CSI_CP);
+    EXPECT_EQ(submit(page, 0x06, 1, 0x03, 0, 0, true), CSD_CORE_NOT_MINE);  // an NVM namespace's
+    // Memory Fill of the memory namespace, then an opcode it does not have
+    EXPECT_EQ(submit(page, NVME_CS_MEM_FILL, 5, 0, 0, 64), 0);
+    EXPECT_EQ(CSD_STATUS_CODE(submit(page, 0x09, 5, 0, 0, 0)), CSD_STATUS_INVALID_OPCODE);
+    EXPECT_EQ(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0), CSD_CORE_NOT_MINE);  // its parts are block I/O
+}
+
+TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
+{
+    HostBuffer none;
+    ASSERT_EQ(submit(none, CSD_OPC_NOOP, 1, 0xFFFFFFFF, 0, 0), 0);
+    EXPECT_EQ(cpl.dw0, CSD_LOG_VERSION);
+    EXPECT_TRUE(csd_is_io_opcode(CSD_OPC_NOOP));
+    EXPECT_FALSE(csd_opcode_changes_lbas(CSD_OPC_NOOP));
+    for (int i = 0; i < CSD_STAT_COUNT; i++) EXPECT_EQ(counter(i), 0u) << csd_stat_names[i];
+    EXPECT_EQ(submit(none, CSD_OPC_NOOP, 9, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+}  // namespace
