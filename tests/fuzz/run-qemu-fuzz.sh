@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Fuzzes the nvme device with csd=on as QEMU sees it: QEMU's own generic-fuzz target
 # (libFuzzer, clang, ASan + UBSan) drives MMIO, PCI config and DMA into the controller,
-# whose device core is built with the same instrumentation. Runs for SECONDS (default 60)
+# whose device core (meson's fuzzing build, build/meson-fuzz) carries the same instrumentation. Runs for SECONDS (default 60)
 # on JOBS workers (default 1) from the corpus kept in build/fuzz/qemu-generic/corpus
 # (it grows across runs) plus the checked-in regressions. Prints
 # 'qemu-fuzz: N passed, N failed' and the executions done; a finding is in
@@ -14,35 +14,20 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-60}
 jobs=${2:-1}
 dir="$top/build/fuzz/qemu-generic"
-core="$top/qemu-device/core"
-mkdir -p "$dir/corpus" "$dir/findings" "$dir/core"
+mkdir -p "$dir/corpus" "$dir/findings"
+rm -rf "$dir/core"   # the core this script once built itself
 
 fail() { echo "qemu-fuzz: $*"; echo "qemu-fuzz: 0 passed, 1 failed"; exit 1; }
 
-# ---- the device core, instrumented like QEMU (coverage for libFuzzer, ASan, UBSan)
-lib="$dir/core/libcsd_core.a"
-srcs=("$core"/src/*.cc "$core"/src/programs/*.cc "$top"/spec/crc32c.cc)
-bpf_flags=() libs="-lopenblas -lzstd -llz4 -ldl -lxxhash -lisal"
-if pkg-config --exists libdpdk; then
-    inc=$(pkg-config --variable=includedir libdpdk)
-    bpf_flags=(-DCSD_HAVE_BPF -I"$inc" -I"$inc/../x86_64-linux-gnu/dpdk")
-    libs="$libs -lrte_bpf -lrte_eal"
-fi
-echo "$libs -lstdc++ -lm" > "$dir/core/link-libs.txt"
-if [ ! -f "$lib" ] || [ -n "$(find "${srcs[@]}" "$core/include" "$top/spec" -newer "$lib" 2>/dev/null)" ]; then
-    echo "qemu-fuzz: building the device core with clang++ (fuzzer-no-link, address, undefined)"
-    rm -rf "$dir/core/obj" && mkdir -p "$dir/core/obj"
-    for s in "${srcs[@]}"; do
-        o="$dir/core/obj/$(basename "$(dirname "$s")")_$(basename "$s" .cc).o"
-        clang++ -std=c++17 -O1 -g -fPIC -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function,vptr \
-            -DCSD_HAVE_XXHASH -DCSD_HAVE_ISAL "${bpf_flags[@]}" -I"$core/include" -I"$top/spec" \
-            $(pkg-config --cflags openblas) -c "$s" -o "$o" || fail "core source $s did not build"
-    done
-    rm -f "$lib" && ar rcs "$lib" "$dir"/core/obj/*.o
-fi
+# ---- the device core, instrumented like QEMU (coverage for libFuzzer, ASan, UBSan): meson's
+# fuzzing build, shared with run-fuzz.sh (fuzz-build.sh), brought up to date once
+# shellcheck source=fuzz-build.sh
+. "$here/fuzz-build.sh"
+fuzz_build qemu-device/core/libcsd_core.a || fail "the fuzzing build of the device core (build/meson-fuzz) failed"
+lib="$FUZZ_BUILD/qemu-device/core/libcsd_core.a"
 
 # ---- QEMU's fuzzer binary, cached on its inputs like the ordinary build
-bash "$top/qemu-device/build-qemu.sh" --fuzz --core-lib "$lib" --core-libs "$dir/core/link-libs.txt" ||
+bash "$top/qemu-device/build-qemu.sh" --fuzz --core-lib "$lib" --core-libs "$FUZZ_BUILD/qemu-device/core/csd_core_link_libs.txt" ||
     fail "QEMU's fuzzer did not build"
 bin="$top/build/qemu-fuzz/qemu-fuzz-x86_64"
 
