@@ -41,5 +41,26 @@ check(suite("echo 'x: 5 passed, 0 failed, 2 skipped'") == (5, 0, 2), "skipped te
 check(suite("echo 'x: 5 passed, 1 failed'; exit 1") == (5, 1, 0), "failures are counted once")
 check(quiet(lambda: run_all.run_suite("x", ["/nonexistent/runner"]))[:3] == (0, 1, 0),
       "a runner that cannot start fails")
+
+
+def run_main(suites, beside, argv):
+    """run_all.main() over fake suites, some run beside the others: (exit, output lines)."""
+    saved = run_all.SUITES, run_all.BESIDE, sys.argv
+    run_all.SUITES, run_all.BESIDE, sys.argv = suites, beside, ["run_all.py", *argv]
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = run_all.main()
+    finally:
+        run_all.SUITES, run_all.BESIDE, sys.argv = saved
+    return rc, out.getvalue().splitlines()
+
+
+rc, lines = run_main({"a": ["sh", "-c", "sleep 0.3; echo 'a: 1 passed, 0 failed'"],
+                      "b": ["sh", "-c", "echo b-first; echo 'b: 2 passed, 1 failed'; exit 1"]}, {"b"}, ["a", "b"])
+check(rc == 1 and lines[-1] == "3 passed, 1 failed, 0 skipped", "a suite run beside another is counted (closing line last)")
+b_out = [i for i, line in enumerate(lines) if line.startswith(("===== b:", "b-first", "b: "))]
+check(len(b_out) == 4 and b_out == list(range(b_out[0], b_out[0] + 4)),
+      "the output of a suite run beside another is printed whole, not interleaved")
 print(f"runner: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -9,7 +9,8 @@ after it, as a drive with a volatile write cache may leave them. A fresh QEMU bo
 image and checks that the store opens, holds every update acknowledged before the cut
 byte for byte, and is exactly the state after some prefix of the updates then in flight
 (nothing half-written). A missing Flush shows as lost or torn data.
-CSD_CRASH_ROUNDS (default 8; >= 200 for a long run), CSD_CRASH_SEED.
+CSD_CRASH_ROUNDS (default 8; >= 200 for a long run), CSD_CRASH_SEED, CSD_CRASH_CHAINS (drives
+run side by side, each its own sequence of rounds; default 2 on two or more cores).
 Prints 'crash: N passed, N failed'."""
 
 import os
@@ -20,6 +21,7 @@ import zlib
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -219,10 +221,9 @@ def verdict(rnd, candidates, acked, found, checked, label, counts) -> dict:
     return candidates[match] if match is not None else found
 
 
-def main() -> int:
-    rounds = int(os.environ.get("CSD_CRASH_ROUNDS", "8"))
-    rng = random.Random(int(os.environ.get("CSD_CRASH_SEED", "7")))
-    counts = [0, 0]                 # passed, failed
+def chain(c: int, rounds: int, rng: random.Random, counts: list[int]) -> None:
+    """One drive's sequence of rounds: each boot checks what the previous power cut left,
+    then updates until it is killed; counts the verdicts into counts (passed, failed)."""
     state: dict[str, int] = {}      # the store's verified contents: name -> crc
     next_i = 0
     pending = None                  # (round, candidates, acknowledged, label) to check at the next boot
@@ -234,8 +235,9 @@ def main() -> int:
         for _ in lines(vm, time.monotonic() + 120):
             pass
         vm.kill()
-        for rnd in range(rounds + 1):
-            last = rnd == rounds            # the last boot only checks the last cut
+        for n in range(rounds + 1):
+            rnd = f"{c}.{n}" if c else str(n)   # chain 0 keeps the plain round numbers
+            last = n == rounds            # the last boot only checks the last cut
             shutil.copyfile(disk, snapshot)
             log.write_bytes(b"")
             vm = boot(disk, Path(tmp), JOB, str(-1 if last else next_i), write_log=log)
@@ -282,6 +284,25 @@ def main() -> int:
             label = (f"round {rnd}: {len(acks)} updates acknowledged in {kill_after:.1f} s; power cut after "
                      f"{cut} of {len(entries)} log entries (generation {durable_gen} durable); {how}")
             pending = (rnd, candidates, acked, label)
+
+
+def main() -> int:
+    """Runs CSD_CRASH_ROUNDS rounds as CSD_CRASH_CHAINS independent drives side by side
+    (default: one per core, at most 2), each with its own seed; prints the closing line."""
+    rounds = int(os.environ.get("CSD_CRASH_ROUNDS", "8"))
+    seed = int(os.environ.get("CSD_CRASH_SEED", "7"))
+    chains = max(1, min(rounds, int(os.environ.get("CSD_CRASH_CHAINS", min(2, os.cpu_count() or 1)))))
+    counts = [0, 0]                 # passed, failed
+    share = [rounds // chains + (c < rounds % chains) for c in range(chains)]
+    threads = [threading.Thread(target=chain, args=(c, share[c], random.Random(seed + 1000 * c), counts), daemon=True)
+               for c in range(chains)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        csdvm.kill_all()
     passed, failed = counts
     if passed + failed < rounds:
         failed = rounds - passed

@@ -8,14 +8,19 @@
   csdvm.py shell                             interactive guest shell (leave with Ctrl-a x)
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
-(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, peer, plugins, drives). The harness streams guest output,
-enforces a per-boot and a per-test timeout, kills QEMU on every exit path, prints
-``N passed, N failed`` and exits non-zero on any failure.
+(keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, solo, peer, plugins, drives,
+partner). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
+own); the boots run side by side, ``--jobs`` at a time (default: one per core; a partner guest
+takes a place of its own, ``solo`` runs with no other guest beside it), the longest first by
+the times of earlier runs (build/vm-times.json). The harness streams guest output, enforces a
+per-boot and a per-test timeout, kills QEMU on every exit path, prints ``N passed, N failed``
+and exits non-zero on any failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import re
@@ -60,6 +65,7 @@ class VmConfig:
     extra_qemu: list[str] = field(default_factory=list)
     drives: int = 1        # CSD controllers, each with its own namespace file (drives=N)
     alone: bool = False   # boot a guest for this test only (e.g. it reads power-on counters)
+    solo: bool = False    # no other guest runs beside this one (it measures time on the guest's clock)
     peer: str = ""        # size of an ivshmem-plain peer device (file-backed BAR), e.g. 4M
     plugins: bool = False  # load the example operator plug-ins (csd.plugin-dir)
     write_log: str = ""    # log every write and flush of the namespace to this file (blklogwrites)
@@ -94,6 +100,8 @@ class VmConfig:
                 cfg.extra_device = v
             elif k == "alone":
                 cfg.alone = True
+            elif k == "solo":
+                cfg.alone = cfg.solo = True
             elif k == "peer":
                 cfg.peer = v
             elif k == "plugins":
@@ -200,6 +208,10 @@ def project_files() -> dict[str, Path]:
 
 
 # --------------------------------------------------------------------------- the VM
+LIVE: set["Vm"] = set()           # every QEMU started and not yet ended (killed on exit)
+LIVE_LOCK = threading.Lock()
+
+
 class Vm:
     """One QEMU process running the guest, its console read line by line."""
 
@@ -293,9 +305,21 @@ class Vm:
         if os.environ.get("CSD_VM_VERBOSE"):
             print("csdvm: " + shlex.join(argv), flush=True)
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        with LIVE_LOCK:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+            LIVE.add(self)
         threading.Thread(target=self._reader, daemon=True).start()
+
+    def cpu_seconds(self) -> float:
+        """CPU time QEMU has used so far (all its threads, user and system): the cost of a
+        test that waiting on a busy machine does not inflate."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:  # type: ignore[union-attr]
+                w = f.read().rsplit(")", 1)[1].split()
+            return (int(w[11]) + int(w[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError, AttributeError):
+            return 0.0
 
     def _reader(self) -> None:
         assert self.proc and self.proc.stdout
@@ -330,6 +354,16 @@ class Vm:
                 pass
         if self.proc:
             self.proc.wait()
+        with LIVE_LOCK:
+            LIVE.discard(self)
+
+
+def kill_all() -> None:
+    """Ends every QEMU still running (an interrupted run must leave none behind)."""
+    with LIVE_LOCK:
+        vms = list(LIVE)
+    for vm in vms:
+        vm.kill()
 
 
 # --------------------------------------------------------------------------- running
@@ -341,6 +375,7 @@ class TestResult:
     why: str = ""
     skipped: int = 0                                   # tests a guest runner (pytest) skipped
     skip_reasons: list[str] = field(default_factory=list)
+    cpu: float = 0.0                                   # QEMU's CPU seconds during the test
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -436,7 +471,7 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
         log(f"csdvm: booting guest ({cfg.describe()}, accel {pick_accel()}) for {len(tests)} test(s)")
         vm.start(GUEST_RUNNER, env, files)
         current: str | None = None
-        began = 0.0
+        began = cpu0 = 0.0
         deadline = vm.started + cfg.boot_timeout
         first_test_at = None
         pending = list(tests)
@@ -466,19 +501,21 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
                 if line.startswith(MARK + "BEGIN "):
                     current = line.split()[2]
                     began = now
+                    cpu0 = vm.cpu_seconds()
                     deadline = now + limit.get(current, cfg.test_timeout) + 15
                     if first_test_at is None:
                         first_test_at = now - vm.started
-                        log(f"csdvm: guest up, first test after {first_test_at:.2f} s")
+                        log(f"csdvm: guest up, first test after {first_test_at:.2f} s (QEMU CPU {vm.cpu_seconds():.1f} s)")
                     log(f"--- {current}")
                 elif line.startswith(MARK + "END "):
                     _, _, name, rc = line.split()[:4]
                     ok = rc == "0"
                     n_skipped, reasons = skips.get(name, (0, []))
+                    cpu = vm.cpu_seconds() - cpu0
                     results.append(TestResult(name, ok, now - began, "" if ok else f"exit {rc}",
-                                              n_skipped, reasons))
+                                              n_skipped, reasons, cpu=cpu))
                     pending.remove(name)
-                    log(f"{'PASS' if ok else 'FAIL'} {name} ({now - began:.1f} s)")
+                    log(f"{'PASS' if ok else 'FAIL'} {name} ({now - began:.1f} s, QEMU CPU {cpu:.1f} s)")
                     current = None
                     deadline = now + cfg.test_timeout + 15
                 elif line.startswith(MARK + "HOSTCHECK "):
@@ -524,28 +561,146 @@ def collect_tests(names: list[str], pattern: str | None) -> list[Path]:
     return paths
 
 
+TIMES = BUILD / "vm-times.json"   # each guest test's last wall time, to start the longest first
+BOOT_ESTIMATE = 10.0              # seconds a boot takes, for the order of groups
+
+
+def load_times() -> dict[str, float]:
+    """Wall seconds of each guest test in earlier runs (empty when none were kept)."""
+    try:
+        return {k: float(v) for k, v in json.loads(TIMES.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def save_times(results: list["TestResult"], times: dict[str, float]) -> None:
+    """Keeps this run's wall time of every test that ended (passed or failed in its script)."""
+    for r in results:
+        if r.seconds > 0:
+            times[r.name.split(" [")[0]] = round(r.seconds, 1)
+    try:
+        TIMES.parent.mkdir(parents=True, exist_ok=True)
+        TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=0) + "\n")
+    except OSError:
+        pass
+
+
+@dataclass
+class Group:
+    """The tests that share one boot, and what they take of the machine."""
+
+    cfg: VmConfig
+    tests: list[str]
+    timeouts: dict[str, int]
+    tag: str = ""
+    estimate: float = 0.0
+
+    def places(self, jobs: int) -> int:
+        """Places (of --jobs) the boot takes: one per guest, all of them for a solo one."""
+        return jobs if self.cfg.solo else min(jobs, 2 if self.cfg.partner else 1)
+
+
+def default_jobs() -> int:
+    """Guests at once: CSD_VM_JOBS, else one per core (TCG is one host thread per busy vCPU),
+    at most as many as memory holds (each guest takes about its -m plus 0.5 GiB)."""
+    if os.environ.get("CSD_VM_JOBS"):
+        return max(1, int(os.environ["CSD_VM_JOBS"]))
+    try:
+        with open("/proc/meminfo") as f:
+            avail = next(int(l.split()[1]) for l in f if l.startswith("MemAvailable:")) >> 20
+    except (OSError, StopIteration, ValueError):
+        avail = 4
+    return max(1, min(os.cpu_count() or 1, int(avail // 2)))
+
+
+def plan_groups(paths: list[Path], times: dict[str, float]) -> list[Group]:
+    """The boots a run needs: tests whose header lines ask for the same device share one
+    (an ``alone`` test has its own), longest expected first (earlier runs' times; a test
+    never timed counts as a quarter of its timeout)."""
+    groups: dict[tuple, Group] = {}
+    for p in paths:
+        for cfg in VmConfig.from_header(p.read_text()):
+            key = cfg.key() + ((p.name,) if cfg.alone else ())
+            g = groups.setdefault(key, Group(cfg, [], {}))
+            g.tests.append(p.name)
+            g.timeouts[p.name] = cfg.test_timeout
+    out = list(groups.values())
+    for i, g in enumerate(out):
+        g.tag = f"g{i + 1}"
+        g.estimate = BOOT_ESTIMATE + sum(times.get(t, g.timeouts[t] / 4) for t in g.tests)
+    return sorted(out, key=lambda g: (-g.estimate, g.tag))
+
+
+def run_groups(groups: list[Group], jobs: int) -> list["TestResult"]:
+    """Runs the boots, as many at once as their places allow within jobs, each next boot the
+    longest that fits; with more than one at once every line carries its boot's tag."""
+    results: list[TestResult] = []
+    lock = threading.Lock()
+    done = threading.Condition(lock)
+    free = jobs
+    pending = list(groups)
+    running = 0
+
+    def logger(g: Group):
+        def log(text: str) -> None:
+            with lock:
+                if jobs > 1 and not re.match(r"(PASS|FAIL) ", text):
+                    text = f"[{g.tag}] {text}"
+                print(text, flush=True)
+        return log
+
+    def worker(g: Group) -> None:
+        nonlocal free, running
+        try:
+            rs = run_group(g.cfg, g.tests, log=logger(g), timeouts=g.timeouts)
+        except Exception as e:  # a boot that could not start fails its tests, not the run
+            rs = [TestResult(t, False, 0.0, f"harness error: {e}") for t in g.tests]
+        with done:
+            for r in rs:
+                r.name += f" [{g.cfg.describe()}]"
+            results.extend(rs)
+            free += g.places(jobs)
+            running -= 1
+            done.notify_all()
+
+    if jobs > 1:
+        print(f"csdvm: {len(groups)} boot(s), up to {jobs} at once: "
+              + "; ".join(f"{g.tag} {' '.join(g.tests)}" for g in groups), flush=True)
+    try:
+        with done:
+            while pending or running:
+                fit = next((g for g in pending if g.places(jobs) <= free), None)
+                if fit is None:
+                    done.wait()
+                    continue
+                pending.remove(fit)
+                free -= fit.places(jobs)
+                running += 1
+                threading.Thread(target=worker, args=(fit,), daemon=True).start()
+    finally:
+        kill_all()
+    return results
+
+
 def cmd_test(args) -> int:
     global GUEST_TESTS
     if args.dir:
         GUEST_TESTS = Path(args.dir).resolve()
-    groups: dict[tuple, tuple[VmConfig, list[str], dict[str, int]]] = {}
-    for p in collect_tests(args.tests, args.filter):
-        for cfg in VmConfig.from_header(p.read_text()):
-            key = cfg.key() + ((p.name,) if cfg.alone else ())
-            group = groups.setdefault(key, (cfg, [], {}))
-            group[1].append(p.name)
-            group[2][p.name] = cfg.test_timeout
-    results: list[TestResult] = []
-    for cfg, tests, timeouts in groups.values():
-        for r in run_group(cfg, tests, log=lambda s: print(s, flush=True), timeouts=timeouts):
-            r.name += f" [{cfg.describe()}]"
-            results.append(r)
+    times = load_times()
+    groups = plan_groups(collect_tests(args.tests, args.filter), times)
+    jobs = args.jobs or default_jobs()
+    start = time.monotonic()
+    results = run_groups(groups, jobs)
+    if not args.dir:
+        save_times(results, times)
     failed = [r for r in results if not r.passed]
     for r in failed:
         print(f"FAILED {r.name}: {r.why}")
     for r in results:
         if r.skipped:
             print(f"SKIPPED inside {r.name}: {r.skipped} ({'; '.join(sorted(set(r.skip_reasons))) or 'no reason given'})")
+    print(f"csdvm: {len(groups)} boot(s), {jobs} at once, in {time.monotonic() - start:.0f} s; "
+          f"QEMU CPU in tests {sum(r.cpu for r in results):.0f} s")
     skipped = sum(r.skipped for r in results)
     print(f"{args.suite_name}: {len(results) - len(failed)} passed, {len(failed)} failed, {skipped} skipped")
     return 1 if failed or not results else 0
@@ -617,6 +772,8 @@ def main() -> int:
     t.add_argument("--filter", help="regular expression on test file names")
     t.add_argument("--dir", help="folder of guest tests (default tests/vm/guest)")
     t.add_argument("--suite-name", default="vm", help="name on the closing line (default vm)")
+    t.add_argument("--jobs", "-j", type=int, default=0,
+                   help="guests at once (default: $CSD_VM_JOBS, else one per core as memory allows)")
     for name in ("cmd", "shell"):
         c = sub.add_parser(name, help="run one command" if name == "cmd" else "interactive shell")
         if name == "cmd":

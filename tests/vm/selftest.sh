@@ -5,6 +5,10 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0
+# This run's guests keep their files under a folder of its own, so that the check for QEMUs
+# left behind sees only them (other runs on the machine may have guests up).
+export TMPDIR=$(mktemp -d /tmp/csdvm-selftest.XXXXXX)
+trap 'rm -rf "$TMPDIR"' EXIT
 result() { if [ "$1" = 0 ]; then pass=$((pass + 1)); echo "ok - $2"; else fail=$((fail + 1)); echo "not ok - $2"; fi; }
 
 start=$(date +%s)
@@ -26,6 +30,6 @@ out=$(CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' CSD_DRIVES=2 timeout 120
 grep -q 'ng0n1 ng0n2 ng0n3 ng1n1 ng1n2 ng1n3' <<<"$out"; result $? "CSD_PROPS and CSD_DRIVES shape the device (got: $(tail -n 1 <<<"$out"))"
 out=$(timeout 60 python3 "$here/csdvm.py" cmd --device-props 'csd.no-such-property=1' true 2>&1); rc=$?
 [ $rc != 0 ] && grep -q "no-such-property" <<<"$out"; result $? "a property QEMU does not know fails the boot with QEMU's reason (exit $rc)"
-! pgrep -f "csdvm-.*initrd.cpio" >/dev/null; result $? "no QEMU left running"
+! pgrep -f "$TMPDIR/csdvm-.*initrd.cpio" >/dev/null; result $? "no QEMU left running"
 echo "harness: $pass passed, $fail failed"
 [ $fail = 0 ]
