@@ -40,9 +40,10 @@ EXTRA_SUITES = {
     "smoke": [sys.executable, "tests/vm/csdvm.py", "test", "--suite-name", "smoke", "csd-recipes.sh"],
 }
 CHECK = ["repo", "unit", "qtest", "python", "smoke"]
-# Suites that run beside the others when asked for together: a guest's vCPUs keep one core
-# busy while host suites use the other. Their output is printed whole when they end.
-BESIDE = {"smoke"}
+# Suites that run beside the others when asked for together: the smoke test's guest keeps
+# one core busy while host suites use the other; the harness's checks mostly wait out
+# timeouts. Their output is printed whole when they end.
+BESIDE = {"smoke", "harness"}
 
 
 def closing_line(name: str) -> "re.Pattern[str]":

@@ -28,3 +28,16 @@ def dev(request, tmp_path):
     d.store.format()
     yield d
     d.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """CSD_TEST_DEVICE_ONLY=1 keeps only the tests that take the drive under test (`dev`): the
+    guest's repeat runs over other transports (io_uring, csd.ko, NVMe/TCP) skip the tests that
+    open in-process devices of their own whatever drive is named; those run on the host and in
+    the guest's first run (tests/vm/guest/python.sh)."""
+    if os.environ.get("CSD_TEST_DEVICE_ONLY") != "1":
+        return
+    drop = [i for i in items if "dev" not in i.fixturenames]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [i for i in items if "dev" in i.fixturenames]

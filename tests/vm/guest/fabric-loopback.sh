@@ -13,5 +13,5 @@ csdctl -d $ng info || fail "csdctl info over the fabric"
 CSD_TEST_DEVICE=$ng csd-library-tests --gtest_brief=1 || fail "libcsd suite over NVMe/TCP"
 CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 csd-library-tests --gtest_brief=1 || fail "libcsd suite over NVMe/TCP, io_uring"
 cd /csd/python
-CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests || fail "Python suite over NVMe/TCP"
+CSD_TEST_DEVICE=$ng CSD_TEST_DEVICE_ONLY=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests || fail "Python suite over NVMe/TCP"
 fabric_disconnect $ng

@@ -17,7 +17,7 @@ rx0=$(cat /sys/class/net/eth0/statistics/rx_bytes)
 csdctl -d $ng info || fail "csdctl info over the network"
 CSD_TEST_DEVICE=$ng csd-library-tests --gtest_brief=1 || fail "libcsd suite against the other guest's drive"
 cd /csd/python
-CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests || fail "Python suite against the other guest's drive"
+CSD_TEST_DEVICE=$ng CSD_TEST_DEVICE_ONLY=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests || fail "Python suite against the other guest's drive"
 rx=$(( $(cat /sys/class/net/eth0/statistics/rx_bytes) - rx0 ))
 echo "eth0 received $rx bytes from the partner guest during the suites"
 [ $rx -gt 1000000 ] || fail "the suites moved only $rx bytes over the link: were they local?"

@@ -50,7 +50,7 @@ echo "tenants cannot run or unload each other's programs; a killed tenant's prog
 
 as csduser "CSD_TEST_DEVICE=/dev/csd0 csd-library-tests --gtest_brief=1" || fail "libcsd suite through csd.ko"
 as csduser "csd-c-api-test /dev/csd0" || fail "C API through csd.ko"
-as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 python3 -m pytest -q -rs -p no:cacheprovider tests" \
+as csdother "cd /csd/python && CSD_TEST_DEVICE=/dev/csd0 CSD_TEST_DEVICE_ONLY=1 python3 -m pytest -q -rs -p no:cacheprovider tests" \
     || fail "Python suite through csd.ko"
 # LBA partitions: each tenant sees its own range of the namespace as the whole of it.
 a=$(id -u csduser); b=$(id -u csdother); part=65536

@@ -8,7 +8,7 @@
 cd /csd/python
 ng=$(nvm_ng)
 CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest over ioctl"
-CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests \
+CSD_TEST_DEVICE=$ng CSD_TEST_URING=1 CSD_TEST_DEVICE_ONLY=1 python3 -m pytest -q -rs -p no:cacheprovider -k "not nvme-cs" tests \
     || fail "pytest over io_uring"
 CSD_NG=$ng python3 - <<'PY' || fail "README quickstart"
 import os, numpy as np, nvme_csd
