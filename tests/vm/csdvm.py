@@ -12,7 +12,7 @@ Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=1
 partner). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
 own); the boots run side by side, ``--jobs`` at a time (default: one per core; a partner guest
 takes a place of its own, ``solo`` runs with no other guest beside it), the longest first by
-the times of earlier runs (build/vm-times.json). The harness streams guest output, enforces a
+the times of earlier runs (~/.cache/nvme-csd/vm-times.json). The harness streams guest output, enforces a
 per-boot and a per-test timeout, kills QEMU on every exit path, prints ``N passed, N failed``
 and exits non-zero on any failure.
 """
@@ -561,7 +561,9 @@ def collect_tests(names: list[str], pattern: str | None) -> list[Path]:
     return paths
 
 
-TIMES = BUILD / "vm-times.json"   # each guest test's last wall time, to start the longest first
+# Each guest test's last wall time, to start the longest first: kept with the project's
+# other caches, so that a clean clone (CI's) orders its first run by the last one's times.
+TIMES = Path(os.environ.get("CSD_CACHE") or Path.home() / ".cache" / "nvme-csd") / "vm-times.json"
 BOOT_ESTIMATE = 10.0              # seconds a boot takes, for the order of groups
 
 
