@@ -576,9 +576,9 @@ def load_times() -> dict[str, float]:
 
 
 def save_times(results: list["TestResult"], times: dict[str, float]) -> None:
-    """Keeps this run's wall time of every test that ended (passed or failed in its script)."""
+    """Keeps this run's wall time of every test that passed (a failure may end it early)."""
     for r in results:
-        if r.seconds > 0:
+        if r.passed and r.seconds > 0:
             times[r.name.split(" [")[0]] = round(r.seconds, 1)
     try:
         TIMES.parent.mkdir(parents=True, exist_ok=True)
