@@ -237,27 +237,19 @@ def test_closed_device(dev):
         dev.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
 
 
-def _writer(path, uring, w, n):
-    """One writer process: its own Device, puts n objects and removes every third."""
-    d = nvme_csd.open(path, uring=uring)
-    for k in range(n):
-        d.store[f"p{w}-{k}"] = np.full(100 + 37 * k + w, w * 100 + k, dtype=np.int32)
-        if k >= 2 and (k - 2) % 3 == 2:
-            del d.store[f"p{w}-{k - 2}"]
-    d.close()
-
-
 def test_writers_in_several_processes_lose_nothing(dev):
     """Processes sharing only the drive put and remove at once; every acknowledged
     update is there afterwards (the drive's Compare and Write arbitrates commits)."""
     import multiprocessing as mp
+
+    from store_writer import writer   # a module of its own: the spawned writers import no pytest
 
     path = dev.path
     # On a drive in a TCG guest each spawned writer spends most of a minute importing numpy
     # and the module: fewer updates there, and one deadline for all writers together.
     writers, n = 3, (15 if dev.transport == "inproc" else 6)
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, os.environ.get("CSD_TEST_URING") == "1", w, n))
+    procs = [ctx.Process(target=writer, args=(path, os.environ.get("CSD_TEST_URING") == "1", w, n))
              for w in range(writers)]
     for p in procs:
         p.start()
