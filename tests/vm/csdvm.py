@@ -819,6 +819,8 @@ def main() -> int:
         c.add_argument("--plugins", action="store_true",
                        help="load the example operator plug-ins (csd.plugin-dir)")
     args = ap.parse_args()
+    # SIGTERM (a CI job's timeout, kill) ends the run through its cleanup: no QEMU left behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return {"test": cmd_test, "cmd": cmd_run, "shell": cmd_shell}[args.what](args)
 
 
