@@ -637,10 +637,11 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, int(avail // 2)))
 
 
-def plan_groups(paths: list[Path], times: dict[str, float]) -> list[Group]:
+def plan_groups(paths: list[Path], times: dict[str, float], jobs: int = 1) -> list[Group]:
     """The boots a run needs: tests whose header lines ask for the same device share one
-    (an ``alone`` test has its own), longest expected first (earlier runs' times; a test
-    never timed counts as a quarter of its timeout)."""
+    (an ``alone`` test has its own; a boot that would take more than its share of a run with
+    jobs places is split in two), longest expected first (earlier runs' times; a test never
+    timed counts as a quarter of its timeout)."""
     groups: dict[tuple, Group] = {}
     for p in paths:
         for cfg in VmConfig.from_header(p.read_text()):
@@ -648,10 +649,22 @@ def plan_groups(paths: list[Path], times: dict[str, float]) -> list[Group]:
             g = groups.setdefault(key, Group(cfg, [], {}))
             g.tests.append(p.name)
             g.timeouts[p.name] = cfg.test_timeout
-    out = list(groups.values())
+    cost = {t: times.get(t, g.timeouts[t] / 4) for g in groups.values() for t in g.tests}
+    out: list[Group] = []
+    fair = (BOOT_ESTIMATE * len(groups) + sum(cost.values())) / max(1, jobs)
+    for g in groups.values():
+        # A boot longer than its fair share of a run with jobs places would alone set the
+        # run's length: its tests are dealt, longest first, to two boots of the same device.
+        if jobs > 1 and len(g.tests) > 1 and BOOT_ESTIMATE + sum(cost[t] for t in g.tests) > fair:
+            halves: list[list[str]] = [[], []]
+            for t in sorted(g.tests, key=lambda t: -cost[t]):
+                min(halves, key=lambda h: sum(cost[x] for x in h)).append(t)
+            out += [Group(g.cfg, [t for t in g.tests if t in h], {t: g.timeouts[t] for t in h}) for h in halves]
+        else:
+            out.append(g)
     for i, g in enumerate(out):
         g.tag = f"g{i + 1}"
-        g.estimate = BOOT_ESTIMATE + sum(times.get(t, g.timeouts[t] / 4) for t in g.tests)
+        g.estimate = BOOT_ESTIMATE + sum(cost[t] for t in g.tests)
     return sorted(out, key=lambda g: (-g.estimate, g.tag))
 
 
@@ -711,8 +724,8 @@ def cmd_test(args) -> int:
     if args.dir:
         GUEST_TESTS = Path(args.dir).resolve()
     times = load_times()
-    groups = plan_groups(collect_tests(args.tests, args.filter), times)
     jobs = args.jobs or default_jobs()
+    groups = plan_groups(collect_tests(args.tests, args.filter), times, jobs)
     start = time.monotonic()
     results = run_groups(groups, jobs)
     if not args.dir:
