@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "csd_spec.h"
+#include "csd_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,10 @@ void csd_close(csd_dev *dev);
 const char *csd_last_error(void);
 /* NVMe status of the last failure on this thread, 0 if it was no NVMe status. */
 uint16_t csd_last_status(void);
+/* The version of the libcsd running ("0.1.0"); CSD_VERSION_STRING is the headers'. */
+const char *csd_version(void);
+/* The same as MAJOR * 10000 + MINOR * 100 + PATCH, to compare with CSD_VERSION_NUMBER. */
+unsigned csd_version_number(void);
 
 /* The command set the device is spoken to with: "vendor" or "nvme-cs" (the standard NVMe
  * computational storage command sets; $CSD_FRONT_END picks, else vendor where the drive has it). */

@@ -66,6 +66,10 @@ extern "C" {
 const char *csd_last_error(void) { return g_error.c_str(); }
 uint16_t csd_last_status(void) { return g_status; }
 
+const char *csd_version(void) { return CSD_VERSION_STRING; }
+
+unsigned csd_version_number(void) { return CSD_VERSION_NUMBER; }
+
 static int open_with(const char *path, const csd::OpenOptions &o, csd_dev **dev)
 {
     if (!path || !dev) return bad_arg("csd_open: path and dev must not be NULL");

@@ -527,6 +527,7 @@ void ObjectStore::write_blocks(uint64_t block, const void *data, uint64_t bytes,
             std::memcpy(tail.data(), static_cast<const uint8_t *>(data) + whole, bytes - whole);
         }
         dev_.write_lbas((block + whole / block_) * lbas_per_block_, lbas_per_block_, tail.data());
+        if (progress && bytes > whole) progress(bytes, bytes);  // the whole object written
     }
 }
 

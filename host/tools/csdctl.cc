@@ -6,7 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -25,6 +28,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd.h"
 #include "csd_spec.h"
 
 using namespace csd;
@@ -40,19 +44,29 @@ const char *kDevices = R"(device (--device, else $CSD_DEVICE, else /dev/ng0n1):
 front end: --front-end vendor|nvme-cs|auto, else $CSD_FRONT_END, else auto (vendor where the
   drive speaks it, else the standard NVMe computational storage command sets))";
 
+// Exit codes (docs/csdctl.md and csdctl(1) list them).
+enum Exit : int {
+    kExitOk = 0,
+    kExitStatus = 1,  // the drive completed a command with an error status
+    kExitUsage = 2,   // the command line (or an object it names) does not fit the command
+    kExitSystem = 3,  // any other failure: an OS error (errno), a file or device that cannot be used
+};
+
 // Global options.
 struct Opts {
     std::string device = "/dev/ng0n1";
     bool uring = false;
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
+    int progress = -1;       // progress bars: -1 where stderr is a terminal, 0 never, 1 always
 };
 
-[[noreturn]] void die(const std::string &msg)
-{
-    std::fprintf(stderr, "csdctl: %s\n", msg.c_str());
-    std::exit(1);
-}
+// A command line that does not fit the command (exit code 2).
+struct Usage : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void die(const std::string &msg) { throw Usage(msg); }
 
 // A command-set name table (spec/csd_spec.h) as a map for CLI11's IsMember check.
 std::map<std::string, uint32_t> names(const csd_name *table)
@@ -62,28 +76,77 @@ std::map<std::string, uint32_t> names(const csd_name *table)
     return m;
 }
 
-void print(const json &j) { std::cout << j.dump() << "\n"; }
-
-// A progress bar on stderr for transfers of 8 MiB and more.
-Progress bar(const std::string &what, uint64_t total)
+// One JSON value on a line of stdout (stderr where stdout carries an object's bytes).
+void print(const json &j, FILE *to = stdout)
 {
-    if (total < (8u << 20)) return {};
+    std::fputs((j.dump() + "\n").c_str(), to);
+}
+
+// A progress bar on stderr for transfers of 8 MiB and more: redrawn in place (\r) on a
+// terminal; where stderr is not one (a log, a pipe) only with --progress, and then as
+// whole lines at each quarter, so no \r reaches a log.
+Progress bar(const Opts &o, const std::string &what, uint64_t total)
+{
+    const bool tty = isatty(STDERR_FILENO);
+    if (total < (8u << 20) || o.progress == 0 || (o.progress < 0 && !tty)) return {};
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
-    return [what, start](uint64_t done, uint64_t all) {
+    auto quarter = std::make_shared<int>(0);  // lines printed so far (not a terminal)
+    return [what, start, tty, quarter](uint64_t done, uint64_t all) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
-        const int width = 30, fill = static_cast<int>(width * done / std::max<uint64_t>(all, 1));
+        const uint64_t whole = std::max<uint64_t>(all, 1);
+        const int pct = static_cast<int>(100 * done / whole);
+        const double rate = s > 0 ? done / s / 1048576.0 : 0.0;
+        if (!tty) {
+            if (pct < 25 * (*quarter + 1) && done != all) return;
+            *quarter = pct / 25;
+            std::fprintf(stderr, "%s: %3d%% (%.1f of %.1f MiB, %.1f MiB/s)\n", what.c_str(), pct, done / 1048576.0,
+                         all / 1048576.0, rate);
+            return;
+        }
+        const int width = 30, fill = static_cast<int>(width * done / whole);
         std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %.1f MiB/s", what.c_str(), fill, "##############################",
-                     width - fill, "", static_cast<int>(100 * done / std::max<uint64_t>(all, 1)),
-                     s > 0 ? done / s / 1048576.0 : 0.0);
+                     width - fill, "", pct, rate);
         if (done == all) std::fputc('\n', stderr);
     };
 }
 
+// The whole of a file, or of stdin for "-".
 std::vector<uint8_t> slurp(const std::string &path)
 {
+    if (path == "-") {
+        std::vector<uint8_t> v;
+        uint8_t buf[1 << 16];
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, stdin)) > 0;) v.insert(v.end(), buf, buf + n);
+        if (std::ferror(stdin)) throw Error("cannot read stdin", errno);
+        return v;
+    }
     std::ifstream f(path, std::ios::binary);
-    if (!f) die("cannot read " + path + ": " + std::strerror(errno));
+    if (!f) throw Error("cannot read " + path, errno);
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), {});
+}
+
+// A 64-bit integer argument: decimal, 0x.. hex or 0.. octal, unsigned up to 2^64-1 or
+// negative down to -2^63 (kept as its two's complement); anything else is a usage error.
+uint64_t parse_u64(const std::string &what, const std::string &text)
+{
+    const bool negative = !text.empty() && text[0] == '-';
+    errno = 0;
+    char *end = nullptr;
+    const uint64_t v = negative ? static_cast<uint64_t>(std::strtoll(text.c_str(), &end, 0))
+                                : std::strtoull(text.c_str(), &end, 0);
+    if (text.empty() || *end || errno == ERANGE || (!negative && text.find('-') != std::string::npos)) {
+        die(what + ": '" + text + "' is not a 64-bit integer");
+    }
+    return v;
+}
+
+// A floating-point argument (decimal or hex).
+double parse_double(const std::string &what, const std::string &text)
+{
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end) die(what + ": '" + text + "' is not a number");
+    return v;
 }
 
 bool ends_with(const std::string &s, const std::string &suffix)
@@ -229,10 +292,12 @@ void print_object(const ObjectInfo &i)
                 i.is_tensor() ? i.dtype.c_str() : "blob", i.is_tensor() ? shape_str(i.shape).c_str() : "", i.crc32c);
 }
 
-int cmd_format(Device &d)
+int cmd_format(Device &d, const Opts &o)
 {
     ObjectStore::format(d);
-    std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(ObjectStore(d).free_bytes()));
+    const uint64_t free_bytes = ObjectStore(d).free_bytes();
+    if (o.json) print({{"formatted", true}, {"free_bytes", free_bytes}});
+    else std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(free_bytes));
     return 0;
 }
 
@@ -283,23 +348,28 @@ int cmd_stat(Device &d, const Opts &o, const std::string &name)
     return 0;
 }
 
-// A file as an object's contents: a .npy file as a typed tensor (its dtype, structured
-// ones included, as csd/npy.hpp records it), anything else as a blob.
-npy::Array read_object_file(const std::string &file)
+// How put and get treat FILE: .npy (a typed tensor) by its name, or as --npy says
+// (the only way for "-", stdin or stdout).
+bool is_npy(const std::string &file, bool npy_flag) { return npy_flag || ends_with(file, ".npy"); }
+
+// A file (or stdin, "-") as an object's contents: a .npy file as a typed tensor (its
+// dtype, structured ones included, as csd/npy.hpp records it), anything else as a blob.
+npy::Array read_object_file(const std::string &file, bool npy_flag)
 {
     auto bytes = slurp(file);
-    if (!ends_with(file, ".npy")) return npy::Array{"", {}, std::move(bytes)};
+    if (!is_npy(file, npy_flag)) return npy::Array{"", {}, std::move(bytes)};
     try {
         return npy::parse(bytes);
     } catch (const Error &e) {
-        die(file + ": " + e.what());
+        die((file == "-" ? "stdin" : file) + ": " + e.what());
     }
 }
 
-// Writes an object's bytes to a file (.npy for a tensor, with its recorded dtype).
-void write_object_file(const std::string &file, const ObjectInfo &info, std::vector<uint8_t> data)
+// Writes an object's bytes to a file, or to stdout for "-" (.npy for a tensor, with its
+// recorded dtype).
+void write_object_file(const std::string &file, const ObjectInfo &info, std::vector<uint8_t> data, bool npy_flag)
 {
-    if (ends_with(file, ".npy")) {
+    if (is_npy(file, npy_flag)) {
         if (!info.is_tensor()) die("object '" + info.name + "' is a blob, not a tensor: write it to a raw file");
         try {
             data = npy::format(info.dtype, info.shape, data);
@@ -308,23 +378,43 @@ void write_object_file(const std::string &file, const ObjectInfo &info, std::vec
                 "): write its bytes to a file not ending in .npy");
         }
     }
+    if (file == "-") {
+        if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0) {
+            throw Error("cannot write stdout", errno);
+        }
+        return;
+    }
     std::ofstream f(file, std::ios::binary);
     f.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
-    if (!f) die("cannot write " + file);
+    f.close();
+    if (!f) throw Error("cannot write " + file, errno ? errno : EIO);
 }
 
-int cmd_put(Device &d, const std::string &name, const std::string &file)
+// What put and get report with --json: the object's catalog entry and the file it came
+// from or went to (on stderr when a get's stdout carries the object's bytes).
+void print_transfer(const Opts &o, const ObjectInfo &info, const std::string &file, bool got)
 {
-    const npy::Array a = read_object_file(file);
-    ObjectStore(d).put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar("put " + name, a.data.size()));
+    if (!o.json) return;
+    json j = object_json(info);
+    j["file"] = file;
+    print(j, got && file == "-" ? stderr : stdout);
+}
+
+int cmd_put(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
+{
+    const npy::Array a = read_object_file(file, npy_flag);
+    ObjectStore st(d);
+    st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar(o, "put " + name, a.data.size()));
+    if (o.json) print_transfer(o, st.stat(name), file, false);
     return 0;
 }
 
-int cmd_get(Device &d, const std::string &name, const std::string &file)
+int cmd_get(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
 {
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    write_object_file(file, info, st.get(name, bar("get " + name, info.bytes)));
+    write_object_file(file, info, st.get(name, bar(o, "get " + name, info.bytes)), npy_flag);
+    print_transfer(o, info, file, true);
     return 0;
 }
 
@@ -357,10 +447,15 @@ FilterSpec filter_spec(const FilterArgs &a)
     s.field_type = static_cast<FieldType>(names(csd_field_type_names).at(a.type));
     s.op = static_cast<CmpOp>(names(csd_filter_op_names).at(a.op));
     s.indices = a.indices;
-    s.lo = std::stod(a.lo);
-    s.hi = std::stod(a.hi);
-    s.lo_int = static_cast<int64_t>(std::stoll(a.lo));
-    s.hi_int = static_cast<int64_t>(std::stoll(a.hi));
+    if (s.field_type == FieldType::f32 || s.field_type == FieldType::f64) {
+        s.lo = parse_double("--lo", a.lo);
+        s.hi = parse_double("--hi", a.hi);
+    } else {  // u64 values up to 2^64-1, as two's complement
+        s.lo_int = static_cast<int64_t>(parse_u64("--lo", a.lo));
+        s.hi_int = static_cast<int64_t>(parse_u64("--hi", a.hi));
+        s.lo = static_cast<double>(s.lo_int);
+        s.hi = static_cast<double>(s.hi_int);
+    }
     return s;
 }
 
@@ -396,13 +491,41 @@ int cmd_reduce(Device &d, const Opts &o, const std::string &name, const std::str
     d.slm_read(out.offset(), res.data(), res.size());
     const bool as_int = op == ReduceOp::argmax || op == ReduceOp::argmin;
     const bool int_in = info.dtype[1] == 'i' && op != ReduceOp::mean;
+    json values = json::array();
     for (uint64_t r = 0; r < rows; r++) {
-        if (as_int) { uint64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%llu\n", static_cast<unsigned long long>(v)); }
-        else if (int_in) { int64_t v; std::memcpy(&v, &res[r * 8], 8); std::printf("%lld\n", static_cast<long long>(v)); }
-        else { double v; std::memcpy(&v, &res[r * 8], 8); std::printf("%.17g\n", v); }
+        if (as_int) {
+            uint64_t v;
+            std::memcpy(&v, &res[r * 8], 8);
+            if (o.json) values.push_back(v);
+            else std::printf("%llu\n", static_cast<unsigned long long>(v));
+        } else if (int_in) {
+            int64_t v;
+            std::memcpy(&v, &res[r * 8], 8);
+            if (o.json) values.push_back(v);
+            else std::printf("%lld\n", static_cast<long long>(v));
+        } else {
+            double v;
+            std::memcpy(&v, &res[r * 8], 8);
+            if (o.json) values.push_back(v);
+            else std::printf("%.17g\n", v);
+        }
+    }
+    if (o.json) {
+        print({{"object", info.name}, {"op", op_name}, {"rows", rows}, {"values", values}, {"where", where_name(d.where())}});
     }
     say_where(d, o);
     return 0;
+}
+
+// What `run gemm` reports: C's name and shape (and, on one drive, where it ran).
+void print_gemm(const Opts &o, const std::string &an, const std::string &bn, const std::string &cn, uint64_t m,
+                uint64_t n, const char *where = nullptr)
+{
+    json j = {{"object", cn}, {"a", an}, {"b", bn}, {"shape", {m, n}}};
+    if (where) j["where"] = where;
+    if (o.json) print(j);
+    else std::printf("%s = %s x %s (%llux%llu)\n", cn.c_str(), an.c_str(), bn.c_str(),
+                     static_cast<unsigned long long>(m), static_cast<unsigned long long>(n));
 }
 
 int cmd_gemm(Device &d, const Opts &o, const std::string &an, const std::string &bn, const std::string &cn)
@@ -418,8 +541,7 @@ int cmd_gemm(Device &d, const Opts &o, const std::string &an, const std::string 
     programs::gemm(d, Range{sa.offset(), a.bytes}, Range{sb.offset(), b.bytes}, Range{sc.offset(), m * n * 4},
                    static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
     st.put_from_slm(cn, sc, m * n * 4, "<f4", {m, n});
-    std::printf("%s = %s x %s (%llux%llu)\n", cn.c_str(), an.c_str(), bn.c_str(),
-                static_cast<unsigned long long>(m), static_cast<unsigned long long>(n));
+    print_gemm(o, an, bn, cn, m, n, where_name(d.where()));
     say_where(d, o);
     return 0;
 }
@@ -455,14 +577,14 @@ struct ProgramRunArgs {
 
 int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &name, const ProgramRunArgs &a)
 {
+    std::vector<uint64_t> params;
+    for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
     if (info.bytes % a.record_size) {
         die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
             std::to_string(a.record_size) + "-byte records");
     }
-    std::vector<uint64_t> params;
-    for (const auto &p : a.params) params.push_back(static_cast<uint64_t>(std::stoll(p, nullptr, 0)));
     const uint64_t count = info.bytes / a.record_size;
     if (count > UINT32_MAX) die("more than 2^32-1 records");
     Program prog = Program::attach(d, slot, a.record_size);
@@ -496,7 +618,7 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
 }
 
 // ---------------------------------------------------------------- bench
-int cmd_bench(Device &d, double secs)
+int cmd_bench(Device &d, const Opts &o, double secs)
 {
     SlmBuffer src = d.slm().alloc(4096), dst = d.slm().alloc(32 * 4096);
     using clk = std::chrono::steady_clock;
@@ -528,33 +650,47 @@ int cmd_bench(Device &d, double secs)
         std::sort(us.begin(), us.end());
         return us[us.size() / 2];
     };
+    json j = {{"transport", d.transport().name()}};
     const double sync = 1.0 / (latency([&] { d.execute(CSD_PROG_COPY, {range(src), range(dst, 4096)}); }) / 1e6);
-    std::printf("transport %s\n", d.transport().name());
-    std::printf("Execute copy 4 KiB, synchronous:  %9.0f commands/s\n", sync);
-    for (unsigned qd : {1u, 8u, 32u}) {
-        std::printf("Execute copy 4 KiB, queue depth %2u: %9.0f commands/s\n", qd, throughput(qd));
+    j["copy_4k_sync_commands_per_s"] = sync;
+    if (!o.json) {
+        std::printf("transport %s\n", d.transport().name());
+        std::printf("Execute copy 4 KiB, synchronous:  %9.0f commands/s\n", sync);
     }
+    json by_qd = json::array();
+    for (unsigned qd : {1u, 8u, 32u}) {
+        const double rate = throughput(qd);
+        by_qd.push_back({{"queue_depth", qd}, {"commands_per_s", rate}});
+        if (!o.json) std::printf("Execute copy 4 KiB, queue depth %2u: %9.0f commands/s\n", qd, rate);
+    }
+    j["copy_4k_by_queue_depth"] = by_qd;
     {  // 16 MiB SLM Read (or what SLM holds, if less)
         const uint64_t n = std::min<uint64_t>(16 << 20, d.caps().slm_size);
         SlmBuffer big = d.slm().alloc(n);
         std::vector<uint8_t> host(n);
         const double us = latency([&] { d.slm_read(big.offset(), host.data(), n); });
-        std::printf("SLM Read of %llu MiB: %.2f ms (%.2f GB/s)\n", static_cast<unsigned long long>(n >> 20), us / 1000,
-                    n / us / 1000);
+        j["slm_read"] = {{"bytes", n}, {"ms", us / 1000}, {"gb_per_s", n / us / 1000}};
+        if (!o.json) {
+            std::printf("SLM Read of %llu MiB: %.2f ms (%.2f GB/s)\n", static_cast<unsigned long long>(n >> 20),
+                        us / 1000, n / us / 1000);
+        }
     }
     std::vector<uint8_t> buf(4096);
     const uint32_t per = 4096 / d.ns().lba_size;
-    std::printf("median latency: 4 KiB copy Execute %.1f us, 4 KiB Read %.1f us\n",
-                latency([&] { d.execute(CSD_PROG_COPY, {range(src), range(dst, 4096)}); }),
-                latency([&] { d.read_lbas(0, std::max<uint32_t>(per, 1), buf.data()); }));
+    const double exec_us = latency([&] { d.execute(CSD_PROG_COPY, {range(src), range(dst, 4096)}); });
+    const double read_us = latency([&] { d.read_lbas(0, std::max<uint32_t>(per, 1), buf.data()); });
+    j["median_latency_us"] = {{"copy_4k_execute", exec_us}, {"read_4k", read_us}};
+    if (o.json) print(j);
+    else std::printf("median latency: 4 KiB copy Execute %.1f us, 4 KiB Read %.1f us\n", exec_us, read_us);
     return 0;
 }
 
 // ---------------------------------------------------------------- several drives (--drives)
-int set_format(DriveSet &s)
+int set_format(DriveSet &s, const Opts &o)
 {
     s.format();
-    std::printf("formatted %zu drives\n", s.size());
+    if (o.json) print({{"formatted", true}, {"drives", s.size()}});
+    else std::printf("formatted %zu drives\n", s.size());
     return 0;
 }
 
@@ -576,12 +712,14 @@ int set_ls(DriveSet &s, const Opts &o)
     return 0;
 }
 
-int set_put(DriveSet &s, const std::string &name, const std::string &file, const std::string &placement)
+int set_put(DriveSet &s, const Opts &o, const std::string &name, const std::string &file, bool npy_flag,
+            const std::string &placement)
 {
-    const npy::Array a = read_object_file(file);
+    const npy::Array a = read_object_file(file, npy_flag);
     if (placement == "striped") s.put_striped(name, a.data.data(), a.data.size(), a.dtype, a.shape);
     else if (placement == "replicated") s.put_replicated(name, a.data.data(), a.data.size(), a.dtype, a.shape);
     else s.put(name, a.data.data(), a.data.size(), a.dtype, a.shape);
+    if (o.json) print_transfer(o, s.stat(name), file, false);
     return 0;
 }
 
@@ -593,6 +731,114 @@ int set_reduce(DriveSet &s, const Opts &o, const std::string &name, const std::s
     return 0;
 }
 
+// ---------------------------------------------------------------- errors, completion
+// Reports a failure on stderr (with --json: as one JSON object on stdout, as nvme-cli's
+// -o json does: the message, the NVMe status in words and its code, or the errno) and
+// returns the exit code it gets.
+int report(const Opts &o, const std::string &msg, int exit_code, const Error *e = nullptr)
+{
+    if (!o.json) {
+        std::fprintf(stderr, "csdctl: %s\n", msg.c_str());
+        return exit_code;
+    }
+    json j = {{"error", msg}};
+    if (e && e->status()) {
+        j["status"] = status_name(e->status());
+        j["code"] = e->code();  // SCT << 8 | SC
+        j["dnr"] = (e->status() & 0x4000) != 0;
+    } else if (e && e->errnum()) {
+        const char *n = strerrorname_np(e->errnum());
+        j["errno"] = n ? n : std::to_string(e->errnum());
+    }
+    j["exit"] = exit_code;
+    std::fflush(stdout);
+    print(j);
+    return exit_code;
+}
+
+// The exit code for a libcsd failure: an NVMe status (1), an argument it refused (EINVAL: 2),
+// anything else (3).
+int exit_code_of(const Error &e)
+{
+    if (e.status()) return kExitStatus;
+    return e.errnum() == EINVAL ? kExitUsage : kExitSystem;
+}
+
+// The bash completion script for this command tree: every command's subcommands and
+// options, the values of options that take names (choices, keyed "csdctl run reduce --op"
+// or, for global options, "--front-end"), files elsewhere.
+std::string bash_completion(const CLI::App &app, const std::map<std::string, std::vector<std::string>> &choices)
+{
+    std::string subs, opts, valued;
+    std::function<void(const CLI::App &, const std::string &)> walk = [&](const CLI::App &a, const std::string &path) {
+        std::string names, flags;
+        for (const CLI::App *sub : a.get_subcommands([](const CLI::App *x) { return !x->get_name().empty(); })) {
+            names += (names.empty() ? "" : " ") + sub->get_name();
+        }
+        for (const CLI::Option *opt : a.get_options([](const CLI::Option *x) { return !x->get_positional(); })) {
+            std::vector<std::string> all;
+            for (const auto &l : opt->get_lnames()) all.push_back("--" + l);
+            for (const auto &sn : opt->get_snames()) all.push_back("-" + sn);
+            for (const auto &n : all) {
+                flags += (flags.empty() ? "" : " ") + n;
+                if (opt->get_type_size_max() > 0) valued += " " + n;
+            }
+        }
+        subs += "    [\"" + path + "\"]=\"" + names + "\"\n";
+        opts += "    [\"" + path + "\"]=\"" + flags + "\"\n";
+        for (const CLI::App *sub : a.get_subcommands([](const CLI::App *x) { return !x->get_name().empty(); })) {
+            walk(*sub, path + " " + sub->get_name());
+        }
+    };
+    walk(app, "csdctl");
+    std::string ch;
+    for (const auto &c : choices) {
+        std::string v;
+        for (const auto &x : c.second) v += (v.empty() ? "" : " ") + x;
+        ch += "    [\"" + c.first + "\"]=\"" + v + "\"\n";
+    }
+    return "# bash completion for csdctl (written by `csdctl completion bash`)\n"
+           "declare -gA _csdctl_subs=(\n" + subs + ")\n"
+           "declare -gA _csdctl_opts=(\n" + opts + ")\n"
+           "declare -gA _csdctl_choices=(\n" + ch + ")\n"
+           "_csdctl_valued=\"" + valued + " \"\n"
+           R"(_csdctl() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} path=csdctl w i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
+        if [[ $_csdctl_valued == *" $w "* ]]; then ((i++)); continue; fi
+        [[ -n ${_csdctl_subs["$path $w"]+x} ]] && path="$path $w"
+    done
+    if [[ $_csdctl_valued == *" $prev "* ]]; then
+        if [[ -n ${_csdctl_choices["$path $prev"]+x} ]]; then
+            COMPREPLY=($(compgen -W "${_csdctl_choices["$path $prev"]}" -- "$cur"))
+        elif [[ -n ${_csdctl_choices[$prev]+x} ]]; then
+            COMPREPLY=($(compgen -W "${_csdctl_choices[$prev]}" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -f -- "$cur"))
+        fi
+        return
+    fi
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "${_csdctl_opts[$path]} ${_csdctl_opts[csdctl]}" -- "$cur"))
+    elif [[ -n ${_csdctl_subs[$path]} ]]; then
+        COMPREPLY=($(compgen -W "${_csdctl_subs[$path]}" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}
+complete -F _csdctl csdctl
+)";
+}
+
+// The names a name table offers, for completion.
+std::vector<std::string> choice_list(const std::map<std::string, uint32_t> &m)
+{
+    std::vector<std::string> v;
+    for (const auto &kv : m) v.push_back(kv.first);
+    return v;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -601,7 +847,10 @@ int main(int argc, char **argv)
     app.footer(kDevices);
     app.require_subcommand(1);
     app.fallthrough();  // global options may also follow the command
+    app.set_version_flag("--version", std::string("csdctl ") + CSD_VERSION_STRING + " (libcsd " + csd_version() + ")");
     Opts o;
+    std::map<std::string, std::vector<std::string>> choices;  // for completion: option -> its names
+    choices["--front-end"] = {"auto", "vendor", "nvme-cs"};
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
     app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
@@ -611,6 +860,10 @@ int main(int argc, char **argv)
                    "also CSD_FRONT_END)");
     app.add_flag("--json", o.json, "machine-readable output");
     app.add_flag("--bus-stats", o.bus_stats, "print the commands and bytes this run moved across the bus (stderr)");
+    app.add_flag_callback("--progress", [&] { o.progress = 1; },
+                          "progress for transfers of 8 MiB and more even where stderr is no terminal (lines, no \\r)");
+    app.add_flag_callback("--no-progress", [&] { o.progress = 0; },
+                          "no progress bars (default: a bar where stderr is a terminal)");
 
     std::function<int(Device &)> action;
     std::function<int(DriveSet &)> set_action;  // the same command on several drives (--drives)
@@ -625,8 +878,8 @@ int main(int argc, char **argv)
         ->callback([&] { action = [&](Device &d) { return cmd_stats(d, o); }; });
     app.add_subcommand("format", "create an empty object store on the namespace")
         ->callback([&] {
-            action = [&](Device &d) { return cmd_format(d); };
-            set_action = [&](DriveSet &s) { return set_format(s); };
+            action = [&](Device &d) { return cmd_format(d, o); };
+            set_action = [&](DriveSet &s) { return set_format(s, o); };
         });
     app.add_subcommand("ls", "list objects")->callback([&] {
         action = [&](Device &d) { return cmd_ls(d, o); };
@@ -646,31 +899,41 @@ int main(int argc, char **argv)
     });
     auto *rm = app.add_subcommand("rm", "remove an object");
     rm->add_option("name", name, "object")->required();
+    auto removed = [&] {
+        if (o.json) print({{"removed", name}});
+        return 0;
+    };
     rm->callback([&] {
-        action = [&](Device &d) { ObjectStore(d).remove(name); return 0; };
-        set_action = [&](DriveSet &s) { s.remove(name); return 0; };
+        action = [&](Device &d) { ObjectStore(d).remove(name); return removed(); };
+        set_action = [&](DriveSet &s) { s.remove(name); return removed(); };
     });
     uint64_t max_age = 3600;
     auto *reclaim = app.add_subcommand("reclaim", "free space reserved by puts whose writer died");
     reclaim->add_option("--older-than", max_age, "only reservations at least this many seconds old (default 3600)");
     reclaim->callback([&] { action = [&](Device &d) { return cmd_reclaim(d, o, max_age); }; });
-    auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor) as object NAME");
+    bool npy_flag = false;
+    auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor; -: stdin) as object NAME");
     put->add_option("name", name, "object")->required();
-    put->add_option("file", file, "file to store")->required();
+    put->add_option("file", file, "file to store, - for stdin")->required();
+    put->add_flag("--npy", npy_flag, "FILE is a .npy file whatever its name (for -)");
     put->add_option("--placement", placement, "with --drives: home (the whole object on one drive), striped "
                                               "(rows over every drive) or replicated")
         ->check(CLI::IsMember({"home", "striped", "replicated"}));
+    choices["csdctl put --placement"] = {"home", "striped", "replicated"};
     put->callback([&] {
-        action = [&](Device &d) { return cmd_put(d, name, file); };
-        set_action = [&](DriveSet &s) { return set_put(s, name, file, placement); };
+        action = [&](Device &d) { return cmd_put(d, o, name, file, npy_flag); };
+        set_action = [&](DriveSet &s) { return set_put(s, o, name, file, npy_flag, placement); };
     });
-    auto *get = app.add_subcommand("get", "write object NAME to FILE (.npy for tensors)");
+    auto *get = app.add_subcommand("get", "write object NAME to FILE (.npy for tensors; -: stdout)");
     get->add_option("name", name, "object")->required();
-    get->add_option("file", file, "file to write")->required();
+    get->add_option("file", file, "file to write, - for stdout")->required();
+    get->add_flag("--npy", npy_flag, "write a .npy file whatever FILE's name (for -)");
     get->callback([&] {
-        action = [&](Device &d) { return cmd_get(d, name, file); };
+        action = [&](Device &d) { return cmd_get(d, o, name, file, npy_flag); };
         set_action = [&](DriveSet &s) {
-            write_object_file(file, s.stat(name), s.get(name));
+            const ObjectInfo info = s.stat(name);
+            write_object_file(file, info, s.get(name), npy_flag);
+            print_transfer(o, info, file, true);
             return 0;
         };
     });
@@ -681,6 +944,7 @@ int main(int argc, char **argv)
     auto *checksum = run->add_subcommand("checksum", "checksum of an object, computed in the drive");
     checksum->add_option("name", name, "object")->required();
     checksum->add_option("--algo", algo, "crc32c or xxh64")->check(CLI::IsMember(names(csd_checksum_algo_names)));
+    choices["csdctl run checksum --algo"] = choice_list(names(csd_checksum_algo_names));
     checksum->callback([&] { action = [&](Device &d) { return cmd_checksum(d, o, name, algo); }; });
     FilterArgs fa;
     auto *filter = run->add_subcommand("filter", "records of SRC whose field compares true, into object DST");
@@ -690,7 +954,9 @@ int main(int argc, char **argv)
     filter->add_option("--field-offset", fa.field_offset, "byte offset of the field")->required();
     filter->add_option("--type", fa.type, "field type")->required()->check(CLI::IsMember(names(csd_field_type_names)));
     filter->add_option("--op", fa.op, "comparison")->required()->check(CLI::IsMember(names(csd_filter_op_names)));
-    filter->add_option("--lo", fa.lo, "value compared with (lower bound for between)")->required();
+    choices["csdctl run filter --type"] = choice_list(names(csd_field_type_names));
+    choices["csdctl run filter --op"] = choice_list(names(csd_filter_op_names));
+    filter->add_option("--lo", fa.lo, "value compared with (lower bound for between; integers up to 2^64-1)")->required();
     filter->add_option("--hi", fa.hi, "upper bound for between");
     filter->add_flag("--indices", fa.indices, "write u32 record indices instead of records");
     filter->callback([&] {
@@ -701,6 +967,7 @@ int main(int argc, char **argv)
     auto *reduce = run->add_subcommand("reduce", "one result per row of a tensor");
     reduce->add_option("name", name, "tensor object (rows x cols)")->required();
     reduce->add_option("--op", op, "reduction")->required()->check(CLI::IsMember(names(csd_reduce_op_names)));
+    choices["csdctl run reduce --op"] = choice_list(names(csd_reduce_op_names));
     reduce->callback([&] {
         action = [&](Device &d) { return cmd_reduce(d, o, name, op); };
         set_action = [&](DriveSet &s) { return set_reduce(s, o, name, op); };  // of the whole striped tensor
@@ -711,7 +978,12 @@ int main(int argc, char **argv)
     gemm->add_option("c", third, "object to create")->required();
     gemm->callback([&] {
         action = [&](Device &d) { return cmd_gemm(d, o, name, other, third); };
-        set_action = [&](DriveSet &s) { s.gemm(name, other, third); return 0; };  // A striped, B replicated
+        set_action = [&](DriveSet &s) {  // A striped, B replicated
+            s.gemm(name, other, third);
+            const ObjectInfo c = s.stat(third);
+            print_gemm(o, name, other, third, c.shape.at(0), c.shape.at(1));
+            return 0;
+        };
     });
 
     auto *program = app.add_subcommand("program", "your own programs in the drive (eBPF objects from clang)");
@@ -726,7 +998,13 @@ int main(int argc, char **argv)
     pload->callback([&] { action = [&](Device &d) { return cmd_program_load(d, o, file, record_size, slot); }; });
     auto *punload = program->add_subcommand("unload", "unload the program in SLOT");
     punload->add_option("slot", slot, "slot (e.g. 0x100)")->required();
-    punload->callback([&] { action = [&](Device &d) { d.program_unload(slot); return 0; }; });
+    punload->callback([&] {
+        action = [&](Device &d) {
+            d.program_unload(slot);
+            if (o.json) print({{"unloaded", slot}});
+            return 0;
+        };
+    });
     program->add_subcommand("list", "the loaded programs")
         ->callback([&] { action = [&](Device &d) { return cmd_program_list(d, o); }; });
     ProgramRunArgs pr;
@@ -737,19 +1015,58 @@ int main(int argc, char **argv)
         ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
     prun->add_option("--mode", pr.mode, "filter (records kept), map (one u64 each) or reduce (their sum)")
         ->check(CLI::IsMember(names(csd_bpf_mode_names)));
-    prun->add_option("--param", pr.params, "a u64 parameter (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
+    choices["csdctl program run --mode"] = choice_list(names(csd_bpf_mode_names));
+    prun->add_option("--param", pr.params, "a u64 parameter, up to 2^64-1 (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
     prun->add_option("--out", pr.out, "object for the result (default NAME.MODE)");
     prun->callback([&] { action = [&](Device &d) { return cmd_program_run(d, o, slot, name, pr); }; });
 
     double seconds = 2;
     auto *bench = app.add_subcommand("bench", "Execute throughput by queue depth; 4 KiB copy vs Read latency");
     bench->add_option("--seconds", seconds, "seconds per measurement")->check(CLI::PositiveNumber);
-    bench->callback([&] { action = [&](Device &d) { return cmd_bench(d, seconds); }; });
+    bench->callback([&] { action = [&](Device &d) { return cmd_bench(d, o, seconds); }; });
 
+    auto *completion = app.add_subcommand("completion", "print the bash completion script (csdctl completion bash)");
+    std::string shell;
+    completion->add_option("shell", shell, "bash")->required()->check(CLI::IsMember({"bash"}));
+    bool completion_wanted = false;
+    completion->callback([&] { completion_wanted = true; });
+
+    // --json decides how even a command line CLI11 refuses is reported
+    for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; i++) o.json = o.json || !std::strcmp(argv[i], "--json");
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
+    } catch (const CLI::CallForHelp &e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp &e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        std::string msg = e.what();
+        // A word where a command belongs: name it (CLI11 says only that one is required).
+        // The deepest command given is the one whose subcommands it should have been.
+        const CLI::App *at = &app;
+        for (const CLI::App *sub = &app; sub;) {
+            at = sub;
+            auto parsed = sub->get_subcommands();
+            sub = parsed.empty() ? nullptr : parsed.front();
+        }
+        auto rest = at->remaining();
+        if (rest.empty()) rest = app.remaining();  // global options fall through to the top
+        if (!rest.empty() && !at->get_subcommands([](const CLI::App *x) { return !x->get_name().empty(); }).empty() &&
+            at->get_subcommands().empty() && rest.front()[0] != '-') {
+            std::string cmd = at == &app ? "" : at->get_name() + " ";
+            msg = "unknown command '" + cmd + rest.front() + "' (csdctl " + cmd + "--help lists them)";
+        } else if (dynamic_cast<const CLI::RequiredError *>(&e) && at->get_subcommands().empty() &&
+                   !at->get_subcommands([](const CLI::App *x) { return !x->get_name().empty(); }).empty()) {
+            msg = std::string("a command is required (csdctl ") + (at == &app ? "" : at->get_name() + " ") +
+                  "--help lists them)";
+        }
+        return report(o, msg, kExitUsage);
+    }
+    if (completion_wanted) {
+        std::fputs(bash_completion(app, choices).c_str(), stdout);
+        return kExitOk;
     }
     try {
         OpenOptions oo;
@@ -771,11 +1088,11 @@ int main(int argc, char **argv)
                       << "\n";
         }
         return rc;
+    } catch (const Usage &e) {
+        return report(o, e.what(), kExitUsage);
     } catch (const Error &e) {
-        die(e.what());
-    } catch (const std::invalid_argument &) {
-        die("a numeric argument is not a number");
+        return report(o, e.what(), exit_code_of(e), &e);
     } catch (const std::exception &e) {
-        die(e.what());
+        return report(o, e.what(), kExitSystem);
     }
 }

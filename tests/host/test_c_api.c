@@ -38,6 +38,11 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "emu:%s?size=16M&slm=8M&nvme-cs=1%s", tmpl,
                  fe && strcmp(fe, "nvme-cs") == 0 ? "&vendor-io=0" : "");
     }
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", CSD_VERSION_MAJOR, CSD_VERSION_MINOR, CSD_VERSION_PATCH);
+    CHECK(strcmp(csd_version(), CSD_VERSION_STRING) == 0 && strcmp(csd_version(), version) == 0,
+          "csd_version is the headers' version");
+    CHECK(csd_version_number() == CSD_VERSION_NUMBER, "csd_version_number");
     csd_dev *dev = NULL;
     CHECK(csd_open("/nonexistent/device", &dev) == -EINVAL && dev == NULL, "bad path is -EINVAL");
     CHECK(strstr(csd_last_error(), "expected /dev/ngXnY") != NULL, "the error says what a path looks like");

@@ -19,19 +19,20 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
            "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-queue-processor-tests" \
            "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            "$top/tests/host/linkage.sh" \
+           "$top/tests/host/test_csdctl.py" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
     bin=${run%@*}
     front_end=$([ "$run" != "$bin" ] && echo "${run#*@}")
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
     echo "--- $(basename "$bin")${front_end:+ (front end $front_end)}"
-    case "$bin" in *-test) args=() ;; *.sh) args=("$mb") ;; *) args=(--gtest_brief=1) ;; esac
+    case "$bin" in *-test | *.py) args=() ;; *.sh) args=("$mb") ;; *) args=(--gtest_brief=1) ;; esac
     ignore=$([ "$front_end" = standard-only ] && echo 1)
     [ "$front_end" = standard-only ] && front_end=nvme-cs
     out=$(CSD_FRONT_END=$front_end CSD_IGNORE_VENDOR=$ignore "$bin" "${args[@]}" 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
-    # GoogleTest's summary, or the plain closing line of the C test or linkage.sh
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\): \([0-9]*\) passed.*/\2/p' <<<"$out")
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
+    # GoogleTest's summary, or the plain closing line of the C test, linkage.sh or test_csdctl.py
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\): \([0-9]*\) passed.*/\2/p' <<<"$out")
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
     [ $rc = 0 ] || [ "${f:-0}" != 0 ] || fail=$((fail + 1))
 done

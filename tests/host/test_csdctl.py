@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""csdctl as a shell user and a script meet it, on the in-process device (emu:): --version,
+--json on every command and on errors (one object: the NVMe status in words and its
+code, or the errno), '-' for stdin and stdout, u64 values up to 2^64-1, an unknown
+command named, the documented exit codes, a progress bar that writes no carriage return
+where stderr is not a terminal, the bash completion script and the man page.
+
+Standard library only. csdctl from $CSDCTL, else this tree's build/meson/host/csdctl.
+Prints 'csdctl: N passed, N failed' last (tests/unit/run-unit.sh reads it)."""
+
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+CSDCTL = os.environ.get("CSDCTL") or str(TOP / "build" / "meson" / "host" / "csdctl")
+MAN = TOP / "host" / "tools" / "csdctl.1"
+DOC = TOP / "docs" / "library.md"
+EXIT_OK, EXIT_STATUS, EXIT_USAGE, EXIT_SYSTEM = 0, 1, 2, 3  # as csdctl(1) documents them
+
+
+def npy(dtype, shape, data):
+    """A .npy file (format 1.0) as np.save writes it."""
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (dtype, repr(tuple(shape)))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
+
+
+class Csdctl(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+        self.env = dict(os.environ, CSD_DEVICE=f"emu:{self.dir}/drive.img?size=64M&slm=32M")
+        self.env.pop("CSD_FRONT_END", None)
+        self.run_ok("format")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_csdctl(self, *args, stdin=None, stderr=subprocess.PIPE):
+        return subprocess.run([CSDCTL, *args], input=stdin, stdout=subprocess.PIPE, stderr=stderr,
+                              env=self.env, cwd=self.dir, timeout=120)
+
+    def run_ok(self, *args, stdin=None):
+        p = self.run_csdctl(*args, stdin=stdin)
+        self.assertEqual(p.returncode, 0, f"csdctl {' '.join(args)}: {p.stderr.decode()}")
+        return p
+
+    def json_ok(self, *args, stdin=None):
+        """Runs csdctl --json ARGS and returns the one JSON value its stdout holds."""
+        return json.loads(self.run_ok("--json", *args, stdin=stdin).stdout)
+
+    def json_error(self, exit_code, *args):
+        """Runs csdctl --json ARGS, expects exit_code and returns its one JSON error object."""
+        p = self.run_csdctl("--json", *args)
+        self.assertEqual(p.returncode, exit_code, p.stdout + p.stderr)
+        err = json.loads(p.stdout)
+        self.assertIsInstance(err["error"], str)
+        self.assertEqual(err["exit"], exit_code)
+        return err
+
+    def put_tensor(self, name, dtype, shape, data):
+        (self.dir / f"{name}.npy").write_bytes(npy(dtype, shape, data))
+        self.run_ok("put", name, f"{name}.npy")
+
+    # ------------------------------------------------------------ --version
+    def test_version_names_csdctl_and_libcsd(self):
+        version = re.search(r"version: '([^']+)'", (TOP / "meson.build").read_text()).group(1)
+        p = self.run_ok("--version")
+        self.assertEqual(p.stdout.decode().strip(), f"csdctl {version} (libcsd {version})")
+
+    # ------------------------------------------------------------ --json everywhere
+    def test_json_on_every_command(self):
+        self.assertEqual(self.json_ok("format")["formatted"], True)
+        self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+        self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
+        put = self.json_ok("put", "blob", "-", stdin=b"x" * 100)
+        self.assertEqual((put["name"], put["bytes"], put["file"]), ("blob", 100, "-"))
+        self.json_ok("put", "blob2", "m.npy")
+        got = self.json_ok("get", "m", "back.npy")
+        self.assertEqual((got["name"], got["dtype"], got["shape"]), ("m", "<f4", [2, 3]))
+        self.assertEqual([o["name"] for o in self.json_ok("ls")], ["blob", "blob2", "i", "m"])
+        self.assertEqual(self.json_ok("stat", "m")["bytes"], 24)
+        self.assertEqual(self.json_ok("rm", "blob2"), {"removed": "blob2"})
+        self.assertEqual(self.json_ok("run", "reduce", "m", "--op", "sum"),
+                         {"object": "m", "op": "sum", "rows": 2, "values": [6.0, 15.0], "where": "device"})
+        self.assertEqual(self.json_ok("run", "reduce", "m", "--op", "argmax")["values"], [2, 2])
+        self.assertEqual(self.json_ok("run", "gemm", "m", "i", "c"),
+                         {"object": "c", "a": "m", "b": "i", "shape": [2, 2], "where": "device"})
+        self.assertEqual(self.json_ok("stat", "c")["shape"], [2, 2])
+        self.assertIn("checksum", self.json_ok("run", "checksum", "m"))
+        self.assertIn("matches", self.json_ok("run", "filter", "m", "hot", "--record-size", "4",
+                                              "--field-offset", "0", "--type", "f32", "--op", "gt", "--lo", "3"))
+        bench = self.json_ok("bench", "--seconds", "0.05")
+        self.assertEqual(bench["transport"], "inproc")
+        self.assertEqual([q["queue_depth"] for q in bench["copy_4k_by_queue_depth"]], [1, 8, 32])
+        self.assertGreater(bench["median_latency_us"]["read_4k"], 0)
+        self.assertEqual(self.json_ok("reclaim")["reclaimed"], 0)
+        self.assertEqual(self.json_ok("program", "list"), [])
+        self.assertIsInstance(self.json_ok("programs"), list)
+        self.assertIsInstance(self.json_ok("stats"), dict)
+        self.assertIsInstance(self.json_ok("info"), dict)
+
+    def test_text_output_of_reduce_and_gemm_unchanged(self):
+        self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+        self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
+        self.assertEqual(self.run_ok("run", "reduce", "m", "--op", "sum").stdout, b"6\n15\n")
+        self.assertEqual(self.run_ok("run", "gemm", "m", "i", "c").stdout, b"c = m x i (2x2)\n")
+
+    def test_json_errors_name_the_status_and_code(self):
+        err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there
+        self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
+        self.assertIn(err["code"], (0x1C0, 0x185))
+        self.assertIn(err["status"], err["error"])
+        self.assertEqual(self.json_error(EXIT_SYSTEM, "stat", "nope")["errno"], "ENOENT")
+        self.assertIn("frob", self.json_error(EXIT_USAGE, "frob")["error"])
+        self.assertIn("--param", self.json_error(EXIT_USAGE, "program", "run", "0x100", "x", "--record-size", "8",
+                                                 "--param", "18446744073709551616")["error"])
+
+    def test_errors_without_json_are_one_line_on_stderr(self):
+        p = self.run_csdctl("stat", "nope")
+        self.assertEqual((p.returncode, p.stdout), (EXIT_SYSTEM, b""))
+        self.assertEqual(p.stderr.decode(), "csdctl: object 'nope': No such file or directory\n")
+
+    # ------------------------------------------------------------ - for stdin and stdout
+    def test_dash_is_stdin_and_stdout(self):
+        data = bytes(range(256)) * 40
+        self.run_ok("put", "a", "-", stdin=data)
+        self.assertEqual(self.run_ok("get", "a", "-").stdout, data)
+        self.assertFalse((self.dir / "-").exists(), "a file named '-' was written")
+        self.assertEqual(self.json_ok("stat", "a")["bytes"], len(data))
+        # a .npy from stdin (--npy) keeps its dtype and shape; back out as .npy
+        t = npy("<i4", (2, 2), struct.pack("<4i", 1, 2, 3, 4))
+        self.run_ok("put", "t", "-", "--npy", stdin=t)
+        self.assertEqual(self.json_ok("stat", "t")["shape"], [2, 2])
+        self.assertEqual(self.run_ok("get", "t", "-", "--npy").stdout, t)
+        # with --json the summary goes to stderr, stdout keeps only the bytes
+        p = self.run_ok("--json", "get", "a", "-")
+        self.assertEqual(p.stdout, data)
+        self.assertEqual(json.loads(p.stderr)["bytes"], len(data))
+
+    # ------------------------------------------------------------ u64 values
+    def test_u64_values_at_and_above_2_63(self):
+        values = [1, 2**63 - 1, 2**63, 2**64 - 1]
+        (self.dir / "r.bin").write_bytes(struct.pack("<4Q", *values))
+        self.run_ok("put", "r", "r.bin")
+        for lo, want in ((str(2**63), 2), (str(2**64 - 1), 1), (str(2**63 - 1), 3), ("0x8000000000000000", 2)):
+            out = self.json_ok("run", "filter", "r", "hot", "--record-size", "8", "--field-offset", "0",
+                               "--type", "u64", "--op", "ge", "--lo", lo)
+            self.assertEqual(out["matches"], want, f"u64 >= {lo}")
+        # a program's parameter of 2^64-1 reaches the drive (which says no program is loaded)
+        err = self.json_error(EXIT_STATUS, "program", "run", "0x100", "r", "--record-size", "8",
+                              "--param", str(2**64 - 1))
+        self.assertIn("code", err)
+        self.assertIn("not a 64-bit integer", self.json_error(EXIT_USAGE, "run", "filter", "r", "x",
+                                                               "--record-size", "8", "--field-offset", "0",
+                                                               "--type", "u64", "--op", "ge", "--lo", "2^63")["error"])
+
+    # ------------------------------------------------------------ unknown commands, exit codes
+    def test_unknown_command_is_named(self):
+        for args, named in ((["frob"], "'frob'"), (["run", "frob"], "'run frob'"),
+                            (["program", "frob"], "'program frob'")):
+            p = self.run_csdctl(*args)
+            self.assertEqual(p.returncode, EXIT_USAGE, args)
+            self.assertIn(f"unknown command {named}", p.stderr.decode())
+        p = self.run_csdctl()
+        self.assertEqual(p.returncode, EXIT_USAGE)
+        self.assertIn("a command is required", p.stderr.decode())
+
+    def test_exit_codes_are_documented(self):
+        man, doc = MAN.read_text(), DOC.read_text()
+        for code in (EXIT_OK, EXIT_STATUS, EXIT_USAGE, EXIT_SYSTEM):
+            self.assertRegex(man, rf"(?m)^\.IP {code}$", f"exit code {code} in csdctl.1")
+            self.assertRegex(doc, rf"(?m)^\| {code} \|", f"exit code {code} in docs/library.md")
+        self.assertEqual(self.run_csdctl("--bogus-option", "ls").returncode, EXIT_USAGE)
+
+    def test_man_page_has_every_command(self):
+        man = MAN.read_text()
+        helps = self.run_ok("--help").stdout.decode()
+        commands = re.findall(r"(?m)^  ([a-z]+)\s{2,}", helps.split("Subcommands:")[1])
+        self.assertIn("completion", commands)
+        for c in commands:
+            self.assertRegex(man, rf"(?m)^\.B {c}\b", f"csdctl {c} in csdctl.1")
+
+    # ------------------------------------------------------------ progress bar
+    def test_progress_bar_only_on_a_terminal(self):
+        big = self.dir / "big.bin"
+        big.write_bytes(os.urandom(9 << 20))
+        p = self.run_ok("put", "big", "big.bin")
+        self.assertEqual(p.stderr, b"", "no bar where stderr is not a terminal")
+        p = self.run_ok("--progress", "get", "big", "back.bin")
+        err = p.stderr.decode()
+        self.assertNotIn("\r", err)
+        self.assertTrue(err.endswith("100% (9.0 of 9.0 MiB, " + err.rsplit(", ", 1)[1]), err)
+        self.assertEqual(self.run_ok("--no-progress", "put", "big", "big.bin").stderr, b"")
+        # on a terminal: redrawn in place, ending at 100%
+        primary, secondary = pty.openpty()
+        try:
+            q = subprocess.run([CSDCTL, "put", "big", "big.bin"], stdout=subprocess.DEVNULL, stderr=secondary,
+                               env=self.env, cwd=self.dir, timeout=120)
+            os.close(secondary)
+            shown = b""
+            while True:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+        finally:
+            os.close(primary)
+        self.assertEqual(q.returncode, 0)
+        self.assertIn(b"\rput big [", shown)
+        self.assertIn(b"] 100% ", shown)
+
+    # ------------------------------------------------------------ bash completion
+    def complete(self, *words):
+        """What the completion script offers for the last of WORDS (the word being typed)."""
+        script = self.run_ok("completion", "bash").stdout.decode()
+        quoted = " ".join("'" + w + "'" for w in ("csdctl",) + words)
+        prog = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words)}; _csdctl; "
+                'printf "%s\\n" "${COMPREPLY[@]}"')
+        p = subprocess.run(["bash", "-c", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.dir,
+                           timeout=60)
+        self.assertEqual(p.stderr, b"")
+        return p.stdout.decode().split()
+
+    def test_bash_completion(self):
+        self.assertEqual(self.complete("ru"), ["run"])
+        self.assertEqual(set(self.complete("run", "")), {"checksum", "filter", "reduce", "gemm"})
+        self.assertIn("--json", self.complete("--js"))
+        self.assertIn("--version", self.complete("--v"))
+        self.assertIn("sum", self.complete("-d", "emu:x", "run", "reduce", "m", "--op", ""))
+        self.assertIn("between", self.complete("run", "filter", "--op", ""))
+        self.assertIn("u64", self.complete("run", "filter", "--type", ""))
+        self.assertEqual(self.complete("--front-end", "nv"), ["nvme-cs"])
+        self.assertIn("--npy", self.complete("put", "a", "--n"))
+        (self.dir / "data.npy").write_bytes(b"")
+        self.assertEqual(self.complete("put", "a", "dat"), ["data.npy"])
+        installed = TOP / "build" / "meson" / "host" / "tools" / "csdctl"
+        if installed.exists():  # the script meson installs is the one csdctl writes
+            self.assertEqual(installed.read_text(), self.run_ok("completion", "bash").stdout.decode())
+
+
+if __name__ == "__main__":
+    if not os.access(CSDCTL, os.X_OK):
+        print(f"csdctl: {CSDCTL} missing (make build)\ncsdctl: 0 passed, 1 failed")
+        sys.exit(1)
+    result = unittest.main(exit=False, verbosity=1).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"csdctl: {result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
