@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv
+.PHONY: all help deps qemu image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
 
 all: qemu image build guest
 
@@ -26,9 +26,20 @@ help:
 	@echo "make fuzz      long fuzz campaigns (FUZZ_SECONDS=600 per target; make test runs short ones)"
 	@echo "make venv      build/venv with the nvme_csd package (source build/venv/bin/activate)"
 	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
+	@echo "make deb       Debian packages and the Python wheel in build/deb (apt install ./build/deb/NAME.deb)"
+	@echo "make test-deb  install them in a fresh Debian 12 root and smoke-test them (root)"
 
 deps:
 	@bash ci/deps.sh
+
+# Debian packages (libcsd0, libcsd-dev, csdctl, nvme-csd-qemu, csd-dkms) and the wheel.
+deb: deps
+	@[ -x build/qemu/qemu-system-x86_64 ] || $(MAKE) qemu
+	@[ -f build/images/nvme-private/nvme.h ] || $(MAKE) image
+	@bash packaging/make-debs.sh
+
+test-deb: deb guest
+	@$(PYTHON) tests/run_all.py packages
 
 CORE_LIB := $(MESON_BUILD)/qemu-device/core/libcsd_core.a
 qemu: build

@@ -35,9 +35,12 @@ SUITES = {
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
     "crash": [sys.executable, "tests/vm/crash_store.py"],
 }
-# Suites that `make check` runs and `make test` does not (their tests are in a suite above).
+# Suites that `make test` does not run: `make check`'s smoke (its tests are in a suite
+# above) and `make test-deb`'s packages.
 EXTRA_SUITES = {
     "smoke": [sys.executable, "tests/vm/csdvm.py", "test", "--suite-name", "smoke", "csd-recipes.sh"],
+    # make deb's packages installed in a fresh Debian 12 root (root; make test-deb)
+    "packages": ["tests/packages/test-packages.sh"],
 }
 CHECK = ["repo", "unit", "qtest", "python", "smoke"]
 # Suites that run beside the others when asked for together: the smoke test's guest keeps

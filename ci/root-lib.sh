@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: MIT
+# Sourced (bash) by ci/fresh-root.sh and tests/packages/test-packages.sh: a fresh Debian 12
+# root made by debootstrap from this machine's own apt archive, the machine's caches bound
+# into it, a command run in it with a clean environment, and its removal.
+# Set before sourcing: root (the root's folder), top (the repository). Needs root.
+
+root_cache=${XDG_CACHE_HOME:-$HOME/.cache}
+root_debs="$root_cache/nvme-csd-apt"   # downloaded .debs, shared by debootstrap and apt in the root
+
+# Unmounts everything below $root, deepest first.
+root_unmount_all() {
+    local m
+    for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r); do
+        umount -l "$m" 2>/dev/null || true
+    done
+}
+
+# Unmounts and removes $root.
+root_cleanup() { root_unmount_all; rm -rf --one-file-system "$root"; }
+
+# debootstrap bookworm into $root: minbase plus the packages named (comma-separated).
+root_make() {
+    local include=$1 uri start
+    [ "$(id -u)" = 0 ] || { echo "root: needs root (debootstrap, chroot, mounts)" >&2; return 1; }
+    command -v debootstrap >/dev/null || apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    # The machine's bookworm archive, from either sources format (ci/apt-sources.sh's reader).
+    uri=$("$top/ci/apt-sources.sh" --print | awk '/^URIs:/ {print $2; exit}')
+    [ -n "$uri" ] || { echo "root: no bookworm archive found in this machine's apt sources" >&2; return 1; }
+    mkdir -p "$root_debs/archives/partial"
+    start=$(date +%s)
+    echo "root: debootstrap bookworm from $uri (minbase + $include)"
+    debootstrap --variant=minbase --include="$include" --cache-dir="$root_debs/archives" \
+        bookworm "$root" "$uri" > "$root.debootstrap.log" 2>&1 || {
+        tail -n 20 "$root.debootstrap.log" >&2; echo "root: debootstrap failed" >&2; return 1; }
+    rm -f "$root.debootstrap.log"
+    echo "root: ready in $(( $(date +%s) - start )) s"
+}
+
+# Binds /proc, /sys, /dev, apt's package cache and the named cache folders of this
+# machine (~/.cache/NAME) into $root, and gives it this machine's resolver and CAs.
+root_mount() {
+    local d c
+    for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; done
+    for c in "$@"; do
+        mkdir -p "$root_cache/$c" "$root/root/.cache/$c"
+        mount --bind "$root_cache/$c" "$root/root/.cache/$c"
+    done
+    mount --bind "$root_debs/archives" "$root/var/cache/apt/archives"
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    # Certificate authorities this machine adds to Debian's (a proxy in front of PyPI, say)
+    # belong to the machine, not to the project: the new root trusts them too.
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+        chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+    fi
+}
+
+# Runs a bash command line in $root with a clean environment (extra NAME=VALUE first).
+root_run() {
+    local cmd=$1
+    shift
+    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        TERM=dumb DEBIAN_FRONTEND=noninteractive "$@" chroot "$root" /bin/bash -c "$cmd"
+}
