@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # make deb: Debian packages of nvme-csd, built with dpkg-deb into build/deb, that a user
 # installs with 'apt install ./NAME_VERSION_ARCH.deb':
-#   libcsd0        the shared libraries (libcsd.so.0 and whatever else meson installs
-#                  beside it, libcsd-emu included)
+#   libcsd0        the shared libraries (libcsd.so.0, libcsd-emu.so and whatever else
+#                  meson installs beside them)
 #   libcsd-dev     headers (include/nvme-csd, the command set's spec headers among them),
 #                  libcsd.so and pkg-config's csd.pc
 #   csdctl         the command line, its man page and bash completion
@@ -116,13 +116,13 @@ chmod 755 "$k/DEBIAN/postinst" "$k/DEBIAN/prerm"
   for pkg in libcsd0 libcsd-dev csdctl nvme-csd-qemu csd-dkms; do
       printf '\nPackage: %s\nArchitecture: %s\n' "$pkg" "$([ $pkg = csd-dkms ] && echo all || echo "$arch")"
   done; } > "$work/debian/control"
-shlibdeps() {  # the Depends of package $1's ELF files
+shlibdeps() {  # the Depends of package $1's ELF files (on other packages)
     local files
     mapfile -t files < <(find "$(tree "$1")" -type f -not -path '*/DEBIAN/*' -exec sh -c \
         'head -c4 "$1" | grep -q ELF && echo "$1"' _ {} \;)
     [ ${#files[@]} -gt 0 ] || return 0
     local deps
-    deps=$(cd "$work" && dpkg-shlibdeps -O -l"debian/libcsd0/usr/lib/$multiarch" -S"debian/libcsd0" \
+    deps=$(cd "$work" && dpkg-shlibdeps -O -x"$1" -l"debian/libcsd0/usr/lib/$multiarch" -S"debian/libcsd0" \
         "${files[@]/#$work\//}") || die "dpkg-shlibdeps failed for $1"
     sed -n 's/^shlibs:Depends=//p' <<<"$deps"
 }
@@ -168,13 +168,16 @@ for pkg in libcsd0 libcsd-dev csdctl nvme-csd-qemu csd-dkms; do
 done
 
 # ---------------------------------------------------------------- the Python wheel
-# (kept while no source it is built from is newer)
-wheel=$(ls -t "$out"/nvme_csd-"$version"-*.whl 2>/dev/null | head -1)
-if [ -z "$wheel" ] || [ -n "$(find "$top/python" "$top/host" "$top/qemu-device/core" "$top/spec" -type f \
-                               \( -name '*.py' -o -name '*.toml' -o -name '*.cc' -o -name '*.h' -o -name '*.hpp' \) \
+# The extension links this build's libcsd and carries it with libcsd-emu (python/setup.py,
+# CSD_LIBDIR); kept while neither the libraries nor a Python source is newer.
+wheel=$(ls -t "$out"/nvme_csd-"$version"-*.whl 2>/dev/null | head -1 || true)
+if [ -z "$wheel" ] || [ -n "$(find "$top/python" "$mb/host" -maxdepth 3 -type f \
+                               \( -name '*.py' -o -name '*.toml' -o -name '*.cc' -o -name 'libcsd*.so*' \) \
                                -newer "$wheel" -not -path '*/__pycache__/*' -print -quit)" ]; then
-    say "Python wheel for $("$py" --version 2>&1) (builds the extension: minutes)"
+    say "Python wheel for $("$py" --version 2>&1)"
     rm -f "$out"/nvme_csd-*.whl
-    NVME_CSD_NO_CUDA=1 PIP_DISABLE_PIP_VERSION_CHECK=1 nice -n 10 "$py" -m pip wheel -q --no-deps -w "$out" "$top/python"
+    rm -rf "$top/python/build"   # setuptools' in-tree build folder: no file of an earlier build in the wheel
+    CSD_LIBDIR="$mb/host" NVME_CSD_NO_CUDA=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+        nice -n 10 "$py" -m pip wheel -q --no-deps -w "$out" "$top/python"
 fi
 say "$(ls "$out"/nvme_csd-*.whl)"

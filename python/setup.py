@@ -52,7 +52,8 @@ class BuildWithLibcsd(build_ext):
         super().run()
         dest = Path(self.get_ext_fullpath("nvme_csd._core")).parent
         for lib in sorted(libdir.iterdir()):
-            if re.fullmatch(r"libcsd(-emu)?\.so(\.[0-9]+)*", lib.name):
+            # what the module and libcsd-emu load: libcsd by its soname (libcsd.so.0), libcsd-emu.so
+            if re.fullmatch(r"libcsd\.so\.[0-9]+|libcsd-emu\.so", lib.name):
                 shutil.copyfile(lib, dest / lib.name)  # the file a symlink names, under the link's name
 
 
