@@ -33,6 +33,8 @@ QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t a
     }
     if (pollers < 1) throw Error("queue processor: at least one poller", EINVAL);
     if (static_cast<uint32_t>(pollers) > set_.queues) pollers = static_cast<int>(set_.queues);
+    pollers_ = pollers;
+    counts_ = std::make_unique<Counts[]>(static_cast<size_t>(pollers));
     for (int i = 0; i < pollers; i++) threads_.emplace_back([this, i, pollers] { poll(i, pollers); });
 }
 
@@ -40,6 +42,20 @@ QueueProcessor::~QueueProcessor()
 {
     stop_ = true;
     for (auto &t : threads_) t.join();
+}
+
+uint64_t QueueProcessor::commands() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].commands.load(std::memory_order_relaxed);
+    return n;
+}
+
+uint64_t QueueProcessor::errors() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].errors.load(std::memory_order_relaxed);
+    return n;
 }
 
 Completion QueueProcessor::run(const NvmeSqe &e)
@@ -94,14 +110,18 @@ Completion QueueProcessor::run(const NvmeSqe &e)
     }
 }
 
-bool QueueProcessor::serve(uint32_t q, QueueState &s)
+bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
 {
     const uint32_t tail = set_.db[q].sq_tail;
     std::atomic_thread_fence(std::memory_order_acquire);
     if (tail >= set_.depth) return false;  // an invalid doorbell value: ignored, as a controller would
     bool worked = false;
     while (s.sq_head != tail && !stop_.load(std::memory_order_relaxed)) {
-        if ((s.cq_tail + 1) % set_.depth == set_.db[q].cq_head) break;  // the CQ is full: wait for the consumer
+        // the CQ is full: wait for the consumer (its head doorbell, a line the consumer
+        // writes, is read only then)
+        if ((s.cq_tail + 1) % set_.depth == s.cq_head && (s.cq_tail + 1) % set_.depth == (s.cq_head = set_.db[q].cq_head)) {
+            break;
+        }
         NvmeSqe e;
         std::memcpy(&e, const_cast<const NvmeSqe *>(&set_.sq[uint64_t(q) * set_.depth + s.sq_head]), sizeof e);
         s.sq_head = (s.sq_head + 1) % set_.depth;
@@ -117,8 +137,8 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s)
         __atomic_store_n(reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(out) + offsetof(NvmeCqe, cid)), last,
                          __ATOMIC_RELEASE);
         if (++s.cq_tail == set_.depth) s.cq_tail = 0, s.phase ^= 1;
-        commands_.fetch_add(1, std::memory_order_relaxed);
-        if (c.status) errors_.fetch_add(1, std::memory_order_relaxed);
+        counts.commands.store(counts.commands.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        if (c.status) counts.errors.store(counts.errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         worked = true;
     }
     return worked;
@@ -130,7 +150,7 @@ void QueueProcessor::poll(int index, int pollers)
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         bool worked = false;
-        for (uint32_t q = index; q < set_.queues; q += pollers) worked |= serve(q, state[q]);
+        for (uint32_t q = index; q < set_.queues; q += pollers) worked |= serve(q, state[q], counts_[index]);
         if (worked) {
             idle = 0;
         } else if (++idle < 4096) {

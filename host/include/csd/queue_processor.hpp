@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -26,8 +27,8 @@ public:
     QueueProcessor(const QueueProcessor &) = delete;
     QueueProcessor &operator=(const QueueProcessor &) = delete;
 
-    uint64_t commands() const { return commands_.load(); }  // entries completed so far
-    uint64_t errors() const { return errors_.load(); }      // of those, with a non-zero status
+    uint64_t commands() const;  // entries completed so far
+    uint64_t errors() const;    // of those, with a non-zero status
 
     // Runs one submission queue entry against the device and returns its completion
     // (status without the phase tag). Exposed so that the decoding can be tested alone.
@@ -36,16 +37,22 @@ public:
 private:
     struct QueueState {
         uint32_t sq_head = 0, cq_tail = 0;
+        uint32_t cq_head = 0;  // the consumer's CQ head as last read (re-read only when the CQ looks full)
         uint16_t phase = 1;
     };
+    // What one poller counted, on a cache line of its own (pollers share no written line).
+    struct alignas(64) Counts {
+        std::atomic<uint64_t> commands{0}, errors{0};
+    };
     void poll(int index, int pollers);
-    bool serve(uint32_t q, QueueState &s);
+    bool serve(uint32_t q, QueueState &s, Counts &counts);
 
     Device &dev_;
     NvmeQueueSet set_;
     uint64_t agent_arena_;
     std::atomic<bool> stop_{false};
-    std::atomic<uint64_t> commands_{0}, errors_{0};
+    std::unique_ptr<Counts[]> counts_;  // one per poller
+    int pollers_ = 0;
     std::vector<std::thread> threads_;
 };
 

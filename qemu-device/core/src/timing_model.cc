@@ -142,6 +142,9 @@ const Preset kPresets[] = {
     // PCIe Gen5 x4 (32 GT/s: 15.75 GB/s raw, ~14 usable), an accelerator-class engine
     // (one unit of a few TFLOP/s), DDR5.
     {"gen5x4-accel", {14.0, 800, 13.0, 10.0, 50000, 12000, 51.2, 2000.0, 40.0, 2, 1}},
+    // PCIe Gen5 x4 with low-latency NAND (SLC-class XL-FLASH / Z-NAND: 3-5 us reads, the
+    // "AI SSD" class aiming at 10 M random 512 B reads/s), the same engine as gen5x4-accel.
+    {"ll-nand-gen5", {14.0, 500, 13.0, 10.0, 4000, 16000, 51.2, 2000.0, 40.0, 2, 1}},
 };
 
 }  // namespace
