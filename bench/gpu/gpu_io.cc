@@ -241,7 +241,7 @@ int main(int argc, char **argv)
                 IoJob job;
                 job.nlb = bytes / lba;
                 job.records = dev->ns().lba_count / job.nlb;
-                job.rounds = std::max<uint32_t>(64, (1u << 21) / (q * 32));
+                job.rounds = std::clamp<uint32_t>((1u << 21) / (q * 32), 64, 4096);  // up to 2 M commands
                 job.seed = q * 7 + pollers;
                 const Run r = run_kernel(*dev, q, pollers, job);
                 bad += r.failed != 0;
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
         job.expect = expect;
         for (uint32_t q : {1u, 16u, 64u, 256u}) {
             const int pollers = std::min<int>(q, max_pollers - 4);  // 4 compute units run the programs
-            job.rounds = std::max<uint32_t>(16, (1u << 18) / (q * 32));
+            job.rounds = std::clamp<uint32_t>((1u << 18) / (q * 32), 16, 1024);
             const Run r = run_kernel(*dev, q, pollers, job, descs);
             bad += r.failed != 0 || r.wrong != 0;
             std::printf("| Execute CRC-32C of 4 KiB (cu=4) | %u | %d | %llu | %.2f | - | %llu / %llu |\n", q, pollers,
