@@ -9,6 +9,8 @@
 //             what a drive without peer-to-peer gives
 //   p2p       Landing::object_to_gpu from the registered namespace, one DMA, CRC-32C of the
 //             same bytes by the fill threads meanwhile (simulated peer-to-peer drive)
+//   dma       Landing::lbas_to_gpu of the same LBAs, the same one DMA without the store (no
+//             catalog look-ups, no CRC): what the p2p column costs beyond the copy
 // Usage: gpu_bench [MAX_MIB] [CHUNK_MIB] [BUFFERS] [READERS]   (0: the library's defaults)
 //        gpu_bench sweep                   (chunk size x readers, objects of 64 MiB .. 1 GiB)
 #include <unistd.h>
@@ -147,8 +149,8 @@ int main(int argc, char **argv)
     gpu::Landing land(*dev, chunk, buffers, readers);
     std::printf("GB/s into GPU memory; obj/ceil and p2p/ceil: the object landings' share of the pinned ceiling\n"
                 "(p2p: %s)\n", gpu::kPeerToPeer);
-    std::printf("%10s %10s %10s %10s %10s %10s %10s %9s %9s %9s\n", "size", "naive", "ceiling", "pipeline", "direct",
-                "object", "p2p", "pipe/ceil", "obj/ceil", "p2p/ceil");
+    std::printf("%10s %10s %10s %10s %10s %10s %10s %10s %9s %9s %9s %9s\n", "size", "naive", "ceiling", "pipeline",
+                "direct", "object", "p2p", "dma", "pipe/ceil", "obj/ceil", "p2p/ceil", "dma/ceil");
     std::vector<uint8_t> pageable(max);
     for (uint64_t n = 4096; n <= max; n *= 4) {
         const int reps = n <= (16 << 20) ? 20 : 3;
@@ -169,10 +171,12 @@ int main(int argc, char **argv)
         if (path != gpu::kPeerToPeer) {
             std::printf("(the p2p column ran as %s: %s)\n", path.c_str(), land.peer_to_peer_error().c_str());
         }
+        const uint64_t first = store.first_lba(store.stat("o")), lba = dev->ns().lba_size;
+        const double dma = best_of(reps, [&] { land.lbas_to_gpu(first, (n + lba - 1) / lba, d, s, true).get(); });
         auto gb = [&](double t) { return t > 0 ? n / t / 1e9 : 0.0; };
-        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %8.0f%% %8.0f%%\n",
+        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %8.0f%% %8.0f%% %8.0f%%\n",
                     static_cast<unsigned long long>(n >> 10), gb(naive), gb(ceil), gb(pipe), gb(direct), gb(object),
-                    gb(p2p), 100 * ceil / pipe, 100 * ceil / object, 100 * ceil / p2p);
+                    gb(p2p), gb(dma), 100 * ceil / pipe, 100 * ceil / object, 100 * ceil / p2p, 100 * ceil / dma);
     }
     // small-transfer latency
     const double lat_pipe = best_of(200, [&] { land.slm_to_gpu(0, 4096, d, s, false).get(); });

@@ -24,15 +24,11 @@ cd "$top"
     build/gpu-host/tests/host/csd-library-tests --gtest_brief=1 | tail -2
     echo "== GPU tests"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
-    echo "== GPU tests under compute-sanitizer (the timed concurrency test left out)"
-    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
     echo "== GPU-initiated commands (GpuQueues): the gather checked, also under compute-sanitizer"
     build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
     timeout 120 build/gpu-host/bench/gpu/gpu_gather check
-    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_gather check 2>&1 | tail -3
     echo "== GPU-initiated random Reads (512 B, 4 KiB) and Executes, every byte and result checked on the GPU"
     timeout 120 build/gpu-host/bench/gpu/gpu_io check
-    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_io check 2>&1 | tail -4
 } 2>&1 | tee "$out/gpu-tests.log"
 {
     echo "== gpu_bench with the library's defaults (object: the pinned pipeline; p2p: the simulated peer-to-peer drive)"
@@ -54,6 +50,14 @@ cd "$top"
     python3 bench/gpu/prefetch_training.py 24 2 4096
     python3 bench/gpu/prefetch_training.py 24 2 512 | tail -2
 } 2>&1 | tee "$out/gpu-python.log"
+# Last, being the slowest: the same checks under compute-sanitizer.
+{
+    echo "== GPU tests under compute-sanitizer (the timed concurrency tests left out)"
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
+    echo "== GPU-initiated reads and Executes under compute-sanitizer"
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_io check 2>&1 | tail -4
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_gather check 2>&1 | tail -3
+} 2>&1 | tee "$out/gpu-sanitizer.log"
 {
     echo "== the whole stack: QEMU (TCG) + csd.ko peer-to-peer into a CUDA-registered ivshmem BAR"
     if [ -f build/gpu-stack.tar.xz ]; then

@@ -98,7 +98,8 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
     if (!available()) {
         throw Error("no CUDA device", ENODEV);
     }
-    pool_ = std::make_unique<FillPool>(readers_);
+    // at least 8 threads: the simulated peer-to-peer path checks CRCs on them during its DMA
+    pool_ = std::make_unique<FillPool>(std::max(readers_, 8));
     buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
     for (Buffer &b : buffers_) {
         check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
@@ -156,7 +157,7 @@ void Landing::copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStre
     std::exception_ptr err;
     if (verify) {
         try {
-            const uint64_t slice = std::max<uint64_t>((n / readers_ + 4095) & ~4095ull, 1 << 20);
+            const uint64_t slice = std::max<uint64_t>((n / std::max(readers_, 8) + 4095) & ~4095ull, 1 << 20);
             std::vector<std::function<void()>> tasks;
             for (uint64_t off = 0; off < n; off += slice) {
                 tasks.push_back([&verify, off, len = std::min(slice, n - off)] { verify(off, len); });
@@ -196,8 +197,8 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
 // A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
 // soon as its fill thread is done with it, so that its copy overlaps the fill of the other
 // slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
-// for transfers of several chunks (whose copies already overlap the next chunk's fill)
-// and for slices of a few KiB.
+// for the middle chunks of a transfer of several (whose copies already overlap the next
+// chunk's fill) and for slices of a few KiB; so only the first and last chunks go so.
 constexpr uint64_t kCopyBySlice = 1 << 20;
 
 // The pipeline: buffer i is refilled only after the GPU copies that last used it finished
@@ -214,7 +215,9 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
             check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
         };
-        const bool by_slice = n >= kCopyBySlice && len <= chunk_;
+        // the first chunk (nothing to overlap its fill with yet) and the last (nothing after
+        // its copy) go slice by slice; chunks between overlap whole
+        const bool by_slice = n >= kCopyBySlice && (pos == 0 || pos + n == len);
         try {
             fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
         } catch (...) {

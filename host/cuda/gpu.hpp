@@ -49,8 +49,8 @@ public:
     // those measured side by side on the GPU machine (docs/perf.md).
     explicit Landing(Device &dev, uint64_t chunk = kDefaultChunk, int buffers = kDefaultBuffers,
                      int readers = kDefaultReaders);
-    static constexpr uint64_t kDefaultChunk = 16 << 20;
-    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 8;
+    static constexpr uint64_t kDefaultChunk = 16 << 20;  // from the sweep (docs/perf.md)
+    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 12;
     ~Landing();
     Landing(const Landing &) = delete;
     Landing &operator=(const Landing &) = delete;

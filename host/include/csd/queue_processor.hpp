@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <future>
+#include <utility>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -39,6 +41,7 @@ private:
         uint32_t sq_head = 0, cq_tail = 0;
         uint32_t cq_head = 0;  // the consumer's CQ head as last read (re-read only when the CQ looks full)
         uint16_t phase = 1;
+        std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
     };
     // What one poller counted, on a cache line of its own (pollers share no written line).
     struct alignas(64) Counts {
@@ -46,6 +49,12 @@ private:
     };
     void poll(int index, int pollers);
     bool serve(uint32_t q, QueueState &s, Counts &counts);
+    // An entry as the Command it asks for; false with *refused set when it cannot be run.
+    bool decode(const NvmeSqe &e, Command *out, Completion *refused);
+    // Posts a completion for command cid at the CQ tail, phase tag last.
+    void post(uint32_t q, QueueState &s, uint16_t cid, const Completion &c, Counts &counts);
+    // Whether the CQ has no room for another entry.
+    bool cq_full(uint32_t q, QueueState &s) const;
 
     Device &dev_;
     NvmeQueueSet set_;
