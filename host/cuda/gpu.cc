@@ -197,8 +197,9 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
 // A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
 // soon as its fill thread is done with it, so that its copy overlaps the fill of the other
 // slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
-// for the middle chunks of a transfer of several (whose copies already overlap the next
-// chunk's fill) and for slices of a few KiB; so only the first and last chunks go so.
+// for transfers of several chunks (whose copies already overlap the next chunk's fill;
+// sending their first and last chunks so was no faster either, perf.md) and for slices of
+// a few KiB.
 constexpr uint64_t kCopyBySlice = 1 << 20;
 
 // The pipeline: buffer i is refilled only after the GPU copies that last used it finished
@@ -215,9 +216,7 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
             check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
         };
-        // the first chunk (nothing to overlap its fill with yet) and the last (nothing after
-        // its copy) go slice by slice; chunks between overlap whole
-        const bool by_slice = n >= kCopyBySlice && (pos == 0 || pos + n == len);
+        const bool by_slice = n >= kCopyBySlice && len <= chunk_;
         try {
             fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
         } catch (...) {

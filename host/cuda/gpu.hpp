@@ -50,7 +50,7 @@ public:
     explicit Landing(Device &dev, uint64_t chunk = kDefaultChunk, int buffers = kDefaultBuffers,
                      int readers = kDefaultReaders);
     static constexpr uint64_t kDefaultChunk = 16 << 20;  // from the sweep (docs/perf.md)
-    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 12;
+    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 16;
     ~Landing();
     Landing(const Landing &) = delete;
     Landing &operator=(const Landing &) = delete;

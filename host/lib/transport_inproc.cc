@@ -487,7 +487,9 @@ private:
         const uint64_t bytes = nlb * lba_;
         if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
         if (bytes > kMaxTransfer || c.data_len < bytes) return {kInvalidField, 0};
-        if (!write && map_->data()) {  // from the mapped namespace: no system call
+        // a small Read from the mapped namespace: no system call (a large one stays pread(),
+        // which costs the same copy and maps no pages into this process)
+        if (!write && bytes <= kMappedReadMax && map_->data()) {
             std::memcpy(c.data, map_->data() + slba * lba_, bytes);
             return {0, 0};
         }
@@ -604,6 +606,7 @@ private:
     }
 
     static constexpr uint64_t kSpinNs = 50000;  // waits up to this long spin
+    static constexpr uint64_t kMappedReadMax = 64 << 10;  // Reads up to this size copy from the mapping
     std::string path_;
     int fd_ = -1;
     std::unique_ptr<NamespaceMap> map_;  // the namespace, mapped (NamespaceMap: may be empty)
