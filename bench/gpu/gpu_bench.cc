@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,35 +45,60 @@ double best_of(int reps, const std::function<void()> &f)
 
 }  // namespace
 
+// What both modes measure from: a device whose SLM holds `max` bytes of a pattern (also in
+// `data`), a formatted store, a GPU buffer of max bytes and a pinned copy of the pattern
+// (the ceiling's source).
+struct Setup {
+    std::unique_ptr<Device> dev;
+    std::vector<uint8_t> data;
+    void *d = nullptr, *pinned = nullptr;
+    cudaStream_t s = nullptr;
+    std::string gpu;
+    ~Setup()
+    {
+        cudaFree(d);
+        cudaFreeHost(pinned);
+    }
+};
+
+std::unique_ptr<Setup> setup(uint64_t max, uint64_t ns_mib)
+{
+    auto b = std::make_unique<Setup>();
+    char name[] = "/tmp/csd-gpubench-XXXXXX";
+    close(mkstemp(name));
+    unlink(name);
+    b->dev = Device::open(std::string("emu:") + name + "?size=" + std::to_string(ns_mib) + "M&slm=" +
+                          std::to_string((max >> 20) + 16) + "M");
+    unlink(name);  // the device holds it open
+    b->data.resize(max);
+    for (uint64_t i = 0; i < max; i += 8) {
+        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
+        std::memcpy(&b->data[i], &v, std::min<uint64_t>(8, max - i));
+    }
+    b->dev->slm_write(0, b->data.data(), max);
+    ObjectStore::format(*b->dev);
+    cudaMalloc(&b->d, max);
+    cudaHostAlloc(&b->pinned, max, cudaHostAllocDefault);
+    std::memcpy(b->pinned, b->data.data(), max);
+    cudaStreamCreate(&b->s);
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    b->gpu = prop.name;
+    return b;
+}
+
 // The sweep: the object pipeline (and the SLM pipeline) at 64 MiB, 256 MiB and 1 GiB for each
 // chunk size and reader count, as a share of the pinned ceiling; the defaults are picked from it.
 int sweep()
 {
     const uint64_t sizes[] = {64ull << 20, 256ull << 20, 1024ull << 20};
     const uint64_t max = sizes[2];
-    char name[] = "/tmp/csd-gpusweep-XXXXXX";
-    close(mkstemp(name));
-    unlink(name);
-    auto dev = Device::open(std::string("emu:") + name + "?size=" + std::to_string(2 * (max >> 20) + 256) +
-                            "M&slm=" + std::to_string((max >> 20) + 16) + "M");
-    unlink(name);
-    std::vector<uint8_t> data(max);
-    for (uint64_t i = 0; i < max; i += 8) {
-        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
-        std::memcpy(&data[i], &v, 8);
-    }
-    dev->slm_write(0, data.data(), max);
-    ObjectStore::format(*dev);
+    const auto b = setup(max, 2 * (max >> 20) + 256);
+    Device *dev = b->dev.get();
     ObjectStore store(*dev);
-    for (uint64_t n : sizes) store.put("o" + std::to_string(n >> 20), data.data(), n);
-    void *d = nullptr, *pinned = nullptr;
-    cudaMalloc(&d, max);
-    cudaHostAlloc(&pinned, max, cudaHostAllocDefault);
-    std::memcpy(pinned, data.data(), max);
-    cudaStream_t s;
-    cudaStreamCreate(&s);
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
+    for (uint64_t n : sizes) store.put("o" + std::to_string(n >> 20), b->data.data(), n);
+    void *d = b->d, *pinned = b->pinned;
+    cudaStream_t s = b->s;
     double ceil[3];
     for (int i = 0; i < 3; i++) {
         ceil[i] = best_of(5, [&] {
@@ -81,7 +107,7 @@ int sweep()
         });
     }
     std::printf("GPU: %s; pinned ceiling %.1f / %.1f / %.1f GB/s at 64 MiB / 256 MiB / 1 GiB; 4 pinned buffers\n",
-                prop.name, sizes[0] / ceil[0] / 1e9, sizes[1] / ceil[1] / 1e9, sizes[2] / ceil[2] / 1e9);
+                b->gpu.c_str(), sizes[0] / ceil[0] / 1e9, sizes[1] / ceil[1] / 1e9, sizes[2] / ceil[2] / 1e9);
     std::printf("object pipeline (store.get into GPU memory, CRC-32C checked) and SLM pipeline, %% of the ceiling\n");
     std::printf("| chunk | readers | object 64 MiB | object 256 MiB | object 1 GiB | SLM 64 MiB | SLM 256 MiB | SLM 1 GiB |\n"
                 "|---|---|---|---|---|---|---|---|\n");
@@ -101,8 +127,6 @@ int sweep()
             std::fflush(stdout);
         }
     }
-    cudaFree(d);
-    cudaFreeHost(pinned);
     return 0;
 }
 
@@ -120,32 +144,14 @@ int main(int argc, char **argv)
     if (!chunk) chunk = gpu::Landing::kDefaultChunk;
     if (!buffers) buffers = gpu::Landing::kDefaultBuffers;
     if (!readers) readers = gpu::Landing::kDefaultReaders;
-    char name[] = "/tmp/csd-gpubench-XXXXXX";
-    close(mkstemp(name));
-    unlink(name);
-    const std::string path = name;
-    auto dev = Device::open("emu:" + path + "?size=" + std::to_string((max >> 20) * 2 + 64) + "M&slm=" +
-                            std::to_string((max >> 20) + 16) + "M");
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    std::printf("GPU: %s; chunk %llu MiB, %d pinned buffers, %d readers\n", prop.name,
-                static_cast<unsigned long long>(chunk >> 20), buffers, readers);
-
-    std::vector<uint8_t> data(max);
-    for (uint64_t i = 0; i < max; i += 8) {
-        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
-        std::memcpy(&data[i], &v, std::min<uint64_t>(8, max - i));
-    }
-    dev->slm_write(0, data.data(), max);
-    ObjectStore::format(*dev);
+    const auto b = setup(max, (max >> 20) * 2 + 64);
+    Device *dev = b->dev.get();
+    const std::vector<uint8_t> &data = b->data;
     ObjectStore store(*dev);
-
-    void *d = nullptr, *pinned = nullptr;
-    cudaMalloc(&d, max);
-    cudaHostAlloc(&pinned, max, cudaHostAllocDefault);
-    std::memcpy(pinned, data.data(), max);
-    cudaStream_t s;
-    cudaStreamCreate(&s);
+    void *d = b->d, *pinned = b->pinned;
+    cudaStream_t s = b->s;
+    std::printf("GPU: %s; chunk %llu MiB, %d pinned buffers, %d readers\n", b->gpu.c_str(),
+                static_cast<unsigned long long>(chunk >> 20), buffers, readers);
     gpu::Landing land(*dev, chunk, buffers, readers);
     std::printf("GB/s into GPU memory; obj/ceil and p2p/ceil: the object landings' share of the pinned ceiling\n"
                 "(p2p: %s)\n", gpu::kPeerToPeer);
@@ -185,8 +191,5 @@ int main(int argc, char **argv)
         cudaStreamSynchronize(s);
     });
     std::printf("4 KiB latency: pipeline %.1f us, pinned cudaMemcpy %.1f us\n", lat_pipe * 1e6, lat_ceil * 1e6);
-    cudaFree(d);
-    cudaFreeHost(pinned);
-    unlink(path.c_str());
     return 0;
 }

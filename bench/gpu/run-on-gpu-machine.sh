@@ -24,7 +24,7 @@ cd "$top"
     build/gpu-host/tests/host/csd-library-tests --gtest_brief=1 | tail -2
     echo "== GPU tests"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
-    echo "== GPU-initiated commands (GpuQueues): the gather checked, also under compute-sanitizer"
+    echo "== GPU-initiated commands (GpuQueues): the gather checked (under compute-sanitizer at the end)"
     build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
     timeout 120 build/gpu-host/bench/gpu/gpu_gather check
     echo "== GPU-initiated random Reads (512 B, 4 KiB) and Executes, every byte and result checked on the GPU"
