@@ -26,6 +26,12 @@ double since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Threads that compute the CRC-32C on the simulated peer-to-peer path while the DMA reads the
+// same memory: 8 gave 71 / 90 / 87 % of the ceiling at 64 MiB / 256 MiB / 1 GiB, 12 gave
+// 66 / 85 / 91 % (two H200 machines, perf.md): more threads mostly take memory bandwidth
+// from the DMA (a guess from two runs on different machines, not a sweep).
+constexpr int kCheckThreads = 8;
+
 }  // namespace
 
 // A fixed set of threads that run the slices of one fill at a time.
@@ -98,8 +104,8 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
     if (!available()) {
         throw Error("no CUDA device", ENODEV);
     }
-    // at least 8 threads: the simulated peer-to-peer path checks CRCs on them during its DMA
-    pool_ = std::make_unique<FillPool>(std::max(readers_, 8));
+    // at least kCheckThreads: the simulated peer-to-peer path checks CRCs on them during its DMA
+    pool_ = std::make_unique<FillPool>(std::max(readers_, kCheckThreads));
     buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
     for (Buffer &b : buffers_) {
         check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
@@ -157,7 +163,7 @@ void Landing::copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStre
     std::exception_ptr err;
     if (verify) {
         try {
-            const uint64_t slice = std::max<uint64_t>((n / std::max(readers_, 8) + 4095) & ~4095ull, 1 << 20);
+            const uint64_t slice = std::max<uint64_t>((n / kCheckThreads + 4095) & ~4095ull, 1 << 20);
             std::vector<std::function<void()>> tasks;
             for (uint64_t off = 0; off < n; off += slice) {
                 tasks.push_back([&verify, off, len = std::min(slice, n - off)] { verify(off, len); });
