@@ -5,8 +5,14 @@
 //   ceiling   cudaMemcpy from a pinned buffer already holding the data
 //   pipeline  Landing::slm_to_gpu, pinned-buffer pipeline (the path any drive takes)
 //   direct    Landing::slm_to_gpu from registered SLM (in-process device only)
-//   object    Landing::object_to_gpu through the pipeline (namespace reads, CRC-32C checked)
-// Usage: gpu_bench [MAX_MIB] [CHUNK_MIB] [BUFFERS] [READERS]
+//   object    Landing::object_to_gpu through the pipeline (namespace reads, CRC-32C checked):
+//             what a drive without peer-to-peer gives
+//   p2p       Landing::object_to_gpu from the registered namespace, one DMA, CRC-32C of the
+//             same bytes by the fill threads meanwhile (simulated peer-to-peer drive)
+//   dma       Landing::lbas_to_gpu of the same LBAs, the same one DMA without the store (no
+//             catalog look-ups, no CRC): what the p2p column costs beyond the copy
+// Usage: gpu_bench [MAX_MIB] [CHUNK_MIB] [BUFFERS] [READERS]   (0: the library's defaults)
+//        gpu_bench sweep                   (chunk size x readers, objects of 64 MiB .. 1 GiB)
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu.hpp"
@@ -37,46 +45,118 @@ double best_of(int reps, const std::function<void()> &f)
 
 }  // namespace
 
+// What both modes measure from: a device whose SLM holds `max` bytes of a pattern (also in
+// `data`), a formatted store, a GPU buffer of max bytes and a pinned copy of the pattern
+// (the ceiling's source).
+struct Setup {
+    std::unique_ptr<Device> dev;
+    std::vector<uint8_t> data;
+    void *d = nullptr, *pinned = nullptr;
+    cudaStream_t s = nullptr;
+    std::string gpu;
+    ~Setup()
+    {
+        cudaFree(d);
+        cudaFreeHost(pinned);
+    }
+};
+
+std::unique_ptr<Setup> setup(uint64_t max, uint64_t ns_mib)
+{
+    auto b = std::make_unique<Setup>();
+    char name[] = "/tmp/csd-gpubench-XXXXXX";
+    close(mkstemp(name));
+    unlink(name);
+    b->dev = Device::open(std::string("emu:") + name + "?size=" + std::to_string(ns_mib) + "M&slm=" +
+                          std::to_string((max >> 20) + 16) + "M");
+    unlink(name);  // the device holds it open
+    b->data.resize(max);
+    for (uint64_t i = 0; i < max; i += 8) {
+        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
+        std::memcpy(&b->data[i], &v, std::min<uint64_t>(8, max - i));
+    }
+    b->dev->slm_write(0, b->data.data(), max);
+    ObjectStore::format(*b->dev);
+    cudaMalloc(&b->d, max);
+    cudaHostAlloc(&b->pinned, max, cudaHostAllocDefault);
+    std::memcpy(b->pinned, b->data.data(), max);
+    cudaStreamCreate(&b->s);
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    b->gpu = prop.name;
+    return b;
+}
+
+// The sweep: the object pipeline (and the SLM pipeline) at 64 MiB, 256 MiB and 1 GiB for each
+// chunk size and reader count, as a share of the pinned ceiling; the defaults are picked from it.
+int sweep()
+{
+    const uint64_t sizes[] = {64ull << 20, 256ull << 20, 1024ull << 20};
+    const uint64_t max = sizes[2];
+    const auto b = setup(max, 2 * (max >> 20) + 256);
+    Device *dev = b->dev.get();
+    ObjectStore store(*dev);
+    for (uint64_t n : sizes) store.put("o" + std::to_string(n >> 20), b->data.data(), n);
+    void *d = b->d, *pinned = b->pinned;
+    cudaStream_t s = b->s;
+    double ceil[3];
+    for (int i = 0; i < 3; i++) {
+        ceil[i] = best_of(5, [&] {
+            cudaMemcpyAsync(d, pinned, sizes[i], cudaMemcpyHostToDevice, s);
+            cudaStreamSynchronize(s);
+        });
+    }
+    std::printf("GPU: %s; pinned ceiling %.1f / %.1f / %.1f GB/s at 64 MiB / 256 MiB / 1 GiB; 4 pinned buffers\n",
+                b->gpu.c_str(), sizes[0] / ceil[0] / 1e9, sizes[1] / ceil[1] / 1e9, sizes[2] / ceil[2] / 1e9);
+    std::printf("object pipeline (store.get into GPU memory, CRC-32C checked) and SLM pipeline, %% of the ceiling\n");
+    std::printf("| chunk | readers | object 64 MiB | object 256 MiB | object 1 GiB | SLM 64 MiB | SLM 256 MiB | SLM 1 GiB |\n"
+                "|---|---|---|---|---|---|---|---|\n");
+    for (uint64_t chunk : {4ull << 20, 8ull << 20, 16ull << 20, 32ull << 20}) {
+        for (int readers : {4, 8, 12, 16}) {
+            gpu::Landing land(*dev, chunk, 4, readers);
+            double obj[3], slm[3];
+            for (int i = 0; i < 3; i++) {
+                const std::string o = "o" + std::to_string(sizes[i] >> 20);
+                obj[i] = best_of(3, [&] { land.object_to_gpu(store, o, d, max, s, {}, false).get(); });
+                slm[i] = best_of(3, [&] { land.slm_to_gpu(0, sizes[i], d, s, false).get(); });
+            }
+            std::printf("| %llu MiB | %d | %.0f %% | %.0f %% | %.0f %% | %.0f %% | %.0f %% | %.0f %% |\n",
+                        static_cast<unsigned long long>(chunk >> 20), readers, 100 * ceil[0] / obj[0],
+                        100 * ceil[1] / obj[1], 100 * ceil[2] / obj[2], 100 * ceil[0] / slm[0], 100 * ceil[1] / slm[1],
+                        100 * ceil[2] / slm[2]);
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (!gpu::available()) {
         std::printf("gpu_bench: no CUDA device; nothing to measure\n");
         return 0;
     }
+    if (argc > 1 && std::string(argv[1]) == "sweep") return sweep();
     const uint64_t max = (argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1024) << 20;
-    const uint64_t chunk = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 8) << 20;
-    const int buffers = argc > 3 ? std::atoi(argv[3]) : 4;
-    const int readers = argc > 4 ? std::atoi(argv[4]) : 8;
-    char name[] = "/tmp/csd-gpubench-XXXXXX";
-    close(mkstemp(name));
-    unlink(name);
-    const std::string path = name;
-    auto dev = Device::open("emu:" + path + "?size=" + std::to_string((max >> 20) * 2 + 64) + "M&slm=" +
-                            std::to_string((max >> 20) + 16) + "M");
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    std::printf("GPU: %s; chunk %llu MiB, %d pinned buffers, %d readers\n", prop.name,
-                static_cast<unsigned long long>(chunk >> 20), buffers, readers);
-
-    std::vector<uint8_t> data(max);
-    for (uint64_t i = 0; i < max; i += 8) {
-        const uint64_t v = i * 0x9E3779B97F4A7C15ull;
-        std::memcpy(&data[i], &v, std::min<uint64_t>(8, max - i));
-    }
-    dev->slm_write(0, data.data(), max);
-    ObjectStore::format(*dev);
+    uint64_t chunk = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0) << 20;
+    int buffers = argc > 3 ? std::atoi(argv[3]) : 0;
+    int readers = argc > 4 ? std::atoi(argv[4]) : 0;
+    if (!chunk) chunk = gpu::Landing::kDefaultChunk;
+    if (!buffers) buffers = gpu::Landing::kDefaultBuffers;
+    if (!readers) readers = gpu::Landing::kDefaultReaders;
+    const auto b = setup(max, (max >> 20) * 2 + 64);
+    Device *dev = b->dev.get();
+    const std::vector<uint8_t> &data = b->data;
     ObjectStore store(*dev);
-
-    void *d = nullptr, *pinned = nullptr;
-    cudaMalloc(&d, max);
-    cudaHostAlloc(&pinned, max, cudaHostAllocDefault);
-    std::memcpy(pinned, data.data(), max);
-    cudaStream_t s;
-    cudaStreamCreate(&s);
+    void *d = b->d, *pinned = b->pinned;
+    cudaStream_t s = b->s;
+    std::printf("GPU: %s; chunk %llu MiB, %d pinned buffers, %d readers\n", b->gpu.c_str(),
+                static_cast<unsigned long long>(chunk >> 20), buffers, readers);
     gpu::Landing land(*dev, chunk, buffers, readers);
-    std::printf("GB/s into GPU memory (ceil/pipe: the pipeline's share of the pinned ceiling)\n");
-    std::printf("%10s %10s %10s %10s %10s %10s %9s %10s\n", "size", "naive", "ceiling", "pipeline", "direct",
-                "object", "pipe/ceil", "pipe/naive");
+    std::printf("GB/s into GPU memory; obj/ceil and p2p/ceil: the object landings' share of the pinned ceiling\n"
+                "(p2p: %s)\n", gpu::kPeerToPeer);
+    std::printf("%10s %10s %10s %10s %10s %10s %10s %10s %9s %9s %9s %9s\n", "size", "naive", "ceiling", "pipeline",
+                "direct", "object", "p2p", "dma", "pipe/ceil", "obj/ceil", "p2p/ceil", "dma/ceil");
     std::vector<uint8_t> pageable(max);
     for (uint64_t n = 4096; n <= max; n *= 4) {
         const int reps = n <= (16 << 20) ? 20 : 3;
@@ -91,11 +171,18 @@ int main(int argc, char **argv)
         const double pipe = best_of(reps, [&] { land.slm_to_gpu(0, n, d, s, false).get(); });
         const double direct = best_of(reps, [&] { land.slm_to_gpu(0, n, d, s, true).get(); });
         store.put("o", data.data(), n);
-        const double object = best_of(reps, [&] { land.object_to_gpu(store, "o", d, max, s).get(); });
+        const double object = best_of(reps, [&] { land.object_to_gpu(store, "o", d, max, s, {}, false).get(); });
+        std::string path;
+        const double p2p = best_of(reps, [&] { path = land.object_to_gpu(store, "o", d, max, s, {}, true).get().path; });
+        if (path != gpu::kPeerToPeer) {
+            std::printf("(the p2p column ran as %s: %s)\n", path.c_str(), land.peer_to_peer_error().c_str());
+        }
+        const uint64_t first = store.first_lba(store.stat("o")), lba = dev->ns().lba_size;
+        const double dma = best_of(reps, [&] { land.lbas_to_gpu(first, (n + lba - 1) / lba, d, s, true).get(); });
         auto gb = [&](double t) { return t > 0 ? n / t / 1e9 : 0.0; };
-        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %9.1fx\n",
+        std::printf("%9lluK %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.0f%% %8.0f%% %8.0f%% %8.0f%%\n",
                     static_cast<unsigned long long>(n >> 10), gb(naive), gb(ceil), gb(pipe), gb(direct), gb(object),
-                    100 * ceil / pipe, naive / pipe);
+                    gb(p2p), gb(dma), 100 * ceil / pipe, 100 * ceil / object, 100 * ceil / p2p, 100 * ceil / dma);
     }
     // small-transfer latency
     const double lat_pipe = best_of(200, [&] { land.slm_to_gpu(0, 4096, d, s, false).get(); });
@@ -104,8 +191,5 @@ int main(int argc, char **argv)
         cudaStreamSynchronize(s);
     });
     std::printf("4 KiB latency: pipeline %.1f us, pinned cudaMemcpy %.1f us\n", lat_pipe * 1e6, lat_ceil * 1e6);
-    cudaFree(d);
-    cudaFreeHost(pinned);
-    unlink(path.c_str());
     return 0;
 }

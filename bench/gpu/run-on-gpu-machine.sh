@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The host-only build on a machine with an NVIDIA GPU (no QEMU, libnvme or liburing
 # needed: the in-process device), then the GPU tests (also under compute-sanitizer), the
-# bandwidth benchmark and the Python GPU tests, the GPU-initiated gather, the prefetching
+# bandwidth benchmark (the pinned pipeline's sweep, the simulated peer-to-peer drive) and the
+# Python GPU tests, GPU-initiated I/O (random Reads and Executes, checked on the GPU, also
+# under compute-sanitizer; rates on 1-256 queues), the GPU-initiated gather, the prefetching
 # loader, and (with build/gpu-stack.tar.xz carried) the whole stack under QEMU with csd.ko's
 # peer-to-peer path. Writes logs to $OUT (default build/gpu-out).
 set -uo pipefail
@@ -22,18 +24,19 @@ cd "$top"
     build/gpu-host/tests/host/csd-library-tests --gtest_brief=1 | tail -2
     echo "== GPU tests"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
-    echo "== GPU tests under compute-sanitizer (the timed concurrency test left out)"
-    /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
-    echo "== GPU-initiated commands (GpuQueues): the gather checked, also under compute-sanitizer"
+    echo "== GPU-initiated commands (GpuQueues): the gather checked (under compute-sanitizer at the end)"
     build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
     timeout 120 build/gpu-host/bench/gpu/gpu_gather check
-    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_gather check 2>&1 | tail -3
+    echo "== GPU-initiated random Reads (512 B, 4 KiB) and Executes, every byte and result checked on the GPU"
+    timeout 120 build/gpu-host/bench/gpu/gpu_io check
 } 2>&1 | tee "$out/gpu-tests.log"
 {
-    echo "== gpu_bench (chunk 8 MiB, 4 buffers, 8 readers)"
-    build/gpu-host/bench/gpu/gpu_bench 1024 8 4 8
-    echo "== gpu_bench (chunk 16 MiB, 4 buffers, 12 readers)"
-    build/gpu-host/bench/gpu/gpu_bench 1024 16 4 12
+    echo "== gpu_bench with the library's defaults (object: the pinned pipeline; p2p: the simulated peer-to-peer drive)"
+    build/gpu-host/bench/gpu/gpu_bench 1024
+    echo "== the pinned pipeline's sweep (chunk size x readers), from which the defaults are picked"
+    timeout 200 build/gpu-host/bench/gpu/gpu_bench sweep
+    echo "== GPU-initiated I/O: random 512 B / 4 KiB Reads and Executes from kernels, 1-256 queues"
+    timeout 300 build/gpu-host/bench/gpu/gpu_io bench 16
     echo "== GPU-initiated gather against host-issued (65536 random 4 KiB records)"
     timeout 300 build/gpu-host/bench/gpu/gpu_gather bench 65536 8
 } 2>&1 | tee "$out/gpu-bench.log"
@@ -47,6 +50,14 @@ cd "$top"
     python3 bench/gpu/prefetch_training.py 24 2 4096
     python3 bench/gpu/prefetch_training.py 24 2 512 | tail -2
 } 2>&1 | tee "$out/gpu-python.log"
+# Last, being the slowest: the same checks under compute-sanitizer.
+{
+    echo "== GPU tests under compute-sanitizer (the timed concurrency tests left out)"
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
+    echo "== GPU-initiated reads and Executes under compute-sanitizer"
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_io check 2>&1 | tail -4
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck build/gpu-host/bench/gpu/gpu_gather check 2>&1 | tail -3
+} 2>&1 | tee "$out/gpu-sanitizer.log"
 {
     echo "== the whole stack: QEMU (TCG) + csd.ko peer-to-peer into a CUDA-registered ivshmem BAR"
     if [ -f build/gpu-stack.tar.xz ]; then

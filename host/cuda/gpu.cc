@@ -26,6 +26,12 @@ double since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Threads that compute the CRC-32C on the simulated peer-to-peer path while the DMA reads the
+// same memory: 8 gave 71 / 90 / 87 % of the ceiling at 64 MiB / 256 MiB / 1 GiB, 12 gave
+// 66 / 85 / 91 % (two H200 machines, perf.md): more threads mostly take memory bandwidth
+// from the DMA (a guess from two runs on different machines, not a sweep).
+constexpr int kCheckThreads = 8;
+
 }  // namespace
 
 // A fixed set of threads that run the slices of one fill at a time.
@@ -98,7 +104,8 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
     if (!available()) {
         throw Error("no CUDA device", ENODEV);
     }
-    pool_ = std::make_unique<FillPool>(readers_);
+    // at least kCheckThreads: the simulated peer-to-peer path checks CRCs on them during its DMA
+    pool_ = std::make_unique<FillPool>(std::max(readers_, kCheckThreads));
     buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
     for (Buffer &b : buffers_) {
         check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
@@ -118,6 +125,58 @@ Landing::~Landing()
     if (slm_registered_) {
         cudaHostUnregister(dev_.slm_host_pointer());
     }
+    if (ns_registered_) cudaHostUnregister(const_cast<uint8_t *>(ns_registered_));
+}
+
+const uint8_t *Landing::registered_namespace()
+{
+    if (ns_tried_) return ns_registered_;
+    ns_tried_ = true;
+    const uint8_t *ns = dev_.transport().namespace_host_pointer();
+    if (!ns) return nullptr;
+    const uint64_t bytes = dev_.ns().lba_count * dev_.ns().lba_size;
+    // read-only where the platform pins so (the GPU only reads it), else as any host memory
+    cudaError_t e = cudaHostRegister(const_cast<uint8_t *>(ns), bytes, cudaHostRegisterReadOnly);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        e = cudaHostRegister(const_cast<uint8_t *>(ns), bytes, cudaHostRegisterDefault);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();  // not sticky: the pipeline still works
+        ns_error_ = std::string("cudaHostRegister(namespace mapping): ") + cudaGetErrorString(e);
+        return nullptr;
+    }
+    ns_registered_ = ns;
+    return ns;
+}
+
+std::string Landing::peer_to_peer_error() const
+{
+    std::lock_guard<std::mutex> g(const_cast<std::mutex &>(run_mu_));
+    return ns_error_;
+}
+
+void Landing::copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream,
+                          const std::function<void(uint64_t pos, uint64_t n)> &verify)
+{
+    if (n) check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    std::exception_ptr err;
+    if (verify) {
+        try {
+            const uint64_t slice = std::max<uint64_t>((n / kCheckThreads + 4095) & ~4095ull, 1 << 20);
+            std::vector<std::function<void()>> tasks;
+            for (uint64_t off = 0; off < n; off += slice) {
+                tasks.push_back([&verify, off, len = std::min(slice, n - off)] { verify(off, len); });
+            }
+            if (tasks.size() == 1) tasks[0]();
+            else if (!tasks.empty()) pool_->run_all(std::move(tasks));
+        } catch (...) {
+            err = std::current_exception();
+        }
+    }
+    const cudaError_t e = cudaStreamSynchronize(stream);  // the DMA is done before anything returns
+    if (err) std::rethrow_exception(err);
+    check(e, "cudaStreamSynchronize");
 }
 
 // Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice and
@@ -144,8 +203,9 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
 // A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
 // soon as its fill thread is done with it, so that its copy overlaps the fill of the other
 // slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
-// for transfers of several chunks (whose copies already overlap the next chunk's fill)
-// and for slices of a few KiB.
+// for transfers of several chunks (whose copies already overlap the next chunk's fill;
+// sending their first and last chunks so was no faster either, perf.md) and for slices of
+// a few KiB.
 constexpr uint64_t kCopyBySlice = 1 << 20;
 
 // The pipeline: buffer i is refilled only after the GPU copies that last used it finished
@@ -202,13 +262,25 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
     });
 }
 
-std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream)
+std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream,
+                                             bool direct)
 {
     const uint32_t lba = dev_.ns().lba_size;
     if (chunk_ % lba != 0) {
         throw Error("lbas_to_gpu: the chunk size must be a multiple of the LBA size", EINVAL);
     }
     return std::async(std::launch::async, [=] {
+        if (direct) {  // the simulated peer-to-peer drive, where the namespace is registered
+            std::unique_lock<std::mutex> g(run_mu_);
+            if (const uint8_t *ns = registered_namespace()) {
+                if (slba > dev_.ns().lba_count || nlb > dev_.ns().lba_count - slba) {
+                    throw Error("lbas_to_gpu: LBAs outside the namespace", ERANGE);
+                }
+                const auto t0 = std::chrono::steady_clock::now();
+                copy_mapped(ns + slba * lba, nlb * lba, static_cast<uint8_t *>(dst), stream, {});
+                return CopyReport{kPeerToPeer, nlb * lba, since(t0), {}};
+            }
+        }
         return pipeline(nlb * lba,
                         [this, slba, lba](uint64_t pos, uint64_t n, uint8_t *d) {
                             // slices are 4 KiB multiples; the last may end mid-LBA only at len
@@ -219,36 +291,63 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
 }
 
 std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
-                                               uint64_t dst_bytes, cudaStream_t stream, Progress progress)
+                                               uint64_t dst_bytes, cudaStream_t stream, Progress progress, bool direct)
 {
-    // The pinned pipeline as the store's destination: its fill threads call the store's fill,
-    // which reads each slice from the namespace and checks it.
+    // The store's destination: the pinned pipeline, whose fill threads call the store's fill
+    // (each slice read from the namespace and checked), or one DMA from the registered
+    // namespace while the fill threads run the store's check over the same bytes.
     class ToGpu : public ObjectSink {
     public:
-        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s) : l_(l), dst_(dst), cap_(cap), stream_(s) {}
+        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s, const uint8_t *ns, uint64_t ns_bytes)
+            : l_(l), dst_(dst), cap_(cap), stream_(s), ns_(ns), ns_bytes_(ns_bytes)
+        {
+        }
+        bool takes_mapped() const override { return ns_ != nullptr; }
         void land(const ObjectInfo &o, const Fill &fill) override
+        {
+            fits(o);
+            report = l_->pipeline(o.bytes, fill, dst_, stream_);
+        }
+        void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &verify) override
+        {
+            fits(o);
+            std::lock_guard<std::mutex> g(l_->run_mu_);
+            const auto t0 = std::chrono::steady_clock::now();
+            l_->copy_mapped(bytes, o.bytes, dst_, stream_, verify);
+            // the store's device maps the namespace where this landing registered it (else
+            // the copy was from pageable memory: right, but no simulated peer-to-peer DMA)
+            const bool registered = bytes >= ns_ && o.bytes <= ns_bytes_ && bytes - ns_ <= ns_bytes_ - o.bytes;
+            report = {registered ? kPeerToPeer : "mapped-namespace-pageable", o.bytes, since(t0), {}};
+        }
+        CopyReport report;
+
+    private:
+        void fits(const ObjectInfo &o) const
         {
             if (o.bytes > cap_) {
                 throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
                                 " bytes; the destination in GPU memory holds " + std::to_string(cap_),
                             ENOSPC);
             }
-            report = l_->pipeline(o.bytes, fill, dst_, stream_);
         }
-        CopyReport report;
-
-    private:
         Landing *l_;
         uint8_t *dst_;
         uint64_t cap_;
         cudaStream_t stream_;
+        const uint8_t *ns_;
+        uint64_t ns_bytes_;
     };
     return std::async(std::launch::async, [=, &store] {
         const auto t0 = std::chrono::steady_clock::now();
-        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream);
+        const uint8_t *ns = nullptr;
+        if (direct) {
+            std::lock_guard<std::mutex> g(run_mu_);
+            ns = registered_namespace();
+        }
+        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size);
         sink.report.object = store.get_into(name, sink, progress);
         sink.report.bytes = sink.report.object.bytes;
-        sink.report.path = "pinned-pipeline";
+        if (sink.report.path.empty()) sink.report.path = "pinned-pipeline";  // an empty object copies nothing
         sink.report.seconds = since(t0);
         return sink.report;
     });

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // gpu.hpp - land data from the drive in GPU memory: SLM ranges, namespace LBAs and named
 // objects, through a pinned-buffer pipeline (the path any drive can take), or straight
-// from registered SLM when the device lives in this process. Objects land through the
-// store's one read path (ObjectStore::get_into), checked against their CRC-32C. Built only
-// where CUDA is found; every call reports the path that ran.
+// from registered SLM when the device lives in this process, or, for namespace data, from
+// the namespace mapped into this process and registered with CUDA (the in-process device as
+// a simulated peer-to-peer drive: one DMA). Objects land through the store's one read path
+// (ObjectStore::get_into), checked against their CRC-32C. Built only where CUDA is found;
+// every call reports the path that ran.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,12 +25,16 @@ namespace csd::gpu {
 
 // What a transfer did.
 struct CopyReport {
-    std::string path;  // "pinned-pipeline", "slm-registered"
+    std::string path;  // "pinned-pipeline", "slm-registered", kPeerToPeer
     uint64_t bytes = 0;
     double seconds = 0;
     ObjectInfo object;  // object landings: the catalog entry of the version that landed
     double gbps() const { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 };
+
+// The path of a namespace Read that is one DMA from the in-process device's namespace,
+// registered with CUDA: what a drive that writes into GPU memory itself does, simulated.
+inline constexpr const char *kPeerToPeer = "ns-registered (simulated peer-to-peer drive)";
 
 // Whether a CUDA device can be used here (false on machines without a GPU or driver).
 bool available();
@@ -41,7 +47,10 @@ public:
     // buffers in flight (at least 2, so the drive fills one while the GPU copies another);
     // readers: threads that fill a buffer in parallel. The defaults were the fastest of
     // those measured side by side on the GPU machine (docs/perf.md).
-    explicit Landing(Device &dev, uint64_t chunk = 16 << 20, int buffers = 4, int readers = 8);
+    explicit Landing(Device &dev, uint64_t chunk = kDefaultChunk, int buffers = kDefaultBuffers,
+                     int readers = kDefaultReaders);
+    static constexpr uint64_t kDefaultChunk = 16 << 20;  // from the sweep (docs/perf.md)
+    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 16;
     ~Landing();
     Landing(const Landing &) = delete;
     Landing &operator=(const Landing &) = delete;
@@ -50,15 +59,22 @@ public:
     // lets an in-process device's SLM be copied without staging (registered once).
     std::future<CopyReport> slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
                                        bool direct = true);
-    // Namespace LBAs -> GPU memory.
-    std::future<CopyReport> lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream);
+    // Namespace LBAs -> GPU memory; direct=true takes the simulated peer-to-peer path where
+    // the namespace is mapped into this process (kPeerToPeer).
+    std::future<CopyReport> lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream,
+                                        bool direct = true);
     // A stored object -> GPU memory at dst, which holds dst_bytes (a larger object fails
     // with ENOSPC). Through the store's read path: the fill threads compute each piece's
     // CRC-32C as they fill the pinned buffers and the store combines them and checks the
     // object's (EIO as get() when it does not match), landing it again when another writer
-    // replaced it meanwhile; the report names the version that landed.
+    // replaced it meanwhile; the report names the version that landed. direct=true takes the
+    // simulated peer-to-peer path where there is one (kPeerToPeer): one DMA from the
+    // registered namespace while the fill threads compute the CRC-32C of the same bytes
+    // there, and the store confirms the object stayed in place (ObjectSink::land_mapped).
     std::future<CopyReport> object_to_gpu(ObjectStore &store, const std::string &name, void *dst, uint64_t dst_bytes,
-                                          cudaStream_t stream, Progress progress = {});
+                                          cudaStream_t stream, Progress progress = {}, bool direct = true);
+    // Why the namespace could not be registered with CUDA ("" if it was, or was not tried).
+    std::string peer_to_peer_error() const;
 
 private:
     struct Buffer {
@@ -77,8 +93,18 @@ private:
     uint64_t chunk_;
     int readers_;
     std::vector<Buffer> buffers_;
+    // The namespace, mapped and registered with CUDA once (nullptr where it is not mapped or
+    // the registration failed); call with run_mu_ held.
+    const uint8_t *registered_namespace();
+    // One DMA of n bytes from the registered namespace at src, while `check` runs over
+    // pieces of them on the fill threads; waits for both.
+    void copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream,
+                     const std::function<void(uint64_t pos, uint64_t n)> &verify);
     std::mutex run_mu_;  // one pipeline at a time uses the pool
     bool slm_registered_ = false;
+    bool ns_tried_ = false;
+    const uint8_t *ns_registered_ = nullptr;
+    std::string ns_error_;
 };
 
 }  // namespace csd::gpu

@@ -33,6 +33,8 @@ QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t a
     }
     if (pollers < 1) throw Error("queue processor: at least one poller", EINVAL);
     if (static_cast<uint32_t>(pollers) > set_.queues) pollers = static_cast<int>(set_.queues);
+    pollers_ = pollers;
+    counts_ = std::make_unique<Counts[]>(static_cast<size_t>(pollers));
     for (int i = 0; i < pollers; i++) threads_.emplace_back([this, i, pollers] { poll(i, pollers); });
 }
 
@@ -42,8 +44,35 @@ QueueProcessor::~QueueProcessor()
     for (auto &t : threads_) t.join();
 }
 
+uint64_t QueueProcessor::commands() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].commands.load(std::memory_order_relaxed);
+    return n;
+}
+
+uint64_t QueueProcessor::errors() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].errors.load(std::memory_order_relaxed);
+    return n;
+}
+
 Completion QueueProcessor::run(const NvmeSqe &e)
 {
+    Command c;
+    Completion refused;
+    if (!decode(e, &c, &refused)) return refused;
+    try {
+        return dev_.transport().submit(c);
+    } catch (const Error &) {
+        return Completion{kInternalError, 0};
+    }
+}
+
+bool QueueProcessor::decode(const NvmeSqe &e, Command *out, Completion *refused)
+{
+    Command &c = *out;
     const uint64_t nlb = (e.cdw12 & 0xFFFFu) + 1;
     uint64_t len = 0;
     switch (e.opcode) {
@@ -70,10 +99,13 @@ Completion QueueProcessor::run(const NvmeSqe &e)
         len = 2 * nlb * set_.lba_size;
         break;
     default:
-        return Completion{kInvalidOpcode, 0};
+        *refused = Completion{kInvalidOpcode, 0};
+        return false;
     }
-    if (len > dev_.transport().max_transfer()) return Completion{kInvalidField, 0};
-    Command c;
+    if (len > dev_.transport().max_transfer()) {
+        *refused = Completion{kInvalidField, 0};
+        return false;
+    }
     c.opcode = e.opcode;
     c.nsid = e.nsid;
     c.cdw2 = e.cdw2, c.cdw3 = e.cdw3;
@@ -82,44 +114,90 @@ Completion QueueProcessor::run(const NvmeSqe &e)
         // the whole buffer inside the arena, checked without overflow
         if (e.prp1 < agent_arena_ || e.prp1 - agent_arena_ > set_.arena_bytes ||
             len > set_.arena_bytes - (e.prp1 - agent_arena_)) {
-            return Completion{kDataTransferError, 0};
+            *refused = Completion{kDataTransferError, 0};
+            return false;
         }
         c.data = set_.arena + (e.prp1 - agent_arena_);
         c.data_len = static_cast<uint32_t>(len);
     }
-    try {
-        return dev_.transport().submit(c);
-    } catch (const Error &) {
-        return Completion{kInternalError, 0};
-    }
+    return true;
 }
 
-bool QueueProcessor::serve(uint32_t q, QueueState &s)
+void QueueProcessor::post(uint32_t q, QueueState &s, uint16_t cid, const Completion &c, Counts &counts)
 {
+    NvmeCqe *out = &set_.cq[uint64_t(q) * set_.depth + s.cq_tail];
+    out->dw0 = c.dw0();
+    out->dw1 = c.dw1();
+    out->sq_head = static_cast<uint16_t>(s.sq_head);
+    out->sq_id = static_cast<uint16_t>(q);
+    // the word holding the command ID and the phase tag last, in one store, so that a
+    // reader that sees the new phase sees the whole entry
+    const uint32_t last = uint32_t(cid) | uint32_t(uint16_t(c.status << 1 | s.phase)) << 16;
+    __atomic_store_n(reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(out) + offsetof(NvmeCqe, cid)), last,
+                     __ATOMIC_RELEASE);
+    if (++s.cq_tail == set_.depth) s.cq_tail = 0, s.phase ^= 1;
+    counts.commands.store(counts.commands.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (c.status) counts.errors.store(counts.errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+bool QueueProcessor::cq_full(uint32_t q, QueueState &s) const
+{
+    // the consumer's head doorbell, a line it writes, is read only when the CQ looks full
+    const uint32_t next = (s.cq_tail + 1) % set_.depth;
+    return next == s.cq_head && next == (s.cq_head = set_.db[q].cq_head);
+}
+
+bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
+{
+    bool worked = false;
+    // Executes handed to compute units earlier: completed when done, in any order (the
+    // submitter matches completions by command ID)
+    for (size_t i = 0; i < s.pending.size() && !cq_full(q, s);) {
+        if (s.pending[i].second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+            i++;
+            continue;
+        }
+        Completion c;
+        try {
+            c = s.pending[i].second.get();
+        } catch (const Error &) {
+            c = Completion{kInternalError, 0};
+        }
+        post(q, s, s.pending[i].first, c, counts);
+        s.pending[i] = std::move(s.pending.back());
+        s.pending.pop_back();
+        worked = true;
+    }
     const uint32_t tail = set_.db[q].sq_tail;
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (tail >= set_.depth) return false;  // an invalid doorbell value: ignored, as a controller would
-    bool worked = false;
+    if (tail >= set_.depth) return worked;  // an invalid doorbell value: ignored, as a controller would
     while (s.sq_head != tail && !stop_.load(std::memory_order_relaxed)) {
-        if ((s.cq_tail + 1) % set_.depth == set_.db[q].cq_head) break;  // the CQ is full: wait for the consumer
+        // an entry is taken only with room for its completion (counting those in flight)
+        if (s.pending.size() + 1 >= set_.depth || cq_full(q, s)) break;
         NvmeSqe e;
         std::memcpy(&e, const_cast<const NvmeSqe *>(&set_.sq[uint64_t(q) * set_.depth + s.sq_head]), sizeof e);
         s.sq_head = (s.sq_head + 1) % set_.depth;
-        const Completion c = run(e);
-        NvmeCqe *out = &set_.cq[uint64_t(q) * set_.depth + s.cq_tail];
-        out->dw0 = c.dw0();
-        out->dw1 = c.dw1();
-        out->sq_head = static_cast<uint16_t>(s.sq_head);
-        out->sq_id = static_cast<uint16_t>(q);
-        // the word holding the command ID and the phase tag last, in one store, so that a
-        // reader that sees the new phase sees the whole entry
-        const uint32_t last = uint32_t(e.cid) | uint32_t(uint16_t(c.status << 1 | s.phase)) << 16;
-        __atomic_store_n(reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(out) + offsetof(NvmeCqe, cid)), last,
-                         __ATOMIC_RELEASE);
-        if (++s.cq_tail == set_.depth) s.cq_tail = 0, s.phase ^= 1;
-        commands_.fetch_add(1, std::memory_order_relaxed);
-        if (c.status) errors_.fetch_add(1, std::memory_order_relaxed);
         worked = true;
+        Command cmd;
+        Completion c;
+        if (decode(e, &cmd, &c)) {
+            try {
+                if (e.opcode == CSD_OPC_EXECUTE) {
+                    // a program runs on a compute unit: this poller goes on serving meanwhile
+                    std::future<Completion> f = dev_.transport().submit_async(cmd);
+                    if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+                        s.pending.emplace_back(e.cid, std::move(f));
+                        continue;
+                    }
+                    c = f.get();
+                } else {
+                    c = dev_.transport().submit(cmd);
+                }
+            } catch (const Error &) {
+                c = Completion{kInternalError, 0};
+            }
+        }
+        post(q, s, e.cid, c, counts);
     }
     return worked;
 }
@@ -130,7 +208,9 @@ void QueueProcessor::poll(int index, int pollers)
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         bool worked = false;
-        for (uint32_t q = index; q < set_.queues; q += pollers) worked |= serve(q, state[q]);
+        for (uint32_t q = index; q < set_.queues; q += pollers) {
+            worked |= serve(q, state[q], counts_[index]) || !state[q].pending.empty();  // Executes in flight: keep spinning
+        }
         if (worked) {
             idle = 0;
         } else if (++idle < 4096) {

@@ -727,7 +727,12 @@ void MemorySink::land(const ObjectInfo &o, const Fill &fill)
 // Each piece the sink asks for is read and its CRC-32C computed by the thread that asked,
 // step by step while the bytes are in its cache; the pieces' CRCs are then combined in
 // order, which also proves that the pieces covered the object once.
-uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress)
+void ObjectSink::land_mapped(const ObjectInfo &o, const uint8_t *, const Check &)
+{
+    throw Error("landing object '" + o.name + "': this destination cannot copy from the mapped namespace", ENOTSUP);
+}
+
+uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress, bool *mapped)
 {
     struct Piece {
         uint64_t pos, n;
@@ -736,24 +741,42 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
     std::mutex mu;
     std::vector<Piece> pieces;
     uint64_t done = 0;
-    sink.land(o, [&](uint64_t pos, uint64_t n, uint8_t *host) {
+    auto in_object = [&](uint64_t pos, uint64_t n) {
         if (pos > o.bytes || n > o.bytes - pos) {
             throw Error("landing object '" + o.name + "': a read of [" + std::to_string(pos) + ", +" +
                             std::to_string(n) + ") beyond its " + std::to_string(o.bytes) + " bytes",
                         EINVAL);
         }
-        uint32_t crc = csd_crc32c(nullptr, 0);
-        for (uint64_t at = pos; at < pos + n;) {
-            const uint64_t m = std::min(pos + n, (at / kCheckStep + 1) * kCheckStep) - at;
-            read_bytes(o, at, m, host + (at - pos));
-            crc = csd_crc32c_extend(crc, host + (at - pos), m);
-            at += m;
-        }
+    };
+    auto piece_done = [&](uint64_t pos, uint64_t n, uint32_t crc) {
         std::lock_guard<std::mutex> g(mu);
         pieces.push_back({pos, n, crc});
         done += n;
         if (progress) progress(std::min(done, o.bytes), o.bytes);
-    });
+    };
+    // The simulated peer-to-peer drive: the destination copies from the mapped namespace and
+    // the store checks the same bytes there, in parallel with the copy.
+    const uint8_t *ns = sink.takes_mapped() ? dev_.transport().namespace_host_pointer() : nullptr;
+    *mapped = ns != nullptr;
+    if (ns) {
+        const uint8_t *bytes = ns + first_lba(o) * dev_.ns().lba_size;
+        sink.land_mapped(o, bytes, [&](uint64_t pos, uint64_t n) {
+            in_object(pos, n);
+            piece_done(pos, n, csd_crc32c(bytes + pos, n));
+        });
+    } else {
+        sink.land(o, [&](uint64_t pos, uint64_t n, uint8_t *host) {
+            in_object(pos, n);
+            uint32_t crc = csd_crc32c(nullptr, 0);
+            for (uint64_t at = pos; at < pos + n;) {
+                const uint64_t m = std::min(pos + n, (at / kCheckStep + 1) * kCheckStep) - at;
+                read_bytes(o, at, m, host + (at - pos));
+                crc = csd_crc32c_extend(crc, host + (at - pos), m);
+                at += m;
+            }
+            piece_done(pos, n, crc);
+        });
+    }
     std::sort(pieces.begin(), pieces.end(), [](const Piece &a, const Piece &b) { return a.pos < b.pos; });
     uint32_t crc = csd_crc32c(nullptr, 0);
     uint64_t covered = 0;
@@ -784,9 +807,13 @@ ObjectInfo ObjectStore::get_into(const std::string &name, ObjectSink &sink, cons
     constexpr int kAttempts = 4;
     for (int attempt = 1;; attempt++) {
         const ObjectInfo o = stat(name);
-        if (land_once(o, sink, progress) == o.crc32c) return o;
-        const ObjectInfo again = stat(name);
-        if (again.block == o.block && again.crc32c == o.crc32c && again.generation == o.generation) {
+        bool mapped = false;
+        const bool crc_ok = land_once(o, sink, progress, &mapped) == o.crc32c;
+        const ObjectInfo again = crc_ok && !mapped ? o : stat(name);
+        const bool same = again.block == o.block && again.crc32c == o.crc32c && again.generation == o.generation;
+        // from the mapping, the bytes checked are those copied only if the object stayed put
+        if (crc_ok && (!mapped || same)) return o;
+        if (!crc_ok && same) {
             throw Error("object '" + name + "' does not match its CRC-32C: the namespace was changed behind the store",
                         EIO);
         }

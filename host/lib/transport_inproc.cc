@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -35,6 +36,7 @@
 #include "csd/error.hpp"
 #include "csd_core.h"
 #include "fork_hold.hpp"
+#include "ns_map.hpp"
 #include "nvme_cs.h"
 #include "synth.hpp"
 #include "transports.hpp"
@@ -153,6 +155,7 @@ public:
         csd_core_set_model(core_, &model);
         csd_core_cs_attach(core_, mem_nsid_);
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid};
+        map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
         cu_ = cu;
         start_workers();
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
@@ -180,7 +183,21 @@ public:
     {
         return csd_core_slm_base(core_);
     }
-    Completion submit(const Command &cmd) override { return submit_async(cmd).get(); }
+    Completion submit(const Command &cmd) override
+    {
+        // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read of
+        // the namespace, copied from its mapping with no future made (dispatch() runs the
+        // same rw()); everything else, and every Read under a timing model, goes through
+        // dispatch().
+        if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && map_->data() && !csd_core_model_on(core_)) {
+            const InFlight counted(*this);
+            return rw(cmd, false);
+        }
+        return submit_async(cmd).get();
+    }
+    // The simulated peer-to-peer drive: the namespace's mapping (none under a timing model,
+    // whose Reads must be commands).
+    const uint8_t *namespace_host_pointer() override { return csd_core_model_on(core_) ? nullptr : map_->data(); }
 
     std::future<Completion> submit_async(const Command &cmd) override
     {
@@ -194,8 +211,8 @@ private:
     void hold_for_fork()
     {
         std::unique_lock<std::mutex> g(gate_mu_);
-        forking_ = true;  // new commands wait, so that those in flight run out
-        gate_cv_.wait(g, [this] { return busy_ == 0; });
+        forking_.store(true);  // new commands wait, so that those in flight run out
+        gate_cv_.wait(g, [this] { return in_flight() == 0; });
         g.release();  // held across fork(); released by resume_after_fork
         mu_.lock();  // a worker between jobs may hold it for a moment
     }
@@ -216,7 +233,7 @@ private:
             new (&cv_) std::condition_variable();
             new (&gate_cv_) std::condition_variable();
         }
-        forking_ = false;
+        forking_.store(false);
         mu_.unlock();
         gate_mu_.unlock();
         gate_cv_.notify_all();
@@ -234,26 +251,51 @@ private:
         TransportInproc &t_;
     };
 
+    // Commands in flight are counted on per-thread shards (a cache line each), so that
+    // threads submitting at millions of commands a second share no line; a fork() sets
+    // forking_ and waits for the shards' sum to reach 0. Sequentially consistent: a command
+    // either sees forking_ (and steps back) or is seen by the sum.
+    struct alignas(64) Shard {
+        std::atomic<int64_t> n{0};
+    };
+    static constexpr unsigned kShards = 64;
+    Shard &my_shard()
+    {
+        static std::atomic<unsigned> next{0};
+        static thread_local const unsigned mine = next++ % kShards;
+        return shards_[mine];
+    }
+    int64_t in_flight() const
+    {
+        int64_t n = 0;
+        for (const Shard &s : shards_) n += s.n.load();
+        return n;
+    }
+
     // One more command in flight (waits while a fork() is under way).
     void enter()
     {
-        std::unique_lock<std::mutex> g(gate_mu_);
-        gate_cv_.wait(g, [this] { return !forking_; });
-        busy_++;
+        Shard &s = my_shard();
+        for (;;) {
+            s.n.fetch_add(1);
+            if (!forking_.load()) return;
+            leave();  // a fork() is under way: step back until it is done
+            std::unique_lock<std::mutex> g(gate_mu_);
+            gate_cv_.wait(g, [this] { return !forking_.load(); });
+        }
     }
 
     // One more in flight, for a command already counted (so it must not wait for fork()).
-    void enter_also()
-    {
-        std::lock_guard<std::mutex> g(gate_mu_);
-        busy_++;
-    }
+    void enter_also() { my_shard().n.fetch_add(1); }
 
-    // One command fewer in flight.
+    // One command fewer in flight (on any thread: a shard may go below 0, the sum cannot).
     void leave()
     {
-        std::lock_guard<std::mutex> g(gate_mu_);
-        if (--busy_ == 0) gate_cv_.notify_all();
+        my_shard().n.fetch_sub(1);
+        if (forking_.load()) {
+            std::lock_guard<std::mutex> g(gate_mu_);
+            gate_cv_.notify_all();
+        }
     }
 
     // Runs one command: the core answers it through the port, or decodes it for the block
@@ -358,7 +400,14 @@ private:
     {
         const uint64_t done = now_ns();
         csd_core_model_done(core_, finish, done);
-        if (finish > done) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - done));
+        if (finish <= done) return;
+        // a few microseconds (a low-latency drive's read) are spun: a sleep overshoots them many times
+        if (finish - done > kSpinNs) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - done));
+        while (now_ns() < finish) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
     }
 
     // Identify of the controller and of namespace 1, the command set vector (1Ch) and the
@@ -438,6 +487,12 @@ private:
         const uint64_t bytes = nlb * lba_;
         if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
         if (bytes > kMaxTransfer || c.data_len < bytes) return {kInvalidField, 0};
+        // a small Read from the mapped namespace: no system call (a large one stays pread(),
+        // which costs the same copy and maps no pages into this process)
+        if (!write && bytes <= kMappedReadMax && map_->data()) {
+            std::memcpy(c.data, map_->data() + slba * lba_, bytes);
+            return {0, 0};
+        }
         const ssize_t n = write ? pwrite(fd_, c.data, bytes, static_cast<off_t>(slba * lba_))
                                 : pread(fd_, c.data, bytes, static_cast<off_t>(slba * lba_));
         return {static_cast<uint16_t>(n == static_cast<ssize_t>(bytes) ? 0 : kInternal), 0};
@@ -550,8 +605,11 @@ private:
         }
     }
 
+    static constexpr uint64_t kSpinNs = 50000;  // waits up to this long spin
+    static constexpr uint64_t kMappedReadMax = 64 << 10;  // Reads up to this size copy from the mapping
     std::string path_;
     int fd_ = -1;
+    std::unique_ptr<NamespaceMap> map_;  // the namespace, mapped (NamespaceMap: may be empty)
     uint32_t lba_ = 512;
     uint32_t mem_nsid_ = 0;  // nvme-cs=1: the memory namespace (the compute one is next)
     bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
@@ -566,10 +624,10 @@ private:
     std::vector<std::thread> workers_;
     std::mutex caw_mu_;  // one Compare and Write of this device at a time
     int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
-    std::mutex gate_mu_;  // commands in flight, for fork()
+    std::mutex gate_mu_;  // commands in flight, for fork(): waits
     std::condition_variable gate_cv_;
-    uint64_t busy_ = 0;
-    bool forking_ = false;
+    Shard shards_[kShards];
+    std::atomic<bool> forking_{false};
 };
 
 }  // namespace

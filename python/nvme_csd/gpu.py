@@ -33,9 +33,10 @@ def _torch_dtype(torch, dtype):
     return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
 
 
-def configure(dev, *, chunk_mib=16, buffers=4, readers=8):
+def configure(dev, *, chunk_mib=16, buffers=4, readers=16):
     """Sets dev's pipeline into GPU memory: bytes per step, pinned buffers in flight, and
-    threads filling a buffer in parallel (the defaults shown)."""
+    threads filling a buffer in parallel (the defaults shown: libcsd's, picked from the sweep in
+    docs/perf.md)."""
     _require()
     _core.gpu_configure(dev._dev, int(chunk_mib) << 20, int(buffers), int(readers))
 

@@ -48,6 +48,9 @@ protected:
         EXPECT_EQ(cudaMemcpy(v.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);
         return v;
     }
+public:
+    // ReplacedWhileLanding*: the pipeline (direct false) or the simulated peer-to-peer path.
+    void run_replaced_while_landing(bool direct);
     std::string path_;
     std::unique_ptr<Device> dev;
     cudaStream_t stream = nullptr;
@@ -81,24 +84,32 @@ TEST_F(Gpu, ObjectsAndLbasToGpu)
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 2);
-    gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream).get();
-    EXPECT_EQ(r.path, "pinned-pipeline");
-    EXPECT_EQ(r.bytes, n);
-    EXPECT_EQ(r.object.generation, store.stat("t").generation);
-    EXPECT_EQ(from_gpu(d, n), data);
-    // a destination one byte short is refused before anything lands
-    try {
-        land.object_to_gpu(store, "t", d, n - 1, stream).get();
-        ADD_FAILURE() << "an object landed in a destination smaller than it";
-    } catch (const Error &e) {
-        EXPECT_EQ(e.errnum(), ENOSPC) << e.what();
-    }
     store.put("empty", nullptr, 0);
-    EXPECT_EQ(land.object_to_gpu(store, "empty", d, 0, stream).get().bytes, 0u);
     const uint64_t first = store.first_lba(store.stat("t"));
-    ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
-    r = land.lbas_to_gpu(first, (4 << 20) / dev->ns().lba_size, d, stream).get();
-    EXPECT_EQ(from_gpu(d, 4 << 20), std::vector<uint8_t>(data.begin(), data.begin() + (4 << 20)));
+    for (bool direct : {false, true}) {
+        // direct: the in-process device as a simulated peer-to-peer drive (its namespace
+        // registered with CUDA, one DMA), the CRC-32C computed over the same bytes meanwhile
+        const char *want = direct ? gpu::kPeerToPeer : "pinned-pipeline";
+        ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
+        gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream, {}, direct).get();
+        EXPECT_EQ(r.path, want) << land.peer_to_peer_error();
+        EXPECT_EQ(r.bytes, n);
+        EXPECT_EQ(r.object.generation, store.stat("t").generation);
+        EXPECT_EQ(from_gpu(d, n), data) << r.path;
+        // a destination one byte short is refused before anything lands
+        try {
+            land.object_to_gpu(store, "t", d, n - 1, stream, {}, direct).get();
+            ADD_FAILURE() << "an object landed in a destination smaller than it";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), ENOSPC) << e.what();
+        }
+        EXPECT_EQ(land.object_to_gpu(store, "empty", d, 0, stream, {}, direct).get().bytes, 0u);
+        ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
+        r = land.lbas_to_gpu(first, (4 << 20) / dev->ns().lba_size, d, stream, direct).get();
+        EXPECT_EQ(r.path, want);
+        EXPECT_EQ(from_gpu(d, 4 << 20), std::vector<uint8_t>(data.begin(), data.begin() + (4 << 20))) << r.path;
+    }
+    EXPECT_THROW(land.lbas_to_gpu(dev->ns().lba_count - 1, 2, d, stream, true).get(), Error);
     cudaFree(d);
 }
 
@@ -128,13 +139,20 @@ TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 2);
-    try {
-        land.object_to_gpu(store, "t", d, n, stream).get();
-        ADD_FAILURE() << "a corrupted object landed without an error";
-    } catch (const Error &e) {
-        EXPECT_EQ(e.errnum(), EIO);
-        EXPECT_EQ(std::string(e.what()), want);
+    for (bool direct : {false, true}) {  // the pipeline, and the simulated peer-to-peer drive
+        try {
+            land.object_to_gpu(store, "t", d, n, stream, {}, direct).get();
+            ADD_FAILURE() << "a corrupted object landed without an error (direct " << direct << ")";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EIO);
+            EXPECT_EQ(std::string(e.what()), want);
+        }
     }
+    // repaired, it lands by the simulated peer-to-peer path: the failure was the check's
+    sector[7] ^= 0x40;
+    dev->write_lbas(at, 1, sector.data());
+    EXPECT_EQ(land.object_to_gpu(store, "t", d, n, stream, {}, true).get().path, gpu::kPeerToPeer);
+    EXPECT_EQ(from_gpu(d, n), data);
     cudaFree(d);
 }
 
@@ -145,6 +163,18 @@ TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
 // The landing reads through a Device whose timing model makes a read of the object take
 // ~20-40 ms, so that the writer's rounds (~50 ms) often overlap one.
 TEST_F(Gpu, ReplacedWhileLandingGivesOneVersionOrFailsLikeGet)
+{
+    run_replaced_while_landing(false);
+}
+
+// The same through the simulated peer-to-peer path (no timing model: a mapped Read has
+// none), whose landings are short, so fewer of them overlap a replacement.
+TEST_F(Gpu, ReplacedWhileLandingDirectGivesOneVersionOrFailsLikeGet)
+{
+    run_replaced_while_landing(true);
+}
+
+void Gpu::run_replaced_while_landing(bool direct)
 {
     ObjectStore::format(*dev);
     const size_t n = 16 << 20;
@@ -170,7 +200,7 @@ TEST_F(Gpu, ReplacedWhileLandingGivesOneVersionOrFailsLikeGet)
     });
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
-    auto slow = Device::open("emu:" + path_ + "?model.link-gbps=1&model.media-read-gbps=1");
+    auto slow = Device::open("emu:" + path_ + (direct ? "" : "?model.link-gbps=1&model.media-read-gbps=1"));
     ObjectStore store(*slow);
     gpu::Landing land(*slow, 1 << 20, 2, 1);
     int whole = 0, failed = 0, mixed = 0;
@@ -178,7 +208,8 @@ TEST_F(Gpu, ReplacedWhileLandingGivesOneVersionOrFailsLikeGet)
     while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
         ASSERT_EQ(cudaMemset(d, 0xFF, n), cudaSuccess);
         try {
-            land.object_to_gpu(store, "t", d, n, stream).get();
+            EXPECT_EQ(land.object_to_gpu(store, "t", d, n, stream, {}, direct).get().path,
+                      direct ? gpu::kPeerToPeer : "pinned-pipeline");
         } catch (const Error &e) {
             EXPECT_EQ(e.errnum(), EAGAIN) << e.what();
             failed++;
@@ -203,28 +234,31 @@ TEST_F(Gpu, ReplacedWhileLandingGivesOneVersionOrFailsLikeGet)
 // with a filler written over the old version's space: the landing lands the new version.
 TEST_F(Gpu, ReplacedMidLandingLandsTheNewVersion)
 {
-    ObjectStore::format(*dev);
-    ObjectStore store(*dev);
     auto other_dev = Device::open(spec());
-    ObjectStore other(*other_dev);
     const size_t n = 24 << 20;
     const auto a = random(n, 4), b = random(n - 4096, 5), filler = random(n, 6);
-    store.put("t", a.data(), n);
-    const ObjectInfo old = store.stat("t");
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 4);
-    std::atomic<int> calls{0};
-    const gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream, [&](uint64_t, uint64_t) {
-                                      if (calls++ != 0) return;
-                                      other.put("t", b.data(), b.size());
-                                      other.put("filler", filler.data(), filler.size());
-                                      EXPECT_EQ(other.stat("filler").block, old.block);
-                                  }).get();
-    EXPECT_EQ(r.bytes, b.size());
-    EXPECT_EQ(r.object.generation, store.stat("t").generation);
-    EXPECT_NE(r.object.generation, old.generation);
-    EXPECT_EQ(from_gpu(d, b.size()), b);
+    for (bool direct : {false, true}) {
+        ObjectStore::format(*dev);  // the same layout each time: the filler takes the old version's space
+        ObjectStore store(*dev);
+        ObjectStore other(*other_dev);
+        store.put("t", a.data(), n);
+        const ObjectInfo old = store.stat("t");
+        std::atomic<int> calls{0};
+        const gpu::CopyReport r = land.object_to_gpu(store, "t", d, n, stream, [&](uint64_t, uint64_t) {
+                                          if (calls++ != 0) return;
+                                          other.put("t", b.data(), b.size());
+                                          other.put("filler", filler.data(), filler.size());
+                                          EXPECT_EQ(other.stat("filler").block, old.block);
+                                          other.remove("filler");
+                                      }, direct).get();
+        EXPECT_EQ(r.bytes, b.size());
+        EXPECT_EQ(r.object.generation, store.stat("t").generation);
+        EXPECT_NE(r.object.generation, old.generation);
+        EXPECT_EQ(from_gpu(d, b.size()), b) << r.path;
+    }
     cudaFree(d);
 }
 

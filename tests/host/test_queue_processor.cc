@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "csd/queue_processor.hpp"
+#include "csd_crc32c.h"
+#include "csd_spec.h"
 
 using namespace csd;
 
@@ -216,6 +218,42 @@ TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
     EXPECT_EQ(status(c), 0);
     EXPECT_EQ(c.cid, 3);
     EXPECT_EQ(proc.commands(), 4u);
+}
+
+// An Execute runs on a compute unit while its poller goes on serving: a Read submitted after
+// a long Execute on the same queue completes first, and the Execute then completes with its
+// result (completions in any order, matched by command ID, as NVMe allows).
+TEST_F(QueueProcessorTest, AnExecuteDoesNotHoldUpTheQueue)
+{
+    // a compute unit that streams 1 MB/s: a checksum of 64 KiB takes ~65 ms
+    auto slow = Device::open(g_path + "&model.unit-gbps=0.001&model.unit-gflops=1");
+    std::vector<uint8_t> data(64 << 10);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7 + 1);
+    slow->slm_write(0, data.data(), data.size());
+    const uint32_t algo = 0;  // CRC-32C
+    const std::vector<uint8_t> desc = make_descriptor(CSD_PROG_CHECKSUM, {Range{0, data.size()}}, &algo, 4);
+    Queues qs(1, 8, 8192, lba);
+    std::memcpy(qs.arena(), desc.data(), desc.size());
+    QueueProcessor proc(*slow, qs.set, 0, 1);
+    NvmeSqe x{};
+    x.opcode = CSD_OPC_EXECUTE;
+    x.nsid = slow->ns().nsid;
+    x.prp1 = 0;
+    x.cdw10 = static_cast<uint32_t>(desc.size());
+    NvmeSqe r{};
+    r.opcode = 0x02;
+    r.nsid = slow->ns().nsid;
+    r.prp1 = 4096;
+    r.cdw12 = 0;  // one LBA
+    const uint16_t exec_cid = qs.put(0, x), read_cid = qs.put(0, r);
+    qs.ring(0);
+    const NvmeCqe first = qs.next(0), second = qs.next(0);
+    EXPECT_EQ(first.cid, read_cid) << "the Read waited for the Execute before it";
+    EXPECT_EQ(status(first), 0);
+    ASSERT_EQ(second.cid, exec_cid);
+    EXPECT_EQ(status(second), 0);
+    EXPECT_EQ(second.dw0, csd_crc32c(data.data(), data.size()));
+    EXPECT_EQ(proc.commands(), 2u);
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)

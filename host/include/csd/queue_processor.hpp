@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <future>
+#include <utility>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -26,8 +29,8 @@ public:
     QueueProcessor(const QueueProcessor &) = delete;
     QueueProcessor &operator=(const QueueProcessor &) = delete;
 
-    uint64_t commands() const { return commands_.load(); }  // entries completed so far
-    uint64_t errors() const { return errors_.load(); }      // of those, with a non-zero status
+    uint64_t commands() const;  // entries completed so far
+    uint64_t errors() const;    // of those, with a non-zero status
 
     // Runs one submission queue entry against the device and returns its completion
     // (status without the phase tag). Exposed so that the decoding can be tested alone.
@@ -36,16 +39,29 @@ public:
 private:
     struct QueueState {
         uint32_t sq_head = 0, cq_tail = 0;
+        uint32_t cq_head = 0;  // the consumer's CQ head as last read (re-read only when the CQ looks full)
         uint16_t phase = 1;
+        std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
+    };
+    // What one poller counted, on a cache line of its own (pollers share no written line).
+    struct alignas(64) Counts {
+        std::atomic<uint64_t> commands{0}, errors{0};
     };
     void poll(int index, int pollers);
-    bool serve(uint32_t q, QueueState &s);
+    bool serve(uint32_t q, QueueState &s, Counts &counts);
+    // An entry as the Command it asks for; false with *refused set when it cannot be run.
+    bool decode(const NvmeSqe &e, Command *out, Completion *refused);
+    // Posts a completion for command cid at the CQ tail, phase tag last.
+    void post(uint32_t q, QueueState &s, uint16_t cid, const Completion &c, Counts &counts);
+    // Whether the CQ has no room for another entry.
+    bool cq_full(uint32_t q, QueueState &s) const;
 
     Device &dev_;
     NvmeQueueSet set_;
     uint64_t agent_arena_;
     std::atomic<bool> stop_{false};
-    std::atomic<uint64_t> commands_{0}, errors_{0};
+    std::unique_ptr<Counts[]> counts_;  // one per poller
+    int pollers_ = 0;
     std::vector<std::thread> threads_;
 };
 

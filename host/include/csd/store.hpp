@@ -59,6 +59,20 @@ public:
     // say) only when no call of fill is still running. Called again, with the entry read
     // then, when another writer replaced the object meanwhile.
     virtual void land(const ObjectInfo &o, const Fill &fill) = 0;
+
+    // Checks bytes [pos, pos + n) of the object being landed where they lie (CRC-32C over the
+    // mapped namespace); safe to call from several threads at once.
+    using Check = std::function<void(uint64_t pos, uint64_t n)>;
+    // Whether this destination can copy straight from the namespace where the device maps it
+    // into this process (Transport::namespace_host_pointer: the simulated peer-to-peer drive).
+    virtual bool takes_mapped() const { return false; }
+    // One attempt at landing o from its bytes in place, `bytes` (o.bytes of them, read-only):
+    // copy them where they belong and call check over pieces that cover [0, o.bytes) once
+    // each, from any threads, while the copy runs; return (or throw) only when the copy is
+    // done and no call of check is running. The store then confirms that the object was not
+    // replaced meanwhile (its space cannot have been reused while it stayed in the catalog),
+    // so the bytes checked are the bytes copied. Called only where takes_mapped() is true.
+    virtual void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &check);
 };
 
 // Host memory of a fixed size as a destination; a larger object fails with ENOSPC.
@@ -148,7 +162,8 @@ private:
     // Bytes [pos, pos + n) of object o from the namespace (whole LBAs straight into out).
     void read_bytes(const ObjectInfo &o, uint64_t pos, uint64_t n, uint8_t *out);
     // One landing of o into sink; returns the CRC-32C of the bytes the sink was given.
-    uint32_t land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress);
+    // *mapped: whether it landed from the mapped namespace (ObjectSink::land_mapped).
+    uint32_t land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress, bool *mapped);
     void commit_put(const ObjectInfo &o, uint64_t reservation);
 
     Device &dev_;

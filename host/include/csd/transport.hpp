@@ -60,6 +60,13 @@ public:
     virtual uint8_t *slm_host_pointer() { return nullptr; }
     // The file holding the namespace when the device lives in this process, else "".
     virtual std::string backing_file() const { return {}; }
+    // The namespace's bytes (LBA 0 on, ns().lba_count LBAs) mapped into this process, where
+    // a Read may be served by copying straight from them: the in-process device as a
+    // simulated peer-to-peer drive (its namespace registered with CUDA, a Read into GPU
+    // memory is one DMA). nullptr elsewhere, and where a Read must be a command (the
+    // in-process device under a timing model). Writes go through commands; the mapping
+    // sees them.
+    virtual const uint8_t *namespace_host_pointer() { return nullptr; }
 };
 
 // The command set libcsd speaks to a drive with (docs/nvme-cs.md, docs/real-drives.md):

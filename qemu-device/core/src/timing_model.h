@@ -6,13 +6,38 @@
 // would complete it; the embedding completes it no earlier.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "csd_core.h"
 
 namespace csd::core {
+
+// The model's lock: every command of every queue takes it for a few arithmetic steps, so a
+// waiter spins instead of sleeping in the kernel (a sleeping waiter wakes microseconds late,
+// past the modelled completion it was about to compute: an overrun that is the lock's, not
+// the host's work). It yields after a while, in case the holder was preempted.
+class SpinLock {
+public:
+    void lock()
+    {
+        for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
+            while (flag_.load(std::memory_order_relaxed)) {
+                if (++spins % 1024 == 0) std::this_thread::yield();
+#if defined(__x86_64__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
+    }
+    void unlock() { flag_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> flag_{false};
+};
 
 class TimingModel {
 public:
@@ -40,7 +65,7 @@ private:
     // Work reaching a pipe at t: ready after latency, then queued behind earlier transfers.
     static uint64_t stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps);
 
-    mutable std::mutex mu_;
+    mutable SpinLock mu_;
     bool on_ = false;
     csd_model_params p_{};
     Pipe to_device_, to_host_, media_, slm_;

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+// gpu_io: GPU-initiated I/O at small sizes: random 512 B and 4 KiB NVMe Reads and a small
+// Execute (CRC-32C of one block in SLM) issued from CUDA kernels on 1-256 queue pairs
+// (csd::gpu::GpuQueues), served by host polling threads onto the in-process device; beside
+// them, the per-command cost of the in-process device alone (host threads calling the
+// transport), and the rate under a timing-model preset with its overruns.
+// Usage: gpu_io check                 (every Read's bytes and every Execute's result checked
+//                                      on the GPU; exit 1 on any difference)
+//        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
+//        gpu_io host                  (the device's per-command path alone; no GPU needed)
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "csd/device.hpp"
+#include "csd_crc32c.h"
+#include "csd_spec.h"
+#include "gpu.hpp"
+#include "gpu_queues.hpp"
+#include "io_kernel.hpp"
+
+using namespace csd;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+void check(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "gpu_io: %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(2);
+    }
+}
+
+double since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// An in-process device over a fresh file of `mib` MiB holding pattern_word() everywhere.
+std::unique_ptr<Device> pattern_device(uint64_t mib, const std::string &extra, std::string *path)
+{
+    char name[] = "/tmp/csd-gpuio-XXXXXX";
+    close(mkstemp(name));
+    unlink(name);
+    *path = name;
+    auto dev = Device::open(std::string("emu:") + name + "?size=" + std::to_string(mib) + "M&slm=16M" + extra);
+    const uint64_t step = 8 << 20;
+    std::vector<uint64_t> buf(step / 8);
+    const uint32_t lba = dev->ns().lba_size;
+    for (uint64_t pos = 0; pos < (mib << 20); pos += step) {
+        for (uint64_t k = 0; k < buf.size(); k++) buf[k] = pattern_word(pos + 8 * k);
+        dev->write_lbas(pos / lba, step / lba, buf.data());
+    }
+    return dev;
+}
+
+struct Run {
+    double seconds = 0;
+    uint64_t commands = 0, failed = 0, wrong = 0;
+    double rate() const { return seconds > 0 ? commands / seconds : 0; }
+};
+
+// One kernel of job over `queues` queue pairs (depth 64) served by `pollers` host threads.
+// Execute jobs: descriptors (desc, one per block, desc_stride apart) are copied into the
+// arena after the slots.
+Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {})
+{
+    const uint32_t depth = 64;
+    const uint64_t slot = job.kind == 0 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
+    const uint64_t slots_bytes = uint64_t(queues) * depth * slot;
+    gpu::GpuQueues gq(dev, queues, depth, slots_bytes + descs.size() + 64, pollers);
+    if (!descs.empty()) {
+        std::memcpy(gq.host_arena() + slots_bytes, descs.data(), descs.size());
+        job.desc_offset = slots_bytes;
+    }
+    unsigned long long *counters = nullptr;
+    check(cudaMalloc(reinterpret_cast<void **>(&counters), 2 * sizeof *counters), "cudaMalloc");
+    check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
+    check(cudaDeviceSynchronize(), "sync");
+    const uint64_t before = gq.commands();
+    const auto t0 = clk::now();
+    check(launch_io(gq.device_view(), job, slot, counters, nullptr), "launch");
+    check(cudaDeviceSynchronize(), "io kernel");
+    Run r;
+    r.seconds = since(t0);
+    r.commands = gq.commands() - before;
+    unsigned long long c[2];
+    check(cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    r.failed = c[0], r.wrong = c[1];
+    cudaFree(counters);
+    return r;
+}
+
+// Execute descriptors: CRC-32C of block i (block_bytes at SLM offset i * block_bytes), one
+// per desc_stride bytes; their expected results into *expect (device memory).
+std::vector<uint8_t> checksum_descriptors(Device &dev, uint32_t blocks, uint32_t block_bytes, uint32_t stride,
+                                          uint32_t *desc_len, uint32_t **expect)
+{
+    std::vector<uint8_t> data(uint64_t(blocks) * block_bytes);
+    for (uint64_t k = 0; k < data.size(); k += 8) {
+        const uint64_t v = pattern_word(k * 3 + 1);
+        std::memcpy(&data[k], &v, 8);
+    }
+    dev.slm_write(0, data.data(), data.size());
+    std::vector<uint8_t> descs(uint64_t(blocks) * stride);
+    std::vector<uint32_t> want(blocks);
+    const uint32_t algo = 0;  // CRC-32C
+    for (uint32_t i = 0; i < blocks; i++) {
+        const auto d = make_descriptor(CSD_PROG_CHECKSUM, {Range{uint64_t(i) * block_bytes, block_bytes}}, &algo, 4);
+        if (d.size() > stride) {
+            std::fprintf(stderr, "gpu_io: descriptor of %zu bytes\n", d.size());
+            std::exit(2);
+        }
+        *desc_len = static_cast<uint32_t>(d.size());
+        std::memcpy(&descs[uint64_t(i) * stride], d.data(), d.size());
+        want[i] = csd_crc32c(&data[uint64_t(i) * block_bytes], block_bytes);
+    }
+    check(cudaMalloc(reinterpret_cast<void **>(expect), blocks * 4), "cudaMalloc");
+    check(cudaMemcpy(*expect, want.data(), blocks * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    return descs;
+}
+
+// Host threads calling the in-process device's transport directly: 512 B Reads at random
+// LBAs, `n` per thread; the per-command cost without queues or a GPU.
+double host_rate(Device &dev, int threads, uint64_t n, uint32_t nlb)
+{
+    const uint64_t records = dev.ns().lba_count / nlb;
+    std::vector<std::thread> ts;
+    std::atomic<uint64_t> bad{0};
+    const auto t0 = clk::now();
+    for (int t = 0; t < threads; t++) {
+        ts.emplace_back([&, t] {
+            std::vector<uint8_t> buf(uint64_t(nlb) * dev.ns().lba_size);
+            uint64_t x = 88172645463325252ull + t;
+            for (uint64_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                Command c;
+                c.opcode = 0x02;
+                c.nsid = dev.ns().nsid;
+                const uint64_t slba = (x % records) * nlb;
+                c.cdw10 = static_cast<uint32_t>(slba), c.cdw11 = static_cast<uint32_t>(slba >> 32);
+                c.cdw12 = nlb - 1;
+                c.data = buf.data();
+                c.data_len = static_cast<uint32_t>(buf.size());
+                if (dev.transport().submit(c).status) bad++;
+            }
+        });
+    }
+    for (auto &t : ts) t.join();
+    const double s = since(t0);
+    if (bad) std::printf("(%llu failed)\n", static_cast<unsigned long long>(bad.load()));
+    return threads * n / s;
+}
+
+void host_table(Device &dev, int max_threads)
+{
+    std::printf("\n| host threads calling the transport (no GPU) | 512 B Reads/s | 4 KiB Reads/s |\n|---|---|---|\n");
+    for (int t : {1, 2, 4, 8, 16}) {
+        if (t > max_threads) break;
+        host_rate(dev, t, 20000, 1);
+        std::printf("| %d | %.2f M | %.2f M |\n", t, host_rate(dev, t, 200000, 1) / 1e6, host_rate(dev, t, 100000, 8) / 1e6);
+        std::fflush(stdout);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    const std::string mode = argc > 1 ? argv[1] : "check";
+    std::string path;
+    if (mode == "host") {
+        auto dev = pattern_device(256, "", &path);
+        host_table(*dev, static_cast<int>(std::thread::hardware_concurrency()));
+        auto modelled = Device::open("emu:" + path + "?model=ll-nand-gen5");
+        unlink(path.c_str());
+        for (int t : {1, 2}) {
+            const Statistics before = modelled->stats();
+            const double rate = host_rate(*modelled, t, 20000, 1);
+            const Statistics after = modelled->stats();
+            std::printf("ll-nand-gen5, %d host threads: %.2f M 512 B Reads/s, %llu overruns, %.2f us delay per command\n", t,
+                        rate / 1e6, static_cast<unsigned long long>(after.model_overruns - before.model_overruns),
+                        (after.model_delay_ns - before.model_delay_ns) / 1e3 / (t * 20000));
+        }
+        return 0;
+    }
+    if (!gpu::available()) {
+        std::printf("gpu_io: no CUDA device; skipped\n");
+        return 0;
+    }
+    cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);  // the launching thread sleeps: its core polls
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    int bad = 0;
+    if (mode == "check") {
+        auto dev = pattern_device(64, "&cu=2", &path);
+        unlink(path.c_str());
+        const uint32_t lba = dev->ns().lba_size;
+        for (uint32_t bytes : {512u, 4096u}) {
+            for (uint32_t q : {1u, 3u, 8u}) {
+                IoJob job;
+                job.nlb = bytes / lba;
+                job.records = dev->ns().lba_count / job.nlb;
+                job.rounds = 5;  // 160 commands per queue: several wraps of a 64-entry queue
+                job.verify = 1;
+                const Run r = run_kernel(*dev, q, 2, job);
+                std::printf("gpu_io check: %u B Reads, %u queue(s): %llu commands, %llu failed, %llu wrong words\n", bytes,
+                            q, static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
+                            static_cast<unsigned long long>(r.wrong));
+                bad += r.failed || r.wrong || r.commands != uint64_t(q) * 32 * job.rounds;
+            }
+        }
+        for (uint32_t q : {1u, 4u}) {
+            IoJob job;
+            job.kind = 1;
+            job.blocks = 64;
+            job.desc_stride = 64;
+            uint32_t *expect = nullptr;
+            const auto descs = checksum_descriptors(*dev, job.blocks, 4096, 64, &job.desc_len, &expect);
+            job.expect = expect;
+            job.rounds = 5;
+            const Run r = run_kernel(*dev, q, 2, job, descs);
+            std::printf("gpu_io check: Execute (CRC-32C of a 4 KiB block), %u queue(s): %llu commands, %llu failed, "
+                        "%llu wrong results\n",
+                        q, static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
+                        static_cast<unsigned long long>(r.wrong));
+            bad += r.failed || r.wrong || r.commands != uint64_t(q) * 32 * job.rounds;
+            cudaFree(expect);
+        }
+        std::printf("gpu_io check: %s\n", bad ? "FAILED" : "ok");
+        return bad ? 1 : 0;
+    }
+    const int max_pollers = argc > 2 ? std::atoi(argv[2]) : 16;
+    auto dev = pattern_device(1024, "&cu=4", &path);
+    std::printf("GPU: %s; host: %u CPUs; in-process device, 1 GiB namespace (page cache, mapped), queue depth 64,"
+                " 32 commands per warp batch\n",
+                prop.name, std::thread::hardware_concurrency());
+    const uint32_t lba = dev->ns().lba_size;
+    std::printf("\n| command | queues | pollers | commands | M commands/s | GB/s | failed / wrong |\n|---|---|---|---|---|---|---|\n");
+    for (uint32_t bytes : {512u, 4096u}) {
+        for (uint32_t q : {1u, 4u, 16u, 64u, 128u, 256u}) {
+            for (int p : {8, 12, 16}) {
+                const int pollers = std::min<int>(p, q);
+                if (p > max_pollers || (p != 8 && pollers < p)) continue;  // fewer queues than 8: one row
+                IoJob job;
+                job.nlb = bytes / lba;
+                job.records = dev->ns().lba_count / job.nlb;
+                job.rounds = std::clamp<uint32_t>((1u << 21) / (q * 32), 64, 4096);  // up to 2 M commands
+                job.seed = q * 7 + pollers;
+                const Run r = run_kernel(*dev, q, pollers, job);
+                bad += r.failed != 0;
+                std::printf("| Read %u B | %u | %d | %llu | %.2f | %.2f | %llu / - |\n", bytes, q, pollers,
+                            static_cast<unsigned long long>(r.commands), r.rate() / 1e6, r.rate() * bytes / 1e9,
+                            static_cast<unsigned long long>(r.failed));
+                std::fflush(stdout);
+            }
+        }
+    }
+    {  // Execute: CRC-32C of one 4 KiB block of SLM, its result checked on the GPU
+        uint32_t *expect = nullptr;
+        IoJob job;
+        job.kind = 1;
+        job.blocks = 1024;
+        job.desc_stride = 64;
+        const auto descs = checksum_descriptors(*dev, job.blocks, 4096, 64, &job.desc_len, &expect);
+        job.expect = expect;
+        for (uint32_t q : {1u, 16u, 64u, 256u}) {
+            const int pollers = std::min<int>(q, max_pollers - 4);  // 4 compute units run the programs
+            job.rounds = std::clamp<uint32_t>((1u << 18) / (q * 32), 16, 1024);
+            const Run r = run_kernel(*dev, q, pollers, job, descs);
+            bad += r.failed != 0 || r.wrong != 0;
+            std::printf("| Execute CRC-32C of 4 KiB (cu=4) | %u | %d | %llu | %.2f | - | %llu / %llu |\n", q, pollers,
+                        static_cast<unsigned long long>(r.commands), r.rate() / 1e6,
+                        static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.wrong));
+            std::fflush(stdout);
+        }
+        cudaFree(expect);
+    }
+    // Under the low-latency NAND preset: the rate the host sustains with no overrun. The model
+    // reads the host clock three times per command: its cost here says how much it adds.
+    {
+        const auto t0 = clk::now();
+        uint64_t sink = 0;
+        for (int i = 0; i < 1000000; i++) sink += clk::now().time_since_epoch().count() & 1;
+        std::printf("\nhost clock: %.0f ns per steady_clock::now() (%llu)", since(t0) * 1e3, static_cast<unsigned long long>(sink & 1));
+        if (FILE *f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r")) {
+            char cs[64] = {};
+            if (std::fgets(cs, sizeof cs, f)) std::printf(", clocksource %s", cs);
+            std::fclose(f);
+        }
+        std::printf("\n");
+    }
+    for (const char *preset : {"ll-nand-gen5"}) {
+        auto modelled = Device::open("emu:" + path + "?model=" + preset);
+        std::printf("\n| timing model | queues | pollers | M 512 B Reads/s | model_overruns | model delay per command |\n"
+                    "|---|---|---|---|---|---|\n");
+        {  // its mapping's pages touched once (first-touch faults are not the drive's time)
+            IoJob warm;
+            warm.nlb = 512 / lba;
+            warm.records = modelled->ns().lba_count / warm.nlb;
+            warm.rounds = 256;
+            run_kernel(*modelled, 256, max_pollers, warm);
+        }
+        for (auto [q, pollers] : {std::pair<uint32_t, int>{64, 8}, {64, 12}, {256, 12}, {256, max_pollers}}) {
+            const Statistics before = modelled->stats();
+            IoJob job;
+            job.nlb = 512 / lba;
+            job.records = modelled->ns().lba_count / job.nlb;
+            job.rounds = std::max<uint32_t>(32, (1u << 20) / (q * 32));
+            const Run r = run_kernel(*modelled, q, pollers, job);
+            const Statistics after = modelled->stats();
+            bad += r.failed != 0;
+            std::printf("| %s | %u | %d | %.2f | %llu | %.2f us |\n", preset, q, pollers, r.rate() / 1e6,
+                        static_cast<unsigned long long>(after.model_overruns - before.model_overruns),
+                        r.commands ? (after.model_delay_ns - before.model_delay_ns) / 1e3 / r.commands : 0.0);
+            std::fflush(stdout);
+        }
+    }
+    unlink(path.c_str());
+    host_table(*dev, 16);
+    return bad ? 1 : 0;
+}
