@@ -154,9 +154,9 @@ struct csd_extent {
 
 /*
  * Media programs (gather, embedding_bag; spec 1.2) read the NVM namespace the Execute
- * names. Right after csd_core_exec_prepare (before csd_exec_model_work) the embedding gives
- * the job that namespace (ns as for csd_core_decode); the job checks what it will read
- * against it and plans its reads. Without it a media program's run answers Invalid
+ * names. Right after csd_core_exec_prepare (before csd_exec_model_work) the job is given
+ * that namespace (ns as for csd_core_decode; csd_core_submit does it for a vendor Execute);
+ * it checks what it will read against it and plans its reads. Without it a media program's run answers Invalid
  * Namespace or Format (e.g. Execute Program of the compute namespace). Other jobs ignore it.
  */
 void csd_exec_set_namespace(csd_exec *exec, const struct csd_ctx *ns);
