@@ -54,11 +54,7 @@ protected:
         csd_core_complete(core, &op, r.status);
         return r;
     }
-    template <class P>
-    ExecOut media(uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges, const P &params)
-    {
-        return exec_media(make_descriptor(program, ranges, &params, sizeof(P)));
-    }
+    ExecOut exec_raw(const std::vector<uint8_t> &desc) override { return exec_media(desc); }
 };
 
 // The bytes a gather must produce, from the disk directly.
@@ -89,7 +85,7 @@ TEST_F(Media, GatherEqualsANaiveGatherAndCoalescesItsReads)
     const auto want = naive_gather(disk, es);
     csd_gather_params p{static_cast<uint32_t>(es.size()), 0};
     const uint64_t out = 1 << 20;
-    const ExecOut r = media(CSD_PROG_GATHER, {{0, es.size() * 16}, {out, want.size()}}, p);
+    const ExecOut r = exec(CSD_PROG_GATHER, {{0, es.size() * 16}, {out, want.size()}}, p);
     ASSERT_OK(r);
     EXPECT_EQ(r.dw0, want.size());
     EXPECT_EQ(get<uint8_t>(out, want.size()), want);
@@ -111,7 +107,7 @@ TEST_F(Media, GatherOutputOverflowSaysTheBytesNeeded)
     std::vector<csd_gather_entry> es{{1, 0, 700}, {9, 3, 300}};
     put(0, es);
     csd_gather_params p{2, 0};
-    const ExecOut r = media(CSD_PROG_GATHER, {{0, 32}, {4096, 999}}, p);
+    const ExecOut r = exec(CSD_PROG_GATHER, {{0, 32}, {4096, 999}}, p);
     EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW);
     EXPECT_EQ(r.dw1, 1000u);
 }
@@ -129,7 +125,7 @@ TEST_F(Media, GatherPastTheNamespaceIsLbaOutOfRangeAndReadsNothing)
         put(0, es);
         csd_gather_params p{static_cast<uint32_t>(es.size()), 0};
         reads.clear();
-        const ExecOut r = media(CSD_PROG_GATHER, {{0, es.size() * 16}, {4096, 1 << 20}}, p);
+        const ExecOut r = exec(CSD_PROG_GATHER, {{0, es.size() * 16}, {4096, 1 << 20}}, p);
         EXPECT_STATUS(r, CSD_STATUS_LBA_OUT_OF_RANGE);
         EXPECT_TRUE(reads.empty());
     }
@@ -140,9 +136,9 @@ TEST_F(Media, GatherBadParametersAndNoNamespace)
     std::vector<csd_gather_entry> es{{1, 0, 8}};
     put(0, es);
     csd_gather_params p{2, 0};  // more entries than the range holds
-    EXPECT_STATUS(media(CSD_PROG_GATHER, {{0, 16}, {4096, 64}}, p), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_GATHER, {{0, 16}, {4096, 64}}, p), CSD_STATUS_INVALID_PARAMETERS);
     csd_gather_params q{1, 1};  // reserved not zero
-    EXPECT_STATUS(media(CSD_PROG_GATHER, {{0, 16}, {4096, 64}}, q), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_GATHER, {{0, 16}, {4096, 64}}, q), CSD_STATUS_INVALID_PARAMETERS);
     // the distinct blocks past what the device stages
     std::vector<csd_gather_entry> big{{0, 0, CSD_MEDIA_MAX_STAGE / 2}, {kLbas / 2, 0, 1}};
     ns.lba_count = (CSD_MEDIA_MAX_STAGE / kLba) * 2;
@@ -150,14 +146,14 @@ TEST_F(Media, GatherBadParametersAndNoNamespace)
     csd_gather_params b{2, 0};
     std::vector<csd_gather_entry> huge{{0, 0, CSD_MEDIA_MAX_STAGE}, {CSD_MEDIA_MAX_STAGE / kLba + 1, 0, 1}};
     put(0, huge);
-    EXPECT_STATUS(media(CSD_PROG_GATHER, {{0, 32}, {4096, 1 << 20}}, b), CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_STATUS(exec(CSD_PROG_GATHER, {{0, 32}, {4096, 1 << 20}}, b), CSD_STATUS_INVALID_PARAMETERS);
     EXPECT_TRUE(reads.empty());
     // an embedding that names no namespace (the compute namespace's Execute Program)
     ns.lba_count = kLbas;
     put(0, es);
     csd_gather_params one{1, 0};
     const auto d = make_descriptor(CSD_PROG_GATHER, {{0, 16}, {4096, 64}}, &one, sizeof one);
-    EXPECT_STATUS(exec_raw(d), CSD_STATUS_INVALID_NAMESPACE);
+    EXPECT_STATUS(CoreTest::exec_raw(d), CSD_STATUS_INVALID_NAMESPACE);
 }
 
 TEST_F(Media, ReadErrorsAndCancelEndTheProgramWithTheirStatus)
@@ -227,7 +223,7 @@ TEST_F(EmbeddingBag, SumMeanMaxEqualANaiveBagToTheBit)
     for (uint32_t mode : {CSD_EMB_SUM, CSD_EMB_MEAN, CSD_EMB_MAX}) {
         const auto want = naive_bag(table, kDim, idx, offs, mode, {}, false);
         const auto p = params(static_cast<uint32_t>(offs.size()), mode);
-        const ExecOut r = media(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 8}, {8192, offs.size() * 8}, {0, 0}, {16384, want.size() * 4}}, p);
+        const ExecOut r = exec(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 8}, {8192, offs.size() * 8}, {0, 0}, {16384, want.size() * 4}}, p);
         ASSERT_OK(r);
         EXPECT_EQ(r.dw0, want.size() * 4);
         EXPECT_EQ(std::memcmp(slm(16384), want.data(), want.size() * 4), 0) << "mode " << mode;
@@ -244,11 +240,11 @@ TEST_F(EmbeddingBag, WeightsI32IndicesIncludeLastOffset)
     put(8192, w);
     const auto want = naive_bag(table, kDim, {3, 499, 3, 0, 250, 251, 7}, {0, 2, 2, 6}, CSD_EMB_SUM, w, true);
     const auto p = params(3, CSD_EMB_SUM, CSD_EMB_F32, CSD_EMB_I32, CSD_EMB_INCLUDE_LAST_OFFSET);
-    ASSERT_OK(media(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 4}, {4096, 16}, {8192, w.size() * 4}, {16384, want.size() * 4}}, p));
+    ASSERT_OK(exec(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 4}, {4096, 16}, {8192, w.size() * 4}, {16384, want.size() * 4}}, p));
     EXPECT_EQ(std::memcmp(slm(16384), want.data(), want.size() * 4), 0);
     // weights with mean: refused, as torch refuses them
     const auto m = params(3, CSD_EMB_MEAN, CSD_EMB_F32, CSD_EMB_I32, CSD_EMB_INCLUDE_LAST_OFFSET);
-    EXPECT_STATUS(media(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 4}, {4096, 16}, {8192, w.size() * 4}, {16384, 4096}}, m),
+    EXPECT_STATUS(exec(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 4}, {4096, 16}, {8192, w.size() * 4}, {16384, 4096}}, m),
                   CSD_STATUS_INVALID_PARAMETERS);
 }
 
@@ -289,7 +285,7 @@ TEST_F(EmbeddingBag, HalfTablesAccumulateInF32)
         put(4096, offs);
         const auto want = naive_bag(wide, kDim, idx, offs, CSD_EMB_SUM, {}, false);
         const auto p = params(2, CSD_EMB_SUM, dtype);
-        ASSERT_OK(media(CSD_PROG_EMBEDDING_BAG, {{0, 40}, {4096, 16}, {0, 0}, {16384, want.size() * 2}}, p));
+        ASSERT_OK(exec(CSD_PROG_EMBEDDING_BAG, {{0, 40}, {4096, 16}, {0, 0}, {16384, want.size() * 2}}, p));
         const auto got = get<uint16_t>(16384, want.size());
         for (size_t i = 0; i < want.size(); i++) {
             float f;
@@ -314,7 +310,7 @@ TEST_F(EmbeddingBag, BadInputIsAClearStatusAndReadsNothing)
     auto run = [&](const std::vector<int64_t> &idx, const csd_embedding_bag_params &p) {
         put(0, idx);
         reads.clear();
-        const ExecOut r = media(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 8}, {4096, 8}, {0, 0}, {16384, 1 << 16}}, p);
+        const ExecOut r = exec(CSD_PROG_EMBEDDING_BAG, {{0, idx.size() * 8}, {4096, 8}, {0, 0}, {16384, 1 << 16}}, p);
         EXPECT_TRUE(reads.empty());
         return r;
     };
@@ -335,11 +331,11 @@ TEST_F(EmbeddingBag, BadInputIsAClearStatusAndReadsNothing)
     const std::vector<int64_t> bad_offs{1};
     put(0, idx);
     put(4096, bad_offs);
-    EXPECT_STATUS(media(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {0, 0}, {16384, 4096}}, params(1, CSD_EMB_SUM)),
+    EXPECT_STATUS(exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {0, 0}, {16384, 4096}}, params(1, CSD_EMB_SUM)),
                   CSD_STATUS_INVALID_PARAMETERS);
     // out too small: Output Overflow with the bytes needed
     put(4096, offs);
-    const ExecOut r = media(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {0, 0}, {16384, 4}}, params(1, CSD_EMB_SUM));
+    const ExecOut r = exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {0, 0}, {16384, 4}}, params(1, CSD_EMB_SUM));
     EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW);
     EXPECT_EQ(r.dw1, kDim * 4);
 }
