@@ -183,7 +183,7 @@ class EmbeddingBag(torch.nn.Module):
         rows = sorted(self._grad)
         values = torch.stack([self._grad[r] for r in rows]) if rows else torch.empty(0, self.embedding_dim)
         return torch.sparse_coo_tensor(torch.tensor([rows], dtype=torch.int64), values,
-                                       (self.num_embeddings, self.embedding_dim))
+                                       (self.num_embeddings, self.embedding_dim), check_invariants=True)
 
     def zero_grad(self, set_to_none=True):
         self._grad = {}
