@@ -61,7 +61,7 @@ TEST_F(Library, DetectsTheDevice)
     EXPECT_GE(dev->caps().slm_size, 4u << 20);
     EXPECT_GE(dev->caps().compute_units, 1u);
     EXPECT_EQ(dev->caps().max_desc_len, 4096u);
-    ASSERT_EQ(dev->caps().programs.size(), 10u);
+    ASSERT_EQ(dev->caps().programs.size(), static_cast<size_t>(CSD_NR_DEVICE_PROGRAMS));
     EXPECT_EQ(dev->caps().programs[1].name, "gemm");
     EXPECT_GT(dev->ns().lba_count, 0u);
     std::printf("transport %s, SLM %llu bytes, %u compute units\n", dev->transport().name(),
@@ -1277,7 +1277,7 @@ TEST_F(Library, DownloadedProgramsFilterMapReduce)
             EXPECT_EQ(e.dw1(), want.size() / 16);
         }
     }
-    EXPECT_EQ(dev->caps().programs.size(), 10u);  // unloaded when the handle went
+    EXPECT_EQ(dev->caps().programs.size(), static_cast<size_t>(CSD_NR_DEVICE_PROGRAMS));  // unloaded when the handle went
     Program project(*dev, g_bpf_dir + "/project.o", 16);
     project.run_map(range(in), range(out, 8 * n), n, {5});
     std::vector<uint64_t> mapped(n);
@@ -1317,7 +1317,7 @@ TEST_F(Library, DownloadedProgramRejectionsAndKeep)
     EXPECT_EQ(dev->caps().programs.back().id, slot);  // still loaded
     Program again = Program::attach(*dev, slot, 32);
     again.unload();
-    EXPECT_EQ(dev->caps().programs.size(), 10u);
+    EXPECT_EQ(dev->caps().programs.size(), static_cast<size_t>(CSD_NR_DEVICE_PROGRAMS));
     try {
         dev->program_unload(slot);
         ADD_FAILURE() << "unloading an empty slot succeeded";
