@@ -1424,7 +1424,7 @@ TEST(Drives, StandardOnlyDriveIsDiscoveredFromTheStandardStructures)
     EXPECT_EQ(c.source("compute_units"), CapSource::Default);
     EXPECT_EQ(c.source("reachability"), CapSource::Standard) << "log 1Ah read";
     EXPECT_EQ(c.features & CSD_FEATURE_COMPARE_WRITE, 0u) << "Compare and Write is a vendor opcode";
-    ASSERT_EQ(c.programs.size(), 10u);
+    ASSERT_EQ(c.programs.size(), static_cast<size_t>(CSD_NR_DEVICE_PROGRAMS));
     EXPECT_EQ(c.programs[1].name, "gemm");
     EXPECT_FALSE(dev->stats().available) << "no statistics log: unknown, not zero";
     const char *txt = "123456789";
