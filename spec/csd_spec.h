@@ -282,15 +282,17 @@ enum csd_program_id {
     CSD_PROG_CHECKSUM = 0x08,
     CSD_PROG_CONV2D = 0x09,
     CSD_PROG_DECOMPRESS = 0x0A,
+    CSD_PROG_GATHER = 0x0B,        /* 1.2: reads the NVM namespace the Execute names */
+    CSD_PROG_EMBEDDING_BAG = 0x0C, /* 1.2: reads the NVM namespace the Execute names */
 };
-#define CSD_NR_DEVICE_PROGRAMS 10
+#define CSD_NR_DEVICE_PROGRAMS 12
 
 /* Name of a device-defined program ("gemm", as C0h lists it), or NULL for another id. */
 static inline const char *csd_program_name(uint16_t id)
 {
     static const char *const names[CSD_NR_DEVICE_PROGRAMS + 1] = {
         NULL, "copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert",
-        "checksum", "conv2d", "decompress",
+        "checksum", "conv2d", "decompress", "gather", "embedding_bag",
     };
     return id <= CSD_NR_DEVICE_PROGRAMS ? names[id] : NULL;
 }
@@ -363,6 +365,33 @@ struct csd_conv2d_params {
 
 enum csd_decompress_algo { CSD_DECOMP_ZSTD = 0, CSD_DECOMP_LZ4 = 1 };
 
+/* gather (0Bh, 1.2): ranges entries, out; entries are count csd_gather_entry. */
+struct csd_gather_params {
+    uint32_t count, reserved;
+};
+struct csd_gather_entry {
+    uint64_t lba;    /* first LBA of the piece */
+    uint32_t offset; /* bytes from that LBA's start */
+    uint32_t length; /* bytes */
+};
+
+/* embedding_bag (0Ch, 1.2): ranges indices, offsets, per_sample_weights (length 0: none), out. */
+enum csd_emb_dtype { CSD_EMB_F32 = 0, CSD_EMB_F16 = 1, CSD_EMB_BF16 = 2 };
+enum csd_emb_mode { CSD_EMB_SUM = 0, CSD_EMB_MEAN = 1, CSD_EMB_MAX = 2 };
+enum csd_emb_index { CSD_EMB_I64 = 0, CSD_EMB_I32 = 1 };
+#define CSD_EMB_INCLUDE_LAST_OFFSET 0x1u
+struct csd_embedding_bag_params {
+    uint64_t table_lba; /* the table's first row starts at this LBA */
+    uint64_t num_rows;
+    uint32_t row_dim, dtype, mode, index_type, num_bags, flags;
+};
+
+/*
+ * Media programs (gather, embedding_bag) stage what they read from the namespace in device
+ * memory of their own: at most this many bytes of distinct blocks per Execute (1.2).
+ */
+#define CSD_MEDIA_MAX_STAGE (64u << 20)
+
 /* The names users spell parameter values with (csdctl, Python); each list ends with NULL. */
 struct csd_name {
     const char *name;
@@ -399,6 +428,12 @@ static const struct csd_name csd_checksum_algo_names[] = {
 };
 static const struct csd_name csd_bpf_mode_names[] = {
     {"filter", CSD_BPF_FILTER}, {"map", CSD_BPF_MAP}, {"reduce", CSD_BPF_REDUCE}, {NULL, 0},
+};
+static const struct csd_name csd_emb_dtype_names[] = {
+    {"f32", CSD_EMB_F32}, {"f16", CSD_EMB_F16}, {"bf16", CSD_EMB_BF16}, {NULL, 0},
+};
+static const struct csd_name csd_emb_mode_names[] = {
+    {"sum", CSD_EMB_SUM}, {"mean", CSD_EMB_MEAN}, {"max", CSD_EMB_MAX}, {NULL, 0},
 };
 static const struct csd_name csd_decompress_algo_names[] = {
     {"zstd", CSD_DECOMP_ZSTD}, {"lz4", CSD_DECOMP_LZ4}, {NULL, 0},

@@ -2,6 +2,7 @@
 // programs.cc - typed calls: parameter structs in, Execute, results out.
 #include "csd/programs.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace csd::programs {
@@ -141,6 +142,59 @@ uint64_t checksum(Device &d, ChecksumAlgo algo, const void *data, uint64_t len)
     SlmBuffer s = d.slm().alloc(std::max<uint64_t>(len, 4));
     d.slm_write(s.offset(), data, len);
     return checksum(d, algo, range(s, len));
+}
+
+uint64_t gather(Device &d, Range entries, uint32_t count, Range out)
+{
+    const csd_gather_params p{count, 0};
+    const ExecResult r = exec(d, CSD_PROG_GATHER, {entries, out}, p);
+    return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
+}
+
+void embedding_bag(Device &d, const EmbeddingBagSpec &s, Range indices, Range offsets, Range weights, Range out)
+{
+    const csd_embedding_bag_params p{s.table_lba, s.num_rows, s.row_dim, static_cast<uint32_t>(s.dtype),
+                                     static_cast<uint32_t>(s.mode), s.index_i32 ? CSD_EMB_I32 : CSD_EMB_I64, s.num_bags,
+                                     s.include_last_offset ? CSD_EMB_INCLUDE_LAST_OFFSET : 0u};
+    exec(d, CSD_PROG_EMBEDDING_BAG, {indices, offsets, weights, out}, p);
+}
+
+std::vector<uint8_t> gather(Device &d, const std::vector<csd_gather_entry> &entries)
+{
+    uint64_t total = 0;
+    for (const auto &e : entries) total += e.length;
+    const uint64_t in_len = entries.size() * sizeof(csd_gather_entry);
+    SlmBuffer in = d.slm().alloc(std::max<uint64_t>(in_len, 16));
+    SlmBuffer out = d.slm().alloc(std::max<uint64_t>(total, 16));
+    if (in_len) d.slm_write(in.offset(), entries.data(), in_len);
+    const uint64_t n = gather(d, range(in, std::max<uint64_t>(in_len, 1)), static_cast<uint32_t>(entries.size()),
+                              range(out, std::max<uint64_t>(total, 1)));
+    std::vector<uint8_t> bytes(n);
+    if (n) d.slm_read(out.offset(), bytes.data(), n);
+    return bytes;
+}
+
+std::vector<uint8_t> embedding_bag(Device &d, const EmbeddingBagSpec &spec, const std::vector<int64_t> &indices,
+                                   const std::vector<int64_t> &offsets, const std::vector<uint8_t> &weights)
+{
+    EmbeddingBagSpec s = spec;
+    s.index_i32 = false;
+    const uint64_t esz = s.dtype == EmbDType::f32 ? 4 : 2;
+    const uint64_t out_len = uint64_t{s.num_bags} * s.row_dim * esz;
+    const uint64_t idx_len = indices.size() * 8, off_len = offsets.size() * 8;
+    // one SLM buffer: indices (at least one element's room), offsets, weights, out
+    auto up = [](uint64_t n) { return (std::max<uint64_t>(n, 8) + 63) & ~uint64_t{63}; };
+    SlmBuffer b = d.slm().alloc(up(idx_len) + up(off_len) + up(weights.size()) + up(out_len));
+    const uint64_t o_idx = b.offset(), o_off = o_idx + up(idx_len), o_w = o_off + up(off_len), o_out = o_w + up(weights.size());
+    if (idx_len) d.slm_write(o_idx, indices.data(), idx_len);
+    if (off_len) d.slm_write(o_off, offsets.data(), off_len);
+    if (!weights.empty()) d.slm_write(o_w, weights.data(), weights.size());
+    // an empty range must still lie in SLM: zero indices give zero length (all bags empty)
+    embedding_bag(d, s, {o_idx, idx_len}, {o_off, std::max<uint64_t>(off_len, 8)}, {o_w, weights.size()},
+                  {o_out, std::max<uint64_t>(out_len, 1)});
+    std::vector<uint8_t> out(out_len);
+    if (out_len) d.slm_read(o_out, out.data(), out_len);
+    return out;
 }
 
 }  // namespace csd::programs

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -574,6 +575,7 @@ private:
             if (workers_.empty()) start_workers();  // a child forked after open: its first Execute
             queue_.push_back([this, job, promise, op, finish] {
                 uint32_t dw0 = 0, dw1 = 0;
+                media_reads(job);
                 const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
                 if (finish) wait_until(finish);
                 promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
@@ -582,6 +584,35 @@ private:
         }
         cv_.notify_one();
         return fut;
+    }
+
+    // The namespace reads a media program asks for (csd_exec_media), on the worker: up to
+    // four threads of preads at a time; the core has the status of the first that failed.
+    void media_reads(csd_exec *job)
+    {
+        const csd_extent *ext;
+        uint16_t st = 0;
+        while (const uint32_t n = csd_exec_media(job, st, nullptr, &ext)) {
+            std::atomic<uint16_t> failed{0};
+            auto read_some = [&](uint32_t first, uint32_t step) {
+                for (uint32_t i = first; i < n; i += step) {
+                    csd_op part{};
+                    part.opcode = CSD_OPC_SLM_LOAD;
+                    part.slba = ext[i].slba;
+                    part.slm = ext[i].buf;
+                    part.bytes = uint64_t{ext[i].nlb} * lba_;
+                    const uint16_t s = load_store(part);
+                    uint16_t none = 0;
+                    if (s) failed.compare_exchange_strong(none, s);
+                }
+            };
+            const uint32_t threads = std::min<uint32_t>(4, (n + 7) / 8);
+            std::vector<std::thread> helpers;
+            for (uint32_t t = 1; t < threads; t++) helpers.emplace_back(read_some, t, threads);
+            read_some(0, threads);
+            for (auto &h : helpers) h.join();
+            st = failed.load();
+        }
     }
 
     // The compute units: cu_ worker threads.

@@ -419,6 +419,89 @@ int cmd_get(Device &d, const Opts &o, const std::string &name, const std::string
 }
 
 // ---------------------------------------------------------------- programs on objects
+// What `run embedding-bag` takes.
+struct BagArgs {
+    EmbeddingBagSpec spec;
+    std::string dtype = "f32", mode = "sum";
+    std::vector<int64_t> indices, offsets;
+};
+
+// IEEE binary16 -> the bits of the binary32 of the same value.
+uint32_t f16_bits_to_f32_bits(uint16_t h)
+{
+    const uint32_t sign = uint32_t{h & 0x8000u} << 16, exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    if (exp == 0x1F) return sign | 0x7F800000 | man << 13;
+    if (exp == 0) {
+        if (!man) return sign;
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while (!(man & 0x400));
+        return sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3FF) << 13;
+    }
+    return sign | (exp + 127 - 15) << 23 | man << 13;
+}
+
+int cmd_gather(Device &d, const std::vector<std::string> &pieces, const std::string &file)
+{
+    std::vector<csd_gather_entry> es;
+    for (const std::string &p : pieces) {
+        unsigned long long lba = 0;
+        unsigned offset = 0, length = 0;
+        char tail = 0;
+        if (std::sscanf(p.c_str(), "%llu:%u:%u%c", &lba, &offset, &length, &tail) != 3) {
+            throw Error("gather: '" + p + "' is not LBA:OFFSET:LENGTH", EINVAL);
+        }
+        es.push_back({lba, offset, length});
+    }
+    const std::vector<uint8_t> bytes = programs::gather(d, es);
+    if (file.empty()) {
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+    } else {
+        std::ofstream f(file, std::ios::binary);
+        f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        if (!f) throw Error("gather: cannot write " + file, EIO);
+    }
+    return 0;
+}
+
+int cmd_embedding_bag(Device &d, const Opts &o, BagArgs &a)
+{
+    EmbeddingBagSpec s = a.spec;
+    s.dtype = static_cast<EmbDType>(names(csd_emb_dtype_names).at(a.dtype));
+    s.mode = static_cast<EmbMode>(names(csd_emb_mode_names).at(a.mode));
+    s.num_bags = static_cast<uint32_t>(a.offsets.size() - (s.include_last_offset ? 1 : 0));
+    const std::vector<uint8_t> out = programs::embedding_bag(d, s, a.indices, a.offsets);
+    // one line per bag (JSON: a list of lists), the elements as f32
+    std::vector<std::vector<float>> rows(s.num_bags, std::vector<float>(s.row_dim));
+    const size_t esz = s.dtype == EmbDType::f32 ? 4 : 2;
+    for (uint32_t b = 0; b < s.num_bags; b++) {
+        for (uint32_t i = 0; i < s.row_dim; i++) {
+            const uint8_t *p = out.data() + (uint64_t{b} * s.row_dim + i) * esz;
+            uint32_t bits = 0;
+            if (esz == 4) {
+                std::memcpy(&bits, p, 4);
+            } else {
+                uint16_t h;
+                std::memcpy(&h, p, 2);
+                bits = s.dtype == EmbDType::bf16 ? uint32_t{h} << 16 : f16_bits_to_f32_bits(h);
+            }
+            std::memcpy(&rows[b][i], &bits, 4);
+        }
+    }
+    if (o.json) {
+        std::cout << nlohmann::json(rows).dump() << "\n";
+        return 0;
+    }
+    for (const auto &r : rows) {
+        for (size_t i = 0; i < r.size(); i++) std::printf("%s%g", i ? " " : "", static_cast<double>(r[i]));
+        std::printf("\n");
+    }
+    return 0;
+}
+
 int cmd_checksum(Device &d, const Opts &o, const std::string &name, const std::string &algo)
 {
     ObjectStore st(d);
@@ -985,6 +1068,24 @@ int main(int argc, char **argv)
             return 0;
         };
     });
+
+    std::vector<std::string> pieces;
+    auto *gather = run->add_subcommand("gather", "bytes of the namespace gathered by the drive (LBA:OFFSET:LENGTH ...)");
+    gather->add_option("pieces", pieces, "LBA:OFFSET:LENGTH, in output order")->required();
+    gather->add_option("--out", file, "file for the gathered bytes (default: standard output)");
+    gather->callback([&] { action = [&](Device &d) { return cmd_gather(d, pieces, file); }; });
+    BagArgs ba;
+    auto *bag = run->add_subcommand("embedding-bag", "pooled rows of a table on the namespace, computed in the drive");
+    bag->add_option("--table-lba", ba.spec.table_lba, "first LBA of the table")->required();
+    bag->add_option("--rows", ba.spec.num_rows, "rows in the table")->required();
+    bag->add_option("--dim", ba.spec.row_dim, "elements per row")->required();
+    bag->add_option("--dtype", ba.dtype, "f32, f16 or bf16")->check(CLI::IsMember(names(csd_emb_dtype_names)));
+    bag->add_option("--mode", ba.mode, "sum, mean or max")->check(CLI::IsMember(names(csd_emb_mode_names)));
+    bag->add_option("--indices", ba.indices, "row indices, comma-separated")->required()->delimiter(',');
+    bag->add_option("--offsets", ba.offsets, "where each bag starts in the indices, comma-separated")->required()
+        ->delimiter(',');
+    bag->add_flag("--include-last-offset", ba.spec.include_last_offset, "the last offset ends the last bag");
+    bag->callback([&] { action = [&](Device &d) { return cmd_embedding_bag(d, o, ba); }; });
 
     auto *program = app.add_subcommand("program", "your own programs in the drive (eBPF objects from clang)");
     program->require_subcommand(1);

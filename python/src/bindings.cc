@@ -245,6 +245,39 @@ void bind_programs(py::module_ &m)
         const ExecResult x = d.d().execute(program, {rng(records), rng(out)}, prm.data(), static_cast<uint32_t>(prm.size()));
         return std::make_pair(x.dw0, x.dw1);
     }, "a downloaded program in a mode over count records: (dw0, dw1)");
+    p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
+        py::gil_scoped_release g;
+        return programs::gather(d.d(), rng(entries), count, rng(out));
+    }, "gather: count (lba, offset, length) entries of the namespace into out; returns the bytes written");
+    p.def("embedding_bag", [](PyDevice &d, PyRange indices, PyRange offsets, PyRange weights, PyRange out,
+                              uint64_t table_lba, uint64_t num_rows, uint32_t row_dim, uint32_t dtype, uint32_t mode,
+                              bool index_i32, uint32_t num_bags, bool include_last_offset) {
+        EmbeddingBagSpec s;
+        s.table_lba = table_lba;
+        s.num_rows = num_rows;
+        s.row_dim = row_dim;
+        s.dtype = static_cast<EmbDType>(dtype);
+        s.mode = static_cast<EmbMode>(mode);
+        s.index_i32 = index_i32;
+        s.num_bags = num_bags;
+        s.include_last_offset = include_last_offset;
+        py::gil_scoped_release g;
+        programs::embedding_bag(d.d(), s, rng(indices), rng(offsets), rng(weights), rng(out));
+    }, "embedding_bag of a table on the namespace into out (weights: length 0 for none)");
+    p.def("write_blocks", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
+        InBuf in(b);
+        const uint32_t lba = d.d().ns().lba_size;
+        if (in.size() % lba) throw py::value_error("a whole number of blocks is written");
+        py::gil_scoped_release g;
+        if (in.size()) d.d().write_lbas(slba, in.size() / lba, in.ptr());
+    }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live");
+    p.def("read_blocks_into", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
+        OutBuf out(b);
+        const uint32_t lba = d.d().ns().lba_size;
+        if (out.size() % lba) throw py::value_error("a whole number of blocks is read");
+        py::gil_scoped_release g;
+        if (out.size()) d.d().read_lbas(slba, out.size() / lba, out.ptr());
+    }, "reads whole blocks of the namespace from slba into a buffer (NVMe Read)");
 }
 
 }  // namespace

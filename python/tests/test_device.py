@@ -25,7 +25,7 @@ def test_caps_and_programs(dev):
     caps = dev.caps
     assert caps["slm_size"] >= 4 << 20 and caps["max_desc_len"] == 4096
     assert dev.programs == ["copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert",
-                            "checksum", "conv2d", "decompress"]
+                            "checksum", "conv2d", "decompress", "gather", "embedding_bag"]
 
 
 def test_gemm_transposes_alpha_beta(dev):

@@ -5,7 +5,8 @@
 // out-of-SLM access, hang, or a write inside SLM outside the program's output range is a
 // finding: SLM is compared with a shadow copy after every run, and only bytes of the
 // descriptor's last range (the output range of every program of spec section 6;
-// checksum has none) may have changed.
+// checksum has none) may have changed. Media programs read a namespace the target makes
+// up, whose every planned read must lie inside it.
 #include <sys/mman.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "csd_core.h"
 
 static csd_core *g_core;
+static constexpr uint64_t kNsLbas = 1u << 16;  // the media programs' namespace: 32 MiB
 // A watchdog cancels a program that runs longer than a second, as a controller reset
 // would: long but legal inputs end with Command Abort Requested, and the cancel path
 // is fuzzed too.
@@ -68,10 +70,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t dw0, dw1;
         // The timing model's cost comes from the program's own checks: work it calls
         // refused (no compute unit) must be refused by the run as well.
+        // Media programs (gather, embedding_bag) read a namespace of kNsLbas blocks of 512
+        // bytes: every extent the core plans must lie inside it and be whole.
+        static const csd_ctx ns{kNsLbas, 512, 8u << 20, 0};
+        csd_exec_set_namespace(job, &ns);
         csd_model_work w{};
         csd_exec_model_work(job, &w);
         __atomic_store_n(&g_cancel, 0, __ATOMIC_RELAXED);
         g_started_ms = now_ms();
+        const csd_extent *ext;
+        while (const uint32_t n = csd_exec_media(job, 0, &g_cancel, &ext)) {
+            for (uint32_t i = 0; i < n; i++) {
+                if (ext[i].nlb == 0 || ext[i].slba >= kNsLbas || ext[i].nlb > kNsLbas - ext[i].slba) {
+                    std::fprintf(stderr, "a media read past the namespace: LBA %llu, %u blocks\n",
+                                 static_cast<unsigned long long>(ext[i].slba), ext[i].nlb);
+                    std::abort();
+                }
+                for (uint32_t b = 0; b < ext[i].nlb; b++) {  // block b holds its LBA's low byte
+                    std::memset(ext[i].buf + uint64_t{b} * 512, static_cast<int>((ext[i].slba + b) & 0xFF), 512);
+                }
+            }
+        }
         const uint16_t st = csd_core_exec_run(g_core, job, &g_cancel, &dw0, &dw1);
         g_started_ms = -1;
         if (!w.compute && st == CSD_STATUS_SUCCESS) {

@@ -227,3 +227,8 @@ seed("checksum", 8, [(0, 100)], struct.pack("<I", 1), data)
 seed("conv2d", 9, [(0, 64), (64, 36), (0, 0), (256, 16)], struct.pack("<14I", 1, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0, 1, 1, 0), data)
 zstd_frame = bytes.fromhex("28b52ffd2000410000616161")  # a tiny zstd frame
 seed("decompress", 10, [(0, len(zstd_frame)), (64, 64)], struct.pack("<I", 0), zstd_frame)
+gather_entries = struct.pack("<QII", 5, 100, 600) + struct.pack("<QII", 6, 0, 8) + struct.pack("<QII", 65535, 500, 12)
+seed("gather", 11, [(0, len(gather_entries)), (4096, 1024)], struct.pack("<2I", 3, 0), gather_entries)
+bag_slm = struct.pack("<4q", 3, 0, 9, 3) + struct.pack("<2q", 0, 2)
+seed("embedding-bag", 12, [(0, 32), (32, 16), (0, 0), (4096, 256)],
+     struct.pack("<2Q6I", 100, 10, 8, 0, 0, 0, 2, 0), bag_slm)

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
     }
     uint64_t slm = 0;
     uint32_t cu = 0, np = 0;
-    CHECK(csd_info(dev, &slm, &cu, &np) == 0 && slm >= (1u << 20) && cu >= 1 && np == 10, "csd_info");
+    CHECK(csd_info(dev, &slm, &cu, &np) == 0 && slm >= (1u << 20) && cu >= 1 && np == CSD_NR_DEVICE_PROGRAMS, "csd_info");
 
     uint64_t off = 0;
     CHECK(csd_slm_alloc(dev, 4096, 4096, &off) == 0 && off % 4096 == 0, "csd_slm_alloc");

@@ -137,8 +137,9 @@ protected:
         return st;
     }
 
-    // An Execute as every embedding runs it: decode, prepare, run, complete.
-    ExecOut exec_raw(const std::vector<uint8_t> &desc)
+    // An Execute as every embedding runs it: decode, prepare, run, complete (a fixture of
+    // media programs also gives the job its namespace and reads what it plans).
+    virtual ExecOut exec_raw(const std::vector<uint8_t> &desc)
     {
         csd_exec *job = nullptr;
         csd_op op;

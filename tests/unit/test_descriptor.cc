@@ -58,7 +58,7 @@ TEST_F(Descriptor, LengthLimits)
 TEST_F(Descriptor, UnknownPrograms)
 {
     EXPECT_STATUS(exec0(0, {{0, 4}}), CSD_STATUS_INVALID_PROGRAM);
-    EXPECT_STATUS(exec0(0x0B, {{0, 4}}), CSD_STATUS_INVALID_PROGRAM);
+    EXPECT_STATUS(exec0(0x0D, {{0, 4}}), CSD_STATUS_INVALID_PROGRAM);
     EXPECT_STATUS(exec0(0x100, {{0, 4}}), CSD_STATUS_INVALID_PROGRAM);  // downloadable slot, empty
     EXPECT_STATUS(exec0(0xFFFF, {{0, 4}}), CSD_STATUS_INVALID_PROGRAM);
 }
@@ -126,10 +126,10 @@ TEST_F(Descriptor, CapabilitiesPage)
     std::memcpy(&u32, page + 24, 4);
     EXPECT_GE(u32, 8u);
     std::memcpy(&u32, page + 28, 4);
-    ASSERT_EQ(u32, 10u);
-    const char *names[] = {"copy", "gemm", "elementwise", "softmax", "reduce",
-                           "filter", "convert", "checksum", "conv2d", "decompress"};
-    for (int i = 0; i < 10; i++) {
+    ASSERT_EQ(u32, 12u);
+    const char *names[] = {"copy", "gemm", "elementwise", "softmax", "reduce", "filter",
+                           "convert", "checksum", "conv2d", "decompress", "gather", "embedding_bag"};
+    for (int i = 0; i < 12; i++) {
         const uint8_t *e = page + 64 + 32 * i;
         uint16_t id;
         std::memcpy(&id, e, 2);
@@ -138,7 +138,7 @@ TEST_F(Descriptor, CapabilitiesPage)
         EXPECT_STREQ(reinterpret_cast<const char *>(e + 8), names[i]);
         EXPECT_EQ(e[8 + 23], 0);
     }
-    for (size_t i = 64 + 32 * 10; i < CSD_LOG_PAGE_SIZE; i++) {  // nothing loaded: no more entries
+    for (size_t i = 64 + 32 * 12; i < CSD_LOG_PAGE_SIZE; i++) {  // nothing loaded: no more entries
         ASSERT_EQ(page[i], 0) << i;
     }
 }

@@ -290,11 +290,11 @@ TEST_F(NvmeCs, ProgramListTypesAndRangeSetLogs)
     ASSERT_EQ(csd_core_cs_get_log(core, NVME_CS_LOG_PROGRAM_LIST, 0, page.data(), static_cast<uint32_t>(page.size()), &avail), 0);
     std::memcpy(&count, page.data(), 4);
     EXPECT_EQ(avail, 8 + count * sizeof(nvme_cs_program_entry));
-    EXPECT_EQ(count, 10u);                                  // the ten device-defined programs, no others loaded
+    EXPECT_EQ(count, 12u);                                  // the twelve device-defined programs, no others loaded
     for (uint32_t i = 0; i < count; i++) {
         nvme_cs_program_entry e;
         std::memcpy(&e, page.data() + 8 + i * sizeof e, sizeof e);
-        EXPECT_EQ(e.index, i + 1);                          // ids 01h..0Ah
+        EXPECT_EQ(e.index, i + 1);                          // ids 01h..0Ch
         EXPECT_EQ(e.kind, NVME_CS_PROGRAM_DEVICE);
         EXPECT_EQ(e.flags, e.index == CSD_PROG_GEMM ? 0u : NVME_CS_PROGRAM_ACTIVE) << e.index;
     }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// programs.hpp - typed calls for the ten device-defined programs on SLM ranges, blocking
+// programs.hpp - typed calls for the twelve device-defined programs on SLM ranges, blocking
 // and asynchronous, plus helpers that chain host data -> SLM -> Execute -> host.
 #pragma once
 
@@ -28,6 +28,21 @@ enum class CmpOp : uint16_t { eq = 0, ne = 1, lt = 2, le = 3, gt = 4, ge = 5, be
 enum class ConvertOp : uint32_t { f32_f16 = 0, f32_bf16 = 1, f16_f32 = 2, bf16_f32 = 3, i8_f32 = 4, f32_i8 = 5, u8_f32 = 6 };
 enum class ChecksumAlgo : uint32_t { crc32c = 0, xxh64 = 1 };
 enum class Codec : uint32_t { zstd = 0, lz4 = 1 };
+enum class EmbDType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
+enum class EmbMode : uint32_t { sum = 0, mean = 1, max = 2 };
+
+// A table of num_rows rows of row_dim elements stored on the namespace from table_lba, and
+// how embedding_bag pools it (torch.nn.functional.embedding_bag's arguments).
+struct EmbeddingBagSpec {
+    uint64_t table_lba = 0;
+    uint64_t num_rows = 0;
+    uint32_t row_dim = 0;
+    EmbDType dtype = EmbDType::f32;
+    EmbMode mode = EmbMode::sum;
+    bool index_i32 = false;            // indices and offsets are i32 (else i64)
+    uint32_t num_bags = 0;
+    bool include_last_offset = false;  // offsets has num_bags + 1 entries
+};
 
 // What filter selects: records of record_size bytes whose field (at field_offset, of
 // field_type) compares true with lo (and hi for between); lo/hi as double or integer.
@@ -78,12 +93,24 @@ uint64_t checksum(Device &d, ChecksumAlgo algo, Range data);
 void conv2d(Device &d, Range input, Range weight, Range bias, Range output, const csd_conv2d_params &p);
 // decompress (0Ah): returns decompressed bytes.
 uint32_t decompress(Device &d, Codec codec, Range in, Range out);
+// gather (0Bh): the bytes of count entries (csd_gather_entry: LBA, byte offset, length) of
+// the device's namespace, concatenated into out; returns bytes written (Output Overflow:
+// csd::Error, the bytes needed in its DW1).
+uint64_t gather(Device &d, Range entries, uint32_t count, Range out);
+// embedding_bag (0Ch): the pooled rows of spec.num_bags bags into out (weights may be {}).
+void embedding_bag(Device &d, const EmbeddingBagSpec &spec, Range indices, Range offsets, Range weights, Range out);
 
 // Host-side helpers: move inputs into SLM, run, bring the result back.
 // C (m x n) = A (m x k) * B (k x n).
 std::vector<float> gemm(Device &d, const std::vector<float> &a, const std::vector<float> &b, uint32_t m,
                         uint32_t n, uint32_t k);
 uint64_t checksum(Device &d, ChecksumAlgo algo, const void *data, uint64_t len);
+// gather (0Bh) of host-side entries: the gathered bytes.
+std::vector<uint8_t> gather(Device &d, const std::vector<csd_gather_entry> &entries);
+// embedding_bag (0Ch) with i64 indices and offsets and (sum only) per-sample weights in the
+// table's dtype (bytes; empty: none): the pooled rows, num_bags * row_dim elements.
+std::vector<uint8_t> embedding_bag(Device &d, const EmbeddingBagSpec &spec, const std::vector<int64_t> &indices,
+                                   const std::vector<int64_t> &offsets, const std::vector<uint8_t> &weights = {});
 
 }  // namespace programs
 

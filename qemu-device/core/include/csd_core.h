@@ -145,6 +145,32 @@ void csd_core_set_bpf_interpreted(csd_core *core, int on);
 /* Program id of a prepared job. */
 uint16_t csd_exec_program_id(const csd_exec *exec);
 
+/* A read of the NVM namespace that a media program asks for: nlb LBAs from slba into buf. */
+struct csd_extent {
+    uint64_t slba;
+    uint32_t nlb;
+    uint8_t *buf;
+};
+
+/*
+ * Media programs (gather, embedding_bag; spec 1.2) read the NVM namespace the Execute
+ * names. Right after csd_core_exec_prepare (before csd_exec_model_work) the job is given
+ * that namespace (ns as for csd_core_decode; csd_core_submit does it for a vendor Execute);
+ * it checks what it will read against it and plans its reads. Without it a media program's run answers Invalid
+ * Namespace or Format (e.g. Execute Program of the compute namespace). Other jobs ignore it.
+ */
+void csd_exec_set_namespace(csd_exec *exec, const struct csd_ctx *ns);
+
+/*
+ * The reads a prepared job needs before csd_core_exec_run: returns how many extents are in
+ * *ext (0: none are left, run the job). The embedding reads every extent (in parallel, any
+ * order; the buffers are the job's), then calls again with the reads' status (Success, or
+ * the first error) until it returns 0. With *cancel set (cancel may be NULL) or after an
+ * error nothing more is planned, and the run answers that status without running the
+ * program. Cheap (no program work): call it where block I/O is issued (QEMU: main loop).
+ */
+uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, const struct csd_extent **ext);
+
 /*
  * Get Log Page for the command set's pages (C0h, C1h): checks NSID and offset, fills
  * page with the whole page (csd_log_page_size(lid) bytes: 4096 for C0h, 4352 for C1h)

@@ -301,6 +301,7 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
             csd_core_complete(core, op, st);
             return st;
         }
+        csd_exec_set_namespace(op->job, &ctx);  // a media program reads this namespace
         schedule(core, port, op, cpl);
         return CSD_CORE_MOVE;
     }

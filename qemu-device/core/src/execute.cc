@@ -20,6 +20,7 @@ struct csd_exec {
     uint8_t params[CSD_MAX_DESC_LEN];
     uint32_t param_len = 0;
     uint16_t cs_rsid = 0;  // the standard front end's range set it holds, 0 if none
+    core::MediaPlan media;  // a media program's reads (program->plan)
 };
 
 namespace csd::core {
@@ -38,6 +39,16 @@ ProgramCall program_call(const csd_exec *job, const int *cancel)
     call.params = job->params;
     call.param_len = job->param_len;
     return call;
+}
+
+// A media program's run: its plan's error, or the program over the staged blocks.
+ExecResult media_run(csd_exec *job, const ProgramCall &call)
+{
+    const MediaPlan &m = job->media;
+    if (!m.have_ns) return fail(CSD_STATUS_INVALID_NAMESPACE);  // no NVM namespace named
+    if (m.status != CSD_STATUS_SUCCESS) return {m.status, 0, 0};
+    if (!m.extents.empty() && !m.issued) return fail(CSD_STATUS_INTERNAL_ERROR);  // not read
+    return job->program->media_run(call, m);
 }
 
 }  // namespace
@@ -114,7 +125,8 @@ uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, ui
     const auto start = std::chrono::steady_clock::now();
     core::ExecResult r{};
     try {
-        r = exec->program  ? exec->program->run(call)
+        r = exec->program && exec->program->media_run ? core::media_run(exec, call)
+            : exec->program                           ? exec->program->run(call)
             : exec->plugin ? exec->plugin->run(&call)
                            : exec->bpf->run(call, core->bpf_interpreted.load() != 0);
     } catch (const std::bad_alloc &) {
@@ -141,6 +153,44 @@ void csd_core_exec_discard(csd_exec *exec)
 
 uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 
+void csd_exec_set_namespace(csd_exec *exec, const csd_ctx *ns)
+{
+    core::MediaPlan &m = exec->media;
+    if (!exec->program || !exec->program->plan || m.have_ns) return;
+    m.have_ns = true;
+    m.ns = *ns;
+    if (ns->lba_size == 0) {
+        m.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+        return;
+    }
+    static const int never = 0;
+    try {
+        m.status = exec->program->plan(core::program_call(exec, &never), &m);
+        if (m.status == CSD_STATUS_SUCCESS) m.status = m.runs();
+    } catch (const std::bad_alloc &) {
+        m.status = CSD_STATUS_INTERNAL_ERROR | CSD_STATUS_DNR;
+    }
+}
+
+uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, const csd_extent **ext)
+{
+    core::MediaPlan &m = exec->media;
+    *ext = nullptr;
+    if (!exec->program || !exec->program->plan || !m.have_ns) return 0;
+    if (status != CSD_STATUS_SUCCESS && m.status == CSD_STATUS_SUCCESS) m.status = status;
+    if (core::cancelled(cancel) && m.status == CSD_STATUS_SUCCESS) m.status = CSD_STATUS_ABORT_REQUESTED;
+    if (m.status != CSD_STATUS_SUCCESS || m.issued || m.extents.empty()) return 0;
+    try {
+        m.allocate();
+    } catch (const std::bad_alloc &) {
+        m.status = CSD_STATUS_INTERNAL_ERROR | CSD_STATUS_DNR;
+        return 0;
+    }
+    m.issued = true;
+    *ext = m.extents.data();
+    return static_cast<uint32_t>(m.extents.size());
+}
+
 }  // extern "C"
 
 extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
@@ -163,4 +213,10 @@ extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
     w->flops = work.flops;
     w->stream_bytes = work.flops > 0 ? 0 : bytes;  // compute-bound: its bytes go through SLM alongside
     w->records = work.records;  // at most what the input range holds (checked)
+    if (job->program && job->program->plan && job->media.have_ns && job->media.status == CSD_STATUS_SUCCESS &&
+        job->media.bytes()) {
+        // its distinct block runs, read in parallel: their latencies overlap, their bytes queue
+        w->media_read_op = 1;
+        w->media_read += job->media.bytes();
+    }
 }

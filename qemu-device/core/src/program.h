@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
+
+#include "csd_core.h"
 
 #include "csd_plugin.h"
 #include "csd_spec.h"
@@ -73,13 +76,54 @@ struct ProgramWork {
 // not null) filled from the checked parameters. The run calls the same checks first.
 using CheckFn = ExecResult (*)(const ProgramCall &, ProgramWork *work);
 
+// What a media program (gather, embedding_bag) reads from the NVM namespace its Execute
+// names before it runs (programs/media.cc): the distinct block runs its plan asked for,
+// staged one after another in device memory of the job's own, and what the plan copied
+// out of SLM (the entries, the indices) so that the run uses exactly what was checked.
+struct MediaPlan {
+    csd_ctx ns{};                      // the namespace (csd_exec_set_namespace)
+    bool have_ns = false;
+    uint16_t status = CSD_STATUS_SUCCESS;  // the plan's or a read's error (with DNR)
+    std::vector<csd_extent> extents;   // the runs, in LBA order, each into stage
+    std::vector<uint64_t> stage_off;   // where each run starts in stage
+    std::vector<uint8_t> stage;        // allocate()d when the reads are issued
+    bool issued = false;               // csd_exec_media handed the extents out
+    std::vector<csd_gather_entry> entries;  // gather
+    std::vector<uint64_t> indices;          // embedding_bag (checked < num_rows)
+
+    // Adds the LBAs [first, last] to the blocks to read (runs() merges them).
+    void want(uint64_t first, uint64_t last) { wanted_.push_back({first, last}); }
+    // Merges the wanted blocks into sorted distinct runs and sizes stage; Invalid
+    // Parameters past CSD_MEDIA_MAX_STAGE bytes.
+    uint16_t runs();
+    // The staged byte at namespace byte pos (inside a run the plan asked for).
+    const uint8_t *at(uint64_t pos) const;
+    // Gives the runs their buffers (when the reads are issued, not while the job waits).
+    void allocate();
+    // Bytes of media the runs read (the timing model's).
+    uint64_t bytes() const { return staged_bytes_; }
+
+private:
+    std::vector<std::pair<uint64_t, uint64_t>> wanted_;
+    uint64_t staged_bytes_ = 0;
+};
+
+// A media program's plan: checks its parameters and what it reads against the namespace
+// (LBA Out of Range for a byte past it) and says which blocks to read (plan->want).
+using MediaPlanFn = uint16_t (*)(const ProgramCall &call, MediaPlan *plan);
+// A media program's run once its blocks are staged.
+using MediaRunFn = ExecResult (*)(const ProgramCall &call, const MediaPlan &plan);
+
 // One device-defined program (its name is csd_program_name(id), from the wire format).
 // zero_length_range is the index of the range that may be empty (conv2d's bias), or -1.
+// A media program has plan and media_run (and no run).
 struct ProgramInfo {
     uint16_t id;
     ProgramFn run;
     CheckFn check;
     int zero_length_range;
+    MediaPlanFn plan = nullptr;
+    MediaRunFn media_run = nullptr;
 };
 
 // The device-defined program with this id, or nullptr.
@@ -179,6 +223,12 @@ private:
     std::vector<T> copy_;
 };
 
+// Half-precision conversions (programs/convert.cc): round to nearest even, NaN kept.
+uint16_t f32_to_f16(float f);
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+float bf16_to_f32(uint16_t b);
+
 // Each program's entry point and its checks (programs/<name>.cc).
 ExecResult program_copy(const ProgramCall &call);
 ExecResult check_copy(const ProgramCall &call, ProgramWork *work);
@@ -200,5 +250,11 @@ ExecResult program_conv2d(const ProgramCall &call);
 ExecResult check_conv2d(const ProgramCall &call, ProgramWork *work);
 ExecResult program_decompress(const ProgramCall &call);
 ExecResult check_decompress(const ProgramCall &call, ProgramWork *work);
+ExecResult check_gather(const ProgramCall &call, ProgramWork *work);
+uint16_t plan_gather(const ProgramCall &call, MediaPlan *plan);
+ExecResult run_gather(const ProgramCall &call, const MediaPlan &plan);
+ExecResult check_embedding_bag(const ProgramCall &call, ProgramWork *work);
+uint16_t plan_embedding_bag(const ProgramCall &call, MediaPlan *plan);
+ExecResult run_embedding_bag(const ProgramCall &call, const MediaPlan &plan);
 
 }  // namespace csd::core

@@ -17,6 +17,8 @@ const ProgramInfo *program_table(size_t *count)
         {CSD_PROG_CHECKSUM, program_checksum, check_checksum, -1},
         {CSD_PROG_CONV2D, program_conv2d, check_conv2d, 2},
         {CSD_PROG_DECOMPRESS, program_decompress, check_decompress, -1},
+        {CSD_PROG_GATHER, nullptr, check_gather, -1, plan_gather, run_gather},
+        {CSD_PROG_EMBEDDING_BAG, nullptr, check_embedding_bag, 2, plan_embedding_bag, run_embedding_bag},
     };
     static_assert(sizeof(table) / sizeof(table[0]) == CSD_NR_DEVICE_PROGRAMS, "one entry per program");
     *count = sizeof(table) / sizeof(table[0]);

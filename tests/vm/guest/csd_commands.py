@@ -28,7 +28,7 @@ c.ok(max_prog >= 1 << 20 and slots == 256 and types == 2,
      f"capabilities 1.1: max_program_bytes {max_prog}, {slots} slots, program types {types:#x}")
 names = [caps[64 + 32 * i + 8:64 + 32 * i + 32].rstrip(b"\0").decode() for i in range(nprog)]
 c.ok(names == ["copy", "gemm", "elementwise", "softmax", "reduce", "filter", "convert", "checksum",
-               "conv2d", "decompress"], "capabilities: the ten programs by name")
+               "conv2d", "decompress", "gather", "embedding_bag"], "capabilities: the twelve programs by name")
 c.status(get_log(0xC0, nsid=1), INVALID_FIELD, "capabilities log with NSID 1")
 # nvme-cli's own view of the same
 out = subprocess.run(["nvme", "get-log", "/dev/nvme0", "--log-id=0xc0", "--log-len=64", "-b"],

@@ -25,6 +25,8 @@ float bits_f32(uint32_t u)
     return f;
 }
 
+}  // namespace
+
 // IEEE binary32 -> binary16, round to nearest even; NaN stays (quiet) NaN.
 uint16_t f32_to_f16(float f)
 {
@@ -94,6 +96,8 @@ uint16_t f32_to_bf16(float f)
 }
 
 float bf16_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
+
+namespace {
 
 int8_t f32_to_i8(float x, float scale, int32_t zp)
 {

@@ -251,8 +251,9 @@ static void test_identify_and_logs(void)
     g_assert_cmphex(caps.version, ==, CSD_LOG_VERSION);
     g_assert_cmpuint(caps.slm_size, ==, SLM_BYTES);
     g_assert_cmpuint(caps.compute_units, ==, 3);
-    g_assert_cmpuint(caps.nr_programs, ==, 10);
+    g_assert_cmpuint(caps.nr_programs, ==, CSD_NR_DEVICE_PROGRAMS);
     g_assert_cmpstr((char *)page + 64 + 32 * 9 + 8, ==, "decompress");
+    g_assert_cmpstr((char *)page + 64 + 32 * 11 + 8, ==, "embedding_bag");
 
     /* NSID 1 is not allowed for the controller's log pages */
     g_assert_cmphex(code(run(n, 0, (Sqe){ .opc = 0x02, .nsid = 1, .prp1 = n->buf,
@@ -445,11 +446,11 @@ static void test_program_load(void)
     qtest_memread(n->qs->qts, n->buf, page, 4096);
     struct csd_caps_log caps;
     memcpy(&caps, page, sizeof(caps));
-    g_assert_cmpuint(caps.nr_programs, ==, 11);
+    g_assert_cmpuint(caps.nr_programs, ==, CSD_NR_DEVICE_PROGRAMS + 1);
     g_assert_cmpuint(caps.program_types, ==, 1u << CSD_PROGRAM_TYPE_EBPF);
     g_assert_cmphex(caps.features, ==, CSD_FEATURE_COMPARE_WRITE);
-    g_assert_cmpuint(page[64 + 32 * 10 + 2], ==, CSD_PROGRAM_DOWNLOADED);
-    g_assert_cmpstr((char *)page + 64 + 32 * 10 + 8, ==, "threshold");
+    g_assert_cmpuint(page[64 + 32 * CSD_NR_DEVICE_PROGRAMS + 2], ==, CSD_PROGRAM_DOWNLOADED);
+    g_assert_cmpstr((char *)page + 64 + 32 * CSD_NR_DEVICE_PROGRAMS + 8, ==, "threshold");
 
     /* programs survive a controller reset */
     disable(n);

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""nvme_csd.nn: torch modules whose weights live on the drive.
+
+    bag = nvme_csd.nn.EmbeddingBag(1000, 64, device=dev, table_lba=2048, mode="sum")
+    y = bag(indices, offsets)          # pooled inside the drive (embedding_bag, 0Ch)
+
+The table's rows are stored on the NVM namespace from table_lba; the drive reads only the
+blocks that hold the rows a batch names and returns only the pooled rows. Training: the
+backward pass accumulates the gradients of the touched rows on the host (sparse), and
+apply_gradients(lr) writes the updated rows back to the drive.
+"""
+
+import numpy as np
+import torch
+
+from .device import Device
+
+_DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_MODES = {"sum": 0, "mean": 1, "max": 2}
+
+
+def _raw(t):
+    """A tensor's elements as numpy of the same width (bf16 and f16 as uint16)."""
+    t = t.detach().contiguous().cpu()
+    return t.view(torch.int16).numpy() if t.element_size() == 2 else t.numpy()
+
+
+class EmbeddingBag(torch.nn.Module):
+    """torch.nn.EmbeddingBag with its table on the drive (device: an open nvme_csd.Device
+    on the vendor front end). forward(input, offsets, per_sample_weights) equals
+    torch.nn.functional.embedding_bag's (accumulation in f32, in index order)."""
+
+    def __init__(self, num_embeddings, embedding_dim, *, device, table_lba=0, mode="mean",
+                 include_last_offset=False, dtype=torch.float32, _weight=None, _freeze=False):
+        super().__init__()
+        if not isinstance(device, Device):
+            raise TypeError("device is an nvme_csd.Device")
+        if mode not in _MODES or dtype not in _DTYPES:
+            raise ValueError(f"mode is one of {sorted(_MODES)}, dtype one of {list(_DTYPES)}")
+        self.dev, self.num_embeddings, self.embedding_dim = device, int(num_embeddings), int(embedding_dim)
+        self.table_lba, self.mode, self.include_last_offset, self.dtype = int(table_lba), mode, include_last_offset, dtype
+        self.frozen = _freeze
+        self.block = device.namespace["lba_size"]
+        self.row_bytes = self.embedding_dim * torch.empty((), dtype=dtype).element_size()
+        self.blocks = -(-self.num_embeddings * self.row_bytes // self.block)
+        if self.table_lba + self.blocks > device.namespace["lba_count"]:
+            raise ValueError("the table does not fit on the namespace from table_lba")
+        if _weight is None:
+            _weight = torch.empty(self.num_embeddings, self.embedding_dim).normal_()  # torch's initialisation
+        self._store(torch.as_tensor(_weight).to(dtype))
+        self._grad = {}  # row -> accumulated f32 gradient (the touched rows only)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, *, device, table_lba=0, freeze=True, mode="mean",
+                        include_last_offset=False):
+        """A module whose table is embeddings (2-D, stored on the drive as they are)."""
+        if embeddings.dim() != 2:
+            raise ValueError("embeddings is 2-D")
+        rows, dim = embeddings.shape
+        return cls(rows, dim, device=device, table_lba=table_lba, mode=mode, include_last_offset=include_last_offset,
+                   dtype=embeddings.dtype, _weight=embeddings, _freeze=freeze)
+
+    # ---------------------------------------------------------------- the table on the drive
+    def _store(self, weight):
+        if tuple(weight.shape) != (self.num_embeddings, self.embedding_dim):
+            raise ValueError(f"the table is {self.num_embeddings} x {self.embedding_dim}")
+        data = np.zeros(self.blocks * self.block, dtype=np.uint8)  # the last block's tail: zeros
+        raw = _raw(weight).reshape(-1).view(np.uint8)
+        data[:raw.size] = raw
+        _core_programs().write_blocks(self.dev._dev, self.table_lba, data)
+
+    @property
+    def weight(self):
+        """The whole table, read back from the drive."""
+        data = np.empty(self.blocks * self.block, dtype=np.uint8)
+        _core_programs().read_blocks_into(self.dev._dev, self.table_lba, data)
+        return self._from_raw(data[:self.num_embeddings * self.row_bytes], (self.num_embeddings, self.embedding_dim))
+
+    def _from_raw(self, raw, shape):
+        width = np.uint16 if self.dtype != torch.float32 else np.float32
+        t = torch.from_numpy(np.ascontiguousarray(raw).view(width).copy().reshape(shape))
+        return t.view(self.dtype) if self.dtype != torch.float32 else t
+
+    def rows(self, index):
+        """The rows at index (1-D), gathered by the drive (gather, 0Bh)."""
+        index = torch.as_tensor(index, dtype=torch.int64).reshape(-1)
+        if index.numel() == 0:
+            return torch.empty(0, self.embedding_dim, dtype=self.dtype)
+        if int(index.min()) < 0 or int(index.max()) >= self.num_embeddings:
+            raise IndexError("an index past the table")
+        at = self.table_lba * self.block + index.numpy().astype(np.uint64) * self.row_bytes
+        entries = np.zeros(index.numel(), dtype=[("lba", "<u8"), ("offset", "<u4"), ("length", "<u4")])
+        entries["lba"], entries["offset"], entries["length"] = at // self.block, at % self.block, self.row_bytes
+        e = self.dev.to_slm(entries.view(np.uint8))
+        out = self.dev.alloc(index.numel() * self.row_bytes)
+        try:
+            _core_programs().gather(self.dev._dev, e.range(), index.numel(), out.range())
+            return self._from_raw(out.numpy(), (index.numel(), self.embedding_dim))
+        finally:
+            e.free()
+            out.free()
+
+    # ---------------------------------------------------------------- forward, backward
+    def _bags(self, input, offsets):
+        input = torch.as_tensor(input)
+        if input.dim() == 2:  # as torch: fixed-length bags, offsets made here
+            if offsets is not None:
+                raise ValueError("offsets is None for 2-D input")
+            offsets = torch.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+            input = input.reshape(-1)
+        elif input.dim() != 1 or offsets is None:
+            raise ValueError("input is 1-D with offsets, or 2-D")
+        offsets = torch.as_tensor(offsets)
+        if input.dtype not in (torch.int64, torch.int32) or offsets.dtype != input.dtype:
+            raise TypeError("input and offsets are both int64 or both int32")
+        return input.contiguous(), offsets.contiguous()
+
+    def _pool(self, input, offsets, per_sample_weights):
+        num_bags = offsets.numel() - (1 if self.include_last_offset else 0)
+        out_bytes = num_bags * self.row_bytes
+        if num_bags <= 0:
+            return torch.empty(0, self.embedding_dim, dtype=self.dtype)
+        if input.numel() == 0:  # the drive takes no empty index range: every bag is empty
+            return torch.zeros(num_bags, self.embedding_dim, dtype=self.dtype)
+        temps = [self.dev.to_slm(input.numpy()), self.dev.to_slm(offsets.numpy())]
+        weights = (0, 0)
+        if per_sample_weights is not None:
+            if self.mode != "sum":
+                raise ValueError("per_sample_weights only with mode 'sum' (as torch)")
+            w = torch.as_tensor(per_sample_weights).to(self.dtype).reshape(-1)
+            if w.numel() != input.numel():
+                raise ValueError("one per-sample weight per index")
+            temps.append(self.dev.to_slm(_raw(w)))
+            weights = temps[-1].range()
+        out = self.dev.alloc(out_bytes)
+        temps.append(out)
+        try:
+            _core_programs().embedding_bag(self.dev._dev, temps[0].range(), temps[1].range(), weights, out.range(),
+                                           self.table_lba, self.num_embeddings, self.embedding_dim,
+                                           _DTYPES[self.dtype], _MODES[self.mode], input.dtype == torch.int32,
+                                           num_bags, self.include_last_offset)
+            return self._from_raw(out.numpy(), (num_bags, self.embedding_dim))
+        finally:
+            for t in temps:
+                t.free()
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        input, offsets = self._bags(input, offsets)
+        if self.training and not self.frozen and torch.is_grad_enabled():
+            anchor = torch.zeros((), requires_grad=True)  # autograd reaches _Backward through it
+            return _Backward.apply(self, input, offsets, per_sample_weights, anchor)
+        return self._pool(input, offsets, per_sample_weights)
+
+    def _accumulate(self, input, offsets, per_sample_weights, grad_out):
+        """The gradients of the touched rows, as torch's dense backward gives them, added to _grad."""
+        n = input.numel()
+        num_bags = grad_out.shape[0]
+        bounds = offsets.tolist()[:num_bags] + [offsets[num_bags].item() if self.include_last_offset else n]
+        g = grad_out.float()
+        rows = self.rows(input).float() if self.mode == "max" else None
+        for b in range(num_bags):
+            lo, hi = bounds[b], bounds[b + 1]
+            if hi <= lo:
+                continue
+            if self.mode == "max":
+                win = rows[lo:hi].argmax(dim=0)  # first maximum per element
+                for i in range(lo, hi):
+                    mask = (win == i - lo).float()
+                    if mask.any():
+                        self._add(int(input[i]), g[b] * mask)
+                continue
+            scale = 1.0 / (hi - lo) if self.mode == "mean" else 1.0
+            for i in range(lo, hi):
+                w = float(per_sample_weights[i]) if per_sample_weights is not None else 1.0
+                self._add(int(input[i]), g[b] * (w * scale))
+
+    def _add(self, row, grad):
+        self._grad[row] = self._grad[row] + grad if row in self._grad else grad.clone()
+
+    @property
+    def grad(self):
+        """The accumulated gradient of the table as a sparse COO tensor (touched rows only)."""
+        rows = sorted(self._grad)
+        values = torch.stack([self._grad[r] for r in rows]) if rows else torch.empty(0, self.embedding_dim)
+        return torch.sparse_coo_tensor(torch.tensor([rows], dtype=torch.int64), values,
+                                       (self.num_embeddings, self.embedding_dim), check_invariants=True)
+
+    def zero_grad(self, set_to_none=True):
+        self._grad = {}
+        super().zero_grad(set_to_none)
+
+    def apply_gradients(self, lr):
+        """SGD on the touched rows: row -= lr * grad (in f32, stored in the table's dtype),
+        written back to the drive block by block; the gradients are then cleared."""
+        if not self._grad:
+            return
+        touched = sorted(self._grad)
+        new = self.rows(touched).float() - lr * torch.stack([self._grad[r] for r in touched])
+        raw = _raw(new.to(self.dtype)).reshape(len(touched), -1).view(np.uint8)
+        # the blocks that hold them, read, patched and written back run by run
+        base = self.table_lba * self.block
+        spans = [(base + r * self.row_bytes, k) for k, r in enumerate(touched)]
+        i = 0
+        while i < len(spans):
+            run_lo = spans[i][0] // self.block
+            j = i
+            run_hi = (spans[i][0] + self.row_bytes - 1) // self.block
+            while j + 1 < len(spans) and spans[j + 1][0] // self.block <= run_hi + 1:
+                j += 1
+                run_hi = max(run_hi, (spans[j][0] + self.row_bytes - 1) // self.block)
+            data = np.empty((run_hi - run_lo + 1) * self.block, dtype=np.uint8)
+            _core_programs().read_blocks_into(self.dev._dev, run_lo, data)
+            for at, k in spans[i:j + 1]:
+                o = at - run_lo * self.block
+                data[o:o + self.row_bytes] = raw[k]
+            _core_programs().write_blocks(self.dev._dev, run_lo, data)
+            i = j + 1
+        self._grad = {}
+
+
+class _Backward(torch.autograd.Function):
+    """forward: the drive's pooling; backward: the touched rows' gradients into the module."""
+
+    @staticmethod
+    def forward(ctx, module, input, offsets, per_sample_weights, anchor):
+        ctx.module, ctx.input, ctx.offsets, ctx.psw = module, input, offsets, per_sample_weights
+        return module._pool(input, offsets, per_sample_weights)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ctx.module._accumulate(ctx.input, ctx.offsets, ctx.psw, grad_out)
+        return None, None, None, None, torch.zeros(())
+
+
+def _core_programs():
+    from . import _core
+    return _core.programs

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+"""nvme_csd.nn.EmbeddingBag against torch.nn.EmbeddingBag with the same arguments: sums of
+f32 to the bit on values whose sums are exact (order-independent), the rest to a stated
+tolerance; from_pretrained; the sparse training path against torch's dense gradients."""
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import nvme_csd  # noqa: E402
+from nvme_csd.nn import EmbeddingBag  # noqa: E402
+
+
+@pytest.fixture
+def vdev(tmp_path):
+    """The vendor front end: media programs read the namespace the vendor Execute names."""
+    path = os.environ.get("CSD_TEST_DEVICE") or f"emu:{tmp_path}/ns.img?size=64M&slm=32M"
+    d = nvme_csd.open(path, front_end="vendor")
+    if "embedding_bag" not in d.programs:
+        d.close()
+        pytest.skip("the drive has no embedding_bag (command set 1.2)")
+    yield d
+    d.close()
+
+
+def exact_table(rows, dim, seed):
+    """Values k/64 with |k| <= 1000: every sum of a few hundred of them is exact in f32."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-1000, 1001, (rows, dim), generator=g).float() / 64
+
+
+def bags(n_idx, rows, offsets, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, rows, (n_idx,), generator=g), torch.tensor(offsets)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_forward_equals_torch(vdev, mode):
+    table = exact_table(1000, 48, 1)
+    idx, offs = bags(300, 1000, [0, 5, 5, 120, 299], 2)  # an empty bag and a bag of one
+    ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=64, mode=mode)
+    ref = torch.nn.EmbeddingBag.from_pretrained(table, mode=mode)
+    # mean: one division by the count after an exact sum, the same rounding as torch's
+    assert torch.equal(ours(idx, offs), ref(idx, offs))
+
+
+def test_weights_i32_include_last_offset_and_2d(vdev):
+    table = exact_table(200, 16, 3)
+    ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=8, mode="sum", include_last_offset=True)
+    ref = torch.nn.EmbeddingBag.from_pretrained(table, mode="sum", include_last_offset=True)
+    idx = torch.tensor([3, 199, 3, 0, 50, 51, 7], dtype=torch.int32)
+    offs = torch.tensor([0, 2, 2, 6], dtype=torch.int32)
+    w = torch.tensor([0.5, -2.0, 1.0, 4.0, 0.25, 1.0, 8.0])  # powers of two: exact products
+    assert torch.equal(ours(idx, offs, per_sample_weights=w), ref(idx, offs, per_sample_weights=w))
+    two_d = torch.tensor([[1, 2, 3], [4, 5, 199]])
+    plain = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=8, mode="sum")
+    assert torch.equal(plain(two_d), torch.nn.EmbeddingBag.from_pretrained(table, mode="sum")(two_d))
+
+
+def test_random_f32_and_half_tables_within_tolerance(vdev):
+    """Random f32 values: sums in index order as torch's CPU kernel, compared at 1e-6
+    relative; f16 / bf16 tables at their own precision."""
+    g = torch.Generator().manual_seed(4)
+    idx, offs = bags(500, 300, [0, 100, 350], 5)
+    for dtype, tol in [(torch.float32, 1e-5), (torch.float16, 1e-2), (torch.bfloat16, 6e-2)]:
+        table = torch.randn(300, 32, generator=g).to(dtype)
+        ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=16, mode="mean")
+        ref = torch.nn.EmbeddingBag.from_pretrained(table.float(), mode="mean")
+        got = ours(idx, offs)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), ref(idx, offs), rtol=tol, atol=tol)
+
+
+def test_bad_indices_are_refused_and_the_table_read_back(vdev):
+    table = exact_table(100, 8, 6)
+    ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=8, mode="sum")
+    assert torch.equal(ours.weight, table)
+    with pytest.raises(nvme_csd.InvalidParameters):
+        ours(torch.tensor([1, 100]), torch.tensor([0]))
+    with pytest.raises(ValueError):
+        EmbeddingBag(vdev.namespace["lba_count"], 1024, device=vdev)  # larger than the namespace
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_training_updates_the_touched_rows_like_torch(vdev, mode):
+    table = exact_table(64, 8, 7)
+    ours = EmbeddingBag(64, 8, device=vdev, table_lba=32, mode=mode, _weight=table)
+    ref = torch.nn.EmbeddingBag.from_pretrained(table.clone(), mode=mode, freeze=False)
+    idx, offs = torch.tensor([1, 5, 5, 9, 1, 60]), torch.tensor([0, 3])
+    target = torch.full((2, 8), 0.5)
+    for model in (ours, ref):
+        loss = ((model(idx, offs) - target) ** 2).sum()
+        loss.backward()
+    dense = ours.grad.to_dense()
+    torch.testing.assert_close(dense, ref.weight.grad, rtol=1e-6, atol=1e-6)
+    assert set(ours.grad.coalesce().indices()[0].tolist()) <= {1, 5, 9, 60}  # sparse: touched rows only
+    ours.apply_gradients(0.125)
+    with torch.no_grad():
+        ref.weight -= 0.125 * ref.weight.grad
+    torch.testing.assert_close(ours.weight, ref.weight, rtol=1e-6, atol=1e-6)
+    assert torch.equal(ours.weight[2], table[2])  # untouched rows stay as they were
