@@ -191,6 +191,30 @@ TEST_F(Model, DelayAndOverrunsAreCounted)
     EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 1u);
 }
 
+// Issue 31: the host's side of a command (its submission and completion path, or a
+// fabric's round trip) as one more per-command latency, and a drive behind NVMe/TCP.
+TEST_F(Model, HostLatencyAddsToEveryCommand)
+{
+    csd_model_params p = simple();
+    char err[256];
+    ASSERT_EQ(csd_model_set(&p, "host-latency-ns", "25000", err, sizeof err), 0) << err;
+    EXPECT_EQ(p.host_latency_ns, 25000u);
+    ASSERT_EQ(csd_model_check(&p), nullptr);
+    csd_core_set_model(core, &p);
+    EXPECT_EQ(nvm(0x02, 4096, 0), 50000u + 2048 + 1024 + 1000 + 25000);  // a Read, then the host's 25 us
+    EXPECT_EQ(nvm(0x00, 0, 1000000), 1000000u + 10000 + 1000 + 25000);   // a Flush too
+    EXPECT_EQ(counter(CSD_STAT_MODEL_LINK_OUT_BUSY_NS), 1024u) << "a latency, not a busy resource";
+    csd_model_params alone{};
+    alone.host_latency_ns = 1;
+    EXPECT_TRUE(csd_model_enabled(&alone));
+    alone.host_latency_ns = 2000000000;
+    EXPECT_NE(csd_model_check(&alone), nullptr) << "at most 1 s";
+    csd_model_params tcp{};
+    ASSERT_EQ(csd_model_preset("nvme-tcp-gen4", &tcp), 0);
+    EXPECT_GT(tcp.host_latency_ns, 0u);
+    EXPECT_LT(tcp.link_gbps, 7.0) << "the network, not PCIe, limits the bandwidth";
+}
+
 TEST(ModelParams, PresetsNamesAndChecks)
 {
     for (unsigned i = 0; csd_model_preset_name(i); i++) {

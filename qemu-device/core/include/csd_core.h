@@ -196,6 +196,8 @@ struct csd_model_params {
     double unit_gbps;                /* per compute unit: streaming programs (all ranges) */
     uint64_t bpf_record_ns;          /* per record of a downloaded program */
     uint32_t compute_units;          /* units the model schedules; 0: the device's */
+    uint64_t host_latency_ns;        /* per command, the host's side: its submission and
+                                        completion path, or a fabric's round trip */
 };
 
 /* What one command moves and computes, for the model. */

@@ -84,7 +84,7 @@ uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
     }
     if (w.media_write_op) t = stage(media_, t, p_.media_write_latency_ns, static_cast<double>(w.media_write), p_.media_write_gbps);
     if (w.to_host) t = stage(to_host_, t, 0, static_cast<double>(w.to_host), p_.link_gbps);
-    return t + p_.link_latency_ns;
+    return t + p_.link_latency_ns + p_.host_latency_ns;
 }
 
 void TimingModel::busy(uint64_t out[5]) const
@@ -123,6 +123,7 @@ const ModelField kFields[] = {
     RATE("unit-gflops", unit_gflops),
     RATE("unit-gbps", unit_gbps),
     NS("bpf-record-ns", bpf_record_ns),
+    NS("host-latency-ns", host_latency_ns),
 };
 #undef RATE
 #undef NS
@@ -145,6 +146,10 @@ const Preset kPresets[] = {
     // PCIe Gen5 x4 with low-latency NAND (SLC-class XL-FLASH / Z-NAND: 3-5 us reads, the
     // "AI SSD" class aiming at 10 M random 512 B reads/s), the same engine as gen5x4-accel.
     {"ll-nand-gen5", {14.0, 500, 13.0, 10.0, 4000, 16000, 51.2, 2000.0, 40.0, 2, 1}},
+    // gen4x4-8core's drive seen across NVMe/TCP on 25 GbE: the network (3.125 GB/s raw, ~2.9
+    // after Ethernet, IP, TCP and NVMe/TCP PDU headers) limits the bandwidth, and each command
+    // pays a round trip through both hosts' TCP stacks and the target (25 us).
+    {"nvme-tcp-gen4", {2.9, 900, 6.8, 5.0, 60000, 16000, 25.6, 16.0, 4.0, 8, 8, 25000}},
 };
 
 }  // namespace
@@ -238,7 +243,8 @@ const char *csd_model_check(const csd_model_params *p)
         if (!std::isfinite(r) || r < 0) return "model rates must be finite and >= 0";
     }
     if (p->link_latency_ns > 1000000000ull || p->media_read_latency_ns > 1000000000ull ||
-        p->media_write_latency_ns > 1000000000ull || p->bpf_record_ns > 1000000000ull) {
+        p->media_write_latency_ns > 1000000000ull || p->bpf_record_ns > 1000000000ull ||
+        p->host_latency_ns > 1000000000ull) {
         return "model latencies must be at most 1 s";
     }
     if ((p->unit_gflops > 0) != (p->unit_gbps > 0)) {
