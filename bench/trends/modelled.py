@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""Shared by the trend scripts (bench/trends/*.py): drives described by the timing model's
+parameters (docs/timing-model.md), and modelled time measured on the in-process device.
+
+Modelled time, dilated. The in-process device completes each command no earlier than the
+modelled drive would (host clock). A low-latency drive's read takes 4 us in the model,
+less than this machine's Python spends around one command, so a run at real speed would
+time Python. Every run here uses the model slowed down uniformly by a factor S (every
+latency x S, every rate / S): the model is linear in time, so each modelled time is the
+host clock's / S, and what Python and the emulator add around the commands (measured with
+the same calls on the same drive with the model off, `overhead()`) shrinks S times. The
+tables print it as "host overhead" beside the modelled times; a run with model_overruns
+(the emulator slower than the dilated model) is flagged."""
+import os
+import tempfile
+import time
+
+# Drives, as the model's parameters (these are the presets' values, docs/timing-model.md).
+DRIVES = {
+    "gen4x4-8core": {"link-gbps": 7.0, "link-latency-ns": 900, "media-read-gbps": 6.8, "media-write-gbps": 5.0,
+                     "media-read-latency-ns": 60000, "media-write-latency-ns": 16000, "slm-gbps": 25.6,
+                     "unit-gflops": 16.0, "unit-gbps": 4.0, "bpf-record-ns": 8, "compute-units": 8},
+    "ll-nand-gen5": {"link-gbps": 14.0, "link-latency-ns": 500, "media-read-gbps": 13.0, "media-write-gbps": 10.0,
+                     "media-read-latency-ns": 4000, "media-write-latency-ns": 16000, "slm-gbps": 51.2,
+                     "unit-gflops": 2000.0, "unit-gbps": 40.0, "bpf-record-ns": 2, "compute-units": 1},
+    "nvme-tcp-gen4": {"link-gbps": 2.9, "link-latency-ns": 900, "media-read-gbps": 6.8, "media-write-gbps": 5.0,
+                      "media-read-latency-ns": 60000, "media-write-latency-ns": 16000, "slm-gbps": 25.6,
+                      "unit-gflops": 16.0, "unit-gbps": 4.0, "bpf-record-ns": 8, "compute-units": 8,
+                      "host-latency-ns": 25000},
+}
+_RATES = ("link-gbps", "media-read-gbps", "media-write-gbps", "slm-gbps", "unit-gflops", "unit-gbps")
+
+
+def params(drive, **changes):
+    """The drive's parameters with changes (host_latency_ns=... for host-latency-ns)."""
+    p = dict(DRIVES[drive])
+    for k, v in changes.items():
+        p[k.replace("_", "-")] = v
+    return p
+
+
+def spec(path, p, scale, **options):
+    """emu: spec of a namespace file under the model p slowed down scale times."""
+    opts = dict(options)
+    for k, v in p.items():
+        if k == "compute-units":
+            opts["model." + k] = int(v)
+        elif k in _RATES:
+            opts["model." + k] = repr(v / scale)
+        else:
+            opts["model." + k] = int(round(v * scale))
+    return f"emu:{path}?" + "&".join(f"{k}={v}" for k, v in opts.items())
+
+
+def namespace(work, name, size):
+    """A zero namespace file of size bytes in work."""
+    path = os.path.join(work, name + ".img")
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def workdir():
+    return tempfile.mkdtemp(prefix="csd-trends-")
+
+
+def clock(fn, scale):
+    """(result, modelled seconds) of fn() on a drive slowed down scale times."""
+    t0 = time.perf_counter()
+    r = fn()
+    return r, (time.perf_counter() - t0) / scale
+
+
+def us(s):
+    return f"{s * 1e6:,.1f} us"
+
+
+def ms(s):
+    return f"{s * 1e3:,.2f} ms"
