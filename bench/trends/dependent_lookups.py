@@ -112,22 +112,27 @@ def measure(p, depth, lookups, scale, work):
     hop_p = dict(p, **{"host-latency-ns": 0, "link-latency-ns": 0})
     out = {}
     for name, q, s in (("model", p, scale), ("off", None, 1)):
-        spec_first = M.spec(path, q, s, slm="4M") if q else f"emu:{path}?slm=4M"
-        spec_hops = M.spec(path, hop_p, s, slm="4M") if q else f"emu:{path}?slm=4M"
+        spec_first = M.spec(path, q, s, slm="4M", lba=BLOCK) if q else f"emu:{path}?slm=4M&lba={BLOCK}"
+        spec_hops = M.spec(path, hop_p, s, slm="4M", lba=BLOCK) if q else f"emu:{path}?slm=4M&lba={BLOCK}"
         with nvme_csd.open(spec_first) as first, nvme_csd.open(spec_hops) as hops:
             buf = np.empty(BLOCK, np.uint8)
             bufs = [d.alloc(BLOCK) for d in (first, hops, first, hops)]
             th = td = 0.0
+            key = int(keys[pick[0]])  # a walk of each kind first: the drives' threads start
+            host_walk(first, root, key, buf)
+            drive_walk(first, hops, path_of(nodes, root, key), bufs[0], bufs[1], bufs[2], bufs[3])
+            o0 = first.stats["model_overruns"] + hops.stats["model_overruns"]
             for i in pick:
                 key = int(keys[i])
-                v, t = M.clock(lambda: host_walk(first, root, key, buf), s)
+                v, t = M.clock(lambda: host_walk(first, root, key, buf), s, (first,) if q else ())
                 assert v == int(values[i]), "the host's walk found another value"
                 th += t
                 lbas = path_of(nodes, root, key)
-                leaf, t = M.clock(lambda: drive_walk(first, hops, lbas, bufs[0], bufs[1], bufs[2], bufs[3]), s)
+                leaf, t = M.clock(lambda: drive_walk(first, hops, lbas, bufs[0], bufs[1], bufs[2], bufs[3]), s,
+                                  (first, hops) if q else ())
                 assert parse(leaf.numpy(), key)[1] == int(values[i]), "the drive's walk found another value"
                 td += t
-            overruns = first.stats["model_overruns"] + hops.stats["model_overruns"]
+            overruns = first.stats["model_overruns"] + hops.stats["model_overruns"] - o0
             for b in bufs:
                 b.free()
         out[name] = (th / lookups, td / lookups, overruns)
@@ -165,7 +170,7 @@ def sweep_rtt(drive, depth, rtts_us, lookups, scale):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabric", action="store_true", help="across NVMe/TCP: the gain against the round trip")
-    ap.add_argument("--lookups", type=int, default=20)
+    ap.add_argument("--lookups", type=int, default=10)
     ap.add_argument("--scale", type=float, default=1000)
     ap.add_argument("--depths", default="1,2,3,4,5,6")
     ap.add_argument("--host-ns", type=int, default=5000, help="host-latency-ns of the local drive")

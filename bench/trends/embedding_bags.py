@@ -39,14 +39,14 @@ def measure(drive, rows, dim, bag, batch, batches, scale, work):
     offsets = torch.arange(0, batch * bag, bag)
     out = {}
     for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
-        spec = M.spec(path, p, s, slm="64M") if p else f"emu:{path}?slm=64M"
+        spec = M.spec(path, p, s, slm="64M", lba=4096) if p else f"emu:{path}?slm=64M&lba=4096"
         with nvme_csd.open(spec) as dev:
             emb = nvme_csd.nn.EmbeddingBag.from_pretrained(table, device=dev, mode="sum")
             td = th = tp = 0.0
             for idx in batches_idx:
-                y, t = M.clock(lambda: emb(idx, offsets), s)
+                y, t = M.clock(lambda: emb(idx, offsets), s, (dev,) if p else ())
                 td += t
-                r, t = M.clock(lambda: emb.rows(idx), s)
+                r, t = M.clock(lambda: emb.rows(idx), s, (dev,) if p else ())
                 t0 = time.perf_counter()
                 ref = torch.nn.functional.embedding_bag(torch.arange(idx.numel()), r, offsets, mode="sum")
                 pool = time.perf_counter() - t0

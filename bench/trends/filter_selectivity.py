@@ -39,7 +39,7 @@ def measure(drive, ndrives, data, sels, scale, work):
     paths = [M.namespace(work, f"d{ndrives}-{i}", data.nbytes // ndrives + (64 << 20)) for i in range(ndrives)]
     res = {}
     for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
-        specs = [M.spec(x, p, s, slm="64M") if p else f"emu:{x}?slm=64M" for x in paths]
+        specs = [M.spec(x, p, s, slm="64M", lba=4096) if p else f"emu:{x}?slm=64M&lba=4096" for x in paths]
         with nvme_csd.open_many(specs) as ds:
             ds.format()
             ds.put("t", data, placement="striped")

@@ -7,9 +7,10 @@ modelled drive would (host clock). A low-latency drive's read takes 4 us in the 
 less than this machine's Python spends around one command, so a run at real speed would
 time Python. Every run here uses the model slowed down uniformly by a factor S (every
 latency x S, every rate / S): the model is linear in time, so each modelled time is the
-host clock's / S, and what Python and the emulator add around the commands (measured with
-the same calls on the same drive with the model off, `overhead()`) shrinks S times. The
-tables print it as "host overhead" beside the modelled times; a run with model_overruns
+dilated one / S. Where one command runs at a time, the time is read from the drive itself
+(C1h model_delay_ns, see `clock`), so neither Python nor the host's sleep overshooting a
+finish counts; what it leaves out, each command's real work, is bounded by the same calls
+with the model off, divided by S, printed as "host overhead". A run with model_overruns
 (the emulator slower than the dilated model) is flagged."""
 import os
 import tempfile
@@ -64,11 +65,23 @@ def workdir():
     return tempfile.mkdtemp(prefix="csd-trends-")
 
 
-def clock(fn, scale):
-    """(result, modelled seconds) of fn() on a drive slowed down scale times."""
+def clock(fn, scale, devs=()):
+    """(result, modelled seconds) of fn() on a drive slowed down scale times.
+
+    With devs (the drives fn's commands go to, one command at a time): the sum of the
+    time their completions were held back for the model (C1h model_delay_ns, counted when
+    each command's real work is done), / scale: each command's modelled latency less its
+    real work, which the same calls with the model off bound (`overhead`). Exact against
+    the host's sleep overshooting a modelled finish, which the host clock would count.
+    Without devs (drives working in parallel): the host clock / scale."""
+    before = [d.stats["model_delay_ns"] for d in devs]
     t0 = time.perf_counter()
     r = fn()
-    return r, (time.perf_counter() - t0) / scale
+    wall = time.perf_counter() - t0
+    if not devs:
+        return r, wall / scale
+    held = sum(d.stats["model_delay_ns"] - b for d, b in zip(devs, before))
+    return r, held / 1e9 / scale
 
 
 def us(s):
