@@ -121,7 +121,7 @@ def measure(p, depth, lookups, scale, work):
             key = int(keys[pick[0]])  # a walk of each kind first: the drives' threads start
             host_walk(first, root, key, buf)
             drive_walk(first, hops, path_of(nodes, root, key), bufs[0], bufs[1], bufs[2], bufs[3])
-            o0 = first.stats["model_overruns"] + hops.stats["model_overruns"]
+            o0 = M.left_overruns
             for i in pick:
                 key = int(keys[i])
                 v, t = M.clock(lambda: host_walk(first, root, key, buf), s, (first,) if q else ())
@@ -132,7 +132,7 @@ def measure(p, depth, lookups, scale, work):
                                   (first, hops) if q else ())
                 assert parse(leaf.numpy(), key)[1] == int(values[i]), "the drive's walk found another value"
                 td += t
-            overruns = first.stats["model_overruns"] + hops.stats["model_overruns"] - o0
+            overruns = M.left_overruns - o0
             for b in bufs:
                 b.free()
         out[name] = (th / lookups, td / lookups, overruns)
