@@ -71,7 +71,7 @@ def clock(fn, scale, devs=()):
     With devs (the drives fn's commands go to, one command at a time): the sum of the
     time their completions were held back for the model (C1h model_delay_ns, counted when
     each command's real work is done), / scale: each command's modelled latency less its
-    real work, which the same calls with the model off bound (`overhead`). Exact against
+    real work, which the same calls with the model off bound (the scripts' "host overhead"). Exact against
     the host's sleep overshooting a modelled finish, which the host clock would count.
     A call in which a command overran (the host slower than the dilated model, whose
     delay is then not counted) is run again, up to RETRIES times; overruns left in the
