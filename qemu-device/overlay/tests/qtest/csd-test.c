@@ -1255,9 +1255,9 @@ static void test_nvme_cs_activation_both_front_ends(void)
                                      .cdw10 = NVME_CS_LOG_PROGRAM_LIST | 1023 << 16 }).status, ==, 0);
     qtest_memread(n->qs->qts, n->buf, page, sizeof(page));
     memcpy(&count, page, 4);
-    g_assert_cmpuint(count, ==, 11);            /* ten device-defined programs and the slot */
+    g_assert_cmpuint(count, ==, 13);            /* twelve device-defined programs and the slot */
     struct nvme_cs_program_entry e;
-    memcpy(&e, page + 8 + 10 * sizeof(e), sizeof(e));
+    memcpy(&e, page + 8 + 12 * sizeof(e), sizeof(e));
     g_assert_cmphex(e.index, ==, CSD_SLOT_FIRST);
     g_assert_cmphex(e.flags & NVME_CS_PROGRAM_ACTIVE, ==, 0);
     qtest_memwrite(n->qs->qts, n->buf, &data, sizeof(data));
