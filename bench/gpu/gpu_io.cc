@@ -7,6 +7,7 @@
 // Usage: gpu_io check                 (every Read's bytes and every Execute's result checked
 //                                      on the GPU; exit 1 on any difference)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
+//        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ std::unique_ptr<Device> pattern_device(uint64_t mib, const std::string &extra, s
 struct Run {
     double seconds = 0;
     uint64_t commands = 0, failed = 0, wrong = 0;
+    QueueProcessor::Timed timed;  // under a timing model: how late after their finish completions were posted
     double rate() const { return seconds > 0 ? commands / seconds : 0; }
 };
 
@@ -90,6 +92,7 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     Run r;
     r.seconds = since(t0);
     r.commands = gq.commands() - before;
+    r.timed = gq.timed();
     unsigned long long c[2];
     check(cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "cudaMemcpy");
     r.failed = c[0], r.wrong = c[1];
@@ -242,8 +245,10 @@ int main(int argc, char **argv)
                 " 32 commands per warp batch\n",
                 prop.name, std::thread::hardware_concurrency());
     const uint32_t lba = dev->ns().lba_size;
-    std::printf("\n| command | queues | pollers | commands | M commands/s | GB/s | failed / wrong |\n|---|---|---|---|---|---|---|\n");
+    const bool model_only = mode == "model";
+    if (!model_only) std::printf("\n| command | queues | pollers | commands | M commands/s | GB/s | failed / wrong |\n|---|---|---|---|---|---|---|\n");
     for (uint32_t bytes : {512u, 4096u}) {
+        if (model_only) break;
         for (uint32_t q : {1u, 4u, 16u, 64u, 128u, 256u}) {
             for (int p : {8, 12, 16}) {
                 const int pollers = std::min<int>(p, q);
@@ -262,7 +267,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    {  // Execute: CRC-32C of one 4 KiB block of SLM, its result checked on the GPU
+    if (!model_only) {  // Execute: CRC-32C of one 4 KiB block of SLM, its result checked on the GPU
         uint32_t *expect = nullptr;
         IoJob job;
         job.kind = 1;
@@ -298,8 +303,8 @@ int main(int argc, char **argv)
     }
     for (const char *preset : {"ll-nand-gen5"}) {
         auto modelled = Device::open("emu:" + path + "?model=" + preset);
-        std::printf("\n| timing model | queues | pollers | M 512 B Reads/s | model_overruns | model delay per command |\n"
-                    "|---|---|---|---|---|---|\n");
+        std::printf("\n| timing model | queues | pollers | M 512 B Reads/s | model_overruns | model delay per command |"
+                    " posted after finish, mean / max |\n|---|---|---|---|---|---|---|\n");
         {  // its mapping's pages touched once (first-touch faults are not the drive's time)
             IoJob warm;
             warm.nlb = 512 / lba;
@@ -307,7 +312,8 @@ int main(int argc, char **argv)
             warm.rounds = 256;
             run_kernel(*modelled, 256, max_pollers, warm);
         }
-        for (auto [q, pollers] : {std::pair<uint32_t, int>{64, 8}, {64, 12}, {256, 12}, {256, max_pollers}}) {
+        for (auto [q, pollers] : {std::pair<uint32_t, int>{16, 2}, {64, 2}, {64, 4}, {64, 8}, {128, 4}, {128, 8},
+                                  {256, 4}, {256, 8}, {256, 12}, {256, max_pollers}}) {
             const Statistics before = modelled->stats();
             IoJob job;
             job.nlb = 512 / lba;
@@ -316,13 +322,14 @@ int main(int argc, char **argv)
             const Run r = run_kernel(*modelled, q, pollers, job);
             const Statistics after = modelled->stats();
             bad += r.failed != 0;
-            std::printf("| %s | %u | %d | %.2f | %llu | %.2f us |\n", preset, q, pollers, r.rate() / 1e6,
+            std::printf("| %s | %u | %d | %.2f | %llu | %.2f us | %.2f / %.1f us |\n", preset, q, pollers, r.rate() / 1e6,
                         static_cast<unsigned long long>(after.model_overruns - before.model_overruns),
-                        r.commands ? (after.model_delay_ns - before.model_delay_ns) / 1e3 / r.commands : 0.0);
+                        r.commands ? (after.model_delay_ns - before.model_delay_ns) / 1e3 / r.commands : 0.0,
+                        r.timed.mean_late_ns / 1e3, r.timed.max_late_ns / 1e3);
             std::fflush(stdout);
         }
     }
     unlink(path.c_str());
-    host_table(*dev, 16);
+    if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }

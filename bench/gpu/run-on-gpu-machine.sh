@@ -6,7 +6,8 @@
 # Python GPU tests, GPU-initiated I/O (random Reads and Executes, checked on the GPU, also
 # under compute-sanitizer; rates on 1-256 queues), the GPU-initiated gather, the prefetching
 # loader, and (with build/gpu-stack.tar.xz carried) the whole stack under QEMU with csd.ko's
-# peer-to-peer path. Writes logs to $OUT (default build/gpu-out).
+# peer-to-peer path. Writes logs to $OUT (default build/gpu-out). QUICK=1: the landing
+# (tests, gpu_bench, the sweep) and the timing-model table only, sanitizer included.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$top/build/gpu-out}
@@ -26,7 +27,7 @@ cd "$top"
     build/gpu-host/tests/gpu/csd-gpu-tests 2>&1 | tail -15
     echo "== GPU-initiated commands (GpuQueues): the gather checked (under compute-sanitizer at the end)"
     build/gpu-host/tests/host/csd-queue-processor-tests --gtest_brief=1 | tail -2
-    timeout 120 build/gpu-host/bench/gpu/gpu_gather check
+    [ -n "${QUICK:-}" ] || timeout 120 build/gpu-host/bench/gpu/gpu_gather check
     echo "== GPU-initiated random Reads (512 B, 4 KiB) and Executes, every byte and result checked on the GPU"
     timeout 120 build/gpu-host/bench/gpu/gpu_io check
 } 2>&1 | tee "$out/gpu-tests.log"
@@ -35,12 +36,17 @@ cd "$top"
     build/gpu-host/bench/gpu/gpu_bench 1024
     echo "== the pinned pipeline's sweep (chunk size x readers), from which the defaults are picked"
     timeout 200 build/gpu-host/bench/gpu/gpu_bench sweep
+    if [ -n "${QUICK:-}" ]; then
+        echo "== GPU-initiated 512 B Reads under the ll-nand-gen5 timing model"
+        timeout 200 build/gpu-host/bench/gpu/gpu_io model 16
+        exit 0
+    fi
     echo "== GPU-initiated I/O: random 512 B / 4 KiB Reads and Executes from kernels, 1-256 queues"
     timeout 300 build/gpu-host/bench/gpu/gpu_io bench 16
     echo "== GPU-initiated gather against host-issued (65536 random 4 KiB records)"
     timeout 300 build/gpu-host/bench/gpu/gpu_gather bench 65536 8
 } 2>&1 | tee "$out/gpu-bench.log"
-{
+[ -z "${QUICK:-}" ] && {
     echo "== Python"
     CSD_LIBDIR=build/gpu-host/host python3 -m pip install -q --no-build-isolation ./python 2>&1 | tail -5
     (cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15)
@@ -51,6 +57,12 @@ cd "$top"
     python3 bench/gpu/prefetch_training.py 24 2 512 | tail -2
 } 2>&1 | tee "$out/gpu-python.log"
 # Last, being the slowest: the same checks under compute-sanitizer.
+[ -n "${QUICK:-}" ] && {
+    echo "== GPU tests under compute-sanitizer (the timed concurrency tests left out)"
+    timeout 200 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40
+    exit 0
+} 2>&1 | tee "$out/gpu-sanitizer.log"
+[ -n "${QUICK:-}" ] && exit 0
 {
     echo "== GPU tests under compute-sanitizer (the timed concurrency tests left out)"
     timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full build/gpu-host/tests/gpu/csd-gpu-tests --gtest_brief=1 --gtest_filter=-*WhileLanding* 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -40

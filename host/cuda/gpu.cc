@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// gpu.cc - the pinned-buffer pipeline and registered-SLM copies.
+// gpu.cc - the pinned-buffer pipeline, registered-SLM and registered-namespace copies, and
+// object landings checked on the GPU.
 #include "gpu.hpp"
 
 #include <algorithm>
@@ -7,8 +8,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <thread>
+
+#include "gpu_crc32c.hpp"
 
 namespace csd::gpu {
 
@@ -26,11 +30,11 @@ double since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Threads that compute the CRC-32C on the simulated peer-to-peer path while the DMA reads the
-// same memory: 8 gave 71 / 90 / 87 % of the ceiling at 64 MiB / 256 MiB / 1 GiB, 12 gave
-// 66 / 85 / 91 % (two H200 machines, perf.md): more threads mostly take memory bandwidth
-// from the DMA (a guess from two runs on different machines, not a sweep).
-constexpr int kCheckThreads = 8;
+// Pieces the simulated peer-to-peer path copies (and checks on the GPU) one DMA each: the
+// CRC of the last is what the landing waits for after the DMA (~10-30 us at 8 MiB).
+constexpr uint64_t kMappedPiece = 8 << 20;
+// Pieces whose CRC may be in flight at once (a ring of slots), without a progress callback.
+constexpr int kCrcSlots = 16;
 
 }  // namespace
 
@@ -92,6 +96,125 @@ private:
     std::vector<std::thread> threads_;
 };
 
+// Computes the CRC-32C of landed pieces on its own stream, each behind its copy on the
+// landing's stream, and reports them (oldest first) as they come back.
+class Landing::Checker {
+public:
+    using Landed = ObjectSink::Landed;
+    Checker(uint64_t max_piece, int slots) : crc_(max_piece, slots), copied_(slots), done_(slots)
+    {
+        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+        for (int i = 0; i < slots; i++) {
+            check(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming), "cudaEventCreate");
+            check(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming), "cudaEventCreate");
+        }
+    }
+    ~Checker()
+    {
+        cudaStreamSynchronize(stream_);
+        for (size_t i = 0; i < copied_.size(); i++) {
+            cudaEventDestroy(copied_[i]);
+            cudaEventDestroy(done_[i]);
+        }
+        cudaStreamDestroy(stream_);
+    }
+    // Reports the oldest pieces while `window` or more are in flight (window capped at the slots).
+    void make_room(size_t window, const Landed &landed)
+    {
+        window = std::max<size_t>(1, std::min<size_t>(window, crc_.slots()));
+        while (inflight_.size() >= window) report_oldest(landed);
+    }
+    // Queues the CRC of the n bytes at d (the object's [pos, pos + n)) behind what `after` has
+    // queued so far, once fewer than `window` pieces are in flight.
+    void add(const uint8_t *d, uint64_t pos, uint64_t n, cudaStream_t after, size_t window, const Landed &landed)
+    {
+        make_room(window, landed);
+        const int slot = static_cast<int>(next_++ % crc_.slots());
+        check(cudaEventRecord(copied_[slot], after), "cudaEventRecord");
+        check(cudaStreamWaitEvent(stream_, copied_[slot], 0), "cudaStreamWaitEvent");
+        crc_.launch(d, n, slot, stream_);
+        check(cudaEventRecord(done_[slot], stream_), "cudaEventRecord");
+        inflight_.push_back({slot, pos, n});
+    }
+    // Reports the pieces in flight, in order, as their CRCs come back.
+    void report_all(const Landed &landed)
+    {
+        while (!inflight_.empty()) report_oldest(landed);
+    }
+    // Forgets the pieces in flight (a landing that failed), once their kernels are done.
+    void abandon()
+    {
+        cudaStreamSynchronize(stream_);
+        inflight_.clear();
+    }
+
+private:
+    struct Piece {
+        int slot;
+        uint64_t pos, n;
+    };
+    void report_oldest(const Landed &landed)
+    {
+        const Piece p = inflight_.front();
+        inflight_.pop_front();
+        check(cudaEventSynchronize(done_[p.slot]), "cudaEventSynchronize(CRC-32C)");
+        landed(p.pos, p.n, crc_.result(p.slot));
+    }
+    GpuCrc32c crc_;
+    cudaStream_t stream_ = nullptr;
+    std::vector<cudaEvent_t> copied_, done_;
+    std::deque<Piece> inflight_;
+    uint64_t next_ = 0;
+};
+
+// One thread that runs the transfers posted to it, in order.
+class Landing::Worker {
+public:
+    Worker() : thread_([this] { run(); }) {}
+    // Finishes what was posted, then stops.
+    ~Worker()
+    {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    // Runs f on the worker; its result or exception through the future.
+    std::future<CopyReport> post(std::function<CopyReport()> f)
+    {
+        auto task = std::make_shared<std::packaged_task<CopyReport()>>(std::move(f));
+        std::future<CopyReport> fut = task->get_future();
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            queue_.push_back([task] { (*task)(); });
+        }
+        cv_.notify_one();
+        return fut;
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock<std::mutex> g(mu_);
+        for (;;) {
+            cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, nothing left
+            std::function<void()> f = std::move(queue_.front());
+            queue_.pop_front();
+            g.unlock();
+            f();  // a packaged_task: never throws
+            g.lock();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
 bool available()
 {
     int n = 0;
@@ -104,8 +227,9 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
     if (!available()) {
         throw Error("no CUDA device", ENODEV);
     }
-    // at least kCheckThreads: the simulated peer-to-peer path checks CRCs on them during its DMA
-    pool_ = std::make_unique<FillPool>(std::max(readers_, kCheckThreads));
+    pool_ = std::make_unique<FillPool>(readers_);
+    checker_ = std::make_unique<Checker>(std::max(chunk_, kMappedPiece), kCrcSlots);
+    worker_ = std::make_unique<Worker>();
     buffers_.resize(static_cast<size_t>(std::max(buffers, 2)));
     for (Buffer &b : buffers_) {
         check(cudaHostAlloc(reinterpret_cast<void **>(&b.host), chunk_, cudaHostAllocDefault), "cudaHostAlloc");
@@ -115,6 +239,7 @@ Landing::Landing(Device &dev, uint64_t chunk, int buffers, int readers)
 
 Landing::~Landing()
 {
+    worker_.reset();  // the transfers posted finish first
     for (Buffer &b : buffers_) {
         if (b.done) {
             cudaEventSynchronize(b.done);
@@ -156,27 +281,10 @@ std::string Landing::peer_to_peer_error() const
     return ns_error_;
 }
 
-void Landing::copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream,
-                          const std::function<void(uint64_t pos, uint64_t n)> &verify)
+void Landing::copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream)
 {
     if (n) check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-    std::exception_ptr err;
-    if (verify) {
-        try {
-            const uint64_t slice = std::max<uint64_t>((n / kCheckThreads + 4095) & ~4095ull, 1 << 20);
-            std::vector<std::function<void()>> tasks;
-            for (uint64_t off = 0; off < n; off += slice) {
-                tasks.push_back([&verify, off, len = std::min(slice, n - off)] { verify(off, len); });
-            }
-            if (tasks.size() == 1) tasks[0]();
-            else if (!tasks.empty()) pool_->run_all(std::move(tasks));
-        } catch (...) {
-            err = std::current_exception();
-        }
-    }
-    const cudaError_t e = cudaStreamSynchronize(stream);  // the DMA is done before anything returns
-    if (err) std::rethrow_exception(err);
-    check(e, "cudaStreamSynchronize");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
 // Fills dst[0, n) from source position pos with `readers_` threads, each taking a slice and
@@ -210,7 +318,8 @@ constexpr uint64_t kCopyBySlice = 1 << 20;
 
 // The pipeline: buffer i is refilled only after the GPU copies that last used it finished
 // (its event), so the drive-side fill of one chunk overlaps the copies of the others.
-CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream)
+CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream,
+                             const std::function<void(uint64_t pos, uint64_t n)> &copied)
 {
     std::lock_guard<std::mutex> g(run_mu_);
     const auto t0 = std::chrono::steady_clock::now();
@@ -231,6 +340,7 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
         }
         if (!by_slice) copy(0, n);
         check(cudaEventRecord(b.done, stream), "cudaEventRecord");
+        if (copied) copied(pos, n);
     }
     for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
     return {"pinned-pipeline", len, since(t0), {}};
@@ -241,7 +351,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
 {
     uint8_t *slm = dev_.slm_host_pointer();
     if (direct && slm) {
-        return std::async(std::launch::async, [=] {
+        return worker_->post([=] {
             std::lock_guard<std::mutex> g(run_mu_);
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
@@ -256,7 +366,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
             return CopyReport{"slm-registered", len, since(t0), {}};
         });
     }
-    return std::async(std::launch::async, [=] {
+    return worker_->post([=] {
         return pipeline(len, [this, offset](uint64_t pos, uint64_t n, uint8_t *d) { dev_.slm_read(offset + pos, d, n); },
                         static_cast<uint8_t *>(dst), stream);
     });
@@ -269,7 +379,7 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
     if (chunk_ % lba != 0) {
         throw Error("lbas_to_gpu: the chunk size must be a multiple of the LBA size", EINVAL);
     }
-    return std::async(std::launch::async, [=] {
+    return worker_->post([=] {
         if (direct) {  // the simulated peer-to-peer drive, where the namespace is registered
             std::unique_lock<std::mutex> g(run_mu_);
             if (const uint8_t *ns = registered_namespace()) {
@@ -277,7 +387,7 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
                     throw Error("lbas_to_gpu: LBAs outside the namespace", ERANGE);
                 }
                 const auto t0 = std::chrono::steady_clock::now();
-                copy_mapped(ns + slba * lba, nlb * lba, static_cast<uint8_t *>(dst), stream, {});
+                copy_mapped(ns + slba * lba, nlb * lba, static_cast<uint8_t *>(dst), stream);
                 return CopyReport{kPeerToPeer, nlb * lba, since(t0), {}};
             }
         }
@@ -293,58 +403,76 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
 std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
                                                uint64_t dst_bytes, cudaStream_t stream, Progress progress, bool direct)
 {
-    // The store's destination: the pinned pipeline, whose fill threads call the store's fill
-    // (each slice read from the namespace and checked), or one DMA from the registered
-    // namespace while the fill threads run the store's check over the same bytes.
+    // The store's destination: DMAs from the registered namespace (the simulated
+    // peer-to-peer drive) or the pinned pipeline (whose fill threads only read), each piece's
+    // CRC-32C computed on the GPU over the bytes where it landed, behind its copy.
     class ToGpu : public ObjectSink {
     public:
-        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s, const uint8_t *ns, uint64_t ns_bytes)
-            : l_(l), dst_(dst), cap_(cap), stream_(s), ns_(ns), ns_bytes_(ns_bytes)
+        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s, const uint8_t *ns, uint64_t ns_bytes, bool paced)
+            : l_(l), dst_(dst), cap_(cap), stream_(s), ns_(ns), ns_bytes_(ns_bytes), window_(paced ? 2 : kCrcSlots)
         {
         }
-        bool takes_mapped() const override { return ns_ != nullptr; }
-        void land(const ObjectInfo &o, const Fill &fill) override
+        bool checks_landed() const override { return true; }
+        void land(const ObjectInfo &o, const Fill &) override
         {
-            fits(o);
-            report = l_->pipeline(o.bytes, fill, dst_, stream_);
+            throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
         }
-        void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &verify) override
-        {
-            fits(o);
-            std::lock_guard<std::mutex> g(l_->run_mu_);
-            const auto t0 = std::chrono::steady_clock::now();
-            l_->copy_mapped(bytes, o.bytes, dst_, stream_, verify);
-            // the store's device maps the namespace where this landing registered it (else
-            // the copy was from pageable memory: right, but no simulated peer-to-peer DMA)
-            const bool registered = bytes >= ns_ && o.bytes <= ns_bytes_ && bytes - ns_ <= ns_bytes_ - o.bytes;
-            report = {registered ? kPeerToPeer : "mapped-namespace-pageable", o.bytes, since(t0), {}};
-        }
-        CopyReport report;
-
-    private:
-        void fits(const ObjectInfo &o) const
+        void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed) override
         {
             if (o.bytes > cap_) {
                 throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
                                 " bytes; the destination in GPU memory holds " + std::to_string(cap_),
                             ENOSPC);
             }
+            // the store's device maps the namespace where this landing registered it
+            const bool registered = mapped && ns_ && mapped >= ns_ && o.bytes <= ns_bytes_ &&
+                                    static_cast<uint64_t>(mapped - ns_) <= ns_bytes_ - o.bytes;
+            try {
+                if (registered) {
+                    std::lock_guard<std::mutex> g(l_->run_mu_);
+                    const auto t0 = std::chrono::steady_clock::now();
+                    for (uint64_t pos = 0; pos < o.bytes; pos += kMappedPiece) {
+                        const uint64_t n = std::min(kMappedPiece, o.bytes - pos);
+                        l_->checker_->make_room(window_, landed);  // paced: no DMA far ahead of progress
+                        check(cudaMemcpyAsync(dst_ + pos, mapped + pos, n, cudaMemcpyHostToDevice, stream_),
+                              "cudaMemcpyAsync");
+                        l_->checker_->add(dst_ + pos, pos, n, stream_, window_, landed);
+                    }
+                    l_->checker_->report_all(landed);
+                    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+                    report = {kPeerToPeer, o.bytes, since(t0), {}};
+                } else {
+                    report = l_->pipeline(o.bytes, fill, dst_, stream_, [&](uint64_t pos, uint64_t n) {
+                        l_->checker_->add(dst_ + pos, pos, n, stream_, window_, landed);
+                    });
+                    l_->checker_->report_all(landed);
+                }
+            } catch (...) {
+                l_->checker_->abandon();
+                cudaStreamSynchronize(stream_);  // no copy still writing dst when the landing gives up
+                throw;
+            }
         }
+        CopyReport report;
+
+    private:
         Landing *l_;
         uint8_t *dst_;
         uint64_t cap_;
         cudaStream_t stream_;
         const uint8_t *ns_;
         uint64_t ns_bytes_;
+        size_t window_;
     };
-    return std::async(std::launch::async, [=, &store] {
+    return worker_->post([=, &store] {
         const auto t0 = std::chrono::steady_clock::now();
         const uint8_t *ns = nullptr;
         if (direct) {
             std::lock_guard<std::mutex> g(run_mu_);
             ns = registered_namespace();
         }
-        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size);
+        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size,
+                   static_cast<bool>(progress));
         sink.report.object = store.get_into(name, sink, progress);
         sink.report.bytes = sink.report.object.bytes;
         if (sink.report.path.empty()) sink.report.path = "pinned-pipeline";  // an empty object copies nothing

@@ -64,13 +64,14 @@ public:
     std::future<CopyReport> lbas_to_gpu(uint64_t slba, uint64_t nlb, void *dst, cudaStream_t stream,
                                         bool direct = true);
     // A stored object -> GPU memory at dst, which holds dst_bytes (a larger object fails
-    // with ENOSPC). Through the store's read path: the fill threads compute each piece's
-    // CRC-32C as they fill the pinned buffers and the store combines them and checks the
-    // object's (EIO as get() when it does not match), landing it again when another writer
-    // replaced it meanwhile; the report names the version that landed. direct=true takes the
-    // simulated peer-to-peer path where there is one (kPeerToPeer): one DMA from the
-    // registered namespace while the fill threads compute the CRC-32C of the same bytes
-    // there, and the store confirms the object stayed in place (ObjectSink::land_mapped).
+    // with ENOSPC). Through the store's read path (ObjectSink::land_checked): the CRC-32C of
+    // each piece is computed on the GPU over the bytes where they landed, behind its copy,
+    // and the store combines them and checks the object's (EIO as get() when it does not
+    // match), landing it again when another writer replaced it meanwhile; the report names
+    // the version that landed. direct=true takes the simulated peer-to-peer path where there
+    // is one (kPeerToPeer): DMAs from the registered namespace; else the pinned pipeline. With
+    // a progress callback, the copies run at most two pieces (8 MiB each from the
+    // namespace; chunks in the pipeline, which fills one more) ahead of the progress reported.
     std::future<CopyReport> object_to_gpu(ObjectStore &store, const std::string &name, void *dst, uint64_t dst_bytes,
                                           cudaStream_t stream, Progress progress = {}, bool direct = true);
     // Why the namespace could not be registered with CUDA ("" if it was, or was not tried).
@@ -82,13 +83,21 @@ private:
         cudaEvent_t done = nullptr;
     };
     using Fill = std::function<void(uint64_t pos, uint64_t n, uint8_t *dst)>;
-    CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream);
+    // copied(pos, n) is called once each chunk's copy to dst + pos is queued on stream.
+    CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream,
+                        const std::function<void(uint64_t pos, uint64_t n)> &copied = {});
     void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
                        const std::function<void(uint64_t off, uint64_t len)> &filled);
 
     // Persistent threads that fill slices of a pinned buffer.
     class FillPool;
     std::unique_ptr<FillPool> pool_;
+    // CRC-32C of landed pieces on the GPU, on a stream of its own behind their copies.
+    class Checker;
+    std::unique_ptr<Checker> checker_;
+    // The one persistent thread that runs every transfer (no thread started per call).
+    class Worker;
+    std::unique_ptr<Worker> worker_;
     Device &dev_;
     uint64_t chunk_;
     int readers_;
@@ -96,10 +105,8 @@ private:
     // The namespace, mapped and registered with CUDA once (nullptr where it is not mapped or
     // the registration failed); call with run_mu_ held.
     const uint8_t *registered_namespace();
-    // One DMA of n bytes from the registered namespace at src, while `check` runs over
-    // pieces of them on the fill threads; waits for both.
-    void copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream,
-                     const std::function<void(uint64_t pos, uint64_t n)> &verify);
+    // One DMA of n bytes from the registered namespace at src; waits for it.
+    void copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream);
     std::mutex run_mu_;  // one pipeline at a time uses the pool
     bool slm_registered_ = false;
     bool ns_tried_ = false;

@@ -30,6 +30,7 @@ public:
     // The arena as host code addresses it.
     uint8_t *host_arena() const { return host_.arena; }
     uint64_t commands() const { return proc_->commands(); }  // completed so far
+    QueueProcessor::Timed timed() const { return proc_->timed(); }  // posted at a timing model's finish
     uint64_t errors() const { return proc_->errors(); }
 
 private:

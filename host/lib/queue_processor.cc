@@ -5,7 +5,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <cstring>
 
@@ -49,6 +51,19 @@ uint64_t QueueProcessor::commands() const
     uint64_t n = 0;
     for (int i = 0; i < pollers_; i++) n += counts_[i].commands.load(std::memory_order_relaxed);
     return n;
+}
+
+QueueProcessor::Timed QueueProcessor::timed() const
+{
+    Timed t;
+    uint64_t late = 0;
+    for (int i = 0; i < pollers_; i++) {
+        t.completions += counts_[i].timed.load(std::memory_order_relaxed);
+        late += counts_[i].late_ns.load(std::memory_order_relaxed);
+        t.max_late_ns = std::max(t.max_late_ns, counts_[i].max_late_ns.load(std::memory_order_relaxed));
+    }
+    t.mean_late_ns = t.completions ? double(late) / t.completions : 0;
+    return t;
 }
 
 uint64_t QueueProcessor::errors() const
@@ -147,7 +162,39 @@ bool QueueProcessor::cq_full(uint32_t q, QueueState &s) const
     return next == s.cq_head && next == (s.cq_head = set_.db[q].cq_head);
 }
 
-bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
+namespace {
+
+uint64_t steady_ns()
+{
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+bool QueueProcessor::post_due(std::vector<QueueState> &state, std::vector<Due> &due, Counts &counts)
+{
+    if (due.empty()) return false;
+    const uint64_t now = steady_ns();
+    bool posted = false;
+    while (!due.empty() && due.front().finish <= now) {
+        const Due &d = due.front();
+        QueueState &s = state[d.q];
+        if (cq_full(d.q, s)) break;  // its consumer is behind: again next round
+        post(d.q, s, d.cid, d.c, counts);
+        s.due--;
+        const uint64_t late = now - d.finish;
+        counts.timed.store(counts.timed.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        counts.late_ns.store(counts.late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);
+        if (late > counts.max_late_ns.load(std::memory_order_relaxed)) counts.max_late_ns.store(late, std::memory_order_relaxed);
+        std::pop_heap(due.begin(), due.end(), std::greater<Due>());
+        due.pop_back();
+        posted = true;
+    }
+    return posted;
+}
+
+bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vector<Due> &due)
 {
     bool worked = false;
     // Executes handed to compute units earlier: completed when done, in any order (the
@@ -173,7 +220,7 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
     if (tail >= set_.depth) return worked;  // an invalid doorbell value: ignored, as a controller would
     while (s.sq_head != tail && !stop_.load(std::memory_order_relaxed)) {
         // an entry is taken only with room for its completion (counting those in flight)
-        if (s.pending.size() + 1 >= set_.depth || cq_full(q, s)) break;
+        if (s.pending.size() + s.due + 1 >= set_.depth || cq_full(q, s)) break;
         NvmeSqe e;
         std::memcpy(&e, const_cast<const NvmeSqe *>(&set_.sq[uint64_t(q) * set_.depth + s.sq_head]), sizeof e);
         s.sq_head = (s.sq_head + 1) % set_.depth;
@@ -191,7 +238,15 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
                     }
                     c = f.get();
                 } else {
-                    c = dev_.transport().submit(cmd);
+                    // under a timing model: posted at its modelled finish (post_due), not waited for here
+                    uint64_t finish = 0;
+                    c = dev_.transport().submit_deferred(cmd, &finish);
+                    if (finish) {
+                        due.push_back({finish, q, e.cid, c});
+                        std::push_heap(due.begin(), due.end(), std::greater<Due>());
+                        s.due++;
+                        continue;
+                    }
                 }
             } catch (const Error &) {
                 c = Completion{kInternalError, 0};
@@ -205,11 +260,12 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts)
 void QueueProcessor::poll(int index, int pollers)
 {
     std::vector<QueueState> state(set_.queues);
+    std::vector<Due> due;  // a min-heap on the modelled finish
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
-        bool worked = false;
+        bool worked = post_due(state, due, counts_[index]) || !due.empty();  // completions due soon: keep spinning
         for (uint32_t q = index; q < set_.queues; q += pollers) {
-            worked |= serve(q, state[q], counts_[index]) || !state[q].pending.empty();  // Executes in flight: keep spinning
+            worked |= serve(q, state[q], counts_[index], due) || !state[q].pending.empty();  // Executes in flight: keep spinning
         }
         if (worked) {
             idle = 0;

@@ -732,6 +732,11 @@ void ObjectSink::land_mapped(const ObjectInfo &o, const uint8_t *, const Check &
     throw Error("landing object '" + o.name + "': this destination cannot copy from the mapped namespace", ENOTSUP);
 }
 
+void ObjectSink::land_checked(const ObjectInfo &o, const Fill &, const uint8_t *, const Landed &)
+{
+    throw Error("landing object '" + o.name + "': this destination does not check what landed", ENOTSUP);
+}
+
 uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress, bool *mapped)
 {
     struct Piece {
@@ -756,9 +761,22 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
     };
     // The simulated peer-to-peer drive: the destination copies from the mapped namespace and
     // the store checks the same bytes there, in parallel with the copy.
-    const uint8_t *ns = sink.takes_mapped() ? dev_.transport().namespace_host_pointer() : nullptr;
-    *mapped = ns != nullptr;
-    if (ns) {
+    *mapped = false;
+    if (sink.checks_landed()) {  // the destination checks the landed copy (on the GPU)
+        const uint8_t *ns = dev_.transport().namespace_host_pointer();
+        sink.land_checked(
+            o,
+            [&](uint64_t pos, uint64_t n, uint8_t *host) {
+                in_object(pos, n);
+                read_bytes(o, pos, n, host);
+            },
+            ns ? ns + first_lba(o) * dev_.ns().lba_size : nullptr,
+            [&](uint64_t pos, uint64_t n, uint32_t crc) {
+                in_object(pos, n);
+                piece_done(pos, n, crc);
+            });
+    } else if (const uint8_t *ns = sink.takes_mapped() ? dev_.transport().namespace_host_pointer() : nullptr) {
+        *mapped = true;
         const uint8_t *bytes = ns + first_lba(o) * dev_.ns().lba_size;
         sink.land_mapped(o, bytes, [&](uint64_t pos, uint64_t n) {
             in_object(pos, n);

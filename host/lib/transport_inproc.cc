@@ -196,6 +196,23 @@ public:
         }
         return submit_async(cmd).get();
     }
+    // Under a timing model, an NVM Read of the namespace runs now and its modelled finish is
+    // returned rather than waited for (own_io's Read, less the wait: the delay or overrun is
+    // counted as it is there); anything else as submit().
+    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
+    {
+        *finish_ns = 0;
+        if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_)) return submit(cmd);
+        const InFlight counted(*this);
+        const uint64_t arrived = now_ns();
+        csd_model_work w;
+        csd_model_work_nvm(cmd.opcode, ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_}, &w);
+        const Completion r = rw(cmd, false);
+        if (r.status) return r;  // refused: no media time (as own_io)
+        *finish_ns = csd_core_model_schedule(core_, &w, arrived);
+        csd_core_model_done(core_, *finish_ns, now_ns());
+        return r;
+    }
     // The simulated peer-to-peer drive: the namespace's mapping (none under a timing model,
     // whose Reads must be commands).
     const uint8_t *namespace_host_pointer() override { return csd_core_model_on(core_) ? nullptr : map_->data(); }

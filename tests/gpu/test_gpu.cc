@@ -10,7 +10,9 @@
 #include <random>
 #include <thread>
 
+#include "csd_crc32c.h"
 #include "gpu.hpp"
+#include "gpu_crc32c.hpp"
 
 using namespace csd;
 
@@ -258,6 +260,29 @@ TEST_F(Gpu, ReplacedMidLandingLandsTheNewVersion)
         EXPECT_EQ(r.object.generation, store.stat("t").generation);
         EXPECT_NE(r.object.generation, old.generation);
         EXPECT_EQ(from_gpu(d, b.size()), b) << r.path;
+    }
+    cudaFree(d);
+}
+
+// The GPU's CRC-32C is the spec's: its check value, and lengths and alignments around the
+// kernel's 8-byte words, 1 KiB per thread and 256 KiB per block, against csd_crc32c.
+TEST_F(Gpu, Crc32cOnTheGpuIsTheSpecs)
+{
+    const char *check = "123456789";
+    void *d = nullptr;
+    const size_t max = (3 << 20) + 4099;
+    ASSERT_EQ(cudaMalloc(&d, max + 8), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d, check, 9, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(gpu::crc32c_on_gpu(d, 9), 0xE3069283u);
+    EXPECT_EQ(gpu::crc32c_on_gpu(d, 0), csd_crc32c(nullptr, 0));
+    const auto data = random(max + 8, 7);
+    ASSERT_EQ(cudaMemcpy(d, data.data(), data.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(1023), size_t(1024), size_t(1025), size_t(262143),
+                     size_t(262144), size_t(262145), size_t(1 << 20), max}) {
+        for (size_t off : {0, 1, 5, 8}) {
+            EXPECT_EQ(gpu::crc32c_on_gpu(static_cast<uint8_t *>(d) + off, n), csd_crc32c(data.data() + off, n))
+                << n << " bytes at offset " << off;
+        }
     }
     cudaFree(d);
 }

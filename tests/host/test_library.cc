@@ -24,6 +24,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd_crc32c.h"
 #include "nvme_cs.h"
 
 using namespace csd;
@@ -699,6 +700,61 @@ TEST_F(Store, MappedLandingLandsTheNewVersionWhenReplacedMidRead)
     EXPECT_EQ(sink.attempts, 2);
     EXPECT_EQ(sink.bytes, b);
     EXPECT_NE(o.generation, old.generation);
+}
+
+// A destination that checks the bytes where they landed (as the GPU landing does on the
+// GPU): CRC-32C of its own copy, piece by piece; `flip` damages its copy after the copy (a
+// transfer gone wrong), which a check of the namespace's bytes could not see.
+class LandedCheckSink : public ObjectSink {
+public:
+    std::vector<uint8_t> bytes;
+    int from_mapping = 0, through_fill = 0;
+    bool use_mapping = true;
+    int64_t flip = -1;
+
+    bool checks_landed() const override { return true; }
+    void land(const ObjectInfo &, const Fill &) override { ADD_FAILURE() << "land() called on a checking sink"; }
+    void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed) override
+    {
+        bytes.assign(o.bytes, 0);
+        const uint64_t piece = 1 << 20;
+        for (uint64_t pos = 0; pos < o.bytes; pos += piece) {
+            const uint64_t n = std::min(piece, o.bytes - pos);
+            if (mapped && use_mapping) {
+                std::memcpy(bytes.data() + pos, mapped + pos, n);
+            } else {
+                fill(pos, n, bytes.data() + pos);
+            }
+            if (flip >= 0 && static_cast<uint64_t>(flip) >= pos && static_cast<uint64_t>(flip) < pos + n) {
+                bytes[flip] ^= 0x10;
+            }
+            landed(pos, n, csd_crc32c(bytes.data() + pos, n));
+        }
+        (mapped && use_mapping ? from_mapping : through_fill)++;
+    }
+};
+
+TEST_F(Store, LandedCheckCoversTheCopyNotTheSource)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(3 * 1024 * 1024 + 555, 25);
+    s.put("t", data.data(), data.size());
+    for (bool use_mapping : {true, false}) {
+        LandedCheckSink good;
+        good.use_mapping = use_mapping;
+        EXPECT_EQ(s.get_into("t", good).bytes, data.size());
+        EXPECT_EQ(good.bytes, data);
+        EXPECT_EQ(good.through_fill, use_mapping && dev->transport().namespace_host_pointer() ? 0 : 1);
+        LandedCheckSink bad;
+        bad.use_mapping = use_mapping;
+        bad.flip = static_cast<int64_t>(data.size() / 2);
+        try {
+            s.get_into("t", bad);
+            ADD_FAILURE() << "a copy damaged after it was read landed without an error";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EIO) << e.what();
+        }
+    }
 }
 
 // Under a timing model a Read must be a command: no mapping is offered, and a destination

@@ -223,6 +223,30 @@ TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
 // An Execute runs on a compute unit while its poller goes on serving: a Read submitted after
 // a long Execute on the same queue completes first, and the Execute then completes with its
 // result (completions in any order, matched by command ID, as NVMe allows).
+// Under a timing model a poller posts each Read at its modelled finish and serves on
+// meanwhile: 32 Reads of a drive whose reads take 2 ms (all in parallel on its media)
+// complete ~2 ms after the doorbell, not 32 x 2 ms (one waited out after the other).
+TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
+{
+    auto slow = Device::open(g_path + "&model=ll-nand-gen5&model.media-read-latency-ns=2000000");
+    const uint32_t n = 32;
+    Queues qs(1, 64, n * 4096, lba);
+    QueueProcessor proc(*slow, qs.set, 0, 1);
+    const Statistics before = slow->stats();
+    for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(i * 7, 1, i * 4096));
+    const auto t0 = std::chrono::steady_clock::now();
+    qs.ring(0);
+    for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, 2.0) << "completed before the modelled finish";
+    EXPECT_LT(ms, 20.0) << "the Reads' modelled latencies were waited out one after another";
+    EXPECT_EQ(slow->stats().model_overruns - before.model_overruns, 0u);
+    EXPECT_EQ(proc.timed().completions, n);
+    std::vector<uint8_t> want(lba);
+    slow->read_lbas(3 * 7, 1, want.data());
+    EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
+}
+
 TEST_F(QueueProcessorTest, AnExecuteDoesNotHoldUpTheQueue)
 {
     // a compute unit that streams 1 MB/s: a checksum of 64 KiB takes ~65 ms

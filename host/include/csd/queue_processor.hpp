@@ -31,6 +31,14 @@ public:
 
     uint64_t commands() const;  // entries completed so far
     uint64_t errors() const;    // of those, with a non-zero status
+    // Completions a timing model timed (Transport::submit_deferred), and how late after their
+    // modelled finish they were posted: the mean and the largest, in nanoseconds.
+    struct Timed {
+        uint64_t completions = 0;
+        double mean_late_ns = 0;
+        uint64_t max_late_ns = 0;
+    };
+    Timed timed() const;
 
     // Runs one submission queue entry against the device and returns its completion
     // (status without the phase tag). Exposed so that the decoding can be tested alone.
@@ -42,13 +50,25 @@ private:
         uint32_t cq_head = 0;  // the consumer's CQ head as last read (re-read only when the CQ looks full)
         uint16_t phase = 1;
         std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
+        uint32_t due = 0;  // completions of this queue waiting for their modelled finish
+    };
+    // A completion to post at its modelled finish; a poller keeps them in a min-heap.
+    struct Due {
+        uint64_t finish;
+        uint32_t q;
+        uint16_t cid;
+        Completion c;
+        bool operator>(const Due &o) const { return finish > o.finish; }
     };
     // What one poller counted, on a cache line of its own (pollers share no written line).
     struct alignas(64) Counts {
         std::atomic<uint64_t> commands{0}, errors{0};
+        std::atomic<uint64_t> timed{0}, late_ns{0}, max_late_ns{0};
     };
     void poll(int index, int pollers);
-    bool serve(uint32_t q, QueueState &s, Counts &counts);
+    bool serve(uint32_t q, QueueState &s, Counts &counts, std::vector<Due> &due);
+    // Posts the completions in due whose modelled finish has passed; whether it posted any.
+    bool post_due(std::vector<QueueState> &state, std::vector<Due> &due, Counts &counts);
     // An entry as the Command it asks for; false with *refused set when it cannot be run.
     bool decode(const NvmeSqe &e, Command *out, Completion *refused);
     // Posts a completion for command cid at the CQ tail, phase tag last.

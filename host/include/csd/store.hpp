@@ -73,6 +73,21 @@ public:
     // replaced meanwhile (its space cannot have been reused while it stayed in the catalog),
     // so the bytes checked are the bytes copied. Called only where takes_mapped() is true.
     virtual void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &check);
+
+    // Reports the CRC-32C of bytes [pos, pos + n) of the object as they landed; safe to call
+    // from several threads at once.
+    using Landed = std::function<void(uint64_t pos, uint64_t n, uint32_t crc)>;
+    // Whether this destination computes the CRC-32C of the bytes where they landed (on the
+    // GPU): the store then calls land_checked instead of land or land_mapped.
+    virtual bool checks_landed() const { return false; }
+    // One attempt at landing o, checked where it landed: copy its bytes from `mapped` (o.bytes
+    // of them in the mapped namespace, read-only) where that is not null and the destination
+    // can, else through fill (which then reads without checking), and report through landed
+    // the CRC-32C, computed over the landed copy, of pieces that cover [0, o.bytes) once each;
+    // return (or throw) only when no call of fill is running. The check covers the bytes the
+    // user gets, so the store needs no confirmation that the object stayed put. Called only
+    // where checks_landed() is true.
+    virtual void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed);
 };
 
 // Host memory of a fixed size as a destination; a larger object fails with ENOSPC.

@@ -51,6 +51,15 @@ public:
     virtual Completion submit(const Command &cmd) = 0;
     // Sends one command; the future gives its completion (default: a worker thread).
     virtual std::future<Completion> submit_async(const Command &cmd);
+    // Runs one command (not an Execute) and returns its completion at once, with *finish_ns
+    // the steady-clock time before which a timing model says it must not be posted (0: at
+    // once): a queue's poller posts it then and serves on meanwhile (QueueProcessor).
+    // Default: submit(), finish 0.
+    virtual Completion submit_deferred(const Command &cmd, uint64_t *finish_ns)
+    {
+        *finish_ns = 0;
+        return submit(cmd);
+    }
     // Largest data transfer of one command, in bytes.
     virtual uint32_t max_transfer() const = 0;
     // The namespace commands go to.
