@@ -71,7 +71,7 @@ c.status(slm_load(0, 2, SLM - LBA), SLM_OUT_OF_BOUNDS, "SLM Load past SLM's end"
 # --- Execute statuses
 good = lambda: execute(0x01, [(0, 64), (4096, 64)])
 c.status(good(), SUCCESS, "copy Execute")
-c.status(execute(0x0B, [(0, 64)]), INVALID_PROGRAM, "unknown program id 0Bh")
+c.status(execute(0x3F, [(0, 64)]), INVALID_PROGRAM, "unknown program id 3Fh")
 c.status(execute(0x0100, [(0, 64)]), INVALID_PROGRAM, "empty downloadable slot 100h")
 c.status(execute(0x01, [(0, 64), (64, 64)], magic=b"XXXX"), INVALID_DESCRIPTOR, "bad magic")
 c.status(execute(0x01, [(0, 64), (64, 64)], version=2), INVALID_DESCRIPTOR, "bad version")
