@@ -4,7 +4,8 @@
 # $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
 # suites need; never touches the interpreter it was made from. Skips the package build
 # when its sources and the libcsd it carries are unchanged since the last install.
-# Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch)
+# Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch,
+# mypy, pybind11-stubgen and tqdm: pyproject.toml's test extra)
 # Environment: PYTHON (default python3), CSD_VENV (default build/venv), CSD_MESON_BUILD.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +46,7 @@ export CSD_LIBDIR="$mb/host"
 
 stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
+       "$top"/python/nvme_csd/py.typed "$top"/python/nvme_csd/_core/*.pyi \
        "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* \
        "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then

@@ -32,7 +32,7 @@ class StoreDataset(torch.utils.data.Dataset):
 
     def load(self, i, device):
         """Object i as a tensor on device (transformed)."""
-        x = self.dev.store.get(self.names[i], device=str(device))
+        x = self.dev.store.read_object(self.names[i], device=str(device))
         if not isinstance(x, torch.Tensor):
             x = torch.from_numpy(x) if not isinstance(x, bytes) else torch.frombuffer(bytearray(x), dtype=torch.uint8)
         return self.transform(x) if self.transform else x
