@@ -4,8 +4,8 @@
 # $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
 # suites need; never touches the interpreter it was made from. Skips the package build
 # when its sources and the libcsd it carries are unchanged since the last install.
-# Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch,
-# mypy, pybind11-stubgen and tqdm: pyproject.toml's test extra)
+# Usage: python/install.sh [demo|test]   (demo: numpy, matplotlib; test, the default: + pytest, torch,
+# mypy, pybind11-stubgen, tqdm: pyproject.toml's extras)
 # Environment: PYTHON (default python3), CSD_VENV (default build/venv), CSD_MESON_BUILD.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +26,7 @@ vpy="$venv/bin/python"
 
 # What each use needs beyond the package (whose own dependencies pyproject.toml declares).
 case "$want" in
-    demo) extras="" ;;
+    demo) extras="[plot]" ;;
     test) extras="[test]" ;;
     *) echo "python: unknown use '$want' (demo or test)" >&2; exit 2 ;;
 esac
