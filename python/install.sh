@@ -38,8 +38,9 @@ if [ ! -f "$mb/build.ninja" ]; then
     say "meson setup $mb (libcsd for the extension)"
     meson setup "$mb" --buildtype=release > /dev/null
 fi
-nice -n 10 ninja -C "$mb" host/libcsd.so host/libcsd-emu.so > /dev/null || {
-    echo "python: building libcsd in $mb failed (ninja -C $mb host/libcsd.so host/libcsd-emu.so)" >&2
+# By target name: libcsd's file is host/libcsd.so.VERSION (libcsd.so and .so.0 link to it).
+nice -n 10 meson compile -C "$mb" -j 2 csd:shared_library csd-emu:shared_library > /dev/null || {
+    echo "python: building libcsd in $mb failed (meson compile -C $mb csd:shared_library csd-emu:shared_library)" >&2
     exit 1
 }
 export CSD_LIBDIR="$mb/host"

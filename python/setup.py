@@ -25,8 +25,8 @@ def libcsd_dir():
         if (d / "libcsd.so").exists() and (d / "libcsd-emu.so").exists():
             return d.resolve()
     raise SystemExit(f"nvme_csd: libcsd.so and libcsd-emu.so not found in {', '.join(map(str, tried))}: "
-                     "build them first (meson setup build/meson && ninja -C build/meson host/libcsd.so "
-                     "host/libcsd-emu.so) or name their folder in CSD_LIBDIR")
+                     "build them first (meson setup build/meson && meson compile -C build/meson "
+                     "csd:shared_library csd-emu:shared_library) or name their folder in CSD_LIBDIR")
 
 
 libdir = libcsd_dir()

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "csd/device.hpp"
@@ -649,8 +650,19 @@ PYBIND11_MODULE(_core, m)
         p.landing = std::make_unique<gpu::Landing>(p.d(), chunk, buffers, readers);
     });
 #else
+    // The same functions, refusing: the module (and its stubs) look the same either way.
     m.attr("has_gpu_part") = false;
     m.def("gpu_available", [] { return false; });
+    const auto no_gpu = [] { return Error("this nvme_csd was built without CUDA", ENODEV); };
+    m.def("gpu_slm_to_gpu", [no_gpu](PyDevice &, uint64_t, uint64_t, uintptr_t, uintptr_t,
+                                     bool) -> std::tuple<std::string, uint64_t, double> {
+        throw no_gpu();
+    });
+    m.def("gpu_object_to_gpu", [no_gpu](PyDevice &, const std::string &, uintptr_t, uint64_t,
+                                        uintptr_t) -> std::tuple<std::string, uint64_t, double, uint64_t> {
+        throw no_gpu();
+    });
+    m.def("gpu_configure", [no_gpu](PyDevice &, uint64_t, int, int) { throw no_gpu(); });
 #endif
 
     bind_programs(m);

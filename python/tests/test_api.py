@@ -145,8 +145,6 @@ def test_core_stubs_match_the_module(tmp_path):
     """The committed stubs of _core are what pybind11-stubgen makes of the built module
     (python/gen-stubs.sh regenerates them)."""
     pytest.importorskip("pybind11_stubgen")
-    if not nvme_csd._core.has_gpu_part:
-        pytest.skip("the stubs describe the module built with its GPU part (CUDA headers at build time)")
     env = dict(os.environ, CSD_STUBS_OUT=str(tmp_path))
     r = subprocess.run(["bash", str(top / "python" / "gen-stubs.sh")], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
