@@ -4,7 +4,8 @@
 # $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
 # suites need; never touches the interpreter it was made from. Skips the package build
 # when its sources and the libcsd it carries are unchanged since the last install.
-# Usage: python/install.sh [demo|test]   (demo: numpy only; test, the default: + pytest, torch)
+# Usage: python/install.sh [demo|test]   (demo: numpy, matplotlib; test, the default: + pytest, torch,
+# mypy, pybind11-stubgen, tqdm: pyproject.toml's extras)
 # Environment: PYTHON (default python3), CSD_VENV (default build/venv), CSD_MESON_BUILD.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,7 @@ vpy="$venv/bin/python"
 
 # What each use needs beyond the package (whose own dependencies pyproject.toml declares).
 case "$want" in
-    demo) extras="" ;;
+    demo) extras="[plot]" ;;
     test) extras="[test]" ;;
     *) echo "python: unknown use '$want' (demo or test)" >&2; exit 2 ;;
 esac
@@ -37,14 +38,18 @@ if [ ! -f "$mb/build.ninja" ]; then
     say "meson setup $mb (libcsd for the extension)"
     meson setup "$mb" --buildtype=release > /dev/null
 fi
-nice -n 10 ninja -C "$mb" host/libcsd.so host/libcsd-emu.so > /dev/null || {
-    echo "python: building libcsd in $mb failed (ninja -C $mb host/libcsd.so host/libcsd-emu.so)" >&2
+# By target name: libcsd's file is host/libcsd.so.VERSION (libcsd.so and .so.0 link to it).
+# The GPU part's CRC-32C kernel too, where meson found nvcc (setup.py links it with gpu.cc).
+kernel=$(ninja -C "$mb" -t targets all 2>/dev/null | grep '^host/gpu_crc32c.o:' > /dev/null && echo gpu_crc32c || true)
+nice -n 10 meson compile -C "$mb" -j 2 csd:shared_library csd-emu:shared_library $kernel > /dev/null || {
+    echo "python: building libcsd in $mb failed (meson compile -C $mb csd:shared_library csd-emu:shared_library)" >&2
     exit 1
 }
 export CSD_LIBDIR="$mb/host"
 
 stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
+       "$top"/python/nvme_csd/py.typed "$top"/python/nvme_csd/_core/*.pyi \
        "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* \
        "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then

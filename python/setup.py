@@ -25,8 +25,8 @@ def libcsd_dir():
         if (d / "libcsd.so").exists() and (d / "libcsd-emu.so").exists():
             return d.resolve()
     raise SystemExit(f"nvme_csd: libcsd.so and libcsd-emu.so not found in {', '.join(map(str, tried))}: "
-                     "build them first (meson setup build/meson && ninja -C build/meson host/libcsd.so "
-                     "host/libcsd-emu.so) or name their folder in CSD_LIBDIR")
+                     "build them first (meson setup build/meson && meson compile -C build/meson "
+                     "csd:shared_library csd-emu:shared_library) or name their folder in CSD_LIBDIR")
 
 
 libdir = libcsd_dir()
@@ -37,8 +37,13 @@ include_dirs = [str(spec), str(host / "include")]
 # The GPU part (land data in GPU memory) where the CUDA runtime is found; never required.
 cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 libs = ["csd"]
-if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists():
+objects = []
+# gpu.cc calls the CRC-32C kernel (gpu_crc32c.cu), which meson builds with nvcc beside libcsd.
+crc_kernel = libdir / "gpu_crc32c.o"
+if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists() \
+        and crc_kernel.exists():
     sources.append(os.path.relpath(host / "cuda" / "gpu.cc", here))
+    objects.append(str(crc_kernel))
     macros.append(("CSD_HAVE_GPU", "1"))
     include_dirs += [str(cuda / "include"), str(host / "cuda")]
     ldflags += ["-L" + str(cuda / "lib64"), "-Wl,-rpath," + str(cuda / "lib64")]
@@ -66,6 +71,8 @@ ext = Pybind11Extension(
     extra_link_args=ldflags,
     library_dirs=[str(libdir)],
     libraries=libs,
+    extra_objects=objects,
+    depends=objects,  # a new kernel object links the module again
     cxx_std=17,
 )
 

@@ -15,6 +15,8 @@ paths, side by side in one run, per size (issue 15, docs/perf.md).
 Each cell is the median GB/s (10^9 bytes/s) of several runs, every result checked against
 the source bytes on the GPU. Usage: landing_vs_torch.py [MAX_MIB] [WORKDIR] [CHUNK_MIB,BUFFERS,READERS|default ...]:
 (d) and (e) are measured once per pipeline configuration given (default: the library's).
+Beside the table it draws the curves against the ceiling (python/demo/plots.py) into
+$CSD_PLOT (default build/plots/gpu-landing.png; "" for none; skipped without matplotlib).
 """
 import os
 import statistics
@@ -27,6 +29,10 @@ import torch
 
 import nvme_csd
 from nvme_csd import gpu
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "python", "demo"))
+import plots  # noqa: E402
 
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 
@@ -61,7 +67,9 @@ def main():
         tag = f" {c[0]} MiB×{c[1]}, {c[2]} readers" if c else " (library defaults)"
         cols += [f"object (d){tag}", f"pipeline (e){tag}"]
     cols.append("registered (f, in-process only)")
-    print("| size | " + " | ".join(cols) + " | best (d)/(a) | best (e)/(a) | best (d)/(c) | best (e)/(c) |")
+    header = ["size", *cols, "best (d)/(a)", "best (e)/(a)", "best (d)/(c)", "best (e)/(c)"]
+    table = []
+    print("| " + " | ".join(header) + " |")
     print("|" + "---|" * (len(cols) + 5))
     for size in sizes:
         runs = 30 if size <= (1 << 20) else 10 if size <= (64 << 20) else 5
@@ -116,9 +124,13 @@ def main():
         a, c = results[cols[1]], results[cols[3]]
         d, e = max(results[k] for k in cols if "(d)" in k), max(results[k] for k in cols if "(e)" in k)
         label = f"{size >> 30} GiB" if size >= 1 << 30 else f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
-        print(f"| {label} | " + " | ".join(f"{results[k]:.2f}" for k in cols) +
-              f" | {d / a:.1f}× | {e / a:.1f}× | {100 * d / c:.0f} % | {100 * e / c:.0f} % |", flush=True)
+        table.append([label, *(f"{results[k]:.2f}" for k in cols),
+                      f"{d / a:.1f}×", f"{e / a:.1f}×", f"{100 * d / c:.0f} %", f"{100 * e / c:.0f} %"])
+        print("| " + " | ".join(table[-1]) + " |", flush=True)
     dev.close()
+    plot = os.environ.get("CSD_PLOT", os.path.join(TOP, "build", "plots", "gpu-landing.png"))
+    if plot:
+        plots.landing((header, table), plot)
 
 
 if __name__ == "__main__":

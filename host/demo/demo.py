@@ -139,6 +139,9 @@ print(f"{'question':44s} {'way':9s} {'time':>8s} {'across the bus':>15s}")
 for q, way, s, b in rows:
     print(f"{q:44s} {way:9s} {s:7.2f}s {mib(b):>15s}")
 step("device statistics (csdctl stats)")
+print("\n| question | way | time | across the bus |\n|---|---|---|---|")  # the same, for plots.py offload
+for q, way, s, b in rows:
+    print(f"| {q} | {way} | {s:.2f} s | {b / 1048576:.2f} MiB |")
 print(csdctl("stats")[0], end="")
 print("demo: in-drive and classic answers agree" if ok else "demo: ANSWERS DIFFER")
 sys.exit(0 if ok else 1)

@@ -13,7 +13,10 @@ model by tests/vm/guest/timing-model.sh instead. A row marked "host-bound" had c
 the host finished after their modelled time (C1h model_overruns): its in-drive time is this
 machine's, and the modelled drive would be faster still.
 
-Usage: python3 python/demo/design_space.py [--presets a,b,c] [--scale N] [--dir DIR]
+Beside the table it draws the verdicts (python/demo/plots.py; build/plots/design-space.png
+unless --plot says otherwise, "" for none; skipped, with a line saying so, without matplotlib).
+
+Usage: python3 python/demo/design_space.py [--presets a,b,c] [--scale N] [--dir DIR] [--plot PNG]
 """
 import argparse
 import os
@@ -25,6 +28,10 @@ import numpy as np
 
 import nvme_csd
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plots  # noqa: E402  (beside this script)
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRESETS = ["gen3x4-4core", "gen4x4-8core", "gen5x4-accel"]
 
 
@@ -114,6 +121,8 @@ def main():
     ap.add_argument("--presets", default=",".join(PRESETS))
     ap.add_argument("--scale", type=int, default=2, help="sales: N Mi records; readings: N x 512 rows")
     ap.add_argument("--dir", help="where the namespace files go (default: a temporary folder)")
+    ap.add_argument("--plot", default=os.path.join(TOP, "build", "plots", "design-space.png"),
+                    help="PNG of the verdicts ('' for none)")
     args = ap.parse_args()
     data = dataset(args.scale)
     work = args.dir or tempfile.mkdtemp(prefix="csd-design-")
@@ -149,6 +158,8 @@ def main():
             verdict += f" (host-bound: {od} overruns)"
         print(f"{preset:14s} {q:38s} {td * 1e3:8.1f}ms {tc * 1e3:8.1f}ms {mib(bd):>13s} {mib(bc):>13s}  {verdict}")
     print("design space: in-drive and classic answers agree" if ok else "design space: ANSWERS DIFFER")
+    if args.plot:
+        plots.design_space([(preset, q, td, tc, od) for preset, q, td, bd, od, tc, bc in rows], args.plot)
     return 0 if ok else 1
 
 

@@ -7,13 +7,12 @@
         y = dev.gemm(x, dev.store["w"])               # computed in the drive
 """
 
-from .device import Device, SlmArray, open  # noqa: F401  (open mirrors builtins.open)
-from .drive_set import DriveSet, open_many  # noqa: F401
-from .errors import (AbortRequested, CsdError, DataTransferError, DeviceClosed, InternalError,  # noqa: F401
-                     InvalidDescriptor, InvalidField, InvalidOpcode, InvalidParameters, InvalidProgram,
-                     InvalidProgramImage, LbaOutOfRange, NotFound, OutputOverflow, ProgramFault,
-                     ProgramLoadBytesExceeded, ProgramSlotInUse, SlmOutOfBounds)
-from .program import Program  # noqa: F401
-from .store import Store  # noqa: F401
+from . import errors
+from .device import Device, SlmArray, open
+from .drive_set import DriveSet, open_many
+from .errors import *  # noqa: F401,F403  (every exception class: errors.__all__)
+from .program import Program
+from .store import Store
 
 __version__ = "0.1.0"
+__all__ = ["Device", "DriveSet", "Program", "SlmArray", "Store", "open", "open_many", *errors.__all__]

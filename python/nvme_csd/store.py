@@ -2,15 +2,26 @@
 """The object store as a mapping: dev.store["w"] = array; dev.store["w"] -> array."""
 
 import errno
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Tuple, TypeVar, Union
 
 import numpy as np
 
 from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
-from .errors import CsdError, InvalidParameters, NotFound
+from .errors import CsdError, InvalidArgumentType, NotFound
+from .progress import ProgressArg, reporter
 from .wire import CMP_OPS, FIELD_TYPES
 
+if TYPE_CHECKING:
+    from .device import Device
 
-def land(store, name, alloc, into, attempts=4):
+T = TypeVar("T")
+Value = Union[np.ndarray, bytes]  # what the store gives back: an array for tensors, bytes for blobs
+_MISSING: Any = object()
+
+
+def land(store: "Store", name: str, alloc: Callable[[Dict[str, Any]], T], into: Callable[[T], int],
+         attempts: int = 4) -> Tuple[Dict[str, Any], T]:
     """Lands object `name` into a buffer that alloc(entry) makes for its catalog entry (dtype,
     shape, bytes); into(buffer) runs the store's checked read into it and returns the
     generation of the version that landed. Another writer may replace the object between
@@ -19,7 +30,7 @@ def land(store, name, alloc, into, attempts=4):
     for _ in range(attempts):
         info = store.stat(name)
         out = alloc(info)
-        if not info["bytes"] or not out.nbytes:
+        if not info["bytes"] or not getattr(out, "nbytes", 0):
             return info, out
         try:
             landed = into(out)
@@ -33,71 +44,89 @@ def land(store, name, alloc, into, attempts=4):
                    errno=errno.EAGAIN)
 
 
-class Store:
-    """Named objects kept on the drive's namespace. Tensors keep dtype (structured ones
-    included) and shape; bytes-like values are stored as blobs and come back as bytes. Every assignment and deletion is
-    durable when it returns."""
+class Store(MutableMapping[str, Any]):
+    """Named objects kept on the drive's namespace, as a MutableMapping of names to values
+    (keys/values/items views, get, pop, update, setdefault, `in`, len). Tensors keep dtype
+    (structured ones included) and shape; bytes-like values are stored as blobs and come
+    back as bytes. Every assignment and deletion is durable when it returns. Two stores
+    are equal only when they are the same object (comparing would read every object)."""
 
-    def __init__(self, device):
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(self, device: "Device") -> None:
         self._device = device
 
     @property
-    def _dev(self):
+    def _dev(self) -> Any:
         return self._device._dev
 
-    def format(self):
+    def format(self) -> None:
         """Creates an empty store over the whole namespace (existing objects are lost)."""
         self._dev.store_format()
 
-    def __setitem__(self, name, value):
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.put(name, value)
+
+    def put(self, name: str, value: Any, *, progress: ProgressArg = None) -> None:
+        """store[name] = value, with progress(done, total) reports as its bytes are
+        written (progress=True: a tqdm bar where tqdm is installed; see nvme_csd.progress)."""
+        data: Any
         if isinstance(value, (bytes, bytearray, memoryview)):
-            self._dev.store_put(name, value, "", [])
-            return
-        if not (isinstance(value, np.ndarray) or _is_torch(value) or hasattr(value, "__dlpack__")):
-            raise InvalidParameters(f"store[{name!r}]: store arrays, tensors or bytes, not {type(value).__name__}")
-        a = as_numpy(value, name=f"store[{name!r}]")
-        dtype = catalog_dtype(a.dtype, f"store[{name!r}]")  # first: it refuses object arrays
-        self._dev.store_put(name, byte_view(a), dtype, list(a.shape))
+            data, dtype, shape = value, "", []
+        elif isinstance(value, np.ndarray) or _is_torch(value) or hasattr(value, "__dlpack__"):
+            a = as_numpy(value, name=f"store[{name!r}]")
+            dtype = catalog_dtype(a.dtype, f"store[{name!r}]")  # first: it refuses object arrays
+            data, shape = byte_view(a), list(a.shape)
+        else:
+            raise InvalidArgumentType(f"store[{name!r}]: store arrays, tensors or bytes, not {type(value).__name__}")
+        with reporter(progress, f"put {name}") as cb:
+            self._dev.store_put(name, data, dtype, shape, cb)
 
-    def put(self, name, value):
-        """Same as store[name] = value."""
-        self[name] = value
+    def __getitem__(self, name: str) -> Value:
+        return self.read_object(name)
 
-    def __getitem__(self, name):
-        return self.get(name)
+    def get(self, name: str, default: Any = None, *, device: str = "cpu", progress: ProgressArg = None) -> Any:
+        """The object, or default when there is none (as a mapping's get): see read_object."""
+        try:
+            return self.read_object(name, device=device, progress=progress)
+        except NotFound:
+            return default
 
-    def get(self, name, *, device="cpu"):
-        """The object: a numpy array for tensors, bytes for blobs, checked against its
-        CRC-32C (read again if another writer replaced it meanwhile); device='cuda' gives a
-        torch CUDA tensor landed by the GPU pipeline, checked the same way (no host copy in
-        Python)."""
+    def read_object(self, name: str, *, device: str = "cpu", progress: ProgressArg = None) -> Any:
+        """The object (NotFound, a KeyError, when there is none): a numpy array for tensors,
+        bytes for blobs, checked against its CRC-32C (read again if another writer replaced
+        it meanwhile), with progress(done, total) reports as its bytes land (progress=True:
+        a tqdm bar where tqdm is installed); device='cuda' gives a torch CUDA tensor landed
+        by the GPU pipeline, checked the same way (no host copy in Python)."""
         if device != "cpu":
             from . import gpu
             return gpu.object_to_cuda(self._device, name, device=device)
 
-        def alloc(info):
+        def alloc(info: Dict[str, Any]) -> np.ndarray:
             if info["dtype"]:
                 return np.empty(info["shape"], dtype=numpy_dtype(info["dtype"], f"store[{name!r}]"))
             return np.empty(info["bytes"], dtype=np.uint8)
 
-        info, out = land(self, name, alloc, lambda out: self._dev.store_get_into(name, byte_view(out)))
+        with reporter(progress, f"get {name}") as cb:
+            info, out = land(self, name, alloc, lambda out: self._dev.store_get_into(name, byte_view(out), cb))
         return out if info["dtype"] else out.tobytes()
 
-    def read(self, name, offset, length):
+    def read(self, name: str, offset: int, length: int) -> bytes:
         """length bytes of an object from offset (a ranged read), as bytes."""
         out = np.empty(length, dtype=np.uint8)
         if length:
             self._dev.store_read_into(name, offset, out)
         return out.tobytes()
 
-    def stat(self, name):
+    def stat(self, name: str) -> Dict[str, Any]:
         """The catalog entry: name, dtype, shape, bytes, crc32c, generation."""
         try:
             return self._dev.store_stat(name)
         except NotFound:
             raise NotFound(f"no object {name!r} in the store") from None
 
-    def load(self, name):
+    def load(self, name: str) -> SlmArray:
         """Loads an object into SLM (SLM Load, nothing crosses the bus): an SlmArray."""
         info = self.stat(name)
         buf = self._dev.store_load(name)
@@ -105,53 +134,56 @@ class Store:
             return SlmArray(self._device, buf, numpy_dtype(info["dtype"], f"store.load({name!r})"), info["shape"])
         return SlmArray(self._device, buf, np.uint8, (info["bytes"],))
 
-    def filter(self, src, dst, *, record_size, field_offset, field_type, op, lo, hi=0, indices=False):
+    def filter(self, src: str, dst: str, *, record_size: int, field_offset: int, field_type: Any, op: str,
+               lo: Union[int, float], hi: Union[int, float] = 0, indices: bool = False) -> int:
         """filter object src into object dst inside the drive; returns the match count."""
         code = FIELD_TYPES[np.dtype(field_type)]
         matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
                                             float(lo), float(hi), int(lo), int(hi), indices)
-        return matches
+        return int(matches)
 
-    def __delitem__(self, name):
+    def __delitem__(self, name: str) -> None:
         if not self._dev.store_exists(name):
             raise NotFound(f"no object {name!r} in the store")
         self._dev.store_remove(name)
 
     @property
-    def generation(self):
+    def generation(self) -> int:
         """The store's generation: it grows by one with every committed change."""
         return self._dev.store_generation()
 
-    def reservations(self):
+    def reservations(self) -> List[Dict[str, Any]]:
         """Space reserved by puts in progress, or left by writers that died mid-put."""
         return self._dev.store_reservations()
 
-    def reclaim(self, older_than=3600):
+    def reclaim(self, older_than: float = 3600) -> int:
         """Frees reservations at least older_than seconds old; returns how many."""
         return self._dev.store_reclaim(int(older_than))
 
-    def __contains__(self, name):
-        return self._dev.store_exists(name)
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(self._dev.store_exists(name))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter([o["name"] for o in self._dev.store_list()])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._dev.store_list())
 
-    def keys(self):
-        return list(self)
+    def clear(self) -> None:
+        """Removes every object (one by one, each durable; format() is faster)."""
+        for name in list(self):
+            del self[name]
 
-    def items(self):
-        return [(k, self[k]) for k in self]
+    def __repr__(self) -> str:
+        return f"<nvme_csd.Store of {self._device.path!r}>"
 
-    def prefetch(self, names, *, depth=2, device="cpu"):
+    def prefetch(self, names: Iterable[str], *, depth: int = 2, device: str = "cpu") -> Iterator[Any]:
         """Iterates over objects, reading up to `depth` ahead on worker threads (double
         buffering by default): usable as a PyTorch data source."""
         names = list(names)
-        pending = [self._device.submit(self.get, n, device=device) for n in names[:depth]]
+        pending = [self._device.submit(self.read_object, n, device=device) for n in names[:depth]]
         for i, _ in enumerate(names):
             item = pending.pop(0).result()
             if i + depth < len(names):
-                pending.append(self._device.submit(self.get, names[i + depth], device=device))
+                pending.append(self._device.submit(self.read_object, names[i + depth], device=device))
             yield item

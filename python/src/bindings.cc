@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "csd/device.hpp"
@@ -56,6 +57,39 @@ struct OutBuf {
 };
 
 // The device and what lives as long as it: SLM buffers keep it alive.
+// A Python progress(done, total) for libcsd's long store operations, or none: libcsd calls
+// it on the calling thread with the GIL released, so it takes the GIL; the first exception
+// it raises is kept and raised once the operation has finished (the data is not left half
+// written by an exception thrown through libcsd).
+struct PyProgress {
+    py::object fn;
+    std::unique_ptr<py::error_already_set> err;
+
+    explicit PyProgress(py::object f) : fn(std::move(f)) {}
+    Progress callback()
+    {
+        if (fn.is_none()) return {};
+        return [this](uint64_t done, uint64_t total) {
+            py::gil_scoped_acquire g;
+            if (err) return;
+            try {
+                fn(done, total);
+            } catch (py::error_already_set &e) {
+                err = std::make_unique<py::error_already_set>(std::move(e));
+            }
+        };
+    }
+    // Raises what the callback raised, if it did (call with the GIL held).
+    void rethrow()
+    {
+        if (err) {
+            py::error_already_set e = std::move(*err);
+            err.reset();
+            throw e;
+        }
+    }
+};
+
 struct PyDevice {
     std::unique_ptr<Device> dev;
     std::unique_ptr<ObjectStore> store;
@@ -303,6 +337,13 @@ PYBIND11_MODULE(_core, m)
         }
     });
 
+    // Before Device, whose methods return it: their signatures (and _core's stubs) name it.
+    py::class_<PySlm, std::shared_ptr<PySlm>>(m, "SlmBuffer")
+        .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })
+        .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
+        .def_property_readonly("freed", [](PySlm &s) { return !s.buf; })
+        .def("free", [](PySlm &s) { s.free(); });
+
     py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
         .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end) {
                  OpenOptions o;
@@ -436,12 +477,17 @@ PYBIND11_MODULE(_core, m)
             ObjectStore::format(p.d());
         })
         .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
-                             const std::vector<uint64_t> &shape) {
+                             const std::vector<uint64_t> &shape, py::object progress) {
             InBuf in(b);
             ObjectStore &s = p.s();
-            py::gil_scoped_release r;
-            s.put(name, in.ptr(), in.size(), dtype, shape);
-        })
+            PyProgress pr(std::move(progress));
+            {
+                py::gil_scoped_release r;
+                s.put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
+            }
+            pr.rethrow();
+        }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
+           "stores an object; progress(done, total) is called as its bytes are written")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
             OutBuf out(b);
             ObjectStore &s = p.s();
@@ -449,13 +495,20 @@ PYBIND11_MODULE(_core, m)
             s.read(name, off, out.size(), out.ptr());
         })
         // The whole object into a buffer, CRC-checked; the generation of the version that landed.
-        .def("store_get_into", [](PyDevice &p, const std::string &name, const py::buffer &b) {
+        .def("store_get_into", [](PyDevice &p, const std::string &name, const py::buffer &b, py::object progress) {
             OutBuf out(b);
             ObjectStore &s = p.s();
-            py::gil_scoped_release r;
-            MemorySink sink(out.ptr(), out.size());
-            return s.get_into(name, sink).generation;
-        })
+            PyProgress pr(std::move(progress));
+            uint64_t generation;
+            {
+                py::gil_scoped_release r;
+                MemorySink sink(out.ptr(), out.size());
+                generation = s.get_into(name, sink, pr.callback()).generation;
+            }
+            pr.rethrow();
+            return generation;
+        }, py::arg("name"), py::arg("out"), py::arg("progress") = py::none(),
+           "reads a whole object into out, checked; progress(done, total) as its bytes land")
         .def("store_stat", [](PyDevice &p, const std::string &name) { return object_info(p.s().stat(name)); })
         .def("store_list", [](PyDevice &p) {
             py::list l;
@@ -597,15 +650,20 @@ PYBIND11_MODULE(_core, m)
         p.landing = std::make_unique<gpu::Landing>(p.d(), chunk, buffers, readers);
     });
 #else
+    // The same functions, refusing: the module (and its stubs) look the same either way.
     m.attr("has_gpu_part") = false;
     m.def("gpu_available", [] { return false; });
+    const auto no_gpu = [] { return Error("this nvme_csd was built without CUDA", ENODEV); };
+    m.def("gpu_slm_to_gpu", [no_gpu](PyDevice &, uint64_t, uint64_t, uintptr_t, uintptr_t,
+                                     bool) -> std::tuple<std::string, uint64_t, double> {
+        throw no_gpu();
+    });
+    m.def("gpu_object_to_gpu", [no_gpu](PyDevice &, const std::string &, uintptr_t, uint64_t,
+                                        uintptr_t) -> std::tuple<std::string, uint64_t, double, uint64_t> {
+        throw no_gpu();
+    });
+    m.def("gpu_configure", [no_gpu](PyDevice &, uint64_t, int, int) { throw no_gpu(); });
 #endif
-
-    py::class_<PySlm, std::shared_ptr<PySlm>>(m, "SlmBuffer")
-        .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })
-        .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
-        .def_property_readonly("freed", [](PySlm &s) { return !s.buf; })
-        .def("free", [](PySlm &s) { s.free(); });
 
     bind_programs(m);
 }
