@@ -17,9 +17,11 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <map>
 #include <random>
 #include <thread>
 
+#include "csd/btree.hpp"
 #include "csd/device.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
@@ -271,6 +273,62 @@ TEST_F(Library, GatherAndEmbeddingBagReadTheNamespace)
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), CSD_STATUS_LBA_OUT_OF_RANGE) << e.what();
     }
+}
+
+TEST_F(Library, BtreeLookupsChaseInTheDrive)
+{
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    if (dev->caps().max_chase_hops == 0) GTEST_SKIP() << "the drive has no chase (1.2)";
+    if (dev->front_end() != FrontEnd::Vendor) GTEST_SKIP() << "a chase needs the vendor Execute (its namespace)";
+    // 10,000 keys (random gaps) with random values, against a dict
+    std::map<uint64_t, uint64_t> dict;
+    std::vector<uint64_t> keys, vals;
+    std::mt19937_64 g(31);
+    for (uint64_t k = 1000; keys.size() < 10000; k += 1 + g() % 9) {
+        keys.push_back(k);
+        vals.push_back(g() >> 4);
+        dict[k] = vals.back();
+    }
+    const BtreeLayout tree = btree_write(*dev, keys, vals, 64);
+    EXPECT_EQ(tree.depth, 3u);  // 323 leaves, 11 inner nodes, the root
+    EXPECT_EQ(tree.blocks, 323u + 11 + 1);
+    Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
+    uint32_t hops = 0;
+    for (uint64_t k : keys) {
+        const auto v = btree_lookup(lookup, tree, k, &hops);
+        ASSERT_TRUE(v.has_value()) << k;
+        EXPECT_EQ(*v, dict[k]) << k;
+        EXPECT_EQ(hops, 3u);
+    }
+    int absent = 0;
+    for (int i = 0; i < 2000; i++) {
+        const uint64_t k = g() % (keys.back() + 2000);
+        const auto v = btree_lookup(lookup, tree, k);
+        const auto it = dict.find(k);
+        EXPECT_EQ(v.has_value(), it != dict.end()) << k;
+        if (v && it != dict.end()) EXPECT_EQ(*v, it->second);
+        absent += it == dict.end();
+    }
+    EXPECT_GT(absent, 1000);
+    // a hop limit below the depth: Hop Limit Exceeded, with the LBA it would read next
+    try {
+        lookup.run_chase(tree.root_lba, {keys[0]}, 2);
+        ADD_FAILURE() << "a chase of 3 hops with a limit of 2 completed";
+    } catch (const Error &e) {
+        EXPECT_EQ(CSD_STATUS_CODE(e.status()), CSD_STATUS_HOP_LIMIT_EXCEEDED) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Hop Limit Exceeded"), std::string::npos) << e.what();
+        EXPECT_GE(e.dw0(), tree.root_lba + 12) << "a leaf";
+    }
+    // a start LBA past the namespace
+    try {
+        lookup.run_chase(dev->ns().lba_count, {1});
+        ADD_FAILURE() << "a chase from past the namespace completed";
+    } catch (const Error &e) {
+        EXPECT_EQ(CSD_STATUS_CODE(e.status()), CSD_STATUS_LBA_OUT_OF_RANGE) << e.what();
+    }
+    // bad trees are refused before anything is written
+    EXPECT_THROW(btree_write(*dev, {2, 1}, {0, 0}, 64), Error);
+    EXPECT_THROW(btree_write(*dev, {1}, {1ull << 62}, 64), Error);
 }
 
 TEST_F(Library, AsyncExecutesOverlap)
