@@ -1429,6 +1429,36 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
 // A command the in-process device refuses costs the model nothing beyond its decode, as in
 // QEMU (found by an outside review: a refused 4 GiB Read held its caller 1.2 s and was
 // counted as media time).
+TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
+{
+    char path[] = "/tmp/csd-model-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    unlink(path);
+    auto dev = Device::open(std::string("emu:") + path + "?size=64M&model.media-read-latency-ns=3000000");
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    std::vector<uint64_t> keys, vals;
+    for (uint64_t k = 0; k < 1000; k++) keys.push_back(k), vals.push_back(k);
+    const BtreeLayout deep = btree_write(*dev, keys, vals, 0, 2);  // depth 10
+    const BtreeLayout flat = btree_write(*dev, {7}, {70}, 4000, 2);  // depth 1
+    ASSERT_EQ(deep.depth, 10u);
+    Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
+    auto ms = [&](const BtreeLayout &t, uint64_t key) {
+        const auto t0 = std::chrono::steady_clock::now();
+        uint32_t hops = 0;
+        EXPECT_TRUE(btree_lookup(lookup, t, key, &hops).has_value());
+        EXPECT_EQ(hops, t.depth);
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const double one = ms(flat, 7), ten = ms(deep, 333);
+    EXPECT_GE(one, 3.0);
+    EXPECT_GE(ten, 30.0) << "ten dependent media reads of 3 ms";
+    EXPECT_LT(one, 25.0) << "one hop is one media read";
+    std::printf("modelled chase: depth 1 %.1f ms, depth 10 %.1f ms (3 ms media reads)\n", one, ten);
+}
+
 TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
 {
     char path[] = "/tmp/csd-model-XXXXXX";
