@@ -12,7 +12,7 @@ from .drive_set import DriveSet, open_many  # noqa: F401
 from .errors import (AbortRequested, CsdError, DataTransferError, DeviceClosed, InternalError,  # noqa: F401
                      InvalidDescriptor, InvalidField, InvalidOpcode, InvalidParameters, InvalidProgram,
                      InvalidProgramImage, LbaOutOfRange, NotFound, OutputOverflow, ProgramFault,
-                     ProgramLoadBytesExceeded, ProgramSlotInUse, SlmOutOfBounds)
+                     HopLimitExceeded, ProgramLoadBytesExceeded, ProgramSlotInUse, SlmOutOfBounds)
 from .program import Program  # noqa: F401
 from .store import Store  # noqa: F401
 

@@ -50,11 +50,13 @@ ProgramFault = _status_class("ProgramFault", "Program Fault")
 InvalidProgramImage = _status_class("InvalidProgramImage", "Invalid Program Image")
 ProgramSlotInUse = _status_class("ProgramSlotInUse", "Program Slot In Use")
 ProgramLoadBytesExceeded = _status_class("ProgramLoadBytesExceeded", "Program Load Bytes Exceeded")
+HopLimitExceeded = _status_class("HopLimitExceeded", "Hop Limit Exceeded")
 
 _BY_CODE = {c.status_code: c for c in (InvalidOpcode, InvalidField, DataTransferError, InternalError,
                                        AbortRequested, LbaOutOfRange, InvalidProgram, InvalidDescriptor,
                                        SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault,
-                                       InvalidProgramImage, ProgramSlotInUse, ProgramLoadBytesExceeded)}
+                                       InvalidProgramImage, ProgramSlotInUse, ProgramLoadBytesExceeded,
+                                       HopLimitExceeded)}
 
 # The standard front end's statuses: a class each, named after the status ("Program Not
 # Activated" -> ProgramNotActivated), under the vendor class of the same meaning.
