@@ -1426,17 +1426,23 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     unlink(path);
 }
 
-// A command the in-process device refuses costs the model nothing beyond its decode, as in
-// QEMU (found by an outside review: a refused 4 GiB Read held its caller 1.2 s and was
-// counted as media time).
-TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
+// A new backing file's name for an in-process device under a timing model (the device
+// makes the file; the test unlinks it).
+std::string model_backing_file()
 {
     char path[] = "/tmp/csd-model-XXXXXX";
     const int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
+    EXPECT_GE(fd, 0);
     close(fd);
     unlink(path);
-    auto dev = Device::open(std::string("emu:") + path + "?size=64M&model.media-read-latency-ns=3000000");
+    return path;
+}
+
+// Each hop of a chase is one dependent media read of the model: depth 10 costs ten.
+TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
+{
+    const std::string path = model_backing_file();
+    auto dev = Device::open("emu:" + path + "?size=64M&model.media-read-latency-ns=3000000");
     if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
     if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
     std::vector<uint64_t> keys, vals;
@@ -1457,16 +1463,16 @@ TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
     EXPECT_GE(ten, 30.0) << "ten dependent media reads of 3 ms";
     EXPECT_LT(one, 25.0) << "one hop is one media read";
     std::printf("modelled chase: depth 1 %.1f ms, depth 10 %.1f ms (3 ms media reads)\n", one, ten);
+    unlink(path.c_str());
 }
 
+// A command the in-process device refuses costs the model nothing beyond its decode, as in
+// QEMU (found by an outside review: a refused 4 GiB Read held its caller 1.2 s and was
+// counted as media time).
 TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
 {
-    char path[] = "/tmp/csd-model-XXXXXX";
-    const int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    unlink(path);
-    auto dev = Device::open(std::string("emu:") + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
+    const std::string path = model_backing_file();
+    auto dev = Device::open("emu:" + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
     if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
     if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor statistics log C1h, which a standard-only drive lacks";
     std::vector<uint8_t> buf(64 << 10);
@@ -1486,7 +1492,7 @@ TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
     EXPECT_EQ(s.model_media_busy_ns, 0u);
     EXPECT_EQ(s.model_link_in_busy_ns + s.model_link_out_busy_ns, 0u);
     dev.reset();
-    unlink(path);
+    unlink(path.c_str());
 }
 
 TEST_F(Library, DownloadedProgramsFilterMapReduce)

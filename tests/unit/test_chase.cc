@@ -124,37 +124,24 @@ protected:
         return v;
     }
 
-    // A chase as an embedding runs it: decode, prepare, the namespace, one read per round
-    // (from disk), run, complete. *finish: csd_exec_model_finish of 1 ns.
+    // A chase as an embedding runs it, one read per round (from disk). *finish:
+    // csd_exec_model_finish of 1 ns.
     ExecOut chase(uint64_t root, uint64_t key, uint32_t hops = 16, uint64_t out_len = 16, bool give_ns = true,
                   uint64_t *finish = nullptr)
     {
         const std::vector<uint8_t> p = params(hops, {root, key});
         const auto desc = make_descriptor(slot, {{kOut, out_len}}, p.data(), static_cast<uint32_t>(p.size()));
-        csd_op op;
-        ExecOut r{};
-        r.status = decode(CSD_OPC_EXECUTE, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, &op);
-        if (r.status) return r;
-        csd_exec *job = nullptr;
-        r.status = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job);
-        if (r.status == 0) {
-            if (give_ns) csd_exec_set_namespace(job, &ns);
-            const csd_extent *ext;
-            int cancel = 0, rounds = 0;
-            while (uint32_t n = csd_exec_media(job, 0, &cancel, &ext)) {
-                EXPECT_EQ(n, 1u) << "one block per hop";
-                EXPECT_EQ(ext[0].nlb, 1u);
-                EXPECT_LT(ext[0].slba, kLbas) << "a read past the namespace";
-                if (ext[0].slba >= kLbas) break;
-                std::memcpy(ext[0].buf, disk.data() + ext[0].slba * kLba, kLba);
-                reads.push_back(ext[0].slba);
-                if (++rounds == cancel_after) cancel = 1;
-            }
-            if (finish) *finish = csd_exec_model_finish(job, 1);
-            r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
-        }
-        csd_core_complete(core, &op, r.status);
-        return r;
+        int rounds = 0;
+        return exec_reading(desc, give_ns ? &ns : nullptr, [&](const csd_extent *ext, uint32_t n, int *cancel) -> uint16_t {
+            EXPECT_EQ(n, 1u) << "one block per hop";
+            EXPECT_EQ(ext[0].nlb, 1u);
+            EXPECT_LT(ext[0].slba, kLbas) << "a read past the namespace";
+            if (ext[0].slba >= kLbas) return CSD_STATUS_INTERNAL_ERROR;
+            std::memcpy(ext[0].buf, disk.data() + ext[0].slba * kLba, kLba);
+            reads.push_back(ext[0].slba);
+            if (++rounds == cancel_after) *cancel = 1;
+            return 0;
+        }, finish);
     }
     ExecOut chase_raw(const std::vector<uint8_t> &p, std::vector<std::pair<uint64_t, uint64_t>> ranges)
     {
