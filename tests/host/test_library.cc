@@ -1442,8 +1442,9 @@ std::string model_backing_file()
 TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
 {
     const std::string path = model_backing_file();
-    auto dev = Device::open("emu:" + path + "?size=64M&model.media-read-latency-ns=3000000");
+    auto dev = Device::open("emu:" + path + "?size=64M&nvme-cs=1&model.media-read-latency-ns=3000000");
     if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (dev->front_end() != FrontEnd::Vendor) GTEST_SKIP() << "a chase needs the vendor Execute (its namespace)";
     if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
     std::vector<uint64_t> keys, vals;
     for (uint64_t k = 0; k < 1000; k++) keys.push_back(k), vals.push_back(k);
