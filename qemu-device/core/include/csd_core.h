@@ -173,8 +173,8 @@ uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, cons
 
 /*
  * A downloaded program's chase (mode 3, spec 1.2) is walked by csd_exec_media: one round
- * per hop, one block each, the program called on it in that call (a few instructions, no
- * loops). Its modelled finish is known only once walked: with the timing model on, the
+ * per hop, one block each, the program called on it in that call (no loops: at most
+ * CSD_BPF_MAX_INSNS instructions; a B+-tree node search is about 1,400). Its modelled finish is known only once walked: with the timing model on, the
  * embedding passes the finish csd_core_model_schedule gave it at arrival (which counts
  * the first hop) after csd_exec_media returned 0 and before csd_core_exec_run, and
  * completes no earlier than what this returns: each hop past the first one more dependent
