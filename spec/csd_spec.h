@@ -88,7 +88,17 @@ struct csd_bpf_params {
     uint32_t nr_params;
     uint32_t reserved;
 };
-enum csd_bpf_mode { CSD_BPF_FILTER = 0, CSD_BPF_MAP = 1, CSD_BPF_REDUCE = 2 };
+enum csd_bpf_mode { CSD_BPF_FILTER = 0, CSD_BPF_MAP = 1, CSD_BPF_REDUCE = 2, CSD_BPF_CHASE = 3 };
+/* chase (mode 3, 1.2): params[0] the start LBA, record_count the hop limit (1 to
+ * CSD_BPF_MAX_HOPS); the program's u64 answer with CSD_BPF_CHASE_DONE set ends the walk
+ * (value = the low 63 bits), without it names the next LBA. The one range (out) gets: */
+#define CSD_BPF_MAX_HOPS 64u
+#define CSD_BPF_CHASE_DONE (1ull << 63)
+struct csd_bpf_chase_result {
+    uint64_t value;
+    uint32_t hops;     /* blocks read (program calls) */
+    uint32_t reserved; /* 0 */
+};
 
 /* Program kinds, as C0h entries give them. */
 enum csd_program_type {
@@ -133,6 +143,7 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_INVALID_PROGRAM_IMAGE 0x01C6
 #define CSD_STATUS_PROGRAM_SLOT_IN_USE 0x01C7
 #define CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED 0x01C8 /* CSD_MAX_LOADING_BYTES in uploads */
+#define CSD_STATUS_HOP_LIMIT_EXCEEDED 0x01C9 /* 1.2: a chase still going at its hop limit */
 
 /* Status code type and code of a status value, DNR and More bits removed. */
 #define CSD_STATUS_CODE(s) ((uint16_t)((s) & 0x07FF))
@@ -162,6 +173,7 @@ static inline const char *csd_status_name(uint16_t status)
     case CSD_STATUS_INVALID_PROGRAM_IMAGE: return "Invalid Program Image";
     case CSD_STATUS_PROGRAM_SLOT_IN_USE: return "Program Slot In Use";
     case CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED: return "Program Load Bytes Exceeded";
+    case CSD_STATUS_HOP_LIMIT_EXCEEDED: return "Hop Limit Exceeded";
     default: return NULL;
     }
 }
@@ -174,7 +186,7 @@ static const uint16_t csd_named_statuses[] = {
     CSD_STATUS_INVALID_PROGRAM, CSD_STATUS_INVALID_DESCRIPTOR, CSD_STATUS_SLM_OUT_OF_BOUNDS,
     CSD_STATUS_INVALID_PARAMETERS, CSD_STATUS_OUTPUT_OVERFLOW, CSD_STATUS_PROGRAM_FAULT,
     CSD_STATUS_INVALID_PROGRAM_IMAGE, CSD_STATUS_PROGRAM_SLOT_IN_USE,
-    CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED,
+    CSD_STATUS_PROGRAM_LOAD_BYTES_EXCEEDED, CSD_STATUS_HOP_LIMIT_EXCEEDED,
     CSD_STATUS_COMMAND_INTERRUPTED, CSD_STATUS_COMPARE_FAILURE,
 };
 
@@ -427,7 +439,8 @@ static const struct csd_name csd_checksum_algo_names[] = {
     {"crc32c", CSD_CKSUM_CRC32C}, {"xxh64", CSD_CKSUM_XXH64}, {NULL, 0},
 };
 static const struct csd_name csd_bpf_mode_names[] = {
-    {"filter", CSD_BPF_FILTER}, {"map", CSD_BPF_MAP}, {"reduce", CSD_BPF_REDUCE}, {NULL, 0},
+    {"filter", CSD_BPF_FILTER}, {"map", CSD_BPF_MAP}, {"reduce", CSD_BPF_REDUCE}, {"chase", CSD_BPF_CHASE},
+    {NULL, 0},
 };
 static const struct csd_name csd_emb_dtype_names[] = {
     {"f32", CSD_EMB_F32}, {"f16", CSD_EMB_F16}, {"bf16", CSD_EMB_BF16}, {NULL, 0},
@@ -459,7 +472,8 @@ struct csd_caps_log {
     uint16_t downloadable_slots; /* 1.1 */
     uint16_t program_types; /* 1.1: bit n = program type n supported */
     uint32_t features; /* CSD_FEATURE_* (project extension, section 10) */
-    uint8_t reserved[20];
+    uint32_t max_chase_hops; /* 1.2: CSD_BPF_MAX_HOPS (0 before) */
+    uint8_t reserved[16];
     struct csd_caps_entry programs[]; /* nr_programs entries */
 };
 

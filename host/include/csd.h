@@ -77,7 +77,9 @@ int csd_program_load(csd_dev *dev, const void *image, uint32_t size, uint32_t re
 /* Unloads the program in slot. */
 int csd_program_unload(csd_dev *dev, uint16_t slot);
 /* Runs a loaded program over count records (mode CSD_BPF_FILTER, _MAP or _REDUCE) with
- * up to 8 u64 params; out is ignored for reduce. dw0/dw1 (may be NULL) as csd_execute. */
+ * up to 8 u64 params; out is ignored for reduce. CSD_BPF_CHASE (1.2): records is ignored,
+ * count is the hop limit, params[0] the start LBA, out the 16-byte struct
+ * csd_bpf_chase_result. dw0/dw1 (may be NULL) as csd_execute. */
 int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range records, csd_range out, uint32_t count,
                     const uint64_t *params, uint32_t nr_params, uint32_t *dw0, uint32_t *dw1);
 

@@ -223,7 +223,9 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
     return guard([&] {
         const auto bytes = csd::downloaded_program_params(count, mode, p);
         const csd_range ranges[2] = {records, mode == CSD_BPF_REDUCE ? csd_range{0, 0} : out};
-        if (const int rc = csd_execute(dev, slot, ranges, 2, bytes.data(), static_cast<uint32_t>(bytes.size()), dw0, dw1)) {
+        const bool chase = mode == CSD_BPF_CHASE;  // one range: out
+        if (const int rc = csd_execute(dev, slot, chase ? &out : ranges, chase ? 1 : 2, bytes.data(),
+                                       static_cast<uint32_t>(bytes.size()), dw0, dw1)) {
             throw csd::Error(g_error, g_status);
         }
     });

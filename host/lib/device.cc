@@ -231,6 +231,7 @@ void Device::read_capabilities()
     caps_.downloadable_slots = h.downloadable_slots;
     caps_.program_types = h.program_types;
     caps_.features = h.features;
+    caps_.max_chase_hops = h.max_chase_hops;
     const uint32_t n = std::min<uint32_t>(h.nr_programs, (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(csd_caps_entry));
     for (uint32_t i = 0; i < n; i++) {
         csd_caps_entry e;
@@ -240,7 +241,7 @@ void Device::read_capabilities()
     if (host_) caps_.features &= ~CSD_FEATURE_COMPARE_WRITE;  // the plain drive has none
     const CapSource from = host_ ? CapSource::Host : CapSource::Vendor;
     for (const char *f : {"version", "slm_size", "compute_units", "max_desc_len", "max_ranges", "max_program_bytes",
-                          "downloadable_slots", "program_types", "features", "programs"}) {
+                          "downloadable_slots", "program_types", "features", "max_chase_hops", "programs"}) {
         caps_.sources.emplace_back(f, from);
     }
 }

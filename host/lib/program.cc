@@ -97,6 +97,7 @@ ExecResult Program::run(uint32_t mode, Range records, Range out, uint32_t count,
 {
     if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
     const auto p = downloaded_program_params(count, mode, params);
+    if (mode == CSD_BPF_CHASE) return dev_->execute(id_, {records}, p.data(), static_cast<uint32_t>(p.size()));  // out only
     return dev_->execute(id_, {records, out}, p.data(), static_cast<uint32_t>(p.size()));
 }
 
@@ -115,6 +116,23 @@ uint64_t Program::run_reduce(Range records, uint32_t count, const std::vector<ui
 {
     const ExecResult r = run(CSD_BPF_REDUCE, records, Range{}, count, params);
     return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
+}
+
+ChaseResult Program::run_chase(uint64_t start_lba, const std::vector<uint64_t> &params, uint32_t max_hops, Range out)
+{
+    if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
+    std::vector<uint64_t> p{start_lba};
+    p.insert(p.end(), params.begin(), params.end());
+    SlmBuffer own;
+    if (out.length == 0) {
+        own = dev_->slm().alloc(sizeof(csd_bpf_chase_result));
+        out = range(own);
+    }
+    const ExecResult r = run(CSD_BPF_CHASE, out, Range{}, max_hops, p);
+    csd_bpf_chase_result res{};
+    dev_->slm_read(out.offset, &res, sizeof res);
+    if (res.value != (r.dw0 | static_cast<uint64_t>(r.dw1) << 32)) throw Error("chase result and completion differ", EIO);
+    return {res.value, res.hops};
 }
 
 }  // namespace csd

@@ -593,8 +593,9 @@ private:
             queue_.push_back([this, job, promise, op, finish] {
                 uint32_t dw0 = 0, dw1 = 0;
                 media_reads(job);
+                const uint64_t walked = csd_exec_model_finish(job, finish);  // a chase's hops past the first
                 const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
-                if (finish) wait_until(finish);
+                if (walked) wait_until(walked);
                 promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
                 leave();
             });

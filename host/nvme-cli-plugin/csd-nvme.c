@@ -1233,8 +1233,9 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		"    --kernel-h --kernel-w [--stride-h/-w=1] [--pad-h/-w=0]\n"
 		"    [--dilation-h/-w=1] [--bias]\n"
 		"  decompress: --algo (zstd, lz4)\n"
-		"  a downloaded eBPF program: --count (records) --mode (filter,\n"
-		"    map, reduce) [--param=U64,...]\n"
+		"  a downloaded eBPF program: --count (records; chase: hop limit)\n"
+		"    --mode (filter, map, reduce, chase) [--param=U64,...] (chase:\n"
+		"    the start LBA first, one range: out, 16 bytes)\n"
 		"  any program: --params-file FILE (parameter bytes as they are)\n"
 		"Prints the completion's DW0 and DW1 (their meaning: docs/command-set.md).";
 	struct csd_desc_range ranges[CSD_MAX_RANGES];
@@ -1264,7 +1265,7 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		OPT_STR("dtype", 0, &cfg.dtype, "reduce: element type (f32, f64, i32, i64)"),
 		OPT_STR("type", 0, &cfg.type, "filter: field type (i32, i64, u32, u64, f32, f64)"),
 		OPT_STR("algo", 0, &cfg.algo, "checksum (crc32c, xxh64) or decompress (zstd, lz4)"),
-		OPT_STR("mode", 0, &cfg.mode, "downloaded program: filter, map or reduce"),
+		OPT_STR("mode", 0, &cfg.mode, "downloaded program: filter, map, reduce or chase"),
 		OPT_STR("lo", 0, &cfg.lo, "filter: value compared with (lower bound of between)"),
 		OPT_STR("hi", 0, &cfg.hi, "filter: upper bound of between"),
 		OPT_LIST("param", 0, &cfg.param, "downloaded program: u64 parameters, comma-separated"),

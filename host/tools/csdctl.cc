@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "csd/btree.hpp"
 #include "csd/device.hpp"
 #include "csd/drive_set.hpp"
 #include "csd/npy.hpp"
@@ -700,6 +701,80 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
     return 0;
 }
 
+// What `program chase` takes beyond the slot.
+struct ChaseArgs {
+    uint32_t record_size = 0, max_hops = CSD_BPF_MAX_HOPS;
+    std::string start;
+    std::vector<std::string> params;
+};
+
+int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &a)
+{
+    std::vector<uint64_t> params;
+    for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
+    Program prog = Program::attach(d, slot, a.record_size);
+    prog.keep();
+    const ChaseResult r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
+    if (o.json) print({{"value", r.value}, {"hops", r.hops}});
+    else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
+                     static_cast<unsigned long long>(r.value), r.hops);
+    say_where(d, o);
+    return 0;
+}
+
+// What `btree build` takes.
+struct BtreeArgs {
+    std::string lba, pairs;
+    uint64_t count = 0;
+    uint32_t fanout = 31;
+};
+
+// A B+-tree (examples/bpf/btree.h) on the namespace: pairs "KEY VALUE" a line from a file
+// (- for stdin), or keys 1..count with value 10 x key.
+int cmd_btree_build(Device &d, const Opts &o, const BtreeArgs &a)
+{
+    if (a.pairs.empty() == (a.count == 0)) die("btree build: give --pairs FILE or --count N");
+    std::map<uint64_t, uint64_t> pairs;
+    if (!a.pairs.empty()) {
+        std::ifstream f;
+        if (a.pairs != "-") {
+            f.open(a.pairs);
+            if (!f) die("cannot read " + a.pairs);
+        }
+        std::istream &in = a.pairs == "-" ? std::cin : f;
+        std::string k, v;
+        while (in >> k >> v) pairs[parse_u64("key", k)] = parse_u64("value", v);
+    } else {
+        for (uint64_t k = 1; k <= a.count; k++) pairs[k] = 10 * k;
+    }
+    std::vector<uint64_t> keys, values;
+    for (const auto &[k, v] : pairs) keys.push_back(k), values.push_back(v);
+    const BtreeLayout t = btree_write(d, keys, values, parse_u64("lba", a.lba), a.fanout);
+    if (o.json) print({{"root_lba", t.root_lba}, {"blocks", t.blocks}, {"depth", t.depth}, {"keys", keys.size()}});
+    else std::printf("%zu keys: root at LBA %llu, %llu blocks, depth %u\n", keys.size(),
+                     static_cast<unsigned long long>(t.root_lba), static_cast<unsigned long long>(t.blocks), t.depth);
+    return 0;
+}
+
+int cmd_btree_lookup(Device &d, const Opts &o, uint16_t slot, const std::string &file, const std::string &lba,
+                     const std::vector<std::string> &keys)
+{
+    if (!slot && file.empty()) die("btree lookup: give --slot SLOT or --program FILE");
+    Program prog = file.empty() ? Program::attach(d, slot, kBtreeRecordSize) : Program(d, file, kBtreeRecordSize);
+    if (file.empty()) prog.keep();  // a slot of the user's stays loaded; one loaded here goes
+    const BtreeLayout t{parse_u64("lba", lba), 0, d.caps().max_chase_hops ? d.caps().max_chase_hops : CSD_BPF_MAX_HOPS};
+    json list = json::array();
+    for (const std::string &k : keys) {
+        uint32_t hops = 0;
+        const auto v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+        if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops}});
+        else if (v) std::printf("%s %llu (%u hops)\n", k.c_str(), static_cast<unsigned long long>(*v), hops);
+        else std::printf("%s absent (%u hops)\n", k.c_str(), hops);
+    }
+    if (o.json) print(list);
+    return 0;
+}
+
 // ---------------------------------------------------------------- bench
 int cmd_bench(Device &d, const Opts &o, double secs)
 {
@@ -1114,12 +1189,40 @@ int main(int argc, char **argv)
     prun->add_option("name", name, "object of records")->required();
     prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
         ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    const std::vector<std::string> record_modes{"filter", "map", "reduce"};  // chase: program chase
     prun->add_option("--mode", pr.mode, "filter (records kept), map (one u64 each) or reduce (their sum)")
-        ->check(CLI::IsMember(names(csd_bpf_mode_names)));
-    choices["csdctl program run --mode"] = choice_list(names(csd_bpf_mode_names));
+        ->check(CLI::IsMember(record_modes));
+    choices["csdctl program run --mode"] = record_modes;
     prun->add_option("--param", pr.params, "a u64 parameter, up to 2^64-1 (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
     prun->add_option("--out", pr.out, "object for the result (default NAME.MODE)");
     prun->callback([&] { action = [&](Device &d) { return cmd_program_run(d, o, slot, name, pr); }; });
+    ChaseArgs ca;
+    auto *pchase = program->add_subcommand("chase", "chase blocks of the namespace with the program in SLOT (1.2)");
+    pchase->add_option("slot", slot, "slot (e.g. 0x100)")->required();
+    pchase->add_option("--record-size", ca.record_size, "bytes of each block the program reads (as loaded)")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    pchase->add_option("--start", ca.start, "the first block's LBA (the program's params[0])")->required();
+    pchase->add_option("--param", ca.params, "a u64 parameter, params[1..] (repeat, at most 7)")->expected(0, CSD_BPF_MAX_PARAMS - 1);
+    pchase->add_option("--max-hops", ca.max_hops, "blocks it may read")->check(CLI::Range(1u, CSD_BPF_MAX_HOPS));
+    pchase->callback([&] { action = [&](Device &d) { return cmd_program_chase(d, o, slot, ca); }; });
+
+    auto *btree = app.add_subcommand("btree", "a B+-tree on the namespace, looked up in the drive (examples/bpf/btree_lookup.c)");
+    btree->require_subcommand(1);
+    BtreeArgs bt;
+    auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA");
+    bbuild->add_option("lba", bt.lba, "the root's LBA (the levels below follow it)")->required();
+    bbuild->add_option("--pairs", bt.pairs, "file of KEY VALUE lines (- for stdin)");
+    bbuild->add_option("--count", bt.count, "or keys 1..N with value 10 x key");
+    bbuild->add_option("--fanout", bt.fanout, "entries per node")->check(CLI::Range(2u, kBtreeMaxFanout));
+    bbuild->callback([&] { action = [&](Device &d) { return cmd_btree_build(d, o, bt); }; });
+    std::vector<std::string> bkeys;
+    auto *blookup = btree->add_subcommand("lookup", "look KEYs up in the tree at LBA, one chase each");
+    blookup->add_option("lba", bt.lba, "the root's LBA")->required();
+    blookup->add_option("keys", bkeys, "keys")->required();
+    auto *bslot = blookup->add_option("--slot", slot, "slot holding btree_lookup.o (loaded with --record-size 512)");
+    blookup->add_option("--program", file, "or btree_lookup.o, loaded for the lookups")->excludes(bslot)
+        ->check(CLI::ExistingFile);
+    blookup->callback([&] { action = [&](Device &d) { return cmd_btree_lookup(d, o, slot, file, bt.lba, bkeys); }; });
 
     double seconds = 2;
     auto *bench = app.add_subcommand("bench", "Execute throughput by queue depth; 4 KiB copy vs Read latency");

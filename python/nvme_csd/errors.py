@@ -129,6 +129,10 @@ class ProgramLoadBytesExceeded(CommandSpecificStatus):
     status_name = "Program Load Bytes Exceeded"
 
 
+class HopLimitExceeded(CommandSpecificStatus):
+    status_name = "Hop Limit Exceeded"
+
+
 # The standard front end's statuses (spec/nvme_cs.h), named after the status ("Program Not
 # Activated" -> ProgramNotActivated), under the vendor class of the same meaning where there
 # is one; test_errors.py checks that these are every status the bindings name.
@@ -213,7 +217,7 @@ class ProgramTooBig(InvalidProgramImage):
 VENDOR_ERRORS: Tuple[Type[NvmeStatusError], ...] = (
     InvalidOpcode, InvalidField, DataTransferError, InternalError, AbortRequested, LbaOutOfRange,
     InvalidProgram, InvalidDescriptor, SlmOutOfBounds, InvalidParameters, OutputOverflow, ProgramFault,
-    InvalidProgramImage, ProgramSlotInUse, ProgramLoadBytesExceeded)
+    InvalidProgramImage, ProgramSlotInUse, ProgramLoadBytesExceeded, HopLimitExceeded)
 NVME_CS_ERRORS: Tuple[Type[NvmeStatusError], ...] = (
     IncompatibleNamespaceOrFormat, NamespaceNotReachable, InvalidMemoryNamespace, InvalidMemoryRangeSet,
     InvalidMemoryRangeSetIdentifier, InvalidProgramData, InvalidProgramIndex, InvalidProgramType,
@@ -235,7 +239,7 @@ _BY_CODE: Dict[int, Type[CsdError]] = {}
 __all__ = ["CsdError", "NvmeStatusError", "GenericCommandStatus", "CommandSpecificStatus", "MediaError",
            "InvalidOpcode", "InvalidField", "DataTransferError", "InternalError", "AbortRequested",
            "LbaOutOfRange", "InvalidProgram", "InvalidDescriptor", "SlmOutOfBounds", "InvalidParameters",
-           "OutputOverflow", "ProgramFault", "InvalidProgramImage", "ProgramSlotInUse", "ProgramLoadBytesExceeded",
+           "OutputOverflow", "ProgramFault", "InvalidProgramImage", "ProgramSlotInUse", "ProgramLoadBytesExceeded", "HopLimitExceeded",
            "IncompatibleNamespaceOrFormat", "NamespaceNotReachable", "InvalidMemoryNamespace",
            "InvalidMemoryRangeSet", "InvalidMemoryRangeSetIdentifier", "InvalidProgramData", "InvalidProgramIndex",
            "InvalidProgramType", "MaximumMemoryRangesExceeded", "MaximumMemoryRangeSetsExceeded",

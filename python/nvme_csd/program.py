@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Programs of your own in the drive (command set §8): an eBPF object compiled by clang,
 loaded into a slot, run once per record over fixed-size records (a structured numpy
-array, or its SLM copy) as filter, map or reduce."""
+array, or its SLM copy) as filter, map or reduce, or over blocks of the namespace it
+chases from one to the next (chase)."""
 
 import os
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
@@ -11,7 +12,7 @@ import numpy as np
 from . import _core
 from .arrays import SlmArray, as_buffer, as_numpy
 from .errors import InvalidArgument
-from .wire import MAX_PROGRAM_PARAMS, PROGRAM_MODES
+from .wire import MAX_CHASE_HOPS, MAX_PROGRAM_PARAMS, PROGRAM_MODES
 
 if TYPE_CHECKING:
     from .device import Device
@@ -125,6 +126,19 @@ class Program:
         if temp:
             R.free()
         return dw0 | dw1 << 32
+
+
+    def chase(self, start_lba: int, params: Sequence[int] = (), max_hops: Optional[int] = None) -> Tuple[int, int]:
+        """Pointer chasing in the drive (mode 3, 1.2): the drive reads the block at start_lba,
+        calls the program on its first record_size bytes and follows the LBA it answers,
+        until it answers "done" (bit 63). The program sees params[0] = start_lba and
+        params[1:] = params. Returns (value, hops). max_hops (default: the drive's cap, 64)
+        blocks read without an answer: HopLimitExceeded, whose dw0/dw1 are the next LBA."""
+        params = [int(p) & (2 ** 64 - 1) for p in params]
+        if len(params) > MAX_PROGRAM_PARAMS - 1:
+            raise InvalidArgument(f"at most {MAX_PROGRAM_PARAMS - 1} params besides the start LBA, got {len(params)}")
+        hops = MAX_CHASE_HOPS if max_hops is None else int(max_hops)
+        return _core.programs.chase(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
 
 
 def read_image(image: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]) -> bytes:

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "csd/btree.hpp"
 #include "csd/device.hpp"
 #include "csd/drive_set.hpp"
 #include "csd/npy.hpp"
@@ -203,6 +204,7 @@ py::dict wire_format()
     w["program_modes"] = name_table(csd_bpf_mode_names);
     w["program_downloaded"] = static_cast<uint32_t>(CSD_PROGRAM_DOWNLOADED);
     w["max_program_params"] = static_cast<uint32_t>(CSD_BPF_MAX_PARAMS);
+    w["max_chase_hops"] = static_cast<uint32_t>(CSD_BPF_MAX_HOPS);
     w["first_unary_elementwise_op"] = static_cast<uint32_t>(CSD_EW_RELU);
     return w;
 }
@@ -279,6 +281,20 @@ void bind_programs(py::module_ &m)
         const ExecResult x = d.d().execute(program, {rng(records), rng(out)}, prm.data(), static_cast<uint32_t>(prm.size()));
         return std::make_pair(x.dw0, x.dw1);
     }, "a downloaded program in a mode over count records: (dw0, dw1)");
+    p.def("chase", [](PyDevice &d, uint16_t program, uint32_t record_size, uint64_t start_lba,
+                      const std::vector<uint64_t> &params, uint32_t max_hops) {
+        py::gil_scoped_release g;
+        Program prog = Program::attach(d.d(), program, record_size);
+        prog.keep();  // the Python Program owns the slot
+        const ChaseResult r = prog.run_chase(start_lba, params, max_hops);
+        return std::make_pair(r.value, r.hops);
+    }, "a downloaded program's chase from start_lba (params[1..] = params): (value, hops)");
+    p.def("btree_write", [](PyDevice &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
+                            uint64_t base_lba, uint32_t fanout) {
+        py::gil_scoped_release g;
+        const BtreeLayout t = btree_write(d.d(), keys, values, base_lba, fanout);
+        return std::make_tuple(t.root_lba, t.blocks, t.depth);
+    }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)");
     p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
         py::gil_scoped_release g;
         return programs::gather(d.d(), rng(entries), count, rng(out));
@@ -382,6 +398,7 @@ PYBIND11_MODULE(_core, m)
             d["downloadable_slots"] = c.downloadable_slots;
             d["program_types"] = c.program_types;
             d["features"] = c.features;
+            d["max_chase_hops"] = c.max_chase_hops;
             py::dict sources;
             for (const auto &[field, from] : c.sources) sources[py::str(field)] = cap_source_name(from);
             d["sources"] = sources;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: arbitrary bytes as downloadable program images (spec §8), through
 // Program Load exactly as an embedding sends it, and arbitrary records through every
-// accepted image in all three Execute modes. Input: u16 record size, u16 image length,
-// the image, then record bytes. A crash, sanitizer report, hang or escape from the
-// record (ASan sees SLM as one mapping with guard pages) is a finding.
+// accepted image in all three Execute modes over records, and as a chase (mode 3) over a
+// namespace the target makes up from the record bytes (each block the bytes from its LBA
+// times 512, cyclically). Input: u16 record size, u16 image length, the image, then record
+// bytes. A crash, sanitizer report, hang, escape from the record (ASan sees SLM as one
+// mapping with guard pages), a chase's read past the namespace or past its hop limit, or a
+// chase reporting other hops than it read is a finding.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +74,48 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 std::fprintf(stderr, "model work of %llu records over %llu bytes, run status 0x%x\n",
                              static_cast<unsigned long long>(w.records),
                              static_cast<unsigned long long>(r[0].length), st);
+                std::abort();
+            }
+        }
+    }
+    // chase: from the LBA the records start with, the rest of the params as above
+    {
+        static constexpr uint64_t kNsLbas = 1u << 12;
+        static const csd_ctx ns{kNsLbas, 512, 8u << 20, 0};
+        const uint64_t bytes = uint64_t{count} * record_size;
+        uint64_t start;
+        std::memcpy(&start, slm, 8);
+        start %= kNsLbas + 2;  // now and then past the namespace
+        uint8_t d[16 + 16 + 32];
+        const csd_desc_range r[1] = {{out, 16}};
+        uint8_t p[32] = {CSD_BPF_MAX_HOPS, 0, 0, 0, CSD_BPF_CHASE, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+        std::memcpy(p + 16, &start, 8);
+        std::memset(p + 24, 0xFF, 8);
+        csd_desc_encode(d, static_cast<uint16_t>(slot), 1, r, p, sizeof p);
+        csd_exec *job = nullptr;
+        if (csd_core_exec_prepare(g_core, d, static_cast<uint32_t>(csd_desc_size(1, sizeof p)), &job) == 0) {
+            csd_exec_set_namespace(job, &ns);
+            csd_model_work w{};
+            csd_exec_model_work(job, &w);
+            const csd_extent *ext;
+            uint32_t reads = 0;
+            while (const uint32_t n = csd_exec_media(job, 0, nullptr, &ext)) {
+                if (n != 1 || ext[0].nlb != 1 || ext[0].slba >= kNsLbas || ++reads > CSD_BPF_MAX_HOPS) {
+                    std::fprintf(stderr, "chase read %u extents, LBA %llu (%u blocks), read %u\n", n,
+                                 static_cast<unsigned long long>(ext[0].slba), ext[0].nlb, reads);
+                    std::abort();
+                }
+                for (uint32_t i = 0; i < 512; i++) ext[0].buf[i] = slm[(ext[0].slba * 512 + i) % bytes];
+            }
+            const uint64_t finish = csd_exec_model_finish(job, 1);  // the model off: unchanged
+            uint32_t dw0, dw1;
+            const uint16_t st = csd_core_exec_run(g_core, job, nullptr, &dw0, &dw1);
+            uint32_t hops;
+            std::memcpy(&hops, slm + out + 8, 4);
+            if ((st == CSD_STATUS_SUCCESS && (hops != reads || record_size > 512 || !w.compute)) ||
+                (record_size > 512 && reads) || finish != 1) {
+                std::fprintf(stderr, "chase: status 0x%x after %u reads, %u hops reported, record %u\n", st, reads,
+                             hops, record_size);
                 std::abort();
             }
         }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Writes seed inputs for a fuzz target: make_seeds.py TARGET DIR.
 fuzz_execute: one valid input per program (descriptor + SLM bytes);
-fuzz_program: each eBPF object the build made (examples and refused ones) + records;
+fuzz_program: each eBPF object the build made (examples and refused ones) + records
+(btree_lookup.o also over a B+-tree, for its chase);
 fuzz_elf: the same objects, each as the section-by-section description fuzz_elf.cc reads
 (elf_description below);
 fuzz_catalog: catalogs of both formats and a journal, encoded here independently;
@@ -202,6 +203,21 @@ if target == "fuzz_program":
             name = f"{os.path.basename(path)}-{rs}"
             with open(os.path.join(out, name), "wb") as f:
                 f.write(struct.pack("<HH", rs - 1, len(img)) + img + records)
+        if os.path.basename(path) == "btree_lookup.o":
+            # its chase over a B+-tree: 64 records of 512 bytes are the namespace's blocks
+            # (block b = record b % 64); the chase starts at the LBA record 0's first 8 bytes
+            # give (mod 4098): the root (kind 1, 2 children: leaves at 10 and 11) is there.
+            def node(kind, keys, vals):
+                return struct.pack("<II", kind, len(keys)) + struct.pack("<31Q", *(keys + [0] * (31 - len(keys)))) + \
+                    struct.pack("<31Q", *(vals + [0] * (31 - len(vals))))
+            blocks = [bytes(512)] * 64
+            root = node(1, [0, 100], [10, 11]).ljust(512, b"\0")
+            blocks[0] = root
+            blocks[struct.unpack_from("<Q", root)[0] % 4098 % 64] = root
+            blocks[10] = node(2, [1, 2, 3], [10, 20, 30]).ljust(512, b"\0")
+            blocks[11] = node(2, [100, 200], [1000, 2000]).ljust(512, b"\0")
+            with open(os.path.join(out, "btree_lookup.o-chase"), "wb") as f:
+                f.write(struct.pack("<HH", 511, len(img)) + img + b"".join(blocks))
     sys.exit(0)
 
 

@@ -117,6 +117,14 @@ int main(int argc, char **argv)
               "csd_program_run filter keeps keys 40, 50, 60, 70");
         CHECK(csd_program_run(dev, slot, CSD_BPF_REDUCE, rr, ro, 8, &threshold, 1, &dw0, &dw1) == 0 && dw0 == 4,
               "csd_program_run reduce counts them");
+        /* chase: threshold answers 0 or 1, always a next LBA, so a limit of 3 hops is reached */
+        uint64_t from = 0;
+        int chased = csd_program_run(dev, slot, CSD_BPF_CHASE, rr, ro, 3, &from, 1, &dw0, &dw1);
+        const int vendor = strcmp(csd_front_end(dev), "vendor") == 0;
+        CHECK(chased == -EIO && (csd_last_status() & 0x7FF) == (vendor ? CSD_STATUS_HOP_LIMIT_EXCEEDED
+                                                                         : CSD_STATUS_INVALID_NAMESPACE),
+              "csd_program_run chase that never answers done: Hop Limit Exceeded (standard, host mode: "
+              "Invalid Namespace or Format, no namespace)");
         CHECK(csd_program_unload(dev, slot) == 0, "csd_program_unload");
         int rc = csd_program_unload(dev, slot);
         /* the drive: Invalid Program (No Program); through csd.ko a slot this file does not own: -EPERM */

@@ -17,9 +17,11 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <map>
 #include <random>
 #include <thread>
 
+#include "csd/btree.hpp"
 #include "csd/device.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
@@ -271,6 +273,62 @@ TEST_F(Library, GatherAndEmbeddingBagReadTheNamespace)
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), CSD_STATUS_LBA_OUT_OF_RANGE) << e.what();
     }
+}
+
+TEST_F(Library, BtreeLookupsChaseInTheDrive)
+{
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    if (dev->caps().max_chase_hops == 0) GTEST_SKIP() << "the drive has no chase (1.2)";
+    if (dev->front_end() != FrontEnd::Vendor) GTEST_SKIP() << "a chase needs the vendor Execute (its namespace)";
+    // 10,000 keys (random gaps) with random values, against a dict
+    std::map<uint64_t, uint64_t> dict;
+    std::vector<uint64_t> keys, vals;
+    std::mt19937_64 g(31);
+    for (uint64_t k = 1000; keys.size() < 10000; k += 1 + g() % 9) {
+        keys.push_back(k);
+        vals.push_back(g() >> 4);
+        dict[k] = vals.back();
+    }
+    const BtreeLayout tree = btree_write(*dev, keys, vals, 64);
+    EXPECT_EQ(tree.depth, 3u);  // 323 leaves, 11 inner nodes, the root
+    EXPECT_EQ(tree.blocks, 323u + 11 + 1);
+    Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
+    uint32_t hops = 0;
+    for (uint64_t k : keys) {
+        const auto v = btree_lookup(lookup, tree, k, &hops);
+        ASSERT_TRUE(v.has_value()) << k;
+        EXPECT_EQ(*v, dict[k]) << k;
+        EXPECT_EQ(hops, 3u);
+    }
+    int absent = 0;
+    for (int i = 0; i < 2000; i++) {
+        const uint64_t k = g() % (keys.back() + 2000);
+        const auto v = btree_lookup(lookup, tree, k);
+        const auto it = dict.find(k);
+        EXPECT_EQ(v.has_value(), it != dict.end()) << k;
+        if (v && it != dict.end()) EXPECT_EQ(*v, it->second);
+        absent += it == dict.end();
+    }
+    EXPECT_GT(absent, 1000);
+    // a hop limit below the depth: Hop Limit Exceeded, with the LBA it would read next
+    try {
+        lookup.run_chase(tree.root_lba, {keys[0]}, 2);
+        ADD_FAILURE() << "a chase of 3 hops with a limit of 2 completed";
+    } catch (const Error &e) {
+        EXPECT_EQ(CSD_STATUS_CODE(e.status()), CSD_STATUS_HOP_LIMIT_EXCEEDED) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Hop Limit Exceeded"), std::string::npos) << e.what();
+        EXPECT_GE(e.dw0(), tree.root_lba + 12) << "a leaf";
+    }
+    // a start LBA past the namespace
+    try {
+        lookup.run_chase(dev->ns().lba_count, {1});
+        ADD_FAILURE() << "a chase from past the namespace completed";
+    } catch (const Error &e) {
+        EXPECT_EQ(CSD_STATUS_CODE(e.status()), CSD_STATUS_LBA_OUT_OF_RANGE) << e.what();
+    }
+    // bad trees are refused before anything is written
+    EXPECT_THROW(btree_write(*dev, {2, 1}, {0, 0}, 64), Error);
+    EXPECT_THROW(btree_write(*dev, {1}, {1ull << 62}, 64), Error);
 }
 
 TEST_F(Library, AsyncExecutesOverlap)
@@ -1368,17 +1426,54 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     unlink(path);
 }
 
+// A new backing file's name for an in-process device under a timing model (the device
+// makes the file; the test unlinks it).
+std::string model_backing_file()
+{
+    char path[] = "/tmp/csd-model-XXXXXX";
+    const int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    unlink(path);
+    return path;
+}
+
+// Each hop of a chase is one dependent media read of the model: depth 10 costs ten.
+TEST(TimingModel, AChaseCostsOneMediaReadPerHop)
+{
+    const std::string path = model_backing_file();
+    auto dev = Device::open("emu:" + path + "?size=64M&nvme-cs=1&model.media-read-latency-ns=3000000");
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (dev->front_end() != FrontEnd::Vendor) GTEST_SKIP() << "a chase needs the vendor Execute (its namespace)";
+    if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";
+    std::vector<uint64_t> keys, vals;
+    for (uint64_t k = 0; k < 1000; k++) keys.push_back(k), vals.push_back(k);
+    const BtreeLayout deep = btree_write(*dev, keys, vals, 0, 2);  // depth 10
+    const BtreeLayout flat = btree_write(*dev, {7}, {70}, 4000, 2);  // depth 1
+    ASSERT_EQ(deep.depth, 10u);
+    Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
+    auto ms = [&](const BtreeLayout &t, uint64_t key) {
+        const auto t0 = std::chrono::steady_clock::now();
+        uint32_t hops = 0;
+        EXPECT_TRUE(btree_lookup(lookup, t, key, &hops).has_value());
+        EXPECT_EQ(hops, t.depth);
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const double one = ms(flat, 7), ten = ms(deep, 333);
+    EXPECT_GE(one, 3.0);
+    EXPECT_GE(ten, 30.0) << "ten dependent media reads of 3 ms";
+    EXPECT_LT(one, 25.0) << "one hop is one media read";
+    std::printf("modelled chase: depth 1 %.1f ms, depth 10 %.1f ms (3 ms media reads)\n", one, ten);
+    unlink(path.c_str());
+}
+
 // A command the in-process device refuses costs the model nothing beyond its decode, as in
 // QEMU (found by an outside review: a refused 4 GiB Read held its caller 1.2 s and was
 // counted as media time).
 TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
 {
-    char path[] = "/tmp/csd-model-XXXXXX";
-    const int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    unlink(path);
-    auto dev = Device::open(std::string("emu:") + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
+    const std::string path = model_backing_file();
+    auto dev = Device::open("emu:" + path + "?size=64M&lba=65536&nvme-cs=1&model=gen4x4-8core");
     if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
     if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor statistics log C1h, which a standard-only drive lacks";
     std::vector<uint8_t> buf(64 << 10);
@@ -1398,7 +1493,7 @@ TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
     EXPECT_EQ(s.model_media_busy_ns, 0u);
     EXPECT_EQ(s.model_link_in_busy_ns + s.model_link_out_busy_ns, 0u);
     dev.reset();
-    unlink(path);
+    unlink(path.c_str());
 }
 
 TEST_F(Library, DownloadedProgramsFilterMapReduce)

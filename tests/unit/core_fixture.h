@@ -159,6 +159,33 @@ protected:
         return r;
     }
 
+    // An Execute as an embedding runs a program that reads the namespace (a media program,
+    // a chase): decode, prepare, the namespace ns (none if null), the rounds of reads the
+    // core plans, each given to read(extents, n, &cancel), which fills them and returns the
+    // round's status, then run, complete. *finish (if given): csd_exec_model_finish of 1.
+    // cancel: the cancel flag's value from the start.
+    template <class Read>
+    ExecOut exec_reading(const std::vector<uint8_t> &desc, const csd_ctx *ns, Read read, uint64_t *finish = nullptr,
+                         int cancel = 0)
+    {
+        csd_op op;
+        ExecOut r{};
+        r.status = decode(CSD_OPC_EXECUTE, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, &op);
+        if (r.status) return r;
+        csd_exec *job = nullptr;
+        r.status = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job);
+        if (r.status == 0) {
+            if (ns) csd_exec_set_namespace(job, ns);
+            const csd_extent *ext;
+            uint16_t st = 0;
+            while (uint32_t n = csd_exec_media(job, st, &cancel, &ext)) st = read(ext, n, &cancel);
+            if (finish) *finish = csd_exec_model_finish(job, 1);
+            r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
+        }
+        csd_core_complete(core, &op, r.status);
+        return r;
+    }
+
     template <class P>
     ExecOut exec(uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges, const P &params)
     {

@@ -30,29 +30,15 @@ protected:
     // reads the core plans (from disk here), run, complete.
     ExecOut exec_media(const std::vector<uint8_t> &desc, uint16_t read_status = 0, int cancel = 0)
     {
-        csd_op op;
-        ExecOut r{};
-        r.status = decode(CSD_OPC_EXECUTE, static_cast<uint32_t>(desc.size()), 0, 0, 0, 0, &op);
-        if (r.status) return r;
-        csd_exec *job = nullptr;
-        r.status = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(desc.size()), &job);
-        if (r.status == 0) {
-            csd_exec_set_namespace(job, &ns);
-            const csd_extent *ext;
-            uint16_t st = 0;
-            while (uint32_t n = csd_exec_media(job, st, &cancel, &ext)) {
-                for (uint32_t i = 0; i < n; i++) {
-                    EXPECT_LE(ext[i].slba + ext[i].nlb, kLbas) << "a read past the namespace";
-                    if (ext[i].slba + ext[i].nlb > kLbas) continue;
-                    std::memcpy(ext[i].buf, disk.data() + ext[i].slba * kLba, uint64_t{ext[i].nlb} * kLba);
-                    reads.push_back(ext[i]);
-                }
-                st = read_status;
+        return exec_reading(desc, &ns, [&](const csd_extent *ext, uint32_t n, int *) {
+            for (uint32_t i = 0; i < n; i++) {
+                EXPECT_LE(ext[i].slba + ext[i].nlb, kLbas) << "a read past the namespace";
+                if (ext[i].slba + ext[i].nlb > kLbas) continue;
+                std::memcpy(ext[i].buf, disk.data() + ext[i].slba * kLba, uint64_t{ext[i].nlb} * kLba);
+                reads.push_back(ext[i]);
             }
-            r.status = csd_core_exec_run(core, job, nullptr, &r.dw0, &r.dw1);
-        }
-        csd_core_complete(core, &op, r.status);
-        return r;
+            return read_status;
+        }, nullptr, cancel);
     }
     ExecOut exec_raw(const std::vector<uint8_t> &desc) override { return exec_media(desc); }
 };

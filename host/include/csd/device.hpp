@@ -44,6 +44,7 @@ struct Capabilities {
     uint16_t downloadable_slots = 0;  // 1.1
     uint16_t program_types = 0;       // 1.1: bit n = program type n (bit 1 eBPF)
     uint32_t features = 0;            // CSD_FEATURE_* (bit 0: Compare and Write)
+    uint32_t max_chase_hops = 0;      // 1.2: a downloaded program's chase's largest hop limit (0: none)
     std::vector<ProgramInfo> programs;
     // Field name ("slm_size", "programs", ...) and where its value came from.
     std::vector<std::pair<std::string, CapSource>> sources;

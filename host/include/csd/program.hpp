@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // program.hpp - a program of the user's own in the drive (command set §8): an eBPF image
-// loaded into a slot, run over fixed-size records in SLM as filter, map or reduce.
+// loaded into a slot, run over fixed-size records in SLM as filter, map or reduce, or
+// over blocks of the namespace it chases from one to the next (chase, 1.2).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@
 #include "csd/programs.hpp"
 
 namespace csd {
+
+// What a chase ended with: the program's value (bit 63 cleared) and the blocks it read.
+struct ChaseResult {
+    uint64_t value = 0;
+    uint32_t hops = 0;
+};
 
 // A loaded program. It is unloaded when this object goes, unless keep() was called.
 class Program {
@@ -46,6 +53,14 @@ public:
     uint64_t run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params = {});
     // Any mode, returning the completion Dwords.
     ExecResult run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params);
+    // chase (mode 3, 1.2; XRP-style pointer chasing): the device reads the block at
+    // start_lba of the namespace, calls the program on its first record_size() bytes, and
+    // reads the block at the LBA it answers, until it answers "done" (bit 63) or max_hops
+    // blocks were read (1..CSD_BPF_MAX_HOPS; more: Hop Limit Exceeded, csd::Error whose
+    // dw0()/dw1() are the LBA it would read next). The program sees params[0] = start_lba
+    // and params[1..] = params. out: 16 bytes of SLM for the result (none: a buffer of its own).
+    ChaseResult run_chase(uint64_t start_lba, const std::vector<uint64_t> &params = {},
+                          uint32_t max_hops = CSD_BPF_MAX_HOPS, Range out = {});
 
 private:
     Program(Device &dev, uint16_t id, uint32_t record_size) : dev_(&dev), id_(id), record_size_(record_size) {}

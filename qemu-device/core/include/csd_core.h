@@ -172,6 +172,17 @@ void csd_exec_set_namespace(csd_exec *exec, const struct csd_ctx *ns);
 uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, const struct csd_extent **ext);
 
 /*
+ * A downloaded program's chase (mode 3, spec 1.2) is walked by csd_exec_media: one round
+ * per hop, one block each, the program called on it in that call (no loops: at most
+ * CSD_BPF_MAX_INSNS instructions; a B+-tree node search is about 1,400). Its modelled finish is known only once walked: with the timing model on, the
+ * embedding passes the finish csd_core_model_schedule gave it at arrival (which counts
+ * the first hop) after csd_exec_media returned 0 and before csd_core_exec_run, and
+ * completes no earlier than what this returns: each hop past the first one more dependent
+ * media read and one program record. Other jobs, or finish_ns 0: finish_ns.
+ */
+uint64_t csd_exec_model_finish(const csd_exec *exec, uint64_t finish_ns);
+
+/*
  * Get Log Page for the command set's pages (C0h, C1h): checks NSID and offset, fills
  * page with the whole page (csd_log_page_size(lid) bytes: 4096 for C0h, 4352 for C1h)
  * and returns in *avail the bytes from offset on. Invalid Field for an NSID other than

@@ -163,11 +163,23 @@ static uint64_t rte_bpf_exec(const rte_bpf *, void *) { return 0; }  // never re
 ExecResult BpfProgram::check(const ProgramCall &call, ProgramWork *work) const
 {
     csd_bpf_params h;
-    if (call.nr_ranges != 2 || call.param_len < sizeof(h)) return fail(CSD_STATUS_INVALID_PARAMETERS);
+    if (call.param_len < sizeof(h)) return fail(CSD_STATUS_INVALID_PARAMETERS);
     std::memcpy(&h, call.params, sizeof(h));
-    if (h.mode > CSD_BPF_REDUCE || h.reserved != 0 || h.nr_params > CSD_BPF_MAX_PARAMS ||
+    if (h.mode != CSD_BPF_CHASE && call.nr_ranges != 2) return fail(CSD_STATUS_INVALID_PARAMETERS);
+    if (h.mode > CSD_BPF_CHASE || h.reserved != 0 || h.nr_params > CSD_BPF_MAX_PARAMS ||
         call.param_len != sizeof(h) + 8 * h.nr_params) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    if (h.mode == CSD_BPF_CHASE) {
+        // one range (out), the start LBA in params[0], a hop limit the device allows
+        if (call.nr_ranges != 1 || h.nr_params < 1 || h.record_count < 1 || h.record_count > CSD_BPF_MAX_HOPS) {
+            return fail(CSD_STATUS_INVALID_PARAMETERS);
+        }
+        if (call.ranges[0].len < sizeof(csd_bpf_chase_result)) {
+            return fail(CSD_STATUS_OUTPUT_OVERFLOW, 0, sizeof(csd_bpf_chase_result));
+        }
+        if (work) work->records = 1;  // the first hop's; the others as they happen (csd_exec_model_finish)
+        return ok();
     }
     if (call.ranges[0].len < bytes_of(h.record_count, record_size_)) return fail(CSD_STATUS_INVALID_PARAMETERS);
     const uint64_t map_bytes = uint64_t{h.record_count} * 8;
@@ -178,11 +190,23 @@ ExecResult BpfProgram::check(const ProgramCall &call, ProgramWork *work) const
     return ok();
 }
 
+uint64_t BpfProgram::hop(const ProgramCall &call, const uint8_t *record, uint32_t hop, bool interpret) const
+{
+    csd_bpf_params h;
+    std::memcpy(&h, call.params, sizeof(h));
+    std::memcpy(tl_params, call.params + sizeof(h), 8 * h.nr_params);
+    tl_nr_params = h.nr_params;
+    tl_index = hop;
+    void *rec = const_cast<uint8_t *>(record);  // a program may write its record: the block is the job's copy
+    return (jit_ && !interpret) ? jit_(rec) : rte_bpf_exec(bpf_, rec);
+}
+
 ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
 {
     if (const ExecResult r = check(call, nullptr); r.status) return r;
     csd_bpf_params h;
     std::memcpy(&h, call.params, sizeof(h));
+    if (h.mode == CSD_BPF_CHASE) return fail(CSD_STATUS_INTERNAL_ERROR);  // the core walks a chase (execute.cc)
     const Span &in = call.ranges[0], &out = call.ranges[1];
     const uint64_t map_bytes = uint64_t{h.record_count} * 8;
     const uint32_t map_dw0 = map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes);

@@ -36,6 +36,10 @@ public:
     // the input holds, a map's output): its refusal, or Success with work->records (when
     // work is not null) the records it will run, at most what the input range holds.
     ExecResult check(const ProgramCall &call, ProgramWork *work) const;
+    // One hop of a chase (mode 3, checked by check): the program called once on record
+    // (record_size() bytes, the block just read) with the Execute's params and csd_index()
+    // = hop; its answer. Bounded work (no loops): cheap enough for a main loop.
+    uint64_t hop(const ProgramCall &call, const uint8_t *record, uint32_t hop, bool interpret) const;
 
     const std::string &name() const { return name_; }      // the ELF's entry symbol
     // The instructions the device checked and gave the runtime (section csd, its calls

@@ -20,7 +20,18 @@ struct csd_exec {
     uint8_t params[CSD_MAX_DESC_LEN];
     uint32_t param_len = 0;
     uint16_t cs_rsid = 0;  // the standard front end's range set it holds, 0 if none
-    core::MediaPlan media;  // a media program's reads (program->plan)
+    core::MediaPlan media;  // a media program's reads (program->plan); a chase's namespace and status
+    // A downloaded program's chase (mode 3): one block read per hop, the program on each.
+    struct Chase {
+        bool on = false;          // the Execute asks for mode 3
+        uint32_t limit = 0;       // the hop limit (record_count, checked)
+        uint64_t next = 0;        // the LBA to read next (or the one refused)
+        uint32_t hops = 0;        // blocks read and given to the program
+        bool done = false;        // the program answered "done"
+        uint64_t value = 0;       // ... with this value
+        std::vector<uint8_t> block;  // the block being read
+        csd_extent ext{};
+    } chase;
 };
 
 namespace csd::core {
@@ -49,6 +60,75 @@ ExecResult media_run(csd_exec *job, const ProgramCall &call)
     if (m.status != CSD_STATUS_SUCCESS) return {m.status, 0, 0};
     if (!m.extents.empty() && !m.issued) return fail(CSD_STATUS_INTERNAL_ERROR);  // not read
     return job->program->media_run(call, m);
+}
+
+// A chase's run once csd_exec_media walked it: its error (Hop Limit Exceeded and LBA Out of
+// Range with DW0/DW1 = the LBA the program named), or the result into out.
+ExecResult chase_run(csd_exec *job, const ProgramCall &call)
+{
+    if (const ExecResult r = job->bpf->check(call, nullptr); r.status) return r;
+    const MediaPlan &m = job->media;
+    const auto &c = job->chase;
+    if (!m.have_ns) return fail(CSD_STATUS_INVALID_NAMESPACE);  // no NVM namespace named
+    if (m.status != CSD_STATUS_SUCCESS) {
+        const uint16_t code = CSD_STATUS_CODE(m.status);
+        const bool lba = code == CSD_STATUS_HOP_LIMIT_EXCEEDED || code == CSD_STATUS_LBA_OUT_OF_RANGE;
+        return {m.status, lba ? static_cast<uint32_t>(c.next) : 0, lba ? static_cast<uint32_t>(c.next >> 32) : 0};
+    }
+    if (!c.done) return fail(CSD_STATUS_INTERNAL_ERROR);  // not walked
+    const csd_bpf_chase_result res{c.value, c.hops, 0};
+    std::memcpy(call.ranges[0].data, &res, sizeof(res));
+    return ok(static_cast<uint32_t>(c.value), static_cast<uint32_t>(c.value >> 32));
+}
+
+// The chase's next round: the program on the block just read (if any), then the next block.
+uint32_t chase_media(csd_exec *job, const csd_extent **ext)
+{
+    MediaPlan &m = job->media;
+    auto &c = job->chase;
+    if (m.issued) {  // the block at c.next is in c.block
+        m.issued = false;
+        const uint64_t r = job->bpf->hop(program_call(job, nullptr), c.block.data(), c.hops,
+                                         job->core->bpf_interpreted.load() != 0);
+        c.hops++;
+        if (r & CSD_BPF_CHASE_DONE) {
+            c.done = true;
+            c.value = r & ~CSD_BPF_CHASE_DONE;
+            return 0;
+        }
+        c.next = r;
+        if (c.hops >= c.limit) {
+            m.status = CSD_STATUS_HOP_LIMIT_EXCEEDED | CSD_STATUS_DNR;
+            return 0;
+        }
+        if (r >= m.ns.lba_count) {
+            m.status = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;  // nothing read outside
+            return 0;
+        }
+    }
+    c.block.resize(m.ns.lba_size);
+    c.ext = csd_extent{c.next, 1, c.block.data()};
+    m.issued = true;
+    *ext = &c.ext;
+    return 1;
+}
+
+// A chase given its namespace: its checks, the record against the block, the start LBA.
+void chase_set_namespace(csd_exec *job)
+{
+    MediaPlan &m = job->media;
+    auto &c = job->chase;
+    const ProgramCall call = program_call(job, nullptr);
+    if (const ExecResult r = job->bpf->check(call, nullptr); r.status) {
+        m.status = r.status;
+        return;
+    }
+    csd_bpf_params h;
+    std::memcpy(&h, job->params, sizeof(h));
+    std::memcpy(&c.next, job->params + sizeof(h), 8);  // params[0]: the start LBA
+    c.limit = h.record_count;
+    if (job->bpf->record_size() > m.ns.lba_size) m.status = CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
+    else if (c.next >= m.ns.lba_count) m.status = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
 }
 
 }  // namespace
@@ -107,6 +187,11 @@ uint16_t core::exec_prepare(csd_core *core, const void *desc, uint32_t len, csd_
     }
     job->param_len = h.param_len;
     std::memcpy(job->params, csd_desc_params(desc, h.nr_ranges), h.param_len);
+    if (job->bpf && h.param_len >= sizeof(csd_bpf_params)) {
+        csd_bpf_params bp;
+        std::memcpy(&bp, job->params, sizeof(bp));
+        job->chase.on = bp.mode == CSD_BPF_CHASE;
+    }
     *exec = job;
     return CSD_STATUS_SUCCESS;
 }
@@ -127,6 +212,7 @@ uint16_t csd_core_exec_run(csd_core *core, csd_exec *exec, const int *cancel, ui
     try {
         r = exec->program && exec->program->media_run ? core::media_run(exec, call)
             : exec->program                           ? exec->program->run(call)
+            : exec->chase.on                          ? core::chase_run(exec, call)
             : exec->plugin ? exec->plugin->run(&call)
                            : exec->bpf->run(call, core->bpf_interpreted.load() != 0);
     } catch (const std::bad_alloc &) {
@@ -156,11 +242,15 @@ uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 void csd_exec_set_namespace(csd_exec *exec, const csd_ctx *ns)
 {
     core::MediaPlan &m = exec->media;
-    if (!exec->program || !exec->program->plan || m.have_ns) return;
+    if (!(exec->chase.on || (exec->program && exec->program->plan)) || m.have_ns) return;
     m.have_ns = true;
     m.ns = *ns;
     if (ns->lba_size == 0) {
         m.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+        return;
+    }
+    if (exec->chase.on) {
+        core::chase_set_namespace(exec);
         return;
     }
     static const int never = 0;
@@ -176,10 +266,20 @@ uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, cons
 {
     core::MediaPlan &m = exec->media;
     *ext = nullptr;
-    if (!exec->program || !exec->program->plan || !m.have_ns) return 0;
+    if (!(exec->chase.on || (exec->program && exec->program->plan)) || !m.have_ns) return 0;
     if (status != CSD_STATUS_SUCCESS && m.status == CSD_STATUS_SUCCESS) m.status = status;
     if (core::cancelled(cancel) && m.status == CSD_STATUS_SUCCESS) m.status = CSD_STATUS_ABORT_REQUESTED;
-    if (m.status != CSD_STATUS_SUCCESS || m.issued || m.extents.empty()) return 0;
+    if (m.status != CSD_STATUS_SUCCESS) return 0;
+    if (exec->chase.on) {
+        if (exec->chase.done) return 0;
+        try {
+            return core::chase_media(exec, ext);
+        } catch (const std::bad_alloc &) {
+            m.status = CSD_STATUS_INTERNAL_ERROR | CSD_STATUS_DNR;
+            return 0;
+        }
+    }
+    if (m.issued || m.extents.empty()) return 0;
     try {
         m.allocate();
     } catch (const std::bad_alloc &) {
@@ -219,4 +319,15 @@ extern "C" void csd_exec_model_work(const csd_exec *job, csd_model_work *w)
         w->media_read_op = 1;
         w->media_read += job->media.bytes();
     }
+    if (job->chase.on && job->media.have_ns && job->media.status == CSD_STATUS_SUCCESS) {
+        w->media_read_op = 1;  // the first hop's block (the others: csd_exec_model_finish)
+        w->media_read += job->media.ns.lba_size;
+    }
+}
+
+extern "C" uint64_t csd_exec_model_finish(const csd_exec *job, uint64_t finish_ns)
+{
+    const auto &c = job->chase;
+    if (!finish_ns || !c.on || c.hops < 2) return finish_ns;
+    return job->core->model.dependent_reads(finish_ns, c.hops - 1, job->media.ns.lba_size);
 }

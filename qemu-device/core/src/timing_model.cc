@@ -87,6 +87,17 @@ uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
     return t + p_.link_latency_ns + p_.host_latency_ns;
 }
 
+uint64_t TimingModel::dependent_reads(uint64_t t, uint32_t n, uint64_t bytes)
+{
+    std::lock_guard<SpinLock> g(mu_);
+    if (!on_) return t;
+    for (uint32_t i = 0; i < n; i++) {
+        t = stage(media_, t, p_.media_read_latency_ns, static_cast<double>(bytes), p_.media_read_gbps);
+        t += p_.bpf_record_ns;
+    }
+    return t;
+}
+
 void TimingModel::busy(uint64_t out[5]) const
 {
     std::lock_guard<SpinLock> g(mu_);

@@ -50,6 +50,10 @@ public:
     // When the modelled drive completes work w that arrived at now_ns (same clock);
     // 0 when the model is off. Accumulates busy time per resource.
     uint64_t schedule(const csd_model_work &w, uint64_t now_ns);
+    // n dependent media reads of bytes each (a chase's hops past the first) after t: each
+    // waits for the one before (its latency, then its block queued at the media rate),
+    // then a record of the program; when the last is done (t when the model is off).
+    uint64_t dependent_reads(uint64_t t, uint32_t n, uint64_t bytes);
     // Busy time so far, ns: link to device, link to host, media, SLM, compute units.
     void busy(uint64_t out[5]) const;
 

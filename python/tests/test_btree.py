@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+"""Pointer chasing in the drive (1.2): a B+-tree built on the namespace, every key and
+absent ones looked up by one chase each, against a dict; the hop limit and an LBA past
+the namespace as errors."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nvme_csd
+from nvme_csd.btree import RECORD_SIZE, BTree
+
+BPF = Path(os.environ.get("CSD_BPF_DIR") or Path(__file__).resolve().parents[2] / "build/meson/examples/bpf")
+
+
+@pytest.fixture
+def lookup(dev):
+    if not dev.caps["program_types"] & 2:
+        pytest.skip("this device has no eBPF runtime")
+    if not dev.caps.get("max_chase_hops"):
+        pytest.skip("the drive has no chase (1.2)")
+    if dev.front_end != "vendor":
+        pytest.skip("a chase needs the vendor Execute (its namespace)")
+    if not (BPF / "btree_lookup.o").exists():
+        pytest.skip(f"no example programs in {BPF}")
+    with dev.load_program(BPF / "btree_lookup.o", RECORD_SIZE) as prog:
+        yield dev, prog
+
+
+def test_lookups_equal_a_dict(lookup):
+    dev, prog = lookup
+    g = np.random.default_rng(4)
+    keys = np.unique(g.integers(0, 10 ** 12, 5000, dtype=np.uint64))
+    pairs = {int(k): int(v) for k, v in zip(keys, g.integers(0, 2 ** 61, len(keys), dtype=np.uint64))}
+    tree = BTree.build(dev, pairs, 32, prog)
+    assert tree.depth == 3
+    for k, v in pairs.items():
+        assert tree[k] == v
+    for k in g.integers(0, 10 ** 12, 500, dtype=np.uint64):
+        assert tree.get(int(k)) == pairs.get(int(k))
+    assert tree.lookup_hops(int(keys[0]))[1] == 3
+
+
+def test_hop_limit_and_lba_past_the_namespace(lookup):
+    dev, prog = lookup
+    tree = BTree.build(dev, {i: i for i in range(100)}, 32, prog, fanout=2)  # depth 7
+    assert tree.depth == 7
+    with pytest.raises(nvme_csd.HopLimitExceeded) as e:
+        prog.chase(tree.root_lba, [50], max_hops=3)
+    assert e.value.dw0 > tree.root_lba
+    with pytest.raises(nvme_csd.LbaOutOfRange):
+        prog.chase(1 << 62, [1])  # past any namespace
+    with pytest.raises(nvme_csd.InvalidParameters):
+        prog.chase(tree.root_lba, [1], max_hops=nvme_csd.wire.MAX_CHASE_HOPS + 1)
