@@ -61,6 +61,7 @@ void race(const std::string &name, double bytes, P prog, R ref)
 // Stops the bench's verdict (not the run) when the program and the loop disagree.
 void same(const std::string &name, const void *a, const void *b, size_t n)
 {
+    if (only && name.find(only) == std::string::npos) return;
     if (std::memcmp(a, b, n) != 0) {
         std::fprintf(stderr, "programs_bench: %s: program and loop outputs differ\n", name.c_str());
         failed = true;
@@ -184,8 +185,17 @@ int main(int argc, char **argv)
     uint8_t *slm;
     csd_core_slm_range(core, 0, csd_core_slm_size(core), &slm);
     uint8_t *A = slm, *B = slm + big, *C = slm + 2 * big;  // two inputs and an output, in SLM
-    std::vector<uint8_t> ref(big + 64, 1);                  // the loop's output (touched)
-    std::vector<uint8_t> aux(big, 1);
+    std::vector<uint8_t> aux(big, 1);  // the program's output, kept to compare with the loop's
+    // Both write the same SLM output; afterwards each runs once more and the two outputs
+    // (n bytes) are compared.
+    auto verify = [&](const std::string &name, auto prog, auto loop, size_t n) {
+        if (only && name.find(only) == std::string::npos) return;
+        prog();
+        std::memcpy(aux.data(), C, n);
+        std::memset(C, 0xA5, n);
+        loop();
+        same(name, aux.data(), C, n);
+    };
     std::mt19937_64 g(1);
     std::printf("programs_bench: %llu MiB a case, best of %d, program and loop interleaved, one core\n",
                 static_cast<unsigned long long>(big >> 20), reps);
@@ -196,11 +206,18 @@ int main(int argc, char **argv)
         const uint64_t v = g();
         std::memcpy(A + i, &v, 8);
     }
-    race("stream copy (memcpy, r+w)", 2.0 * big, [&] { std::memcpy(C, A, big); }, [&] { std::memcpy(ref.data(), A, big); });
+    // STREAM's copy kernel (c[j] = a[j], 8-byte words) beside memcpy, bytes read + written
+    race("STREAM copy: memcpy|c=a", 2.0 * big, [&] { std::memcpy(C, A, big); }, [&] {
+        const uint64_t *a = reinterpret_cast<const uint64_t *>(A);
+        uint64_t *c = reinterpret_cast<uint64_t *>(C);
+        for (uint64_t j = 0; j < big / 8; j++) c[j] = a[j];
+    });
     {
         auto d = bench::descriptor(CSD_PROG_COPY, {{0, big}, {2 * big, big}}, nullptr, 0);
-        race("copy", big, [&] { bench::execute(core, d); }, [&] { std::memcpy(ref.data(), A, big); });
-        same("copy", C, ref.data(), big);
+        auto prog = [&] { bench::execute(core, d); };
+        auto loop = [&] { std::memcpy(C, A, big); };
+        race("copy", big, prog, loop);
+        verify("copy", prog, loop, big);
     }
 
     // ---- filter: 16-byte records, field at 4 (4-byte types) or 8 ----
@@ -236,10 +253,15 @@ int main(int argc, char **argv)
             auto d = bench::descriptor(CSD_PROG_FILTER, {{0, big}, {2 * big, big}}, &p, sizeof p);
             uint32_t hits = 0, rhits = 0;
             auto run = [&](auto cmp) {
-                race(name, big, [&] { bench::execute(core, d, &hits); }, [&] {
-                    rhits = mode ? loop_filter_indices<F, Bt>(A, n, off, cmp, reinterpret_cast<uint32_t *>(ref.data()))
-                                 : loop_filter_records<F, Bt>(A, n, off, cmp, ref.data());
-                });
+                auto prog = [&] { bench::execute(core, d, &hits); };
+                auto loop = [&] {
+                    rhits = mode ? loop_filter_indices<F, Bt>(A, n, off, cmp, reinterpret_cast<uint32_t *>(C))
+                                 : loop_filter_records<F, Bt>(A, n, off, cmp, C);
+                };
+                race(name, big, prog, loop);
+                prog();
+                loop();
+                verify(name, prog, loop, uint64_t{hits} * (mode ? 4 : 16));
             };
             switch (op) {
             case CSD_CMP_EQ: run([lo](Bt v) { return v == lo; }); break;
@@ -254,7 +276,6 @@ int main(int argc, char **argv)
                 std::fprintf(stderr, "programs_bench: %s: %u matches, the loop %u\n", name.c_str(), hits, rhits);
                 failed = true;
             }
-            same(name, C, ref.data(), uint64_t{hits} * (mode ? 4 : 16));
         };
         for (uint16_t op = CSD_CMP_EQ; op <= CSD_CMP_BETWEEN; op++) one("f32", CSD_FT_F32, 0.0f, 0.0, op, CSD_FILTER_INDICES);
         one("i32", CSD_FT_I32, int32_t{}, int64_t{}, CSD_CMP_GT, CSD_FILTER_INDICES);
@@ -282,8 +303,9 @@ int main(int argc, char **argv)
             }
             csd_reduce_params p{op, dt, rows, cols};
             auto d = bench::descriptor(CSD_PROG_REDUCE, {{0, big}, {2 * big, uint64_t{rows} * 8}}, &p, sizeof p);
-            uint64_t *r = reinterpret_cast<uint64_t *>(ref.data());
-            race(name, big, [&] { bench::execute(core, d); }, [&] {
+            uint64_t *r = reinterpret_cast<uint64_t *>(C);
+            auto prog = [&] { bench::execute(core, d); };
+            auto loop = [&] {
                 for (uint32_t row = 0; row < rows; row++) {
                     const T *v = x + uint64_t{row} * cols;
                     if (op == CSD_RED_SUM) {
@@ -314,8 +336,9 @@ int main(int argc, char **argv)
                         r[row] = b;
                     }
                 }
-            });
-            same(name, C, ref.data(), uint64_t{rows} * 8);
+            };
+            race(name, big, prog, loop);
+            verify(name, prog, loop, uint64_t{rows} * 8);
         };
         for (uint32_t op : {CSD_RED_SUM, CSD_RED_MAX, CSD_RED_ARGMAX}) {
             one("f32", CSD_DT_F32, 0.0f, op);
@@ -327,8 +350,10 @@ int main(int argc, char **argv)
 
     // ---- convert ----
     {
-        const float scale = 0.05f;
-        const int32_t zp = 3;
+        volatile float vscale = 0.05f;  // parameters, as the loop would get them: unknown when compiled
+        volatile int32_t vzp = 3;
+        const float scale = vscale;
+        const int32_t zp = vzp;
         struct Case {
             const char *name;
             uint32_t op, in, out;
@@ -352,7 +377,7 @@ int main(int argc, char **argv)
             }
             csd_convert_params p{c.op, static_cast<uint32_t>(n), scale, zp};
             auto d = bench::descriptor(CSD_PROG_CONVERT, {{0, n * c.in}, {2 * big, n * c.out}}, &p, sizeof p);
-            uint8_t *o = ref.data();
+            uint8_t *o = C;
             auto loop = [&] {
                 switch (c.op) {
                 case CSD_CVT_F32_F16: loop_convert<float, uint16_t>(A, o, n, ref_f32_to_f16); break;
@@ -372,8 +397,9 @@ int main(int argc, char **argv)
                     break;
                 }
             };
-            race(name, static_cast<double>(n * c.in), [&] { bench::execute(core, d); }, loop);
-            same(name, C, ref.data(), n * c.out);
+            auto prog = [&] { bench::execute(core, d); };
+            race(name, static_cast<double>(n * c.in), prog, loop);
+            verify(name, prog, loop, n * c.out);
         }
     }
 
@@ -410,8 +436,9 @@ int main(int argc, char **argv)
             x[i] = static_cast<float>(static_cast<int64_t>(g() % 2000001) - 1000000) / 250000;
             y[i] = static_cast<float>(static_cast<int64_t>(g() % 2000001) - 1000000) / 250000 + 0.001f;
         }
-        float *o = reinterpret_cast<float *>(ref.data());
-        const float a = 1.5f, b = -0.25f;
+        float *o = reinterpret_cast<float *>(C);
+        volatile float va = 1.5f, vb = -0.25f;
+        const float a = va, b = vb;
         auto one = [&](const char *nm, uint32_t op, auto f) {
             const std::string name = std::string("elementwise ") + nm;
             if (only && name.find(only) == std::string::npos) return;
@@ -419,10 +446,12 @@ int main(int argc, char **argv)
             const bool binary = op <= CSD_EW_MIN;
             auto d = binary ? bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, big}, {big, big}, {2 * big, big}}, &p, sizeof p)
                             : bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, big}, {2 * big, big}}, &p, sizeof p);
-            race(name, big * (binary ? 2.0 : 1.0), [&] { bench::execute(core, d); }, [&] {
+            auto prog = [&] { bench::execute(core, d); };
+            auto loop = [&] {
                 for (uint32_t i = 0; i < n; i++) o[i] = f(x[i], y[i]);
-            });
-            same(name, C, ref.data(), big);
+            };
+            race(name, big * (binary ? 2.0 : 1.0), prog, loop);
+            verify(name, prog, loop, big);
         };
         one("add", CSD_EW_ADD, [](float u, float v) { return u + v; });
         one("sub", CSD_EW_SUB, [](float u, float v) { return u - v; });
@@ -459,16 +488,18 @@ int main(int argc, char **argv)
             ZSTD_DCtx *zd = ZSTD_createDCtx();
             LZ4F_dctx *ld = nullptr;
             LZ4F_createDecompressionContext(&ld, LZ4F_VERSION);
-            race(name + " (of output)", big, [&] { bench::execute(core, d); }, [&] {
+            auto prog = [&] { bench::execute(core, d); };
+            auto loop = [&] {
                 if (algo == 0) {
-                    ZSTD_decompressDCtx(zd, ref.data(), big, A, comp.size());
+                    ZSTD_decompressDCtx(zd, C, big, A, comp.size());
                 } else {
                     size_t dst = big, src = comp.size();
                     LZ4F_resetDecompressionContext(ld);
-                    LZ4F_decompress(ld, ref.data(), &dst, A, &src, nullptr);
+                    LZ4F_decompress(ld, C, &dst, A, &src, nullptr);
                 }
-            });
-            same(name, C, ref.data(), big);
+            };
+            race(name + " (of output)", big, prog, loop);
+            verify(name, prog, loop, big);
             ZSTD_freeDCtx(zd);
             LZ4F_freeDecompressionContext(ld);
         }
