@@ -88,25 +88,8 @@ void records_in_blocks(const M &match, const csd_filter_params &p, const Span &i
             records_one_by_one(match, p, in, out, b0, b1, t);
             continue;
         }
-        const uint8_t *rec = in.data + uint64_t{b0} * rs;
-        uint32_t n = 0;
-        auto keep = [&](uint32_t i, const uint8_t *r) {
-            if constexpr (Indices) {
-                std::memcpy(buf + 4 * n, &i, 4);
-            } else {
-                std::memcpy(buf + RS * n, r, RS);
-            }
-        };
-        if (sparse) {  // few matches: a branch that is rarely taken costs less than a store each
-            for (uint32_t i = b0; i < b1; i++, rec += rs) {
-                if (match(rec + p.field_offset)) keep(i, rec), n++;
-            }
-        } else {
-            for (uint32_t i = b0; i < b1; i++, rec += rs) {
-                keep(i, rec);
-                n += match(rec + p.field_offset);
-            }
-        }
+        const uint32_t n = gather_matches<RS, Indices>(in.data + uint64_t{b0} * rs, rs, b0, b1, sparse, buf,
+                                                      [&](uint32_t, const uint8_t *r) { return match(r + p.field_offset); });
         sparse = n * 16 < b1 - b0;
         std::memcpy(out.data + t.written, buf, uint64_t{n} * kUnit);
         t.written += uint64_t{n} * kUnit;
@@ -203,9 +186,7 @@ ExecResult program_filter(const ProgramCall &call)
     csd_filter_params p;
     read_params(call, &p);
     const Span &in = call.ranges[0], &out = call.ranges[1];
-    // Blocks gathered on the stack only where the output does not start inside the input
-    // after its first byte (there the one-by-one loop's writes feed its later reads).
-    const bool blocks_ok = !(out.data > in.data && out.data < in.data + in.len);
+    const bool blocks_ok = output_trails_input(in, out);
     Tally t;
     bool done;
     switch (p.field_type) {
