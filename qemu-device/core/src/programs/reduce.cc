@@ -104,7 +104,9 @@ bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint6
             } else if (op == CSD_RED_MEAN) {
                 for (uint64_t i = i0; i < i0 + piece; i++) exact += x[i];
             } else {
-                for (uint64_t i = i0; i < i0 + piece; i++) s += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+                const T *v = x + i0;
+                const uint32_t m = static_cast<uint32_t>(piece);  // a row has at most 2^32 - 1 elements
+                for (uint32_t i = 0; i < m; i++) s += static_cast<uint64_t>(static_cast<int64_t>(v[i]));
             }
         }
         if constexpr (std::is_floating_point_v<T>) {
