@@ -233,7 +233,8 @@ float bf16_to_f32(uint16_t b);
 // those for which match(i, record) is true into buf, in order: each one's u32 index
 // (Indices) or its RS bytes; returns how many. Dense: every record lands in the next slot,
 // which advances on a match (no branch to mispredict); sparse: a branch, cheaper when
-// matches are rare. buf holds i1 - i0 entries.
+// matches are rare or nearly all (and it writes only the matches, one at a time: buf may
+// be the output itself). buf holds i1 - i0 entries.
 template <uint32_t RS, bool Indices, class Match>
 uint32_t gather_matches(const uint8_t *rec, uint32_t rs, uint32_t i0, uint32_t i1, bool sparse, uint8_t *buf,
                         const Match &match)
@@ -244,7 +245,7 @@ uint32_t gather_matches(const uint8_t *rec, uint32_t rs, uint32_t i0, uint32_t i
         if constexpr (Indices) {
             std::memcpy(buf + 4 * n, &i, 4);
         } else {
-            std::memcpy(buf + kUnit * n, r, RS);
+            std::memmove(buf + kUnit * n, r, RS);  // buf may be the output, over records already read
         }
     };
     if (sparse) {

@@ -68,9 +68,9 @@ void records_one_by_one(const M &match, const csd_filter_params &p, const Span &
 }
 
 // Records [i0, i1) in blocks whose output fits: each block gathered into a buffer on the
-// stack, then copied out in one piece. Without a branch (every record's index, or its RS
-// bytes, lands in the next slot; the slot advances on a match), or, after a block where
-// fewer than 1 in 16 matched, with one. Only where the output does
+// stack without a branch (every record's index, or its RS bytes, lands in the next slot;
+// the slot advances on a match), then copied out in one piece; or, after a block where
+// fewer than 1 in 16 or more than 15 in 16 matched, with a branch straight into the output. Only where the output does
 // not start inside the input after it (writes then land on records already read, as the
 // one-by-one loop's do) and the block's output fits; other blocks go one by one.
 template <class M, uint32_t RS, bool Indices>
@@ -81,17 +81,19 @@ void records_in_blocks(const M &match, const csd_filter_params &p, const Span &i
     constexpr uint32_t kBlock = 8192 / kUnit;
     alignas(64) uint8_t buf[kBlock * kUnit];
     const uint32_t rs = RS ? RS : p.record_size;  // RS is 0 for indices (any record size)
-    bool sparse = false;  // whether the last block matched fewer than 1 in 16
+    bool branchy = false;  // whether the last block matched fewer than 1 in 16, or more than 15
     for (uint32_t b0 = i0; b0 < i1; b0 += kBlock) {
         const uint32_t b1 = i1 - b0 < kBlock ? i1 : b0 + kBlock;
         if (t.written + uint64_t{b1 - b0} * kUnit > out.len) {
             records_one_by_one(match, p, in, out, b0, b1, t);
             continue;
         }
-        const uint32_t n = gather_matches<RS, Indices>(in.data + uint64_t{b0} * rs, rs, b0, b1, sparse, buf,
+        // With a branch (rarely mispredicted) straight into the output; without, through buf.
+        uint8_t *to = branchy ? out.data + t.written : buf;
+        const uint32_t n = gather_matches<RS, Indices>(in.data + uint64_t{b0} * rs, rs, b0, b1, branchy, to,
                                                       [&](uint32_t, const uint8_t *r) { return match(r + p.field_offset); });
-        sparse = n * 16 < b1 - b0;
-        std::memcpy(out.data + t.written, buf, uint64_t{n} * kUnit);
+        if (!branchy) std::memcpy(out.data + t.written, buf, uint64_t{n} * kUnit);
+        branchy = n * 16 < b1 - b0 || n * 16 > 15 * (b1 - b0);
         t.written += uint64_t{n} * kUnit;
         t.hits += n;
     }
