@@ -1042,3 +1042,48 @@ TEST_F(CoreTest, ProgramLoadWithoutTheEbpfRuntime)
 }
 
 }  // namespace
+
+// A filter over 16-byte records (the size gathered a block at a time), JIT-compiled and
+// interpreted, its output apart, exactly in place, starting inside the input after it (one
+// record at a time) and too small (full in the middle of a block): SLM, DW0 and DW1 as a
+// loop that keeps records one at a time has them.
+TEST_F(Bpf, FilterBlocksAgreeWithOneAtATime)
+{
+    const Loaded l = load(example("threshold"), 16);
+    ASSERT_EQ(l.status, 0) << status_text(l.status);
+    const uint32_t n = 20000;
+    const auto recs = records(n, 11);
+    struct Place {
+        uint64_t out, len;
+    };
+    for (const Place pl : {Place{1 << 20, 16 * n}, Place{0, 16 * n}, Place{16 * 3 + 4, 16 * n}, Place{1 << 20, 16 * 777 + 5}}) {
+        for (int interpret : {0, 1}) {
+            std::vector<uint8_t> want(2 << 20);
+            std::memcpy(want.data(), recs.data(), recs.size());
+            uint64_t written = 0;
+            uint32_t hits = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                int32_t key;
+                std::memcpy(&key, &want[16 * i], 4);
+                if (key <= 100) continue;
+                hits++;
+                if (written + 16 <= pl.len) std::memmove(&want[pl.out + written], &want[16 * i], 16);
+                written += 16;
+            }
+            std::vector<uint8_t> before(2 << 20);
+            std::memcpy(before.data(), recs.data(), recs.size());
+            put(0, before);
+            csd_core_set_bpf_interpreted(core, interpret);
+            const auto r = run(l.dw0, 0, 16 * n, pl.out, pl.len, params(n, CSD_BPF_FILTER, {100}));
+            csd_core_set_bpf_interpreted(core, 0);
+            if (written > pl.len) {
+                EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW) << pl.out;
+            } else {
+                EXPECT_OK(r) << pl.out;
+            }
+            EXPECT_EQ(r.dw0, written) << pl.out;
+            EXPECT_EQ(r.dw1, hits) << pl.out;
+            ASSERT_EQ(get<uint8_t>(0, want.size()), want) << pl.out << " interpreted " << interpret;
+        }
+    }
+}

@@ -118,6 +118,45 @@ TEST_F(Convert, Quantisation)
     EXPECT_EQ(qz, (std::vector<int8_t>{11, 13, 15, 9, 7, 127, -128, 11, 10}));
 }
 
+// Dequantisation of every byte value, zero points at the ends of their range (the
+// subtraction needs 64 bits) against the formula; conversions whose output overlaps their
+// input (each element from its original value) and whose output is not aligned.
+TEST_F(Convert, EveryByteValueOverlapAndAlignment)
+{
+    std::vector<int8_t> q;
+    std::vector<uint8_t> u;
+    for (int i = 0; i < 256; i++) q.push_back(static_cast<int8_t>(i)), u.push_back(static_cast<uint8_t>(i));
+    for (int32_t zp : {0, -7, 200, INT32_MIN, INT32_MAX}) {
+        const float scale = 0.37f;
+        auto f = run<int8_t, float>(CSD_CVT_I8_F32, q, scale, zp);
+        auto fu = run<uint8_t, float>(CSD_CVT_U8_F32, u, scale, zp);
+        for (int i = 0; i < 256; i++) {
+            ASSERT_EQ(f[i], static_cast<float>(int64_t{q[i]} - zp) * scale) << i << " zp " << zp;
+            ASSERT_EQ(fu[i], static_cast<float>(int64_t{u[i]} - zp) * scale) << i << " zp " << zp;
+        }
+    }
+    // f16 -> f32 in place (the output grows over input not yet read) and to an odd address
+    std::vector<uint16_t> h;
+    for (uint32_t i = 0; i < 65536; i += 3) h.push_back(static_cast<uint16_t>(i));
+    const auto apart = run<uint16_t, float>(CSD_CVT_F16_F32, h);
+    put(0, h);
+    csd_convert_params p{CSD_CVT_F16_F32, static_cast<uint32_t>(h.size()), 1, 0};
+    EXPECT_OK(exec(CSD_PROG_CONVERT, {{0, h.size() * 2}, {0, h.size() * 4}}, p));
+    auto in_place = get<float>(0, h.size());
+    EXPECT_EQ(std::memcmp(in_place.data(), apart.data(), h.size() * 4), 0);
+    put(0, h);
+    EXPECT_OK(exec(CSD_PROG_CONVERT, {{0, h.size() * 2}, {(1 << 20) + 1, h.size() * 4}}, p));
+    EXPECT_EQ(std::memcmp(slm((1 << 20) + 1), apart.data(), h.size() * 4), 0);
+    // f32 -> f16 in place (shrinks), against the same apart
+    auto xs = random_vector<float>(5000, 41, -70000, 70000);
+    const auto f16 = run<float, uint16_t>(CSD_CVT_F32_F16, xs);
+    put(0, xs);
+    csd_convert_params p2{CSD_CVT_F32_F16, 5000, 1, 0};
+    EXPECT_OK(exec(CSD_PROG_CONVERT, {{0, 5000 * 4}, {2, 5000 * 2}}, p2));  // overlapping, shifted
+    EXPECT_EQ(get<uint8_t>(2, 10000), std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(f16.data()),
+                                                            reinterpret_cast<const uint8_t *>(f16.data()) + 10000));
+}
+
 TEST_F(Convert, Errors)
 {
     csd_convert_params p{7, 4, 1, 0};

@@ -179,3 +179,26 @@ TEST(StatusNames, InWords)
 }
 
 }  // namespace
+
+// Copies larger than the cache (non-temporal stores where the ranges are apart) to odd
+// addresses, and overlapping ones both ways: byte for byte as memmove has them.
+TEST_F(CoreTest, LargeCopiesApartAndOverlapping)
+{
+    const uint64_t n = (25ull << 20) + 13;
+    std::vector<uint8_t> src(n);
+    std::mt19937 g(3);
+    for (auto &b : src) b = static_cast<uint8_t>(g());
+    put(1, src);
+    auto r = exec0(CSD_PROG_COPY, {{1, n}, {(30ull << 20) + 3, n}});
+    EXPECT_OK(r);
+    EXPECT_EQ(r.dw0, n);
+    EXPECT_EQ(std::memcmp(slm((30ull << 20) + 3), src.data(), n), 0);
+    for (uint64_t to : {uint64_t{4097}, uint64_t{0}}) {  // forwards over itself, then backwards
+        put(1000, src);
+        std::vector<uint8_t> want(n + 5000);
+        std::memcpy(want.data(), slm(0), want.size());
+        std::memmove(want.data() + to, want.data() + 1000, n);
+        EXPECT_OK(exec0(CSD_PROG_COPY, {{1000, n}, {to, n}}));
+        EXPECT_EQ(std::memcmp(slm(0), want.data(), want.size()), 0) << to;
+    }
+}

@@ -163,3 +163,103 @@ TEST_F(Filter, Errors)
 }
 
 }  // namespace
+
+namespace {
+
+// The filter as the spec defines it, one record at a time over a copy of SLM (each match
+// written at once, memmove, while it fits): what every loop of the program must produce,
+// whatever the record size, density of matches, room and overlap.
+struct Outcome {
+    uint32_t written = 0, hits = 0;
+    bool overflow = false;
+};
+Outcome reference_filter(std::vector<uint8_t> &mem, uint64_t in, uint64_t out, uint64_t out_len, const csd_filter_params &p)
+{
+    Outcome o;
+    uint64_t written = 0;
+    const uint64_t unit = p.output_mode ? 4 : p.record_size;
+    double lo;
+    std::memcpy(&lo, p.lo, 8);
+    for (uint32_t i = 0; i < p.count; i++) {
+        float v;
+        std::memcpy(&v, &mem[in + uint64_t{i} * p.record_size + p.field_offset], 4);
+        if (!ref_cmp<double>(v, lo, lo + 0.25, p.op)) continue;
+        o.hits++;
+        if (written + unit <= out_len) {
+            if (p.output_mode) {
+                std::memcpy(&mem[out + written], &i, 4);
+            } else {
+                std::memmove(&mem[out + written], &mem[in + uint64_t{i} * p.record_size], p.record_size);
+            }
+        }
+        written += unit;
+    }
+    o.overflow = written > out_len;
+    o.written = static_cast<uint32_t>(written);
+    return o;
+}
+
+}  // namespace
+
+// Small records (the sizes with loops of their own, and one without), stretches of dense
+// and of sparse matches (the loop changes strategy between blocks), NaN fields, every
+// comparison; outputs apart, exactly in place, starting inside the input after it (the
+// one-by-one loop), and too small (the output fills up in the middle of a block): output
+// bytes, DW0 and DW1 as the reference has them, and nothing else in SLM touched.
+TEST_F(Filter, SmallRecordsEveryLoopAgainstReference)
+{
+    const uint32_t n = 40000;
+    std::mt19937 g(7);
+    for (uint32_t rs : {4u, 8u, 12u, 16u, 32u}) {
+        std::vector<uint8_t> mem(4ull * n * rs + 4096);
+        for (auto &b : mem) b = static_cast<uint8_t>(g());
+        for (uint32_t i = 0; i < n; i++) {
+            // 5000-record stretches: most records in [0, 1) (dense), or in [10, 11) (sparse)
+            const bool dense = (i / 5000) % 2 == 0;
+            float v = static_cast<float>(g() % 1000) / 1000.0f + (dense ? 0.0f : 10.0f);
+            if (g() % 97 == 0) v = NAN;
+            if (!dense && g() % 50 == 0) v = 0.3f;
+            std::memcpy(&mem[uint64_t{i} * rs + (rs - 4)], &v, 4);
+        }
+        const uint64_t in_len = uint64_t{n} * rs;
+        struct Place {
+            const char *what;
+            uint64_t out, out_len;
+        };
+        const Place places[] = {{"apart", 2 * in_len, 2 * in_len},
+                                {"in place", 0, in_len},
+                                {"after the start of the input", 5ull * rs + 4, in_len},
+                                {"too small", 2 * in_len, in_len / 7 + 3}};
+        for (uint16_t op = CSD_CMP_EQ; op <= CSD_CMP_BETWEEN; op++) {
+            for (uint32_t mode : {0u, 1u}) {
+                for (const Place &pl : places) {
+                    csd_filter_params p{};
+                    p.record_size = rs;
+                    p.count = n;
+                    p.field_offset = rs - 4;
+                    p.field_type = CSD_FT_F32;
+                    p.op = op;
+                    p.output_mode = mode;
+                    const double lo = op == CSD_CMP_EQ || op == CSD_CMP_NE ? 0.3 : 0.25;
+                    const double hi = lo + 0.25;
+                    std::memcpy(p.lo, &lo, 8);
+                    std::memcpy(p.hi, &hi, 8);
+                    std::vector<uint8_t> want = mem;
+                    const Outcome o = reference_filter(want, 0, pl.out, pl.out_len, p);
+                    put(0, mem);
+                    const auto r = exec(CSD_PROG_FILTER, {{0, in_len}, {pl.out, pl.out_len}}, p);
+                    const std::string where = "record size " + std::to_string(rs) + " op " + std::to_string(op) +
+                                              " mode " + std::to_string(mode) + " output " + pl.what;
+                    if (o.overflow) {
+                        EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW) << where;
+                    } else {
+                        EXPECT_OK(r) << where;
+                    }
+                    EXPECT_EQ(r.dw0, o.written) << where;
+                    EXPECT_EQ(r.dw1, o.hits) << where;
+                    ASSERT_EQ(get<uint8_t>(0, mem.size()), want) << where;
+                }
+            }
+        }
+    }
+}

@@ -205,6 +205,35 @@ TEST_F(Reduce, ExtremesMatchTheOnePassDefinition)
     EXPECT_EQ(run(x, CSD_RED_ARGMAX, CSD_DT_F32, rows, cols)[7], 17u);
 }
 
+// min and max where the extreme is a zero: the value at the first extreme, so -0.0 or
+// +0.0 as the row has it first, also across rows longer than the pieces a row is read in
+// between cancellation checks (2 Mi f32 elements), with NaN and the zeros placed on both
+// sides of the piece boundary.
+TEST_F(Reduce, ZeroExtremesKeepTheFirstSign)
+{
+    const uint32_t cols = 5u << 20 >> 1;  // 2.5 Mi: two pieces
+    for (bool negative_first : {false, true}) {
+        std::vector<float> x(cols);
+        for (uint32_t i = 0; i < cols; i++) x[i] = -1.0f - static_cast<float>(i % 7);  // max is a zero, below
+        x[0] = std::nanf("");
+        x[(2u << 20) + 5] = negative_first ? 0.0f : -0.0f;       // second piece
+        x[1000] = negative_first ? -0.0f : 0.0f;                 // first piece: this one counts
+        x[(2u << 20) - 15] = negative_first ? 0.0f : -0.0f;
+        const double want = x[1000];
+        const double have = as_f64(run(x, CSD_RED_MAX, CSD_DT_F32, 1, cols)[0]);
+        EXPECT_EQ(std::signbit(have), std::signbit(want)) << negative_first;
+        EXPECT_EQ(have, 0.0);
+        for (float &v : x) v = -v;  // now min is the zero
+        const double have_min = as_f64(run(x, CSD_RED_MIN, CSD_DT_F32, 1, cols)[0]);
+        EXPECT_EQ(std::signbit(have_min), std::signbit(static_cast<double>(x[1000]))) << negative_first;
+        // the first zero in the second piece only
+        x[1000] = 2.0f;
+        x[(2u << 20) - 15] = 3.0f;
+        const double have2 = as_f64(run(x, CSD_RED_MIN, CSD_DT_F32, 1, cols)[0]);
+        EXPECT_EQ(std::signbit(have2), std::signbit(static_cast<double>(x[(2u << 20) + 5])));
+    }
+}
+
 TEST_F(Reduce, IntegersWrapAndMean)
 {
     std::vector<int64_t> big{INT64_MAX, 1, 5, -3};

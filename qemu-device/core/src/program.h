@@ -229,6 +229,48 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float bf16_to_f32(uint16_t b);
 
+// Gathers, of the records [i0, i1) (rs bytes apart from rec, the first one record i0),
+// those for which match(i, record) is true into buf, in order: each one's u32 index
+// (Indices) or its RS bytes; returns how many. Dense: every record lands in the next slot,
+// which advances on a match (no branch to mispredict); sparse: a branch, cheaper when
+// matches are rare or nearly all (and it writes only the matches, one at a time: buf may
+// be the output itself). buf holds i1 - i0 entries.
+template <uint32_t RS, bool Indices, class Match>
+uint32_t gather_matches(const uint8_t *rec, uint32_t rs, uint32_t i0, uint32_t i1, bool sparse, uint8_t *buf,
+                        const Match &match)
+{
+    constexpr uint32_t kUnit = Indices ? 4 : RS;
+    uint32_t n = 0;
+    auto keep = [&](uint32_t i, const uint8_t *r) {
+        if constexpr (Indices) {
+            std::memcpy(buf + 4 * n, &i, 4);
+        } else {
+            std::memmove(buf + kUnit * n, r, RS);  // buf may be the output, over records already read
+        }
+    };
+    if (sparse) {
+        for (uint32_t i = i0; i < i1; i++, rec += rs) {
+            if (match(i, rec)) keep(i, rec), n++;
+        }
+    } else {
+        for (uint32_t i = i0; i < i1; i++, rec += rs) {
+            const bool m = match(i, rec);  // first: a downloaded program may write its record
+            keep(i, rec);
+            n += m ? 1 : 0;
+        }
+    }
+    return n;
+}
+
+// Whether a filter's output (records or indices, each no larger than a record, written in
+// order) may be gathered a block at a time: unless it starts inside the input after the
+// input's first byte, its writes land only on records already read, as writes made one
+// record at a time would.
+inline bool output_trails_input(const Span &in, const Span &out)
+{
+    return !(out.data > in.data && out.data < in.data + in.len);
+}
+
 // Each program's entry point and its checks (programs/<name>.cc).
 ExecResult program_copy(const ProgramCall &call);
 ExecResult check_copy(const ProgramCall &call, ProgramWork *work);

@@ -12,16 +12,16 @@ namespace {
 bool is_binary(uint32_t op) { return op <= CSD_EW_MIN; }
 bool is_unary(uint32_t op) { return op >= CSD_EW_RELU && op <= CSD_EW_ABS; }
 
-float binary(uint32_t op, float x, float y)
+// x op y for the binary operator Op.
+template <uint32_t Op>
+float binary(float x, float y)
 {
-    switch (op) {
-    case CSD_EW_ADD: return x + y;
-    case CSD_EW_SUB: return x - y;
-    case CSD_EW_MUL: return x * y;
-    case CSD_EW_DIV: return x / y;
-    case CSD_EW_MAX: return std::fmax(x, y);
-    default: return std::fmin(x, y);
-    }
+    if constexpr (Op == CSD_EW_ADD) return x + y;
+    if constexpr (Op == CSD_EW_SUB) return x - y;
+    if constexpr (Op == CSD_EW_MUL) return x * y;
+    if constexpr (Op == CSD_EW_DIV) return x / y;
+    if constexpr (Op == CSD_EW_MAX) return std::fmax(x, y);
+    return std::fmin(x, y);
 }
 
 constexpr size_t kChunk = kCancelBytes / sizeof(float);  // elements between cancellation checks
@@ -35,6 +35,20 @@ bool apply_unary(const ProgramCall &call, const float *x, float *out, size_t n, 
         const size_t end = std::min(n, c0 + kChunk);
         for (size_t i = c0; i < end; i++) {
             out[i] = f(x[i]);
+        }
+    }
+    return true;
+}
+
+// out[i] = x[i] Op y[i]; false if cancelled.
+template <uint32_t Op>
+bool apply_binary(const ProgramCall &call, const float *x, const float *y, float *out, size_t n)
+{
+    for (size_t c0 = 0; c0 < n; c0 += kChunk) {
+        if (cancelled(call)) return false;
+        const size_t end = std::min(n, c0 + kChunk);
+        for (size_t i = c0; i < end; i++) {
+            out[i] = binary<Op>(x[i], y[i]);
         }
     }
     return true;
@@ -77,12 +91,14 @@ ExecResult program_elementwise(const ProgramCall &call)
     bool done = true;
     if (is_binary(p.op)) {
         InView<float> y(call.ranges[1], n);
-        for (size_t c0 = 0; c0 < n && done; c0 += kChunk) {
-            done = !cancelled(call);
-            const size_t end = std::min(n, c0 + kChunk);
-            for (size_t i = c0; done && i < end; i++) {
-                dst[i] = binary(p.op, x[i], y[i]);
-            }
+        const float *a = x.get(), *b = y.get();
+        switch (p.op) {
+        case CSD_EW_ADD: done = apply_binary<CSD_EW_ADD>(call, a, b, dst, n); break;
+        case CSD_EW_SUB: done = apply_binary<CSD_EW_SUB>(call, a, b, dst, n); break;
+        case CSD_EW_MUL: done = apply_binary<CSD_EW_MUL>(call, a, b, dst, n); break;
+        case CSD_EW_DIV: done = apply_binary<CSD_EW_DIV>(call, a, b, dst, n); break;
+        case CSD_EW_MAX: done = apply_binary<CSD_EW_MAX>(call, a, b, dst, n); break;
+        default: done = apply_binary<CSD_EW_MIN>(call, a, b, dst, n); break;
         }
     } else {
         const float a = p.a, b = p.b;

@@ -12,47 +12,155 @@ namespace csd::core {
 
 namespace {
 
-template <class T>
-bool compare(T v, T lo, T hi, uint16_t op)
-{
-    switch (op) {
-    case CSD_CMP_EQ: return v == lo;
-    case CSD_CMP_NE: return v != lo;
-    case CSD_CMP_LT: return v < lo;
-    case CSD_CMP_LE: return v <= lo;
-    case CSD_CMP_GT: return v > lo;
-    case CSD_CMP_GE: return v >= lo;
-    default: return lo <= v && v <= hi;
+// The comparison of one field, fixed at compile time: field type F read from its bytes,
+// compared in B (i64, u64 or f64, the type of lo and hi). Comparisons on a NaN field are
+// false except ne (IEEE), as the spec asks.
+template <class F, class B, uint16_t Op>
+struct Match {
+    B lo, hi;
+    bool operator()(const uint8_t *field) const
+    {
+        F f;
+        std::memcpy(&f, field, sizeof(F));
+        const B v = static_cast<B>(f);
+        if constexpr (Op == CSD_CMP_EQ) return v == lo;
+        if constexpr (Op == CSD_CMP_NE) return v != lo;
+        if constexpr (Op == CSD_CMP_LT) return v < lo;
+        if constexpr (Op == CSD_CMP_LE) return v <= lo;
+        if constexpr (Op == CSD_CMP_GT) return v > lo;
+        if constexpr (Op == CSD_CMP_GE) return v >= lo;
+        return (lo <= v) & (v <= hi);  // both compared: no branch
     }
-}
-
-template <class F, class B>
-bool field_matches(const uint8_t *field, const uint8_t *lo, const uint8_t *hi, uint16_t op)
-{
-    F v;
-    B l, h;
-    std::memcpy(&v, field, sizeof(F));
-    std::memcpy(&l, lo, 8);
-    std::memcpy(&h, hi, 8);
-    // Comparisons on a NaN field are false except ne (IEEE), as the spec asks.
-    return compare<B>(static_cast<B>(v), l, h, op);
-}
-
-bool matches(const uint8_t *field, const csd_filter_params &p)
-{
-    switch (p.field_type) {
-    case CSD_FT_I32: return field_matches<int32_t, int64_t>(field, p.lo, p.hi, p.op);
-    case CSD_FT_I64: return field_matches<int64_t, int64_t>(field, p.lo, p.hi, p.op);
-    case CSD_FT_U32: return field_matches<uint32_t, uint64_t>(field, p.lo, p.hi, p.op);
-    case CSD_FT_U64: return field_matches<uint64_t, uint64_t>(field, p.lo, p.hi, p.op);
-    case CSD_FT_F32: return field_matches<float, double>(field, p.lo, p.hi, p.op);
-    default: return field_matches<double, double>(field, p.lo, p.hi, p.op);
-    }
-}
+};
 
 uint32_t field_size(uint16_t type)
 {
     return (type == CSD_FT_I32 || type == CSD_FT_U32 || type == CSD_FT_F32) ? 4 : 8;
+}
+
+// What a run has produced so far: bytes of output (counted past the end when it overflows)
+// and matching records.
+struct Tally {
+    uint64_t written = 0;
+    uint32_t hits = 0;
+};
+
+// Records [i0, i1) one at a time, each match written at once (memmove: the output may
+// overlap the input anywhere) while it fits: the loop for any record size and any overlap.
+template <class M>
+void records_one_by_one(const M &match, const csd_filter_params &p, const Span &in, const Span &out, uint32_t i0,
+                        uint32_t i1, Tally &t)
+{
+    const uint64_t unit = p.output_mode == CSD_FILTER_RECORDS ? p.record_size : 4;
+    const uint8_t *rec = in.data + uint64_t{i0} * p.record_size;
+    for (uint32_t i = i0; i < i1; i++, rec += p.record_size) {
+        if (!match(rec + p.field_offset)) continue;
+        t.hits++;
+        if (t.written + unit <= out.len) {
+            if (p.output_mode == CSD_FILTER_RECORDS) {
+                std::memmove(out.data + t.written, rec, p.record_size);
+            } else {
+                std::memcpy(out.data + t.written, &i, 4);
+            }
+        }
+        t.written += unit;
+    }
+}
+
+// Records [i0, i1) in blocks whose output fits: each block gathered into a buffer on the
+// stack without a branch (every record's index, or its RS bytes, lands in the next slot;
+// the slot advances on a match), then copied out in one piece; or, after a block where
+// fewer than 1 in 16 or more than 15 in 16 matched, with a branch straight into the output. Only where the output does
+// not start inside the input after it (writes then land on records already read, as the
+// one-by-one loop's do) and the block's output fits; other blocks go one by one.
+template <class M, uint32_t RS, bool Indices>
+void records_in_blocks(const M &match, const csd_filter_params &p, const Span &in, const Span &out, uint32_t i0,
+                       uint32_t i1, Tally &t)
+{
+    constexpr uint32_t kUnit = Indices ? 4 : RS;
+    constexpr uint32_t kBlock = 8192 / kUnit;
+    alignas(64) uint8_t buf[kBlock * kUnit];
+    const uint32_t rs = RS ? RS : p.record_size;  // RS is 0 for indices (any record size)
+    bool branchy = false;  // whether the last block matched fewer than 1 in 16, or more than 15
+    for (uint32_t b0 = i0; b0 < i1; b0 += kBlock) {
+        const uint32_t b1 = i1 - b0 < kBlock ? i1 : b0 + kBlock;
+        if (t.written + uint64_t{b1 - b0} * kUnit > out.len) {
+            records_one_by_one(match, p, in, out, b0, b1, t);
+            continue;
+        }
+        // With a branch (rarely mispredicted) straight into the output; without, through buf.
+        uint8_t *to = branchy ? out.data + t.written : buf;
+        const uint32_t n = gather_matches<RS, Indices>(in.data + uint64_t{b0} * rs, rs, b0, b1, branchy, to,
+                                                      [&](uint32_t, const uint8_t *r) { return match(r + p.field_offset); });
+        if (!branchy) std::memcpy(out.data + t.written, buf, uint64_t{n} * kUnit);
+        branchy = n * 16 < b1 - b0 || n * 16 > 15 * (b1 - b0);
+        t.written += uint64_t{n} * kUnit;
+        t.hits += n;
+    }
+}
+
+using Runner = void (*)(const void *match, const csd_filter_params &, const Span &, const Span &, uint32_t, uint32_t,
+                        Tally &);
+
+template <class M, uint32_t RS, bool Indices>
+void run_blocks(const void *m, const csd_filter_params &p, const Span &in, const Span &out, uint32_t i0, uint32_t i1,
+                Tally &t)
+{
+    records_in_blocks<M, RS, Indices>(*static_cast<const M *>(m), p, in, out, i0, i1, t);
+}
+
+template <class M>
+void run_one_by_one(const void *m, const csd_filter_params &p, const Span &in, const Span &out, uint32_t i0,
+                    uint32_t i1, Tally &t)
+{
+    records_one_by_one(*static_cast<const M *>(m), p, in, out, i0, i1, t);
+}
+
+// The loop for this record size, output mode and overlap, for the comparison M.
+template <class M>
+Runner pick_loop(const csd_filter_params &p, bool blocks_ok)
+{
+    if (!blocks_ok) return run_one_by_one<M>;
+    if (p.output_mode == CSD_FILTER_INDICES) return run_blocks<M, 0, true>;
+    switch (p.record_size) {
+    case 4: return run_blocks<M, 4, false>;
+    case 8: return run_blocks<M, 8, false>;
+    case 16: return run_blocks<M, 16, false>;
+    case 32: return run_blocks<M, 32, false>;
+    default: return run_one_by_one<M>;
+    }
+}
+
+// Runs all records through the loop for field type F compared in B with operator Op;
+// false if cancelled (checked every 65536 records, or every kCancelBytes of them when they
+// are large).
+template <class F, class B, uint16_t Op>
+bool filter_all(const ProgramCall &call, const csd_filter_params &p, bool blocks_ok, Tally &t)
+{
+    Match<F, B, Op> m;
+    std::memcpy(&m.lo, p.lo, 8);
+    std::memcpy(&m.hi, p.hi, 8);
+    const Runner loop = pick_loop<Match<F, B, Op>>(p, blocks_ok);
+    CancelPoints points(call, std::max<uint64_t>(1, std::min<uint64_t>(0x10000, kCancelBytes / p.record_size)));
+    for (uint32_t i0 = 0, piece; i0 < p.count; i0 += piece) {
+        if ((piece = static_cast<uint32_t>(points.next(p.count - i0))) == 0) return false;
+        loop(&m, p, call.ranges[0], call.ranges[1], i0, i0 + piece, t);
+    }
+    return true;
+}
+
+template <class F, class B>
+bool filter_type(const ProgramCall &call, const csd_filter_params &p, bool blocks_ok, Tally &t)
+{
+    switch (p.op) {
+    case CSD_CMP_EQ: return filter_all<F, B, CSD_CMP_EQ>(call, p, blocks_ok, t);
+    case CSD_CMP_NE: return filter_all<F, B, CSD_CMP_NE>(call, p, blocks_ok, t);
+    case CSD_CMP_LT: return filter_all<F, B, CSD_CMP_LT>(call, p, blocks_ok, t);
+    case CSD_CMP_LE: return filter_all<F, B, CSD_CMP_LE>(call, p, blocks_ok, t);
+    case CSD_CMP_GT: return filter_all<F, B, CSD_CMP_GT>(call, p, blocks_ok, t);
+    case CSD_CMP_GE: return filter_all<F, B, CSD_CMP_GE>(call, p, blocks_ok, t);
+    default: return filter_all<F, B, CSD_CMP_BETWEEN>(call, p, blocks_ok, t);
+    }
 }
 
 }  // namespace
@@ -80,31 +188,22 @@ ExecResult program_filter(const ProgramCall &call)
     csd_filter_params p;
     read_params(call, &p);
     const Span &in = call.ranges[0], &out = call.ranges[1];
-    const uint64_t out_unit = p.output_mode == CSD_FILTER_RECORDS ? p.record_size : 4;
-    uint64_t written = 0;
-    uint32_t hits = 0;
-    // Checked every 65536 records, or every kCancelBytes of them when they are large.
-    CancelPoints points(call, std::max<uint64_t>(1, std::min<uint64_t>(0x10000, kCancelBytes / p.record_size)));
-    for (uint32_t i0 = 0, piece; i0 < p.count; i0 += piece) {
-        if ((piece = static_cast<uint32_t>(points.next(p.count - i0))) == 0) {
-            return fail(CSD_STATUS_ABORT_REQUESTED);
-        }
-        for (uint32_t i = i0; i < i0 + piece; i++) {
-            const uint8_t *rec = in.data + static_cast<uint64_t>(i) * p.record_size;
-            if (!matches(rec + p.field_offset, p)) {
-                continue;
-            }
-            hits++;
-            if (written + out_unit <= out.len) {
-                if (p.output_mode == CSD_FILTER_RECORDS) {
-                    std::memmove(out.data + written, rec, p.record_size);
-                } else {
-                    std::memcpy(out.data + written, &i, 4);
-                }
-            }
-            written += out_unit;
-        }
+    const bool blocks_ok = output_trails_input(in, out);
+    Tally t;
+    bool done;
+    switch (p.field_type) {
+    case CSD_FT_I32: done = filter_type<int32_t, int64_t>(call, p, blocks_ok, t); break;
+    case CSD_FT_I64: done = filter_type<int64_t, int64_t>(call, p, blocks_ok, t); break;
+    case CSD_FT_U32: done = filter_type<uint32_t, uint64_t>(call, p, blocks_ok, t); break;
+    case CSD_FT_U64: done = filter_type<uint64_t, uint64_t>(call, p, blocks_ok, t); break;
+    case CSD_FT_F32: done = filter_type<float, double>(call, p, blocks_ok, t); break;
+    default: done = filter_type<double, double>(call, p, blocks_ok, t); break;
     }
+    if (!done) {
+        return fail(CSD_STATUS_ABORT_REQUESTED);
+    }
+    const uint64_t written = t.written;
+    const uint32_t hits = t.hits;
     if (written > out.len || written > UINT32_MAX) {
         uint32_t need = written > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(written);
         return fail(CSD_STATUS_OUTPUT_OVERFLOW, need, hits);

@@ -11,12 +11,11 @@ namespace csd::core {
 
 namespace {
 
-// The first index in [from, n) of the extreme (largest if want_max) of x, x[from] being a
-// candidate (not NaN unless all are): the extreme first, lane by lane (16 independent
-// running extremes the compiler vectorises; a NaN never wins a comparison), then its first
-// position. The same answer as one compare-and-keep pass, at several times the speed.
+// The extreme (largest if want_max) of x[from, n), x[from] being a candidate (not NaN
+// unless all are): 16 independent running extremes the compiler vectorises (a NaN never
+// wins a comparison), then the largest of them.
 template <class T>
-uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
+T extreme_value(const T *x, uint32_t from, uint32_t n, bool want_max)
 {
     constexpr uint32_t kLanes = 16;
     T lane[kLanes];
@@ -38,10 +37,53 @@ uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
     for (; i < n; i++) {
         if (want_max ? x[i] > m : x[i] < m) m = x[i];
     }
-    for (i = from; i < n; i++) {
+    return m;
+}
+
+// The first index in [from, n) of the extreme (largest if want_max) of x, x[from] being a
+// candidate (not NaN unless all are): the extreme first, then its first position. The same
+// answer as one compare-and-keep pass, at several times the speed.
+template <class T>
+uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
+{
+    const T m = extreme_value(x, from, n, want_max);
+    for (uint32_t i = from; i < n; i++) {
         if (x[i] == m) return i;
     }
     return from;  // m is x[from] itself, a NaN (every element is)
+}
+
+// min or max of one row: the value argmin / argmax would point at (NaN skipped unless the
+// row is all NaN; of -0 and +0 the first), found without its position unless it is a zero;
+// false if cancelled.
+template <class T>
+bool extreme_row(const T *x, uint32_t n, bool want_max, CancelPoints &points, uint64_t *bits)
+{
+    bool found = false;
+    T best = x[0];
+    for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
+        if ((piece = points.next(n - i0)) == 0) return false;
+        const uint32_t end = static_cast<uint32_t>(i0 + piece);
+        uint32_t from = static_cast<uint32_t>(i0);
+        if constexpr (std::is_floating_point_v<T>) {
+            while (from < end && std::isnan(x[from])) from++;
+            if (from == end) continue;
+        }
+        T m = extreme_value(x, from, end, want_max);
+        if constexpr (std::is_floating_point_v<T>) {
+            if (m == 0) m = x[extreme_from(x, from, end, want_max)];  // the first zero's sign, as argmax has it
+        }
+        if (!found || (want_max ? m > best : m < best)) best = m;
+        found = true;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+        const double v = static_cast<double>(best);
+        std::memcpy(bits, &v, 8);
+    } else {
+        const int64_t v = best;
+        std::memcpy(bits, &v, 8);
+    }
+    return true;
 }
 
 // The result of one row (n elements), its elements read in pieces between cancellation
@@ -57,13 +99,14 @@ bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint6
         __int128 exact = 0;
         for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
             if ((piece = points.next(n - i0)) == 0) return false;
-            for (uint64_t i = i0; i < i0 + piece; i++) {
-                if constexpr (std::is_floating_point_v<T>) {
-                    fs += static_cast<double>(x[i]);
-                } else {
-                    s += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
-                    exact += x[i];
-                }
+            if constexpr (std::is_floating_point_v<T>) {
+                for (uint64_t i = i0; i < i0 + piece; i++) fs += static_cast<double>(x[i]);
+            } else if (op == CSD_RED_MEAN) {
+                for (uint64_t i = i0; i < i0 + piece; i++) exact += x[i];
+            } else {
+                const T *v = x + i0;
+                const uint32_t m = static_cast<uint32_t>(piece);  // a row has at most 2^32 - 1 elements
+                for (uint32_t i = 0; i < m; i++) s += static_cast<uint64_t>(static_cast<int64_t>(v[i]));
             }
         }
         if constexpr (std::is_floating_point_v<T>) {
@@ -80,6 +123,7 @@ bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint6
     // min, max, argmin, argmax: first extreme, NaN skipped where possible (a row of NaN
     // gives index 0)
     const bool want_max = op == CSD_RED_MAX || op == CSD_RED_ARGMAX;
+    if (op == CSD_RED_MIN || op == CSD_RED_MAX) return extreme_row(x, n, want_max, points, bits);
     bool found = false;
     uint32_t best = 0;
     for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
