@@ -128,4 +128,110 @@ TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
     EXPECT_EQ(submit(none, CSD_OPC_NOOP, 9, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
 }
 
+// A namespace whose I/O ends only when the test says so (as QEMU's block layer ends it
+// later, from its main loop): Compare and Write's ordering, seen one I/O at a time.
+struct SlowNamespace {
+    std::vector<uint8_t> bytes = std::vector<uint8_t>(64 * 512);
+    struct Io {
+        bool write;
+        uint64_t off;
+        void *buf;
+        uint64_t len;
+        csd_io_done done;
+        void *arg;
+    };
+    std::vector<Io> pending;
+    std::vector<std::pair<void *, uint16_t>> completed;  // (request, status), in order
+
+    // Ends the oldest pending I/O (moves its bytes).
+    void step()
+    {
+        ASSERT_FALSE(pending.empty());
+        Io io = pending.front();
+        pending.erase(pending.begin());
+        if (io.write) std::memcpy(bytes.data() + io.off, io.buf, io.len);
+        else std::memcpy(io.buf, bytes.data() + io.off, io.len);
+        io.done(io.arg, 0);
+    }
+};
+
+SlowNamespace *g_ns;
+
+void slow_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+{
+    g_ns->pending.push_back({false, off, buf, len, done, arg});
+}
+
+void slow_write(void *, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done, void *arg)
+{
+    g_ns->pending.push_back({true, off, const_cast<void *>(buf), len, done, arg});
+}
+
+void slow_complete(void *req, uint16_t status, const csd_cpl *) { g_ns->completed.push_back({req, status}); }
+
+class CompareWrite : public Controller {
+protected:
+    SlowNamespace ns;
+
+    void SetUp() override
+    {
+        Controller::SetUp();
+        g_ns = &ns;
+        port.ns_read = slow_read;
+        port.ns_write = slow_write;
+        port.complete = slow_complete;
+    }
+
+    // Host data of a Compare and Write of nlb LBAs: expected bytes, then new bytes.
+    static HostBuffer caw_data(uint32_t nlb, uint8_t expect, uint8_t now)
+    {
+        HostBuffer h{std::vector<uint8_t>(2 * nlb * 512, expect)};
+        std::memset(h.data.data() + nlb * 512, now, nlb * 512);
+        return h;
+    }
+};
+
+TEST_F(CompareWrite, AnOverlappingOneWaitsAndComparesWhatTheFirstWrote)
+{
+    HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0x00, 0x5A), c = caw_data(2, 0x00, 0x77);
+    ASSERT_EQ(submit(a, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);   // LBAs 0-3
+    ASSERT_EQ(submit(b, CSD_OPC_COMPARE_WRITE, 1, 2, 0, 3), CSD_CORE_LATER);   // 2-5: waits
+    ASSERT_EQ(submit(c, CSD_OPC_COMPARE_WRITE, 1, 10, 0, 1), CSD_CORE_LATER);  // 10-11: runs
+    ASSERT_EQ(ns.pending.size(), 2u);  // the reads of a and c, none of b
+    ns.step();                         // a's read: a match, its write starts
+    ASSERT_EQ(ns.pending.size(), 2u);
+    EXPECT_TRUE(ns.pending[1].write);
+    ns.step();  // c's read
+    ns.step();  // a's write: a completes, b reads now
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0], std::make_pair(static_cast<void *>(&a), uint16_t{0}));
+    while (!ns.pending.empty()) ns.step();
+    ASSERT_EQ(ns.completed.size(), 3u);
+    // b expected zeroes where a wrote A5h: Compare Failure, nothing written
+    EXPECT_EQ(ns.completed[2], std::make_pair(static_cast<void *>(&b), uint16_t{CSD_STATUS_COMPARE_FAILURE | CSD_STATUS_DNR}));
+    EXPECT_EQ(ns.bytes[4 * 512], 0);
+    EXPECT_EQ(ns.bytes[2 * 512], 0xA5);
+    EXPECT_EQ(ns.bytes[10 * 512], 0x77);
+}
+
+TEST_F(CompareWrite, AWaiterCancelledEndsAtOnceAndLetsTheNextRun)
+{
+    HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0xA5, 0x11), c = caw_data(1, 0x00, 0x22);
+    ASSERT_EQ(submit(a, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);
+    ASSERT_EQ(submit(b, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);  // behind a
+    ASSERT_EQ(submit(c, CSD_OPC_COMPARE_WRITE, 1, 5, 0, 0), CSD_CORE_LATER);  // LBA 5: free, runs
+    EXPECT_EQ(ns.pending.size(), 2u);
+    EXPECT_EQ(csd_core_cancel(core, &a), 0);  // its read is under way: the embedding cancels it
+    EXPECT_EQ(csd_core_cancel(core, &b), 1);
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0].second, CSD_STATUS_ABORT_REQUESTED);
+    while (!ns.pending.empty()) ns.step();
+    EXPECT_EQ(ns.completed.size(), 3u);
+    EXPECT_EQ(ns.bytes[0], 0xA5);  // b never wrote
+    // a short host buffer: the transfer's error at once, nothing read
+    HostBuffer short_buf{std::vector<uint8_t>(512)};
+    EXPECT_EQ(CSD_STATUS_CODE(submit(short_buf, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3)), CSD_STATUS_INVALID_FIELD);
+    EXPECT_TRUE(ns.pending.empty());
+}
+
 }  // namespace

@@ -2,8 +2,9 @@
 // controller.cc - csd_core_submit: the controller's dispatch of the command set, once for
 // both embeddings (QEMU's hw/nvme glue, libcsd's in-process device). Everything that moves
 // bytes between host memory and SLM, every log page, Identify of the standard front end's
-// namespaces and its admin commands are answered here through the port; block I/O and the
-// compute units stay with the embedding (CSD_CORE_MOVE).
+// namespaces and its admin commands are answered here through the port, Compare and Write
+// over its asynchronous namespace I/O (compare_write.cc); SLM Load / Store's block I/O and
+// the compute units stay with the embedding (CSD_CORE_MOVE).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -69,7 +70,7 @@ uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
     std::vector<uint8_t> page(std::max<uint32_t>(CSD_LOG_MAX_SIZE, NVME_CS_LOG_MAX_SIZE));
     uint32_t avail = 0;
     uint16_t st;
-    if (csd_core_is_log_page(lid)) {
+    if (csd_core_is_log_page(lid) && core->vendor) {
         st = csd_core_get_log(core, lid, cmd->nsid, off, page.data(), &avail);
         if (st) {
             set_why(cpl, "log page nsid or offset");
@@ -305,7 +306,8 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         schedule(core, port, op, cpl);
         return CSD_CORE_MOVE;
     }
-    default: return CSD_CORE_MOVE;  // SLM Load / Store, Compare and Write: block I/O
+    case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
+    default: return CSD_CORE_MOVE;  // SLM Load / Store: block I/O
     }
 }
 
@@ -337,8 +339,12 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
         }
     }
     if (csd_core_cs_csi(core, cmd->nsid)) return cs_io(core, sqe, port, req, cpl, op);
-    if (csd_is_io_opcode(cmd->opcode)) return vendor_io(core, cmd, port, req, cpl, op);
+    if (csd_is_io_opcode(cmd->opcode)) return core->vendor ? vendor_io(core, cmd, port, req, cpl, op) : kInvalidOpcode;
     return CSD_CORE_NOT_MINE;
 }
+
+void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
+
+int csd_core_vendor(const csd_core *core) { return core->vendor ? 1 : 0; }
 
 }  // extern "C"

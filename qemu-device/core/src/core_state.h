@@ -41,6 +41,18 @@ struct CsState {
     std::map<uint16_t, uint32_t> set_users;  // prepared Executes holding each range set
 };
 
+struct CawCmd;
+// Compare and Write (compare_write.cc): the commands holding their LBAs (reading, comparing,
+// writing) and those waiting, in arrival order, for an overlapping one to end.
+struct CawState {
+    std::mutex mu;
+    std::vector<CawCmd *> holding, waiting;
+};
+// Runs a decoded Compare and Write on namespace ns through the port: CSD_CORE_LATER, or the
+// final status when its data cannot come in (counted).
+uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
+                       const csd_cpl *cpl);
+
 }  // namespace csd::core
 
 struct csd_core {
@@ -55,6 +67,8 @@ struct csd_core {
     csd::core::TimingModel model;      // off unless configured
     csd::core::CsState cs;             // the standard front end's range sets and activation
     uint32_t cs_mem_nsid = 0;          // its memory namespace (compute: the next), 0 if off
+    csd::core::CawState caw;           // Compare and Write's LBA ranges
+    bool vendor = true;                // the vendor command set (csd_core_set_vendor)
 };
 
 namespace csd::core {
