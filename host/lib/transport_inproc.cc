@@ -323,11 +323,10 @@ private:
         }
     }
 
-    // Runs one command: the core answers it through the port (Compare and Write over the
-    // port's namespace I/O), or decodes it for the block I/O (SLM Load / Store) or the
-    // compute unit (Execute) it needs; what
-    // it leaves (Identify of the controller and namespace 1, NVM Read / Write / Flush, the
-    // standard copies) is this device's own.
+    // Runs one command: the core answers it through the port (SLM Load / Store, the copies
+    // and Compare and Write over the port's namespace I/O), or prepares an Execute's job
+    // for a compute unit; what it leaves (Identify of the controller and namespace 1, NVM
+    // Read / Write / Flush) is this device's own.
     std::future<Completion> dispatch(const Command &cmd)
     {
         if (!cmd.admin && !vendor_io_ && csd_is_io_opcode(cmd.opcode) && cmd.opcode != CSD_OPC_COMPARE_WRITE &&
@@ -351,8 +350,7 @@ private:
         }
         delete req;
         if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
-        if (op.opcode == CSD_OPC_EXECUTE) return launch(op, cpl.finish_ns);
-        return modelled(cpl.finish_ns, complete(op, {load_store(op), 0}));
+        return launch(op, cpl.finish_ns);  // CSD_CORE_MOVE: an Execute's job
     }
 
     // A command the core may end later (CSD_CORE_LATER): its data and its completion.
@@ -362,16 +360,10 @@ private:
         std::promise<Completion> done;
     };
 
-    // The I/O commands the core leaves to the device: NVM Read, Write, Flush and the
-    // standard front end's copies (their parts are block I/O).
+    // The I/O commands the core leaves to the device: NVM Read, Write, Flush.
     std::future<Completion> own_io(const Command &cmd)
     {
         const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
-        if (mem_nsid_ && (cmd.nsid == mem_nsid_ ||  // Memory Copy, or NVM Copy from memory
-                          (cmd.nsid == ns_.nsid && cmd.opcode == NVME_CS_NVM_COPY &&
-                           nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY))) {
-            return cs_copy(cmd, arrived);
-        }
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
         if (cmd.opcode > 0x02) return ready({kInvalidOpcode, 0});
         // Flush, Write, Read
@@ -521,43 +513,6 @@ private:
     }
 
 
-    // Memory Copy (namespace -> memory) or NVM Copy format 4h (memory -> namespace): the
-    // core makes the descriptors SLM Loads / Stores; each moves like the vendor command.
-    std::future<Completion> cs_copy(const Command &cmd, uint64_t arrived)
-    {
-        const csd_cmd c = core_cmd(cmd);
-        const uint32_t want = nvme_cs_copy_nr(cmd.cdw12) * nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd.cdw12));
-        const uint32_t len = std::min(cmd.data_len, want);
-        std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
-        uint32_t n = 0;
-        uint16_t st;
-        if (cmd.nsid == mem_nsid_) {
-            auto info = [](void *self, uint32_t nsid, csd_ctx *ctx) {
-                auto *t = static_cast<TransportInproc *>(self);
-                if (nsid != t->ns_.nsid) return -1;
-                *ctx = t->ns_ctx();
-                return 0;
-            };
-            st = csd_core_cs_decode_memory_copy(core_, &c, cmd.data, len, info, this, parts.data(), &n);
-        } else {
-            const csd_ctx ctx = ns_ctx();
-            st = csd_core_cs_decode_nvm_copy(core_, mem_nsid_, &c, &ctx, cmd.data, len, parts.data(), &n);
-        }
-        if (st) return ready({st, 0});
-        csd_op total{};
-        total.opcode = parts[0].op.opcode;
-        uint16_t result = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (!result) result = load_store(parts[i].op);
-            complete(parts[i].op, {result, 0});
-            total.bytes += parts[i].op.bytes;
-        }
-        if (!arrived) return ready({result, 0});
-        csd_model_work w;
-        csd_model_work_op(&total, &w);
-        return modelled(csd_core_model_schedule(core_, &w, arrived), {result, 0});
-    }
-
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
     {
         return slba <= ns_.lba_count && nlb <= ns_.lba_count - slba;
@@ -587,9 +542,6 @@ private:
         csd_core_complete(core_, &op, r.status);
         return r;
     }
-
-    // SLM Load / SLM Store: the checked SLM bytes from / to the backing file.
-    uint16_t load_store(const csd_op &op) { return file_io(op.opcode == CSD_OPC_SLM_STORE, op.slba * lba_, op.slm, op.bytes); }
 
     // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.
     uint16_t file_io(bool write, uint64_t pos, uint8_t *buf, uint64_t len)

@@ -44,10 +44,10 @@ protected:
     csd_op op{};
 
     uint16_t submit(HostBuffer &h, uint8_t opcode, uint32_t nsid, uint32_t cdw10, uint32_t cdw11, uint32_t cdw12,
-                    bool admin = false)
+                    bool admin = false, uint32_t cdw13 = 0)
     {
         csd_sqe sqe{};
-        sqe.cmd = csd_cmd{opcode, nsid, cdw10, cdw11, cdw12, 0, 0, 0};
+        sqe.cmd = csd_cmd{opcode, nsid, cdw10, cdw11, cdw12, cdw13, 0, 0};
         sqe.admin = admin;
         return csd_core_submit(core, &sqe, &port, &h, &cpl, &op);
     }
@@ -69,14 +69,9 @@ TEST_F(Controller, SlmWriteAndReadAnsweredAndCountedOnce)
     EXPECT_EQ(counter(CSD_STAT_SLM_READ_CMDS), 2u);
 }
 
-TEST_F(Controller, BlockIoAndExecuteAreTheEmbeddingsToMove)
+TEST_F(Controller, ExecuteIsTheEmbeddingsToRun)
 {
     HostBuffer none;
-    ASSERT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 2, 0, 3), CSD_CORE_MOVE);
-    EXPECT_EQ(op.opcode, CSD_OPC_SLM_LOAD);
-    EXPECT_EQ(op.bytes, 4u * 512);
-    csd_core_complete(core, &op, 0);
-    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4u * 512);
 
     HostBuffer desc{make_descriptor(CSD_PROG_COPY, {{0, 64}, {4096, 64}}, nullptr, 0)};
     ASSERT_EQ(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0), CSD_CORE_MOVE);
@@ -114,7 +109,7 @@ TEST_F(Controller, StandardNamespacesAreTheMemoryOneAndTheNext)
     // Memory Fill of the memory namespace, then an opcode it does not have
     EXPECT_EQ(submit(page, NVME_CS_MEM_FILL, 5, 0, 0, 64), 0);
     EXPECT_EQ(CSD_STATUS_CODE(submit(page, 0x09, 5, 0, 0, 0)), CSD_STATUS_INVALID_OPCODE);
-    EXPECT_EQ(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0), CSD_CORE_NOT_MINE);  // its parts are block I/O
+    EXPECT_EQ(CSD_STATUS_CODE(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0)), NVME_CS_INCOMPATIBLE_NS_OR_FORMAT);  // format 0h
 }
 
 TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
@@ -232,6 +227,30 @@ TEST_F(CompareWrite, AWaiterCancelledEndsAtOnceAndLetsTheNextRun)
     HostBuffer short_buf{std::vector<uint8_t>(512)};
     EXPECT_EQ(CSD_STATUS_CODE(submit(short_buf, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3)), CSD_STATUS_INVALID_FIELD);
     EXPECT_TRUE(ns.pending.empty());
+}
+
+TEST_F(CompareWrite, SlmLoadAndStoreMoveThroughThePortsNamespaceIo)
+{
+    HostBuffer none;
+    std::memset(ns.bytes.data() + 2 * 512, 0x6B, 4 * 512);
+    ASSERT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 2, 0, 3, false, 8192), CSD_CORE_LATER);  // LBAs 2-5 -> SLM 8192
+    ASSERT_EQ(ns.pending.size(), 1u);
+    EXPECT_FALSE(ns.pending[0].write);
+    EXPECT_EQ(ns.pending[0].off, 2u * 512);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 0u);  // counted as it ends
+    ns.step();
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0].second, 0);
+    EXPECT_EQ(csd_core_slm_base(core)[8192], 0x6B);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4u * 512);
+    // a Store whose write fails: the error, no bytes counted
+    ASSERT_EQ(submit(none, CSD_OPC_SLM_STORE, 1, 20, 0, 0, false, 8192), CSD_CORE_LATER);
+    SlowNamespace::Io io = ns.pending.at(0);
+    ns.pending.clear();
+    io.done(io.arg, CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(ns.completed.at(1).second, CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_NS), 0u);
+    EXPECT_EQ(counter(CSD_STAT_SLM_STORE_CMDS), 1u);
 }
 
 }  // namespace

@@ -13,12 +13,10 @@
 namespace csd::core {
 
 // One Compare and Write between its submission and its completion.
-struct CawCmd {
-    csd_core *core = nullptr;
-    const csd_port *port = nullptr;
-    void *req = nullptr;
-    csd_op op{};
-    csd_cpl cpl{};
+struct CawCmd : PortCmd {
+    CawCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done, const csd_op *o)
+        : PortCmd(c, p, r, done), op(*o) {}
+    csd_op op;
     uint64_t off = 0, half = 0;  // bytes into the namespace, bytes compared
     std::vector<uint8_t> data;   // expected, then new (op.bytes)
     std::vector<uint8_t> current;
@@ -136,12 +134,7 @@ void run(CawCmd *c)
 uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
                        const csd_cpl *cpl)
 {
-    auto *c = new CawCmd;
-    c->core = core;
-    c->port = port;
-    c->req = req;
-    c->op = *op;
-    c->cpl = *cpl;
+    auto *c = new CawCmd(core, port, req, cpl, op);
     c->data.resize(op->bytes);
     c->half = op->bytes / 2;
     c->off = op->slba * ns->lba_size;

@@ -17,4 +17,4 @@ csdctl -d "$ng" info | grep -q "^SLM            67108864 bytes (64 MiB, probe)" 
 csdctl -d "$ng" stats | grep -q "^statistics unavailable" || fail "standard-only: stats not unavailable"
 if CSD_FRONT_END=vendor csdctl -d "$ng" info >/dev/null 2>&1; then fail "standard-only: the vendor front end opened"; fi
 CSD_TEST_DEVICE=$ng CSD_TEST_STANDARD_ONLY=1 CSD_FRONT_END=nvme-cs csd-library-tests --gtest_brief=1 || fail "library suite, standard-only"
-CSD_TEST_DEVICE=$ng CSD_FRONT_END=host csd-library-tests --gtest_brief=1 || fail "library suite, host mode"
+CSD_TEST_DEVICE=$ng CSD_TEST_STANDARD_ONLY=1 CSD_FRONT_END=host csd-library-tests --gtest_brief=1 || fail "library suite, host mode"
