@@ -405,7 +405,9 @@ struct csd_port {
     /* Reads len bytes at byte offset off of NVM namespace nsid (checked by the core) into
      * buf for command req, asynchronously: calls done(arg, status) exactly once when it
      * ends, at once or later, on any thread (QEMU: its main loop). Status: Success, Internal
-     * Error, or Command Abort Requested when the command was cancelled. */
+     * Error, or Command Abort Requested when the command was cancelled. A command may have
+     * several under way at once (e.g. a program's extents); the embedding cancels them all
+     * with the command. */
     void (*ns_read)(void *req, uint32_t nsid, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
     /* Writes len bytes of buf at byte offset off of namespace nsid; as ns_read. */
     void (*ns_write)(void *req, uint32_t nsid, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
