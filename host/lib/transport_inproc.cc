@@ -599,12 +599,7 @@ private:
             std::atomic<uint16_t> failed{0};
             auto read_some = [&](uint32_t first, uint32_t step) {
                 for (uint32_t i = first; i < n; i += step) {
-                    csd_op part{};
-                    part.opcode = CSD_OPC_SLM_LOAD;
-                    part.slba = ext[i].slba;
-                    part.slm = ext[i].buf;
-                    part.bytes = uint64_t{ext[i].nlb} * lba_;
-                    const uint16_t s = load_store(part);
+                    const uint16_t s = file_io(false, ext[i].slba * lba_, ext[i].buf, uint64_t{ext[i].nlb} * lba_);
                     uint16_t none = 0;
                     if (s) failed.compare_exchange_strong(none, s);
                 }
