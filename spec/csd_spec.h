@@ -51,8 +51,9 @@ static inline int csd_is_io_opcode(uint8_t opc)
  * Compare and Write (8Dh): CDW10-11 SLBA, CDW12 bits 15:0 NLB (0's based); the data is
  * 2 x (NLB + 1) LBAs: the expected contents, then the new ones. The compared range is at
  * most CSD_CAW_MAX_BYTES; the command is atomic with respect to every other Compare and
- * Write of the controller (one that finds another in progress completes with Command
- * Interrupted, to be retried).
+ * Write of the controller (one that overlaps another in progress waits for it, in arrival
+ * order, and then compares what it left; Command Interrupted, which earlier versions
+ * answered instead and hosts retry, stays defined).
  */
 #define CSD_CAW_MAX_BYTES (64u << 10)
 #define CSD_FEATURE_COMPARE_WRITE 0x1u /* C0h features bit 0 */
@@ -131,7 +132,7 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_INVALID_NAMESPACE 0x000B
 #define CSD_STATUS_LBA_OUT_OF_RANGE 0x0080
 #define CSD_STATUS_HOST_ABORTED 0x0371
-#define CSD_STATUS_COMMAND_INTERRUPTED 0x0021 /* retry: another Compare and Write ran */
+#define CSD_STATUS_COMMAND_INTERRUPTED 0x0021 /* retry (a host retries it; not answered now) */
 #define CSD_STATUS_COMPARE_FAILURE 0x0285     /* SCT 2h: the expected data differed */
 /* Command specific (SCT 1h), vendor specific codes. */
 #define CSD_STATUS_INVALID_PROGRAM 0x01C0

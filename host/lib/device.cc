@@ -535,7 +535,8 @@ bool Device::compare_and_write(uint64_t slba, uint64_t nlb, const void *expected
     c.cdw12 = static_cast<uint32_t>(nlb - 1);
     c.data = data.data();
     c.data_len = static_cast<uint32_t>(data.size());
-    // Another writer's Compare and Write in progress: retry, backing off up to ~10 s.
+    // Command Interrupted (a drive that refuses one overlapping another writer's, as this
+    // project's emulator did before it ordered them): retry, backing off up to ~10 s.
     for (unsigned attempt = 0;; attempt++) {
         const Completion r = send(c);
         if (r.status == 0) return true;

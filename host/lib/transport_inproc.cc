@@ -5,9 +5,10 @@
 // root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
 // the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), nvme-cs=1 (the standard
 // front end besides the vendor one, as QEMU's csd.nvme-cs=on: memory namespace 2, compute
-// namespace 3, docs/nvme-cs.md), vendor-io=0 (the vendor SLM, Execute and program commands
-// answer Invalid Opcode, as on a drive with only the standard front end; Compare and Write
-// and the log pages stay), and the timing model:
+// namespace 3, docs/nvme-cs.md), vendor=off (with nvme-cs=1, as QEMU's csd.vendor=off: a
+// drive that speaks only the standard, no CSD1 signature, vendor opcodes or logs C0h/C1h),
+// vendor-io=0 (only the vendor SLM, Execute and program commands answer Invalid Opcode;
+// Compare and Write and the log pages stay), and the timing model:
 // model=PRESET and model.NAME=VALUE (docs/timing-model.md), under which every command
 // completes no earlier than the modelled drive would complete it (host clock).
 // The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
@@ -97,7 +98,10 @@ public:
                 else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
                 else if (k == "size") size = parse_size(v);
                 else if (k == "plugins") plugins = v;
-                else if (k == "vendor-io") {
+                else if (k == "vendor") {
+                    if (v != "0" && v != "1" && v != "off" && v != "on") throw Error("emu: vendor must be on or off", EINVAL);
+                    vendor_ = v == "1" || v == "on";
+                } else if (k == "vendor-io") {
                     if (v != "0" && v != "1") throw Error("emu: vendor-io must be 0 or 1", EINVAL);
                     vendor_io_ = v == "1";
                 } else if (k == "nvme-cs") {
@@ -110,7 +114,7 @@ public:
                         throw Error(std::string("emu: model.") + why_model, EINVAL);
                     }
                 } else {
-                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, nvme-cs, vendor-io, model, model.NAME)",
+                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, nvme-cs, vendor, vendor-io, model, model.NAME)",
                                 EINVAL);
                 }
             }
@@ -126,6 +130,7 @@ public:
         }
         cu = units;
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
+        if (!vendor_ && !mem_nsid_) throw Error("emu: vendor=off needs nvme-cs=1 (else no command set is left)", EINVAL);
         if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
         if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);
         if (slm < 4096 || slm % 4096) throw Error("emu: slm must be a multiple of 4 KiB", EINVAL);
@@ -155,7 +160,9 @@ public:
         }
         csd_core_set_model(core_, &model);
         csd_core_cs_attach(core_, mem_nsid_);
-        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid};
+        csd_core_set_vendor(core_, vendor_);
+        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
+                         ns_read, ns_write, port_complete, exclusive};
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
         cu_ = cu;
         start_workers();
@@ -316,10 +323,10 @@ private:
         }
     }
 
-    // Runs one command: the core answers it through the port, or decodes it for the block
-    // I/O (SLM Load / Store, Compare and Write) or the compute unit (Execute) it needs; what
-    // it leaves (Identify of the controller and namespace 1, NVM Read / Write / Flush, the
-    // standard copies) is this device's own.
+    // Runs one command: the core answers it through the port (SLM Load / Store, the copies
+    // and Compare and Write over the port's namespace I/O), or prepares an Execute's job
+    // for a compute unit; what it leaves (Identify of the controller and namespace 1, NVM
+    // Read / Write / Flush) is this device's own.
     std::future<Completion> dispatch(const Command &cmd)
     {
         if (!cmd.admin && !vendor_io_ && csd_is_io_opcode(cmd.opcode) && cmd.opcode != CSD_OPC_COMPARE_WRITE &&
@@ -329,32 +336,34 @@ private:
         const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
         csd_cpl cpl;
         csd_op op;
-        const uint16_t st = csd_core_submit(core_, &sqe, &port_, const_cast<Command *>(&cmd), &cpl, &op);
-        if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
-        if (st != CSD_CORE_MOVE) {
+        auto *req = new Req{this, &cmd, {}};
+        auto fut = req->done.get_future();
+        enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
+        const uint16_t st = csd_core_submit(core_, &sqe, &port_, req, &cpl, &op);
+        if (st == CSD_CORE_LATER) return fut;
+        leave();
+        if (st != CSD_CORE_MOVE && st != CSD_CORE_NOT_MINE) {
             if (cpl.finish_ns) wait_until(cpl.finish_ns);
-            return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
+            req->done.set_value({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
+            delete req;
+            return fut;
         }
-        switch (op.opcode) {
-        case CSD_OPC_EXECUTE: return launch(op, cpl.finish_ns);
-        case CSD_OPC_COMPARE_WRITE: {
-            const uint16_t s = cmd.data_len < op.bytes ? kInvalidField : compare_write(op, cmd.data);
-            return modelled(cpl.finish_ns, complete(op, {s, 0}));
-        }
-        default: return modelled(cpl.finish_ns, complete(op, {load_store(op), 0}));
-        }
+        delete req;
+        if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
+        return launch(op, cpl.finish_ns);  // CSD_CORE_MOVE: an Execute's job
     }
 
-    // The I/O commands the core leaves to the device: NVM Read, Write, Flush and the
-    // standard front end's copies (their parts are block I/O).
+    // A command the core may end later (CSD_CORE_LATER): its data and its completion.
+    struct Req {
+        TransportInproc *t;
+        const Command *cmd;
+        std::promise<Completion> done;
+    };
+
+    // The I/O commands the core leaves to the device: NVM Read, Write, Flush.
     std::future<Completion> own_io(const Command &cmd)
     {
         const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
-        if (mem_nsid_ && (cmd.nsid == mem_nsid_ ||  // Memory Copy, or NVM Copy from memory
-                          (cmd.nsid == ns_.nsid && cmd.opcode == NVME_CS_NVM_COPY &&
-                           nvme_cs_copy_format(cmd.cdw12) == NVME_CS_COPY_FORMAT_MEMORY))) {
-            return cs_copy(cmd, arrived);
-        }
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
         if (cmd.opcode > 0x02) return ready({kInvalidOpcode, 0});
         // Flush, Write, Read
@@ -385,14 +394,14 @@ private:
     // The port: host memory is the command's buffer.
     static uint16_t from_host(void *req, void *buf, uint64_t len)
     {
-        const auto *c = static_cast<const Command *>(req);
+        const Command *c = static_cast<Req *>(req)->cmd;
         if (len > c->data_len) return kInvalidField;
         if (len) std::memcpy(buf, c->data, len);
         return 0;
     }
     static uint16_t to_host(void *req, const void *buf, uint64_t len)
     {
-        const auto *c = static_cast<const Command *>(req);
+        const Command *c = static_cast<Req *>(req)->cmd;
         if (len > c->data_len) return kInvalidField;
         if (len) std::memcpy(c->data, buf, len);
         return 0;
@@ -405,6 +414,53 @@ private:
         return 0;
     }
     static uint64_t port_now(void *) { return now_ns(); }
+
+    // Namespace I/O of the port (the core checked the range): done at once.
+    static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+    {
+        done(arg, static_cast<Req *>(req)->t->file_io(false, off, static_cast<uint8_t *>(buf), len));
+    }
+    static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
+                         void *arg)
+    {
+        done(arg, static_cast<Req *>(req)->t->file_io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
+    }
+
+    // A command the core ended later: no earlier than its modelled finish.
+    static void port_complete(void *req, uint16_t status, const csd_cpl *cpl)
+    {
+        auto *r = static_cast<Req *>(req);
+        TransportInproc *t = r->t;
+        if (cpl->finish_ns) t->wait_until(cpl->finish_ns);
+        r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
+        delete r;
+        t->leave();
+    }
+
+    // Compare and Write's range against every other device on the backing file (of this
+    // process, of another, or of a child forked after open): an open-file-description lock
+    // on the lock descriptor, which is this device's own in this process (the core orders
+    // this device's own commands).
+    static int exclusive(void *req, uint32_t, uint64_t off, uint64_t len, int on)
+    {
+        TransportInproc *t = static_cast<Req *>(req)->t;
+        int fd;
+        {
+            std::lock_guard<std::mutex> g(t->lock_mu_);
+            if (t->lock_fd_ < 0) t->lock_fd_ = t->open_lock_fd();
+            fd = t->lock_fd_;
+        }
+        if (fd < 0) return -1;
+        struct flock range{};
+        range.l_type = on ? F_WRLCK : F_UNLCK;
+        range.l_whence = SEEK_SET;
+        range.l_start = static_cast<off_t>(off);
+        range.l_len = static_cast<off_t>(len);
+        int rc;
+        while ((rc = fcntl(fd, on ? F_OFD_SETLKW : F_OFD_SETLK, &range)) != 0 && errno == EINTR) {
+        }
+        return rc;
+    }
 
     // A completion no earlier than a modelled finish (0: no model).
     std::future<Completion> modelled(uint64_t finish, Completion r)
@@ -442,6 +498,7 @@ private:
         case 0x01:
             fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
             std::memcpy(p + 4, "csd-inproc", 10);                           // serial
+            if (!vendor_) std::memset(p + CSD_ID_VS_OFFSET, 0, 4);         // no CSD1 signature
             return {0, 0};
         case 0x00:
             if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
@@ -455,43 +512,6 @@ private:
         }
     }
 
-
-    // Memory Copy (namespace -> memory) or NVM Copy format 4h (memory -> namespace): the
-    // core makes the descriptors SLM Loads / Stores; each moves like the vendor command.
-    std::future<Completion> cs_copy(const Command &cmd, uint64_t arrived)
-    {
-        const csd_cmd c = core_cmd(cmd);
-        const uint32_t want = nvme_cs_copy_nr(cmd.cdw12) * nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd.cdw12));
-        const uint32_t len = std::min(cmd.data_len, want);
-        std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
-        uint32_t n = 0;
-        uint16_t st;
-        if (cmd.nsid == mem_nsid_) {
-            auto info = [](void *self, uint32_t nsid, csd_ctx *ctx) {
-                auto *t = static_cast<TransportInproc *>(self);
-                if (nsid != t->ns_.nsid) return -1;
-                *ctx = t->ns_ctx();
-                return 0;
-            };
-            st = csd_core_cs_decode_memory_copy(core_, &c, cmd.data, len, info, this, parts.data(), &n);
-        } else {
-            const csd_ctx ctx = ns_ctx();
-            st = csd_core_cs_decode_nvm_copy(core_, mem_nsid_, &c, &ctx, cmd.data, len, parts.data(), &n);
-        }
-        if (st) return ready({st, 0});
-        csd_op total{};
-        total.opcode = parts[0].op.opcode;
-        uint16_t result = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (!result) result = load_store(parts[i].op);
-            complete(parts[i].op, {result, 0});
-            total.bytes += parts[i].op.bytes;
-        }
-        if (!arrived) return ready({result, 0});
-        csd_model_work w;
-        csd_model_work_op(&total, &w);
-        return modelled(csd_core_model_schedule(core_, &w, arrived), {result, 0});
-    }
 
     bool lba_range_ok(uint64_t slba, uint64_t nlb) const
     {
@@ -523,51 +543,17 @@ private:
         return r;
     }
 
-    // SLM Load / SLM Store: the checked SLM bytes from / to the backing file.
-    uint16_t load_store(const csd_op &op)
+    // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.
+    uint16_t file_io(bool write, uint64_t pos, uint8_t *buf, uint64_t len)
     {
-        const bool store = op.opcode == CSD_OPC_SLM_STORE;
-        const uint64_t pos = op.slba * lba_;
         uint64_t done = 0;
-        while (done < op.bytes) {
-            const ssize_t n = store ? pwrite(fd_, op.slm + done, op.bytes - done, static_cast<off_t>(pos + done))
-                                    : pread(fd_, op.slm + done, op.bytes - done, static_cast<off_t>(pos + done));
+        while (done < len) {
+            const ssize_t n = write ? pwrite(fd_, buf + done, len - done, static_cast<off_t>(pos + done))
+                                    : pread(fd_, buf + done, len - done, static_cast<off_t>(pos + done));
             if (n <= 0) return kInternal;
             done += static_cast<uint64_t>(n);
         }
         return 0;
-    }
-
-    // Compare and Write: read, compare in the core, write on a match, excluding every other
-    // Compare and Write of the same bytes: those of other threads on this device by a
-    // mutex, those of every other device on the backing file (of this process, of another,
-    // or of a child forked after open) by an open-file-description lock on the lock
-    // descriptor, which is this device's own in this process.
-    uint16_t compare_write(const csd_op &op, const void *data)
-    {
-        const uint64_t half = op.bytes / 2;
-        const off_t pos = static_cast<off_t>(op.slba * lba_);
-        std::vector<uint8_t> current(half);
-        std::lock_guard<std::mutex> g(caw_mu_);
-        if (lock_fd_ < 0) lock_fd_ = open_lock_fd();
-        if (lock_fd_ < 0) return kInternal;
-        struct flock range{};
-        range.l_type = F_WRLCK;
-        range.l_whence = SEEK_SET;
-        range.l_start = pos;
-        range.l_len = static_cast<off_t>(half);
-        int rc;
-        while ((rc = fcntl(lock_fd_, F_OFD_SETLKW, &range)) != 0 && errno == EINTR) {
-        }
-        if (rc != 0) return kInternal;
-        uint16_t st = pread(fd_, current.data(), half, pos) == static_cast<ssize_t>(half) ? 0 : kInternal;
-        if (st == 0) st = csd_core_compare(&op, current.data(), data);
-        if (st == 0 && pwrite(fd_, static_cast<const uint8_t *>(data) + half, half, pos) != static_cast<ssize_t>(half)) {
-            st = kInternal;
-        }
-        range.l_type = F_UNLCK;
-        fcntl(lock_fd_, F_OFD_SETLK, &range);
-        return st;
     }
 
     // A descriptor of the backing file with an open file description of its own (fd_'s
@@ -614,12 +600,7 @@ private:
             std::atomic<uint16_t> failed{0};
             auto read_some = [&](uint32_t first, uint32_t step) {
                 for (uint32_t i = first; i < n; i += step) {
-                    csd_op part{};
-                    part.opcode = CSD_OPC_SLM_LOAD;
-                    part.slba = ext[i].slba;
-                    part.slm = ext[i].buf;
-                    part.bytes = uint64_t{ext[i].nlb} * lba_;
-                    const uint16_t s = load_store(part);
+                    const uint16_t s = file_io(false, ext[i].slba * lba_, ext[i].buf, uint64_t{ext[i].nlb} * lba_);
                     uint16_t none = 0;
                     if (s) failed.compare_exchange_strong(none, s);
                 }
@@ -662,6 +643,7 @@ private:
     uint32_t lba_ = 512;
     uint32_t mem_nsid_ = 0;  // nvme-cs=1: the memory namespace (the compute one is next)
     bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
+    bool vendor_ = true;     // vendor=off: no vendor command set at all (opcodes, C0h/C1h, signature)
     NamespaceInfo ns_;
     csd_core *core_ = nullptr;
     csd_port port_{};  // the core's view of this device (from_host, to_host, ns_info, now_ns)
@@ -671,7 +653,7 @@ private:
     std::deque<std::function<void()>> queue_;
     bool stop_ = false;
     std::vector<std::thread> workers_;
-    std::mutex caw_mu_;  // one Compare and Write of this device at a time
+    std::mutex lock_mu_;  // lock_fd_'s opening
     int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
     std::mutex gate_mu_;  // commands in flight, for fork(): waits
     std::condition_variable gate_cv_;

@@ -83,6 +83,7 @@ check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
 # The standard front end (csd.nvme-cs): needs csd, and two free NSIDs.
 check_refused "csd.nvme-cs=on" "csd.nvme-cs needs csd=on"
 check_refused "csd=on,csd.nvme-cs.mem-nsid=5" "csd.nvme-cs.mem-nsid needs csd.nvme-cs=on"
+check_refused "csd=on,csd.vendor=off" "csd.vendor=off needs csd.nvme-cs=on"
 check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=1" "NSIDs 1 and 2 must be free"
 check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "NSIDs 256 and 257 must be free"
 

@@ -26,6 +26,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd/transport.hpp"
 #include "csd_crc32c.h"
 #include "nvme_cs.h"
 
@@ -1604,7 +1605,8 @@ TEST_F(Library, SpeaksTheFrontEndAsked)
 {
     const char *fe = std::getenv("CSD_FRONT_END");
     const char *ignore = std::getenv("CSD_IGNORE_VENDOR");
-    const bool vendor_hidden = ignore && std::string(ignore) == "1";
+    const char *std_only = std::getenv("CSD_TEST_STANDARD_ONLY");  // the emulator's vendor=off
+    const bool vendor_hidden = (ignore && std::string(ignore) == "1") || (std_only && std::string(std_only) == "1");
     // CSD_TEST_PLAIN=1: the drive under test has no computational storage (stock QEMU nvme).
     const char *plain_env = std::getenv("CSD_TEST_PLAIN");
     const bool plain = plain_env && std::string(plain_env) == "1";
@@ -1651,6 +1653,52 @@ struct TempDrive {
     }
     ~TempDrive() { unlink(file.c_str()); }
 };
+
+// The emulator's switch vendor=off (QEMU: csd.vendor=off): exactly a drive that speaks only
+// the standard. No CSD1 signature in Identify, no vendor opcode (Compare and Write
+// included), no log page C0h or C1h; the standard front end answers; libcsd, told nothing,
+// finds the standard alone.
+TEST(Drives, VendorOffIsADriveOfTheStandardAlone)
+{
+    TempDrive t;
+    auto tr = csd::open_transport("emu:" + t.file + "?size=64M&slm=32M&nvme-cs=1&vendor=off");
+    std::vector<uint8_t> page(8192);
+    csd::Command c;
+    c.admin = true;
+    c.opcode = 0x06;
+    c.cdw10 = 1;  // Identify Controller
+    c.data = page.data();
+    c.data_len = 4096;
+    ASSERT_EQ(tr->submit(c).status, 0);
+    EXPECT_EQ(std::memcmp(page.data() + CSD_ID_VS_OFFSET, "\0\0\0\0", 4), 0);
+    for (uint8_t lid : {uint8_t{CSD_LOG_CAPABILITIES}, uint8_t{CSD_LOG_STATISTICS}}) {
+        c.opcode = 0x02;
+        c.nsid = 0xFFFFFFFF;
+        c.cdw10 = lid | 1023u << 16;
+        EXPECT_EQ(CSD_STATUS_CODE(tr->submit(c).status), CSD_STATUS_INVALID_FIELD) << int(lid);
+    }
+    c.cdw10 = NVME_CS_LOG_PROGRAM_LIST | 1023u << 16;
+    EXPECT_EQ(tr->submit(c).status, 0);
+    c = csd::Command{};
+    c.nsid = 1;
+    c.data = page.data();
+    c.data_len = 1024;
+    for (uint8_t opc : {uint8_t{CSD_OPC_SLM_WRITE}, uint8_t{CSD_OPC_COMPARE_WRITE}, uint8_t{CSD_OPC_NOOP}}) {
+        c.opcode = opc;
+        EXPECT_EQ(CSD_STATUS_CODE(tr->submit(c).status), CSD_STATUS_INVALID_OPCODE) << int(opc);
+    }
+    tr.reset();
+    OpenOptions o;
+    o.front_end = FrontEnd::Auto;
+    unsetenv_scoped no_env("CSD_FRONT_END");
+    unsetenv_scoped no_ignore("CSD_IGNORE_VENDOR");
+    auto dev = Device::open("emu:" + t.file + "?slm=32M&nvme-cs=1&vendor=off", o);
+    EXPECT_EQ(dev->front_end(), FrontEnd::NvmeCs);
+    EXPECT_STREQ(dev->speaks(), "standard");
+    EXPECT_FALSE(dev->speaks_vendor());
+    EXPECT_EQ(dev->where(), Where::Device);
+    EXPECT_THROW(csd::open_transport("emu:" + t.file + "?vendor=off"), csd::Error);  // no command set left
+}
 
 // A drive that speaks only the standard (the in-process device with both front ends, its
 // vendor commands refused and its signature and logs ignored): discovered from the
@@ -1828,6 +1876,9 @@ int main(int argc, char **argv)
         // commands, as a drive with only the standard front end would: nothing falls back.
         const char *fe = std::getenv("CSD_FRONT_END");
         if (fe && std::string(fe) == "nvme-cs") g_path += "&vendor-io=0";
+        // CSD_TEST_STANDARD_ONLY=1: the emulator's switch, a drive of the standard alone
+        const char *std_only = std::getenv("CSD_TEST_STANDARD_ONLY");
+        if (std_only && std::string(std_only) == "1") g_path += "&vendor=off";
     }
     const int rc = RUN_ALL_TESTS();
     if (!tmp.empty()) unlink(tmp.c_str());

@@ -9,8 +9,8 @@ mb="$top/build/meson"
 pass=0 fail=0
 # libcsd's suites run once per front end: the vendor commands, then the standard ones
 # (CSD_FRONT_END=nvme-cs; the in-process device then refuses the vendor data commands);
-# the library suite also as a standard-only drive (the vendor signature and logs ignored:
-# CSD_IGNORE_VENDOR=1) and in host mode (programs on the host, docs/real-drives.md).
+# the library suite also as a standard-only drive (the in-process device's switch vendor=off:
+# CSD_TEST_STANDARD_ONLY=1) and in host mode (programs on the host, docs/real-drives.md).
 for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tests" \
            "$mb/tests/unit/csd-crc32c-tests" "$mb/tests/unit/csd-crc32c-portable-tests" \
            "$mb/tests/unit/csd-crc32c-sse42-tests" "$mb/tests/unit/csd-crc32c-table-tests" \
@@ -26,9 +26,9 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
     [ -x "$bin" ] || { echo "unit: $bin missing (make build)"; fail=$((fail + 1)); continue; }
     echo "--- $(basename "$bin")${front_end:+ (front end $front_end)}"
     case "$bin" in *-test | *.py) args=() ;; *.sh) args=("$mb") ;; *) args=(--gtest_brief=1) ;; esac
-    ignore=$([ "$front_end" = standard-only ] && echo 1)
+    std_only=$([ "$front_end" = standard-only ] && echo 1)
     [ "$front_end" = standard-only ] && front_end=nvme-cs
-    out=$(CSD_FRONT_END=$front_end CSD_IGNORE_VENDOR=$ignore "$bin" "${args[@]}" 2>&1); rc=$?
+    out=$(CSD_FRONT_END=$front_end CSD_TEST_STANDARD_ONLY=$std_only "$bin" "${args[@]}" 2>&1); rc=$?
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]'
     # GoogleTest's summary, or the plain closing line of the C test, linkage.sh or test_csdctl.py
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\): \([0-9]*\) passed.*/\2/p' <<<"$out")

@@ -44,10 +44,10 @@ protected:
     csd_op op{};
 
     uint16_t submit(HostBuffer &h, uint8_t opcode, uint32_t nsid, uint32_t cdw10, uint32_t cdw11, uint32_t cdw12,
-                    bool admin = false)
+                    bool admin = false, uint32_t cdw13 = 0)
     {
         csd_sqe sqe{};
-        sqe.cmd = csd_cmd{opcode, nsid, cdw10, cdw11, cdw12, 0, 0, 0};
+        sqe.cmd = csd_cmd{opcode, nsid, cdw10, cdw11, cdw12, cdw13, 0, 0};
         sqe.admin = admin;
         return csd_core_submit(core, &sqe, &port, &h, &cpl, &op);
     }
@@ -69,14 +69,9 @@ TEST_F(Controller, SlmWriteAndReadAnsweredAndCountedOnce)
     EXPECT_EQ(counter(CSD_STAT_SLM_READ_CMDS), 2u);
 }
 
-TEST_F(Controller, BlockIoAndExecuteAreTheEmbeddingsToMove)
+TEST_F(Controller, ExecuteIsTheEmbeddingsToRun)
 {
     HostBuffer none;
-    ASSERT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 2, 0, 3), CSD_CORE_MOVE);
-    EXPECT_EQ(op.opcode, CSD_OPC_SLM_LOAD);
-    EXPECT_EQ(op.bytes, 4u * 512);
-    csd_core_complete(core, &op, 0);
-    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4u * 512);
 
     HostBuffer desc{make_descriptor(CSD_PROG_COPY, {{0, 64}, {4096, 64}}, nullptr, 0)};
     ASSERT_EQ(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0), CSD_CORE_MOVE);
@@ -114,7 +109,7 @@ TEST_F(Controller, StandardNamespacesAreTheMemoryOneAndTheNext)
     // Memory Fill of the memory namespace, then an opcode it does not have
     EXPECT_EQ(submit(page, NVME_CS_MEM_FILL, 5, 0, 0, 64), 0);
     EXPECT_EQ(CSD_STATUS_CODE(submit(page, 0x09, 5, 0, 0, 0)), CSD_STATUS_INVALID_OPCODE);
-    EXPECT_EQ(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0), CSD_CORE_NOT_MINE);  // its parts are block I/O
+    EXPECT_EQ(CSD_STATUS_CODE(submit(page, NVME_CS_MEM_COPY, 5, 0, 0, 0)), NVME_CS_INCOMPATIBLE_NS_OR_FORMAT);  // format 0h
 }
 
 TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
@@ -126,6 +121,136 @@ TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
     EXPECT_FALSE(csd_opcode_changes_lbas(CSD_OPC_NOOP));
     for (int i = 0; i < CSD_STAT_COUNT; i++) EXPECT_EQ(counter(i), 0u) << csd_stat_names[i];
     EXPECT_EQ(submit(none, CSD_OPC_NOOP, 9, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+// A namespace whose I/O ends only when the test says so (as QEMU's block layer ends it
+// later, from its main loop): Compare and Write's ordering, seen one I/O at a time.
+struct SlowNamespace {
+    std::vector<uint8_t> bytes = std::vector<uint8_t>(64 * 512);
+    struct Io {
+        bool write;
+        uint64_t off;
+        void *buf;
+        uint64_t len;
+        csd_io_done done;
+        void *arg;
+    };
+    std::vector<Io> pending;
+    std::vector<std::pair<void *, uint16_t>> completed;  // (request, status), in order
+
+    // Ends the oldest pending I/O (moves its bytes).
+    void step()
+    {
+        ASSERT_FALSE(pending.empty());
+        Io io = pending.front();
+        pending.erase(pending.begin());
+        if (io.write) std::memcpy(bytes.data() + io.off, io.buf, io.len);
+        else std::memcpy(io.buf, bytes.data() + io.off, io.len);
+        io.done(io.arg, 0);
+    }
+};
+
+SlowNamespace *g_ns;
+
+void slow_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+{
+    g_ns->pending.push_back({false, off, buf, len, done, arg});
+}
+
+void slow_write(void *, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done, void *arg)
+{
+    g_ns->pending.push_back({true, off, const_cast<void *>(buf), len, done, arg});
+}
+
+void slow_complete(void *req, uint16_t status, const csd_cpl *) { g_ns->completed.push_back({req, status}); }
+
+class CompareWrite : public Controller {
+protected:
+    SlowNamespace ns;
+
+    void SetUp() override
+    {
+        Controller::SetUp();
+        g_ns = &ns;
+        port.ns_read = slow_read;
+        port.ns_write = slow_write;
+        port.complete = slow_complete;
+    }
+
+    // Host data of a Compare and Write of nlb LBAs: expected bytes, then new bytes.
+    static HostBuffer caw_data(uint32_t nlb, uint8_t expect, uint8_t now)
+    {
+        HostBuffer h{std::vector<uint8_t>(2 * nlb * 512, expect)};
+        std::memset(h.data.data() + nlb * 512, now, nlb * 512);
+        return h;
+    }
+};
+
+TEST_F(CompareWrite, AnOverlappingOneWaitsAndComparesWhatTheFirstWrote)
+{
+    HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0x00, 0x5A), c = caw_data(2, 0x00, 0x77);
+    ASSERT_EQ(submit(a, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);   // LBAs 0-3
+    ASSERT_EQ(submit(b, CSD_OPC_COMPARE_WRITE, 1, 2, 0, 3), CSD_CORE_LATER);   // 2-5: waits
+    ASSERT_EQ(submit(c, CSD_OPC_COMPARE_WRITE, 1, 10, 0, 1), CSD_CORE_LATER);  // 10-11: runs
+    ASSERT_EQ(ns.pending.size(), 2u);  // the reads of a and c, none of b
+    ns.step();                         // a's read: a match, its write starts
+    ASSERT_EQ(ns.pending.size(), 2u);
+    EXPECT_TRUE(ns.pending[1].write);
+    ns.step();  // c's read
+    ns.step();  // a's write: a completes, b reads now
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0], std::make_pair(static_cast<void *>(&a), uint16_t{0}));
+    while (!ns.pending.empty()) ns.step();
+    ASSERT_EQ(ns.completed.size(), 3u);
+    // b expected zeroes where a wrote A5h: Compare Failure, nothing written
+    EXPECT_EQ(ns.completed[2], std::make_pair(static_cast<void *>(&b), uint16_t{CSD_STATUS_COMPARE_FAILURE | CSD_STATUS_DNR}));
+    EXPECT_EQ(ns.bytes[4 * 512], 0);
+    EXPECT_EQ(ns.bytes[2 * 512], 0xA5);
+    EXPECT_EQ(ns.bytes[10 * 512], 0x77);
+}
+
+TEST_F(CompareWrite, AWaiterCancelledEndsAtOnceAndLetsTheNextRun)
+{
+    HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0xA5, 0x11), c = caw_data(1, 0x00, 0x22);
+    ASSERT_EQ(submit(a, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);
+    ASSERT_EQ(submit(b, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);  // behind a
+    ASSERT_EQ(submit(c, CSD_OPC_COMPARE_WRITE, 1, 5, 0, 0), CSD_CORE_LATER);  // LBA 5: free, runs
+    EXPECT_EQ(ns.pending.size(), 2u);
+    EXPECT_EQ(csd_core_cancel(core, &a), 0);  // its read is under way: the embedding cancels it
+    EXPECT_EQ(csd_core_cancel(core, &b), 1);
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0].second, CSD_STATUS_ABORT_REQUESTED);
+    while (!ns.pending.empty()) ns.step();
+    EXPECT_EQ(ns.completed.size(), 3u);
+    EXPECT_EQ(ns.bytes[0], 0xA5);  // b never wrote
+    // a short host buffer: the transfer's error at once, nothing read
+    HostBuffer short_buf{std::vector<uint8_t>(512)};
+    EXPECT_EQ(CSD_STATUS_CODE(submit(short_buf, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3)), CSD_STATUS_INVALID_FIELD);
+    EXPECT_TRUE(ns.pending.empty());
+}
+
+TEST_F(CompareWrite, SlmLoadAndStoreMoveThroughThePortsNamespaceIo)
+{
+    HostBuffer none;
+    std::memset(ns.bytes.data() + 2 * 512, 0x6B, 4 * 512);
+    ASSERT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 2, 0, 3, false, 8192), CSD_CORE_LATER);  // LBAs 2-5 -> SLM 8192
+    ASSERT_EQ(ns.pending.size(), 1u);
+    EXPECT_FALSE(ns.pending[0].write);
+    EXPECT_EQ(ns.pending[0].off, 2u * 512);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 0u);  // counted as it ends
+    ns.step();
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0].second, 0);
+    EXPECT_EQ(csd_core_slm_base(core)[8192], 0x6B);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM), 4u * 512);
+    // a Store whose write fails: the error, no bytes counted
+    ASSERT_EQ(submit(none, CSD_OPC_SLM_STORE, 1, 20, 0, 0, false, 8192), CSD_CORE_LATER);
+    SlowNamespace::Io io = ns.pending.at(0);
+    ns.pending.clear();
+    io.done(io.arg, CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(ns.completed.at(1).second, CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_NS), 0u);
+    EXPECT_EQ(counter(CSD_STAT_SLM_STORE_CMDS), 1u);
 }
 
 }  // namespace

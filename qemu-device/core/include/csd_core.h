@@ -132,10 +132,9 @@ uint16_t csd_core_program_load(csd_core *core, const struct csd_op *op, const vo
 uint16_t csd_core_program_unload(csd_core *core, const struct csd_op *op);
 
 /*
- * Compare and Write (8Dh) after decode: compares the op->bytes / 2 bytes the embedding
- * read at op->slba (current) with the first half of the data the host sent; Success
- * (then the embedding writes the second half) or Compare Failure. The embedding runs at
- * most one Compare and Write at a time (another one gets Command Interrupted).
+ * Compare and Write (8Dh): compares the op->bytes / 2 bytes read at op->slba (current)
+ * with the first half of the data the host sent; Success (then the second half is
+ * written) or Compare Failure. csd_core_submit runs the whole sequence itself.
  */
 uint16_t csd_core_compare(const struct csd_op *op, const void *current, const void *data);
 
@@ -393,8 +392,14 @@ int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256]);
  * embedding's port (after SPDK's NVMe-oF target: one controller over transport
  * operations). The core dispatches, validates, moves the bytes between host memory and
  * SLM, counts, and schedules the timing model; what stays with the embedding is block I/O
- * (SLM Load / Store, Compare and Write, the standard copies) and the compute units.
+ * (SLM Load / Store, the standard copies) and the compute units; Compare and Write the core
+ * runs itself over the port's asynchronous namespace I/O.
  */
+struct csd_cpl;
+
+/* The end of an asynchronous namespace I/O of the port: Success or the I/O's error. */
+typedef void (*csd_io_done)(void *arg, uint16_t status);
+
 struct csd_port {
     /* Moves len bytes of the command's data from host memory into buf (PRP / SGL resolved
      * by the embedding); an NVMe status (Success, or the transfer's error). */
@@ -408,6 +413,23 @@ struct csd_port {
     void *opaque;           /* ns_info's and now_ns's argument */
     uint64_t max_transfer;  /* largest data transfer of one command (MDTS), 0: no limit */
     uint32_t max_nsid;      /* ns_info is asked about NSIDs 1..max_nsid (log pages 1Ah, 1Bh) */
+    /* Reads len bytes at byte offset off of NVM namespace nsid (checked by the core) into
+     * buf for command req, asynchronously: calls done(arg, status) exactly once when it
+     * ends, at once or later, on any thread (QEMU: its main loop). Status: Success, Internal
+     * Error, or Command Abort Requested when the command was cancelled. A command may have
+     * several under way at once (e.g. a program's extents); the embedding cancels them all
+     * with the command. */
+    void (*ns_read)(void *req, uint32_t nsid, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
+    /* Writes len bytes of buf at byte offset off of namespace nsid; as ns_read. */
+    void (*ns_write)(void *req, uint32_t nsid, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
+                     void *arg);
+    /* Posts the completion of a command csd_core_submit answered CSD_CORE_LATER (any thread,
+     * once): its final status, Dwords and modelled finish in *cpl. */
+    void (*complete)(void *req, uint16_t status, const struct csd_cpl *cpl);
+    /* Optional (NULL: nothing to do): takes (on) or gives back (off) the bytes [off, off +
+     * len) of namespace nsid against writers outside this core that share its backing store
+     * (other processes); non-zero when it cannot be taken. The core orders its own. */
+    int (*exclusive)(void *req, uint32_t nsid, uint64_t off, uint64_t len, int on);
 };
 
 /* A submission queue entry as csd_core_submit reads it. */
@@ -426,16 +448,29 @@ struct csd_cpl {
 
 /* csd_core_submit: not one of the command set's commands (the embedding answers it). */
 #define CSD_CORE_NOT_MINE 0xFFFFu
-/* csd_core_submit: decoded, the embedding moves *op (SLM Load / Store, Compare and Write:
- * block I/O; Execute: run op->job on a compute unit) and ends it with csd_core_complete. */
+/* csd_core_submit: decoded, the embedding moves *op (SLM Load / Store: block I/O; Execute:
+ * run op->job on a compute unit) and ends it with csd_core_complete. */
 #define CSD_CORE_MOVE 0xFFFEu
+/* csd_core_submit: under way in the core, which posts its completion through port->complete
+ * (Compare and Write: ordered against the other writers of its LBAs, then read, compare,
+ * write through port->ns_read / ns_write). */
+#define CSD_CORE_LATER 0xFFFDu
+
+/*
+ * Cancels a command csd_core_submit answered CSD_CORE_LATER that waits in the core (for
+ * the LBAs another one holds): it completes at once with Command Abort Requested through
+ * port->complete. Returns 1 if it was waiting, 0 if not (one whose namespace I/O is under
+ * way ends when that I/O ends, cancelled by the embedding).
+ */
+int csd_core_cancel(csd_core *core, void *req);
 
 /*
  * Answers one command: the vendor I/O commands on an
  * NVM namespace (ns_info), and with the standard front end on (csd_core_cs_attach) its
  * admin commands, Identify of its namespaces and command sets, its I/O commands and log
  * pages 82h-84h, 1Ah, 1Bh; Get Log Page C0h and C1h. Returns the final status (completion
- * Dwords in *cpl), CSD_CORE_MOVE (*op to move), or CSD_CORE_NOT_MINE. Get Log Page's
+ * Dwords in *cpl), CSD_CORE_MOVE (*op to move), CSD_CORE_LATER (port->complete ends it)
+ * or CSD_CORE_NOT_MINE. Get Log Page's
  * length and offset are the embedding's to check first (MDTS, its own log pages).
  */
 uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct csd_port *port, void *req,
@@ -449,6 +484,17 @@ void csd_core_cs_attach(csd_core *core, uint32_t mem_nsid);
 uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid);
 /* The standard front end's memory namespace, 0 when it is off. */
 uint32_t csd_core_cs_mem_nsid(const csd_core *core);
+
+/*
+ * Turns the vendor command set off (on non-zero, the default: on): its I/O opcodes answer
+ * Invalid Opcode and its log pages (C0h, C1h) are not the core's (CSD_CORE_NOT_MINE, the
+ * embedding answers them as any page it lacks); the embedding leaves the CSD1 signature
+ * out of Identify. With the standard front end on, a drive that speaks only the standard.
+ * Call before the first command.
+ */
+void csd_core_set_vendor(csd_core *core, int on);
+/* Whether the vendor command set is on (csd_core_set_vendor). */
+int csd_core_vendor(const csd_core *core);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

@@ -2,8 +2,9 @@
 // controller.cc - csd_core_submit: the controller's dispatch of the command set, once for
 // both embeddings (QEMU's hw/nvme glue, libcsd's in-process device). Everything that moves
 // bytes between host memory and SLM, every log page, Identify of the standard front end's
-// namespaces and its admin commands are answered here through the port; block I/O and the
-// compute units stay with the embedding (CSD_CORE_MOVE).
+// namespaces and its admin commands are answered here through the port, Compare and Write
+// over its asynchronous namespace I/O (compare_write.cc); SLM Load / Store's block I/O and
+// the compute units stay with the embedding (CSD_CORE_MOVE).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -69,7 +70,7 @@ uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
     std::vector<uint8_t> page(std::max<uint32_t>(CSD_LOG_MAX_SIZE, NVME_CS_LOG_MAX_SIZE));
     uint32_t avail = 0;
     uint16_t st;
-    if (csd_core_is_log_page(lid)) {
+    if (csd_core_is_log_page(lid) && core->vendor) {
         st = csd_core_get_log(core, lid, cmd->nsid, off, page.data(), &avail);
         if (st) {
             set_why(cpl, "log page nsid or offset");
@@ -243,7 +244,38 @@ uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, vo
     return CSD_CORE_MOVE;
 }
 
-// I/O commands of the memory and compute namespaces (a Memory Copy is the embedding's).
+// Memory Copy (of the memory namespace) or NVM Copy format 4h (of an NVM namespace): the
+// source descriptors come in, the core makes them SLM Loads / Stores and moves them.
+uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd->cdw12));
+    if (!size) return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
+    std::vector<uint8_t> descs(nvme_cs_copy_nr(cmd->cdw12) * size);
+    uint16_t st = port->from_host(req, descs.data(), descs.size());
+    if (st) return st;
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    const uint32_t len = static_cast<uint32_t>(descs.size());
+    if (cmd->nsid == core->cs_mem_nsid) {
+        st = csd_core_cs_decode_memory_copy(core, cmd, descs.data(), len, port->ns_info, port->opaque, parts.data(),
+                                            &n);
+    } else {
+        csd_ctx ctx;
+        if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+        st = csd_core_cs_decode_nvm_copy(core, core->cs_mem_nsid, cmd, &ctx, descs.data(), len, parts.data(), &n);
+    }
+    if (st) {
+        set_why(cpl, "copy");
+        return st;
+    }
+    csd_op total{};
+    total.opcode = parts[0].op.opcode;
+    for (uint32_t i = 0; i < n; i++) total.bytes += parts[i].op.bytes;
+    schedule(core, port, &total, cpl);
+    return csd::core::transfer(core, parts.data(), n, port, req, cpl);
+}
+
+// I/O commands of the memory and compute namespaces.
 uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
     const csd_cmd *cmd = &sqe->cmd;
@@ -263,7 +295,7 @@ uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *r
         return slm_xfer(core, op, port, req, cpl);
     }
     case NVME_CS_MEM_FILL: return csd_core_cs_memory_fill(core, cmd);
-    case NVME_CS_MEM_COPY: return CSD_CORE_NOT_MINE;  // its parts are block I/O
+    case NVME_CS_MEM_COPY: return cs_copy(core, cmd, port, req, cpl);
     default: return kInvalidOpcode;
     }
 }
@@ -305,7 +337,13 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         schedule(core, port, op, cpl);
         return CSD_CORE_MOVE;
     }
-    default: return CSD_CORE_MOVE;  // SLM Load / Store, Compare and Write: block I/O
+    case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
+    case CSD_OPC_SLM_LOAD:
+    case CSD_OPC_SLM_STORE: {
+        const csd_cs_copy_part part{cmd->nsid, *op};
+        return csd::core::transfer(core, &part, 1, port, req, cpl);
+    }
+    default: return CSD_CORE_MOVE;
     }
 }
 
@@ -337,8 +375,16 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
         }
     }
     if (csd_core_cs_csi(core, cmd->nsid)) return cs_io(core, sqe, port, req, cpl, op);
-    if (csd_is_io_opcode(cmd->opcode)) return vendor_io(core, cmd, port, req, cpl, op);
+    if (core->cs_mem_nsid && cmd->opcode == NVME_CS_NVM_COPY &&
+        nvme_cs_copy_format(cmd->cdw12) == NVME_CS_COPY_FORMAT_MEMORY) {
+        return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
+    }
+    if (csd_is_io_opcode(cmd->opcode)) return core->vendor ? vendor_io(core, cmd, port, req, cpl, op) : kInvalidOpcode;
     return CSD_CORE_NOT_MINE;
 }
+
+void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
+
+int csd_core_vendor(const csd_core *core) { return core->vendor ? 1 : 0; }
 
 }  // extern "C"

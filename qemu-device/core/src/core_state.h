@@ -41,6 +41,30 @@ struct CsState {
     std::map<uint16_t, uint32_t> set_users;  // prepared Executes holding each range set
 };
 
+// A command the core runs over the port and ends through port->complete (CSD_CORE_LATER).
+struct PortCmd {
+    PortCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done) : core(c), port(p), req(r), cpl(*done) {}
+    csd_core *core;
+    const csd_port *port;
+    void *req;
+    csd_cpl cpl;  // its Dwords and modelled finish
+};
+struct CawCmd;
+// Compare and Write (compare_write.cc): the commands holding their LBAs (reading, comparing,
+// writing) and those waiting, in arrival order, for an overlapping one to end.
+struct CawState {
+    std::mutex mu;
+    std::vector<CawCmd *> holding, waiting;
+};
+// Runs a decoded Compare and Write on namespace ns through the port: CSD_CORE_LATER, or the
+// final status when its data cannot come in (counted).
+uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
+                       const csd_cpl *cpl);
+// Moves n (at least one) decoded SLM Loads / Stores one after another through the port's
+// namespace I/O (transfer.cc), counting each; CSD_CORE_LATER.
+uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, const csd_port *port, void *req,
+                  const csd_cpl *cpl);
+
 }  // namespace csd::core
 
 struct csd_core {
@@ -55,6 +79,8 @@ struct csd_core {
     csd::core::TimingModel model;      // off unless configured
     csd::core::CsState cs;             // the standard front end's range sets and activation
     uint32_t cs_mem_nsid = 0;          // its memory namespace (compute: the next), 0 if off
+    csd::core::CawState caw;           // Compare and Write's LBA ranges
+    bool vendor = true;                // the vendor command set (csd_core_set_vendor)
 };
 
 namespace csd::core {

@@ -138,7 +138,7 @@ info=$(csdctl -d $ng info) || fail "csdctl info"
 { echo "$info" | grep -q "^drive speaks *vendor (vendor, nvme-cs (memory namespace 2, compute namespace 3))" &&
   echo "$info" | grep -q "^front end *vendor$"; } \
     || { echo "$info"; fail "csdctl info does not say what the drive speaks"; }
-csdctl -d $ng --front-end nvme-cs info | grep -q "^front end *nvme-cs " || fail "csdctl --front-end nvme-cs info"
+csdctl -d $ng --front-end nvme-cs info | grep -q "^front end *nvme-cs$" || fail "csdctl --front-end nvme-cs info"
 head -c 100000 /dev/urandom > blob.bin
 CSD_FRONT_END=nvme-cs csdctl -d $ng format > /dev/null || fail "format over the standard commands"
 CSD_FRONT_END=nvme-cs csdctl -d $ng put blob blob.bin > /dev/null || fail "put over the standard commands"

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// transfer.cc - what moves between SLM and the NVM namespaces, once for both embeddings:
+// the vendor SLM Load / Store and the standard front end's Memory Copy and NVM Copy format
+// 4h (one SLM Load or Store per descriptor, in order, the rest abandoned after an error),
+// each part through the port's asynchronous namespace I/O, counted as it ends; the
+// completion through port->complete.
+#include <vector>
+
+#include "core_state.h"
+
+namespace csd::core {
+
+namespace {
+
+// A command's parts between its submission and its completion.
+struct Transfer : PortCmd {
+    using PortCmd::PortCmd;
+    std::vector<csd_cs_copy_part> parts;
+    size_t i = 0;
+};
+
+void next(Transfer *t);
+
+// One part's I/O ended: the next part, or the completion (the rest counted with the error).
+void part_done(void *arg, uint16_t st)
+{
+    auto *t = static_cast<Transfer *>(arg);
+    csd_core_complete(t->core, &t->parts[t->i].op, st);
+    t->i++;
+    if (st == CSD_STATUS_SUCCESS && t->i < t->parts.size()) {
+        next(t);
+        return;
+    }
+    for (; t->i < t->parts.size(); t->i++) csd_core_complete(t->core, &t->parts[t->i].op, st);
+    t->port->complete(t->req, st, &t->cpl);
+    delete t;
+}
+
+// Starts the current part's namespace I/O.
+void next(Transfer *t)
+{
+    const csd_cs_copy_part &p = t->parts[t->i];
+    csd_ctx ctx{};
+    if (t->port->ns_info(t->port->opaque, p.nsid, &ctx) != 0) {  // detached meanwhile
+        part_done(t, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        return;
+    }
+    const uint64_t off = p.op.slba * ctx.lba_size;
+    if (p.op.opcode == CSD_OPC_SLM_STORE) {
+        t->port->ns_write(t->req, p.nsid, off, p.op.slm, p.op.bytes, part_done, t);
+    } else {
+        t->port->ns_read(t->req, p.nsid, off, p.op.slm, p.op.bytes, part_done, t);
+    }
+}
+
+}  // namespace
+
+uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, const csd_port *port, void *req,
+                  const csd_cpl *cpl)
+{
+    auto *t = new Transfer(core, port, req, cpl);
+    t->parts.assign(parts, parts + n);
+    next(t);
+    return CSD_CORE_LATER;
+}
+
+}  // namespace csd::core
