@@ -6,7 +6,15 @@ import collections.abc
 import nvme_csd._core
 import typing
 import typing_extensions
-__all__: list[str] = ['checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
+__all__: list[str] = ['btree_write', 'chase', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
+def btree_write(arg0: nvme_csd._core.Device, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int, int]:
+    """
+    the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)
+    """
+def chase(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
+    """
+    a downloaded program's chase from start_lba (params[1..] = params): (value, hops)
+    """
 def checksum(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]) -> int:
     """
     checksum of a range (CRC-32C or XXH64)
