@@ -37,6 +37,12 @@ from nvme_csd.data import Prefetcher, StoreDataset
 FEATURES = 16
 
 
+
+def say(line: str) -> None:
+    """Writes one line to stdout in a single write (the ranks share the stream: print's line and
+    newline may go as two writes, and another rank's line then lands between them)."""
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
 def prepare(drives, chunks, rows, seed=0):
     """Writes the training set through a DriveSet: `chunks` striped tensors of `rows` rows,
     each row FEATURES inputs and a target from a fixed linear model plus noise."""
@@ -98,16 +104,16 @@ def train(rank, world, args):
             loss.backward()  # DDP averages the gradients over the ranks here
             opt.step()
             total, n = total + loss.item() * len(batch), n + len(batch)
-        print(f"rank {rank} epoch {epoch}: loss {total / n:.6f} over {n} rows", flush=True)
+        say(f"rank {rank} epoch {epoch}: loss {total / n:.6f} over {n} rows")
 
     cmds, _, read = ds.dev.bus()
-    print(f"rank {rank}: read {read} bytes in {cmds} commands from its drive {drive}", flush=True)
+    say(f"rank {rank}: read {read} bytes in {cmds} commands from its drive {drive}")
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(device)
     every = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(every, flat)
     if rank == 0:
         same = all(torch.equal(every[0], e) for e in every)
-        print(f"parameters {'equal' if same else 'DIFFER'} on every rank; final loss {total / n:.6f}", flush=True)
+        say(f"parameters {'equal' if same else 'DIFFER'} on every rank; final loss {total / n:.6f}")
     ds.close()
     dist.destroy_process_group()
 
