@@ -53,14 +53,11 @@ uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
     return from;  // m is x[from] itself, a NaN (every element is)
 }
 
-// min or max of one row: the value argmin / argmax would point at (NaN skipped unless the
-// row is all NaN; of -0 and +0 the first), found without its position unless it is a zero;
-// false if cancelled.
-template <class T>
-bool extreme_row(const T *x, uint32_t n, bool want_max, CancelPoints &points, uint64_t *bits)
+// Calls piece_fn(from, end) for each piece of a row read between cancellation checks, its
+// leading NaN skipped (a piece of NaN alone is not passed); false if cancelled.
+template <class T, class F>
+bool for_each_piece_past_nan(const T *x, uint32_t n, CancelPoints &points, F &&piece_fn)
 {
-    bool found = false;
-    T best = x[0];
     for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
         if ((piece = points.next(n - i0)) == 0) return false;
         const uint32_t end = static_cast<uint32_t>(i0 + piece);
@@ -69,13 +66,28 @@ bool extreme_row(const T *x, uint32_t n, bool want_max, CancelPoints &points, ui
             while (from < end && std::isnan(x[from])) from++;
             if (from == end) continue;
         }
+        piece_fn(from, end);
+    }
+    return true;
+}
+
+// min or max of one row: the value argmin / argmax would point at (NaN skipped unless the
+// row is all NaN; of -0 and +0 the first), found without its position unless it is a zero;
+// false if cancelled.
+template <class T>
+bool extreme_row(const T *x, uint32_t n, bool want_max, CancelPoints &points, uint64_t *bits)
+{
+    bool found = false;
+    T best = x[0];
+    const bool whole = for_each_piece_past_nan(x, n, points, [&](uint32_t from, uint32_t end) {
         T m = extreme_value(x, from, end, want_max);
         if constexpr (std::is_floating_point_v<T>) {
             if (m == 0) m = x[extreme_from(x, from, end, want_max)];  // the first zero's sign, as argmax has it
         }
         if (!found || (want_max ? m > best : m < best)) best = m;
         found = true;
-    }
+    });
+    if (!whole) return false;
     if constexpr (std::is_floating_point_v<T>) {
         const double v = static_cast<double>(best);
         std::memcpy(bits, &v, 8);
@@ -126,18 +138,12 @@ bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint6
     if (op == CSD_RED_MIN || op == CSD_RED_MAX) return extreme_row(x, n, want_max, points, bits);
     bool found = false;
     uint32_t best = 0;
-    for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
-        if ((piece = points.next(n - i0)) == 0) return false;
-        const uint32_t end = static_cast<uint32_t>(i0 + piece);
-        uint32_t from = static_cast<uint32_t>(i0);
-        if constexpr (std::is_floating_point_v<T>) {
-            while (from < end && std::isnan(x[from])) from++;
-            if (from == end) continue;
-        }
+    const bool whole = for_each_piece_past_nan(x, n, points, [&](uint32_t from, uint32_t end) {
         const uint32_t i = extreme_from(x, from, end, want_max);
         if (!found || (want_max ? x[i] > x[best] : x[i] < x[best])) best = i;
         found = true;
-    }
+    });
+    if (!whole) return false;
     if (op == CSD_RED_ARGMAX || op == CSD_RED_ARGMIN) {
         *bits = best;
     } else if constexpr (std::is_floating_point_v<T>) {
