@@ -36,6 +36,8 @@ cd "$top"
     build/gpu-host/bench/gpu/gpu_bench 1024
     echo "== the pinned pipeline's sweep (chunk size x readers), from which the defaults are picked"
     timeout 200 build/gpu-host/bench/gpu/gpu_bench sweep
+    echo "== each pipeline landing timed alone: after the object's put or not, the namespace registered or not"
+    timeout 200 build/gpu-host/bench/gpu/gpu_bench why
     if [ -n "${QUICK:-}" ]; then
         echo "== GPU-initiated 512 B Reads under the ll-nand-gen5 timing model"
         timeout 200 build/gpu-host/bench/gpu/gpu_io model 16

@@ -4,6 +4,7 @@
 #include "gpu.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -57,15 +58,27 @@ public:
     // Runs every task on the pool and waits for all; rethrows the first failure.
     void run_all(std::vector<std::function<void()>> tasks)
     {
-        std::unique_lock<std::mutex> g(mu_);
+        start(std::move(tasks));
+        wait();
+    }
+    // Hands the tasks to the pool's threads and returns at once (wait() before the next start).
+    void start(std::vector<std::function<void()>> tasks)
+    {
+        std::lock_guard<std::mutex> g(mu_);
         tasks_ = std::move(tasks);
         next_ = 0;
         left_ = tasks_.size();
         err_ = nullptr;
         cv_.notify_all();
+    }
+    // Waits until the tasks started have all returned; rethrows the first failure.
+    void wait()
+    {
+        std::unique_lock<std::mutex> g(mu_);
         done_cv_.wait(g, [this] { return left_ == 0; });
         if (err_) std::rethrow_exception(err_);
     }
+    int threads() const { return static_cast<int>(threads_.size()); }
 
 private:
     void run()
@@ -310,40 +323,128 @@ void Landing::fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &
 
 // A transfer of one chunk of at least this size goes to the GPU slice by slice, each slice as
 // soon as its fill thread is done with it, so that its copy overlaps the fill of the other
-// slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB; slower
-// for transfers of several chunks (whose copies already overlap the next chunk's fill;
-// sending their first and last chunks so was no faster either, perf.md) and for slices of
-// a few KiB.
+// slices. Measured on the GPU machine (perf.md): faster for one chunk of 1-16 MiB and slower
+// for slices of a few KiB. (Transfers of several chunks overlap one chunk's copy with the
+// next chunks' fills: streamed().)
 constexpr uint64_t kCopyBySlice = 1 << 20;
 
-// The pipeline: buffer i is refilled only after the GPU copies that last used it finished
-// (its event), so the drive-side fill of one chunk overlaps the copies of the others.
+// The pipeline: one chunk is filled by the readers in parallel and copied slice by slice;
+// more go through streamed(), where buffer i is refilled only after the GPU copy that last
+// used it finished (its event), so the drive-side fill of some chunks overlaps the copies of
+// others.
 CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream,
                              const std::function<void(uint64_t pos, uint64_t n)> &copied)
 {
     std::lock_guard<std::mutex> g(run_mu_);
     const auto t0 = std::chrono::steady_clock::now();
-    size_t i = 0;
-    for (uint64_t pos = 0; pos < len; pos += chunk_, i++) {
-        Buffer &b = buffers_[i % buffers_.size()];
-        check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
-        const uint64_t n = std::min(chunk_, len - pos);
-        const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
-            check(cudaMemcpyAsync(dst + pos + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-        };
-        const bool by_slice = n >= kCopyBySlice && len <= chunk_;
-        try {
-            fill_parallel(pos, n, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
-        } catch (...) {
-            cudaEventRecord(b.done, stream);  // behind the slices already on their way: the buffer's next use waits
-            throw;
-        }
-        if (!by_slice) copy(0, n);
-        check(cudaEventRecord(b.done, stream), "cudaEventRecord");
-        if (copied) copied(pos, n);
+    if (len > chunk_) {
+        streamed(len, fill, dst, stream, copied);
+        return {"pinned-pipeline", len, since(t0), {}};
     }
-    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+    Buffer &b = buffers_[0];
+    check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+    const std::function<void(uint64_t, uint64_t)> copy = [&](uint64_t off, uint64_t m) {
+        check(cudaMemcpyAsync(dst + off, b.host + off, m, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    };
+    const bool by_slice = len >= kCopyBySlice;
+    try {
+        fill_parallel(0, len, b.host, fill, by_slice ? copy : [](uint64_t, uint64_t) {});
+    } catch (...) {
+        cudaEventRecord(b.done, stream);  // behind the slices already on their way: the buffer's next use waits
+        throw;
+    }
+    if (!by_slice) copy(0, len);
+    check(cudaEventRecord(b.done, stream), "cudaEventRecord");
+    if (copied) copied(0, len);
+    check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
     return {"pinned-pipeline", len, since(t0), {}};
+}
+
+// A transfer of several chunks: the fill threads take the slices of one chunk after another
+// with no barrier between chunks (a thread done with its slice takes the next chunk's while
+// another still reads), each chunk's buffer once the copy that last used it finished; this
+// thread queues each chunk's copy as soon as its last slice is in.
+void Landing::streamed(uint64_t len, const Fill &fill, uint8_t *dst, cudaStream_t stream,
+                       const std::function<void(uint64_t pos, uint64_t n)> &copied)
+{
+    const uint64_t chunks = (len + chunk_ - 1) / chunk_;
+    const uint64_t nbuf = buffers_.size();
+    const uint64_t slice = std::max<uint64_t>((chunk_ / readers_ + 4095) & ~4095ull, 4096);
+    const uint64_t per_chunk = (chunk_ + slice - 1) / slice;
+    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+    std::mutex mu;
+    std::condition_variable cv;
+    std::atomic<uint64_t> next{0};
+    uint64_t allowed = std::min(chunks, nbuf);  // chunks whose buffer may be filled: [0, allowed)
+    std::vector<uint32_t> left(chunks);          // slices of each chunk still being read
+    for (uint64_t i = 0; i < chunks; i++) {
+        const uint64_t n = std::min(chunk_, len - i * chunk_);
+        left[i] = static_cast<uint32_t>((n + slice - 1) / slice);
+    }
+    bool stop = false;
+    auto reader = [&] {
+        for (;;) {
+            const uint64_t w = next.fetch_add(1);
+            const uint64_t i = w / per_chunk, off = w % per_chunk * slice;
+            if (i >= chunks) return;
+            const uint64_t n = std::min(chunk_, len - i * chunk_);
+            if (off >= n) continue;  // the last chunk is shorter
+            {
+                std::unique_lock<std::mutex> g(mu);
+                cv.wait(g, [&] { return stop || i < allowed; });
+                if (stop) return;
+            }
+            try {
+                fill(i * chunk_ + off, std::min(slice, n - off), buffers_[i % nbuf].host + off);
+            } catch (...) {
+                std::lock_guard<std::mutex> g(mu);
+                stop = true;
+                cv.notify_all();
+                throw;
+            }
+            std::lock_guard<std::mutex> g(mu);
+            if (--left[i] == 0) cv.notify_all();
+        }
+    };
+    const int threads = static_cast<int>(std::min<uint64_t>(pool_->threads(), chunks * per_chunk));
+    pool_->start(std::vector<std::function<void()>>(static_cast<size_t>(threads), reader));
+    auto give_up = [&] {
+        {
+            std::lock_guard<std::mutex> g(mu);
+            stop = true;
+        }
+        cv.notify_all();
+        try {
+            pool_->wait();
+        } catch (...) {  // the first error is the one to report
+        }
+    };
+    try {
+        for (uint64_t i = 0; i < chunks; i++) {
+            {
+                std::unique_lock<std::mutex> g(mu);
+                cv.wait(g, [&] { return stop || left[i] == 0; });
+                if (stop) break;  // a reader failed: its error comes from wait() below
+            }
+            Buffer &b = buffers_[i % nbuf];
+            const uint64_t n = std::min(chunk_, len - i * chunk_);
+            check(cudaMemcpyAsync(dst + i * chunk_, b.host, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+            check(cudaEventRecord(b.done, stream), "cudaEventRecord");
+            if (copied) copied(i * chunk_, n);
+            // the copy before this one (its buffer) done: the chunk that reuses that buffer may be read
+            if (i >= 1 && i - 1 + nbuf < chunks) {
+                check(cudaEventSynchronize(buffers_[(i - 1) % nbuf].done), "cudaEventSynchronize");
+                std::lock_guard<std::mutex> g(mu);
+                allowed = i - 1 + nbuf + 1;
+                cv.notify_all();
+            }
+        }
+    } catch (...) {
+        give_up();
+        throw;
+    }
+    pool_->wait();  // every reader returned (rethrows a reader's error)
+    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
 }
 
 std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,

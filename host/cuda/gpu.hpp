@@ -49,8 +49,8 @@ public:
     // those measured side by side on the GPU machine (docs/perf.md).
     explicit Landing(Device &dev, uint64_t chunk = kDefaultChunk, int buffers = kDefaultBuffers,
                      int readers = kDefaultReaders);
-    static constexpr uint64_t kDefaultChunk = 16 << 20;  // from the sweep (docs/perf.md)
-    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 16;
+    static constexpr uint64_t kDefaultChunk = 8 << 20;  // from the sweep (docs/perf.md)
+    static constexpr int kDefaultBuffers = 4, kDefaultReaders = 12;
     ~Landing();
     Landing(const Landing &) = delete;
     Landing &operator=(const Landing &) = delete;
@@ -86,6 +86,9 @@ private:
     // copied(pos, n) is called once each chunk's copy to dst + pos is queued on stream.
     CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream,
                         const std::function<void(uint64_t pos, uint64_t n)> &copied = {});
+    // pipeline()'s transfers of several chunks, with no barrier between chunks.
+    void streamed(uint64_t len, const Fill &fill, uint8_t *dst, cudaStream_t stream,
+                  const std::function<void(uint64_t pos, uint64_t n)> &copied);
     void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
                        const std::function<void(uint64_t off, uint64_t len)> &filled);
 

@@ -218,7 +218,9 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vecto
     const uint32_t tail = set_.db[q].sq_tail;
     std::atomic_thread_fence(std::memory_order_acquire);
     if (tail >= set_.depth) return worked;  // an invalid doorbell value: ignored, as a controller would
-    while (s.sq_head != tail && !stop_.load(std::memory_order_relaxed)) {
+    // At most a burst of entries per visit (NVMe's arbitration burst): the poller's other
+    // queues and the completions falling due wait for no more than that.
+    for (uint32_t taken = 0; s.sq_head != tail && taken < kBurst && !stop_.load(std::memory_order_relaxed); taken++) {
         // an entry is taken only with room for its completion (counting those in flight)
         if (s.pending.size() + s.due + 1 >= set_.depth || cq_full(q, s)) break;
         NvmeSqe e;
@@ -263,10 +265,13 @@ void QueueProcessor::poll(int index, int pollers)
     std::vector<Due> due;  // a min-heap on the modelled finish
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
-        bool worked = post_due(state, due, counts_[index]) || !due.empty();  // completions due soon: keep spinning
+        bool worked = false;
         for (uint32_t q = index; q < set_.queues; q += pollers) {
+            // the completions due are posted between queue visits, not once per round over the queues
+            worked |= post_due(state, due, counts_[index]);
             worked |= serve(q, state[q], counts_[index], due) || !state[q].pending.empty();  // Executes in flight: keep spinning
         }
+        worked |= post_due(state, due, counts_[index]) || !due.empty();  // completions due soon: keep spinning
         if (worked) {
             idle = 0;
         } else if (++idle < 4096) {

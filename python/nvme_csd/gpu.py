@@ -33,7 +33,7 @@ def _torch_dtype(torch, dtype):
     return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
 
 
-def configure(dev, *, chunk_mib=16, buffers=4, readers=16):
+def configure(dev, *, chunk_mib=8, buffers=4, readers=12):
     """Sets dev's pipeline into GPU memory: bytes per step, pinned buffers in flight, and
     threads filling a buffer in parallel (the defaults shown: libcsd's, picked from the sweep in
     docs/perf.md)."""

@@ -297,4 +297,24 @@ TEST_F(Gpu, BadRangeIsAnError)
     cudaFree(d);
 }
 
+// A read that fails in the middle of a pipeline of several chunks (its readers already on the
+// next chunks) fails the transfer with the read's error; the Landing lands the next transfer
+// byte for byte.
+TEST_F(Gpu, AFailedReadMidPipelineFailsTheTransferAndTheNextLands)
+{
+    const uint64_t slm = dev->caps().slm_size, n = 12 << 20;
+    ASSERT_GE(slm, n);
+    auto data = random(n, 7);
+    dev->slm_write(slm - n, data.data(), n);
+    void *d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, 2 * n), cudaSuccess);
+    gpu::Landing land(*dev, 1 << 20, 2, 3);
+    // the last 4 MiB of the 16 lie past SLM's end: the chunks before them read and copy first
+    EXPECT_THROW(land.slm_to_gpu(slm - n, n + (4 << 20), d, stream, false).get(), Error);
+    ASSERT_EQ(cudaMemset(d, 0, n), cudaSuccess);
+    EXPECT_EQ(land.slm_to_gpu(slm - n, n, d, stream, false).get().bytes, n);
+    EXPECT_EQ(from_gpu(d, n), data);
+    cudaFree(d);
+}
+
 }  // namespace

@@ -247,6 +247,37 @@ TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
     EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
 }
 
+// A poller takes at most a burst of 8 entries from a queue before it turns to its next queue
+// (NVMe's arbitration burst), so that one full queue does not hold up the others (nor the
+// completions falling due meanwhile): with both queues rung before the poller starts, queue
+// 1's Read runs after queue 0's first 8 entries and before its 11th, a Write of the same LBA.
+TEST_F(QueueProcessorTest, APollerTakesABurstPerQueueNotTheWholeQueue)
+{
+    const uint64_t x = 4000;
+    std::vector<uint8_t> before(lba, 0x11), after(lba, 0xAB);
+    dev->write_lbas(x, 1, before.data());
+    Queues qs(2, 32, 2 * 4096, lba);
+    std::memcpy(qs.arena(), after.data(), lba);
+    for (uint32_t i = 0; i < 20; i++) {
+        NvmeSqe e = read_sqe(100 + i, 1, 4096);
+        if (i == 10) {
+            e = read_sqe(x, 1, 0);
+            e.opcode = 0x01;  // Write: LBA x from the arena's first 4 KiB
+        }
+        qs.put(0, e);
+    }
+    qs.put(1, read_sqe(x, 1, 4096 + 2048));
+    qs.ring(0);
+    qs.ring(1);
+    QueueProcessor proc(*dev, qs.set, 0, 1);
+    for (uint32_t i = 0; i < 20; i++) EXPECT_EQ(status(qs.next(0)), 0);
+    EXPECT_EQ(status(qs.next(1)), 0);
+    EXPECT_EQ(qs.arena()[4096 + 2048], 0x11) << "queue 1 waited until queue 0 was empty";
+    std::vector<uint8_t> now(lba);
+    dev->read_lbas(x, 1, now.data());
+    EXPECT_EQ(now, after);
+}
+
 TEST_F(QueueProcessorTest, AnExecuteDoesNotHoldUpTheQueue)
 {
     // a compute unit that streams 1 MB/s: a checksum of 64 KiB takes ~65 ms

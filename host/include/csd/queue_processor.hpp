@@ -82,6 +82,8 @@ private:
     std::atomic<bool> stop_{false};
     std::unique_ptr<Counts[]> counts_;  // one per poller
     int pollers_ = 0;
+    // Entries a poller takes from one queue per visit (NVMe's arbitration burst).
+    static constexpr uint32_t kBurst = 8;
     std::vector<std::thread> threads_;
 };
 
