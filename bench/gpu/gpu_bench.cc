@@ -58,6 +58,14 @@ struct Setup {
     void *d = nullptr, *pinned = nullptr;
     cudaStream_t s = nullptr;
     std::string gpu;
+    // The pinned ceiling: seconds of the best of 5 copies of n bytes from the pinned buffer.
+    double ceiling(uint64_t n) const
+    {
+        return best_of(5, [&] {
+            cudaMemcpyAsync(d, pinned, n, cudaMemcpyHostToDevice, s);
+            cudaStreamSynchronize(s);
+        });
+    }
     ~Setup()
     {
         cudaFree(d);
@@ -101,15 +109,10 @@ int sweep()
     Device *dev = b->dev.get();
     ObjectStore store(*dev);
     for (uint64_t n : sizes) store.put("o" + std::to_string(n >> 20), b->data.data(), n);
-    void *d = b->d, *pinned = b->pinned;
+    void *d = b->d;
     cudaStream_t s = b->s;
     double ceil[3];
-    for (int i = 0; i < 3; i++) {
-        ceil[i] = best_of(5, [&] {
-            cudaMemcpyAsync(d, pinned, sizes[i], cudaMemcpyHostToDevice, s);
-            cudaStreamSynchronize(s);
-        });
-    }
+    for (int i = 0; i < 3; i++) ceil[i] = b->ceiling(sizes[i]);
     std::printf("GPU: %s; pinned ceiling %.1f / %.1f / %.1f GB/s at 64 MiB / 256 MiB / 1 GiB; 4 pinned buffers\n",
                 b->gpu.c_str(), sizes[0] / ceil[0] / 1e9, sizes[1] / ceil[1] / 1e9, sizes[2] / ceil[2] / 1e9);
     std::printf("object pipeline (store.get into GPU memory, CRC-32C checked) and SLM pipeline, %% of the ceiling\n");
@@ -150,12 +153,7 @@ int why(uint64_t ns_mib)
     void *d = b->d, *pinned = b->pinned;
     cudaStream_t s = b->s;
     double ceil[2];
-    for (int i = 0; i < 2; i++) {
-        ceil[i] = best_of(5, [&] {
-            cudaMemcpyAsync(d, pinned, sizes[i], cudaMemcpyHostToDevice, s);
-            cudaStreamSynchronize(s);
-        });
-    }
+    for (int i = 0; i < 2; i++) ceil[i] = b->ceiling(sizes[i]);
     auto times = [&](const char *what, gpu::Landing &land, const std::string &o, int i, bool slm = false) {
         std::printf("%-58s %4llu MiB:", what, static_cast<unsigned long long>(sizes[i] >> 20));
         for (int r = 0; r < 6; r++) {
