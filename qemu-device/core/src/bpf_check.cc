@@ -86,19 +86,8 @@ struct State {
     }
 };
 
-// One instruction's fields.
-struct Insn {
-    uint8_t code, dst, src;
-    int16_t off;
-    int32_t imm;
-};
-
-Insn decode(uint64_t v)
-{
-    return Insn{static_cast<uint8_t>(v), static_cast<uint8_t>((v >> 8) & 0x0F), static_cast<uint8_t>((v >> 12) & 0x0F),
-                static_cast<int16_t>(static_cast<uint16_t>(v >> 16)),
-                static_cast<int32_t>(static_cast<uint32_t>(v >> 32))};
-}
+using Insn = BpfInsn;
+Insn decode(uint64_t v) { return bpf_decode(v); }
 
 uint64_t mask_bits(int bits) { return bits >= 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1; }
 

@@ -28,29 +28,8 @@ constexpr uint8_t kExit = 0x95;      // BPF_JMP | BPF_EXIT
 constexpr uint8_t kJa = 0x05;        // BPF_JMP | BPF_JA
 constexpr uint8_t kPseudoCall = 1;   // the src_reg clang writes in a call it relocates
 
-// One instruction's fields.
-struct Insn {
-    uint8_t code, dst, src;
-    int16_t off;
-    int32_t imm;
-};
-
-Insn decode(uint64_t v)
-{
-    Insn i;
-    i.code = static_cast<uint8_t>(v);
-    i.dst = static_cast<uint8_t>(v >> 8) & 0x0F;
-    i.src = static_cast<uint8_t>(v >> 12) & 0x0F;
-    i.off = static_cast<int16_t>(static_cast<uint16_t>(v >> 16));
-    i.imm = static_cast<int32_t>(static_cast<uint32_t>(v >> 32));
-    return i;
-}
-
-uint64_t encode(const Insn &i)
-{
-    return uint64_t{i.code} | uint64_t{i.dst} << 8 | uint64_t{i.src} << 12 |
-           uint64_t{static_cast<uint16_t>(i.off)} << 16 | uint64_t{static_cast<uint32_t>(i.imm)} << 32;
-}
+using Insn = BpfInsn;
+Insn decode(uint64_t v) { return bpf_decode(v); }
 
 bool refuse(uint32_t *fault, std::string *why, uint32_t at, std::string reason)
 {
@@ -284,7 +263,7 @@ bool bpf_read_image(const uint8_t *image, size_t size, uint32_t record_size, Bpf
             }
             ins.src = 0;
             ins.imm = static_cast<int32_t>(helper);
-            insns[at] = encode(ins);
+            insns[at] = bpf_encode(ins);
         }
     }
 
@@ -362,9 +341,27 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
     // DPDK 22.11's verifier evaluates every path through the program separately (no state
     // merging): k independent if-statements cost it 2^k walks, and it runs inside the
     // Program Load command (found by an outside review: 40 "diamonds", 122 instructions,
-    // never finished). The program is a DAG now (no backward jumps), so the instructions
-    // it would evaluate over all paths are counted exactly, from the end: a program that
-    // would take more is refused before DPDK sees it.
+    // never finished): a program that would take more is refused before DPDK sees it.
+    const double steps = bpf_verifier_steps(insns);
+    if (steps > kMaxVerifierSteps) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.3g", steps);
+        return no("has too many paths for the verifier: it would evaluate " + std::string(text) +
+                  " instructions over them (at most " + std::to_string(kMaxVerifierSteps) +
+                  "; join the branches, e.g. compute with arithmetic instead of if-statements)");
+    }
+    return true;
+}
+
+double bpf_verifier_steps(const std::vector<uint64_t> &insns)
+{
+    // The program is a DAG (no backward jumps): the instructions evaluated over all paths
+    // are counted exactly, from the end.
+    const uint64_t n = insns.size();
+    std::vector<bool> second(n);
+    for (uint64_t i = 0; i + 1 < n; i++) {
+        if (static_cast<uint8_t>(insns[i]) == kLddw) second[++i] = true;
+    }
     std::vector<double> paths(n + 1, 0.0), visits(n + 1, 0.0);
     for (uint64_t j = n; j-- > 0;) {
         if (second[j]) continue;
@@ -387,14 +384,7 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
         paths[j] = p;
         visits[j] = std::min(v + p, 1e30);  // this instruction once on each path through it
     }
-    if (visits[0] > kMaxVerifierSteps) {
-        char steps[32];
-        std::snprintf(steps, sizeof steps, "%.3g", visits[0]);
-        return no("has too many paths for the verifier: it would evaluate " + std::string(steps) +
-                  " instructions over them (at most " + std::to_string(kMaxVerifierSteps) +
-                  "; join the branches, e.g. compute with arithmetic instead of if-statements)");
-    }
-    return true;
+    return visits[0];
 }
 
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)

@@ -17,6 +17,28 @@ namespace csd::core {
 inline constexpr const char *kBpfHelpers[] = {"csd_param", "csd_index"};
 inline constexpr uint32_t kNrBpfHelpers = sizeof kBpfHelpers / sizeof kBpfHelpers[0];
 
+// One instruction's fields (8 bytes, little-endian: code, dst:4 src:4, off, imm).
+struct BpfInsn {
+    uint8_t code, dst, src;
+    int16_t off;
+    int32_t imm;
+};
+
+// The fields of an instruction.
+inline BpfInsn bpf_decode(uint64_t v)
+{
+    return BpfInsn{static_cast<uint8_t>(v), static_cast<uint8_t>((v >> 8) & 0x0F), static_cast<uint8_t>((v >> 12) & 0x0F),
+                   static_cast<int16_t>(static_cast<uint16_t>(v >> 16)),
+                   static_cast<int32_t>(static_cast<uint32_t>(v >> 32))};
+}
+
+// The instruction of those fields.
+inline uint64_t bpf_encode(const BpfInsn &i)
+{
+    return uint64_t{i.code} | uint64_t{i.dst} << 8 | uint64_t{i.src} << 12 |
+           uint64_t{static_cast<uint16_t>(i.off)} << 16 | uint64_t{static_cast<uint32_t>(i.imm)} << 32;
+}
+
 // A program as the runtime is given it: the instructions of section csd with every call
 // resolved (8 bytes each, little-endian, as in the image), and its entry function's name.
 struct BpfCode {
@@ -57,6 +79,10 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
 // trusted with this). second: which slots are second halves of 64-bit loads.
 bool bpf_check_memory(const std::vector<uint64_t> &insns, const std::vector<bool> &second, uint32_t record_size,
                       uint32_t *fault, std::string *why);
+
+// How many instructions DPDK 22.11's verifier evaluates over all paths of a program that
+// bpf_check_instructions accepted (it walks every path separately).
+double bpf_verifier_steps(const std::vector<uint64_t> &insns);
 
 // Whether DPDK's x86-64 JIT would compile these instructions wrongly although they verify
 // and interpret fine: a JSET ("if dst & src goto", found by fuzz_program), a shift,

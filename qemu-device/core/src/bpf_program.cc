@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <type_traits>
 
 #include "bpf_elf.h"
+#include "bpf_specialise.h"
 
 #ifdef CSD_HAVE_BPF
 #include <rte_bpf.h>
@@ -38,6 +40,10 @@ thread_local uint64_t tl_index = 0;
 [[maybe_unused]] uint64_t helper_index(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t) { return tl_index; }
 
 constexpr uint64_t kBatch = 4096;  // records between cancellation checks (fewer for long programs)
+constexpr size_t kSpecialisedKept = 4;  // rewrites kept per program (by mode and params)
+// A rewrite is compiled only for programs DPDK's verifier walks quickly (a few hundred
+// microseconds at most: the rewrite is verified again, per Execute that needs it).
+constexpr double kMaxSpecialiseSteps = 1 << 16;
 
 // The first "pc: N" (or "pc:N") DPDK's verifier wrote, or CSD_IMAGE_FAULT_NONE.
 [[maybe_unused]] uint32_t fault_pc(const std::string &log)
@@ -66,6 +72,17 @@ constexpr uint64_t kBatch = 4096;  // records between cancellation checks (fewer
 
 }  // namespace
 
+// A rewrite for one mode and set of params (bpf_specialise.h), compiled; fn null where the
+// program as loaded runs instead.
+struct BpfProgram::Specialised {
+    uint32_t mode = 0;
+    std::vector<uint64_t> params;  // what it was rewritten for
+    rte_bpf *bpf = nullptr;
+    uint64_t (*fn)(void *) = nullptr;
+    uint32_t batch = 1;  // records a call of fn takes
+    ~Specialised();
+};
+
 bool BpfProgram::supported()
 {
 #ifdef CSD_HAVE_BPF
@@ -78,19 +95,12 @@ bool BpfProgram::supported()
 #ifdef CSD_HAVE_BPF
 static_assert(sizeof(ebpf_insn) == sizeof(uint64_t), "an eBPF instruction is 8 bytes");
 
-uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_size, std::unique_ptr<BpfProgram> *out,
-                          uint32_t *fault, std::string *why)
-{
-    *fault = CSD_IMAGE_FAULT_NONE;
-    std::unique_ptr<BpfProgram> p(new BpfProgram);
-    p->record_size_ = record_size;
-    BpfCode code;
-    if (!bpf_read_image(image, size, record_size, &code, fault, why)) return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
-    p->name_ = std::move(code.name);
-    p->insns_ = std::move(code.insns);
-    const uint64_t insns = p->insns_.size();
-    p->records_per_check_ = static_cast<uint32_t>(std::clamp<uint64_t>(kCancelInstructions / insns, 1, kBatch));
+namespace {
 
+// DPDK's verifier and JIT over insns (and nothing else: DPDK copies them), for a program
+// whose argument is arg_size bytes; its log in *log. Null if the verifier refused.
+rte_bpf *runtime_load(const std::vector<uint64_t> &insns, uint32_t arg_size, std::string *log)
+{
     // The runtime's table of external functions, in the order of kBpfHelpers (a relocated
     // call's imm is its index there).
     static_assert(kNrBpfHelpers == 2, "one entry below per helper");
@@ -107,28 +117,46 @@ uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_siz
     xsym[1].func.nb_args = 0;
     xsym[1].func.ret = {RTE_BPF_ARG_RAW, sizeof(uint64_t), 0};
     rte_bpf_prm prm = {};
-    prm.ins = reinterpret_cast<const ebpf_insn *>(p->insns_.data());  // what was checked, and nothing else
-    prm.nb_ins = static_cast<uint32_t>(insns);
+    prm.ins = reinterpret_cast<const ebpf_insn *>(insns.data());  // what was checked, and nothing else
+    prm.nb_ins = static_cast<uint32_t>(insns.size());
     prm.xsym = xsym;
     prm.nb_xsym = kNrBpfHelpers;
     prm.prog_arg.type = RTE_BPF_ARG_PTR;
-    prm.prog_arg.size = record_size;
+    prm.prog_arg.size = arg_size;
 
-    std::string log;
-    {
-        std::lock_guard<std::mutex> g(load_mu);
-        char *buf = nullptr;
-        size_t len = 0;
-        FILE *mem = open_memstream(&buf, &len);
-        if (mem) rte_openlog_stream(mem);
-        p->bpf_ = rte_bpf_load(&prm);  // copies the instructions, verifies and compiles that copy
-        if (mem) {
-            rte_openlog_stream(nullptr);
-            std::fclose(mem);
-            log.assign(buf ? buf : "", len);
-            std::free(buf);
-        }
+    std::lock_guard<std::mutex> g(load_mu);
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (mem) rte_openlog_stream(mem);
+    rte_bpf *bpf = rte_bpf_load(&prm);  // copies the instructions, verifies and compiles that copy
+    if (mem) {
+        rte_openlog_stream(nullptr);
+        std::fclose(mem);
+        log->assign(buf ? buf : "", len);
+        std::free(buf);
     }
+    return bpf;
+}
+
+}  // namespace
+
+uint16_t BpfProgram::load(const uint8_t *image, size_t size, uint32_t record_size, std::unique_ptr<BpfProgram> *out,
+                          uint32_t *fault, std::string *why)
+{
+    *fault = CSD_IMAGE_FAULT_NONE;
+    std::unique_ptr<BpfProgram> p(new BpfProgram);
+    p->record_size_ = record_size;
+    BpfCode code;
+    if (!bpf_read_image(image, size, record_size, &code, fault, why)) return CSD_STATUS_INVALID_PROGRAM_IMAGE | CSD_STATUS_DNR;
+    p->name_ = std::move(code.name);
+    p->insns_ = std::move(code.insns);
+    const uint64_t insns = p->insns_.size();
+    p->records_per_check_ = static_cast<uint32_t>(std::clamp<uint64_t>(kCancelInstructions / insns, 1, kBatch));
+
+    p->verifier_steps_ = bpf_verifier_steps(p->insns_);
+    std::string log;
+    p->bpf_ = runtime_load(p->insns_, record_size, &log);
     if (!p->bpf_) {
         *fault = fault_pc(log);
         *why = reason(log);
@@ -146,6 +174,49 @@ BpfProgram::~BpfProgram()
 {
     if (bpf_) rte_bpf_destroy(bpf_);
 }
+
+BpfProgram::Specialised::~Specialised()
+{
+    if (bpf) rte_bpf_destroy(bpf);
+}
+
+std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t mode, const uint64_t *params,
+                                                                       uint32_t nr_params) const
+{
+    std::vector<uint64_t> key(params, params + nr_params);
+    {
+        std::lock_guard<std::mutex> g(spec_mu_);
+        for (size_t i = 0; i < spec_.size(); i++) {
+            if (spec_[i]->mode != mode || spec_[i]->params != key) continue;
+            std::shared_ptr<const Specialised> s = spec_[i];
+            spec_.erase(spec_.begin() + static_cast<std::ptrdiff_t>(i));
+            spec_.insert(spec_.begin(), s);
+            return s;
+        }
+    }
+    // The rewrite is checked as an image's instructions are (over the batch's bytes), and
+    // exactly those instructions go to DPDK: the device relies on its checks, not on the
+    // rewrite. Anything refused leaves the program as loaded (kept: not tried again).
+    auto s = std::make_shared<Specialised>();
+    s->mode = mode;
+    s->params = std::move(key);
+    BpfSpecialised r;
+    uint32_t fault;
+    std::string why, log;
+    if (verifier_steps_ <= kMaxSpecialiseSteps && bpf_specialise(insns_, params, nr_params, mode, record_size_, &r) &&
+        bpf_check_instructions(r.insns, record_size_ * r.batch, &fault, &why) && !bpf_jit_unsafe(r.insns)) {
+        s->bpf = runtime_load(r.insns, record_size_ * r.batch, &log);
+        rte_bpf_jit jit = {};
+        if (s->bpf && rte_bpf_get_jit(s->bpf, &jit) == 0 && jit.func) {
+            s->fn = jit.func;
+            s->batch = r.batch;
+        }
+    }
+    std::lock_guard<std::mutex> g(spec_mu_);
+    spec_.insert(spec_.begin(), s);
+    if (spec_.size() > kSpecialisedKept) spec_.pop_back();
+    return s;
+}
 #else
 // Built without DPDK: decode refuses the eBPF program type (supported() is false).
 uint16_t BpfProgram::load(const uint8_t *, size_t, uint32_t, std::unique_ptr<BpfProgram> *, uint32_t *fault,
@@ -157,6 +228,12 @@ uint16_t BpfProgram::load(const uint8_t *, size_t, uint32_t, std::unique_ptr<Bpf
 }
 
 BpfProgram::~BpfProgram() = default;
+BpfProgram::Specialised::~Specialised() = default;
+
+std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t, const uint64_t *, uint32_t) const
+{
+    return nullptr;  // never reached: nothing loads
+}
 
 static uint64_t rte_bpf_exec(const rte_bpf *, void *) { return 0; }  // never reached: nothing loads
 #endif
@@ -202,6 +279,15 @@ uint64_t BpfProgram::hop(const ProgramCall &call, const uint8_t *record, uint32_
     return (jit_ && !interpret) ? jit_(rec) : rte_bpf_exec(bpf_, rec);
 }
 
+uint32_t BpfProgram::specialised_batch(const ProgramCall &call) const
+{
+    csd_bpf_params h;
+    std::memcpy(&h, call.params, sizeof(h));
+    if (!jit_ || h.record_count < specialise_min_records_ || h.mode == CSD_BPF_CHASE) return 0;
+    const auto s = specialised(h.mode, reinterpret_cast<const uint64_t *>(call.params + sizeof(h)), h.nr_params);
+    return s && s->fn ? s->batch : 0;
+}
+
 ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
 {
     if (const ExecResult r = check(call, nullptr); r.status) return r;
@@ -213,19 +299,25 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     const uint32_t map_dw0 = map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes);
     std::memcpy(tl_params, call.params + sizeof(h), 8 * h.nr_params);
     tl_nr_params = h.nr_params;
+    // A long Execute runs the program rewritten for its params and mode (once per set of
+    // them; see bpf_specialise.h), its records in batches where the rewrite allows.
+    std::shared_ptr<const Specialised> spec;
+    if (jit_ && !interpret && h.record_count >= specialise_min_records_) spec = specialised(h.mode, tl_params, h.nr_params);
+    if (spec && !spec->fn) spec.reset();
     uint64_t written = 0, sum = 0;
     uint32_t hits = 0;
     // One loop per mode, engine and (for filter) record size, so the per-record path has no
     // branches of its own and a kept record of 8, 16 or 32 bytes is copied inline (memmove
-    // of a constant size: loads, then stores) rather than through a library call.
+    // of a constant size: loads, then stores) rather than through a library call. Records
+    // [begin, end), in order: a batched engine keeps its answer between records.
     const bool blocks_ok = output_trails_input(in, out);
-    auto records = [&](auto call_program, auto record_bytes) -> bool {
+    auto records = [&](auto call_program, auto record_bytes, uint32_t begin, uint32_t end) -> bool {
         constexpr uint32_t kFixed = decltype(record_bytes)::value;
         const uint32_t rs = kFixed ? kFixed : record_size_;
         const uint32_t batch = records_per_check_;
-        for (uint32_t first = 0; first < h.record_count; first += batch) {
+        for (uint32_t first = begin; first < end; first += batch) {
             if (cancelled(call)) return false;
-            const uint32_t last = h.record_count - first < batch ? h.record_count : first + batch;
+            const uint32_t last = end - first < batch ? end : first + batch;
             uint8_t *rec = in.data + uint64_t{first} * rs;
             switch (h.mode) {
             case CSD_BPF_FILTER: {
@@ -237,9 +329,9 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
                     alignas(64) uint8_t buf[kBlock * kFixed];
                     uint32_t i = first;
                     for (; blocks_ok && i < last; i += kBlock) {
-                        const uint32_t end = last - i < kBlock ? last : i + kBlock;
-                        if (written + uint64_t{end - i} * kFixed > out.len) break;
-                        const uint32_t n = gather_matches<kFixed, false>(rec, kFixed, i, end, false, buf,
+                        const uint32_t stop = last - i < kBlock ? last : i + kBlock;
+                        if (written + uint64_t{stop - i} * kFixed > out.len) break;
+                        const uint32_t n = gather_matches<kFixed, false>(rec, kFixed, i, stop, false, buf,
                                                                          [&](uint32_t k, const uint8_t *r) {
                                                                              tl_index = k;
                                                                              return call_program(const_cast<uint8_t *>(r)) != 0;
@@ -247,7 +339,7 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
                         std::memcpy(out.data + written, buf, uint64_t{n} * kFixed);
                         written += uint64_t{n} * kFixed;
                         hits += n;
-                        rec += uint64_t{end - i} * kFixed;
+                        rec += uint64_t{stop - i} * kFixed;
                     }
                     from = i;
                 }
@@ -277,19 +369,38 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
         }
         return true;
     };
-    auto by_size = [&](auto call_program) {
+    auto by_size = [&](auto call_program, uint32_t begin, uint32_t end) {
         if (h.mode == CSD_BPF_FILTER) {
             switch (record_size_) {
-            case 8: return records(call_program, std::integral_constant<uint32_t, 8>());
-            case 16: return records(call_program, std::integral_constant<uint32_t, 16>());
-            case 32: return records(call_program, std::integral_constant<uint32_t, 32>());
+            case 8: return records(call_program, std::integral_constant<uint32_t, 8>(), begin, end);
+            case 16: return records(call_program, std::integral_constant<uint32_t, 16>(), begin, end);
+            case 32: return records(call_program, std::integral_constant<uint32_t, 32>(), begin, end);
             default: break;
             }
         }
-        return records(call_program, std::integral_constant<uint32_t, 0>());
+        return records(call_program, std::integral_constant<uint32_t, 0>(), begin, end);
     };
-    const bool done = (jit_ && !interpret) ? by_size([f = jit_](uint8_t *rec) { return f(rec); })
-                                           : by_size([b = bpf_](uint8_t *rec) { return rte_bpf_exec(b, rec); });
+    auto per_record = [](uint64_t (*f)(void *)) { return [f](uint8_t *rec) { return f(rec); }; };
+    bool done;
+    if (spec && spec->batch > 1) {
+        // One call per batch of records (at the batch's first, in order), its answer handed
+        // out a record at a time: filter, a bit each; reduce, the sum, then zeros. The
+        // records a whole batch does not cover run one call each, as loaded.
+        const uint32_t whole = h.record_count / spec->batch * spec->batch;
+        auto batched = [f = spec->fn, n = spec->batch, bits = h.mode == CSD_BPF_FILTER, left = uint32_t{0},
+                        answer = uint64_t{0}](uint8_t *rec) mutable {
+            if (left == 0) answer = f(rec), left = n;
+            left--;
+            const uint64_t r = bits ? answer & 1 : answer;
+            answer = bits ? answer >> 1 : 0;
+            return r;
+        };
+        done = by_size(std::ref(batched), 0, whole) && by_size(per_record(jit_), whole, h.record_count);
+    } else if (jit_ && !interpret) {
+        done = by_size(per_record(spec ? spec->fn : jit_), 0, h.record_count);
+    } else {
+        done = by_size([b = bpf_](uint8_t *rec) { return rte_bpf_exec(b, rec); }, 0, h.record_count);
+    }
     if (!done) return fail(CSD_STATUS_ABORT_REQUESTED);
     switch (h.mode) {
     case CSD_BPF_FILTER:

@@ -2,11 +2,14 @@
 // bpf_program.h - a downloadable eBPF program (spec §8): an ELF image read and checked by
 // the device (bpf_elf.h), the instructions it checked then verified by DPDK's verifier (no
 // loops, no access outside the record, known helpers only), JIT-compiled, and called
-// once per record by a loop the device drives.
+// once per record by a loop the device drives; for a long Execute, rewritten for its
+// parameters and mode first (bpf_specialise.h), checked and compiled again, and called
+// once per batch of records.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,15 +55,28 @@ public:
     // Records run between two cancellation checks: 4096, fewer for a long program, so
     // that no more than about kCancelInstructions run between them.
     uint32_t records_per_check() const { return records_per_check_; }
+    // The records one call of the compiled code takes in an Execute of call (filter, map or
+    // reduce, checked): 0 when it runs the program as loaded, one call a record; else the
+    // batch of the program rewritten for its parameters (1: rewritten, one call a record).
+    uint32_t specialised_batch(const ProgramCall &call) const;
+    // Executes of fewer records than this run the program as loaded (the rewrite costs a
+    // check and a compilation, tens of microseconds); tests lower it.
+    void set_specialise_min_records(uint32_t n) { specialise_min_records_ = n; }
 
 private:
+    struct Specialised;  // a rewrite for one mode and set of params, compiled (or refused)
     BpfProgram() = default;
+    std::shared_ptr<const Specialised> specialised(uint32_t mode, const uint64_t *params, uint32_t nr_params) const;
     rte_bpf *bpf_ = nullptr;
     uint64_t (*jit_)(void *) = nullptr;
     uint32_t record_size_ = 0;
     uint32_t records_per_check_ = 1;
     std::string name_;
     std::vector<uint64_t> insns_;
+    uint32_t specialise_min_records_ = 16384;
+    double verifier_steps_ = 0;  // what DPDK's verifier walks for insns_ (a rewrite's as much at most)
+    mutable std::mutex spec_mu_;
+    mutable std::vector<std::shared_ptr<const Specialised>> spec_;  // the latest first
 };
 
 }  // namespace csd::core
