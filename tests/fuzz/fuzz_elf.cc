@@ -8,7 +8,8 @@
 // name, value); relocations (their offset, symbol, type); string tables; instructions
 // (with an opcode list, calls and 64-bit loads); the header. Every image goes through
 // BpfProgram::load; an accepted one runs over records placed against guard pages (a read
-// or write outside them faults), JIT-compiled and interpreted, and both must agree.
+// or write outside them faults), JIT-compiled and interpreted, and both must agree, also
+// when rewritten for an Execute (bpf_specialise.h) in filter, map and reduce modes.
 // Findings: a crash, a sanitizer report, a hang, an accepted image without exactly one
 // section named csd, or the two engines disagreeing. FUZZ_ELF_DUMP=FILE writes the image
 // an input describes; FUZZ_ELF_STATS=1 counts accepted images.
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "bpf_program.h"
+#include "bpf_specialise.h"
 #include "elf_writer.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
@@ -419,8 +421,10 @@ void mutate(Desc &d, std::mt19937_64 &g)
 uint64_t g_inputs, g_accepted, g_jit;
 void print_stats() { fprintf(stderr, "fuzz_elf: %lu inputs, %lu accepted, %lu JIT-compiled\n", g_inputs, g_accepted, g_jit); }
 
-// Records against guard pages: kRegion bytes between two inaccessible pages.
-constexpr size_t kPage = 4096, kRegion = 3 * kPage, kRecords = 2;
+// Records against guard pages: kRegion bytes between two inaccessible pages. kRecords
+// records as loaded; kRewritten (a batch and one more) through the rewrite for an Execute.
+constexpr size_t kPage = 4096, kRecords = 2, kRewritten = csd::core::kBpfMaxBatch + 1;
+constexpr size_t kRegion = (kRewritten * CSD_MAX_RECORD_SIZE + kPage - 1) / kPage * kPage;
 uint8_t *g_region;
 
 // How many sections of the image are named csd, read here on its own (from section 1:
@@ -449,16 +453,16 @@ int sections_named_csd(const std::vector<uint8_t> &img)
     return n;
 }
 
-// One Execute in map mode over kRecords records at rec: the u64 results and the records
-// as the program left them.
-std::vector<uint8_t> run_map(const csd::core::BpfProgram &p, uint8_t *rec, const std::vector<uint8_t> &init,
-                             bool interpret)
+// One Execute in mode over count records at rec (init: their bytes): status, DW0, DW1,
+// the output and the records as the program left them.
+std::vector<uint8_t> run_mode(const csd::core::BpfProgram &p, uint8_t *rec, const std::vector<uint8_t> &init,
+                              uint32_t count, uint32_t mode, bool interpret)
 {
     const uint32_t rs = p.record_size();
-    std::memcpy(rec, init.data(), init.size());
-    std::vector<uint8_t> out(8 * kRecords, 0xA5);
-    const csd_span ranges[2] = {{rec, uint64_t{rs} * kRecords}, {out.data(), out.size()}};
-    const uint32_t hdr[4] = {kRecords, CSD_BPF_MAP, 2, 0};
+    std::memcpy(rec, init.data(), uint64_t{rs} * count);
+    std::vector<uint8_t> out(mode == CSD_BPF_MAP ? 8 * count : mode == CSD_BPF_FILTER ? rs * count : 0, 0xA5);
+    const csd_span ranges[2] = {{rec, uint64_t{rs} * count}, {out.data(), out.size()}};
+    const uint32_t hdr[4] = {count, mode, 2, 0};
     const uint64_t prm[2] = {7, ~0ull};
     uint8_t params[16 + 16];
     std::memcpy(params, hdr, 16);
@@ -466,11 +470,13 @@ std::vector<uint8_t> run_map(const csd::core::BpfProgram &p, uint8_t *rec, const
     const int cancel = 0;
     const csd_program_call call{ranges, 2, params, sizeof params, &cancel};
     const csd_program_result r = p.run(call, interpret);
-    if (r.status != 0) {
+    if (mode == CSD_BPF_MAP && r.status != 0) {
         fprintf(stderr, "fuzz_elf: map run failed with status %#x\n", r.status);
         abort();
     }
-    out.insert(out.end(), rec, rec + uint64_t{rs} * kRecords);
+    const uint32_t head[3] = {r.status, r.dw0, r.dw1};
+    out.insert(out.end(), reinterpret_cast<const uint8_t *>(head), reinterpret_cast<const uint8_t *>(head + 3));
+    out.insert(out.end(), rec, rec + uint64_t{rs} * count);
     return out;
 }
 
@@ -534,15 +540,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     // The records: the input's record bytes, repeated; flush against the low guard page,
-    // then against the high one. JIT (where it compiled) and interpreter must agree.
-    const size_t bytes = size_t{d.record_size} * kRecords;
+    // then against the high one. JIT (where it compiled) and interpreter must agree, in map
+    // mode over kRecords records; then the program rewritten for the Execute (bpf_specialise:
+    // folded, branch-free, batched), in every mode over kRewritten records.
+    const size_t bytes = size_t{d.record_size} * kRewritten;
     std::vector<uint8_t> init(bytes);
     for (size_t i = 0; i < bytes; i++) init[i] = d.records.empty() ? static_cast<uint8_t>(i) : d.records[i % d.records.size()];
-    for (uint8_t *rec : {g_region, g_region + kRegion - bytes}) {
-        const auto interpreted = run_map(*p, rec, init, true);
-        if (p->jit_compiled() && run_map(*p, rec, init, false) != interpreted) {
-            fprintf(stderr, "fuzz_elf: the JIT and the interpreter disagree\n");
-            abort();
+    for (const bool rewritten : {false, true}) {
+        const uint32_t count = rewritten ? kRewritten : kRecords;
+        p->set_specialise_min_records(rewritten ? 1 : UINT32_MAX);
+        for (uint32_t mode = rewritten ? CSD_BPF_FILTER : CSD_BPF_MAP; mode <= (rewritten ? CSD_BPF_REDUCE : CSD_BPF_MAP); mode++) {
+            for (uint8_t *rec : {g_region, g_region + kRegion - size_t{d.record_size} * count}) {
+                const auto interpreted = run_mode(*p, rec, init, count, mode, true);
+                if (p->jit_compiled() && run_mode(*p, rec, init, count, mode, false) != interpreted) {
+                    fprintf(stderr, "fuzz_elf: the JIT%s and the interpreter disagree in mode %u\n",
+                            rewritten ? " (rewritten)" : "", mode);
+                    abort();
+                }
+            }
         }
     }
     return 0;

@@ -381,6 +381,9 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
         return records(call_program, std::integral_constant<uint32_t, 0>(), begin, end);
     };
     auto per_record = [](uint64_t (*f)(void *)) { return [f](uint8_t *rec) { return f(rec); }; };
+    // A filter whose output lands ahead of the records it has read (inside the input, after
+    // its first byte) must run each record after the outputs before it: one call a record.
+    if (spec && spec->batch > 1 && h.mode == CSD_BPF_FILTER && !blocks_ok) spec.reset();
     bool done;
     if (spec && spec->batch > 1) {
         // One call per batch of records (at the batch's first, in order), its answer handed
