@@ -5,8 +5,6 @@
 //   the timing model's cost per command when it is off, against a 4 KiB copy Execute
 // Usage: core_bench [--quick]   (OPENBLAS_NUM_THREADS sets the BLAS threads for both)
 #include <cblas.h>
-#include <lz4frame.h>
-#include <zstd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -88,17 +86,9 @@ int main(int argc, char **argv)
     }
 
     // decompress: compressible text-like data
-    std::vector<uint8_t> plain(big);
-    for (uint64_t i = 0; i < big; i++) plain[i] = static_cast<uint8_t>("computational storage "[i % 22] ^ (g() % 16 == 0));
+    const std::vector<uint8_t> plain = bench::text_like(big, g);
     for (uint32_t algo : {0u, 1u}) {
-        std::vector<uint8_t> comp;
-        if (algo == 0) {
-            comp.resize(ZSTD_compressBound(big));
-            comp.resize(ZSTD_compress(comp.data(), comp.size(), plain.data(), big, 3));
-        } else {
-            comp.resize(LZ4F_compressFrameBound(big, nullptr));
-            comp.resize(LZ4F_compressFrame(comp.data(), comp.size(), plain.data(), big, nullptr));
-        }
+        const std::vector<uint8_t> comp = bench::compress(algo, plain);
         std::memcpy(slm, comp.data(), comp.size());
         auto dd = bench::descriptor(CSD_PROG_DECOMPRESS, {{0, comp.size()}, {big, big}}, &algo, 4);
         t = seconds([&] { bench::execute(core, dd); }, reps);

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <lz4frame.h>
+#include <zstd.h>
+
 #include "csd_core.h"
 
 namespace bench {
@@ -80,6 +83,30 @@ inline void unload_program(csd_core *core, uint16_t slot)
     const csd_cmd c{CSD_OPC_PROGRAM_UNLOAD, 1, slot, 0, 0, 0, 0, 0};
     csd_op op;
     if (csd_core_decode(core, &c, context(), &op) == 0) csd_core_program_unload(core, &op);
+}
+
+/* n bytes like text: a phrase repeated, one byte in about 16 with its low bit flipped
+   (compresses about 8.5:1 with zstd, 3.9:1 with lz4). */
+template <class Rng> std::vector<uint8_t> text_like(uint64_t n, Rng &g)
+{
+    std::vector<uint8_t> plain(n);
+    for (uint64_t i = 0; i < n; i++) plain[i] = static_cast<uint8_t>("computational storage "[i % 22] ^ (g() % 16 == 0));
+    return plain;
+}
+
+/* plain compressed as the decompress program (09h) reads it: codec 0 zstd (level 3), 1 an
+   lz4 frame. */
+inline std::vector<uint8_t> compress(uint32_t codec, const std::vector<uint8_t> &plain)
+{
+    std::vector<uint8_t> comp;
+    if (codec == 0) {
+        comp.resize(ZSTD_compressBound(plain.size()));
+        comp.resize(ZSTD_compress(comp.data(), comp.size(), plain.data(), plain.size(), 3));
+    } else {
+        comp.resize(LZ4F_compressFrameBound(plain.size(), nullptr));
+        comp.resize(LZ4F_compressFrame(comp.data(), comp.size(), plain.data(), plain.size(), nullptr));
+    }
+    return comp;
 }
 
 }  // namespace bench

@@ -4,9 +4,11 @@
 // C loop over the same data on the same core (the loop knows its type, operator and record
 // size at compile time; it checks nothing), interleaved run by run, best of N each, and a
 // STREAM-like copy bandwidth of the machine. Each program's output is compared with the
-// loop's byte for byte; a difference stops the bench. One line per case:
-//   case  program GB/s  loop GB/s  program/loop
-// GB/s are bytes of input per second (copy: bytes copied).
+// loop's byte for byte; a difference stops the bench. Prints markdown (docs/perf.md): a
+// table per program, a row per case (program GB/s, loop GB/s, program / loop), and the
+// load average at the start and the end. GB/s are bytes of input per second (copy: bytes
+// copied). Best of 7, fewer (at least 3) where one run is long, so the whole bench stays
+// under two minutes on a quiet 2-core machine.
 // Usage: programs_bench [--quick] [FILTER]   (FILTER: run only cases whose name contains it)
 #include <lz4frame.h>
 #include <zstd.h>
@@ -15,10 +17,12 @@
 #define BENCH_HAVE_XXHASH 1
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,15 +42,31 @@ double now()
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs prog and ref alternately (after one warm-up each), best of reps each; prints the row.
+// The 1-minute load average (the machine is shared: it says how noisy a run was).
+double load_average()
+{
+    std::ifstream f("/proc/loadavg");
+    double l = -1;
+    f >> l;
+    return l;
+}
+
+constexpr double kCaseSeconds = 1.0;  // timed runs of a case, about (at least 3 each)
+std::string table;                    // the program whose table is being printed
+
+// Runs prog and ref alternately (after one warm-up each), best of reps each (fewer where a
+// run is long); prints the row, after its table's header if it is the first of its program
+// (the name's first word).
 template <class P, class R>
 void race(const std::string &name, double bytes, P prog, R ref)
 {
     if (only && name.find(only) == std::string::npos) return;
+    const double w0 = now();
     prog();
     ref();
+    const int n = std::clamp(static_cast<int>(kCaseSeconds / (now() - w0)), 3, reps);
     double tp = 1e30, tr = 1e30;
-    for (int i = 0; i < reps; i++) {
+    for (int i = 0; i < n; i++) {
         double t0 = now();
         prog();
         tp = std::min(tp, now() - t0);
@@ -54,7 +74,13 @@ void race(const std::string &name, double bytes, P prog, R ref)
         ref();
         tr = std::min(tr, now() - t0);
     }
-    std::printf("%-28s %7.2f %7.2f  %5.2f\n", name.c_str(), bytes / tp / 1e9, bytes / tr / 1e9, tr / tp);
+    const std::string program = name.substr(0, name.find(' '));
+    if (program != table) {
+        table = program;
+        std::printf("\n### %s\n\n| case | program GB/s | loop GB/s | **program / loop** |\n|---|---|---|---|\n",
+                    program.c_str());
+    }
+    std::printf("| %s | %.2f | %.2f | **%.2f** |\n", name.c_str(), bytes / tp / 1e9, bytes / tr / 1e9, tr / tp);
     std::fflush(stdout);
 }
 
@@ -68,27 +94,21 @@ void same(const std::string &name, const void *a, const void *b, size_t n)
     }
 }
 
-// ---- filter: the loop for one (field type, comparison), 16-byte records ----
-template <class F, class B, class Cmp>
-uint32_t loop_filter_indices(const uint8_t *in, uint32_t n, uint32_t off, Cmp cmp, uint32_t *out)
+// ---- filter: the loop for one (field type, comparison), 16-byte records; writes the
+// u32 indices (Indices) or the records of the matches, returns how many ----
+template <class F, class B, bool Indices, class Cmp>
+uint32_t loop_filter(const uint8_t *in, uint32_t n, uint32_t off, Cmp cmp, uint8_t *out)
 {
     uint32_t w = 0;
     for (uint32_t i = 0; i < n; i++) {
         F v;
         std::memcpy(&v, in + 16ull * i + off, sizeof v);
-        if (cmp(static_cast<B>(v))) out[w++] = i;
-    }
-    return w;
-}
-
-template <class F, class B, class Cmp>
-uint32_t loop_filter_records(const uint8_t *in, uint32_t n, uint32_t off, Cmp cmp, uint8_t *out)
-{
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        F v;
-        std::memcpy(&v, in + 16ull * i + off, sizeof v);
-        if (cmp(static_cast<B>(v))) std::memcpy(out + 16ull * w++, in + 16ull * i, 16);
+        if (!cmp(static_cast<B>(v))) continue;
+        if constexpr (Indices) {
+            std::memcpy(out + 4ull * w++, &i, 4);
+        } else {
+            std::memcpy(out + 16ull * w++, in + 16ull * i, 16);
+        }
     }
     return w;
 }
@@ -197,9 +217,11 @@ int main(int argc, char **argv)
         same(name, aux.data(), C, n);
     };
     std::mt19937_64 g(1);
-    std::printf("programs_bench: %llu MiB a case, best of %d, program and loop interleaved, one core\n",
-                static_cast<unsigned long long>(big >> 20), reps);
-    std::printf("%-28s %7s %7s  %5s\n", "case", "program", "loop", "ratio");
+    std::printf("programs_bench: %llu MiB a case (elementwise exp, sigmoid, tanh, gelu: %llu MiB), best of %d "
+                "(at least 3 where a run is long), program and loop interleaved, one core; load average %.1f at the "
+                "start\n",
+                static_cast<unsigned long long>(big >> 20), static_cast<unsigned long long>(big >> 24), reps,
+                load_average());
 
     // ---- STREAM-like copy, and the copy program ----
     for (uint64_t i = 0; i < big; i += 8) {
@@ -207,7 +229,7 @@ int main(int argc, char **argv)
         std::memcpy(A + i, &v, 8);
     }
     // STREAM's copy kernel (c[j] = a[j], 8-byte words) beside memcpy, bytes read + written
-    race("STREAM copy: memcpy|c=a", 2.0 * big, [&] { std::memcpy(C, A, big); }, [&] {
+    race("copy STREAM: memcpy (program column), c[j] = a[j] (loop column); bytes read + written", 2.0 * big, [&] { std::memcpy(C, A, big); }, [&] {
         const uint64_t *a = reinterpret_cast<const uint64_t *>(A);
         uint64_t *c = reinterpret_cast<uint64_t *>(C);
         for (uint64_t j = 0; j < big / 8; j++) c[j] = a[j];
@@ -255,8 +277,7 @@ int main(int argc, char **argv)
             auto run = [&](auto cmp) {
                 auto prog = [&] { bench::execute(core, d, &hits); };
                 auto loop = [&] {
-                    rhits = mode ? loop_filter_indices<F, Bt>(A, n, off, cmp, reinterpret_cast<uint32_t *>(C))
-                                 : loop_filter_records<F, Bt>(A, n, off, cmp, C);
+                    rhits = mode ? loop_filter<F, Bt, true>(A, n, off, cmp, C) : loop_filter<F, Bt, false>(A, n, off, cmp, C);
                 };
                 race(name, big, prog, loop);
                 prog();
@@ -442,16 +463,20 @@ int main(int argc, char **argv)
         auto one = [&](const char *nm, uint32_t op, auto f) {
             const std::string name = std::string("elementwise ") + nm;
             if (only && name.find(only) == std::string::npos) return;
-            csd_elementwise_params p{op, n, a, b};
+            // the transcendental ones (about 0.03-0.2 GB/s) over a sixteenth of the data
+            const bool slow = op == CSD_EW_EXP || op == CSD_EW_SIGMOID || op == CSD_EW_TANH || op == CSD_EW_GELU;
+            const uint32_t m = slow ? n / 16 : n;
+            const uint64_t len = uint64_t{m} * 4;
+            csd_elementwise_params p{op, m, a, b};
             const bool binary = op <= CSD_EW_MIN;
-            auto d = binary ? bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, big}, {big, big}, {2 * big, big}}, &p, sizeof p)
-                            : bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, big}, {2 * big, big}}, &p, sizeof p);
+            auto d = binary ? bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, len}, {big, len}, {2 * big, len}}, &p, sizeof p)
+                            : bench::descriptor(CSD_PROG_ELEMENTWISE, {{0, len}, {2 * big, len}}, &p, sizeof p);
             auto prog = [&] { bench::execute(core, d); };
             auto loop = [&] {
-                for (uint32_t i = 0; i < n; i++) o[i] = f(x[i], y[i]);
+                for (uint32_t i = 0; i < m; i++) o[i] = f(x[i], y[i]);
             };
-            race(name, big * (binary ? 2.0 : 1.0), prog, loop);
-            verify(name, prog, loop, big);
+            race(name, len * (binary ? 2.0 : 1.0), prog, loop);
+            verify(name, prog, loop, len);
         };
         one("add", CSD_EW_ADD, [](float u, float v) { return u + v; });
         one("sub", CSD_EW_SUB, [](float u, float v) { return u - v; });
@@ -470,19 +495,11 @@ int main(int argc, char **argv)
 
     // ---- decompress (text-like data; the loop is one call of the library over the whole frame) ----
     {
-        std::vector<uint8_t> plain(big);
-        for (uint64_t i = 0; i < big; i++) plain[i] = static_cast<uint8_t>("computational storage "[i % 22] ^ (g() % 16 == 0));
+        const std::vector<uint8_t> plain = bench::text_like(big, g);
         for (uint32_t algo : {0u, 1u}) {
             const std::string name = algo ? "decompress lz4" : "decompress zstd";
             if (only && name.find(only) == std::string::npos) continue;
-            std::vector<uint8_t> comp;
-            if (algo == 0) {
-                comp.resize(ZSTD_compressBound(big));
-                comp.resize(ZSTD_compress(comp.data(), comp.size(), plain.data(), big, 3));
-            } else {
-                comp.resize(LZ4F_compressFrameBound(big, nullptr));
-                comp.resize(LZ4F_compressFrame(comp.data(), comp.size(), plain.data(), big, nullptr));
-            }
+            const std::vector<uint8_t> comp = bench::compress(algo, plain);
             std::memcpy(A, comp.data(), comp.size());
             auto d = bench::descriptor(CSD_PROG_DECOMPRESS, {{0, comp.size()}, {2 * big, big}}, &algo, 4);
             ZSTD_DCtx *zd = ZSTD_createDCtx();
@@ -504,6 +521,7 @@ int main(int argc, char **argv)
             LZ4F_freeDecompressionContext(ld);
         }
     }
+    std::printf("\nload average %.1f at the end%s\n", load_average(), failed ? "; OUTPUTS DIFFER (see above)" : "");
     csd_core_free(core);
     return failed ? 1 : 0;
 }
