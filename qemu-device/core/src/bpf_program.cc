@@ -41,9 +41,9 @@ thread_local uint64_t tl_index = 0;
 
 constexpr uint64_t kBatch = 4096;  // records between cancellation checks (fewer for long programs)
 constexpr size_t kSpecialisedKept = 4;  // rewrites kept per program (by mode and params)
-// A rewrite is compiled only for programs DPDK's verifier walks quickly (a few hundred
-// microseconds at most: the rewrite is verified again, per Execute that needs it).
-constexpr double kMaxSpecialiseSteps = 1 << 16;
+// A rewrite is compiled only for programs DPDK's verifier walks quickly (about 0.1 ms at
+// most: the rewrite is verified again, for each new set of params of a long Execute).
+constexpr double kMaxSpecialiseSteps = 1 << 13;
 
 // The first "pc: N" (or "pc:N") DPDK's verifier wrote, or CSD_IMAGE_FAULT_NONE.
 [[maybe_unused]] uint32_t fault_pc(const std::string &log)
