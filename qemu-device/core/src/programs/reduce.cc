@@ -47,7 +47,16 @@ template <class T>
 uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
 {
     const T m = extreme_value(x, from, n, want_max);
-    for (uint32_t i = from; i < n; i++) {
+    // its first position: blocks of 16 compared at once (vectorised: no exit inside a
+    // block), then the block that holds it element by element
+    constexpr uint32_t kLanes = 16;
+    uint32_t i = from;
+    for (; i + kLanes <= n; i += kLanes) {
+        bool hit = false;
+        for (uint32_t j = 0; j < kLanes; j++) hit |= x[i + j] == m;
+        if (hit) break;
+    }
+    for (; i < n; i++) {
         if (x[i] == m) return i;
     }
     return from;  // m is x[from] itself, a NaN (every element is)
