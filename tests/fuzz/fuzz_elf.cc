@@ -418,8 +418,12 @@ void mutate(Desc &d, std::mt19937_64 &g)
 // --- running ----------------------------------------------------------------------------
 
 // With FUZZ_ELF_STATS set: how many images were accepted, printed at exit.
-uint64_t g_inputs, g_accepted, g_jit;
-void print_stats() { fprintf(stderr, "fuzz_elf: %lu inputs, %lu accepted, %lu JIT-compiled\n", g_inputs, g_accepted, g_jit); }
+uint64_t g_inputs, g_accepted, g_jit, g_rewritten, g_batched;
+void print_stats()
+{
+    fprintf(stderr, "fuzz_elf: %lu inputs, %lu accepted, %lu JIT-compiled, %lu Executes rewritten (%lu batched)\n",
+            g_inputs, g_accepted, g_jit, g_rewritten, g_batched);
+}
 
 // Records against guard pages: kRegion bytes between two inaccessible pages. kRecords
 // records as loaded; kRewritten (a batch and one more) through the rewrite for an Execute.
@@ -550,6 +554,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint32_t count = rewritten ? kRewritten : kRecords;
         p->set_specialise_min_records(rewritten ? 1 : UINT32_MAX);
         for (uint32_t mode = rewritten ? CSD_BPF_FILTER : CSD_BPF_MAP; mode <= (rewritten ? CSD_BPF_REDUCE : CSD_BPF_MAP); mode++) {
+            if (rewritten) {
+                const uint32_t hdr[4] = {count, mode, 2, 0};
+                const uint64_t prm[2] = {7, ~0ull};  // as run_mode's
+                uint8_t params[16 + 16];
+                std::memcpy(params, hdr, 16);
+                std::memcpy(params + 16, prm, 16);
+                const csd_program_call call{nullptr, 2, params, sizeof params, nullptr};
+                const uint32_t batch = p->specialised_batch(call);
+                g_rewritten += batch >= 1;
+                g_batched += batch > 1;
+            }
             for (uint8_t *rec : {g_region, g_region + kRegion - size_t{d.record_size} * count}) {
                 const auto interpreted = run_mode(*p, rec, init, count, mode, true);
                 if (p->jit_compiled() && run_mode(*p, rec, init, count, mode, false) != interpreted) {
