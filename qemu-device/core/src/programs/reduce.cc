@@ -41,25 +41,44 @@ T extreme_value(const T *x, uint32_t from, uint32_t n, bool want_max)
 }
 
 // The first index in [from, n) of the extreme (largest if want_max) of x, x[from] being a
-// candidate (not NaN unless all are): the extreme first, then its first position. The same
-// answer as one compare-and-keep pass, at several times the speed.
+// candidate (not NaN unless all are): one pass, 16 independent running extremes each with
+// the first position it was seen at (the compiler vectorises value and position alike; a
+// NaN never wins a comparison), then the lanes' extreme, the first position among equals.
 template <class T>
 uint32_t extreme_from(const T *x, uint32_t from, uint32_t n, bool want_max)
 {
-    const T m = extreme_value(x, from, n, want_max);
-    // its first position: blocks of 16 compared at once (vectorised: no exit inside a
-    // block), then the block that holds it element by element
+    using Idx = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;  // as wide as T: one mask for both
     constexpr uint32_t kLanes = 16;
+    T lane[kLanes];
+    Idx at[kLanes];
+    for (uint32_t j = 0; j < kLanes; j++) lane[j] = x[from], at[j] = from;
     uint32_t i = from;
-    for (; i + kLanes <= n; i += kLanes) {
-        bool hit = false;
-        for (uint32_t j = 0; j < kLanes; j++) hit |= x[i + j] == m;
-        if (hit) break;
+    if (want_max) {
+        for (; i + kLanes <= n; i += kLanes) {
+            for (uint32_t j = 0; j < kLanes; j++) {
+                const bool beyond = x[i + j] > lane[j];
+                lane[j] = beyond ? x[i + j] : lane[j];
+                at[j] = beyond ? Idx{i + j} : at[j];
+            }
+        }
+    } else {
+        for (; i + kLanes <= n; i += kLanes) {
+            for (uint32_t j = 0; j < kLanes; j++) {
+                const bool beyond = x[i + j] < lane[j];
+                lane[j] = beyond ? x[i + j] : lane[j];
+                at[j] = beyond ? Idx{i + j} : at[j];
+            }
+        }
+    }
+    T m = lane[0];
+    Idx best = at[0];
+    for (uint32_t j = 1; j < kLanes; j++) {
+        if ((want_max ? lane[j] > m : lane[j] < m) || (lane[j] == m && at[j] < best)) m = lane[j], best = at[j];
     }
     for (; i < n; i++) {
-        if (x[i] == m) return i;
+        if (want_max ? x[i] > m : x[i] < m) m = x[i], best = i;
     }
-    return from;  // m is x[from] itself, a NaN (every element is)
+    return static_cast<uint32_t>(best);
 }
 
 // Calls piece_fn(from, end) for each piece of a row read between cancellation checks, its
