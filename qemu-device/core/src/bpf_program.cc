@@ -282,9 +282,15 @@ uint64_t BpfProgram::hop(const ProgramCall &call, const uint8_t *record, uint32_
 uint32_t BpfProgram::specialised_batch(const ProgramCall &call) const
 {
     csd_bpf_params h;
+    uint64_t params[CSD_BPF_MAX_PARAMS];
+    if (call.param_len < sizeof(h)) return 0;
     std::memcpy(&h, call.params, sizeof(h));
-    if (!jit_ || h.record_count < specialise_min_records_ || h.mode == CSD_BPF_CHASE) return 0;
-    const auto s = specialised(h.mode, reinterpret_cast<const uint64_t *>(call.params + sizeof(h)), h.nr_params);
+    if (!jit_ || h.record_count < specialise_min_records_ || h.mode > CSD_BPF_REDUCE ||
+        h.nr_params > CSD_BPF_MAX_PARAMS || call.param_len < sizeof(h) + 8 * h.nr_params) {
+        return 0;
+    }
+    std::memcpy(params, call.params + sizeof(h), 8 * h.nr_params);
+    const auto s = specialised(h.mode, params, h.nr_params);
     return s && s->fn ? s->batch : 0;
 }
 
