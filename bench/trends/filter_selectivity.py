@@ -13,12 +13,13 @@ records with value < s for selectivity s.
   machine counts the other programs' time too, 2-3x from one run to the next).
 The drives' time is the model's clock (dilated, see modelled.py): each step (the filter,
 the matches' read, the table's read) timed by the C1h model_delay_ns of every drive, the
-largest drive's (they work at once, each one command at a time), the longest of BEST_OF
+largest drive's (they work at once, each one command at a time), the median of BEST_OF
 runs kept. Answers checked equal.
 
 Usage: python3 bench/trends/filter_selectivity.py [--records N] [--drives 1,4] [--scale S]
 """
 import argparse
+import statistics
 import sys
 import time
 
@@ -39,7 +40,7 @@ def table(n):
     return t
 
 
-BEST_OF = 3      # each step timed three times, the longest kept (modelled.clock)
+BEST_OF = 3      # each step timed three times, the median kept (modelled.clock)
 NUMPY_RUNS = 20  # the host's filter: the least CPU time of these
 
 
@@ -55,14 +56,8 @@ class Drive:
 
 
 def step(fn, s, devs, undo=None):
-    """(fn(), modelled seconds): the longest of BEST_OF runs, undo() after each but the last."""
-    best = 0.0
-    for k in range(BEST_OF):
-        r, t = M.clock(fn, s, devs, parallel=True)
-        best = max(best, t)
-        if undo and k < BEST_OF - 1:
-            undo()
-    return r, best
+    """(fn(), modelled seconds): the median of BEST_OF runs, undo() between two."""
+    return M.clock(fn, s, devs, best_of=BEST_OF, parallel=True, undo=undo, pick=statistics.median)
 
 
 def read(ds, name):
@@ -120,7 +115,7 @@ def main(argv=None):
     ap.add_argument("--records", type=int, default=1 << 20)
     ap.add_argument("--drives", default="1,4")
     ap.add_argument("--sels", default="0.001,0.01,0.05,0.1,0.25,0.5")
-    ap.add_argument("--scale", type=float, default=50)
+    ap.add_argument("--scale", type=float, default=100)
     args = ap.parse_args(argv)
     data = table(args.records)
     sels = [float(x) for x in args.sels.split(",")]
@@ -130,8 +125,12 @@ def main(argv=None):
     print(f"modelled time of the query, {args.records} records ({data.nbytes >> 20} MiB), {args.drive} drives "
           f"(timing model, dilated x{args.scale:g}; the host's numpy: its CPU time on this machine)")
     for n in (int(x) for x in args.drives.split(",")):
+        o0 = M.left_overruns
         r = measure(args.drive, n, data, sels, args.scale, work, numpy_s)
         rows[n] = r
+        if M.left_overruns > o0:
+            print(f"{n} drive(s): {M.left_overruns - o0} commands overran the model in every try: "
+                  "those times are short (a larger --scale)")
         for sel, (td, th, tn, ov) in r.items():
             print(f"{n} drive(s) {sel * 100:5.1f} %: in drives {M.ms(td):>10s}  host {M.ms(th):>10s} (numpy "
                   f"{M.ms(tn)})  gain {th / td:5.2f}x  (host overhead {M.ms(ov[0])} / {M.ms(ov[1])})", flush=True)
