@@ -6,14 +6,20 @@ A table of 16-byte records (id, value, region, amount; value uniform in [0, 1)) 
 over a DriveSet of in-process drives, each with the timing model; the query keeps the
 records with value < s for selectivity s.
 - in drives: DriveSet.filter (each drive filters its stripe into a result object, in
-  parallel) and the result read to the host (DriveSet.get).
-- host: the whole table read to the host (DriveSet.get, every drive at once) and filtered
-  by numpy on this machine's CPU (its time measured, the best of 5 runs, and added).
-The drives' time is modelled (dilated, see modelled.py). Answers checked equal.
+  parallel) and the result read to the host (every drive at once: read).
+- host: the whole table read to the host (every drive at once: read) and filtered
+  by numpy on this machine's CPU (its time added: the CPU time of the thread running it,
+  time.thread_time, the least of NUMPY_RUNS runs: a wall clock on this shared 2-core
+  machine counts the other programs' time too, 2-3x from one run to the next).
+The drives' time is the model's clock (dilated, see modelled.py): each step (the filter,
+the matches' read, the table's read) timed by the C1h model_delay_ns of every drive, the
+largest drive's (they work at once, each one command at a time), the median of BEST_OF
+runs kept. Answers checked equal.
 
 Usage: python3 bench/trends/filter_selectivity.py [--records N] [--drives 1,4] [--scale S]
 """
 import argparse
+import statistics
 import sys
 import time
 
@@ -34,8 +40,48 @@ def table(n):
     return t
 
 
-def measure(drive, ndrives, data, sels, scale, work):
-    """{selectivity: (in drives, host get + numpy, numpy alone, overhead (drives, host))}."""
+BEST_OF = 3      # each step timed three times, the median kept (modelled.clock)
+NUMPY_RUNS = 20  # the host's filter: the least CPU time of these
+
+
+class Drive:
+    """Drive i of a DriveSet as modelled.clock reads it (its statistics)."""
+
+    def __init__(self, ds, i):
+        self.ds, self.i = ds, i
+
+    @property
+    def stats(self):
+        return self.ds.stats(self.i)
+
+
+def step(fn, s, devs, undo=None):
+    """(fn(), modelled seconds): the median of BEST_OF runs, undo() between two."""
+    return M.clock(fn, s, devs, best_of=BEST_OF, parallel=True, undo=undo, pick=statistics.median)
+
+
+def read(ds, name):
+    """A striped table of 4 f32 columns read to the host: every drive's part at once
+    (libcsd's DriveSet::get). Not DriveSet.get, whose stat for the dtype first reads each
+    drive's catalog one drive after the other: commands in series on several drives,
+    which the largest drive's count (step) would not add up."""
+    return np.frombuffer(ds._set.get(name), np.float32).reshape(-1, 4)
+
+
+def numpy_time(data, sel):
+    """The host's filter of the table at sel: the least CPU time of NUMPY_RUNS runs, s."""
+    tn = float("inf")
+    for _ in range(NUMPY_RUNS):
+        t0 = time.thread_time()
+        data[data[:, 1].astype(np.float64) < sel]
+        tn = min(tn, time.thread_time() - t0)
+    return tn
+
+
+def measure(drive, ndrives, data, sels, scale, work, numpy_s=None):
+    """{selectivity: (in drives, host get + numpy, numpy alone, overhead (drives, host))};
+    numpy_s: {selectivity: the host's filter time} (measured here if not given)."""
+    numpy_s = numpy_s or {sel: numpy_time(data, sel) for sel in sels}
     paths = [M.namespace(work, f"d{ndrives}-{i}", data.nbytes // ndrives + (64 << 20)) for i in range(ndrives)]
     res = {}
     for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
@@ -43,18 +89,17 @@ def measure(drive, ndrives, data, sels, scale, work):
         with nvme_csd.open_many(specs) as ds:
             ds.format()
             ds.put("t", data, placement="striped")
+            devs = [Drive(ds, i) for i in range(ndrives)] if p else ()
             for sel in sels:
-                def drives():
+                def query():
                     ds.filter("t", "hot", record_size=16, field_offset=4, field_type="f4", op="lt", lo=sel)
-                    return ds.get("hot")
-                got, td = M.clock(drives, s)
+                _, tf = step(query, s, devs, lambda: ds.remove("hot"))
+                got, tr = step(lambda: read(ds, "hot"), s, devs)
+                td = tf + tr
                 ds.remove("hot")
-                raw, tg = M.clock(lambda: ds.get("t"), s)
-                tn = float("inf")
-                for _ in range(5):  # the host's best of 5: this machine is shared
-                    t0 = time.perf_counter()
-                    ref = raw[raw[:, 1].astype(np.float64) < sel]
-                    tn = min(tn, time.perf_counter() - t0)
+                raw, tg = step(lambda: read(ds, "t"), s, devs)
+                tn = numpy_s[sel]
+                ref = raw[raw[:, 1].astype(np.float64) < sel]
                 assert np.array_equal(np.asarray(got).reshape(-1, 4), ref), "the drives' matches differ"
                 res.setdefault(sel, {})[name] = (td, tg + tn, tn)
     out = {}
@@ -70,17 +115,22 @@ def main(argv=None):
     ap.add_argument("--records", type=int, default=1 << 20)
     ap.add_argument("--drives", default="1,4")
     ap.add_argument("--sels", default="0.001,0.01,0.05,0.1,0.25,0.5")
-    ap.add_argument("--scale", type=float, default=50)
+    ap.add_argument("--scale", type=float, default=100)
     args = ap.parse_args(argv)
     data = table(args.records)
     sels = [float(x) for x in args.sels.split(",")]
     work = M.workdir()
     rows = {}
+    numpy_s = {sel: numpy_time(data, sel) for sel in sels}  # the same host filter beside 1 and 4 drives
     print(f"modelled time of the query, {args.records} records ({data.nbytes >> 20} MiB), {args.drive} drives "
-          f"(timing model, dilated x{args.scale:g}; the host's numpy measured on this CPU)")
+          f"(timing model, dilated x{args.scale:g}; the host's numpy: its CPU time on this machine)")
     for n in (int(x) for x in args.drives.split(",")):
-        r = measure(args.drive, n, data, sels, args.scale, work)
+        o0 = M.left_overruns
+        r = measure(args.drive, n, data, sels, args.scale, work, numpy_s)
         rows[n] = r
+        if M.left_overruns > o0:
+            print(f"{n} drive(s): {M.left_overruns - o0} commands overran the model in every try: "
+                  "those times are short (a larger --scale)")
         for sel, (td, th, tn, ov) in r.items():
             print(f"{n} drive(s) {sel * 100:5.1f} %: in drives {M.ms(td):>10s}  host {M.ms(th):>10s} (numpy "
                   f"{M.ms(tn)})  gain {th / td:5.2f}x  (host overhead {M.ms(ov[0])} / {M.ms(ov[1])})", flush=True)

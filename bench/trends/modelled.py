@@ -65,7 +65,7 @@ def workdir():
     return tempfile.mkdtemp(prefix="csd-trends-")
 
 
-def clock(fn, scale, devs=()):
+def clock(fn, scale, devs=(), best_of=1, parallel=False, undo=None, pick=max):
     """(result, modelled seconds) of fn() on a drive slowed down scale times.
 
     With devs (the drives fn's commands go to, one command at a time): the sum of the
@@ -74,25 +74,48 @@ def clock(fn, scale, devs=()):
     real work, which the same calls with the model off bound (the scripts' "host overhead"). Exact against
     the host's sleep overshooting a modelled finish, which the host clock would count.
     A call in which a command overran (the host slower than the dilated model, whose
-    delay is then not counted) is run again, up to RETRIES times; overruns left in the
-    last try are added to left_overruns, which the scripts print. Without devs (drives working in
-    parallel): the host clock / scale."""
+    delay is then not counted) is run again (after undo(), if fn's work must be undone
+    first, e.g. an object it made), up to RETRIES times; overruns left in the
+    last try are added to left_overruns, which the scripts print. The count is never over
+    the model (a command's real work, or its thread losing the CPU on this shared machine,
+    only shortens the time it is held back), so with best_of = k, fn (which must give the
+    same commands each time) runs k times and the largest count is kept: how much one
+    command was shortened then no longer changes the table from one run to the next.
+    pick=statistics.median instead, where a try can also come out long: fn's commands
+    change with the state a try leaves (the object store's catalog, rewritten now and then
+    as it grows, and a retry adds a generation), so one long try and one short one are
+    both left out.
+    parallel: devs work at once (a DriveSet's drives, each one command at a time): the
+    largest of their counts, not the sum. Without devs: the host clock / scale."""
     if not devs:
         t0 = time.perf_counter()
         r = fn()
         return r, (time.perf_counter() - t0) / scale
-    for _ in range(RETRIES):
+    times = []
+    for _ in range(best_of):
+        if times and undo:
+            undo()
+        r, t = _held(fn, scale, devs, parallel, undo)
+        times.append(t)
+    return r, pick(times)
+
+
+def _held(fn, scale, devs, parallel, undo):
+    """(fn(), the time its commands were held back for the model / scale), see clock."""
+    for attempt in range(RETRIES):
+        if attempt and undo:
+            undo()
         before = [(d.stats["model_delay_ns"], d.stats["model_overruns"]) for d in devs]
         r = fn()
         after = [(d.stats["model_delay_ns"], d.stats["model_overruns"]) for d in devs]
         if all(a[1] == b[1] for a, b in zip(after, before)):
             break  # no command overran: every one's modelled time was held and counted
         # a command's real work outlasted its modelled time (a busy host): its delay is not
-        # counted, so the sum would be short; fn only reads, so it is run again
+        # counted, so the sum would be short; fn is run again
     else:
         global left_overruns
         left_overruns += sum(a[1] - b[1] for a, b in zip(after, before))
-    held = sum(a[0] - b[0] for a, b in zip(after, before))
+    held = (max if parallel else sum)(a[0] - b[0] for a, b in zip(after, before))
     return r, held / 1e9 / scale
 
 

@@ -50,6 +50,13 @@ class DriveSet:
         """(commands, bytes to the drives, bytes from the drives) moved by this set, summed."""
         return self._set.bus()
 
+    def stats(self, i: int) -> Dict[str, Any]:
+        """Drive i's statistics log page as a dict (Device.stats): its own counters, e.g.
+        its model_delay_ns for the time its work took on the timing model."""
+        if not 0 <= i < len(self):
+            raise IndexError(f"drive {i} of a set of {len(self)}")
+        return self._set.statistics(int(i))
+
     def home(self, name: str) -> int:
         """The index of the drive a whole object named `name` lives on."""
         return self._set.home(name)

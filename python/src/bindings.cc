@@ -276,11 +276,13 @@ void bind_programs(py::module_ &m)
     }, "decompress; returns the decompressed bytes");
     p.def("downloaded", [](PyDevice &d, uint16_t program, uint32_t mode, PyRange records, PyRange out, uint32_t count,
                            const std::vector<uint64_t> &params) {
-        const std::vector<uint8_t> prm = downloaded_program_params(count, mode, params);
         py::gil_scoped_release g;
-        const ExecResult x = d.d().execute(program, {rng(records), rng(out)}, prm.data(), static_cast<uint32_t>(prm.size()));
+        Program prog = Program::attach(d.d(), program, 0);  // Program::run sends the mode's ranges
+        prog.keep();  // the Python Program owns the slot
+        const ExecResult x = prog.run(mode, rng(records), rng(out), count, params);
         return std::make_pair(x.dw0, x.dw1);
-    }, "a downloaded program in a mode over count records: (dw0, dw1)");
+    }, "a downloaded program in a mode over count records (chase: records is the result range, count the "
+       "hop limit, params[0] the start LBA): (dw0, dw1)");
     p.def("chase", [](PyDevice &d, uint16_t program, uint32_t record_size, uint64_t start_lba,
                       const std::vector<uint64_t> &params, uint32_t max_hops) {
         py::gil_scoped_release g;
@@ -328,6 +330,27 @@ void bind_programs(py::module_ &m)
         py::gil_scoped_release g;
         if (out.size()) d.d().read_lbas(slba, out.size() / lba, out.ptr());
     }, "reads whole blocks of the namespace from slba into a buffer (NVMe Read)");
+}
+
+// A drive's statistics log page (C1h) as a dict of counters by name; on a drive without
+// it (standard only) every counter None: unknown, not zero.
+py::dict statistics_dict(Device &dev)
+{
+    Statistics s;
+    {
+        py::gil_scoped_release r;
+        s = dev.stats();
+    }
+    py::dict d;
+    d["available"] = s.available;
+    if (!s.available) {
+        for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = py::none();
+        d["per_program"] = py::none();
+        return d;
+    }
+    for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = s.counters[i];
+    d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
+    return d;
 }
 
 }  // namespace
@@ -415,23 +438,7 @@ PYBIND11_MODULE(_core, m)
             d["lba_count"] = n.lba_count;
             return d;
         })
-        .def("statistics", [](PyDevice &p) {
-            Statistics s;
-            {
-                py::gil_scoped_release r;
-                s = p.d().stats();
-            }
-            py::dict d;
-            d["available"] = s.available;
-            if (!s.available) {  // no statistics log (standard-only drive): unknown, not zero
-                for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = py::none();
-                d["per_program"] = py::none();
-                return d;
-            }
-            for (int i = 0; i < CSD_STAT_COUNT; i++) d[csd_stat_names[i]] = s.counters[i];
-            d["per_program"] = std::vector<uint64_t>(s.per_program.begin(), s.per_program.end());
-            return d;
-        })
+        .def("statistics", [](PyDevice &p) { return statistics_dict(p.d()); })
         .def("bus", [](PyDevice &p) {
             const BusCounters b = p.d().bus();
             return py::make_tuple(b.commands, b.bytes_to_device, b.bytes_from_device);
@@ -581,6 +588,8 @@ PYBIND11_MODULE(_core, m)
              }),
              py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
         .def("size", &DriveSet::size)
+        .def("statistics", [](DriveSet &s, size_t i) { return statistics_dict(s.drive(i)); },
+             "drive i's statistics log page as a dict")
         .def("bus", [](DriveSet &s) {
             BusCounters t;
             for (size_t i = 0; i < s.size(); i++) {

@@ -53,3 +53,19 @@ def test_hop_limit_and_lba_past_the_namespace(lookup):
         prog.chase(1 << 62, [1])  # past any namespace
     with pytest.raises(nvme_csd.InvalidParameters):
         prog.chase(tree.root_lba, [1], max_hops=nvme_csd.wire.MAX_CHASE_HOPS + 1)
+
+
+def test_a_lookup_is_one_execute_of_mode_chase(lookup):
+    # _core.programs.downloaded in mode chase: the one Execute (the result range its only
+    # range, as libcsd's Program::run sends it), its answer in the completion; what the
+    # trend script times (bench/trends/dependent_lookups.py)
+    dev, prog = lookup
+    tree = BTree.build(dev, {i * 3: i + 7 for i in range(500)}, 32, prog, fanout=4)
+    out = dev.alloc(16)
+    try:
+        for key, want in ((30, (1 << 62) | 17), (31, 0)):
+            dw0, dw1 = nvme_csd._core.programs.downloaded(dev._dev, prog.id, nvme_csd.wire.PROGRAM_MODES["chase"],
+                                                          out.range(), (0, 0), tree.depth, [tree.root_lba, key])
+            assert dw0 | dw1 << 32 == want
+    finally:
+        out.free()

@@ -55,6 +55,19 @@ def test_fan_out_matches_numpy(drives):
     assert np.allclose(drives.get("c"), a @ b, rtol=1e-4, atol=1e-4)
 
 
+def test_each_drive_has_its_statistics(drives):
+    # a filter over a striped table runs on every drive: each one's own C1h counters show it
+    drives.put("s", np.arange(3000, dtype=np.float32), placement="striped")
+    before = [drives.stats(i) for i in range(len(drives))]
+    drives.filter("s", "hot", record_size=4, field_offset=0, field_type="f4", op="lt", lo=10.0)
+    for i in range(len(drives)):
+        after = drives.stats(i)
+        assert after["available"] is True
+        assert after["exec_cmds"] > before[i]["exec_cmds"], (i, before[i], after)
+    with pytest.raises(IndexError):
+        drives.stats(len(drives))
+
+
 def test_a_failing_drive_is_named(drives, tmp_path):
     if len(drives) < 2:
         pytest.skip("needs two drives")

@@ -126,6 +126,10 @@ class DriveSet:
         ...
     def stat(self, arg0: str) -> dict:
         ...
+    def statistics(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> dict:
+        """
+        drive i's statistics log page as a dict
+        """
     def striped(self, arg0: str) -> bool:
         ...
 def canonical_dtype(arg0: str) -> str:

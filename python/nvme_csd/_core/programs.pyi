@@ -37,7 +37,7 @@ def decompress(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.Su
     """
 def downloaded(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg4: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex, arg6: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> tuple[int, int]:
     """
-    a downloaded program in a mode over count records: (dw0, dw1)
+    a downloaded program in a mode over count records (chase: records is the result range, count the hop limit, params[0] the start LBA): (dw0, dw1)
     """
 @typing.overload
 def elementwise(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg3: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg4: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex) -> None:
