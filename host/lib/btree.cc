@@ -76,10 +76,18 @@ BtreeLayout btree_write(Device &d, const std::vector<uint64_t> &keys, const std:
 
 std::optional<uint64_t> btree_lookup(Program &lookup, const BtreeLayout &tree, uint64_t key, uint32_t *hops)
 {
-    const ChaseResult r = lookup.run_chase(tree.root_lba, {key}, std::max<uint32_t>(tree.depth, 1));
-    if (hops) *hops = r.hops;
-    if (r.value & BT_BAD_NODE) throw Error("B+-tree lookup: a block that is no node", EIO);
-    if (r.value & BT_FOUND) return r.value & BT_VALUE_MASK;
+    // One command unless the caller wants the hop count (a read of the result besides).
+    const uint32_t limit = std::max<uint32_t>(tree.depth, 1);
+    uint64_t value;
+    if (hops) {
+        const ChaseResult r = lookup.run_chase(tree.root_lba, {key}, limit);
+        *hops = r.hops;
+        value = r.value;
+    } else {
+        value = lookup.chase_value(tree.root_lba, {key}, limit);
+    }
+    if (value & BT_BAD_NODE) throw Error("B+-tree lookup: a block that is no node", EIO);
+    if (value & BT_FOUND) return value & BT_VALUE_MASK;
     return std::nullopt;
 }
 

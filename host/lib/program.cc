@@ -118,21 +118,37 @@ uint64_t Program::run_reduce(Range records, uint32_t count, const std::vector<ui
     return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
 }
 
+// Runs the chase into out (a buffer of its own when out is empty); keeps that buffer in own.
+static ExecResult chase(Program &prog, Device &dev, uint64_t start_lba, const std::vector<uint64_t> &params,
+                        uint32_t max_hops, Range &out, SlmBuffer &own)
+{
+    std::vector<uint64_t> p{start_lba};
+    p.insert(p.end(), params.begin(), params.end());
+    if (out.length == 0) {
+        own = dev.slm().alloc(sizeof(csd_bpf_chase_result));
+        out = range(own);
+    }
+    return prog.run(CSD_BPF_CHASE, out, Range{}, max_hops, p);
+}
+
 ChaseResult Program::run_chase(uint64_t start_lba, const std::vector<uint64_t> &params, uint32_t max_hops, Range out)
 {
     if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
-    std::vector<uint64_t> p{start_lba};
-    p.insert(p.end(), params.begin(), params.end());
     SlmBuffer own;
-    if (out.length == 0) {
-        own = dev_->slm().alloc(sizeof(csd_bpf_chase_result));
-        out = range(own);
-    }
-    const ExecResult r = run(CSD_BPF_CHASE, out, Range{}, max_hops, p);
+    const ExecResult r = chase(*this, *dev_, start_lba, params, max_hops, out, own);
     csd_bpf_chase_result res{};
     dev_->slm_read(out.offset, &res, sizeof res);
     if (res.value != (r.dw0 | static_cast<uint64_t>(r.dw1) << 32)) throw Error("chase result and completion differ", EIO);
     return {res.value, res.hops};
+}
+
+uint64_t Program::chase_value(uint64_t start_lba, const std::vector<uint64_t> &params, uint32_t max_hops)
+{
+    if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
+    SlmBuffer own;
+    Range out{};
+    const ExecResult r = chase(*this, *dev_, start_lba, params, max_hops, out, own);
+    return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
 }
 
 }  // namespace csd

@@ -32,16 +32,20 @@ class BTree:
         return tree
 
     def lookup(self, key):
-        """The value of key, or None; one Execute whatever the depth."""
-        value, _ = self.lookup_hops(key)
-        return value
+        """The value of key, or None; one Execute whatever the depth, and no other command."""
+        return self._value(key, self.program.chase_value(self.root_lba, [int(key)], max(self.depth, 1)))
 
     def lookup_hops(self, key):
         """(value or None, blocks the drive read)."""
         v, hops = self.program.chase(self.root_lba, [int(key)], max(self.depth, 1))
+        return self._value(key, v), hops
+
+    @staticmethod
+    def _value(key, v):
+        """The value a chase of btree_lookup answered, None for an absent key."""
         if v & _BAD_NODE:
             raise CsdError(f"B+-tree lookup of {key}: a block that is no node")
-        return (v & _VALUE_MASK if v & _FOUND else None), hops
+        return v & _VALUE_MASK if v & _FOUND else None
 
     def get(self, key, default=None):
         value = self.lookup(key)

@@ -5,7 +5,7 @@ array, or its SLM copy) as filter, map or reduce, or over blocks of the namespac
 chases from one to the next (chase)."""
 
 import os
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -134,11 +134,22 @@ class Program:
         until it answers "done" (bit 63). The program sees params[0] = start_lba and
         params[1:] = params. Returns (value, hops). max_hops (default: the drive's cap, 64)
         blocks read without an answer: HopLimitExceeded, whose dw0/dw1 are the next LBA."""
+        params, hops = self._chase_args(params, max_hops)
+        return _core.programs.chase(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
+
+    def chase_value(self, start_lba: int, params: Sequence[int] = (), max_hops: Optional[int] = None) -> int:
+        """The same chase as one command: its value, from the completion (chase also reads
+        the hop count back from device memory, a second command)."""
+        params, hops = self._chase_args(params, max_hops)
+        return _core.programs.chase_value(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
+
+    @staticmethod
+    def _chase_args(params: Sequence[int], max_hops: Optional[int]) -> Tuple[List[int], int]:
+        """A chase's params (64-bit, at most MAX_PROGRAM_PARAMS - 1) and hop limit, checked."""
         params = [int(p) & (2 ** 64 - 1) for p in params]
         if len(params) > MAX_PROGRAM_PARAMS - 1:
             raise InvalidArgument(f"at most {MAX_PROGRAM_PARAMS - 1} params besides the start LBA, got {len(params)}")
-        hops = MAX_CHASE_HOPS if max_hops is None else int(max_hops)
-        return _core.programs.chase(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
+        return params, MAX_CHASE_HOPS if max_hops is None else int(max_hops)
 
 
 def read_image(image: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]) -> bytes:

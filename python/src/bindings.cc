@@ -291,6 +291,13 @@ void bind_programs(py::module_ &m)
         const ChaseResult r = prog.run_chase(start_lba, params, max_hops);
         return std::make_pair(r.value, r.hops);
     }, "a downloaded program's chase from start_lba (params[1..] = params): (value, hops)");
+    p.def("chase_value", [](PyDevice &d, uint16_t program, uint32_t record_size, uint64_t start_lba,
+                            const std::vector<uint64_t> &params, uint32_t max_hops) {
+        py::gil_scoped_release g;
+        Program prog = Program::attach(d.d(), program, record_size);
+        prog.keep();  // the Python Program owns the slot
+        return prog.chase_value(start_lba, params, max_hops);
+    }, "the same chase as one command: its value from the completion (no hop count read back)");
     p.def("btree_write", [](PyDevice &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
                             uint64_t base_lba, uint32_t fanout) {
         py::gil_scoped_release g;

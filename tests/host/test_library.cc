@@ -311,6 +311,15 @@ TEST_F(Library, BtreeLookupsChaseInTheDrive)
         absent += it == dict.end();
     }
     EXPECT_GT(absent, 1000);
+    // a lookup that does not ask for the hop count is one command (the chase's Execute),
+    // its value from the completion; asking for the hops reads the result back besides
+    const uint64_t before = dev->bus().commands;
+    EXPECT_EQ(btree_lookup(lookup, tree, keys[7]), dict[keys[7]]);
+    EXPECT_EQ(dev->bus().commands - before, 1u) << "a lookup without hops";
+    const uint64_t with_hops = dev->bus().commands;
+    EXPECT_EQ(btree_lookup(lookup, tree, keys[7], &hops), dict[keys[7]]);
+    EXPECT_EQ(dev->bus().commands - with_hops, 2u) << "a lookup with hops: the Execute and the result's read";
+    EXPECT_EQ(lookup.chase_value(tree.root_lba, {keys[9]}, 3), dict[keys[9]] | 1ull << 62) << "BT_FOUND | value";
     // a hop limit below the depth: Hop Limit Exceeded, with the LBA it would read next
     try {
         lookup.run_chase(tree.root_lba, {keys[0]}, 2);

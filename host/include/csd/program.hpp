@@ -61,6 +61,10 @@ public:
     // and params[1..] = params. out: 16 bytes of SLM for the result (none: a buffer of its own).
     ChaseResult run_chase(uint64_t start_lba, const std::vector<uint64_t> &params = {},
                           uint32_t max_hops = CSD_BPF_MAX_HOPS, Range out = {});
+    // The same chase as one command: its value from the completion (DW0/DW1), the hop
+    // count not read back (run_chase reads the 16-byte result: a second command).
+    uint64_t chase_value(uint64_t start_lba, const std::vector<uint64_t> &params = {},
+                         uint32_t max_hops = CSD_BPF_MAX_HOPS);
 
 private:
     Program(Device &dev, uint16_t id, uint32_t record_size) : dev_(&dev), id_(id), record_size_(record_size) {}

@@ -6,7 +6,7 @@ import collections.abc
 import nvme_csd._core
 import typing
 import typing_extensions
-__all__: list[str] = ['btree_write', 'chase', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
+__all__: list[str] = ['btree_write', 'chase', 'chase_value', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
 def btree_write(arg0: nvme_csd._core.Device, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int, int]:
     """
     the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)
@@ -14,6 +14,10 @@ def btree_write(arg0: nvme_csd._core.Device, arg1: collections.abc.Sequence[typi
 def chase(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     """
     a downloaded program's chase from start_lba (params[1..] = params): (value, hops)
+    """
+def chase_value(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    the same chase as one command: its value from the completion (no hop count read back)
     """
 def checksum(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]) -> int:
     """
