@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // transport_inproc.cc - the in-process device: the same device core that QEMU embeds,
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
-// CSD command set) over a backing file, with Execute on `cu` worker threads. No VM, no
+// CSD command set) over a backing file, with the programs on `cu` worker threads. No VM, no
 // root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
 // the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), nvme-cs=1 (the standard
 // front end besides the vendor one, as QEMU's csd.nvme-cs=on: memory namespace 2, compute
@@ -11,8 +11,8 @@
 // Compare and Write and the log pages stay), and the timing model:
 // model=PRESET and model.NAME=VALUE (docs/timing-model.md), under which every command
 // completes no earlier than the modelled drive would complete it (host clock).
-// The core decodes and counts the CSD commands; this file moves their bytes, as QEMU's
-// glue does. It is the only file of libcsd that includes the core.
+// The core decodes, counts and queues the CSD commands; this file moves their bytes and
+// runs the jobs the core hands it, as QEMU's glue does. It is the only file of libcsd that includes the core.
 // A process forked after open gets its own copy of the device (SLM, program slots, compute
 // units, statistics, the model's clock), sharing only the backing file: fork() waits until
 // no command of the device is in flight, and the child starts its own compute units.
@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,7 +163,7 @@ public:
         csd_core_cs_attach(core_, mem_nsid_);
         csd_core_set_vendor(core_, vendor_);
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
-                         ns_read, ns_write, port_complete, exclusive};
+                         ns_read, ns_write, port_complete, exclusive, run, nullptr};
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
         cu_ = cu;
         start_workers();
@@ -226,8 +227,23 @@ public:
 
     std::future<Completion> submit_async(const Command &cmd) override
     {
-        const InFlight counted(*this);  // until it returns; an Execute counts itself until it completes
+        const InFlight counted(*this);  // until it returns; one the core ends later counts until then
         return dispatch(cmd);
+    }
+
+    // NVMe Abort of a command submit_async sent that has not completed: the core ends it
+    // (Command Abort Requested) if it waits for a compute unit or a Compare and Write's
+    // LBAs, or stops its running program. False if it is not in flight.
+    bool abort(const Command &cmd) override
+    {
+        std::lock_guard<std::mutex> g(reqs_mu_);
+        for (Req *r : reqs_) {
+            if (r->cmd == &cmd) {
+                csd_core_cancel(core_, r);
+                return true;
+            }
+        }
+        return false;
     }
 
 private:
@@ -323,6 +339,13 @@ private:
         }
     }
 
+    // A command in the core (its port's req; CSD_CORE_LATER: until it ends): its data and its completion.
+    struct Req {
+        TransportInproc *t;
+        const Command *cmd;
+        std::promise<Completion> done;
+    };
+
     // Runs one command: the core answers it through the port (SLM Load / Store, the copies
     // and Compare and Write over the port's namespace I/O), or prepares an Execute's job
     // for a compute unit; what it leaves (Identify of the controller and namespace 1, NVM
@@ -339,26 +362,29 @@ private:
         auto *req = new Req{this, &cmd, {}};
         auto fut = req->done.get_future();
         enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
+        {
+            std::lock_guard<std::mutex> g(reqs_mu_);
+            reqs_.insert(req);
+        }
         const uint16_t st = csd_core_submit(core_, &sqe, &port_, req, &cpl, &op);
         if (st == CSD_CORE_LATER) return fut;
+        forget(req);
         leave();
-        if (st != CSD_CORE_MOVE && st != CSD_CORE_NOT_MINE) {
-            if (cpl.finish_ns) wait_until(cpl.finish_ns);
-            req->done.set_value({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
-            delete req;
-            return fut;
-        }
-        delete req;
         if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
-        return launch(op, cpl.finish_ns);  // CSD_CORE_MOVE: an Execute's job
+        if (cpl.finish_ns) wait_until(cpl.finish_ns);
+        return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
 
-    // A command the core may end later (CSD_CORE_LATER): its data and its completion.
-    struct Req {
-        TransportInproc *t;
-        const Command *cmd;
-        std::promise<Completion> done;
-    };
+    // A request the core no longer holds (abort() finds it no more).
+    void forget(Req *req)
+    {
+        {
+            std::lock_guard<std::mutex> g(reqs_mu_);
+            reqs_.erase(req);
+        }
+        delete req;
+    }
+
 
     // The I/O commands the core leaves to the device: NVM Read, Write, Flush.
     std::future<Completion> own_io(const Command &cmd)
@@ -433,8 +459,23 @@ private:
         TransportInproc *t = r->t;
         if (cpl->finish_ns) t->wait_until(cpl->finish_ns);
         r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
-        delete r;
+        t->forget(r);
         t->leave();
+    }
+
+    // The port's compute unit: a worker thread runs work, then done.
+    static void run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
+    {
+        TransportInproc *t = static_cast<Req *>(req)->t;
+        {
+            std::lock_guard<std::mutex> g(t->mu_);
+            if (t->workers_.empty()) t->start_workers();  // a child forked after open: its first Execute
+            t->queue_.push_back([work, done, arg] {
+                work(arg);
+                done(arg);
+            });
+        }
+        t->cv_.notify_one();
     }
 
     // Compare and Write's range against every other device on the backing file (of this
@@ -536,13 +577,6 @@ private:
         return {static_cast<uint16_t>(n == static_cast<ssize_t>(bytes) ? 0 : kInternal), 0};
     }
 
-    // Ends a decoded command in the core (which counts it) and passes its completion on.
-    Completion complete(const csd_op &op, Completion r)
-    {
-        csd_core_complete(core_, &op, r.status);
-        return r;
-    }
-
     // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.
     uint16_t file_io(bool write, uint64_t pos, uint8_t *buf, uint64_t len)
     {
@@ -563,55 +597,6 @@ private:
     {
         const int fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDWR | O_CLOEXEC);
         return fd >= 0 ? fd : ::open(path_.c_str(), O_RDWR | O_CLOEXEC);  // no /proc: by name
-    }
-
-    // Queues a prepared Execute (op.job) for a worker; it completes no earlier than finish
-    // (0: no model) and counts as in flight until it completes.
-    std::future<Completion> launch(const csd_op &op, uint64_t finish)
-    {
-        csd_exec *job = op.job;
-        auto promise = std::make_shared<std::promise<Completion>>();
-        auto fut = promise->get_future();
-        enter_also();  // until the job completes; the submission still counts meanwhile
-        {
-            std::lock_guard<std::mutex> g(mu_);
-            if (workers_.empty()) start_workers();  // a child forked after open: its first Execute
-            queue_.push_back([this, job, promise, op, finish] {
-                uint32_t dw0 = 0, dw1 = 0;
-                media_reads(job);
-                const uint64_t walked = csd_exec_model_finish(job, finish);  // a chase's hops past the first
-                const uint16_t s = csd_core_exec_run(core_, job, nullptr, &dw0, &dw1);
-                if (walked) wait_until(walked);
-                promise->set_value(complete(op, {s, static_cast<uint64_t>(dw1) << 32 | dw0}));
-                leave();
-            });
-        }
-        cv_.notify_one();
-        return fut;
-    }
-
-    // The namespace reads a media program asks for (csd_exec_media), on the worker: up to
-    // four threads of preads at a time; the core has the status of the first that failed.
-    void media_reads(csd_exec *job)
-    {
-        const csd_extent *ext;
-        uint16_t st = 0;
-        while (const uint32_t n = csd_exec_media(job, st, nullptr, &ext)) {
-            std::atomic<uint16_t> failed{0};
-            auto read_some = [&](uint32_t first, uint32_t step) {
-                for (uint32_t i = first; i < n; i += step) {
-                    const uint16_t s = file_io(false, ext[i].slba * lba_, ext[i].buf, uint64_t{ext[i].nlb} * lba_);
-                    uint16_t none = 0;
-                    if (s) failed.compare_exchange_strong(none, s);
-                }
-            };
-            const uint32_t threads = std::min<uint32_t>(4, (n + 7) / 8);
-            std::vector<std::thread> helpers;
-            for (uint32_t t = 1; t < threads; t++) helpers.emplace_back(read_some, t, threads);
-            read_some(0, threads);
-            for (auto &h : helpers) h.join();
-            st = failed.load();
-        }
     }
 
     // The compute units: cu_ worker threads.
@@ -653,6 +638,8 @@ private:
     std::deque<std::function<void()>> queue_;
     bool stop_ = false;
     std::vector<std::thread> workers_;
+    std::mutex reqs_mu_;  // the requests the core holds (abort)
+    std::set<Req *> reqs_;
     std::mutex lock_mu_;  // lock_fd_'s opening
     int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
     std::mutex gate_mu_;  // commands in flight, for fork(): waits

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The controller (csd_core_submit) through a port made of a host buffer: what it answers
-// itself, what it leaves to the embedding (CSD_CORE_MOVE, CSD_CORE_NOT_MINE), the
-// standard front end's namespace rule, and that each command is counted once.
+// itself, what it leaves to the embedding (CSD_CORE_NOT_MINE), Execute's queueing on the
+// compute units, the standard front end's namespace rule, and that each command is
+// counted once.
 #include "core_fixture.h"
 #include "nvme_cs.h"
+
+#include <algorithm>
 
 namespace {
 
@@ -67,30 +70,6 @@ TEST_F(Controller, SlmWriteAndReadAnsweredAndCountedOnce)
     EXPECT_EQ(CSD_STATUS_CODE(submit(small, CSD_OPC_SLM_READ, 1, 0, 0, 4096)), CSD_STATUS_INVALID_FIELD);
     EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_HOST), 4096u);
     EXPECT_EQ(counter(CSD_STAT_SLM_READ_CMDS), 2u);
-}
-
-TEST_F(Controller, ExecuteIsTheEmbeddingsToRun)
-{
-    HostBuffer none;
-
-    HostBuffer desc{make_descriptor(CSD_PROG_COPY, {{0, 64}, {4096, 64}}, nullptr, 0)};
-    ASSERT_EQ(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0), CSD_CORE_MOVE);
-    ASSERT_NE(op.job, nullptr);
-    uint32_t dw0, dw1;
-    EXPECT_EQ(csd_core_exec_run(core, op.job, nullptr, &dw0, &dw1), 0);
-    csd_core_complete(core, &op, 0);
-    EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 1u);
-    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 0u);
-
-    // a descriptor that does not validate ends in the core, counted as an error
-    desc.data[0] = 'X';
-    EXPECT_EQ(CSD_STATUS_CODE(submit(desc, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(desc.data.size()), 0, 0)),
-              CSD_STATUS_INVALID_DESCRIPTOR);
-    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 1u);
-
-    // an NVM Read, and a vendor command on a namespace that is not attached
-    EXPECT_EQ(submit(none, 0x02, 1, 0, 0, 0), CSD_CORE_NOT_MINE);
-    EXPECT_EQ(submit(none, CSD_OPC_SLM_LOAD, 7, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
 }
 
 TEST_F(Controller, StandardNamespacesAreTheMemoryOneAndTheNext)
@@ -251,6 +230,174 @@ TEST_F(CompareWrite, SlmLoadAndStoreMoveThroughThePortsNamespaceIo)
     EXPECT_EQ(ns.completed.at(1).second, CSD_STATUS_INTERNAL_ERROR);
     EXPECT_EQ(counter(CSD_STAT_BYTES_SLM_TO_NS), 0u);
     EXPECT_EQ(counter(CSD_STAT_SLM_STORE_CMDS), 1u);
+}
+
+
+// A port whose compute units and namespace reads run only when the test says so (as QEMU's
+// thread pool and block layer end them later, from its main loop): Execute's queueing.
+struct ManualUnits {
+    struct Job {
+        void *req;
+        void (*work)(void *);
+        void (*done)(void *);
+        void *arg;
+    };
+    std::vector<Job> jobs;        // handed to the embedding's workers, in order
+    std::vector<void *> stopped;  // requests whose queue is being deleted (startable: 0)
+
+    // Runs the index-th job handed out and ends it (work, then done).
+    void finish(size_t index = 0)
+    {
+        ASSERT_LT(index, jobs.size());
+        Job j = jobs[index];
+        jobs.erase(jobs.begin() + static_cast<long>(index));
+        j.work(j.arg);
+        j.done(j.arg);
+    }
+};
+
+ManualUnits *g_units;
+
+void manual_run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
+{
+    g_units->jobs.push_back({req, work, done, arg});
+}
+
+int manual_startable(void *req)
+{
+    return std::find(g_units->stopped.begin(), g_units->stopped.end(), req) == g_units->stopped.end();
+}
+
+class ExecQueue : public CompareWrite {
+protected:
+    ManualUnits units;
+
+    void SetUp() override
+    {
+        CompareWrite::SetUp();  // a core of 2 compute units
+        g_units = &units;
+        port.run = manual_run;
+        port.startable = manual_startable;
+    }
+
+    // A copy of 64 bytes from SLM offset 0 to off (a program of its own id, counted in C1h).
+    static HostBuffer copy_to(uint64_t off)
+    {
+        return HostBuffer{make_descriptor(CSD_PROG_COPY, {{0, 64}, {off, 64}}, nullptr, 0)};
+    }
+    uint16_t exec(HostBuffer &h) { return submit(h, CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(h.data.size()), 0, 0); }
+    uint64_t runs(uint16_t program)
+    {
+        std::vector<uint8_t> page(CSD_LOG_MAX_SIZE);
+        uint32_t avail = 0;
+        EXPECT_EQ(csd_core_get_log(core, CSD_LOG_STATISTICS, 0, 0, page.data(), &avail), 0);
+        uint64_t v;
+        std::memcpy(&v, page.data() + CSD_STATS_PER_PROGRAM_OFFSET + 8 * program, 8);
+        return v;
+    }
+};
+
+TEST_F(ExecQueue, ExecutesTakeTheComputeUnitsFirstComeFirstServed)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(8192), c = copy_to(12288), d = copy_to(16384);
+    ASSERT_EQ(exec(a), CSD_CORE_LATER);
+    ASSERT_EQ(exec(b), CSD_CORE_LATER);
+    ASSERT_EQ(exec(c), CSD_CORE_LATER);  // both units busy: it waits
+    ASSERT_EQ(exec(d), CSD_CORE_LATER);
+    ASSERT_EQ(units.jobs.size(), 2u);
+    EXPECT_EQ(units.jobs[0].req, &a);
+    EXPECT_EQ(units.jobs[1].req, &b);
+    units.finish(1);  // b ends: its unit goes to c, the first that waits
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0], std::make_pair(static_cast<void *>(&b), uint16_t{0}));
+    ASSERT_EQ(units.jobs.size(), 2u);
+    EXPECT_EQ(units.jobs[1].req, &c);
+    while (!units.jobs.empty()) units.finish();
+    EXPECT_EQ(ns.completed.size(), 4u);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_CMDS), 4u);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 0u);
+    EXPECT_EQ(runs(CSD_PROG_COPY), 4u);
+}
+
+TEST_F(ExecQueue, ACancelledWaiterNeverRunsAndARunningOneStops)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(8192), c = copy_to(12288);
+    ASSERT_EQ(exec(a), CSD_CORE_LATER);
+    ASSERT_EQ(exec(b), CSD_CORE_LATER);
+    ASSERT_EQ(exec(c), CSD_CORE_LATER);
+    EXPECT_EQ(csd_core_cancel(core, &c), 1);  // waiting: ends at once
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(ns.completed[0], std::make_pair(static_cast<void *>(&c), uint16_t{CSD_STATUS_ABORT_REQUESTED}));
+    EXPECT_EQ(csd_core_cancel(core, &a), 0);  // running: asked to stop, ends with its run
+    units.finish(0);
+    ASSERT_EQ(ns.completed.size(), 2u);
+    EXPECT_EQ(CSD_STATUS_CODE(ns.completed[1].second), CSD_STATUS_ABORT_REQUESTED);
+    units.finish(0);
+    EXPECT_EQ(ns.completed[2], std::make_pair(static_cast<void *>(&b), uint16_t{0}));
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 2u);
+    EXPECT_EQ(runs(CSD_PROG_COPY), 2u);  // c never ran
+    EXPECT_EQ(csd_core_cancel(core, &b), 0);  // done: nothing to cancel
+}
+
+TEST_F(ExecQueue, AWaiterOfAStoppedQueueTakesNoUnit)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(8192), c = copy_to(12288), d = copy_to(16384);
+    for (HostBuffer *h : {&a, &b, &c, &d}) ASSERT_EQ(exec(*h), CSD_CORE_LATER);
+    units.stopped.push_back(&c);
+    units.finish(0);  // a ends: c may not start, d does
+    ASSERT_EQ(units.jobs.size(), 2u);
+    EXPECT_EQ(units.jobs[1].req, &d);
+    EXPECT_EQ(csd_core_cancel(core, &c), 1);
+    while (!units.jobs.empty()) units.finish();
+    EXPECT_EQ(runs(CSD_PROG_COPY), 3u);
+}
+
+TEST_F(ExecQueue, AMediaProgramReadsThroughThePortOnItsUnit)
+{
+    // gather of two pieces of LBAs 3 and 40 into SLM 8192
+    csd_gather_entry es[2] = {{3, 10, 100}, {40, 0, 512}};
+    std::memcpy(csd_core_slm_base(core), es, sizeof es);
+    for (size_t i = 0; i < ns.bytes.size(); i++) ns.bytes[i] = static_cast<uint8_t>(i * 7);
+    const csd_gather_params gp{2, 0};
+    HostBuffer g{make_descriptor(CSD_PROG_GATHER, {{0, sizeof es}, {8192, 612}}, &gp, sizeof gp)};
+    HostBuffer a = copy_to(4096), b = copy_to(12288);
+    ASSERT_EQ(exec(a), CSD_CORE_LATER);
+    ASSERT_EQ(exec(b), CSD_CORE_LATER);
+    ASSERT_EQ(exec(g), CSD_CORE_LATER);
+    EXPECT_TRUE(ns.pending.empty()) << "no unit yet: nothing read";
+    units.finish(0);
+    ASSERT_EQ(ns.pending.size(), 2u);  // its two blocks, read through the port
+    EXPECT_FALSE(ns.pending[0].write);
+    EXPECT_EQ(ns.pending[0].off, 3u * 512);
+    EXPECT_EQ(ns.pending[1].off, 40u * 512);
+    ASSERT_EQ(units.jobs.size(), 1u);  // b
+    ns.step();
+    ns.step();
+    ASSERT_EQ(units.jobs.size(), 2u);  // the gather's program, once read
+    units.finish(1);
+    ASSERT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&g), uint16_t{0}));
+    const uint8_t *out = csd_core_slm_base(core) + 8192;
+    EXPECT_EQ(0, std::memcmp(out, ns.bytes.data() + 3 * 512 + 10, 100));
+    EXPECT_EQ(0, std::memcmp(out + 100, ns.bytes.data() + 40 * 512, 512));
+    units.finish(0);
+}
+
+TEST_F(ExecQueue, AMediaReadErrorEndsTheProgramUnrun)
+{
+    csd_gather_entry e{3, 0, 512};
+    std::memcpy(csd_core_slm_base(core), &e, sizeof e);
+    const csd_gather_params gp{1, 0};
+    HostBuffer g{make_descriptor(CSD_PROG_GATHER, {{0, sizeof e}, {8192, 512}}, &gp, sizeof gp)};
+    ASSERT_EQ(exec(g), CSD_CORE_LATER);
+    ASSERT_EQ(ns.pending.size(), 1u);
+    auto io = ns.pending[0];
+    ns.pending.clear();
+    io.done(io.arg, CSD_STATUS_INTERNAL_ERROR);
+    ASSERT_EQ(units.jobs.size(), 1u);
+    units.finish(0);
+    ASSERT_EQ(ns.completed.size(), 1u);
+    EXPECT_EQ(CSD_STATUS_CODE(ns.completed[0].second), CSD_STATUS_CODE(CSD_STATUS_INTERNAL_ERROR));
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 1u);
 }
 
 }  // namespace

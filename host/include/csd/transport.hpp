@@ -51,6 +51,11 @@ public:
     virtual Completion submit(const Command &cmd) = 0;
     // Sends one command; the future gives its completion (default: a worker thread).
     virtual std::future<Completion> submit_async(const Command &cmd);
+    // NVMe Abort of a command sent with submit_async whose completion has not come (the
+    // same Command object): it then completes with Command Abort Requested if the device
+    // could still stop it. False if the transport cannot abort, or the command is not in
+    // flight. Default: false.
+    virtual bool abort(const Command &) { return false; }
     // Runs one command (not an Execute) and returns its completion at once, with *finish_ns
     // the steady-clock time before which a timing model says it must not be posted (0: at
     // once): a queue's poller posts it then and serves on meanwhile (QueueProcessor).

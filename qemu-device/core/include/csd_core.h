@@ -391,9 +391,10 @@ int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256]);
  * The controller: csd_core_submit answers one command of the command set through the
  * embedding's port (after SPDK's NVMe-oF target: one controller over transport
  * operations). The core dispatches, validates, moves the bytes between host memory and
- * SLM, counts, and schedules the timing model; what stays with the embedding is block I/O
- * (SLM Load / Store, the standard copies) and the compute units; Compare and Write the core
- * runs itself over the port's asynchronous namespace I/O.
+ * SLM, counts, schedules the timing model, queues Executes on its compute units and runs
+ * Compare and Write, SLM Load / Store, the copies and a media program's reads over the
+ * port's asynchronous namespace I/O; the embedding moves bytes, does block I/O and runs
+ * the jobs it is handed on its threads.
  */
 struct csd_cpl;
 
@@ -417,8 +418,9 @@ struct csd_port {
      * buf for command req, asynchronously: calls done(arg, status) exactly once when it
      * ends, at once or later, on any thread (QEMU: its main loop). Status: Success, Internal
      * Error, or Command Abort Requested when the command was cancelled. A command may have
-     * several under way at once (e.g. a program's extents); the embedding cancels them all
-     * with the command. */
+     * several under way at once (a media program's extents, a window of them); the
+     * embedding cancels them all with the command. The dones of one command's I/O run one
+     * at a time, never beside the call that issued another (QEMU: all in its main loop). */
     void (*ns_read)(void *req, uint32_t nsid, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
     /* Writes len bytes of buf at byte offset off of namespace nsid; as ns_read. */
     void (*ns_write)(void *req, uint32_t nsid, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
@@ -430,6 +432,15 @@ struct csd_port {
      * len) of namespace nsid against writers outside this core that share its backing store
      * (other processes); non-zero when it cannot be taken. The core orders its own. */
     int (*exclusive)(void *req, uint32_t nsid, uint64_t off, uint64_t len, int on);
+    /* Runs work(arg) on a worker thread of the embedding (a compute unit's program: QEMU's
+     * thread pool, the in-process device's threads), then done(arg) where the embedding's
+     * namespace I/O completes (QEMU: its main loop; in-process: that worker). The core
+     * hands it at most as many jobs at a time as it has compute units (csd_core_new). */
+    void (*run)(void *req, void (*work)(void *arg), void (*done)(void *arg), void *arg);
+    /* Optional (NULL: always): whether command req, an Execute waiting for a compute unit,
+     * may take one now; 0 while it is about to be cancelled (QEMU: its queue is being
+     * deleted or the controller reset), so that none starts on the unit another gives back. */
+    int (*startable)(void *req);
 };
 
 /* A submission queue entry as csd_core_submit reads it. */
@@ -444,23 +455,26 @@ struct csd_cpl {
     uint32_t dw0, dw1;
     uint64_t finish_ns;     /* timing model: complete no earlier (port clock); 0: model off */
     char why[128];          /* an error's reason for the embedding's trace, "" if none */
+    uint16_t program;       /* an Execute's program id (the embedding's trace), else 0 */
 };
 
 /* csd_core_submit: not one of the command set's commands (the embedding answers it). */
 #define CSD_CORE_NOT_MINE 0xFFFFu
-/* csd_core_submit: decoded, the embedding moves *op (SLM Load / Store: block I/O; Execute:
- * run op->job on a compute unit) and ends it with csd_core_complete. */
-#define CSD_CORE_MOVE 0xFFFEu
 /* csd_core_submit: under way in the core, which posts its completion through port->complete
  * (Compare and Write: ordered against the other writers of its LBAs, then read, compare,
- * write through port->ns_read / ns_write). */
+ * write through port->ns_read / ns_write; SLM Load / Store and the copies: port->ns_read /
+ * ns_write; Execute: queued for a compute unit, a media program's reads through
+ * port->ns_read, the program through port->run). */
 #define CSD_CORE_LATER 0xFFFDu
 
 /*
- * Cancels a command csd_core_submit answered CSD_CORE_LATER that waits in the core (for
- * the LBAs another one holds): it completes at once with Command Abort Requested through
- * port->complete. Returns 1 if it was waiting, 0 if not (one whose namespace I/O is under
- * way ends when that I/O ends, cancelled by the embedding).
+ * Cancels a command csd_core_submit answered CSD_CORE_LATER (NVMe Abort, a queue's deletion,
+ * a reset): one that waits in the core (a Compare and Write for the LBAs another one holds,
+ * an Execute for a compute unit; its program never runs) completes at once with Command
+ * Abort Requested through port->complete, and 1 is returned. A running Execute is asked to
+ * stop (its media reads plan no more, its program stops at its next check) and ends with
+ * Command Abort Requested; for it and for one whose namespace I/O is under way (which the
+ * embedding cancels, and which then ends), 0.
  */
 int csd_core_cancel(csd_core *core, void *req);
 
@@ -469,8 +483,8 @@ int csd_core_cancel(csd_core *core, void *req);
  * NVM namespace (ns_info), and with the standard front end on (csd_core_cs_attach) its
  * admin commands, Identify of its namespaces and command sets, its I/O commands and log
  * pages 82h-84h, 1Ah, 1Bh; Get Log Page C0h and C1h. Returns the final status (completion
- * Dwords in *cpl), CSD_CORE_MOVE (*op to move), CSD_CORE_LATER (port->complete ends it)
- * or CSD_CORE_NOT_MINE. Get Log Page's
+ * Dwords in *cpl), CSD_CORE_LATER (port->complete ends it) or CSD_CORE_NOT_MINE. op is
+ * the decoded command (for the embedding's trace). Get Log Page's
  * length and offset are the embedding's to check first (MDTS, its own log pages).
  */
 uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct csd_port *port, void *req,

@@ -170,10 +170,12 @@ extern "C" int csd_core_cancel(csd_core *core, void *req)
         for (CawCmd *x : core->caw.waiting) {
             if (x->req == req) c = x;
         }
-        if (!c) return 0;
-        remove(core->caw.waiting, c);
-        promote(core);  // those that waited only behind it
+        if (c) {
+            remove(core->caw.waiting, c);
+            promote(core);  // those that waited only behind it
+        }
     }
+    if (!c) return exec_cancel(core, req);  // not a Compare and Write that waits: an Execute?
     const uint16_t st = CSD_STATUS_ABORT_REQUESTED;
     csd_core_complete(core, &c->op, st);
     c->port->complete(c->req, st, &c->cpl);

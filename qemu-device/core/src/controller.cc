@@ -3,8 +3,8 @@
 // both embeddings (QEMU's hw/nvme glue, libcsd's in-process device). Everything that moves
 // bytes between host memory and SLM, every log page, Identify of the standard front end's
 // namespaces and its admin commands are answered here through the port, Compare and Write
-// over its asynchronous namespace I/O (compare_write.cc); SLM Load / Store's block I/O and
-// the compute units stay with the embedding (CSD_CORE_MOVE).
+// over its asynchronous namespace I/O (compare_write.cc), SLM Load / Store and the copies too
+// (transfer.cc), and Execute on the compute units through the port's workers (exec_queue.cc).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -241,7 +241,8 @@ uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, vo
         return st;
     }
     schedule(core, port, op, cpl);
-    return CSD_CORE_MOVE;
+    cpl->program = csd_exec_program_id(op->job);
+    return csd::core::execute(core, op, nullptr, port, req, cpl);
 }
 
 // Memory Copy (of the memory namespace) or NVM Copy format 4h (of an NVM namespace): the
@@ -335,7 +336,8 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         }
         csd_exec_set_namespace(op->job, &ctx);  // a media program reads this namespace
         schedule(core, port, op, cpl);
-        return CSD_CORE_MOVE;
+        cpl->program = csd_exec_program_id(op->job);
+        return csd::core::execute(core, op, &ctx, port, req, cpl);
     }
     case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
     case CSD_OPC_SLM_LOAD:
@@ -343,7 +345,7 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         const csd_cs_copy_part part{cmd->nsid, *op};
         return csd::core::transfer(core, &part, 1, port, req, cpl);
     }
-    default: return CSD_CORE_MOVE;
+    default: return kInvalidOpcode;  // every opcode csd_core_decode accepts is answered above
     }
 }
 

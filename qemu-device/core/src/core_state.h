@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -65,6 +66,22 @@ uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, cons
 uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, const csd_port *port, void *req,
                   const csd_cpl *cpl);
 
+struct ExecCmd;
+// Execute on the compute units (exec_queue.cc): the commands waiting for one, in arrival
+// order, and those holding one (reading the media, or their program on a worker).
+struct ExecState {
+    std::mutex mu;
+    std::deque<ExecCmd *> waiting;
+    std::vector<ExecCmd *> running;
+};
+// Runs a prepared Execute (op->job; ns: the NVM namespace it names, nullptr for none) on a
+// compute unit through the port, now or once one is free: CSD_CORE_LATER.
+uint16_t execute(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
+                 const csd_cpl *cpl);
+// csd_core_cancel for an Execute: ends one that waits for a compute unit (1), or asks a
+// running one to stop (0).
+int exec_cancel(csd_core *core, void *req);
+
 }  // namespace csd::core
 
 struct csd_core {
@@ -80,6 +97,7 @@ struct csd_core {
     csd::core::CsState cs;             // the standard front end's range sets and activation
     uint32_t cs_mem_nsid = 0;          // its memory namespace (compute: the next), 0 if off
     csd::core::CawState caw;           // Compare and Write's LBA ranges
+    csd::core::ExecState exec;         // Execute's compute units
     bool vendor = true;                // the vendor command set (csd_core_set_vendor)
 };
 

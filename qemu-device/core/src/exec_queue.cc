@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// exec_queue.cc - Execute on the compute units, once for both embeddings: a prepared job
+// waits (first come, first served) until one of the core's compute units is free and its
+// command may start (port->startable), then a media program reads what it planned through
+// the port's asynchronous namespace reads (a window of them at a time, round after round: a
+// chase's hops), the timing model adds a chase's hops past the first, and the program runs
+// on a worker of the embedding (port->run); the core counts it and posts its completion
+// through port->complete. csd_core_cancel ends a waiting Execute at once (its program never
+// runs) and asks a running one to stop (its reads' end, or the program's next check).
+#include <algorithm>
+#include <vector>
+
+#include "core_state.h"
+
+namespace csd::core {
+
+// Namespace reads of one media program under way at a time.
+constexpr uint32_t kMediaWindow = 32;
+
+// One Execute between its submission and its completion.
+struct ExecCmd : PortCmd {
+    ExecCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done, const csd_op *o, uint32_t lba)
+        : PortCmd(c, p, r, done), op(*o), job(o->job), lba_size(lba)
+    {
+    }
+    csd_op op;
+    csd_exec *job;  // until it runs or is discarded
+    uint32_t lba_size;  // of the NVM namespace a media program reads (op.cmd.nsid)
+    int cancel = 0;  // set (atomically) to stop it: polled by the program and csd_exec_media
+    uint16_t status = CSD_STATUS_SUCCESS;
+    // a media program's round of reads (csd_exec_media)
+    const csd_extent *ext = nullptr;
+    uint32_t n = 0, next = 0, inflight = 0;
+    uint16_t ext_status = CSD_STATUS_SUCCESS;
+    bool pumping = false, again = false;  // pump() under way on this command (reads ending at once)
+};
+
+namespace {
+
+// Under exec.mu: takes the next waiting commands that may start, as many as units are free.
+std::vector<ExecCmd *> take_startable(csd_core *core)
+{
+    std::vector<ExecCmd *> go;
+    auto &q = core->exec;
+    for (auto it = q.waiting.begin(); it != q.waiting.end() && q.running.size() < core->compute_units;) {
+        ExecCmd *c = *it;
+        if (c->port->startable && !c->port->startable(c->req)) {
+            ++it;  // about to be cancelled with its queue: it must not take a unit
+            continue;
+        }
+        it = q.waiting.erase(it);
+        q.running.push_back(c);
+        go.push_back(c);
+    }
+    return go;
+}
+
+void start(ExecCmd *c);
+
+// Ends a command that had a compute unit: counts it, gives the unit to the next one that
+// waits, and posts its completion.
+void finish(ExecCmd *c)
+{
+    csd_core *core = c->core;
+    std::vector<ExecCmd *> go;
+    {
+        std::lock_guard<std::mutex> g(core->exec.mu);
+        auto &r = core->exec.running;
+        r.erase(std::find(r.begin(), r.end(), c));
+        go = take_startable(core);
+    }
+    csd_core_complete(core, &c->op, c->status);
+    c->port->complete(c->req, c->status, &c->cpl);
+    delete c;
+    for (ExecCmd *x : go) start(x);
+}
+
+// On the embedding's worker: the program itself.
+void work(void *arg)
+{
+    auto *c = static_cast<ExecCmd *>(arg);
+    c->status = csd_core_exec_run(c->core, c->job, &c->cancel, &c->cpl.dw0, &c->cpl.dw1);
+    c->job = nullptr;
+}
+
+void work_done(void *arg) { finish(static_cast<ExecCmd *>(arg)); }
+
+void read_done(void *arg, uint16_t st);
+
+// Moves a media program on: issues its reads up to the window, plans the next round once
+// one has ended, and once none is left, runs the program. Not nested: a read that ends at
+// once (the in-process device) only asks the pump already under way to go round again.
+void pump(ExecCmd *c)
+{
+    if (c->pumping) {
+        c->again = true;
+        return;
+    }
+    c->pumping = true;
+    do {
+        c->again = false;
+        if (c->inflight == 0 && (c->next == c->n || c->ext_status)) {  // a round ended (or none began)
+            c->n = csd_exec_media(c->job, c->ext_status, &c->cancel, &c->ext);
+            c->next = 0;
+            c->ext_status = CSD_STATUS_SUCCESS;
+            if (!c->n) {
+                c->pumping = false;
+                c->cpl.finish_ns = csd_exec_model_finish(c->job, c->cpl.finish_ns);  // a chase's later hops
+                c->port->run(c->req, work, work_done, c);
+                return;
+            }
+        }
+        while (c->next < c->n && c->inflight < kMediaWindow && !c->ext_status) {
+            const csd_extent &e = c->ext[c->next++];
+            c->inflight++;
+            c->port->ns_read(c->req, c->op.cmd.nsid, e.slba * c->lba_size, e.buf, uint64_t{e.nlb} * c->lba_size,
+                             read_done, c);
+        }
+    } while (c->again);
+    c->pumping = false;
+}
+
+void read_done(void *arg, uint16_t st)
+{
+    auto *c = static_cast<ExecCmd *>(arg);
+    c->inflight--;
+    if (st && !c->ext_status) c->ext_status = st;
+    pump(c);
+}
+
+// The command has a compute unit: its media reads (if any), then its program.
+void start(ExecCmd *c) { pump(c); }
+
+}  // namespace
+
+uint16_t execute(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
+                 const csd_cpl *cpl)
+{
+    auto *c = new ExecCmd(core, port, req, cpl, op, ns ? ns->lba_size : 0);
+    std::vector<ExecCmd *> go;
+    {
+        std::lock_guard<std::mutex> g(core->exec.mu);
+        core->exec.waiting.push_back(c);
+        go = take_startable(core);
+    }
+    for (ExecCmd *x : go) start(x);
+    return CSD_CORE_LATER;
+}
+
+// csd_core_cancel's part for Executes: 1 if req waited for a compute unit (ended now).
+int exec_cancel(csd_core *core, void *req)
+{
+    ExecCmd *c = nullptr;
+    {
+        std::lock_guard<std::mutex> g(core->exec.mu);
+        auto &w = core->exec.waiting;
+        auto it = std::find_if(w.begin(), w.end(), [req](const ExecCmd *x) { return x->req == req; });
+        if (it == w.end()) {
+            for (ExecCmd *x : core->exec.running) {
+                if (x->req == req) __atomic_store_n(&x->cancel, 1, __ATOMIC_RELAXED);
+            }
+            return 0;
+        }
+        c = *it;
+        w.erase(it);
+    }
+    csd_core_exec_discard(c->job);
+    c->status = CSD_STATUS_ABORT_REQUESTED;
+    csd_core_complete(core, &c->op, c->status);
+    c->port->complete(c->req, c->status, &c->cpl);
+    delete c;
+    return 1;
+}
+
+}  // namespace csd::core
