@@ -236,7 +236,7 @@ public:
     // LBAs, or stops its running program. False if it is not in flight.
     bool abort(const Command &cmd) override
     {
-        std::lock_guard<std::mutex> g(reqs_mu_);
+        std::lock_guard<std::recursive_mutex> g(reqs_mu_);
         for (Req *r : reqs_) {
             if (r->cmd == &cmd) {
                 csd_core_cancel(core_, r);
@@ -363,7 +363,7 @@ private:
         auto fut = req->done.get_future();
         enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
         {
-            std::lock_guard<std::mutex> g(reqs_mu_);
+            std::lock_guard<std::recursive_mutex> g(reqs_mu_);
             reqs_.insert(req);
         }
         const uint16_t st = csd_core_submit(core_, &sqe, &port_, req, &cpl, &op);
@@ -379,7 +379,7 @@ private:
     void forget(Req *req)
     {
         {
-            std::lock_guard<std::mutex> g(reqs_mu_);
+            std::lock_guard<std::recursive_mutex> g(reqs_mu_);
             reqs_.erase(req);
         }
         delete req;
@@ -638,7 +638,7 @@ private:
     std::deque<std::function<void()>> queue_;
     bool stop_ = false;
     std::vector<std::thread> workers_;
-    std::mutex reqs_mu_;  // the requests the core holds (abort)
+    std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     std::mutex lock_mu_;  // lock_fd_'s opening
     int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed

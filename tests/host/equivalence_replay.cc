@@ -2,9 +2,11 @@
 // csd-equivalence-replay TRACE: replays the command sequence that the qtest
 // /csd/equivalence-trace ran through QEMU's controller (qemu-device/overlay/tests/qtest/
 // csd-test.c, $CSD_EQUIV_TRACE) on the in-process device, configured the same way
-// (1 MiB of SLM, 2 compute units, the standard front end, the same disk contents), and
+// (64 MiB of SLM, 2 compute units, the standard front end, the same disk contents), and
 // compares every completion (status, Dwords 0 and 1) and every byte read back, log pages
-// C0h, C1h, 82h and 84h included, byte for byte. The one field masked is C1h's
+// C0h, C1h, 82h and 84h included, byte for byte. A "batch N A" of commands that were in
+// QEMU's controller at once is submitted at once, its "abort I" lines (NVMe Abort of its
+// I-th command) follow, then its completions are awaited. The one field masked is C1h's
 // exec_busy_ns, the wall-clock time programs ran. Exit 0: identical; 1: the differences
 // are printed; 2: a trace that cannot be read.
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +32,48 @@ std::vector<uint8_t> unhex(const std::string &s)
     if (s == "-") return out;
     for (size_t i = 0; i + 1 < s.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
     return out;
+}
+
+// One traced command: what was sent, and what QEMU answered.
+struct Step {
+    std::string line;
+    csd::Command cmd;
+    std::vector<uint8_t> buf;  // the command's data: sent, then read back
+    uint32_t in_len = 0;
+    unsigned st = 0, dw0 = 0, dw1 = 0;
+    std::vector<uint8_t> want;  // QEMU's bytes read back
+};
+
+// Reads a "cmd" line and its "cqe" line into *s; false at the end of the trace.
+bool read_step(std::istream &in, Step *s)
+{
+    std::string cqe_line;
+    do {
+        if (!std::getline(in, s->line)) return false;
+    } while (s->line.empty() || s->line[0] == '#');
+    if (!std::getline(in, cqe_line)) throw csd::Error("equivalence: a command without its completion", EINVAL);
+    std::istringstream c(s->line), e(cqe_line);
+    std::string tag, opc, out_hex, etag, in_hex;
+    int q;
+    uint32_t d[9], out_len;
+    c >> tag >> q >> opc;
+    for (auto &v : d) c >> v;
+    c >> out_len >> s->in_len >> out_hex;
+    e >> etag >> std::hex >> s->st >> s->dw0 >> s->dw1 >> in_hex;
+    if (!c || !e || tag != "cmd" || etag != "cqe") throw csd::Error("equivalence: bad trace line: " + s->line, EINVAL);
+    csd::Command &cmd = s->cmd;
+    cmd.admin = q == 0;
+    cmd.opcode = static_cast<uint8_t>(std::stoul(opc, nullptr, 16));
+    cmd.nsid = d[0];
+    cmd.cdw2 = d[1];
+    cmd.cdw3 = d[2];
+    cmd.cdw10 = d[3], cmd.cdw11 = d[4], cmd.cdw12 = d[5], cmd.cdw13 = d[6], cmd.cdw14 = d[7], cmd.cdw15 = d[8];
+    s->buf = unhex(out_hex);
+    s->buf.resize(std::max(out_len, s->in_len));
+    cmd.data = s->buf.empty() ? nullptr : s->buf.data();
+    cmd.data_len = static_cast<uint32_t>(s->buf.size());
+    s->want = unhex(in_hex);
+    return true;
 }
 
 // Zeroes C1h's wall-clock counter (exec_busy_ns) in a statistics page read back.
@@ -63,51 +108,60 @@ int main(int argc, char **argv)
     if (!written) return 2;
 
     int steps = 0, bad = 0;
-    try {
-        auto t = csd::open_transport(std::string("emu:") + disk + "?slm=1M&cu=2&lba=512&nvme-cs=1");
-        std::string line, cqe_line;
-        while (std::getline(in, line)) {
-            if (line.empty() || line[0] == '#') continue;
-            if (!std::getline(in, cqe_line)) throw csd::Error("equivalence: a command without its completion", EINVAL);
-            std::istringstream c(line), e(cqe_line);
-            std::string tag, opc, out_hex, etag, in_hex;
-            int q;
-            uint32_t d[9], out_len, in_len;
-            c >> tag >> q >> opc;
-            for (auto &v : d) c >> v;
-            c >> out_len >> in_len >> out_hex;
-            unsigned st, dw0, dw1;
-            e >> etag >> std::hex >> st >> dw0 >> dw1 >> in_hex;
-            if (!c || !e || tag != "cmd" || etag != "cqe") throw csd::Error("equivalence: bad trace line: " + line, EINVAL);
-            csd::Command cmd;
-            cmd.admin = q == 0;
-            cmd.opcode = static_cast<uint8_t>(std::stoul(opc, nullptr, 16));
-            cmd.nsid = d[0];
-            cmd.cdw2 = d[1];
-            cmd.cdw3 = d[2];
-            cmd.cdw10 = d[3], cmd.cdw11 = d[4], cmd.cdw12 = d[5], cmd.cdw13 = d[6], cmd.cdw14 = d[7], cmd.cdw15 = d[8];
-            std::vector<uint8_t> buf = unhex(out_hex);
-            buf.resize(std::max(out_len, in_len));
-            cmd.data = buf.empty() ? nullptr : buf.data();
-            cmd.data_len = static_cast<uint32_t>(buf.size());
-            const csd::Completion got = t->submit(cmd);
-            std::vector<uint8_t> want = unhex(in_hex), back(buf.begin(), buf.begin() + in_len);
-            if (cmd.admin && cmd.opcode == 0x02 && (cmd.cdw10 & 0xFF) == CSD_LOG_STATISTICS) {
-                mask_busy_time(want);
-                mask_busy_time(back);
+    // Compares one step's completion and bytes read back with QEMU's.
+    auto check = [&](Step &s, const csd::Completion &got) {
+        std::vector<uint8_t> back(s.buf.begin(), s.buf.begin() + s.in_len);
+        if (s.cmd.admin && s.cmd.opcode == 0x02 && (s.cmd.cdw10 & 0xFF) == CSD_LOG_STATISTICS) {
+            mask_busy_time(s.want);
+            mask_busy_time(back);
+        }
+        steps++;
+        if (got.status == s.st && got.dw0() == s.dw0 && got.dw1() == s.dw1 && s.want == back) return;
+        bad++;
+        std::printf("step %d: %s\n  QEMU       status %04x dw0 %08x dw1 %08x\n  in-process status %04x dw0 %08x dw1 %08x\n",
+                    steps, s.line.substr(0, 80).c_str(), s.st, s.dw0, s.dw1, got.status, got.dw0(), got.dw1());
+        for (size_t i = 0; i < s.want.size(); i++) {
+            if (s.want[i] != back[i]) {
+                std::printf("  data differs from byte %zu: QEMU %02x, in-process %02x\n", i, s.want[i], back[i]);
+                break;
             }
-            steps++;
-            if (got.status != st || got.dw0() != dw0 || got.dw1() != dw1 || want != back) {
-                bad++;
-                std::printf("step %d: %s\n  QEMU       status %04x dw0 %08x dw1 %08x\n  in-process status %04x dw0 %08x dw1 %08x\n",
-                            steps, line.substr(0, 80).c_str(), st, dw0, dw1, got.status, got.dw0(), got.dw1());
-                for (size_t i = 0; i < want.size(); i++) {
-                    if (want[i] != back[i]) {
-                        std::printf("  data differs from byte %zu: QEMU %02x, in-process %02x\n", i, want[i], back[i]);
-                        break;
-                    }
+        }
+    };
+    try {
+        auto t = csd::open_transport(std::string("emu:") + disk + "?slm=64M&cu=2&lba=512&nvme-cs=1");
+        for (;;) {
+            const std::streampos at = in.tellg();
+            std::string head;
+            if (!(in >> head)) break;
+            if (head != "batch") {
+                in.seekg(at);
+                Step s;
+                if (!read_step(in, &s)) break;
+                check(s, t->submit(s.cmd));
+                continue;
+            }
+            int nr = 0, nabort = 0;
+            in >> nr >> nabort;
+            std::vector<int> aborts(static_cast<size_t>(std::max(nabort, 0)));
+            for (int &a : aborts) {
+                std::string tag;
+                in >> tag >> a;
+                if (tag != "abort" || a < 0 || a >= nr) throw csd::Error("equivalence: bad abort line", EINVAL);
+            }
+            in.ignore(1 << 20, '\n');
+            std::vector<Step> batch(static_cast<size_t>(std::max(nr, 0)));
+            for (Step &s : batch) {
+                if (!read_step(in, &s)) throw csd::Error("equivalence: a batch cut short", EINVAL);
+            }
+            std::vector<std::future<csd::Completion>> done;
+            for (Step &s : batch) done.push_back(t->submit_async(s.cmd));
+            for (int a : aborts) {
+                if (!t->abort(batch[static_cast<size_t>(a)].cmd)) {
+                    std::printf("step %d: the in-process device found no command %d of the batch to abort\n", steps + 1, a);
+                    bad++;
                 }
             }
+            for (size_t i = 0; i < batch.size(); i++) check(batch[i], done[i].get());
         }
     } catch (const std::exception &ex) {
         std::fprintf(stderr, "%s\n", ex.what());

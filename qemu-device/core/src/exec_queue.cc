@@ -69,6 +69,11 @@ void finish(ExecCmd *c)
         r.erase(std::find(r.begin(), r.end(), c));
         go = take_startable(core);
     }
+    // stopped on request: Command Abort Requested as for one that waited (a host may retry
+    // it), whether the program or a media read noticed
+    if (__atomic_load_n(&c->cancel, __ATOMIC_RELAXED) && CSD_STATUS_CODE(c->status) == CSD_STATUS_ABORT_REQUESTED) {
+        c->status = CSD_STATUS_ABORT_REQUESTED;
+    }
     csd_core_complete(core, &c->op, c->status);
     c->port->complete(c->req, c->status, &c->cpl);
     delete c;

@@ -196,19 +196,27 @@ static Sqe slm_lba(uint8_t opc, uint64_t slba, uint32_t nlb, uint64_t off)
                   .cdw13 = (uint32_t)off, .cdw14 = (uint32_t)(off >> 32) };
 }
 
-/* Writes a descriptor to guest memory at n->buf and returns the Execute command. */
-static Sqe execute(Nvme *n, uint16_t prog, int nr, const uint64_t *ranges,
-                   const void *params, uint32_t plen)
+/* An execute descriptor of program prog in d (room for 16 + 16 * nr + plen bytes); its length. */
+static uint32_t descriptor(uint8_t *d, uint16_t prog, int nr, const uint64_t *ranges,
+                        const void *params, uint32_t plen)
 {
-    uint8_t d[CSD_MAX_DESC_LEN];
     struct csd_desc_header h = { .version = 1, .program_id = prog, .nr_ranges = nr,
                                  .param_len = plen };
-    uint32_t len = 16 + 16 * nr + plen;
 
     memcpy(h.magic, "CSDX", 4);
     memcpy(d, &h, 16);
     memcpy(d + 16, ranges, 16 * nr);
     memcpy(d + 16 + 16 * nr, params, plen);
+    return 16 + 16 * nr + plen;
+}
+
+/* Writes a descriptor to guest memory at n->buf and returns the Execute command. */
+static Sqe execute(Nvme *n, uint16_t prog, int nr, const uint64_t *ranges,
+                   const void *params, uint32_t plen)
+{
+    uint8_t d[CSD_MAX_DESC_LEN];
+    uint32_t len = descriptor(d, prog, nr, ranges, params, plen);
+
     qtest_memwrite(n->qs->qts, n->buf, d, len);
     return (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .prp1 = n->buf, .cdw10 = len };
 }
@@ -1693,10 +1701,12 @@ static void test_set_fdp_events_broadcast(void)
 /*
  * The equivalence trace: one command sequence of both front ends (SLM Write, Read, Load,
  * Store, Compare and Write with a match and a miscompare and two at once, NVM Read, Execute and Execute
- * Program, program activation, a range set, Memory Write / Read / Fill, error paths, the
- * log pages C0h, C1h, 82h and 84h), each command and its completion written to
- * $CSD_EQUIV_TRACE when set. tests/host/csd-equivalence-replay runs the same commands on
- * the in-process device and compares every completion and every byte read back.
+ * Program, program activation, a range set, Memory Write / Read / Fill, a media program
+ * (gather), three Executes at once on two compute units with the waiting one and a running
+ * one aborted, error paths, the log pages C0h, C1h, 82h and 84h), each command and its
+ * completion written to $CSD_EQUIV_TRACE when set. tests/host/csd-equivalence-replay runs
+ * the same commands on the in-process device and compares every completion and every byte
+ * read back.
  */
 typedef struct EqTrace {
     Nvme *n;
@@ -1791,10 +1801,70 @@ static void eq_pair(EqTrace *t, Sqe s, const void *out, uint32_t out_len, uint16
     g_assert_cmphex(c[1].status, ==, expect1);
 }
 
+/*
+ * Commands s[0..nr) with their own out bytes, in one doorbell on queue 1 (all in the
+ * controller at once), then an NVMe Abort of s[abort[i]] for each of nabort, then their
+ * completions. Traced as "batch NR NABORT", the "abort I" lines, then each command and its
+ * completion in submission order: the replay submits them all, aborts, then waits.
+ */
+static void eq_batch(EqTrace *t, int nr, Sqe *s, const uint8_t *const *out,
+                     const uint32_t *out_len, int nabort, const int *abort,
+                     const uint16_t *expect)
+{
+    Queue *q = &t->n->q[1];
+    Cqe c[8];
+
+    g_assert_cmpint(nr, <=, 8);
+    for (int i = 0; i < nr; i++) {
+        g_assert_cmpuint(out_len[i], <=, 4096);
+        qtest_memwrite(t->n->qs->qts, t->n->buf + 4096 * i, out[i], out_len[i]);
+        s[i].prp1 = t->n->buf + 4096 * i;
+        s[i].cid = ++t->n->cid;
+        qtest_memwrite(t->n->qs->qts, q->sq + q->tail * 64, &s[i], sizeof(s[i]));
+        q->tail = (q->tail + 1) % QDEPTH;
+    }
+    qpci_io_writel(t->n->dev, t->n->bar, 0x1000 + 8, q->tail);
+    for (int i = 0; i < nabort; i++) {
+        Cqe a = run(t->n, 0, (Sqe){ .opc = 0x08, .cdw10 = 1 | (uint32_t)s[abort[i]].cid << 16 });
+
+        g_assert_cmphex(a.status, ==, 0);
+    }
+    for (int i = 0; i < nr; i++) {
+        Cqe e = reap(t->n, 1);
+        int k = 0;
+
+        while (k < nr && s[k].cid != e.cid) {
+            k++;
+        }
+        g_assert_cmpint(k, <, nr);
+        e.status >>= 1;
+        c[k] = e;
+    }
+    if (t->f) {
+        fprintf(t->f, "batch %d %d\n", nr, nabort);
+        for (int i = 0; i < nabort; i++) {
+            fprintf(t->f, "abort %d\n", abort[i]);
+        }
+    }
+    for (int i = 0; i < nr && t->f; i++) {
+        fprintf(t->f, "cmd 1 %02x %u %u %u %u %u %u %u %u %u %u 0", s[i].opc, s[i].nsid,
+                s[i].cdw2, s[i].cdw3, s[i].cdw10, s[i].cdw11, s[i].cdw12, s[i].cdw13,
+                s[i].cdw14, s[i].cdw15, out_len[i]);
+        eq_hex(t->f, out[i], out_len[i]);
+        fprintf(t->f, "\ncqe %04x %08x %08x -\n", c[i].status, c[i].dw0, c[i].dw1);
+        fflush(t->f);
+    }
+    for (int i = 0; i < nr; i++) {
+        g_assert_cmphex(c[i].status, ==, expect[i]);
+    }
+}
+
+#define EQ_SLM (64 * 1024 * 1024)
+
 static void test_equivalence_trace(void)
 {
     const char *path = g_getenv("CSD_EQUIV_TRACE");
-    EqTrace t = { .n = start(",csd=on,csd.slm-size=1M,csd.compute-units=2,csd.nvme-cs=on"),
+    EqTrace t = { .n = start(",csd=on,csd.slm-size=64M,csd.compute-units=2,csd.nvme-cs=on"),
                   .f = path ? fopen(path, "w") : NULL };
     uint8_t data[8192], d[256];
     struct csd_desc_header h = { .version = 1, .program_id = CSD_PROG_COPY, .nr_ranges = 2 };
@@ -1808,7 +1878,7 @@ static void test_equivalence_trace(void)
 
     g_assert(!path || t.f);
     if (t.f) {
-        fprintf(t.f, "# csd equivalence trace 1: slm=1M cu=2 nvme-cs, %d-byte LBAs, "
+        fprintf(t.f, "# csd equivalence trace 2: slm=64M cu=2 nvme-cs, %d-byte LBAs, "
                 "disk %d bytes of (i * 7 + i / 4096)\n", LBA, NS_BYTES);
     }
     for (int i = 0; i < 8192; i++) {
@@ -1820,7 +1890,7 @@ static void test_equivalence_trace(void)
     eq_step(&t, 1, slm_lba(CSD_OPC_SLM_LOAD, 10, 8, 8192), NULL, 0, 0, 0);
     eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 8192, 4096), NULL, 0, 4096, 0);
     eq_step(&t, 1, slm_lba(CSD_OPC_SLM_STORE, 100, 8, 0), NULL, 0, 0, 0);
-    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, SLM_BYTES - 8, 16), NULL, 0, 16,
+    eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, EQ_SLM - 8, 16), NULL, 0, 16,
             CSD_STATUS_SLM_OUT_OF_BOUNDS | dnr);
     /* Compare and Write: a match writes, the same expected bytes then miscompare */
     for (int i = 0; i < 4 * LBA; i++) {
@@ -1882,6 +1952,49 @@ static void test_equivalence_trace(void)
             NULL, 0, 512, 0);
     eq_step(&t, 1, (Sqe){ .opc = NVME_CS_MEM_READ, .nsid = 2, .cdw10 = 32768, .cdw12 = 4096 },
             NULL, 0, 4096, 0);
+    /* a media program: gather reads two pieces of the namespace (the core's reads, through
+     * the port), then one past the namespace's end is refused before any read */
+    {
+        struct csd_gather_entry es[2] = { { 3, 10, 100 }, { 40, 0, 512 } };
+        struct csd_gather_params gp = { 2, 0 };
+        uint64_t gr[4] = { 65536, sizeof(es), 69632, 612 };
+        uint32_t len;
+
+        eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_WRITE, 0, 65536, sizeof(es)), es, sizeof(es), 0, 0);
+        len = descriptor(d, CSD_PROG_GATHER, 2, gr, &gp, sizeof(gp));
+        eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = len }, d, len, 0, 0);
+        eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 69632, 612), NULL, 0, 612, 0);
+        es[1].lba = NS_BYTES / LBA;
+        eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_WRITE, 0, 65536, sizeof(es)), es, sizeof(es), 0, 0);
+        eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = len }, d, len, 0,
+                CSD_STATUS_LBA_OUT_OF_RANGE | dnr);
+    }
+    /*
+     * Three Executes at once on two compute units: two long gemms take them, a checksum
+     * waits. An Abort of the waiting one ends it at once (its program never runs: C1h
+     * below), an Abort of the second gemm stops it at its next check; the first ends.
+     */
+    {
+        struct csd_gemm_params g = { 2048, 2048, 2048, 0, 1.0f, 0.0f };
+        uint64_t l1[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 32 << 20, 16 << 20 };
+        uint64_t l2[6] = { 0, 16 << 20, 16 << 20, 16 << 20, 48 << 20, 16 << 20 };
+        uint64_t r1[2] = { 0, 4096 };
+        uint32_t crc = CSD_CKSUM_CRC32C;
+        uint8_t da[3][CSD_MAX_DESC_LEN];
+        const uint8_t *outs[3] = { da[0], da[1], da[2] };
+        uint32_t lens[3];
+        Sqe s[3];
+        const int aborts[2] = { 2, 1 };
+        const uint16_t want[3] = { 0, CSD_STATUS_ABORT_REQUESTED, CSD_STATUS_ABORT_REQUESTED };
+
+        lens[0] = descriptor(da[0], CSD_PROG_GEMM, 3, l1, &g, sizeof(g));
+        lens[1] = descriptor(da[1], CSD_PROG_GEMM, 3, l2, &g, sizeof(g));
+        lens[2] = descriptor(da[2], CSD_PROG_CHECKSUM, 1, r1, &crc, sizeof(crc));
+        for (int i = 0; i < 3; i++) {
+            s[i] = (Sqe){ .opc = CSD_OPC_EXECUTE, .nsid = 1, .cdw10 = lens[i] };
+        }
+        eq_batch(&t, 3, s, outs, lens, 2, aborts, want);
+    }
     /* the log pages: capabilities, statistics, Program List, Memory Range Set List */
     eq_step(&t, 0, (Sqe){ .opc = 0x02, .nsid = 0xffffffff,
                           .cdw10 = CSD_LOG_CAPABILITIES | 1023 << 16 }, NULL, 0, 4096, 0);
