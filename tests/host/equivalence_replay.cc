@@ -50,6 +50,9 @@ bool read_step(std::istream &in, Step *s)
     std::string cqe_line;
     do {
         if (!std::getline(in, s->line)) return false;
+        if (s->line.rfind("# csd equivalence trace ", 0) == 0 && s->line.rfind("# csd equivalence trace 2:", 0) != 0) {
+            throw csd::Error("equivalence: a trace of another version (this replay reads version 2): " + s->line, EINVAL);
+        }
     } while (s->line.empty() || s->line[0] == '#');
     if (!std::getline(in, cqe_line)) throw csd::Error("equivalence: a command without its completion", EINVAL);
     std::istringstream c(s->line), e(cqe_line);
