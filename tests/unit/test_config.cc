@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "csd_config.h"
 
@@ -100,28 +102,24 @@ TEST(Config, BadValuesNameTheOption)
 
 TEST(Config, TogetherChecks)
 {
-    {
-        Config c(CSD_OPTION_QEMU, "csd.");
-        c.set("vendor", "off");
-        EXPECT_EQ(c.finish(),
-                  "csd.vendor=off needs csd.nvme-cs=on: the drive would speak no computational storage command set");
-    }
-    {
-        Config c(CSD_OPTION_QEMU, "csd.");
-        c.set("nvme-cs.mem-nsid", "5");
-        EXPECT_EQ(c.finish(), "csd.nvme-cs.mem-nsid needs csd.nvme-cs=on");
-    }
-    {
-        Config c(CSD_OPTION_EMU);
-        c.set("model", "gen3x4-4core");
-        c.set("cu", "2");
-        EXPECT_EQ(c.finish(),
-                  "compute-units=2 but the timing model has 4 compute units: leave one of them out or make them equal");
-    }
-    {
-        Config c(CSD_OPTION_QEMU, "csd.");
-        c.set("model.unit-gflops", "4");
-        EXPECT_EQ(c.finish(), "csd.model: unit-gflops and unit-gbps go together: a compute unit needs both speeds");
+    struct Case {
+        unsigned embedding;
+        std::vector<std::pair<const char *, const char *>> given;
+        const char *message;
+    };
+    const Case cases[] = {
+        {CSD_OPTION_QEMU, {{"vendor", "off"}},
+         "csd.vendor=off needs csd.nvme-cs=on: the drive would speak no computational storage command set"},
+        {CSD_OPTION_QEMU, {{"nvme-cs.mem-nsid", "5"}}, "csd.nvme-cs.mem-nsid needs csd.nvme-cs=on"},
+        {CSD_OPTION_EMU, {{"model", "gen3x4-4core"}, {"cu", "2"}},
+         "compute-units=2 but the timing model has 4 compute units: leave one of them out or make them equal"},
+        {CSD_OPTION_QEMU, {{"model.unit-gflops", "4"}},
+         "csd.model: unit-gflops and unit-gbps go together: a compute unit needs both speeds"},
+    };
+    for (const Case &k : cases) {
+        Config c(k.embedding, k.embedding == CSD_OPTION_QEMU ? "csd." : "");
+        for (const auto &[name, value] : k.given) EXPECT_EQ(c.set(name, value), "");
+        EXPECT_EQ(c.finish(), k.message);
     }
 }
 

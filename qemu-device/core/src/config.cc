@@ -26,6 +26,10 @@ struct Row {
 
 #define CFG(f) offsetof(csd_config, f), false
 #define MODEL(f) offsetof(csd_model_params, f), true
+#define MODEL_RATE(name, f, help) \
+    {{"model." name, nullptr, CSD_OPTION_RATE, "", "a number >= 0", help, kBoth}, MODEL(f), 0, 0, 0}
+#define MODEL_NS(name, f, help) \
+    {{"model." name, nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)", help, kBoth}, MODEL(f), 0, kMaxLatencyNs, 0}
 constexpr uint64_t K = 1024, M = K * K, G = M * K;
 constexpr uint64_t kNoLimit = ~0ull;
 constexpr uint64_t kMaxLatencyNs = 1000000000ull;  // 1 s (csd_model_check)
@@ -74,43 +78,24 @@ const Row kRows[] = {
     {{"model.compute-units", nullptr, CSD_OPTION_COUNT, "", "0 .. 256",
       "compute units the model schedules (0: the device's compute-units)", kBoth},
      MODEL(compute_units), 0, 256, 0},
-    {{"model.link-gbps", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "PCIe bandwidth in GB/s, each direction", kBoth},
-     MODEL(link_gbps), 0, 0, 0},
-    {{"model.link-latency-ns", nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)",
-      "per command: submission, completion, interrupt", kBoth},
-     MODEL(link_latency_ns), 0, kMaxLatencyNs, 0},
-    {{"model.media-read-gbps", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "NAND read bandwidth in GB/s, all channels together", kBoth},
-     MODEL(media_read_gbps), 0, 0, 0},
-    {{"model.media-write-gbps", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "NAND write bandwidth in GB/s, all channels together", kBoth},
-     MODEL(media_write_gbps), 0, 0, 0},
-    {{"model.media-read-latency-ns", nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)",
-      "per command reading the media", kBoth},
-     MODEL(media_read_latency_ns), 0, kMaxLatencyNs, 0},
-    {{"model.media-write-latency-ns", nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)",
-      "per command writing the media; a Flush costs one", kBoth},
-     MODEL(media_write_latency_ns), 0, kMaxLatencyNs, 0},
-    {{"model.slm-gbps", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "device memory bandwidth in GB/s", kBoth},
-     MODEL(slm_gbps), 0, 0, 0},
-    {{"model.unit-gflops", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "one compute unit on gemm and conv2d, GFLOP/s; needs unit-gbps", kBoth},
-     MODEL(unit_gflops), 0, 0, 0},
-    {{"model.unit-gbps", nullptr, CSD_OPTION_RATE, "", "a number >= 0",
-      "one compute unit on streaming programs, GB/s; needs unit-gflops", kBoth},
-     MODEL(unit_gbps), 0, 0, 0},
-    {{"model.bpf-record-ns", nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)",
-      "one record of a downloaded (eBPF) program", kBoth},
-     MODEL(bpf_record_ns), 0, kMaxLatencyNs, 0},
-    {{"model.host-latency-ns", nullptr, CSD_OPTION_NS, "", "whole ns, 0 .. 1000000000 (1 s)",
-      "per command, the host's side of it (its submission and completion path, or a "
-      "fabric's round trip)", kBoth},
-     MODEL(host_latency_ns), 0, kMaxLatencyNs, 0},
+    MODEL_RATE("link-gbps", link_gbps, "PCIe bandwidth in GB/s, each direction"),
+    MODEL_NS("link-latency-ns", link_latency_ns, "per command: submission, completion, interrupt"),
+    MODEL_RATE("media-read-gbps", media_read_gbps, "NAND read bandwidth in GB/s, all channels together"),
+    MODEL_RATE("media-write-gbps", media_write_gbps, "NAND write bandwidth in GB/s, all channels together"),
+    MODEL_NS("media-read-latency-ns", media_read_latency_ns, "per command reading the media"),
+    MODEL_NS("media-write-latency-ns", media_write_latency_ns, "per command writing the media; a Flush costs one"),
+    MODEL_RATE("slm-gbps", slm_gbps, "device memory bandwidth in GB/s"),
+    MODEL_RATE("unit-gflops", unit_gflops, "one compute unit on gemm and conv2d, GFLOP/s; needs unit-gbps"),
+    MODEL_RATE("unit-gbps", unit_gbps, "one compute unit on streaming programs, GB/s; needs unit-gflops"),
+    MODEL_NS("bpf-record-ns", bpf_record_ns, "one record of a downloaded (eBPF) program"),
+    MODEL_NS("host-latency-ns", host_latency_ns,
+             "per command, the host's side of it (its submission and completion path, or a "
+             "fabric's round trip)"),
 };
 #undef CFG
 #undef MODEL
+#undef MODEL_RATE
+#undef MODEL_NS
 constexpr unsigned kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 static_assert(kRowCount <= 64, "csd_config's given and model_given masks hold 64 options");
 
