@@ -2,15 +2,13 @@
 // transport_inproc.cc - the in-process device: the same device core that QEMU embeds,
 // answering the same NVMe commands (Identify, Get Log Page, Read, Write, Flush and the
 // CSD command set) over a backing file, with the programs on `cu` worker threads. No VM, no
-// root. Spec: <file>?slm=64M&lba=512&cu=2&size=256M&plugins=DIR (size only when creating
-// the file; plugins: operator plug-ins, as QEMU's csd.plugin-dir), nvme-cs=1 (the standard
-// front end besides the vendor one, as QEMU's csd.nvme-cs=on: memory namespace 2, compute
-// namespace 3, docs/nvme-cs.md), vendor=off (with nvme-cs=1, as QEMU's csd.vendor=off: a
-// drive that speaks only the standard, no CSD1 signature, vendor opcodes or logs C0h/C1h),
-// vendor-io=0 (only the vendor SLM, Execute and program commands answer Invalid Opcode;
-// Compare and Write and the log pages stay), and the timing model:
-// model=PRESET and model.NAME=VALUE (docs/timing-model.md), under which every command
-// completes no earlier than the modelled drive would complete it (host clock).
+// root. Spec: <file>?NAME=VALUE&... with the options of the core's option table
+// (csd_config.h; docs/command-set.md lists them, <file>?help prints them): the names of
+// QEMU's csd.<name> properties (slm-size, compute-units, plugin-dir, vendor, nvme-cs,
+// model, model.NAME) and the older slm, cu, plugins; lba, size (when creating the file)
+// and vendor-io are this device's own. nvme-cs=on gives memory namespace 2 and compute
+// namespace 3 (docs/nvme-cs.md); under a timing model every command completes no earlier
+// than the modelled drive would complete it (host clock).
 // The core decodes, counts and queues the CSD commands; this file moves their bytes and
 // runs the jobs the core hands it, as QEMU's glue does. It is the only file of libcsd that includes the core.
 // A process forked after open gets its own copy of the device (SLM, program slots, compute
@@ -24,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -37,6 +36,7 @@
 #include <vector>
 
 #include "csd/error.hpp"
+#include "csd_config.h"
 #include "csd_core.h"
 #include "fork_hold.hpp"
 #include "ns_map.hpp"
@@ -62,6 +62,15 @@ std::future<Completion> ready(Completion c)
     return p.get_future();
 }
 
+// The emu: options, one line each (the core's option table, as QEMU's -device nvme,help).
+std::string options_help()
+{
+    char *text = csd_options_help(CSD_OPTION_EMU, "");
+    std::string s = text ? text : "";
+    std::free(text);
+    return s;
+}
+
 class TransportInproc : public Transport {
 public:
     explicit TransportInproc(const std::string &spec)
@@ -77,6 +86,7 @@ public:
                 const std::string item = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
                 const size_t eq = item.find('=');
                 if (!item.empty()) {
+                    if (item == "help") throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
                     if (eq == std::string::npos) throw Error("emu: option '" + item + "' needs a value", EINVAL);
                     kv[item.substr(0, eq)] = item.substr(eq + 1);
                 }
@@ -84,57 +94,23 @@ public:
                 start = amp + 1;
             }
         }
-        uint64_t slm = 64 << 20, size = 256 << 20;
-        uint32_t cu = 0;
-        std::string plugins;
-        csd_model_params model{};
-        char why_model[256];
-        try {
-            if (kv.count("model") && csd_model_set(&model, "preset", kv["model"].c_str(), why_model, sizeof why_model)) {
-                throw Error(std::string("emu: model: ") + why_model, EINVAL);
-            }
-            for (auto &[k, v] : kv) {
-                if (k == "slm") slm = parse_size(v);
-                else if (k == "lba") lba_ = static_cast<uint32_t>(parse_size(v));
-                else if (k == "cu") cu = static_cast<uint32_t>(std::stoul(v));
-                else if (k == "size") size = parse_size(v);
-                else if (k == "plugins") plugins = v;
-                else if (k == "vendor") {
-                    if (v != "0" && v != "1" && v != "off" && v != "on") throw Error("emu: vendor must be on or off", EINVAL);
-                    vendor_ = v == "1" || v == "on";
-                } else if (k == "vendor-io") {
-                    if (v != "0" && v != "1") throw Error("emu: vendor-io must be 0 or 1", EINVAL);
-                    vendor_io_ = v == "1";
-                } else if (k == "nvme-cs") {
-                    if (v != "0" && v != "1") throw Error("emu: nvme-cs must be 0 or 1", EINVAL);
-                    mem_nsid_ = v == "1" ? ns_.nsid + 1 : 0;
-                }
-                else if (k == "model") continue;  // the preset, applied first
-                else if (k.rfind("model.", 0) == 0) {
-                    if (csd_model_set(&model, k.substr(6).c_str(), v.c_str(), why_model, sizeof why_model)) {
-                        throw Error(std::string("emu: model.") + why_model, EINVAL);
-                    }
-                } else {
-                    throw Error("emu: unknown option '" + k + "' (slm, lba, cu, size, plugins, nvme-cs, vendor, vendor-io, model, model.NAME)",
-                                EINVAL);
-                }
-            }
-        } catch (const std::logic_error &) {
-            throw Error("emu: bad option value in '" + spec + "'", EINVAL);
+        // The core's option table reads and checks every option (csd_config.h): the names,
+        // values and messages of QEMU's csd.<name> properties, with "emu: " before them.
+        struct Config : csd_config {
+            Config() { csd_config_init(this, "", CSD_OPTION_EMU); }
+            ~Config() { csd_config_clear(this); }
+        } cfg;
+        char why[512];
+        for (auto &[k, v] : kv) {
+            if (csd_config_set(&cfg, k.c_str(), v.c_str(), why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
         }
-        if (const char *bad = csd_model_check(&model)) throw Error(std::string("emu: model: ") + bad, EINVAL);
-        const uint32_t units = csd_model_compute_units(&model, cu);
-        if (!units) {
-            throw Error("emu: cu=" + std::to_string(cu) + " but the model has " + std::to_string(model.compute_units) +
-                            " compute units",
-                        EINVAL);
-        }
-        cu = units;
+        if (csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
-        if (!vendor_ && !mem_nsid_) throw Error("emu: vendor=off needs nvme-cs=1 (else no command set is left)", EINVAL);
-        if (lba_ < 512 || lba_ > 65536 || (lba_ & (lba_ - 1))) throw Error("emu: lba must be a power of two, 512..64K", EINVAL);
-        if (cu < 1 || cu > 256) throw Error("emu: cu must be 1..256", EINVAL);
-        if (slm < 4096 || slm % 4096) throw Error("emu: slm must be a multiple of 4 KiB", EINVAL);
+        lba_ = static_cast<uint32_t>(cfg.lba_size);
+        vendor_ = cfg.vendor;
+        vendor_io_ = cfg.vendor_io;
+        mem_nsid_ = cfg.nvme_cs ? ns_.nsid + 1 : 0;
+        const uint64_t size = cfg.backing_size;
         fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd_ < 0) throw Error("emu: open " + path_, errno);
         struct stat st;
@@ -148,24 +124,16 @@ public:
         ns_.nsid = 1;
         ns_.lba_size = lba_;
         ns_.lba_count = static_cast<uint64_t>(st.st_size) / lba_;
-        core_ = csd_core_new(slm, cu);
+        core_ = csd_core_new_config(&cfg, why, sizeof why);
         if (!core_) {
             ::close(fd_);
-            throw Error("emu: SLM of " + std::to_string(slm) + " bytes", ENOMEM);
+            throw Error(std::string("emu: ") + why, EINVAL);
         }
-        char why[512];
-        if (!plugins.empty() && csd_core_load_plugins(core_, plugins.c_str(), why, sizeof why) != 0) {
-            csd_core_free(core_);
-            ::close(fd_);
-            throw Error(std::string("emu: plugins: ") + why, EINVAL);
-        }
-        csd_core_set_model(core_, &model);
         csd_core_cs_attach(core_, mem_nsid_);
-        csd_core_set_vendor(core_, vendor_);
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr};
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
-        cu_ = cu;
+        cu_ = cfg.compute_units;
         start_workers();
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
     }

@@ -40,7 +40,7 @@ namespace {
 const char *kDevices = R"(device (--device, else $CSD_DEVICE, else /dev/ng0n1):
   /dev/ngXnY, /dev/nvmeXnY   a CSD (emulated or real), ioctl passthrough (--uring: io_uring)
   /dev/csdN[?slm=16M]        through csd.ko (no root needed)
-  emu:FILE[?slm=64M&lba=512&cu=2&size=256M&nvme-cs=1]   the in-process device over FILE
+  emu:FILE[?slm=64M&lba=512&cu=2&size=256M&nvme-cs=1]   the in-process device over FILE (FILE?help: its options)
                              (nvme-cs=1: with the standard front end too)
 front end: --front-end vendor|nvme-cs|auto, else $CSD_FRONT_END, else auto (vendor where the
   drive speaks it, else the standard NVMe computational storage command sets))";

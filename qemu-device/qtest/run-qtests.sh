@@ -68,15 +68,15 @@ check_refused() {  # check_refused 'DEVICE OPTIONS' 'MESSAGE'
     [ $rc != 0 ] && grep -q -- "$2" <<<"$out"
     result $? "refused: $1" "$out"
 }
-check_refused "csd=on,csd.slm-size=1000" "csd.slm-size must be a multiple of 4 KiB"
-check_refused "csd=on,csd.slm-size=512G" "csd.slm-size must be a multiple of 4 KiB"
-check_refused "csd=on,csd.compute-units=300" "csd.compute-units must be between 1 and 256"
+check_refused "csd=on,csd.slm-size=1000" "csd.slm-size: a multiple of 4 KiB, 4K .. 256G, not '1000'"
+check_refused "csd=on,csd.slm-size=512G" "csd.slm-size: a multiple of 4 KiB, 4K .. 256G, not '512G'"
+check_refused "csd=on,csd.compute-units=300" "csd.compute-units: 0 .. 256, not '300'"
 # The timing model: the core's checks, at realize, naming the property.
 check_refused "csd.model=gen4x4-8core" "csd.model needs csd=on"
 check_refused "csd=on,csd.model=gen9" "csd.model: unknown preset 'gen9' (gen3x4-4core"
 check_refused "csd=on,csd.model.link-gbps=fast" "csd.model.link-gbps: a number >= 0, not 'fast'"
 check_refused "csd=on,csd.model.unit-gflops=4" "unit-gflops and unit-gbps go together"
-check_refused "csd=on,csd.model.media-read-latency-ns=2000000000" "latencies must be at most 1 s"
+check_refused "csd=on,csd.model.media-read-latency-ns=2000000000" "0 .. 1000000000 (1 s), not '2000000000'"
 check_refused "csd=on,csd.model=gen3x4-4core,csd.compute-units=2" \
     "csd.compute-units=2 but the timing model has 4 compute units"
 check_refused "csd=on,ocp=on" "csd and ocp cannot both be on"
@@ -85,14 +85,46 @@ check_refused "csd.nvme-cs=on" "csd.nvme-cs needs csd=on"
 check_refused "csd=on,csd.nvme-cs.mem-nsid=5" "csd.nvme-cs.mem-nsid needs csd.nvme-cs=on"
 check_refused "csd=on,csd.vendor=off" "csd.vendor=off needs csd.nvme-cs=on"
 check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=1" "NSIDs 1 and 2 must be free"
-check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "NSIDs 256 and 257 must be free"
+check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "csd.nvme-cs.mem-nsid: 0 .. 255, not '256'"
+check_refused "csd.slm-size=1M" "csd.slm-size needs csd=on"
+check_refused "csd=on,csd.nvme-cs=maybe" "csd.nvme-cs: on, off, not 'maybe'"
+
+# One option table (qemu-device/core/src/config.cc): QEMU's csd.<name> properties and the
+# in-process device's emu: options are the core's rows, name for name, and a bad value is
+# refused by both with the core's one message (QEMU's after "csd.", the emu: one's after
+# "emu: ").
+mb="$top/build/meson"
+opts="$mb/qemu-device/core/csd-options" csdctl="$mb/host/csdctl"
+if [ -x "$opts" ] && [ -x "$csdctl" ]; then
+    help=$(timeout 20 "$qemu" -device nvme,help 2>&1)
+    got=$(grep -oE '^ +csd\.[a-z0-9.-]+=' <<<"$help" | tr -d ' =' | sort)
+    diff <(echo "$got") <("$opts" qemu | sort) >/dev/null
+    result $? "options: -device nvme,help lists the core table's QEMU rows, name for name" \
+        "$(diff <(echo "$got") <("$opts" qemu | sort))"
+    help=$("$csdctl" -d "emu:$wrapdir/opts.img?help" info 2>&1)
+    got=$(grep -oE '^ +[a-z0-9.-]+=<' <<<"$help" | tr -d ' =<' | sort)
+    diff <(echo "$got") <("$opts" emu | sort) >/dev/null
+    result $? "options: emu:?help lists the core table's emu: rows, name for name" \
+        "$(diff <(echo "$got") <("$opts" emu | sort))"
+    for bad in slm-size=5000 compute-units=300 vendor=maybe nvme-cs=2 model=gen9 model.link-gbps=fast \
+               model.media-read-latency-ns=2000000000 model.compute-units=-1; do
+        q=$(timeout 20 "$qemu" -M pc -nodefaults -display none -S -drive if=none,id=d,file=null-co://,format=raw \
+            -device "nvme,drive=d,serial=x,csd=on,csd.$bad" 2>&1 | sed -n 's/.*: csd\.\(.*\)$/\1/p' | head -n 1)
+        e=$("$csdctl" -d "emu:$wrapdir/opts.img?$bad" info 2>&1 | sed -n 's/^csdctl: emu: \(.*\): Invalid argument$/\1/p')
+        [ -n "$q" ] && [ "$q" = "$e" ]
+        result $? "options: $bad refused alike by QEMU and the in-process device" "QEMU: csd.$q"$'\n'"emu:  $e"
+    done
+    [ ! -e "$wrapdir/opts.img" ]
+    result $? "options: a refused emu: device makes no backing file" ""
+else
+    result 1 "options: $opts or $csdctl missing (meson build)" ""
+fi
 
 # Operator plug-ins (csd.plugin-dir): each unusable plug-in stops QEMU naming its file;
 # the example plug-in starts.
 plugdir() {  # plugdir FILE...: a directory holding copies of the files
     local d; d=$(mktemp -d "$wrapdir/plugins.XXXX"); cp "$@" "$d/"; echo "$d"
 }
-mb="$top/build/meson"
 check_refused "csd=on,csd.plugin-dir=/nonexistent" "csd.plugin-dir: plug-in directory /nonexistent"
 check_refused "csd=on,csd.plugin-dir=$(plugdir "$mb/tests/unit/plugin_bad_abi.so")" \
     "plugin_bad_abi.so is for plug-in interface version 2"

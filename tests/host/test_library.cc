@@ -1436,6 +1436,45 @@ TEST(TimingModel, InProcessDeviceCompletesNoEarlierThanTheModel)
     unlink(path);
 }
 
+// The in-process device reads its options through the core's option table: ?help lists
+// them (QEMU's csd.<name> names without "csd."), and a bad value is refused with the
+// core's message, as QEMU refuses csd.<name> (qemu-device/qtest/run-qtests.sh compares the
+// two embeddings name for name and message for message).
+TEST(InprocOptions, HelpAndBadValues)
+{
+    const std::string path = "/tmp/csd-options-" + std::to_string(getpid());
+    auto refused = [&](const std::string &opts) -> std::string {
+        try {
+            csd::open_transport("emu:" + path + "?" + opts);
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EINVAL) << e.what();
+            const std::string what = e.what(), errno_text = std::string(": ") + std::strerror(EINVAL);
+            return what.size() > errno_text.size() && what.compare(what.size() - errno_text.size(), std::string::npos, errno_text) == 0
+                       ? what.substr(0, what.size() - errno_text.size())
+                       : what;
+        }
+        return "accepted";
+    };
+    const std::string help = refused("help");
+    for (const char *name : {"  slm-size=<size>", "  compute-units=<count>", "  plugin-dir=<text>", "  vendor=<bool>",
+                             "  nvme-cs=<bool>", "  vendor-io=<bool>", "  lba=<size>", "  size=<size>", "  model=<preset>",
+                             "  model.link-gbps=<rate>", "  model.host-latency-ns=<ns>"}) {
+        EXPECT_NE(help.find(name), std::string::npos) << name << " in\n" << help;
+    }
+    EXPECT_EQ(help.find("mem-nsid"), std::string::npos) << "QEMU's alone";
+    EXPECT_EQ(refused("slm-size=5000"), "emu: slm-size: a multiple of 4 KiB, 4K .. 256G, not '5000'");
+    EXPECT_EQ(refused("slm=5000"), "emu: slm-size: a multiple of 4 KiB, 4K .. 256G, not '5000'") << "the older name";
+    EXPECT_EQ(refused("cu=300"), "emu: compute-units: 0 .. 256, not '300'");
+    EXPECT_EQ(refused("nvme-cs=maybe"), "emu: nvme-cs: on, off, not 'maybe'");
+    EXPECT_EQ(refused("model.link-gbps=fast"), "emu: model.link-gbps: a number >= 0, not 'fast'");
+    EXPECT_NE(refused("warp=9").find("emu: unknown option 'warp' (slm-size, compute-units"), std::string::npos);
+    EXPECT_EQ(access(path.c_str(), F_OK), -1) << "nothing was created";
+    auto t = csd::open_transport("emu:" + path + "?slm-size=8M&compute-units=3&nvme-cs=on&size=1M");
+    EXPECT_EQ(t->ns().lba_count, 2048u);
+    t.reset();
+    unlink(path.c_str());
+}
+
 // A new backing file's name for an in-process device under a timing model (the device
 // makes the file; the test unlinks it).
 std::string model_backing_file()

@@ -111,8 +111,8 @@ struct OpenOptions {
 
 // Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
 // /dev/csdN?slm=16M (csd.ko: this much SLM for this process, no root needed),
-// or emu:<backing file>?slm=64M&lba=512&cu=2&size=256M (in-process device; nvme-cs=1
-// adds the standard front end, as QEMU's csd.nvme-cs=on).
+// or emu:<backing file>?slm-size=64M&lba=512&compute-units=2&size=256M (in-process device:
+// QEMU's csd.<name> options without "csd.", from the core's option table; ?help lists them).
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts = {});
 
 }  // namespace csd

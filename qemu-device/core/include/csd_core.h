@@ -228,12 +228,9 @@ int csd_model_enabled(const struct csd_model_params *p);
 int csd_model_preset(const char *name, struct csd_model_params *out);
 /* The i-th preset's name, NULL past the last. */
 const char *csd_model_preset_name(unsigned i);
-/* The i-th parameter's name (as in "link-gbps"), NULL past the last. */
-const char *csd_model_param_name(unsigned i);
 /*
  * Sets one parameter by name ("preset" loads a preset first); -1 with a message in err
- * for an unknown name or a bad value. QEMU's csd.model.<name> properties and the
- * in-process device's model.<name> options use these names.
+ * for an unknown name or a bad value: the option table's model.<name> rows (csd_config.h).
  */
 int csd_model_set(struct csd_model_params *p, const char *name, const char *value, char *err,
                   size_t err_len);

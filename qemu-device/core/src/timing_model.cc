@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // timing_model.cc - the resource model of the drive being designed (timing_model.h) and
-// its named parameters and presets (csd_core.h: csd_model_*).
+// its presets (csd_core.h: csd_model_*); its named parameters are rows of the option table
+// (config.cc).
 #include "timing_model.h"
 
 #include <algorithm>
@@ -112,33 +113,6 @@ void TimingModel::busy(uint64_t out[5]) const
 
 namespace {
 
-// A named parameter: where it lives in csd_model_params and how it is read.
-enum class Kind { rate, ns, count };  // double GB/s or GFLOP/s; uint64 ns; uint32 count
-struct ModelField {
-    const char *name;
-    size_t offset;
-    Kind kind;
-};
-
-#define RATE(n, f) {n, offsetof(csd_model_params, f), Kind::rate}
-#define NS(n, f) {n, offsetof(csd_model_params, f), Kind::ns}
-const ModelField kFields[] = {
-    {"compute-units", offsetof(csd_model_params, compute_units), Kind::count},
-    RATE("link-gbps", link_gbps),
-    NS("link-latency-ns", link_latency_ns),
-    RATE("media-read-gbps", media_read_gbps),
-    RATE("media-write-gbps", media_write_gbps),
-    NS("media-read-latency-ns", media_read_latency_ns),
-    NS("media-write-latency-ns", media_write_latency_ns),
-    RATE("slm-gbps", slm_gbps),
-    RATE("unit-gflops", unit_gflops),
-    RATE("unit-gbps", unit_gbps),
-    NS("bpf-record-ns", bpf_record_ns),
-    NS("host-latency-ns", host_latency_ns),
-};
-#undef RATE
-#undef NS
-
 // Presets: a drive of each PCIe generation. The numbers and their sources are in
 // docs/timing-model.md.
 struct Preset {
@@ -167,20 +141,6 @@ const Preset kPresets[] = {
 
 extern "C" {
 
-int csd_model_enabled(const csd_model_params *p)
-{
-    for (const ModelField &f : kFields) {
-        const char *at = reinterpret_cast<const char *>(p) + f.offset;
-        const bool set = f.kind == Kind::rate ? *reinterpret_cast<const double *>(at) != 0
-                         : f.kind == Kind::ns ? *reinterpret_cast<const uint64_t *>(at) != 0
-                                              : false;  // a unit count alone models nothing
-        if (set) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 int csd_model_preset(const char *name, csd_model_params *out)
 {
     for (const Preset &p : kPresets) {
@@ -195,49 +155,6 @@ int csd_model_preset(const char *name, csd_model_params *out)
 const char *csd_model_preset_name(unsigned i)
 {
     return i < sizeof(kPresets) / sizeof(kPresets[0]) ? kPresets[i].name : nullptr;
-}
-
-const char *csd_model_param_name(unsigned i)
-{
-    return i < sizeof(kFields) / sizeof(kFields[0]) ? kFields[i].name : nullptr;
-}
-
-int csd_model_set(csd_model_params *p, const char *name, const char *value, char *err, size_t err_len)
-{
-    auto fail = [&](const std::string &why) {
-        if (err && err_len) std::snprintf(err, err_len, "%s", why.c_str());
-        return -1;
-    };
-    if (std::strcmp(name, "preset") == 0) {
-        if (csd_model_preset(value, p) != 0) {
-            std::string known;
-            for (const Preset &q : kPresets) known += std::string(known.empty() ? "" : ", ") + q.name;
-            return fail(std::string("unknown preset '") + value + "' (" + known + ")");
-        }
-        return 0;
-    }
-    for (const ModelField &f : kFields) {
-        if (std::strcmp(f.name, name) != 0) continue;
-        char *end = nullptr;
-        char *at = reinterpret_cast<char *>(p) + f.offset;
-        if (f.kind == Kind::rate) {
-            const double v = std::strtod(value, &end);
-            if (!*value || *end || !std::isfinite(v) || v < 0) return fail(std::string(name) + ": a number >= 0, not '" + value + "'");
-            *reinterpret_cast<double *>(at) = v;
-        } else {
-            const unsigned long long v = std::strtoull(value, &end, 10);
-            if (!*value || *end || *value == '-' || (f.kind == Kind::count && v > 256)) {
-                return fail(std::string(name) + (f.kind == Kind::count ? ": 0 to 256" : ": whole nanoseconds >= 0") +
-                            ", not '" + value + "'");
-            }
-            if (f.kind == Kind::count) *reinterpret_cast<uint32_t *>(at) = static_cast<uint32_t>(v);
-            else *reinterpret_cast<uint64_t *>(at) = v;
-        }
-        return 0;
-    }
-    std::string known = "preset";
-    for (const ModelField &f : kFields) known += std::string(", ") + f.name;
-    return fail(std::string("unknown model parameter '") + name + "' (" + known + ")");
 }
 
 uint32_t csd_model_compute_units(const csd_model_params *p, uint32_t requested)

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QEMU NVM Express computational storage (CSD): the fields hw/nvme's structures carry for
+ * it, included by nvme.h (patch 0001 puts each macro in its structure), so that a new
+ * field is an edit of this file, not of a patch. The csd.<name> properties are not here:
+ * they come from the device core's option table (csd_config.h, csd.c.inc).
+ */
+#ifndef HW_NVME_CSD_FIELDS_H
+#define HW_NVME_CSD_FIELDS_H
+
+typedef struct NvmeCsd NvmeCsd;     /* csd.c.inc */
+
+/* NvmeRequest: the timing model's hold of its completion (csd.c.inc). */
+#define NVME_CSD_REQUEST_FIELDS                                                         \
+    int64_t csd_finish_ns;              /* timing model: modelled finish, 0 if none */  \
+    QTAILQ_ENTRY(NvmeRequest) csd_held; /* on the model's list until then */
+
+/* NvmeParams: the csd property (on: the computational storage controller). */
+#define NVME_CSD_PARAMS_FIELDS                                                          \
+    bool csd;
+
+/* NvmeCtrl: the computational storage state (csd=on), csd.c.inc. */
+#define NVME_CSD_CTRL_FIELDS                                                            \
+    NvmeCsd *csd;
+
+#endif /* HW_NVME_CSD_FIELDS_H */
