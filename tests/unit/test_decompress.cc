@@ -2,6 +2,7 @@
 // decompress: frames made here with libzstd / liblz4's compressors; corrupt, truncated
 // and oversized cases.
 #include <lz4frame.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_writeSkippableFrame
 #include <zstd.h>
 
 #include "core_fixture.h"
@@ -49,6 +50,52 @@ TEST_F(Decompress, ZstdConcatenatedFrames)
     ASSERT_EQ(r.dw0, a.size() + b.size());
     a.insert(a.end(), b.begin(), b.end());
     EXPECT_EQ(get<uint8_t>(16 << 20, a.size()), a);
+}
+
+// Skippable frames between and after zstd frames give nothing; an output that the frames
+// fill exactly at a frame's end is enough only if no later frame has bytes to give.
+TEST_F(Decompress, ZstdSkippableFramesAndFullOutputAtAFrameEnd)
+{
+    auto a = sample(200000, 11), b = sample(3000, 12);
+    std::vector<uint8_t> skip(64);
+    const uint8_t note[] = "a note the decoder skips";
+    skip.resize(ZSTD_writeSkippableFrame(skip.data(), skip.size(), note, sizeof note, 3));
+    ASSERT_FALSE(ZSTD_isError(skip.size()));
+    std::vector<uint8_t> c = zstd(a), empty = zstd({});
+    c.insert(c.end(), skip.begin(), skip.end());
+    const auto d = zstd(b);
+    c.insert(c.end(), d.begin(), d.end());
+    c.insert(c.end(), skip.begin(), skip.end());
+    auto r = run(CSD_DECOMP_ZSTD, c, 1 << 20);
+    EXPECT_OK(r);
+    ASSERT_EQ(r.dw0, a.size() + b.size());
+    auto ab = a;
+    ab.insert(ab.end(), b.begin(), b.end());
+    EXPECT_EQ(get<uint8_t>(16 << 20, ab.size()), ab);
+    // a's frame fills the output; b's frame then has bytes and no room, an empty frame none
+    EXPECT_STATUS(run(CSD_DECOMP_ZSTD, c, a.size()), CSD_STATUS_OUTPUT_OVERFLOW);
+    std::vector<uint8_t> e = zstd(a);
+    e.insert(e.end(), skip.begin(), skip.end());
+    e.insert(e.end(), empty.begin(), empty.end());
+    r = run(CSD_DECOMP_ZSTD, e, a.size());
+    EXPECT_OK(r);
+    EXPECT_EQ(r.dw0, a.size());
+    // input that ends inside a frame
+    std::vector<uint8_t> cut(c.begin(), c.begin() + static_cast<long>(zstd(a).size() + 3));
+    EXPECT_STATUS(run(CSD_DECOMP_ZSTD, cut, 1 << 20), CSD_STATUS_PROGRAM_FAULT);
+}
+
+// An output range that overlaps the input (here the input lies inside it, beyond what the
+// frames decode to) still decodes the frames.
+TEST_F(Decompress, ZstdOutputOverlappingTheInput)
+{
+    auto a = sample(300000, 13);
+    const auto c = zstd(a);
+    put(1 << 20, c);
+    auto r = exec(CSD_PROG_DECOMPRESS, {{1 << 20, c.size()}, {0, 2 << 20}}, uint32_t{CSD_DECOMP_ZSTD});
+    EXPECT_OK(r);
+    ASSERT_EQ(r.dw0, a.size());
+    EXPECT_EQ(get<uint8_t>(0, a.size()), a);
 }
 
 TEST_F(Decompress, Lz4Frames)

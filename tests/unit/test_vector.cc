@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // elementwise, softmax and reduce against reference loops computed here.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "core_fixture.h"
 
@@ -245,6 +247,36 @@ TEST_F(Reduce, IntegersWrapAndMean)
     EXPECT_DOUBLE_EQ(as_f64(run(v, CSD_RED_MEAN, CSD_DT_I32, 2, 3)[0]), 2.0);
     EXPECT_EQ(static_cast<int64_t>(run(v, CSD_RED_MAX, CSD_DT_I32, 2, 3)[1]), INT32_MAX);
     EXPECT_EQ(run(v, CSD_RED_ARGMIN, CSD_DT_I32, 2, 3)[1], 1u);
+}
+
+// i32 and i64 min and max against a plain scan, over rows narrower and wider than the
+// program's vector blocks (i32: 16 elements), the extreme in the blocks, in the tail after
+// them and at INT_MIN / INT_MAX.
+TEST_F(Reduce, IntegerExtremesOverBlocksAndTails)
+{
+    std::mt19937_64 g(7);
+    auto check = [&](auto zero) {
+        using T = decltype(zero);
+        for (uint32_t cols : {1u, 15u, 16u, 17u, 63u, 64u, 65u, 100u, 4099u}) {
+            const uint32_t rows = 6;
+            std::vector<T> x(uint64_t{rows} * cols);
+            for (T &v : x) v = static_cast<T>(g() % 2001) - 1000;
+            x[1 * cols + cols - 1] = 5000;                             // row 1: max is the last
+            x[2 * cols + cols / 2] = -5000;                            // row 2: min in the middle
+            x[3 * cols] = std::numeric_limits<T>::max();               // row 3: max is the first
+            x[4 * cols + (cols - 1) / 3] = std::numeric_limits<T>::min();  // row 4
+            for (uint32_t op : {CSD_RED_MIN, CSD_RED_MAX}) {
+                const auto got = run(x, op, sizeof(T) == 4 ? CSD_DT_I32 : CSD_DT_I64, rows, cols);
+                for (uint32_t r = 0; r < rows; r++) {
+                    const T *row = x.data() + uint64_t{r} * cols;
+                    const T want = op == CSD_RED_MAX ? *std::max_element(row, row + cols) : *std::min_element(row, row + cols);
+                    EXPECT_EQ(static_cast<int64_t>(got[r]), int64_t{want}) << sizeof(T) << " op " << op << " cols " << cols << " row " << r;
+                }
+            }
+        }
+    };
+    check(int32_t{});
+    check(int64_t{});
 }
 
 TEST_F(Reduce, Errors)

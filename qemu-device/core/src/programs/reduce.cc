@@ -11,12 +11,49 @@ namespace csd::core {
 
 namespace {
 
+// The extreme (largest if want_max) of i32 x[from, n): four 16-byte vectors of running
+// extremes (GCC's vector extension; compare and select, so SSE2 suffices), then the
+// extreme of their lanes; integer extremes are exact in any order. Written out because GCC
+// kept extreme_value's 16 lanes scalar for i32, on the stack (i32 max 0.64-0.90 of a plain
+// loop, whose one vector is a chain of dependent compare-and-selects: now 1.24-1.27 of it).
+// i64 stays on those scalar lanes: without SSE4.2 a 64-bit vector compare is emulated, and
+// the vectors ran 0.88 of the plain loop where the scalar lanes run 1.6-1.7.
+int32_t i32_extreme(const int32_t *x, uint32_t from, uint32_t n, bool want_max)
+{
+    typedef int32_t V __attribute__((vector_size(16)));
+    constexpr uint32_t kLanes = sizeof(V) / sizeof(int32_t), kVecs = 4;
+    int32_t m = x[from];
+    uint32_t i = from;
+    if (n - from >= kLanes * kVecs) {
+        V acc[kVecs] = {};
+        for (V &a : acc) a += m;
+        for (; n - i >= kLanes * kVecs; i += kLanes * kVecs) {
+            for (uint32_t k = 0; k < kVecs; k++) {
+                V v;
+                std::memcpy(&v, x + i + k * kLanes, sizeof v);
+                const V take = want_max ? v > acc[k] : v < acc[k];  // all ones where v wins
+                acc[k] = (v & take) | (acc[k] & ~take);
+            }
+        }
+        for (uint32_t k = 0; k < kVecs; k++) {
+            for (uint32_t j = 0; j < kLanes; j++) {
+                if (want_max ? acc[k][j] > m : acc[k][j] < m) m = acc[k][j];
+            }
+        }
+    }
+    for (; i < n; i++) {
+        if (want_max ? x[i] > m : x[i] < m) m = x[i];
+    }
+    return m;
+}
+
 // The extreme (largest if want_max) of x[from, n), x[from] being a candidate (not NaN
-// unless all are): 16 independent running extremes the compiler vectorises (a NaN never
-// wins a comparison), then the largest of them.
+// unless all are): 16 independent running extremes (the compiler vectorises them for
+// floating point; a NaN never wins a comparison), then the largest of them.
 template <class T>
 T extreme_value(const T *x, uint32_t from, uint32_t n, bool want_max)
 {
+    if constexpr (std::is_same_v<T, int32_t>) return i32_extreme(x, from, n, want_max);
     constexpr uint32_t kLanes = 16;
     T lane[kLanes];
     for (T &l : lane) l = x[from];
