@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The writer process of test_device.py's several-process test, in a module of its own: a
-spawned process imports only this (numpy and nvme_csd), not the test module with pytest,
-which under TCG in a guest made each writer's start take seconds more."""
+writer (a forkserver's child) imports only this (numpy and nvme_csd, which the forkserver
+has imported already), not the test module with pytest, which under TCG in a guest made
+each writer's start take seconds more."""
 import numpy as np
 
 import nvme_csd

@@ -3,7 +3,9 @@
 # SSD. libcsd opens it in host mode (every program runs on the guest's CPU, on the device
 # core, over the bytes read from the drive; docs/real-drives.md): csdctl says so, and the
 # library suite (its Drives tests compare host mode with a host computation there) and the
-# Python suite pass on it, each host-mode skip named.
+# Python suite pass on it, each host-mode skip named. The Python suite's tests that take no
+# drive (in-process devices of their own, csdctl's .npy files, the linkage) are python.sh's:
+# the same code in the same guest, whatever drive is named; here only those that take one.
 # vm: csd=off timeout=580
 . /csd/tests/lib.sh
 ng=$(nvm_ng)
@@ -20,4 +22,4 @@ echo "$got"; cat /tmp/where
 grep -q "^ran on the host" /tmp/where || fail "csdctl did not say where the checksum ran"
 CSD_TEST_DEVICE=$ng CSD_TEST_PLAIN=1 csd-library-tests --gtest_brief=1 || fail "library suite in host mode"
 cd /csd/python
-CSD_TEST_DEVICE=$ng python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest in host mode"
+CSD_TEST_DEVICE=$ng CSD_TEST_DEVICE_ONLY=1 python3 -m pytest -q -rs -p no:cacheprovider tests || fail "pytest in host mode"
