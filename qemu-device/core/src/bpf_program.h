@@ -74,7 +74,10 @@ private:
     std::string name_;
     std::vector<uint64_t> insns_;
     uint32_t specialise_min_records_ = 16384;
-    double verifier_steps_ = 0;  // what DPDK's verifier walks for insns_ (a rewrite's as much at most)
+    // What DPDK's verifier walks for insns_: a rewrite is tried only where this is small. (A
+    // rewrite may walk more: unrolled, a straight body of L instructions is walked batch x L
+    // times, kMaxBatchInsns at most.)
+    double verifier_steps_ = 0;
     mutable std::mutex spec_mu_;
     mutable std::vector<std::shared_ptr<const Specialised>> spec_;  // the latest first
 };
