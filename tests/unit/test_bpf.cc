@@ -1178,6 +1178,7 @@ TEST_F(Bpf, SpecialisedProgramsAnswerAsLoaded)
         ASSERT_TRUE(p->jit_compiled());
         loaded++;
         p->set_specialise_min_records(1);
+        p->set_rewrite_budget(false);  // every rewrite, however short the Executes
         for (const uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
             const std::vector<uint64_t> prm = {edges[(op >> 4) % std::size(edges)]};
             const auto want = run_direct(*p, recs, n, mode, prm, true);
@@ -1233,6 +1234,7 @@ TEST_F(Bpf, SpecialisedExamplesAnswerAsLoaded)
         const auto want = run_direct(*p, recs, n, c.mode, c.params, true);
         EXPECT_EQ(run_direct(*p, recs, n, c.mode, c.params, false), want) << c.name << " as loaded";
         p->set_specialise_min_records(1);
+        p->set_rewrite_budget(false);  // every rewrite, however short the Executes
         EXPECT_EQ(run_direct(*p, recs, n, c.mode, c.params, false), want) << c.name << " rewritten";
         std::vector<uint8_t> hdr(16 + 8 * c.params.size());
         const uint32_t h[4] = {n, c.mode, static_cast<uint32_t>(c.params.size()), 0};
