@@ -6,7 +6,9 @@
  * it; it returns a u64 (filter: keep if non-zero; map: the output value; reduce: a term
  * of the sum). It may read only its record (its size is fixed at load) and call only the
  * two helpers below. No loops (the verifier refuses back edges: unroll), no floating
- * point (eBPF has none: compare float bit patterns, or let the host convert).
+ * point (eBPF has none: compare float bit patterns, or let the host convert), no 64-bit
+ * division or remainder by a variable or by -1 (the device refuses it: divide u32 operands,
+ * or by another constant).
  * Build: clang -O2 -target bpf -c prog.c -o prog.o
  */
 #ifndef CSD_BPF_H

@@ -284,7 +284,30 @@ void mutate_code(ElfSection &s, std::mt19937_64 &g)
         return v;
     };
     const size_t at = n ? g() % n : 0;
-    switch (g() % 9) {
+    switch (g() % 10) {
+    case 9: {  // a 64-bit or 32-bit DIV or MOD of a constant the verifier knows (INT64_MIN, -1,
+               // 0; in a register, or a csd_param the rewrite folds) by -1, 0 or such a register
+        const uint8_t d = static_cast<uint8_t>(g() % 10), r = static_cast<uint8_t>(g() % 10);
+        std::vector<uint8_t> v;
+        auto add = [&v](const std::vector<uint8_t> &i) { v.insert(v.end(), i.begin(), i.end()); };
+        auto constant = [&](uint8_t reg) {
+            switch (g() % 4) {
+            case 0: add(insn(0x18, reg, 0, 0)), add(insn(0, 0, 0, INT32_MIN)); break;  // INT64_MIN
+            case 1: add(insn(0xb7, reg, 0, -1)); break;
+            case 2: add(insn(0xb7, reg, 0, 0)); break;
+            default: add(insn(0xb7, 1, 0, static_cast<int32_t>(g() % 4))), add(insn(0x85, 0x10, 0, -1)),
+                     add(insn(0xbf, static_cast<uint8_t>(0 << 4 | reg), 0, 0));  // reg = csd_param(0..3)
+            }
+        };
+        constant(d);
+        const bool wide = g() % 4 != 0, by_reg = g() % 2;
+        if (by_reg) constant(r);
+        static const int32_t kDivisors[] = {-1, -1, 0, 1, INT32_MIN};
+        add(insn(static_cast<uint8_t>((g() % 2 ? 0x30 : 0x90) | (wide ? 0x07 : 0x04) | (by_reg ? 0x08 : 0)),
+                 static_cast<uint8_t>(r << 4 | d), 0, by_reg ? 0 : pick(g, kDivisors)));
+        s.data.insert(s.data.begin() + 8 * at, v.begin(), v.end());
+        break;
+    }
     case 0:
         if (n) s.data[8 * at] = pick(g, kOpcodes);
         break;
@@ -427,6 +450,9 @@ void print_stats()
 
 // Records against guard pages: kRegion bytes between two inaccessible pages. kRecords
 // records as loaded; kRewritten (a batch and one more) through the rewrite for an Execute.
+// The Execute's params: csd_param(0..3), folded into constants by the rewrite (a dividend
+// INT64_MIN, divisors -1 and 0 among them).
+constexpr uint64_t kParams[4] = {7, ~0ull, 1ull << 63, 0};
 constexpr size_t kPage = 4096, kRecords = 2, kRewritten = csd::core::kBpfMaxBatch + 1;
 constexpr size_t kRegion = (kRewritten * CSD_MAX_RECORD_SIZE + kPage - 1) / kPage * kPage;
 uint8_t *g_region;
@@ -466,11 +492,10 @@ std::vector<uint8_t> run_mode(const csd::core::BpfProgram &p, uint8_t *rec, cons
     std::memcpy(rec, init.data(), uint64_t{rs} * count);
     std::vector<uint8_t> out(mode == CSD_BPF_MAP ? 8 * count : mode == CSD_BPF_FILTER ? rs * count : 0, 0xA5);
     const csd_span ranges[2] = {{rec, uint64_t{rs} * count}, {out.data(), out.size()}};
-    const uint32_t hdr[4] = {count, mode, 2, 0};
-    const uint64_t prm[2] = {7, ~0ull};
-    uint8_t params[16 + 16];
+    const uint32_t hdr[4] = {count, mode, 4, 0};
+    uint8_t params[16 + sizeof kParams];
     std::memcpy(params, hdr, 16);
-    std::memcpy(params + 16, prm, 16);
+    std::memcpy(params + 16, kParams, sizeof kParams);
     const int cancel = 0;
     const csd_program_call call{ranges, 2, params, sizeof params, &cancel};
     const csd_program_result r = p.run(call, interpret);
@@ -553,13 +578,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (const bool rewritten : {false, true}) {
         const uint32_t count = rewritten ? kRewritten : kRecords;
         p->set_specialise_min_records(rewritten ? 1 : UINT32_MAX);
+        p->set_rewrite_budget(false);  // every rewrite, however short the Executes
         for (uint32_t mode = rewritten ? CSD_BPF_FILTER : CSD_BPF_MAP; mode <= (rewritten ? CSD_BPF_REDUCE : CSD_BPF_MAP); mode++) {
             if (rewritten) {
-                const uint32_t hdr[4] = {count, mode, 2, 0};
-                const uint64_t prm[2] = {7, ~0ull};  // as run_mode's
-                uint8_t params[16 + 16];
+                const uint32_t hdr[4] = {count, mode, 4, 0};  // as run_mode's
+                uint8_t params[16 + sizeof kParams];
                 std::memcpy(params, hdr, 16);
-                std::memcpy(params + 16, prm, 16);
+                std::memcpy(params + 16, kParams, sizeof kParams);
                 const csd_program_call call{nullptr, 2, params, sizeof params, nullptr};
                 const uint32_t batch = p->specialised_batch(call);
                 g_rewritten += batch >= 1;

@@ -57,10 +57,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < uint64_t{count} * record_size; i++) slm[i] = rest ? data[img_len + i % rest] : 0;
     const uint64_t out = 512 << 10;
     for (uint32_t mode = CSD_BPF_FILTER; mode <= CSD_BPF_REDUCE; mode++) {
-        uint8_t d[16 + 32 + 16 + 16];
+        uint8_t d[16 + 32 + 48 + 16];
         const csd_desc_range r[2] = {{0, uint64_t{count} * record_size}, {out, mode == CSD_BPF_REDUCE ? 0u : 256u << 10}};
-        const uint8_t p[32] = {count, 0, 0, 0, static_cast<uint8_t>(mode), 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
-                               7, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+        // params: 7, -1, INT64_MIN, 0 (a dividend and divisors DPDK's verifier once trapped on)
+        const uint8_t p[48] = {count, 0, 0, 0, static_cast<uint8_t>(mode), 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+                               7, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                               0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0};
         csd_desc_encode(d, static_cast<uint16_t>(slot), 2, r, p, sizeof p);
         const uint32_t len = static_cast<uint32_t>(csd_desc_size(2, sizeof p));
         csd_exec *job = nullptr;

@@ -671,6 +671,7 @@ TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
 // wrongly (it swaps the count into rcx, then shifts what rcx held): the JIT-compiled map
 // returned each record's byte unshifted; and a division or remainder of r0 or r3 by itself
 // (it divides by a scratch register it never filled). Such programs run in the interpreter.
+// (A 64-bit division or remainder by a register is refused at Program Load: test_bpf_divide.cc.)
 TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
 {
     using namespace csd::test;
@@ -683,6 +684,10 @@ TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
                                     {0xbf, static_cast<uint8_t>(reg << 4), 0, 0},
                                     {0x95, 0, 0, 0}});
         const Loaded l = load(elf_program(code, "self_shift").bytes(), 1, 0x150);
+        if (shift == 0x3f || shift == 0x9f) {
+            EXPECT_EQ(l.code(), CSD_STATUS_INVALID_PROGRAM_IMAGE) << status_text(l.status);
+            continue;
+        }
         ASSERT_EQ(l.status, 0) << status_text(l.status);
         const uint32_t n = 16;
         std::vector<uint8_t> recs(n);
@@ -1173,6 +1178,7 @@ TEST_F(Bpf, SpecialisedProgramsAnswerAsLoaded)
         ASSERT_TRUE(p->jit_compiled());
         loaded++;
         p->set_specialise_min_records(1);
+        p->set_rewrite_budget(false);  // every rewrite, however short the Executes
         for (const uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
             const std::vector<uint64_t> prm = {edges[(op >> 4) % std::size(edges)]};
             const auto want = run_direct(*p, recs, n, mode, prm, true);
@@ -1228,6 +1234,7 @@ TEST_F(Bpf, SpecialisedExamplesAnswerAsLoaded)
         const auto want = run_direct(*p, recs, n, c.mode, c.params, true);
         EXPECT_EQ(run_direct(*p, recs, n, c.mode, c.params, false), want) << c.name << " as loaded";
         p->set_specialise_min_records(1);
+        p->set_rewrite_budget(false);  // every rewrite, however short the Executes
         EXPECT_EQ(run_direct(*p, recs, n, c.mode, c.params, false), want) << c.name << " rewritten";
         std::vector<uint8_t> hdr(16 + 8 * c.params.size());
         const uint32_t h[4] = {n, c.mode, static_cast<uint32_t>(c.params.size()), 0};

@@ -87,7 +87,8 @@ double bpf_verifier_steps(const std::vector<uint64_t> &insns);
 // Whether DPDK's x86-64 JIT would compile these instructions wrongly although they verify
 // and interpret fine: a JSET ("if dst & src goto", found by fuzz_program), a shift,
 // division or remainder of a register by itself ("r0 <<= r0", "r0 /= r0", found by
-// fuzz_elf).
+// fuzz_elf), a 32-bit division or remainder by a register (it clears r0's upper half,
+// found by fuzz_elf).
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns);
 
 }  // namespace csd::core

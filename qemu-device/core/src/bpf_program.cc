@@ -7,6 +7,7 @@
 #include "bpf_program.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +45,20 @@ constexpr size_t kSpecialisedKept = 4;  // rewrites kept per program (by mode an
 // A rewrite is compiled only for programs DPDK's verifier walks quickly (about 0.1 ms at
 // most: the rewrite is verified again, for each new set of params of a long Execute).
 constexpr double kMaxSpecialiseSteps = 1 << 13;
+// Rewrites take at most one part in kRewriteShare of the time long Executes of the program
+// spent on their records (the first one is free): a guest that changes params every
+// Execute pays a rewrite (a check and DPDK's verification and compilation, 0.1-1 ms, under
+// the one lock DPDK's log needs) only now and then, and runs the program as loaded between
+// (found by an outside review: 5 or more sets of params in turn made every Execute rewrite,
+// 3-5 times as slow).
+constexpr uint64_t kRewriteShare = 8;
+
+uint64_t now_ns()
+{
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
 
 // The first "pc: N" (or "pc:N") DPDK's verifier wrote, or CSD_IMAGE_FAULT_NONE.
 [[maybe_unused]] uint32_t fault_pc(const std::string &log)
@@ -194,6 +209,13 @@ std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t 
             return s;
         }
     }
+    // Over its share of the time: the program as loaded, nothing kept (a later Execute with
+    // these params may rewrite it once the share allows).
+    const uint64_t spent = rewrite_ns_.load(std::memory_order_relaxed);
+    if (rewrite_budget_ && spent > 0 && spent > long_run_ns_.load(std::memory_order_relaxed) / kRewriteShare) {
+        return nullptr;
+    }
+    const uint64_t t0 = now_ns();
     // The rewrite is checked as an image's instructions are (over the batch's bytes), and
     // exactly those instructions go to DPDK: the device relies on its checks, not on the
     // rewrite. Anything refused leaves the program as loaded (kept: not tried again).
@@ -212,6 +234,8 @@ std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t 
             s->batch = r.batch;
         }
     }
+    rewrites_.fetch_add(1, std::memory_order_relaxed);
+    rewrite_ns_.fetch_add(std::max<uint64_t>(now_ns() - t0, 1), std::memory_order_relaxed);
     std::lock_guard<std::mutex> g(spec_mu_);
     spec_.insert(spec_.begin(), s);
     if (spec_.size() > kSpecialisedKept) spec_.pop_back();
@@ -308,8 +332,10 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     // A long Execute runs the program rewritten for its params and mode (once per set of
     // them; see bpf_specialise.h), its records in batches where the rewrite allows.
     std::shared_ptr<const Specialised> spec;
-    if (jit_ && !interpret && h.record_count >= specialise_min_records_) spec = specialised(h.mode, tl_params, h.nr_params);
+    const bool long_run = jit_ && !interpret && h.record_count >= specialise_min_records_;
+    if (long_run) spec = specialised(h.mode, tl_params, h.nr_params);
     if (spec && !spec->fn) spec.reset();
+    const uint64_t t0 = long_run ? now_ns() : 0;
     uint64_t written = 0, sum = 0;
     uint32_t hits = 0;
     // One loop per mode, engine and (for filter) record size, so the per-record path has no
@@ -410,6 +436,7 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     } else {
         done = by_size([b = bpf_](uint8_t *rec) { return rte_bpf_exec(b, rec); }, 0, h.record_count);
     }
+    if (long_run) long_run_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     if (!done) return fail(CSD_STATUS_ABORT_REQUESTED);
     switch (h.mode) {
     case CSD_BPF_FILTER:

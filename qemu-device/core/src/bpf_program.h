@@ -7,6 +7,7 @@
 // once per batch of records.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,12 @@ public:
     // Executes of fewer records than this run the program as loaded (the rewrite costs a
     // check and a compilation, tens of microseconds); tests lower it.
     void set_specialise_min_records(uint32_t n) { specialise_min_records_ = n; }
+    // Whether rewrites are held to their share of the long Executes' time (on: a guest
+    // whose params change every Execute runs the program as loaded, but for one rewrite in
+    // kRewriteShare of that time); tests that compare every rewrite turn it off.
+    void set_rewrite_budget(bool on) { rewrite_budget_ = on; }
+    // Rewrites compiled (or refused by the checks) so far.
+    uint64_t rewrites() const { return rewrites_.load(std::memory_order_relaxed); }
 
 private:
     struct Specialised;  // a rewrite for one mode and set of params, compiled (or refused)
@@ -74,7 +81,14 @@ private:
     std::string name_;
     std::vector<uint64_t> insns_;
     uint32_t specialise_min_records_ = 16384;
-    double verifier_steps_ = 0;  // what DPDK's verifier walks for insns_ (a rewrite's as much at most)
+    // What DPDK's verifier walks for insns_: a rewrite is tried only where this is small. (A
+    // rewrite may walk more: unrolled, a straight body of L instructions is walked batch x L
+    // times, kMaxBatchInsns at most.)
+    double verifier_steps_ = 0;
+    bool rewrite_budget_ = true;
+    mutable std::atomic<uint64_t> rewrites_{0};
+    mutable std::atomic<uint64_t> rewrite_ns_{0};  // the time rewrites took, all of them
+    mutable std::atomic<uint64_t> long_run_ns_{0};  // the time long Executes ran their records
     mutable std::mutex spec_mu_;
     mutable std::vector<std::shared_ptr<const Specialised>> spec_;  // the latest first
 };

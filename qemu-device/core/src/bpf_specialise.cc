@@ -209,10 +209,17 @@ bool bpf_specialise(const std::vector<uint64_t> &insns, const uint64_t *params, 
     bool straight = (mode == CSD_BPF_FILTER || mode == CSD_BPF_REDUCE) && bpf_decode(p[len - 1]).code == kExit;
     bool calls = false;
     uint32_t named = 1u << 0 | 1u << 1 | 1u << 10;
+    size_t index_calls = 0;  // each gets "r0 += k" in the unrolled body
     for (size_t i = 0; i + 1 < len && straight; i++) {
         const BpfInsn a = bpf_decode(p[i]);
         if (is_jump(a) || a.code == kExit) straight = false;
+        // A division or remainder by a register stops the program (answer 0) where the
+        // divisor is zero: unrolled, one record's zero would stop its whole batch (found by
+        // an outside review: 31 other records answered 0).
+        const uint8_t cls = a.code & 0x07, op = a.code & 0xF0;
+        if ((cls == 0x04 || cls == 0x07) && (op == 0x30 || op == 0x90) && (a.code & 0x08)) straight = false;
         calls |= a.code == kCall;
+        index_calls += a.code == kCall && a.imm == 1;
         named |= 1u << a.dst | 1u << a.src;
         if (a.code == kLddw) i++;
     }
@@ -221,7 +228,9 @@ bool bpf_specialise(const std::vector<uint64_t> &insns, const uint64_t *params, 
         if (!(named >> r & 1)) regs[found++] = r;
     }
     uint32_t batch = kBpfMaxBatch;
-    while (batch > 1 && uint64_t{batch} * (len + 8) > kMaxBatchInsns) batch /= 2;
+    // per record: the body (len - 1), "r0 += k" after each csd_index(), r1's two and the
+    // answer's (at most 6); plus 4 around them
+    while (batch > 1 && uint64_t{batch} * (len + 8 + index_calls) + 4 > kMaxBatchInsns) batch /= 2;
     if (!straight || found < 2 || batch < 2 || uint64_t{batch} * record_size > INT32_MAX) return changed;
     const uint8_t start = regs[0], acc = regs[1];
     Emitter b;
