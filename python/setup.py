@@ -19,7 +19,8 @@ spec = top / "spec"
 
 def libcsd_dir():
     """The folder holding meson's libcsd.so and libcsd-emu.so."""
-    tried = [Path(os.environ["CSD_LIBDIR"])] if os.environ.get("CSD_LIBDIR") else \
+    # a relative CSD_LIBDIR is the user's (their shell's $PWD): pip runs this file in python/
+    tried = [Path(os.environ.get("PWD", ".")) / os.environ["CSD_LIBDIR"]] if os.environ.get("CSD_LIBDIR") else \
         [top / "build" / "meson" / "host", top / "build" / "gpu-host" / "host"]
     for d in tried:
         if (d / "libcsd.so").exists() and (d / "libcsd-emu.so").exists():

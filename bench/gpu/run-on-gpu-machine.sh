@@ -50,7 +50,7 @@ cd "$top"
 } 2>&1 | tee "$out/gpu-bench.log"
 [ -z "${QUICK:-}" ] && {
     echo "== Python"
-    CSD_LIBDIR=build/gpu-host/host python3 -m pip install -q --no-build-isolation ./python 2>&1 | tail -5
+    CSD_LIBDIR="$top/build/gpu-host/host" python3 -m pip install -q --no-build-isolation ./python 2>&1 | tail -5  # absolute: pip builds in python/
     (cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15)
     echo "== what a user would otherwise write, against the drive's paths"
     python3 bench/gpu/landing_vs_torch.py 2>&1 | tail -30
