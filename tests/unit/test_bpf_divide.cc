@@ -148,6 +148,31 @@ Prog threshold_prog()
     return p;
 }
 
+// A program to load, and what it is.
+struct Case {
+    const char *what;
+    std::vector<TI> code;  // 0x85: call csd_param
+};
+
+// Loads each case's program (Prog::with_params) in a child process, where a trap kills
+// only the child, and fails the test unless check(case, the program or null, why it was
+// refused) returns true there.
+void each_in_a_child(const std::vector<Case> &cases,
+                     const std::function<bool(const Case &, csd::core::BpfProgram *, const std::string &)> &check)
+{
+    for (const Case &c : cases) {
+        std::string fate;
+        const bool ok = survives(
+            [&] {
+                std::string why;
+                auto prog = load(Prog::with_params(c.code), 8, &why);
+                return check(c, prog.get(), why);
+            },
+            &fate);
+        EXPECT_TRUE(ok) << c.what << ": " << fate;
+    }
+}
+
 }  // namespace
 
 // DPDK 22.11's verifier computes a DIV or MOD of two constants with the host's signed
@@ -158,11 +183,7 @@ Prog threshold_prog()
 // params[0] = 2^63 (its rewrite made r0 the constant 2^63).
 TEST(BpfDivide, SixtyFourBitDivisionByARegisterOrMinusOneIsRefused)
 {
-    struct Case {
-        const char *what;
-        std::vector<TI> code;  // 0x85: call csd_param
-    };
-    const Case cases[] = {
+    const std::vector<Case> cases = {
         {"lddw r0, 2^63; r0 %= -1", {{0x18, 0x00, 0, 0}, {0x00, 0x00, 0, INT32_MIN}, {0x97, 0x00, 0, -1}, {0x95, 0, 0, 0}}},
         {"lddw r0, 2^63; r0 /= -1", {{0x18, 0x00, 0, 0}, {0x00, 0x00, 0, INT32_MIN}, {0x37, 0x00, 0, -1}, {0x95, 0, 0, 0}}},
         {"r0 = csd_param(0); r0 %= -1", {{0xb7, 0x01, 0, 0}, {0x85, 0, 0, 0}, {0x97, 0x00, 0, -1}, {0x95, 0, 0, 0}}},
@@ -175,28 +196,20 @@ TEST(BpfDivide, SixtyFourBitDivisionByARegisterOrMinusOneIsRefused)
           {0x9f, 0x60, 0, 0}, {0x95, 0, 0, 0}}},
         {"r2 = key; r0 = 5; r0 /= r2", {{0x79, 0x12, 0, 0}, {0xb7, 0x00, 0, 5}, {0x3f, 0x20, 0, 0}, {0x95, 0, 0, 0}}},
     };
-    for (const Case &c : cases) {
-        std::string fate;
-        const bool ok = survives(
-            [&] {
-                std::string why;
-                auto prog = load(Prog::with_params(c.code), 8, &why);
-                if (!prog) {
-                    printf("  %-48s refused: %s\n", c.what, why.c_str());
-                    return why.find("64-bit division or remainder by") != std::string::npos &&
-                           why.find("INT64_MIN / -1") != std::string::npos;
-                }
-                // accepted (before the fix): the Executes the guest could send
-                printf("  %-48s accepted\n", c.what);
-                std::vector<uint8_t> recs(8 * 16384, 1);
-                for (uint64_t prm : {uint64_t{7}, uint64_t{1} << 63, ~uint64_t{0}, uint64_t{0}}) {
-                    run(*prog, recs, 16384, CSD_BPF_REDUCE, {prm}, false);
-                }
-                return false;  // it must not load
-            },
-            &fate);
-        EXPECT_TRUE(ok) << c.what << ": " << fate;
-    }
+    each_in_a_child(cases, [](const Case &c, csd::core::BpfProgram *prog, const std::string &why) {
+        if (!prog) {
+            printf("  %-48s refused: %s\n", c.what, why.c_str());
+            return why.find("64-bit division or remainder by") != std::string::npos &&
+                   why.find("INT64_MIN / -1") != std::string::npos;
+        }
+        // accepted (before the fix): the Executes the guest could send
+        printf("  %-48s accepted\n", c.what);
+        std::vector<uint8_t> recs(8 * 16384, 1);
+        for (uint64_t prm : {uint64_t{7}, uint64_t{1} << 63, ~uint64_t{0}, uint64_t{0}}) {
+            run(*prog, recs, 16384, CSD_BPF_REDUCE, {prm}, false);
+        }
+        return false;  // it must not load
+    });
 }
 
 // 32-bit division and remainder stay: DPDK sign-extends both 32-bit operands to 64 bits
@@ -207,11 +220,7 @@ TEST(BpfDivide, SixtyFourBitDivisionByARegisterOrMinusOneIsRefused)
 // every answer compared with the interpreter's over the program as loaded.
 TEST(BpfDivide, ThirtyTwoBitDivisionSurvivesEveryParam)
 {
-    struct Case {
-        const char *what;
-        std::vector<TI> code;
-    };
-    const Case cases[] = {
+    const std::vector<Case> cases = {
         {"w6 = csd_param(0); w0 = key; w0 /= w6",
          {{0xbf, 0x17, 0, 0}, {0xb7, 0x01, 0, 0}, {0x85, 0, 0, 0}, {0xbc, 0x06, 0, 0}, {0x61, 0x70, 0, 0},
           {0x3c, 0x60, 0, 0}, {0x95, 0, 0, 0}}},
@@ -230,34 +239,26 @@ TEST(BpfDivide, ThirtyTwoBitDivisionSurvivesEveryParam)
         const uint64_t v = i % 3 == 0 ? 0x80000000u : i;
         std::memcpy(&recs[8 * i], &v, 8);
     }
-    for (const Case &c : cases) {
-        std::string fate;
-        const bool ok = survives(
-            [&] {
-                std::string why;
-                auto prog = load(Prog::with_params(c.code), 8, &why);
-                if (!prog) {
-                    printf("  %-56s refused: %s\n", c.what, why.c_str());
-                    return false;
+    each_in_a_child(cases, [&](const Case &c, csd::core::BpfProgram *prog, const std::string &why) {
+        if (!prog) {
+            printf("  %-56s refused: %s\n", c.what, why.c_str());
+            return false;
+        }
+        bool same = true;
+        for (uint64_t prm : {uint64_t{0}, ~uint64_t{0}, uint64_t{1} << 63, uint64_t{0xFFFFFFFF},
+                             uint64_t{0x80000000}, uint64_t{7}}) {
+            for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+                const Diff d = diff(*prog, recs, n, mode, {prm});
+                if (d.got != d.want) {
+                    printf("  %s: params[0] %#" PRIx64 " mode %u: rewritten answered %" PRIu64 "/%" PRIu64
+                           ", as loaded %" PRIu64 "/%" PRIu64 "\n",
+                           c.what, prm, mode, d.got[1], d.got[2], d.want[1], d.want[2]);
+                    same = false;
                 }
-                bool same = true;
-                for (uint64_t prm : {uint64_t{0}, ~uint64_t{0}, uint64_t{1} << 63, uint64_t{0xFFFFFFFF},
-                                     uint64_t{0x80000000}, uint64_t{7}}) {
-                    for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
-                        const Diff d = diff(*prog, recs, n, mode, {prm});
-                        if (d.got != d.want) {
-                            printf("  %s: params[0] %#" PRIx64 " mode %u: rewritten answered %" PRIu64 "/%" PRIu64
-                                   ", as loaded %" PRIu64 "/%" PRIu64 "\n",
-                                   c.what, prm, mode, d.got[1], d.got[2], d.want[1], d.want[2]);
-                            same = false;
-                        }
-                    }
-                }
-                return same;
-            },
-            &fate);
-        EXPECT_TRUE(ok) << c.what << ": " << fate;
-    }
+            }
+        }
+        return same;
+    });
 }
 
 // DPDK (interpreter and JIT alike) stops a program with answer 0 on a division by zero.
