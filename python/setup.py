@@ -73,7 +73,12 @@ ext = Pybind11Extension(
     library_dirs=[str(libdir)],
     libraries=libs,
     extra_objects=objects,
-    depends=objects,  # a new kernel object links the module again
+    # setuptools rebuilds only when a source or one of these is newer than the module: the
+    # headers the bindings include (a changed class or virtual table in libcsd's headers
+    # with a stale module called the wrong function: Device.namespace read garbage) and
+    # libcsd itself; a new kernel object links the module again
+    depends=objects + [str(h) for h in sorted((host / "include").rglob("*.h*")) + sorted(spec.glob("*.h"))]
+    + [str(libdir / "libcsd.so"), str(libdir / "libcsd-emu.so")],
     cxx_std=17,
 )
 

@@ -65,7 +65,14 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
                     ENODEV);
     }
     const uint8_t flbas = id[26] & 0xF;
-    ns_.lba_size = 1u << id[128 + 4 * flbas + 2];
+    const uint8_t lbads = id[128 + 4 * flbas + 2];
+    if (lbads < 9 || lbads > 16) {  // NVMe: 512 B at least; the kernel takes at most 64 KiB
+        ::close(fd_);
+        throw Error("open " + path_ + ": namespace " + std::to_string(ns_.nsid) + " reports an LBA data size of 2^" +
+                        std::to_string(lbads) + " bytes (Identify Namespace LBADS), outside 512 B .. 64 KiB",
+                    ENODEV);
+    }
+    ns_.lba_size = 1u << lbads;
     // The kernel's limit for one passthrough transfer: max_hw_sectors_kb, and one page
     // less than max_segments pages, since a user buffer that is not page-aligned spans
     // one page more than its length.
