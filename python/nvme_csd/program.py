@@ -134,22 +134,30 @@ class Program:
         until it answers "done" (bit 63). The program sees params[0] = start_lba and
         params[1:] = params. Returns (value, hops). max_hops (default: the drive's cap, 64)
         blocks read without an answer: HopLimitExceeded, whose dw0/dw1 are the next LBA."""
-        params, hops = self._chase_args(params, max_hops)
-        return _core.programs.chase(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
+        start, params, hops = self._chase_args(start_lba, params, max_hops)
+        return _core.programs.chase(self.device._dev, self.id, self.record_size, start, params, hops)
 
     def chase_value(self, start_lba: int, params: Sequence[int] = (), max_hops: Optional[int] = None) -> int:
         """The same chase as one command: its value, from the completion (chase also reads
         the hop count back from device memory, a second command)."""
-        params, hops = self._chase_args(params, max_hops)
-        return _core.programs.chase_value(self.device._dev, self.id, self.record_size, int(start_lba), params, hops)
+        start, params, hops = self._chase_args(start_lba, params, max_hops)
+        return _core.programs.chase_value(self.device._dev, self.id, self.record_size, start, params, hops)
 
     @staticmethod
-    def _chase_args(params: Sequence[int], max_hops: Optional[int]) -> Tuple[List[int], int]:
-        """A chase's params (64-bit, at most MAX_PROGRAM_PARAMS - 1) and hop limit, checked."""
+    def _chase_args(start_lba: int, params: Sequence[int],
+                    max_hops: Optional[int]) -> Tuple[int, List[int], int]:
+        """A chase's start LBA (64-bit), params (64-bit, at most MAX_PROGRAM_PARAMS - 1) and
+        hop limit (32-bit; the drive checks it against its cap), checked."""
+        start = int(start_lba)
+        if not 0 <= start < 2 ** 64:
+            raise InvalidArgument(f"start_lba {start} is not an LBA (0 .. 2^64 - 1)")
         params = [int(p) & (2 ** 64 - 1) for p in params]
         if len(params) > MAX_PROGRAM_PARAMS - 1:
             raise InvalidArgument(f"at most {MAX_PROGRAM_PARAMS - 1} params besides the start LBA, got {len(params)}")
-        return params, MAX_CHASE_HOPS if max_hops is None else int(max_hops)
+        hops = MAX_CHASE_HOPS if max_hops is None else int(max_hops)
+        if not 0 <= hops < 2 ** 32:
+            raise InvalidArgument(f"max_hops {hops} is not a hop limit (1 .. {MAX_CHASE_HOPS} on this drive)")
+        return start, params, hops
 
 
 def read_image(image: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]) -> bytes:

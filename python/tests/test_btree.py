@@ -53,6 +53,13 @@ def test_hop_limit_and_lba_past_the_namespace(lookup):
         prog.chase(1 << 62, [1])  # past any namespace
     with pytest.raises(nvme_csd.InvalidParameters):
         prog.chase(tree.root_lba, [1], max_hops=nvme_csd.wire.MAX_CHASE_HOPS + 1)
+    # refused on the host, before a command: what no 64-bit LBA or 32-bit hop limit can be
+    # (an outside review: pybind's raw TypeError came out instead of InvalidArgument)
+    for bad in (dict(start_lba=-1), dict(start_lba=1 << 64), dict(max_hops=-1), dict(max_hops=(1 << 32) + 1)):
+        args = {**dict(start_lba=tree.root_lba, params=[1], max_hops=3), **bad}
+        for call in (prog.chase, prog.chase_value):
+            with pytest.raises(nvme_csd.InvalidArgument):
+                call(**args)
 
 
 def test_a_lookup_is_one_execute_of_mode_chase(lookup):
