@@ -8,7 +8,10 @@
 # cache (~/.cache/nvme-csd: QEMU builds, kernels), pip's and ccache's caches and apt's
 # downloaded packages. The root is made anew on every run (ROOT, default
 # /var/tmp/nvme-csd-fresh) and removed at the end.
-# Usage: ci/fresh-root.sh [COMMAND]   (as root)
+# CSD_CI_COLD=1 builds everything from nothing: the project's build caches (QEMU builds,
+# nvme-cli, ccache) start empty; only downloads (source packages, kernels, .debs, pip
+# wheels) are shared, so the run measures a cold build without fetching again.
+# Usage: [CSD_CI_COLD=1] ci/fresh-root.sh [COMMAND]   (as root)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-make demo && make test}
@@ -21,7 +24,18 @@ root_cleanup
 
 start=$(date +%s)
 root_make git,make,ca-certificates,python3   # a stock Debian 12
-root_mount nvme-csd pip ccache
+if [ "${CSD_CI_COLD:-0}" = 1 ]; then
+    root_mount pip
+    cold="$root/root/.cache"
+    mkdir -p "$cold/nvme-csd/dl" "$cold/nvme-csd/kernel" "$cold/ccache"
+    for d in dl kernel; do
+        mkdir -p "$root_cache/nvme-csd/$d"
+        mount --bind "$root_cache/nvme-csd/$d" "$cold/nvme-csd/$d"
+    done
+    say "cold: empty build caches (QEMU, nvme-cli, ccache); downloads shared"
+else
+    root_mount nvme-csd pip ccache
+fi
 git clone -q "$top" "$root/root/nvme-csd"
 git -C "$root/root/nvme-csd" checkout -q "$(git -C "$top" rev-parse HEAD)"
 
