@@ -585,7 +585,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 uint8_t params[16 + sizeof kParams];
                 std::memcpy(params, hdr, 16);
                 std::memcpy(params + 16, kParams, sizeof kParams);
-                const csd_program_call call{nullptr, 2, params, sizeof params, nullptr};
+                // a whole call, its ranges as run_mode's, so that check's reading of it runs first
+                std::vector<uint8_t> out(mode == CSD_BPF_MAP ? 8 * count : mode == CSD_BPF_FILTER ? d.record_size * count : 0);
+                const csd_span ranges[2] = {{g_region, uint64_t{d.record_size} * count}, {out.data(), out.size()}};
+                const csd_program_call call{ranges, 2, params, sizeof params, nullptr};
                 const uint32_t batch = p->specialised_batch(call);
                 g_rewritten += batch >= 1;
                 g_batched += batch > 1;

@@ -88,10 +88,14 @@ std::vector<uint64_t> run(const csd::core::BpfProgram &p, std::vector<uint8_t> r
     return v;
 }
 
+// The batch run would take for such an Execute (a whole call, as run is given it).
 uint32_t batch_of(const csd::core::BpfProgram &p, uint32_t count, uint32_t mode, const std::vector<uint64_t> &prm)
 {
+    const uint32_t rs = p.record_size();
+    std::vector<uint8_t> recs(size_t{rs} * count), out(mode == CSD_BPF_MAP ? 8 * count : size_t{rs} * count);
+    const csd_span ranges[2] = {{recs.data(), recs.size()}, {out.data(), out.size()}};
     const auto params = params_of(count, mode, prm);
-    const csd_program_call call{nullptr, 2, params.data(), static_cast<uint32_t>(params.size()), nullptr};
+    const csd_program_call call{ranges, 2, params.data(), static_cast<uint32_t>(params.size()), nullptr};
     return p.specialised_batch(call);
 }
 

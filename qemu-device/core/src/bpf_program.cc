@@ -94,7 +94,7 @@ struct BpfProgram::Specialised {
     std::vector<uint64_t> params;  // what it was rewritten for
     rte_bpf *bpf = nullptr;
     uint64_t (*fn)(void *) = nullptr;
-    uint32_t batch = 1;  // records a call of fn takes
+    uint32_t batch = 1;  // records a call of fn takes (map, batch > 1: over a scratch copy)
     ~Specialised();
 };
 
@@ -226,8 +226,8 @@ std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t 
     uint32_t fault;
     std::string why, log;
     if (verifier_steps_ <= kMaxSpecialiseSteps && bpf_specialise(insns_, params, nr_params, mode, record_size_, &r) &&
-        bpf_check_instructions(r.insns, record_size_ * r.batch, &fault, &why) && !bpf_jit_unsafe(r.insns)) {
-        s->bpf = runtime_load(r.insns, record_size_ * r.batch, &log);
+        bpf_check_instructions(r.insns, r.arg_size, &fault, &why) && !bpf_jit_unsafe(r.insns)) {
+        s->bpf = runtime_load(r.insns, r.arg_size, &log);
         rte_bpf_jit jit = {};
         if (s->bpf && rte_bpf_get_jit(s->bpf, &jit) == 0 && jit.func) {
             s->fn = jit.func;
@@ -265,6 +265,13 @@ static uint64_t rte_bpf_exec(const rte_bpf *, void *) { return 0; }  // never re
 ExecResult BpfProgram::check(const ProgramCall &call, ProgramWork *work) const
 {
     csd_bpf_params h;
+    uint64_t params[CSD_BPF_MAX_PARAMS];
+    return read_call(call, &h, params, work);
+}
+
+ExecResult BpfProgram::read_call(const ProgramCall &call, csd_bpf_params *hp, uint64_t *params, ProgramWork *work) const
+{
+    csd_bpf_params &h = *hp;
     if (call.param_len < sizeof(h)) return fail(CSD_STATUS_INVALID_PARAMETERS);
     std::memcpy(&h, call.params, sizeof(h));
     if (h.mode != CSD_BPF_CHASE && call.nr_ranges != 2) return fail(CSD_STATUS_INVALID_PARAMETERS);
@@ -272,6 +279,7 @@ ExecResult BpfProgram::check(const ProgramCall &call, ProgramWork *work) const
         call.param_len != sizeof(h) + 8 * h.nr_params) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
+    std::memcpy(params, call.params + sizeof(h), 8 * h.nr_params);
     if (h.mode == CSD_BPF_CHASE) {
         // one range (out), the start LBA in params[0], a hop limit the device allows
         if (call.nr_ranges != 1 || h.nr_params < 1 || h.record_count < 1 || h.record_count > CSD_BPF_MAX_HOPS) {
@@ -303,38 +311,46 @@ uint64_t BpfProgram::hop(const ProgramCall &call, const uint8_t *record, uint32_
     return (jit_ && !interpret) ? jit_(rec) : rte_bpf_exec(bpf_, rec);
 }
 
+std::shared_ptr<const BpfProgram::Specialised> BpfProgram::plan(const ProgramCall &call, const csd_bpf_params &h,
+                                                                const uint64_t *params, bool interpret) const
+{
+    if (!jit_ || interpret || h.mode > CSD_BPF_REDUCE || h.record_count < specialise_min_records_) return nullptr;
+    std::shared_ptr<const Specialised> s = specialised(h.mode, params, h.nr_params);
+    if (!s || !s->fn) return nullptr;
+    const Span &in = call.ranges[0], &out = call.ranges[1];
+    // A filter whose output lands ahead of the records it has read (inside the input, after
+    // its first byte) must run each record after the outputs before it; a map whose answers
+    // share bytes with its records the same (a batch reads its records before it answers):
+    // one call a record, as loaded.
+    if (s->batch > 1 && h.mode == CSD_BPF_FILTER && !output_trails_input(in, out)) return nullptr;
+    if (s->batch > 1 && h.mode == CSD_BPF_MAP && out.data < in.data + in.len && in.data < out.data + out.len) return nullptr;
+    return s;
+}
+
 uint32_t BpfProgram::specialised_batch(const ProgramCall &call) const
 {
     csd_bpf_params h;
     uint64_t params[CSD_BPF_MAX_PARAMS];
-    if (call.param_len < sizeof(h)) return 0;
-    std::memcpy(&h, call.params, sizeof(h));
-    if (!jit_ || h.record_count < specialise_min_records_ || h.mode > CSD_BPF_REDUCE ||
-        h.nr_params > CSD_BPF_MAX_PARAMS || call.param_len < sizeof(h) + 8 * h.nr_params) {
-        return 0;
-    }
-    std::memcpy(params, call.params + sizeof(h), 8 * h.nr_params);
-    const auto s = specialised(h.mode, params, h.nr_params);
-    return s && s->fn ? s->batch : 0;
+    if (read_call(call, &h, params, nullptr).status || h.mode == CSD_BPF_CHASE) return 0;
+    const auto s = plan(call, h, params, false);
+    return s ? s->batch : 0;
 }
 
 ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
 {
-    if (const ExecResult r = check(call, nullptr); r.status) return r;
     csd_bpf_params h;
-    std::memcpy(&h, call.params, sizeof(h));
+    uint64_t params[CSD_BPF_MAX_PARAMS];
+    if (const ExecResult r = read_call(call, &h, params, nullptr); r.status) return r;
     if (h.mode == CSD_BPF_CHASE) return fail(CSD_STATUS_INTERNAL_ERROR);  // the core walks a chase (execute.cc)
     const Span &in = call.ranges[0], &out = call.ranges[1];
     const uint64_t map_bytes = uint64_t{h.record_count} * 8;
     const uint32_t map_dw0 = map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes);
-    std::memcpy(tl_params, call.params + sizeof(h), 8 * h.nr_params);
+    std::memcpy(tl_params, params, 8 * h.nr_params);
     tl_nr_params = h.nr_params;
     // A long Execute runs the program rewritten for its params and mode (once per set of
     // them; see bpf_specialise.h), its records in batches where the rewrite allows.
-    std::shared_ptr<const Specialised> spec;
     const bool long_run = jit_ && !interpret && h.record_count >= specialise_min_records_;
-    if (long_run) spec = specialised(h.mode, tl_params, h.nr_params);
-    if (spec && !spec->fn) spec.reset();
+    std::shared_ptr<const Specialised> spec = plan(call, h, params, interpret);
     const uint64_t t0 = long_run ? now_ns() : 0;
     uint64_t written = 0, sum = 0;
     uint32_t hits = 0;
@@ -413,21 +429,61 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
         return records(call_program, std::integral_constant<uint32_t, 0>(), begin, end);
     };
     auto per_record = [](uint64_t (*f)(void *)) { return [f](uint8_t *rec) { return f(rec); }; };
-    // A filter whose output lands ahead of the records it has read (inside the input, after
-    // its first byte) must run each record after the outputs before it: one call a record.
-    if (spec && spec->batch > 1 && h.mode == CSD_BPF_FILTER && !blocks_ok) spec.reset();
     bool done;
-    if (spec && spec->batch > 1) {
-        // One call per batch of records (at the batch's first, in order), its answer handed
-        // out a record at a time: filter, a bit each; reduce, the sum, then zeros. The
-        // records a whole batch does not cover run one call each, as loaded.
+    if (spec && spec->batch > 1 && h.mode != CSD_BPF_FILTER) {
+        // Map and reduce: one call per batch, straight from this loop (csd_index() the
+        // batch's first record). Map runs it over a copy of its records (the scratch:
+        // records, then the answers the call stores) and copies the answers out; reduce adds
+        // up the calls' sums. The records a whole batch does not cover run one call each,
+        // as loaded.
+        const uint32_t nb = spec->batch, rs = record_size_;
+        const uint32_t whole = h.record_count / nb * nb;
+        const uint64_t step = uint64_t{std::max<uint32_t>(records_per_check_ / nb, 1)} * nb;
+        const bool map = h.mode == CSD_BPF_MAP;
+        auto *const f = spec->fn;
+        alignas(64) uint8_t scratch[kBpfMaxScratch];
+        done = true;
+        for (uint64_t first = 0; first < whole; first += step) {
+            if (cancelled(call)) {
+                done = false;
+                break;
+            }
+            const uint64_t last = std::min<uint64_t>(whole, first + step);
+            if (map) {
+                // the copies of a full batch of 8-, 16- or 32-byte records inline (of a
+                // constant size), others through memcpy
+                auto copies = [&](auto batch_bytes) {
+                    constexpr size_t kBytes = decltype(batch_bytes)::value;
+                    const size_t bytes = kBytes ? kBytes : size_t{nb} * rs, answers = kBytes ? kBpfMaxBatch * 8 : size_t{nb} * 8;
+                    for (uint64_t i = first; i < last; i += nb) {
+                        std::memcpy(scratch, in.data + i * rs, bytes);
+                        tl_index = i;
+                        f(scratch);
+                        std::memcpy(out.data + i * 8, scratch + bytes, answers);
+                    }
+                };
+                if (nb == kBpfMaxBatch && rs == 8) copies(std::integral_constant<size_t, kBpfMaxBatch * 8>());
+                else if (nb == kBpfMaxBatch && rs == 16) copies(std::integral_constant<size_t, kBpfMaxBatch * 16>());
+                else if (nb == kBpfMaxBatch && rs == 32) copies(std::integral_constant<size_t, kBpfMaxBatch * 32>());
+                else copies(std::integral_constant<size_t, 0>());
+            } else {
+                for (uint64_t i = first; i < last; i += nb) {
+                    tl_index = i;
+                    sum += f(in.data + i * rs);  // wraps, as the spec says
+                }
+            }
+        }
+        done = done && by_size(per_record(jit_), whole, h.record_count);
+    } else if (spec && spec->batch > 1) {
+        // Filter: one call per batch of records (at the batch's first, in order), its answer
+        // handed out a bit a record to the filter's loop (which gathers the kept records).
+        // The records a whole batch does not cover run one call each, as loaded.
         const uint32_t whole = h.record_count / spec->batch * spec->batch;
-        auto batched = [f = spec->fn, n = spec->batch, bits = h.mode == CSD_BPF_FILTER, left = uint32_t{0},
-                        answer = uint64_t{0}](uint8_t *rec) mutable {
+        auto batched = [f = spec->fn, n = spec->batch, left = uint32_t{0}, answer = uint64_t{0}](uint8_t *rec) mutable {
             if (left == 0) answer = f(rec), left = n;
             left--;
-            const uint64_t r = bits ? answer & 1 : answer;
-            answer = bits ? answer >> 1 : 0;
+            const uint64_t r = answer & 1;
+            answer >>= 1;
             return r;
         };
         done = by_size(std::ref(batched), 0, whole) && by_size(per_record(jit_), whole, h.record_count);

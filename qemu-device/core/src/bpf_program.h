@@ -56,9 +56,10 @@ public:
     // Records run between two cancellation checks: 4096, fewer for a long program, so
     // that no more than about kCancelInstructions run between them.
     uint32_t records_per_check() const { return records_per_check_; }
-    // The records one call of the compiled code takes in an Execute of call (filter, map or
-    // reduce, checked): 0 when it runs the program as loaded, one call a record; else the
-    // batch of the program rewritten for its parameters (1: rewritten, one call a record).
+    // The records one call of the compiled code takes in an Execute of call (a whole call,
+    // read and checked as run reads it): 0 when it runs the program as loaded, one call a
+    // record (or check refuses it, or it is a chase); else the batch of the program
+    // rewritten for its parameters (1: rewritten, one call a record).
     uint32_t specialised_batch(const ProgramCall &call) const;
     // Executes of fewer records than this run the program as loaded (the rewrite costs a
     // check and a compilation, tens of microseconds); tests lower it.
@@ -74,6 +75,13 @@ private:
     struct Specialised;  // a rewrite for one mode and set of params, compiled (or refused)
     BpfProgram() = default;
     std::shared_ptr<const Specialised> specialised(uint32_t mode, const uint64_t *params, uint32_t nr_params) const;
+    // The one reader of an Execute's params (check, run and specialised_batch use it): the
+    // header in *h, the u64 params in params[0..h->nr_params), and check's answer.
+    ExecResult read_call(const ProgramCall &call, csd_bpf_params *h, uint64_t *params, ProgramWork *work) const;
+    // The rewrite run uses for a checked call (long, JIT, its batching allowed by where its
+    // ranges lie), or null: the program as loaded.
+    std::shared_ptr<const Specialised> plan(const ProgramCall &call, const csd_bpf_params &h, const uint64_t *params,
+                                            bool interpret) const;
     rte_bpf *bpf_ = nullptr;
     uint64_t (*jit_)(void *) = nullptr;
     uint32_t record_size_ = 0;
