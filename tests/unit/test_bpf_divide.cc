@@ -5,9 +5,12 @@
 // killed the emulator, at Program Load or inside an Execute whose params the rewrite folded
 // into constants); a division by a zero register stops the program, which unrolled over a
 // batch stopped the whole batch; the unrolled length and the rewrite's cost when params
-// keep changing. The cases that could kill the process run in a child process.
+// keep changing. Then the rewrite against the program as loaded over random straight
+// programs, params and record counts at the batch's edges, and the one reader of an
+// Execute's params. The cases that could kill the process run in a child process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstring>
@@ -19,6 +22,7 @@
 #include "bpf_elf.h"
 #include "bpf_program.h"
 #include "bpf_specialise.h"
+#include "core_fixture.h"
 #include "csd_core.h"
 #include "elf_writer.h"
 
@@ -72,7 +76,8 @@ std::vector<uint8_t> params_of(uint32_t count, uint32_t mode, const std::vector<
     return params;
 }
 
-// One Execute over count records (a copy of recs): status, dw0, dw1, then the output's bytes.
+// One Execute over count records (a copy of recs): status, dw0, dw1, then the output's
+// bytes, then the records' bytes as the program left them.
 std::vector<uint64_t> run(const csd::core::BpfProgram &p, std::vector<uint8_t> recs, uint32_t count, uint32_t mode,
                           const std::vector<uint64_t> &prm, bool interpret)
 {
@@ -85,6 +90,7 @@ std::vector<uint64_t> run(const csd::core::BpfProgram &p, std::vector<uint8_t> r
     const csd_program_result r = p.run(call, interpret);
     std::vector<uint64_t> v{r.status, r.dw0, r.dw1};
     for (uint8_t b : out) v.push_back(b);
+    for (uint8_t b : recs) v.push_back(b);
     return v;
 }
 
@@ -452,6 +458,271 @@ TEST(BpfDivide, ThirtyTwoBitDivisionByARegisterKeepsR0)
         const auto got = run(*prog, recs, 4, CSD_BPF_MAP, {}, false);
         EXPECT_EQ(want[3 + 7], 0x80u) << "the interpreter's answer is 2^63";
         EXPECT_EQ(got, want) << "opcode " << int(op);
+    }
+}
+#endif  // CSD_HAVE_BPF
+
+#ifdef CSD_HAVE_BPF
+namespace {
+
+// A random straight program over records of rs bytes (checked at load: some are refused),
+// built from what the rewrite folds, carries and drops: loads of every width through the
+// record pointer and copies of it plus an offset, 64- and 32-bit ALU operations by a
+// constant or a register (division and remainder by a constant only), csd_param(K) and
+// csd_index() calls, stack spills and fills, and (now and then) a store into the record;
+// its answer a register, or the branch-free select's pattern "r0 = A; if x OP y goto +1;
+// r0 = B; exit".
+Prog random_straight(std::mt19937_64 &g, uint32_t rs)
+{
+    static const int32_t imms[] = {0, 1, 2, 3, 5, 7, 16, 31, 32, 63, 255, 0x7FFF, 0x7FFFFFFF, INT32_MIN, -1, -2, -100, 749};
+    auto reg = [](uint8_t d, uint8_t s) { return static_cast<uint8_t>(d | s << 4); };
+    auto imm = [&] { return imms[g() % std::size(imms)]; };
+    Prog p;
+    p.put({0xbf, reg(6, 1), 0, 0});  // r6 = r1: the record, kept across calls
+    std::vector<uint8_t> nums;       // registers holding a number
+    auto forget = [&](uint8_t r) { nums.erase(std::remove(nums.begin(), nums.end(), r), nums.end()); };
+    auto set = [&](uint8_t r) { forget(r), nums.push_back(r); };
+    auto any_num = [&] { return nums[g() % nums.size()]; };
+    const uint8_t dsts[] = {0, 2, 3, 4, 5, 7, 8, 9};
+    bool stack_written[4] = {};
+    const int steps = 2 + static_cast<int>(g() % 14);
+    for (int step = 0; step < steps; step++) {
+        const int what = nums.empty() ? 0 : static_cast<int>(g() % 16);
+        const uint8_t d = dsts[g() % std::size(dsts)];
+        if (what <= 2) {  // a load, through r6 or a copy of it plus an offset
+            static const uint8_t sizes[4] = {4, 2, 1, 8}, codes[4] = {0x61, 0x69, 0x71, 0x79};
+            const int w = static_cast<int>(g() % 4);
+            const int16_t off = static_cast<int16_t>(g() % (rs / sizes[w]) * sizes[w]);
+            if (what == 2 && d != 0) {
+                const int16_t part = static_cast<int16_t>(off / 2 / sizes[w] * sizes[w]);
+                p.put({0xbf, reg(d, 6), 0, 0}), p.put({0x07, d, 0, part});  // d = r6 + part
+                forget(d);
+                p.put({codes[w], reg(d, d), static_cast<int16_t>(off - part), 0});
+            } else {
+                p.put({codes[w], reg(d, 6), off, 0});
+            }
+            set(d);
+        } else if (what <= 7) {  // ALU by a constant
+            static const uint8_t ops[] = {0x00, 0x10, 0x20, 0x40, 0x50, 0xA0, 0x60, 0x70, 0xC0, 0xB0, 0x80, 0x30, 0x90};
+            const uint8_t op = ops[g() % std::size(ops)];
+            const bool wide = g() % 4 != 0;
+            int32_t k = imm();
+            if (op == 0x60 || op == 0x70 || op == 0xC0) k = static_cast<int32_t>(g() % (wide ? 64 : 32));
+            if ((op == 0x30 || op == 0x90) && (k == 0 || k == -1)) k = 7;
+            const uint8_t dst = op == 0xB0 ? d : any_num();
+            p.put({static_cast<uint8_t>((wide ? 0x07 : 0x04) | op), dst, 0, k});
+            set(dst);
+        } else if (what <= 10) {  // ALU by a register (no division: see above)
+            static const uint8_t ops[] = {0x00, 0x10, 0x20, 0x40, 0x50, 0xA0, 0xB0, 0x00, 0x20};
+            const uint8_t op = ops[g() % std::size(ops)];
+            const bool wide = g() % 4 != 0;
+            const uint8_t src = any_num(), dst = op == 0xB0 ? d : any_num();
+            p.put({static_cast<uint8_t>((wide ? 0x0F : 0x0C) | op), reg(dst, src), 0, 0});
+            set(dst);
+        } else if (what == 11) {  // r1 = K; call csd_param; d = r0
+            p.put({0xb7, 0x01, 0, static_cast<int32_t>(g() % 5)});
+            p.call("csd_param");
+            for (uint8_t r = 1; r <= 5; r++) forget(r);
+            set(0);
+            if (d != 0) p.put({0xbf, reg(d, 0), 0, 0}), set(d);
+        } else if (what == 12) {  // call csd_index
+            p.call("csd_index");
+            for (uint8_t r = 1; r <= 5; r++) forget(r);
+            set(0);
+        } else if (what == 13) {  // a spill, or a fill of a slot written
+            const int slot = static_cast<int>(g() % 4);
+            if (stack_written[slot] && g() % 2) {
+                p.put({0x79, reg(d, 10), static_cast<int16_t>(-8 * (slot + 1)), 0}), set(d);
+            } else {
+                p.put({0x7b, reg(10, any_num()), static_cast<int16_t>(-8 * (slot + 1)), 0});
+                stack_written[slot] = true;
+            }
+        } else if (what == 14 && g() % 3 == 0) {  // a store into the record
+            p.put({0x63, reg(6, any_num()), static_cast<int16_t>(g() % (rs / 4) * 4), 0});
+        } else {  // d = a constant (64-bit load now and then)
+            if (g() % 3 == 0) {
+                const uint64_t v = g();
+                p.put({0x18, d, 0, static_cast<int32_t>(static_cast<uint32_t>(v))}), p.put({0, 0, 0, static_cast<int32_t>(v >> 32)});
+            } else {
+                p.put({0xb7, d, 0, imm()});
+            }
+            set(d);
+        }
+    }
+    forget(0);
+    if (nums.empty()) p.put({0x79, reg(7, 6), 0, 0}), set(7);
+    const uint8_t x = any_num();
+    if (g() % 3 == 0) {  // return a register
+        p.put({0xbf, reg(0, x), 0, 0});
+    } else {  // the select's pattern
+        static const uint8_t cmps[] = {0x10, 0x20, 0x30, 0x50, 0x60, 0x70, 0xA0, 0xB0, 0xC0, 0xD0};
+        const uint8_t op = cmps[g() % std::size(cmps)];
+        const bool by_reg = g() % 2;
+        static const int32_t answers[][2] = {{1, 0}, {0, 1}, {5, -7}};
+        const auto &ab = answers[g() % 3];
+        p.put({0xb7, 0x00, 0, ab[0]});
+        p.put({static_cast<uint8_t>(0x05 | op | (by_reg ? 0x08 : 0)), reg(x, by_reg ? any_num() : 0), 1, by_reg ? 0 : imm()});
+        p.put({0xb7, 0x00, 0, ab[1]});
+    }
+    p.put({0x95, 0, 0, 0});
+    return p;
+}
+
+// An example's object (examples/bpf), or nothing where the build made none.
+std::vector<uint8_t> example_image(const char *name) { return read_file(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
+
+}  // namespace
+
+// The rewrite (folded, branch-free, batched, tidied) against the program as loaded (the
+// interpreter), over random straight programs, random records and params (nr_params 0-4,
+// values where compares and arithmetic wrap), in every mode, with record counts 0, 1 and
+// around the batch (b - 1, b, b + 1, 3b + 5): status, DW0, DW1, output and records equal.
+TEST(BpfRewrite, RandomStraightProgramsAnswerAsLoaded)
+{
+    static const uint64_t edges[] = {0, 1, 2, 749, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x100000000, 0x7FFFFFFFFFFFFFFF,
+                                     0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF80000000};
+    std::mt19937_64 g(32);
+    int loaded = 0, compared = 0, batched[3] = {};
+    for (int prog_no = 0; prog_no < 400; prog_no++) {
+        const uint32_t rs = g() % 2 ? 16 : 8 << (g() % 4);  // 8, 16, 32, 64
+        const Prog p = random_straight(g, rs);
+        std::string why;
+        auto prog = load(p, rs, &why);
+        if (!prog || !prog->jit_compiled()) continue;
+        loaded++;
+        std::vector<uint64_t> prm(g() % 5);
+        for (auto &v : prm) v = g() % 3 ? edges[g() % std::size(edges)] : g();
+        const uint32_t most = 200;
+        std::vector<uint8_t> recs(size_t{rs} * most);
+        for (size_t i = 0; i < recs.size(); i += 8) {
+            const uint64_t v = g() % 2 ? edges[g() % std::size(edges)] : g();
+            std::memcpy(&recs[i], &v, 8);
+        }
+        for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+            prog->set_specialise_min_records(1);
+            prog->set_rewrite_budget(false);
+            const uint32_t b = std::max(batch_of(*prog, most, mode, prm), 1u);
+            batched[mode] += b > 1;
+            for (const uint32_t n : {0u, 1u, b - 1, b, b + 1, std::min(3 * b + 5, most)}) {
+                const Diff d = diff(*prog, recs, n, mode, prm);
+                ASSERT_EQ(d.got, d.want) << "program " << prog_no << " mode " << mode << " records " << n << " batch " << b;
+                compared++;
+            }
+        }
+    }
+    EXPECT_GE(loaded, 200);
+    EXPECT_GE(compared, 6 * 3 * 200);
+    for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) EXPECT_GE(batched[mode], 50) << "mode " << mode;
+}
+
+// The examples' rewrites are as short as a compiler's code for them (found by reading DPDK's
+// JIT output, docs/perf.md): threshold.o in reduce mode 7 instructions a record (load, sign
+// extension, one subtraction and shift, the add), project.o in map mode 8 (load, times 3
+// as a shift and add, the index, the add, the store) and batched. Before: threshold 19 a
+// record (the compare as Hacker's Delight's nine, the helper's moves kept), project one
+// record a call.
+TEST(BpfRewrite, ExamplesRewriteTight)
+{
+    struct Case {
+        const char *name;
+        uint32_t mode;
+        uint64_t param;
+        uint32_t per_record;
+    };
+    for (const Case &c : {Case{"threshold", CSD_BPF_REDUCE, 749, 7}, Case{"threshold", CSD_BPF_FILTER, 749, 8},
+                          Case{"project", CSD_BPF_MAP, 3, 8}}) {
+        const auto img = example_image(c.name);
+        if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
+        std::unique_ptr<csd::core::BpfProgram> prog;
+        uint32_t fault;
+        std::string why;
+        ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
+        csd::core::BpfSpecialised s;
+        ASSERT_TRUE(csd::core::bpf_specialise(prog->instructions(), &c.param, 1, c.mode, 16, &s));
+        EXPECT_EQ(s.batch, csd::core::kBpfMaxBatch) << c.name;
+        EXPECT_LE(s.insns.size(), size_t{c.per_record} * s.batch + 8) << c.name << " mode " << c.mode;
+        EXPECT_EQ(s.arg_size, c.mode == CSD_BPF_MAP ? s.batch * (16 + 8) : s.batch * 16) << c.name;
+        uint32_t f2;
+        EXPECT_TRUE(csd::core::bpf_check_instructions(s.insns, s.arg_size, &f2, &why)) << c.name << ": " << why;
+    }
+}
+
+// specialised_batch (the hook tests and fuzz_elf use) reads an Execute's params with the same
+// reader as check and run: a call that check refuses is never rewritten. Before, it had its
+// own laxer reading: trailing bytes after the params, a reserved field set, too short an
+// input or a map's output too small for its answers were all rewritten (batch 32).
+TEST(BpfRewrite, SpecialisedBatchReadsParamsAsCheckDoes)
+{
+    const auto img = example_image("threshold");
+    if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
+    std::unique_ptr<csd::core::BpfProgram> prog;
+    uint32_t fault;
+    std::string why;
+    ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
+    prog->set_specialise_min_records(1);
+    prog->set_rewrite_budget(false);
+    const uint32_t n = 64;
+    std::vector<uint8_t> recs(16 * n), out(16 * n);
+    struct Case {
+        const char *what;
+        uint32_t mode, reserved, extra, in_len, out_len;
+    };
+    const Case cases[] = {
+        {"well formed", CSD_BPF_FILTER, 0, 0, 16 * n, 16 * n},
+        {"well formed map", CSD_BPF_MAP, 0, 0, 16 * n, 8 * n},
+        {"8 bytes after the params", CSD_BPF_FILTER, 0, 8, 16 * n, 16 * n},
+        {"reserved set", CSD_BPF_FILTER, 1, 0, 16 * n, 16 * n},
+        {"input short of the records", CSD_BPF_REDUCE, 0, 0, 16 * n - 1, 16 * n},
+        {"map output short of the answers", CSD_BPF_MAP, 0, 0, 16 * n, 8 * n - 8},
+    };
+    for (const Case &c : cases) {
+        std::vector<uint8_t> params(16 + 8 + c.extra);
+        const uint32_t hdr[4] = {n, c.mode, 1, c.reserved};
+        std::memcpy(params.data(), hdr, 16);
+        const uint64_t threshold = 5;
+        std::memcpy(params.data() + 16, &threshold, 8);
+        const csd_span ranges[2] = {{recs.data(), c.in_len}, {out.data(), c.out_len}};
+        const csd_program_call call{ranges, 2, params.data(), static_cast<uint32_t>(params.size()), nullptr};
+        const bool accepted = prog->check(call, nullptr).status == 0;
+        EXPECT_EQ(accepted, c.extra == 0 && c.reserved == 0 && c.in_len == 16 * n && c.out_len >= (c.mode == CSD_BPF_MAP ? 8 * n : 0))
+            << c.what;
+        EXPECT_EQ(prog->specialised_batch(call), accepted ? csd::core::kBpfMaxBatch : 0u) << c.what;
+    }
+}
+
+// A map whose answers land inside its records runs a record a call (a batch reads its
+// records before it answers): the answers as the program as loaded gives them.
+TEST(BpfRewrite, MapAnswersOverItsRecordsRunAsLoaded)
+{
+    const auto img = example_image("project");
+    if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
+    std::unique_ptr<csd::core::BpfProgram> prog;
+    uint32_t fault;
+    std::string why;
+    ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
+    prog->set_rewrite_budget(false);
+    const uint32_t n = 100;
+    std::mt19937 g(4);
+    std::vector<uint8_t> init(16 * n + 64);
+    for (auto &b : init) b = static_cast<uint8_t>(g());
+    const uint64_t factor = 5;
+    std::vector<uint8_t> params(24);
+    const uint32_t hdr[4] = {n, CSD_BPF_MAP, 1, 0};
+    std::memcpy(params.data(), hdr, 16);
+    std::memcpy(params.data() + 16, &factor, 8);
+    for (const size_t at : {size_t{0}, size_t{8}, size_t{64}, size_t{200}}) {  // the answers inside the records
+        std::vector<uint8_t> want, got;
+        for (const bool rewritten : {false, true}) {
+            std::vector<uint8_t> buf = init;
+            const csd_span ranges[2] = {{buf.data(), 16 * n}, {buf.data() + at, 8 * n}};
+            const int cancel = 0;
+            const csd_program_call call{ranges, 2, params.data(), static_cast<uint32_t>(params.size()), &cancel};
+            prog->set_specialise_min_records(rewritten ? 1 : UINT32_MAX);
+            EXPECT_EQ(prog->specialised_batch(call), 0u) << "answers at " << at;  // not even rewritten: as loaded
+            EXPECT_EQ(prog->run(call, rewritten ? false : true).status, 0);
+            (rewritten ? got : want) = buf;
+        }
+        EXPECT_EQ(got, want) << "answers at " << at;
     }
 }
 #endif  // CSD_HAVE_BPF

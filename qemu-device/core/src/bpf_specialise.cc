@@ -617,45 +617,52 @@ bool bpf_specialise(const std::vector<uint64_t> &insns, const uint64_t *params, 
         while (batch > 1 && uint64_t{batch} * (record_size + 8) > kBpfMaxScratch) batch /= 2;
     }
     if (batch < 2 || uint64_t{batch} * record_size > INT32_MAX) return changed;
-    const uint32_t answers = batch * record_size;  // map: where the answers go in the scratch
-    Emitter b;
-    b.put(insn(kMovX, start, 1));
-    if (index_once) b.put(insn(kCall, 0, 0, static_cast<int32_t>(kHelperIndex))), b.put(insn(kMovX, index, 0));
-    if (mode != CSD_BPF_MAP) b.put(insn(kMovK, acc, 0));
-    for (uint32_t k = 0; k < batch; k++) {
-        if (k || index_once) b.put(insn(kMovX, 1, start));  // (dropped where the body never reads r1 itself)
-        if (k) b.put(insn(kAddK, 1, 0, static_cast<int32_t>(k * record_size)));
-        for (size_t i = 0; i + 1 < len; i++) {
-            const BpfInsn a = bpf_decode(p[i]);
-            if (a.code == kCall && a.imm == static_cast<int32_t>(kHelperIndex)) {
-                if (index_once) b.put(insn(kMovX, 0, index));
-                else b.put(p[i]);
-                if (k) b.put(insn(kAddK, 0, 0, static_cast<int32_t>(k)));  // csd_index()
+    // Tidying may lengthen a few instructions (a constant multiplication into shifts and
+    // adds): a longer result than kMaxBatchInsns halves the batch.
+    for (; batch >= 2; batch /= 2) {
+        const uint32_t answers = batch * record_size;  // map: where the answers go in the scratch
+        Emitter b;
+        b.put(insn(kMovX, start, 1));
+        if (index_once) b.put(insn(kCall, 0, 0, static_cast<int32_t>(kHelperIndex))), b.put(insn(kMovX, index, 0));
+        if (mode != CSD_BPF_MAP) b.put(insn(kMovK, acc, 0));
+        for (uint32_t k = 0; k < batch; k++) {
+            if (k || index_once) b.put(insn(kMovX, 1, start));  // (dropped where the body never reads r1 itself)
+            if (k) b.put(insn(kAddK, 1, 0, static_cast<int32_t>(k * record_size)));
+            for (size_t i = 0; i + 1 < len; i++) {
+                const BpfInsn a = bpf_decode(p[i]);
+                if (a.code == kCall && a.imm == static_cast<int32_t>(kHelperIndex)) {
+                    if (index_once) b.put(insn(kMovX, 0, index));
+                    else b.put(p[i]);
+                    if (k) b.put(insn(kAddK, 0, 0, static_cast<int32_t>(k)));  // csd_index()
+                    continue;
+                }
+                b.put(p[i]);
+            }
+            if (mode == CSD_BPF_MAP) {
+                b.put(insn(kStxDw, start, 0, 0, static_cast<int16_t>(answers + 8 * k)));
                 continue;
             }
-            b.put(p[i]);
+            if (mode == CSD_BPF_REDUCE) {
+                b.put(insn(kAddX, acc, 0));
+                continue;
+            }
+            if (!boolean) {  // r0 = r0 != 0, through r1 (the next record's pointer comes from `start`)
+                b.put(insn(kMovX, 1, 0)), b.put(insn(kNeg, 1)), b.put(insn(kOrX, 0, 1)), b.put(insn(kRshK, 0, 0, 63));
+            }
+            if (k) b.put(insn(kLshK, 0, 0, static_cast<int32_t>(k)));
+            b.put(insn(kOrX, acc, 0));
         }
-        if (mode == CSD_BPF_MAP) {
-            b.put(insn(kStxDw, start, 0, 0, static_cast<int16_t>(answers + 8 * k)));
-            continue;
-        }
-        if (mode == CSD_BPF_REDUCE) {
-            b.put(insn(kAddX, acc, 0));
-            continue;
-        }
-        if (!boolean) {  // r0 = r0 != 0, through r1 (the next record's pointer comes from `start`)
-            b.put(insn(kMovX, 1, 0)), b.put(insn(kNeg, 1)), b.put(insn(kOrX, 0, 1)), b.put(insn(kRshK, 0, 0, 63));
-        }
-        if (k) b.put(insn(kLshK, 0, 0, static_cast<int32_t>(k)));
-        b.put(insn(kOrX, acc, 0));
+        if (mode == CSD_BPF_MAP) b.put(insn(kMovK, 0, 0));
+        else b.put(insn(kMovX, 0, acc));
+        b.put(insn(kExit, 0));
+        std::vector<uint64_t> tidied = tidy(b.out);
+        if (tidied.size() > kMaxBatchInsns) continue;
+        out->insns = std::move(tidied);
+        out->batch = batch;
+        out->arg_size = mode == CSD_BPF_MAP ? batch * (record_size + 8) : batch * record_size;
+        return true;
     }
-    if (mode == CSD_BPF_MAP) b.put(insn(kMovK, 0, 0));
-    else b.put(insn(kMovX, 0, acc));
-    b.put(insn(kExit, 0));
-    out->insns = tidy(b.out);
-    out->batch = batch;
-    out->arg_size = mode == CSD_BPF_MAP ? batch * (record_size + 8) : batch * record_size;
-    return true;
+    return changed;
 }
 
 }  // namespace csd::core
