@@ -120,9 +120,11 @@ void track(const BpfInsn &a, uint64_t wide_imm, Range reg[11])
     if (a.code == kLddw) {
         reg[a.dst] = exactly(wide_imm);
     } else if (cls == kClsLdx) {
-        static const int64_t top[4] = {kU32Max, 0xFFFF, 0xFF, 0};  // W, H, B, DW
-        const int64_t t = top[(a.code >> 3) & 3];
+        static const int64_t top[4] = {kU32Max, 0xFFFF, 0xFF, 0};  // W, H, B, DW (zero-extended)
+        const int64_t t = (a.code & 0xE0) == 0x60 ? top[(a.code >> 3) & 3] : 0;
         reg[a.dst] = t ? Range{0, t} : Range{};
+    } else if (cls == kClsStx) {
+        if ((a.code & 0xE0) == 0xC0) reg[a.src] = Range{};  // an atomic may fetch into src
     } else if (a.code == kCall) {
         for (int r = 0; r <= 5; r++) reg[r] = Range{};
     } else if (is_alu(a)) {
@@ -171,6 +173,8 @@ void track(const BpfInsn &a, uint64_t wide_imm, Range reg[11])
             }
         }
         reg[a.dst] = r;
+    } else if (cls != kClsSt && !is_jump(a) && a.code != kExit) {
+        std::fill(reg, reg + 11, Range{});  // anything else: nothing known
     }
 }
 
@@ -336,6 +340,7 @@ uint32_t writes_of(const BpfInsn &a)
     if (a.code == kCall) return 0x3F;
     if (a.code == kLddw || cls == kClsLdx || is_alu(a)) return 1u << a.dst;
     if (cls == kClsStx && (a.code & 0xE0) == 0xC0) return 1u << a.src;  // an atomic may fetch into src
+    if (cls == 0x00) return 0x3FF;  // another load class (none is checked): anything but r10
     return 0;
 }
 
@@ -397,7 +402,8 @@ std::vector<uint64_t> tidy(const std::vector<uint64_t> &in)
             continue;
         }
         // a memory access through a copy of another register plus an offset: through that one
-        const bool ldx = cls == kClsLdx, store = cls == kClsSt || cls == kClsStx;
+        const uint8_t mode = a.code & 0xE0;
+        const bool ldx = cls == kClsLdx && mode == 0x60, store = (cls == kClsSt || cls == kClsStx) && (mode == 0x60 || mode == 0xC0);
         uint8_t &base = ldx ? a.src : a.dst;
         if ((ldx || store) && k[base].kind == Known::kCopy &&
             fits_off(int64_t{a.off} + static_cast<int64_t>(k[base].value))) {
