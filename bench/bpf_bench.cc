@@ -31,15 +31,7 @@ namespace {
 bool cpu_time = false;
 
 // Seconds on the wall clock, or of this thread's CPU time with --cpu-time.
-double now()
-{
-    if (cpu_time) {
-        timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return bench::seconds(cpu_time); }
 
 // The time f takes, by now().
 double timed(const std::function<void()> &f)

@@ -2,7 +2,10 @@
 // core_calls.hpp: the device-core calls the benchmarks share (files, Program Load, Execute
 // descriptors); each exits with a message on failure, as a benchmark cannot go on without it.
 #pragma once
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +20,18 @@
 #include "csd_core.h"
 
 namespace bench {
+
+/* Seconds on the wall clock, or of this thread's CPU time where cpu_time (other processes
+ * on a shared machine count less). */
+inline double seconds(bool cpu_time)
+{
+    if (cpu_time) {
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 /* Reads a whole file, or exits naming it. */
 inline std::vector<uint8_t> slurp(const std::string &path)

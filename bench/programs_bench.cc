@@ -42,15 +42,7 @@ const char *only = nullptr;
 bool failed = false;
 
 // Seconds on the wall clock, or of this thread's CPU time with --cpu-time.
-double now()
-{
-    if (cpu_time) {
-        timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return bench::seconds(cpu_time); }
 
 // The 1-minute load average (the machine is shared: it says how noisy a run was).
 double load_average()

@@ -568,8 +568,18 @@ Prog random_straight(std::mt19937_64 &g, uint32_t rs)
     return p;
 }
 
-// An example's object (examples/bpf), or nothing where the build made none.
-std::vector<uint8_t> example_image(const char *name) { return read_file(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o"); }
+// An example (examples/bpf) loaded for 16-byte records, or null where the build made no
+// eBPF objects.
+std::unique_ptr<csd::core::BpfProgram> load_example(const char *name)
+{
+    const auto img = read_file(std::string(CSD_BPF_EXAMPLES) + "/" + name + ".o");
+    if (img.empty()) return nullptr;
+    std::unique_ptr<csd::core::BpfProgram> prog;
+    uint32_t fault;
+    std::string why;
+    EXPECT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << name << ": " << why;
+    return prog;
+}
 
 }  // namespace
 
@@ -631,19 +641,16 @@ TEST(BpfRewrite, ExamplesRewriteTight)
     };
     for (const Case &c : {Case{"threshold", CSD_BPF_REDUCE, 749, 7}, Case{"threshold", CSD_BPF_FILTER, 749, 8},
                           Case{"project", CSD_BPF_MAP, 3, 8}}) {
-        const auto img = example_image(c.name);
-        if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
-        std::unique_ptr<csd::core::BpfProgram> prog;
+        const auto prog = load_example(c.name);
+        if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
         uint32_t fault;
         std::string why;
-        ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
         csd::core::BpfSpecialised s;
         ASSERT_TRUE(csd::core::bpf_specialise(prog->instructions(), &c.param, 1, c.mode, 16, &s));
         EXPECT_EQ(s.batch, csd::core::kBpfMaxBatch) << c.name;
         EXPECT_LE(s.insns.size(), size_t{c.per_record} * s.batch + 8) << c.name << " mode " << c.mode;
         EXPECT_EQ(s.arg_size, c.mode == CSD_BPF_MAP ? s.batch * (16 + 8) : s.batch * 16) << c.name;
-        uint32_t f2;
-        EXPECT_TRUE(csd::core::bpf_check_instructions(s.insns, s.arg_size, &f2, &why)) << c.name << ": " << why;
+        EXPECT_TRUE(csd::core::bpf_check_instructions(s.insns, s.arg_size, &fault, &why)) << c.name << ": " << why;
     }
 }
 
@@ -653,12 +660,8 @@ TEST(BpfRewrite, ExamplesRewriteTight)
 // input or a map's output too small for its answers were all rewritten (batch 32).
 TEST(BpfRewrite, SpecialisedBatchReadsParamsAsCheckDoes)
 {
-    const auto img = example_image("threshold");
-    if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
-    std::unique_ptr<csd::core::BpfProgram> prog;
-    uint32_t fault;
-    std::string why;
-    ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
+    const auto prog = load_example("threshold");
+    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
     prog->set_specialise_min_records(1);
     prog->set_rewrite_budget(false);
     const uint32_t n = 64;
@@ -694,12 +697,8 @@ TEST(BpfRewrite, SpecialisedBatchReadsParamsAsCheckDoes)
 // records before it answers): the answers as the program as loaded gives them.
 TEST(BpfRewrite, MapAnswersOverItsRecordsRunAsLoaded)
 {
-    const auto img = example_image("project");
-    if (img.empty()) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
-    std::unique_ptr<csd::core::BpfProgram> prog;
-    uint32_t fault;
-    std::string why;
-    ASSERT_EQ(csd::core::BpfProgram::load(img.data(), img.size(), 16, &prog, &fault, &why), 0) << why;
+    const auto prog = load_example("project");
+    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
     prog->set_rewrite_budget(false);
     const uint32_t n = 100;
     std::mt19937 g(4);
