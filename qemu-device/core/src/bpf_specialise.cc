@@ -347,7 +347,7 @@ uint32_t writes_of(const BpfInsn &a)
 // Cleans a straight program (no jump, its one exit last; lddw takes two slots) as a
 // compiler would: constants and register copies (with an added offset) carried forward into
 // the instructions that read them, then instructions whose result nothing reads dropped.
-std::vector<uint64_t> tidy(const std::vector<uint64_t> &in)
+std::vector<uint64_t> tidy_once(const std::vector<uint64_t> &in)
 {
     // What a register holds: unknown, a constant, or another register plus an offset.
     struct Known {
@@ -491,6 +491,43 @@ std::vector<uint64_t> tidy(const std::vector<uint64_t> &in)
     }
     return out;
 }
+
+// A 64-bit multiplication by a constant into r0 where r0 is free there ("r0 = d; r0 *=
+// K; d = r0"): DPDK's JIT multiplies in rax and rdx, saving and restoring both around a
+// multiplication into any other register (9 instructions), only rdx around one into r0 (5).
+std::vector<uint64_t> mul_in_r0(const std::vector<uint64_t> &in)
+{
+    std::vector<uint32_t> live_after(in.size());
+    std::vector<bool> upper(in.size());  // a 64-bit load's second slot
+    for (size_t i = 0; i + 1 < in.size(); i++) {
+        if (bpf_decode(in[i]).code == kLddw) upper[++i] = true;
+    }
+    uint32_t live = 1u << 10;
+    for (size_t i = in.size(); i-- > 0;) {
+        if (upper[i]) continue;
+        live_after[i] = live;
+        const BpfInsn a = bpf_decode(in[i]);
+        live = (live & ~writes_of(a)) | reads_of(a) | 1u << 10;
+    }
+    std::vector<uint64_t> out;
+    for (size_t i = 0; i < in.size(); i++) {
+        const BpfInsn a = bpf_decode(in[i]);
+        if (a.code == kLddw) {
+            out.push_back(in[i]), out.push_back(in[i + 1]);
+            i++;
+            continue;
+        }
+        if (a.code == kMulK && a.dst != 0 && !(live_after[i] & 1u)) {
+            out.push_back(insn(kMovX, 0, a.dst)), out.push_back(insn(kMulK, 0, 0, a.imm)), out.push_back(insn(kMovX, a.dst, 0));
+            continue;
+        }
+        out.push_back(in[i]);
+    }
+    return out;
+}
+
+// tidy_once, the multiplications moved into r0, and tidy_once again (the copies those make).
+std::vector<uint64_t> tidy(const std::vector<uint64_t> &in) { return tidy_once(mul_in_r0(tidy_once(in))); }
 
 }  // namespace
 
