@@ -231,21 +231,33 @@ def chain(c: int, rounds: int, rng: random.Random, counts: list[int]) -> None:
         disk, snapshot, log = Path(tmp) / "ns.img", Path(tmp) / "before.img", Path(tmp) / "writes.log"
         with open(disk, "wb") as f:
             f.truncate(128 << 20)
-        vm = boot(disk, Path(tmp), "import subprocess; subprocess.run(['csdctl', 'format'], check=True)", "")
-        for _ in lines(vm, time.monotonic() + 120):
-            pass
+        vm = boot(disk, Path(tmp), "import subprocess; subprocess.run(['csdctl', 'format'], check=True); "
+                  "print('FORMATTED', flush=True)", "")
+        started, formatted = time.monotonic(), False
+        for line in lines(vm, started + 300):
+            formatted = formatted or line.split()[:1] == ["FORMATTED"]
         vm.kill()
+        if not formatted:
+            print(f"# chain {c}: the store was not formatted within {time.monotonic() - started:.0f} s")
+            counts[1] += 1
+            return
         for n in range(rounds + 1):
             rnd = f"{c}.{n}" if c else str(n)   # chain 0 keeps the plain round numbers
             last = n == rounds            # the last boot only checks the last cut
             shutil.copyfile(disk, snapshot)
             log.write_bytes(b"")
             vm = boot(disk, Path(tmp), JOB, str(-1 if last else next_i), write_log=log)
-            found, checked = check(vm, rnd, time.monotonic() + 180)
+            started = time.monotonic()
+            found, checked = check(vm, rnd, started + 300)
+            if not checked:
+                print(f"# round {rnd}: the check did not finish ({time.monotonic() - started:.0f} s, "
+                      f"{len(found)} object(s) read)")
             if pending:
                 state = verdict(pending[0], pending[1], pending[2], found, checked, pending[3], counts)
-            elif found != state or not checked:
-                print(f"# round {rnd}: the freshly formatted store is not empty")
+            elif checked and found != state:
+                print(f"# round {rnd}: the freshly formatted store is not empty: {sorted(found)}")
+                counts[1] += 1
+            elif not checked:
                 counts[1] += 1
             if last or not checked:
                 vm.kill()

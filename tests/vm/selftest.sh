@@ -30,6 +30,13 @@ out=$(CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' CSD_DRIVES=2 timeout 120
 grep -q 'ng0n1 ng0n2 ng0n3 ng1n1 ng1n2 ng1n3' <<<"$out"; result $? "CSD_PROPS and CSD_DRIVES shape the device (got: $(tail -n 1 <<<"$out"))"
 out=$(timeout 60 python3 "$here/csdvm.py" cmd --device-props 'csd.no-such-property=1' true 2>&1); rc=$?
 [ $rc != 0 ] && grep -q "no-such-property" <<<"$out"; result $? "a property QEMU does not know fails the boot with QEMU's reason (exit $rc)"
-! pgrep -f "$TMPDIR/csdvm-.*initrd.cpio" >/dev/null; result $? "no QEMU left running"
+# A QEMU of this run still alive (/proc read directly: a fresh Debian root has no pgrep).
+left=
+for f in /proc/[0-9]*/cmdline; do
+    case $(tr '\0' ' ' 2>/dev/null < "$f") in
+    *qemu-system*"$TMPDIR/csdvm-"*initrd.cpio*) left="$left ${f%/cmdline}";;
+    esac
+done
+[ -z "$left" ]; result $? "no QEMU left running${left:+ (left:$left)}"
 echo "harness: $pass passed, $fail failed"
 [ $fail = 0 ]
