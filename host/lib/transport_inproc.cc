@@ -18,29 +18,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
-#include <new>
 #include <set>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "csd/error.hpp"
 #include "csd_config.h"
 #include "csd_core.h"
+#include "emu_threads.hpp"
 #include "fork_hold.hpp"
 #include "ns_map.hpp"
-#include "nvme_cs.h"
 #include "synth.hpp"
 #include "transports.hpp"
 
@@ -50,7 +43,6 @@ namespace {
 
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-constexpr uint16_t kLbaRange = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
@@ -107,9 +99,6 @@ public:
         if (csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         lba_ = static_cast<uint32_t>(cfg.lba_size);
-        vendor_ = cfg.vendor;
-        vendor_io_ = cfg.vendor_io;
-        mem_nsid_ = cfg.nvme_cs ? ns_.nsid + 1 : 0;
         const uint64_t size = cfg.backing_size;
         fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd_ < 0) throw Error("emu: open " + path_, errno);
@@ -129,24 +118,19 @@ public:
             ::close(fd_);
             throw Error(std::string("emu: ") + why, EINVAL);
         }
-        csd_core_cs_attach(core_, mem_nsid_);
+        csd_core_cs_attach(core_, cfg.nvme_cs ? ns_.nsid + 1 : 0);
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
-                         ns_read, ns_write, port_complete, exclusive, run, nullptr};
+                         ns_read, ns_write, port_complete, exclusive, run, nullptr,
+                         nullptr, nullptr};  // no timer: a held completion's thread waits (wait_until)
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
-        cu_ = cfg.compute_units;
-        start_workers();
+        pool_ = std::make_unique<WorkerPool>(cfg.compute_units);
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
     }
 
     ~TransportInproc() override
     {
         fork_hold_remove(this);
-        {
-            std::lock_guard<std::mutex> g(mu_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        for (auto &t : workers_) t.join();
+        pool_.reset();  // its jobs drained
         csd_core_free(core_);
         if (lock_fd_ >= 0) ::close(lock_fd_);
         ::close(fd_);
@@ -164,11 +148,11 @@ public:
     {
         // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read of
         // the namespace, copied from its mapping with no future made (dispatch() runs the
-        // same rw()); everything else, and every Read under a timing model, goes through
+        // same nvm_io()); everything else, and every Read under a timing model, goes through
         // dispatch().
         if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && map_->data() && !csd_core_model_on(core_)) {
-            const InFlight counted(*this);
-            return rw(cmd, false);
+            const InFlightGate::Scope counted(gate_);
+            return nvm_io(cmd);
         }
         return submit_async(cmd).get();
     }
@@ -179,14 +163,13 @@ public:
     {
         *finish_ns = 0;
         if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_)) return submit(cmd);
-        const InFlight counted(*this);
+        const InFlightGate::Scope counted(gate_);
         const uint64_t arrived = now_ns();
-        csd_model_work w;
-        csd_model_work_nvm(cmd.opcode, ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_}, &w);
-        const Completion r = rw(cmd, false);
+        const Completion r = nvm_io(cmd);
         if (r.status) return r;  // refused: no media time (as own_io)
-        *finish_ns = csd_core_model_schedule(core_, &w, arrived);
-        csd_core_model_done(core_, *finish_ns, now_ns());
+        const csd_cmd c = core_cmd(cmd);
+        *finish_ns = csd_core_model_nvm(core_, &c, lba_, arrived);
+        csd_core_model_hold(core_, &port_, nullptr, *finish_ns);  // counts the delay or an overrun
         return r;
     }
     // The simulated peer-to-peer drive: the namespace's mapping (none under a timing model,
@@ -195,7 +178,7 @@ public:
 
     std::future<Completion> submit_async(const Command &cmd) override
     {
-        const InFlight counted(*this);  // until it returns; one the core ends later counts until then
+        const InFlightGate::Scope counted(gate_);  // until it returns; one the core ends later counts until then
         return dispatch(cmd);
     }
 
@@ -219,92 +202,19 @@ private:
     // device or of its core, or is half done) and holds new ones back until after it.
     void hold_for_fork()
     {
-        std::unique_lock<std::mutex> g(gate_mu_);
-        forking_.store(true);  // new commands wait, so that those in flight run out
-        gate_cv_.wait(g, [this] { return in_flight() == 0; });
-        g.release();  // held across fork(); released by resume_after_fork
-        mu_.lock();  // a worker between jobs may hold it for a moment
+        gate_.hold();
+        pool_->hold();
     }
 
     // After fork(), in the parent and (child = true) in the child: commands go on. The
-    // child has none of the parent's threads: it forgets their handles (joining or
-    // detaching a thread of another process is undefined) and starts its own compute
-    // units with its first Execute; a condition variable that had the parent's workers
-    // waiting on it is made anew; the lock descriptor, the parent's, is closed (the child
-    // opens its own with its first Compare and Write).
+    // child starts its own compute units with its first Execute, and closes the lock
+    // descriptor, the parent's (it opens its own with its first Compare and Write).
     void resume_after_fork(bool child)
     {
-        if (child) {
-            if (lock_fd_ >= 0) ::close(lock_fd_);
-            lock_fd_ = -1;
-            for (auto &t : workers_) new (&t) std::thread();  // the thread is not ours: no destructor
-            workers_.clear();
-            new (&cv_) std::condition_variable();
-            new (&gate_cv_) std::condition_variable();
-        }
-        forking_.store(false);
-        mu_.unlock();
-        gate_mu_.unlock();
-        gate_cv_.notify_all();
-    }
-
-    // A command in flight, for fork(): counted while it lives.
-    class InFlight {
-    public:
-        explicit InFlight(TransportInproc &t) : t_(t) { t_.enter(); }
-        ~InFlight() { t_.leave(); }
-        InFlight(const InFlight &) = delete;
-        InFlight &operator=(const InFlight &) = delete;
-
-    private:
-        TransportInproc &t_;
-    };
-
-    // Commands in flight are counted on per-thread shards (a cache line each), so that
-    // threads submitting at millions of commands a second share no line; a fork() sets
-    // forking_ and waits for the shards' sum to reach 0. Sequentially consistent: a command
-    // either sees forking_ (and steps back) or is seen by the sum.
-    struct alignas(64) Shard {
-        std::atomic<int64_t> n{0};
-    };
-    static constexpr unsigned kShards = 64;
-    Shard &my_shard()
-    {
-        static std::atomic<unsigned> next{0};
-        static thread_local const unsigned mine = next++ % kShards;
-        return shards_[mine];
-    }
-    int64_t in_flight() const
-    {
-        int64_t n = 0;
-        for (const Shard &s : shards_) n += s.n.load();
-        return n;
-    }
-
-    // One more command in flight (waits while a fork() is under way).
-    void enter()
-    {
-        Shard &s = my_shard();
-        for (;;) {
-            s.n.fetch_add(1);
-            if (!forking_.load()) return;
-            leave();  // a fork() is under way: step back until it is done
-            std::unique_lock<std::mutex> g(gate_mu_);
-            gate_cv_.wait(g, [this] { return !forking_.load(); });
-        }
-    }
-
-    // One more in flight, for a command already counted (so it must not wait for fork()).
-    void enter_also() { my_shard().n.fetch_add(1); }
-
-    // One command fewer in flight (on any thread: a shard may go below 0, the sum cannot).
-    void leave()
-    {
-        my_shard().n.fetch_sub(1);
-        if (forking_.load()) {
-            std::lock_guard<std::mutex> g(gate_mu_);
-            gate_cv_.notify_all();
-        }
+        if (child && lock_fd_ >= 0) ::close(lock_fd_);
+        if (child) lock_fd_ = -1;
+        pool_->resume(child);
+        gate_.resume(child);
     }
 
     // A command in the core (its port's req; CSD_CORE_LATER: until it ends): its data and its completion.
@@ -320,16 +230,12 @@ private:
     // Read / Write / Flush) is this device's own.
     std::future<Completion> dispatch(const Command &cmd)
     {
-        if (!cmd.admin && !vendor_io_ && csd_is_io_opcode(cmd.opcode) && cmd.opcode != CSD_OPC_COMPARE_WRITE &&
-            !csd_core_cs_csi(core_, cmd.nsid)) {
-            return ready({kInvalidOpcode, 0});
-        }
         const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
         csd_cpl cpl;
         csd_op op;
         auto *req = new Req{this, &cmd, {}};
         auto fut = req->done.get_future();
-        enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
+        gate_.enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
         {
             std::lock_guard<std::recursive_mutex> g(reqs_mu_);
             reqs_.insert(req);
@@ -337,9 +243,9 @@ private:
         const uint16_t st = csd_core_submit(core_, &sqe, &port_, req, &cpl, &op);
         if (st == CSD_CORE_LATER) return fut;
         forget(req);
-        leave();
+        gate_.leave();
         if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
-        if (cpl.finish_ns) wait_until(cpl.finish_ns);
+        wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
         return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
 
@@ -354,19 +260,17 @@ private:
     }
 
 
-    // The I/O commands the core leaves to the device: NVM Read, Write, Flush.
+    // The I/O commands the core leaves to the device: NVM Read, Write, Flush, completed no
+    // earlier than the core's model says.
     std::future<Completion> own_io(const Command &cmd)
     {
-        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;
+        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;  // with the model off: one test
         if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
-        if (cmd.opcode > 0x02) return ready({kInvalidOpcode, 0});
-        // Flush, Write, Read
-        csd_model_work w;  // filled only under the model: with it off a command pays one test
-        if (arrived) csd_model_work_nvm(cmd.opcode, cmd.opcode ? ((cmd.cdw12 & 0xFFFF) + 1) * uint64_t{lba_} : 0, &w);
-        const Completion r = cmd.opcode == 0x00 ? Completion{static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0}
-                                                : rw(cmd, cmd.opcode == 0x01);
+        const Completion r = nvm_io(cmd);
         if (r.status || !arrived) return ready(r);  // refused: no media time (as QEMU's glue)
-        return modelled(csd_core_model_schedule(core_, &w, arrived), r);
+        const csd_cmd c = core_cmd(cmd);
+        wait_until(csd_core_model_hold(core_, &port_, nullptr, csd_core_model_nvm(core_, &c, lba_, arrived)));
+        return ready(r);
     }
 
     static uint64_t now_ns()
@@ -425,25 +329,19 @@ private:
     {
         auto *r = static_cast<Req *>(req);
         TransportInproc *t = r->t;
-        if (cpl->finish_ns) t->wait_until(cpl->finish_ns);
+        t->wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
         r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
         t->forget(r);
-        t->leave();
+        t->gate_.leave();
     }
 
     // The port's compute unit: a worker thread runs work, then done.
     static void run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
     {
-        TransportInproc *t = static_cast<Req *>(req)->t;
-        {
-            std::lock_guard<std::mutex> g(t->mu_);
-            if (t->workers_.empty()) t->start_workers();  // a child forked after open: its first Execute
-            t->queue_.push_back([work, done, arg] {
-                work(arg);
-                done(arg);
-            });
-        }
-        t->cv_.notify_one();
+        static_cast<Req *>(req)->t->pool_->run([work, done, arg] {
+            work(arg);
+            done(arg);
+        });
     }
 
     // Compare and Write's range against every other device on the backing file (of this
@@ -471,21 +369,14 @@ private:
         return rc;
     }
 
-    // A completion no earlier than a modelled finish (0: no model).
-    std::future<Completion> modelled(uint64_t finish, Completion r)
+    // This device's timer: the thread that posts a completion the core holds (csd_core_model_hold
+    // without port->arm_timer) waits for its finish (0: none) itself.
+    static void wait_until(uint64_t finish)
     {
-        if (finish) wait_until(finish);
-        return ready(r);
-    }
-
-    // Completes no earlier than the modelled finish (counts the delay or an overrun).
-    void wait_until(uint64_t finish)
-    {
-        const uint64_t done = now_ns();
-        csd_core_model_done(core_, finish, done);
-        if (finish <= done) return;
+        const uint64_t now = now_ns();
+        if (finish <= now) return;
         // a few microseconds (a low-latency drive's read) are spun: a sleep overshoots them many times
-        if (finish - done > kSpinNs) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - done));
+        if (finish - now > kSpinNs) std::this_thread::sleep_for(std::chrono::nanoseconds(finish - now));
         while (now_ns() < finish) {
 #if defined(__x86_64__)
             __builtin_ia32_pause();
@@ -507,13 +398,16 @@ private:
         case 0x01:
             fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
             std::memcpy(p + 4, "csd-inproc", 10);                           // serial
-            if (!vendor_) std::memset(p + CSD_ID_VS_OFFSET, 0, 4);         // no CSD1 signature
+            csd_core_identify_ctrl(core_, p);                                // the CSD1 signature, or none
             return {0, 0};
         case 0x00:
             if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
             fill_identify_namespace(p, ns_);
             return {0, 0};
-        case 0x1C: p[0] = 1 | (mem_nsid_ ? NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP : 0); return {0, 0};
+        case 0x1C:
+            p[0] = 1;  // NVM, and the core's command sets
+            csd_core_cs_iocs_vector(core_, p);
+            return {0, 0};
         case 0x07:
             if (csi == 0 && ns_.nsid > c.nsid) std::memcpy(p, &ns_.nsid, 4);
             return {0, 0};
@@ -522,27 +416,25 @@ private:
     }
 
 
-    bool lba_range_ok(uint64_t slba, uint64_t nlb) const
+    // NVM Read, Write or Flush of namespace 1, checked by the core (range, transfer limit).
+    Completion nvm_io(const Command &c)
     {
-        return slba <= ns_.lba_count && nlb <= ns_.lba_count - slba;
-    }
-
-    Completion rw(const Command &c, bool write)
-    {
-        const uint64_t slba = c.cdw10 | static_cast<uint64_t>(c.cdw11) << 32;
-        const uint64_t nlb = (c.cdw12 & 0xFFFF) + 1;
-        const uint64_t bytes = nlb * lba_;
-        if (!lba_range_ok(slba, nlb)) return {kLbaRange, 0};
-        if (bytes > kMaxTransfer || c.data_len < bytes) return {kInvalidField, 0};
+        const csd_cmd cmd = core_cmd(c);
+        const csd_ctx ctx = ns_ctx();
+        uint64_t off, len;
+        const uint16_t st = csd_core_nvm_decode(&cmd, &ctx, &off, &len);
+        if (st) return {st, 0};
+        if (c.opcode == 0x00) return {static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0};
+        if (c.data_len < len) return {kInvalidField, 0};
         // a small Read from the mapped namespace: no system call (a large one stays pread(),
         // which costs the same copy and maps no pages into this process)
-        if (!write && bytes <= kMappedReadMax && map_->data()) {
-            std::memcpy(c.data, map_->data() + slba * lba_, bytes);
+        if (c.opcode == 0x02 && len <= kMappedReadMax && map_->data()) {
+            std::memcpy(c.data, map_->data() + off, len);
             return {0, 0};
         }
-        const ssize_t n = write ? pwrite(fd_, c.data, bytes, static_cast<off_t>(slba * lba_))
-                                : pread(fd_, c.data, bytes, static_cast<off_t>(slba * lba_));
-        return {static_cast<uint16_t>(n == static_cast<ssize_t>(bytes) ? 0 : kInternal), 0};
+        const ssize_t n = c.opcode == 0x01 ? pwrite(fd_, c.data, len, static_cast<off_t>(off))
+                                           : pread(fd_, c.data, len, static_cast<off_t>(off));
+        return {static_cast<uint16_t>(n == static_cast<ssize_t>(len) ? 0 : kInternal), 0};
     }
 
     // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.
@@ -567,53 +459,21 @@ private:
         return fd >= 0 ? fd : ::open(path_.c_str(), O_RDWR | O_CLOEXEC);  // no /proc: by name
     }
 
-    // The compute units: cu_ worker threads.
-    void start_workers()
-    {
-        for (uint32_t i = 0; i < cu_; i++) workers_.emplace_back([this] { work(); });
-    }
-
-    void work()
-    {
-        for (;;) {
-            std::function<void()> job;
-            {
-                std::unique_lock<std::mutex> g(mu_);
-                cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
-                if (queue_.empty()) return;  // stop_ and drained
-                job = std::move(queue_.front());
-                queue_.pop_front();
-            }
-            job();
-        }
-    }
-
     static constexpr uint64_t kSpinNs = 50000;  // waits up to this long spin
     static constexpr uint64_t kMappedReadMax = 64 << 10;  // Reads up to this size copy from the mapping
     std::string path_;
     int fd_ = -1;
     std::unique_ptr<NamespaceMap> map_;  // the namespace, mapped (NamespaceMap: may be empty)
     uint32_t lba_ = 512;
-    uint32_t mem_nsid_ = 0;  // nvme-cs=1: the memory namespace (the compute one is next)
-    bool vendor_io_ = true;  // vendor-io=0: only the standard front end moves data and runs programs
-    bool vendor_ = true;     // vendor=off: no vendor command set at all (opcodes, C0h/C1h, signature)
     NamespaceInfo ns_;
     csd_core *core_ = nullptr;
     csd_port port_{};  // the core's view of this device (from_host, to_host, ns_info, now_ns)
-    uint32_t cu_ = 0;
-    std::mutex mu_;  // the workers' queue
-    std::condition_variable cv_;
-    std::deque<std::function<void()>> queue_;
-    bool stop_ = false;
-    std::vector<std::thread> workers_;
+    std::unique_ptr<WorkerPool> pool_;  // the compute units
     std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     std::mutex lock_mu_;  // lock_fd_'s opening
     int lock_fd_ = -1;    // Compare and Write's lock descriptor (open_lock_fd), opened when first needed
-    std::mutex gate_mu_;  // commands in flight, for fork(): waits
-    std::condition_variable gate_cv_;
-    Shard shards_[kShards];
-    std::atomic<bool> forking_{false};
+    InFlightGate gate_;  // commands in flight, for fork()
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // compute units, the standard front end's namespace rule, and that each command is
 // counted once.
 #include "core_fixture.h"
+#include "csd_config.h"
 #include "nvme_cs.h"
 
 #include <algorithm>
@@ -100,6 +101,49 @@ TEST_F(Controller, VendorNoOpAnswersTheVersionAndTouchesNothing)
     EXPECT_FALSE(csd_opcode_changes_lbas(CSD_OPC_NOOP));
     for (int i = 0; i < CSD_STAT_COUNT; i++) EXPECT_EQ(counter(i), 0u) << csd_stat_names[i];
     EXPECT_EQ(submit(none, CSD_OPC_NOOP, 9, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+// Issue 29: vendor-io=off (an option of the core's table) is the core's: the vendor data
+// and program commands answer Invalid Opcode, Compare and Write and the logs stay.
+TEST_F(Controller, VendorIoOffRefusesTheVendorDataAndProgramCommands)
+{
+    csd_config cfg;
+    csd_config_init(&cfg, "", CSD_OPTION_EMU);
+    char why[256];
+    ASSERT_EQ(csd_config_set(&cfg, "vendor-io", "off", why, sizeof why), 0) << why;
+    ASSERT_EQ(csd_config_finish(&cfg, why, sizeof why), 0) << why;
+    csd_core *dflt = core;
+    core = csd_core_new_config(&cfg, why, sizeof why);
+    ASSERT_NE(core, nullptr) << why;
+    HostBuffer h{std::vector<uint8_t>(4096)};
+    EXPECT_EQ(submit(h, CSD_OPC_NOOP, 1, 0, 0, 0), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(h, CSD_OPC_SLM_WRITE, 1, 0, 0, 4096), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(h, CSD_OPC_EXECUTE, 1, 16, 0, 0), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(h, CSD_OPC_COMPARE_WRITE, 1, 0xFFFFFFFF, 0xFFFFFFFF, 0), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR)
+        << "Compare and Write stays";
+    EXPECT_EQ(submit(h, 0x02, 0, CSD_LOG_STATISTICS | (1023u << 16), 0, 0, true), CSD_STATUS_SUCCESS);
+    for (int i = 0; i < CSD_STAT_COUNT; i++) EXPECT_EQ(counter(i), 0u) << csd_stat_names[i];
+    csd_core_free(core);
+    csd_config_clear(&cfg);
+    core = dflt;
+    EXPECT_EQ(submit(h, CSD_OPC_SLM_WRITE, 1, 0, 0, 4096), CSD_STATUS_SUCCESS) << "on by default";
+}
+
+// Issue 29: the fields of Identify that the command sets own, for both embeddings.
+TEST_F(Controller, IdentifyFieldsOfTheCommandSets)
+{
+    std::vector<uint8_t> id(4096, 0);
+    csd_core_identify_ctrl(core, id.data());
+    EXPECT_EQ(std::memcmp(id.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4), 0);
+    uint8_t vec[8] = {1};
+    csd_core_cs_iocs_vector(core, vec);
+    EXPECT_EQ(vec[0], 1) << "the standard front end off: NVM only";
+    csd_core_cs_attach(core, 2);
+    csd_core_cs_iocs_vector(core, vec);
+    EXPECT_EQ(vec[0], 1 | NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP);
+    csd_core_set_vendor(core, 0);
+    csd_core_identify_ctrl(core, id.data());
+    EXPECT_EQ(std::memcmp(id.data() + CSD_ID_VS_OFFSET, "\0\0\0\0", 4), 0) << "no CSD1 signature without the vendor set";
 }
 
 // A namespace whose I/O ends only when the test says so (as QEMU's block layer ends it
@@ -401,3 +445,38 @@ TEST_F(ExecQueue, AMediaReadErrorEndsTheProgramUnrun)
 }
 
 }  // namespace
+
+// Issue 29: NVM Read / Write / Flush are checked by the core for an embedding that answers
+// them itself (the in-process device): the LBA range and the transfer limit.
+TEST(NvmDecode, RangeAndTransferLimitAreTheCores)
+{
+    const csd_ctx ns{1000, 512, 64 << 10, 0};  // 1000 LBAs, MDTS 64 KiB
+    csd_cmd c{};
+    c.nsid = 1;
+    uint64_t off = 1, len = 1;
+    c.opcode = 0x02;
+    c.cdw10 = 10;
+    c.cdw12 = 7;  // 8 LBAs
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(off, 5120u);
+    EXPECT_EQ(len, 4096u);
+    c.opcode = 0x01;
+    c.cdw10 = 992;  // the last 8 LBAs
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
+    c.cdw10 = 993;  // one past the end
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    c.cdw10 = 0;
+    c.cdw11 = 0xFFFFFFFF;  // an SLBA whose end wraps
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    c.cdw11 = 0;
+    c.cdw12 = 128;  // 129 LBAs: over 64 KiB
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    c.cdw12 = 127;  // exactly 64 KiB
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(len, 65536u);
+    c.opcode = 0x00;  // Flush: nothing to move
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(len, 0u);
+    c.opcode = 0x05;  // Compare: not one the core checks
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+}

@@ -5,6 +5,7 @@
 // queueing first come first served.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -441,4 +442,122 @@ TEST_F(ModelValidatedWork, RefusedBuiltInProgramsCostNothingBeyondTheirDecode)
             EXPECT_EQ(w.compute, 1) << k.what;
         }
     }
+}
+
+// Issue 29: the core holds completions until their modelled finish and owns the port's
+// timer; the embedding only arms it and posts what the core hands back.
+namespace {
+
+struct TimerPort {
+    uint64_t now = 0;
+    std::vector<uint64_t> armed;   // every arm_timer call, in order
+    std::vector<int> posted;       // the requests posted, in order
+    std::vector<int> stopped;      // requests whose queue is being deleted (startable: 0)
+    csd_port port{};
+    TimerPort()
+    {
+        port.opaque = this;
+        port.now_ns = [](void *o) { return static_cast<TimerPort *>(o)->now; };
+        port.arm_timer = [](void *o, uint64_t at) { static_cast<TimerPort *>(o)->armed.push_back(at); };
+        port.post = [](void *req) { posted_to->posted.push_back(*static_cast<int *>(req)); };
+        port.startable = [](void *req) {
+            const auto &s = posted_to->stopped;
+            return std::find(s.begin(), s.end(), *static_cast<int *>(req)) == s.end() ? 1 : 0;
+        };
+        posted_to = this;
+    }
+    static TimerPort *posted_to;
+};
+TimerPort *TimerPort::posted_to = nullptr;
+
+}  // namespace
+
+TEST_F(Model, TheCoreHoldsCompletionsUntilTheirFinishAndArmsThePortsTimer)
+{
+    TimerPort t;
+    int a = 1, b = 2, c = 3, d = 4, late = 5;
+    t.now = 1000;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 5000u);   // held: the first, arms 5000
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &b, 9000), 9000u);   // held behind it: no arm
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &c, 3000), 3000u);   // the new first: arms 3000
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &d, 5000), 5000u);   // after a (same finish)
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &late, 800), 0u);    // overrun: post it now
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &late, 0), 0u);      // not modelled
+    EXPECT_EQ(t.armed, (std::vector<uint64_t>{5000, 3000}));
+    EXPECT_TRUE(t.posted.empty());
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_DELAY_NS), 4000u + 8000 + 2000 + 4000);
+
+    t.now = 3000;  // the timer: c is due, then the next is armed
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{3}));
+    EXPECT_EQ(t.armed.back(), 5000u);
+    t.now = 6000;  // a and d (same finish, in arrival order)
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{3, 1, 4}));
+    EXPECT_EQ(t.armed.back(), 9000u);
+    t.now = 6500;  // early (a timer that fired before its time): nothing, armed again
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted.size(), 3u);
+    t.now = 9000;
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{3, 1, 4, 2}));
+    const size_t arms = t.armed.size();
+    csd_core_model_timer(core, &t.port);  // nothing held: not armed again
+    EXPECT_EQ(t.armed.size(), arms);
+}
+
+TEST_F(Model, AQueueBeingDeletedGetsItsHeldCompletionsAtOnceAndHoldsNoMore)
+{
+    TimerPort t;
+    int a = 1, b = 2, c = 3;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 5000u);
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &b, 7000), 7000u);
+    t.stopped = {1};                     // a's queue is being deleted
+    csd_core_model_release(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{1}));
+    t.stopped = {1, 3};
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &c, 6000), 0u) << "its queue is going: posted now";
+    EXPECT_EQ(counter(CSD_STAT_MODEL_DELAY_NS), 5000u + 7000 + 6000) << "the delay is counted all the same";
+    t.now = 7000;
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{1, 2}));
+}
+
+TEST_F(Model, WithoutATimerTheEmbeddingWaitsForTheTimeTheCoreGives)
+{
+    TimerPort t;
+    t.port.arm_timer = nullptr;
+    t.port.post = nullptr;
+    int a = 1;
+    t.now = 100;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 5000u);
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 50), 0u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_DELAY_NS), 4900u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 1u);
+    csd_core_model_timer(core, &t.port);  // nothing kept
+    EXPECT_TRUE(t.posted.empty());
+}
+
+TEST_F(Model, NvmReadsWritesAndFlushesAreModelledByTheCore)
+{
+    csd_cmd rd{};
+    rd.opcode = 0x02;
+    rd.nsid = 1;
+    rd.cdw12 = 7;  // 8 LBAs of 512 bytes: 4 KiB
+    EXPECT_EQ(csd_core_model_nvm(core, &rd, 512, 0), 50000u + 2048 + 1024 + 1000);
+    csd_core_model_idle(core);
+    csd_cmd fl{};
+    fl.nsid = 1;
+    EXPECT_EQ(csd_core_model_nvm(core, &fl, 512, 0), 10000u + 1000) << "a Flush: one media write latency";
+    csd_cmd other = rd;
+    other.opcode = 0x05;  // Compare: not modelled
+    EXPECT_EQ(csd_core_model_nvm(core, &other, 512, 0), 0u);
+    csd_core_cs_attach(core, 2);
+    csd_cmd mem = rd;
+    mem.nsid = 2;  // Memory Read of the memory namespace: the core's own, scheduled at decode
+    EXPECT_EQ(csd_core_model_nvm(core, &mem, 512, 0), 0u);
+    csd_core *off = csd_core_new(1 << 20, 1);
+    EXPECT_EQ(csd_core_model_nvm(off, &rd, 512, 0), 0u) << "model off";
+    csd_core_free(off);
 }

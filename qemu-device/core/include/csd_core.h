@@ -141,6 +141,14 @@ uint16_t csd_core_compare(const struct csd_op *op, const void *current, const vo
 /* Runs downloaded programs in DPDK's interpreter instead of JIT code (benchmarks, tests). */
 void csd_core_set_bpf_interpreted(csd_core *core, int on);
 
+/*
+ * NVM Read (02h), Write (01h) or Flush (00h) of namespace ctx, for an embedding that moves
+ * their bytes itself: the LBA range (LBA Out of Range) and the transfer limit (Invalid
+ * Field); on Success the byte offset and length to move (Flush: 0). Invalid Opcode for
+ * another opcode.
+ */
+uint16_t csd_core_nvm_decode(const struct csd_cmd *cmd, const struct csd_ctx *ctx, uint64_t *off, uint64_t *len);
+
 /* Program id of a prepared job. */
 uint16_t csd_exec_program_id(const csd_exec *exec);
 
@@ -257,6 +265,14 @@ uint64_t csd_core_model_schedule(csd_core *core, const struct csd_model_work *w,
  * counts the delay the embedding adds, or an overrun (the host was slower than the model).
  */
 void csd_core_model_done(csd_core *core, uint64_t finish_ns, uint64_t done_ns);
+/*
+ * The modelled finish of an NVM Read (02h), Write (01h) or Flush (00h) of namespace
+ * cmd->nsid, whose LBAs are lba_size bytes, arriving at now_ns: its work from NLB (a Flush:
+ * one media write latency). 0 when the model is off, for any other command, and for the
+ * standard front end's namespaces (their commands are the core's, scheduled as decoded).
+ * Call it for a command that started (one refused at once costs no media time).
+ */
+uint64_t csd_core_model_nvm(csd_core *core, const struct csd_cmd *cmd, uint32_t lba_size, uint64_t now_ns);
 /* The work of an NVM Read (02h), Write (01h) or Flush (00h) moving bytes. */
 void csd_model_work_nvm(uint8_t opcode, uint64_t bytes, struct csd_model_work *w);
 /* The transfer and media work of a decoded CSD command (an Execute's program excepted). */
@@ -438,7 +454,32 @@ struct csd_port {
      * may take one now; 0 while it is about to be cancelled (QEMU: its queue is being
      * deleted or the controller reset), so that none starts on the unit another gives back. */
     int (*startable)(void *req);
+    /* Optional, with post (NULL: the thread that posts a completion waits for its modelled
+     * finish itself, csd_core_model_hold telling it until when): asks the embedding to call
+     * csd_core_model_timer once its clock (now_ns) reaches at_ns; one timer, a later call
+     * replaces the earlier. Called with the core's hold list locked: it calls nothing back. */
+    void (*arm_timer)(void *opaque, uint64_t at_ns);
+    /* Posts the completion of command req that the timing model held until its finish. */
+    void (*post)(void *req);
 };
+
+/*
+ * The timing model's hold of completions (docs/timing-model.md), once for both embeddings.
+ * The completion of command req is ready (its real work done) and its modelled finish is
+ * finish_ns (a csd_cpl's, csd_core_model_nvm's; 0: not modelled): counts the delay the model
+ * adds, or an overrun. Returns 0 when it is to be posted now: not modelled, due already, or
+ * its command can no longer wait (port->startable says 0: its queue is being deleted or
+ * the controller reset). Otherwise the model holds it until the returned finish: with
+ * port->arm_timer the core keeps it, ordered by finish, and posts it through port->post
+ * (csd_core_model_timer); without, the embedding waits until then itself and posts it.
+ */
+uint64_t csd_core_model_hold(csd_core *core, const struct csd_port *port, void *req, uint64_t finish_ns);
+/* The port's timer fired (port->arm_timer): posts every held completion that is due, in
+ * order of finish (equal ones as they came), and arms the timer for the next. */
+void csd_core_model_timer(csd_core *core, const struct csd_port *port);
+/* Posts at once every held completion whose command can no longer wait (port->startable
+ * says 0: its queue is being deleted or the controller reset): their work is done. */
+void csd_core_model_release(csd_core *core, const struct csd_port *port);
 
 /* A submission queue entry as csd_core_submit reads it. */
 struct csd_sqe {
@@ -506,6 +547,17 @@ uint32_t csd_core_cs_mem_nsid(const csd_core *core);
 void csd_core_set_vendor(csd_core *core, int on);
 /* Whether the vendor command set is on (csd_core_set_vendor). */
 int csd_core_vendor(const csd_core *core);
+/*
+ * With off (vendor-io=off, csd_core_new_config), the vendor SLM, Execute and program commands
+ * and No-Op answer Invalid Opcode; Compare and Write and the log pages stay (on: default).
+ */
+void csd_core_set_vendor_io(csd_core *core, int on);
+/* Identify Controller's (4096 bytes at id) fields of the command sets: the CSD1 signature at
+ * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it. */
+void csd_core_identify_ctrl(const csd_core *core, uint8_t *id);
+/* Identify I/O Command Set data structure (CNS 1Ch): adds the memory (SLM) and compute (CP)
+ * command sets to the controller's first vector with the standard front end on. */
+void csd_core_cs_iocs_vector(const csd_core *core, uint8_t *vector);
 
 /* Whether a log page identifier is one of the command set's (C0h, C1h). */
 int csd_core_is_log_page(uint8_t lid);

@@ -16,6 +16,12 @@ uint64_t dwords64(uint32_t lo, uint32_t hi) { return lo | static_cast<uint64_t>(
 
 bool exceeds_mdts(const csd_ctx *ctx, uint64_t bytes) { return ctx->max_transfer && bytes > ctx->max_transfer; }
 
+// Whether nlb LBAs from slba lie inside the namespace (no overflow).
+bool lbas_inside(const csd_ctx *ctx, uint64_t slba, uint64_t nlb)
+{
+    return slba <= ctx->lba_count && nlb <= ctx->lba_count - slba;
+}
+
 // SLM Load / SLM Store: CDW10-11 SLBA, CDW12 bits 15:0 NLB (0's based), CDW13-14 SLM offset.
 uint16_t decode_load_store(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
 {
@@ -24,9 +30,7 @@ uint16_t decode_load_store(csd_core *core, const csd_cmd *c, const csd_ctx *ctx,
     op->nlb = (c->cdw12 & 0xFFFF) + 1;
     op->slm_offset = dwords64(c->cdw13, c->cdw14);
     op->bytes = uint64_t{op->nlb} * ctx->lba_size;
-    if (op->slba > ctx->lba_count || op->nlb > ctx->lba_count - op->slba) {
-        return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
-    }
+    if (!lbas_inside(ctx, op->slba, op->nlb)) return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
     return csd_core_slm_range(core, op->slm_offset, op->bytes, &op->slm);
 }
 
@@ -82,9 +86,7 @@ uint16_t decode_compare_write(const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
     op->nlb = (c->cdw12 & 0xFFFF) + 1;
     const uint64_t range = uint64_t{op->nlb} * ctx->lba_size;
     op->bytes = 2 * range;
-    if (op->slba > ctx->lba_count || op->nlb > ctx->lba_count - op->slba) {
-        return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
-    }
+    if (!lbas_inside(ctx, op->slba, op->nlb)) return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
     if (range > CSD_CAW_MAX_BYTES || exceeds_mdts(ctx, op->bytes)) {
         return kInvalidField;
     }
@@ -94,6 +96,19 @@ uint16_t decode_compare_write(const csd_cmd *c, const csd_ctx *ctx, csd_op *op)
 }  // namespace
 
 extern "C" {
+
+uint16_t csd_core_nvm_decode(const csd_cmd *cmd, const csd_ctx *ctx, uint64_t *off, uint64_t *len)
+{
+    *off = *len = 0;
+    if (cmd->opcode == 0x00) return CSD_STATUS_SUCCESS;  // Flush
+    if (cmd->opcode != 0x01 && cmd->opcode != 0x02) return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+    const uint64_t slba = dwords64(cmd->cdw10, cmd->cdw11), nlb = (cmd->cdw12 & 0xFFFF) + 1;
+    if (!lbas_inside(ctx, slba, nlb)) return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+    if (exceeds_mdts(ctx, nlb * ctx->lba_size)) return kInvalidField;
+    *off = slba * ctx->lba_size;
+    *len = nlb * ctx->lba_size;
+    return CSD_STATUS_SUCCESS;
+}
 
 uint16_t csd_core_compare(const csd_op *op, const void *current, const void *data)
 {

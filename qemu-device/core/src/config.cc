@@ -344,6 +344,7 @@ csd_core *csd_core_new_config(const struct csd_config *c, char *err, size_t err_
     }
     csd_core_set_model(core, &c->model);
     csd_core_set_vendor(core, c->vendor);
+    csd_core_set_vendor_io(core, c->vendor_io);
     return core;
 }
 

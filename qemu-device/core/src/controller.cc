@@ -304,6 +304,7 @@ uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *r
 // The vendor I/O commands on an NVM namespace.
 uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
+    if (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE) return kInvalidOpcode;
     csd_ctx ctx;
     if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
     uint16_t st = csd_core_decode(core, cmd, &ctx, op);
@@ -388,5 +389,17 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
 void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
 
 int csd_core_vendor(const csd_core *core) { return core->vendor ? 1 : 0; }
+
+void csd_core_set_vendor_io(csd_core *core, int on) { core->vendor_io = on != 0; }
+
+void csd_core_identify_ctrl(const csd_core *core, uint8_t *id)
+{
+    std::memcpy(id + CSD_ID_VS_OFFSET, core->vendor ? CSD_ID_SIGNATURE : "\0\0\0\0", 4);
+}
+
+void csd_core_cs_iocs_vector(const csd_core *core, uint8_t *vector)
+{
+    if (core->cs_mem_nsid) vector[0] |= NVME_CS_IOCS_VEC_SLM | NVME_CS_IOCS_VEC_CP;
+}
 
 }  // extern "C"

@@ -66,6 +66,12 @@ uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, cons
 uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, const csd_port *port, void *req,
                   const csd_cpl *cpl);
 
+// The timing model's held completions (csd_core_model_hold with a port timer), by finish.
+struct HeldState {
+    std::mutex mu;
+    std::multimap<uint64_t, void *> by_finish;  // equal finishes in the order they came
+};
+
 struct ExecCmd;
 // Execute on the compute units (exec_queue.cc): the commands waiting for one, in arrival
 // order, and those holding one (reading the media, or their program on a worker).
@@ -98,7 +104,9 @@ struct csd_core {
     uint32_t cs_mem_nsid = 0;          // its memory namespace (compute: the next), 0 if off
     csd::core::CawState caw;           // Compare and Write's LBA ranges
     csd::core::ExecState exec;         // Execute's compute units
+    csd::core::HeldState held;         // completions the timing model holds (port timer)
     bool vendor = true;                // the vendor command set (csd_core_set_vendor)
+    bool vendor_io = true;             // its data and program commands (csd_core_set_vendor_io)
 };
 
 namespace csd::core {

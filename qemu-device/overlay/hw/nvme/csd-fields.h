@@ -10,10 +10,9 @@
 
 typedef struct NvmeCsd NvmeCsd;     /* csd.c.inc */
 
-/* NvmeRequest: the timing model's hold of its completion (csd.c.inc). */
+/* NvmeRequest: its completion's modelled finish, until the core holds it (csd.c.inc). */
 #define NVME_CSD_REQUEST_FIELDS                                                         \
-    int64_t csd_finish_ns;              /* timing model: modelled finish, 0 if none */  \
-    QTAILQ_ENTRY(NvmeRequest) csd_held; /* on the model's list until then */
+    int64_t csd_finish_ns;              /* timing model: modelled finish, 0 if none */
 
 /* NvmeParams: the csd property (on: the computational storage controller). */
 #define NVME_CSD_PARAMS_FIELDS                                                          \
