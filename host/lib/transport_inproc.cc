@@ -46,6 +46,7 @@ constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
+constexpr uint32_t kMaxNsid = 256;          // the standard front end's NSIDs go up to this (as QEMU's)
 
 std::future<Completion> ready(Completion c)
 {
@@ -114,11 +115,12 @@ public:
         ns_.lba_size = lba_;
         ns_.lba_count = static_cast<uint64_t>(st.st_size) / lba_;
         core_ = csd_core_new_config(&cfg, why, sizeof why);
-        if (!core_) {
+        const auto taken = [](void *t, uint32_t nsid) { return nsid == static_cast<TransportInproc *>(t)->ns_.nsid ? 1 : 0; };
+        if (!core_ || csd_core_cs_attach_config(core_, &cfg, kMaxNsid, taken, this, why, sizeof why) != 0) {
+            if (core_) csd_core_free(core_);
             ::close(fd_);
             throw Error(std::string("emu: ") + why, EINVAL);
         }
-        csd_core_cs_attach(core_, cfg.nvme_cs ? ns_.nsid + 1 : 0);
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr,
                          nullptr, nullptr};  // no timer: a held completion's thread waits (wait_until)

@@ -129,6 +129,75 @@ TEST_F(Controller, VendorIoOffRefusesTheVendorDataAndProgramCommands)
     EXPECT_EQ(submit(h, CSD_OPC_SLM_WRITE, 1, 0, 0, 4096), CSD_STATUS_SUCCESS) << "on by default";
 }
 
+// Issue 29: where the standard front end's namespaces go is the core's rule, for both
+// embeddings: the NSID asked for, else the first after every one in use; both free and
+// within the controller's NSIDs.
+TEST_F(Controller, TheStandardNamespacesGoAfterTheTakenOnes)
+{
+    struct Taken {
+        std::vector<uint32_t> nsids;
+        static int is(void *o, uint32_t nsid)
+        {
+            const auto &v = static_cast<Taken *>(o)->nsids;
+            return std::find(v.begin(), v.end(), nsid) != v.end();
+        }
+    };
+    auto attach = [&](const char *mem_nsid, Taken taken, uint32_t max, std::string *why) {
+        csd_config cfg;
+        csd_config_init(&cfg, "csd.", CSD_OPTION_QEMU);
+        char err[256] = "";
+        EXPECT_EQ(csd_config_set(&cfg, "nvme-cs", "on", err, sizeof err), 0) << err;
+        if (mem_nsid) EXPECT_EQ(csd_config_set(&cfg, "nvme-cs.mem-nsid", mem_nsid, err, sizeof err), 0) << err;
+        csd_core_cs_attach(core, 0);
+        const int rc = csd_core_cs_attach_config(core, &cfg, max, Taken::is, &taken, err, sizeof err);
+        *why = err;
+        csd_config_clear(&cfg);
+        return rc == 0 ? csd_core_cs_mem_nsid(core) : 0u;
+    };
+    std::string why;
+    EXPECT_EQ(attach(nullptr, Taken{{1}}, 256, &why), 2u);
+    EXPECT_EQ(attach(nullptr, Taken{{1, 4}}, 256, &why), 5u) << "after the last one in use, not in a gap";
+    EXPECT_EQ(csd_core_cs_csi(core, 6), NVME_CS_CSI_CP);
+    EXPECT_EQ(attach("7", Taken{{1}}, 256, &why), 7u);
+    EXPECT_EQ(attach("1", Taken{{1}}, 256, &why), 0u);
+    EXPECT_EQ(why, "csd.nvme-cs.mem-nsid: NSIDs 1 and 2 must be free and at most 256");
+    EXPECT_EQ(attach(nullptr, Taken{{254}}, 256, &why), 255u) << why;
+    EXPECT_EQ(attach(nullptr, Taken{{255}}, 256, &why), 0u) << "no room for both after NSID 255";
+    EXPECT_EQ(why, "csd.nvme-cs.mem-nsid: NSIDs 256 and 257 must be free and at most 256");
+    EXPECT_EQ(csd_core_cs_mem_nsid(core), 0u) << "left off";
+    csd_config off;
+    csd_config_init(&off, "", CSD_OPTION_EMU);
+    char err[64];
+    EXPECT_EQ(csd_core_cs_attach_config(core, &off, 256, Taken::is, nullptr, err, sizeof err), 0) << "nvme-cs off";
+    EXPECT_EQ(csd_core_cs_mem_nsid(core), 0u);
+    csd_config_clear(&off);
+}
+
+// Issue 29: the Commands Supported and Effects entries the command sets add (log 05h).
+TEST(Effects, TheVendorOpcodesAndTheStandardAdminCommands)
+{
+    csd_config cfg;
+    csd_config_init(&cfg, "csd.", CSD_OPTION_QEMU);
+    std::vector<uint32_t> acs(256, 0), nvm(256, 0);
+    csd_config_effects(&cfg, acs.data(), nvm.data());
+    EXPECT_EQ(nvm[CSD_OPC_SLM_STORE], NVME_CS_EFFECTS_CSUPP | NVME_CS_EFFECTS_LBCC);
+    EXPECT_EQ(nvm[CSD_OPC_COMPARE_WRITE], NVME_CS_EFFECTS_CSUPP | NVME_CS_EFFECTS_LBCC);
+    EXPECT_EQ(nvm[CSD_OPC_SLM_LOAD], NVME_CS_EFFECTS_CSUPP);
+    EXPECT_EQ(nvm[CSD_OPC_NOOP], NVME_CS_EFFECTS_CSUPP);
+    EXPECT_EQ(nvm[0x02], 0u) << "NVM Read is not the command set's";
+    EXPECT_EQ(acs[NVME_CS_ADM_LOAD_PROGRAM], 0u) << "the standard front end off";
+    char err[64];
+    ASSERT_EQ(csd_config_set(&cfg, "nvme-cs", "on", err, sizeof err), 0);
+    ASSERT_EQ(csd_config_set(&cfg, "vendor", "off", err, sizeof err), 0);
+    std::fill(nvm.begin(), nvm.end(), 0u);
+    csd_config_effects(&cfg, acs.data(), nvm.data());
+    EXPECT_EQ(std::count(nvm.begin(), nvm.end(), 0u), 256) << "no vendor opcodes";
+    EXPECT_EQ(acs[NVME_CS_ADM_LOAD_PROGRAM], NVME_CS_EFFECTS_CSUPP);
+    EXPECT_EQ(acs[NVME_CS_ADM_PROGRAM_ACTIVATION], NVME_CS_EFFECTS_CSUPP);
+    EXPECT_EQ(acs[NVME_CS_ADM_MEMORY_RANGE_SET], NVME_CS_EFFECTS_CSUPP);
+    csd_config_clear(&cfg);
+}
+
 // Issue 29: the fields of Identify that the command sets own, for both embeddings.
 TEST_F(Controller, IdentifyFieldsOfTheCommandSets)
 {

@@ -93,6 +93,22 @@ void csd_config_clear(struct csd_config *c);
  */
 csd_core *csd_core_new_config(const struct csd_config *c, char *err, size_t err_len);
 /*
+ * Turns the standard front end on as c configures it (nvme-cs; off: nothing to do, 0): its
+ * memory namespace at nvme-cs.mem-nsid or, when 0, at the first NSID after the last one
+ * that taken(opaque, nsid) says is in use among 1..max_nsid; its compute namespace at the
+ * next. Both must be free and at most max_nsid: -1 with a message in err otherwise (the
+ * front end left off).
+ */
+int csd_core_cs_attach_config(csd_core *core, const struct csd_config *c, uint32_t max_nsid,
+                              int (*taken)(void *opaque, uint32_t nsid), void *opaque, char *err,
+                              size_t err_len);
+/*
+ * Commands Supported and Effects (log 05h) that the command sets add to a controller c
+ * configures, ORed in (NVME_CS_EFFECTS_*): the vendor I/O opcodes in the NVM command set's
+ * nvm[] (vendor on), the standard front end's admin commands in acs[] (nvme-cs on).
+ */
+void csd_config_effects(const struct csd_config *c, uint32_t acs[256], uint32_t nvm[256]);
+/*
  * Help for the embedding's options, one line each ("  slm-size=<size> - ...");
  * a malloc'd string the caller frees.
  */

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "nvme_cs.h"
+
 namespace {
 
 constexpr unsigned kBoth = CSD_OPTION_QEMU | CSD_OPTION_EMU;
@@ -346,6 +348,39 @@ csd_core *csd_core_new_config(const struct csd_config *c, char *err, size_t err_
     csd_core_set_vendor(core, c->vendor);
     csd_core_set_vendor_io(core, c->vendor_io);
     return core;
+}
+
+int csd_core_cs_attach_config(csd_core *core, const csd_config *c, uint32_t max_nsid,
+                              int (*taken)(void *opaque, uint32_t nsid), void *opaque, char *err, size_t err_len)
+{
+    if (!c->nvme_cs) return 0;
+    uint32_t mem = c->nvme_cs_mem_nsid;
+    if (!mem) {  // after the namespaces in use so far
+        mem = 1;
+        for (uint32_t i = 1; i <= max_nsid; i++) {
+            if (taken(opaque, i)) mem = i + 1;
+        }
+    }
+    if (mem < 1 || mem >= max_nsid || taken(opaque, mem) || taken(opaque, mem + 1)) {
+        return fail(err, err_len, "%snvme-cs.mem-nsid: NSIDs %u and %u must be free and at most %u", c->prefix, mem,
+                    mem + 1, max_nsid);
+    }
+    csd_core_cs_attach(core, mem);
+    return 0;
+}
+
+void csd_config_effects(const csd_config *c, uint32_t acs[256], uint32_t nvm[256])
+{
+    for (int opc = 0; opc < 256 && c->vendor; opc++) {
+        if (csd_is_io_opcode(static_cast<uint8_t>(opc))) {
+            nvm[opc] |= NVME_CS_EFFECTS_CSUPP | (csd_opcode_changes_lbas(static_cast<uint8_t>(opc)) ? NVME_CS_EFFECTS_LBCC : 0);
+        }
+    }
+    if (c->nvme_cs) {
+        for (uint8_t opc : {NVME_CS_ADM_LOAD_PROGRAM, NVME_CS_ADM_PROGRAM_ACTIVATION, NVME_CS_ADM_MEMORY_RANGE_SET}) {
+            acs[opc] |= NVME_CS_EFFECTS_CSUPP;
+        }
+    }
 }
 
 char *csd_options_help(unsigned embedding, const char *prefix)
