@@ -9,8 +9,13 @@
 // and vendor-io are this device's own. nvme-cs=on gives memory namespace 2 and compute
 // namespace 3 (docs/nvme-cs.md); under a timing model every command completes no earlier
 // than the modelled drive would complete it (host clock).
-// The core decodes, counts and queues the CSD commands; this file moves their bytes and
-// runs the jobs the core hands it, as QEMU's glue does. It is the only file of libcsd that includes the core.
+// The core is the controller: it decodes, counts and queues the CSD commands, answers NVM
+// Read / Write / Flush (csd_core_nvm_submit over the port's nvm_io) and says how long the
+// timing model holds each completion; this file moves bytes (memcpy, pread / pwrite), runs
+// the jobs the core hands it on its threads (emu_threads.hpp) and waits out a held
+// completion on the thread that posts it, as QEMU's glue does with its timer. It answers
+// Identify of its controller and namespace itself. It is the only file of libcsd that
+// includes the core.
 // A process forked after open gets its own copy of the device (SLM, program slots, compute
 // units, statistics, the model's clock), sharing only the backing file: fork() waits until
 // no command of the device is in flight, and the child starts its own compute units.
@@ -123,7 +128,7 @@ public:
         }
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr,
-                         nullptr, nullptr};  // no timer: a held completion's thread waits (wait_until)
+                         nullptr, nullptr, nvm_io};  // no timer: a held completion's thread waits (wait_until)
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
         pool_ = std::make_unique<WorkerPool>(cfg.compute_units);
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
@@ -148,30 +153,27 @@ public:
     }
     Completion submit(const Command &cmd) override
     {
-        // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read of
-        // the namespace, copied from its mapping with no future made (dispatch() runs the
-        // same nvm_io()); everything else, and every Read under a timing model, goes through
-        // dispatch().
-        if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && map_->data() && !csd_core_model_on(core_)) {
+        // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read
+        // of the namespace answered by the core at once, with no future made; everything
+        // else (a Memory Read of the memory namespace too), and every Read under a timing
+        // model, goes through dispatch().
+        if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !csd_core_model_on(core_)) {
             const InFlightGate::Scope counted(gate_);
-            return nvm_io(cmd);
+            uint64_t finish;
+            return nvm(cmd, &finish);
         }
         return submit_async(cmd).get();
     }
-    // Under a timing model, an NVM Read of the namespace runs now and its modelled finish is
-    // returned rather than waited for (own_io's Read, less the wait: the delay or overrun is
-    // counted as it is there); anything else as submit().
+    // Under a timing model, an NVM Read runs now and its modelled finish is returned rather
+    // than waited for (the delay or overrun is counted as for dispatch()'s); anything else as
+    // submit().
     Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
     {
         *finish_ns = 0;
         if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_)) return submit(cmd);
         const InFlightGate::Scope counted(gate_);
-        const uint64_t arrived = now_ns();
-        const Completion r = nvm_io(cmd);
-        if (r.status) return r;  // refused: no media time (as own_io)
-        const csd_cmd c = core_cmd(cmd);
-        *finish_ns = csd_core_model_nvm(core_, &c, lba_, arrived);
-        csd_core_model_hold(core_, &port_, nullptr, *finish_ns);  // counts the delay or an overrun
+        const Completion r = nvm(cmd, finish_ns);
+        csd_core_model_hold(core_, &port_, nullptr, *finish_ns);  // counts; the caller waits
         return r;
     }
     // The simulated peer-to-peer drive: the namespace's mapping (none under a timing model,
@@ -192,7 +194,7 @@ public:
         std::lock_guard<std::recursive_mutex> g(reqs_mu_);
         for (Req *r : reqs_) {
             if (r->cmd == &cmd) {
-                csd_core_cancel(core_, r);
+                csd_core_cancel(core_, static_cast<Cmd *>(r));
                 return true;
             }
         }
@@ -220,33 +222,35 @@ private:
     }
 
     // A command in the core (its port's req; CSD_CORE_LATER: until it ends): its data and its completion.
-    struct Req {
+    struct Cmd {
         TransportInproc *t;
         const Command *cmd;
+    };
+    struct Req : Cmd {
         std::promise<Completion> done;
     };
 
-    // Runs one command: the core answers it through the port (SLM Load / Store, the copies
-    // and Compare and Write over the port's namespace I/O), or prepares an Execute's job
-    // for a compute unit; what it leaves (Identify of the controller and namespace 1, NVM
-    // Read / Write / Flush) is this device's own.
+    // Runs one command: the core answers it through the port (NVM Read / Write / Flush over
+    // its nvm_io; SLM Load / Store, the copies and Compare and Write over its namespace I/O),
+    // or prepares an Execute's job for a compute unit; what it leaves (Identify of the
+    // controller and namespace 1) is this device's own.
     std::future<Completion> dispatch(const Command &cmd)
     {
         const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
         csd_cpl cpl;
         csd_op op;
-        auto *req = new Req{this, &cmd, {}};
+        auto *req = new Req{{this, &cmd}, {}};
         auto fut = req->done.get_future();
         gate_.enter_also();  // until the core posts it (port_complete), for CSD_CORE_LATER
         {
             std::lock_guard<std::recursive_mutex> g(reqs_mu_);
             reqs_.insert(req);
         }
-        const uint16_t st = csd_core_submit(core_, &sqe, &port_, req, &cpl, &op);
+        const uint16_t st = csd_core_submit(core_, &sqe, &port_, static_cast<Cmd *>(req), &cpl, &op);
         if (st == CSD_CORE_LATER) return fut;
         forget(req);
         gate_.leave();
-        if (st == CSD_CORE_NOT_MINE) return cmd.admin ? ready(admin(cmd)) : own_io(cmd);
+        if (st == CSD_CORE_NOT_MINE) return ready(admin(cmd));  // only admin commands are left
         wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
         return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
@@ -262,17 +266,12 @@ private:
     }
 
 
-    // The I/O commands the core leaves to the device: NVM Read, Write, Flush, completed no
-    // earlier than the core's model says.
-    std::future<Completion> own_io(const Command &cmd)
+    // An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit).
+    Completion nvm(const Command &cmd, uint64_t *finish)
     {
-        const uint64_t arrived = csd_core_model_on(core_) ? now_ns() : 0;  // with the model off: one test
-        if (cmd.nsid != ns_.nsid) return ready({kInvalidNs, 0});
-        const Completion r = nvm_io(cmd);
-        if (r.status || !arrived) return ready(r);  // refused: no media time (as QEMU's glue)
-        const csd_cmd c = core_cmd(cmd);
-        wait_until(csd_core_model_hold(core_, &port_, nullptr, csd_core_model_nvm(core_, &c, lba_, arrived)));
-        return ready(r);
+        Cmd c{this, &cmd};
+        const csd_cmd dw = core_cmd(cmd);
+        return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
     }
 
     static uint64_t now_ns()
@@ -294,14 +293,14 @@ private:
     // The port: host memory is the command's buffer.
     static uint16_t from_host(void *req, void *buf, uint64_t len)
     {
-        const Command *c = static_cast<Req *>(req)->cmd;
+        const Command *c = static_cast<Cmd *>(req)->cmd;
         if (len > c->data_len) return kInvalidField;
         if (len) std::memcpy(buf, c->data, len);
         return 0;
     }
     static uint16_t to_host(void *req, const void *buf, uint64_t len)
     {
-        const Command *c = static_cast<Req *>(req)->cmd;
+        const Command *c = static_cast<Cmd *>(req)->cmd;
         if (len > c->data_len) return kInvalidField;
         if (len) std::memcpy(c->data, buf, len);
         return 0;
@@ -318,18 +317,18 @@ private:
     // Namespace I/O of the port (the core checked the range): done at once.
     static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
     {
-        done(arg, static_cast<Req *>(req)->t->file_io(false, off, static_cast<uint8_t *>(buf), len));
+        done(arg, static_cast<Cmd *>(req)->t->file_io(false, off, static_cast<uint8_t *>(buf), len));
     }
     static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
                          void *arg)
     {
-        done(arg, static_cast<Req *>(req)->t->file_io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
+        done(arg, static_cast<Cmd *>(req)->t->file_io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
     }
 
     // A command the core ended later: no earlier than its modelled finish.
     static void port_complete(void *req, uint16_t status, const csd_cpl *cpl)
     {
-        auto *r = static_cast<Req *>(req);
+        auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
         TransportInproc *t = r->t;
         t->wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
         r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
@@ -340,7 +339,7 @@ private:
     // The port's compute unit: a worker thread runs work, then done.
     static void run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
     {
-        static_cast<Req *>(req)->t->pool_->run([work, done, arg] {
+        static_cast<Cmd *>(req)->t->pool_->run([work, done, arg] {
             work(arg);
             done(arg);
         });
@@ -352,7 +351,7 @@ private:
     // this device's own commands).
     static int exclusive(void *req, uint32_t, uint64_t off, uint64_t len, int on)
     {
-        TransportInproc *t = static_cast<Req *>(req)->t;
+        TransportInproc *t = static_cast<Cmd *>(req)->t;
         int fd;
         {
             std::lock_guard<std::mutex> g(t->lock_mu_);
@@ -418,25 +417,23 @@ private:
     }
 
 
-    // NVM Read, Write or Flush of namespace 1, checked by the core (range, transfer limit).
-    Completion nvm_io(const Command &c)
+    // The port's NVM I/O (the core checked the command): the command's buffer from or into
+    // the backing file; a small Read copies from the mapped namespace, with no system call
+    // (a large one stays pread(), which costs the same copy and maps no pages into this
+    // process). A Flush is fdatasync().
+    static uint16_t nvm_io(void *req, uint32_t, int write, uint64_t off, uint64_t len)
     {
-        const csd_cmd cmd = core_cmd(c);
-        const csd_ctx ctx = ns_ctx();
-        uint64_t off, len;
-        const uint16_t st = csd_core_nvm_decode(&cmd, &ctx, &off, &len);
-        if (st) return {st, 0};
-        if (c.opcode == 0x00) return {static_cast<uint16_t>(fdatasync(fd_) == 0 ? 0 : kInternal), 0};
-        if (c.data_len < len) return {kInvalidField, 0};
-        // a small Read from the mapped namespace: no system call (a large one stays pread(),
-        // which costs the same copy and maps no pages into this process)
-        if (c.opcode == 0x02 && len <= kMappedReadMax && map_->data()) {
-            std::memcpy(c.data, map_->data() + off, len);
-            return {0, 0};
+        const Cmd *r = static_cast<Cmd *>(req);
+        TransportInproc *t = r->t;
+        if (write && !len) return fdatasync(t->fd_) == 0 ? 0 : kInternal;
+        if (r->cmd->data_len < len) return kInvalidField;
+        if (!write && len <= kMappedReadMax && t->map_->data()) {
+            std::memcpy(r->cmd->data, t->map_->data() + off, len);
+            return 0;
         }
-        const ssize_t n = c.opcode == 0x01 ? pwrite(fd_, c.data, len, static_cast<off_t>(off))
-                                           : pread(fd_, c.data, len, static_cast<off_t>(off));
-        return {static_cast<uint16_t>(n == static_cast<ssize_t>(len) ? 0 : kInternal), 0};
+        const ssize_t n = write ? pwrite(t->fd_, r->cmd->data, len, static_cast<off_t>(off))
+                                : pread(t->fd_, r->cmd->data, len, static_cast<off_t>(off));
+        return n == static_cast<ssize_t>(len) ? 0 : kInternal;
     }
 
     // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.

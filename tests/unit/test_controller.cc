@@ -8,6 +8,7 @@
 #include "nvme_cs.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace {
 
@@ -548,4 +549,63 @@ TEST(NvmDecode, RangeAndTransferLimitAreTheCores)
     EXPECT_EQ(len, 0u);
     c.opcode = 0x05;  // Compare: not one the core checks
     EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+}
+
+// Issue 29: for an embedding without an NVM controller of its own (port->nvm_io: the
+// in-process device) the core answers NVM Read, Write and Flush too: the namespace, the
+// checks, the modelled finish; the embedding only moves the bytes.
+namespace {
+struct NvmIoLog {
+    std::vector<std::tuple<uint32_t, int, uint64_t, uint64_t>> calls;  // nsid, write, off, len
+    uint16_t status = 0;
+};
+uint16_t log_nvm_io(void *req, uint32_t nsid, int write, uint64_t off, uint64_t len)
+{
+    auto *l = static_cast<NvmIoLog *>(req);
+    l->calls.emplace_back(nsid, write, off, len);
+    return l->status;
+}
+}  // namespace
+
+TEST_F(Controller, NvmReadWriteAndFlushThroughThePortsNvmIo)
+{
+    NvmIoLog io;
+    csd_sqe sqe{};
+    sqe.cmd = csd_cmd{0x02, 1, 8, 0, 3, 0, 0, 0};  // Read 4 LBAs from LBA 8
+    HostBuffer none;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &none, &cpl, &op), CSD_CORE_NOT_MINE) << "QEMU answers its own";
+    port.nvm_io = log_nvm_io;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_SUCCESS);
+    sqe.cmd.opcode = 0x01;  // Write
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_SUCCESS);
+    sqe.cmd.opcode = 0x00;  // Flush
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_SUCCESS);
+    using Call = std::tuple<uint32_t, int, uint64_t, uint64_t>;
+    EXPECT_EQ(io.calls, (std::vector<Call>{{1, 0, 4096, 2048}, {1, 1, 4096, 2048}, {1, 1, 0, 0}}));
+    EXPECT_EQ(cpl.finish_ns, 0u) << "model off";
+    sqe.cmd.opcode = 0x02;
+    sqe.cmd.nsid = 7;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    sqe.cmd.nsid = 1;
+    sqe.cmd.cdw10 = (1u << 20) - 1;  // the last LBA and three past it
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    sqe.cmd.opcode = 0x05;  // Compare: not answered
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR);
+    EXPECT_EQ(io.calls.size(), 3u) << "nothing moved for a refused command";
+    io.status = CSD_STATUS_INTERNAL_ERROR;
+    sqe.cmd = csd_cmd{0x02, 1, 0, 0, 0, 0, 0, 0};
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_INTERNAL_ERROR) << "the move's error";
+
+    csd_model_params p{};
+    ASSERT_EQ(csd_model_preset("gen4x4-8core", &p), 0);
+    csd_core_set_model(core, &p);
+    io.status = 0;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &io, &cpl, &op), CSD_STATUS_SUCCESS);
+    EXPECT_GT(cpl.finish_ns, 0u) << "modelled as it arrived";
+    uint64_t finish = 0;
+    EXPECT_EQ(csd_core_nvm_submit(core, &sqe.cmd, &port, &io, &finish), CSD_STATUS_SUCCESS);
+    EXPECT_GT(finish, 0u);
+    io.status = CSD_STATUS_INTERNAL_ERROR;
+    EXPECT_EQ(csd_core_nvm_submit(core, &sqe.cmd, &port, &io, &finish), CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(finish, 0u) << "a failed command costs no media time";
 }

@@ -461,6 +461,12 @@ struct csd_port {
     void (*arm_timer)(void *opaque, uint64_t at_ns);
     /* Posts the completion of command req that the timing model held until its finish. */
     void (*post)(void *req);
+    /* Optional (NULL: the embedding's own controller answers NVM Read, Write and Flush, as
+     * QEMU's does): moves len bytes between byte off of NVM namespace nsid (checked by the
+     * core) and the command's host memory, write: into the namespace; a Flush is a write
+     * of 0 bytes that makes what was written durable. An NVMe status. With it csd_core_submit
+     * answers every I/O command of the NVM namespaces (csd_core_nvm_submit). */
+    uint16_t (*nvm_io)(void *req, uint32_t nsid, int write, uint64_t off, uint64_t len);
 };
 
 /*
@@ -518,7 +524,8 @@ int csd_core_cancel(csd_core *core, void *req);
 
 /*
  * Answers one command: the vendor I/O commands on an
- * NVM namespace (ns_info), and with the standard front end on (csd_core_cs_attach) its
+ * NVM namespace (ns_info), with port->nvm_io the NVM namespaces' other I/O commands
+ * (csd_core_nvm_submit), and with the standard front end on (csd_core_cs_attach) its
  * admin commands, Identify of its namespaces and command sets, its I/O commands and log
  * pages 82h-84h, 1Ah, 1Bh; Get Log Page C0h and C1h. Returns the final status (completion
  * Dwords in *cpl), CSD_CORE_LATER (port->complete ends it) or CSD_CORE_NOT_MINE. op is
@@ -527,6 +534,16 @@ int csd_core_cancel(csd_core *core, void *req);
  */
 uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct csd_port *port, void *req,
                          struct csd_cpl *cpl, struct csd_op *op);
+
+/*
+ * An I/O command of an NVM namespace that is not the command set's, for an embedding with
+ * port->nvm_io (csd_core_submit calls it): Invalid Namespace for an NSID ns_info does not
+ * know, NVM Read, Write and Flush checked (csd_core_nvm_decode; any other opcode: Invalid
+ * Opcode) and moved by port->nvm_io. The final status; *finish_ns its modelled finish
+ * (csd_core_model_nvm; 0: model off, or the command failed), for csd_core_model_hold.
+ */
+uint16_t csd_core_nvm_submit(csd_core *core, const struct csd_cmd *cmd, const struct csd_port *port, void *req,
+                             uint64_t *finish_ns);
 
 /* Turns the standard front end on with its memory namespace at mem_nsid and its compute
  * namespace at mem_nsid + 1 (0: off). Call before the first command. */

@@ -383,7 +383,21 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
         return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
     }
     if (csd_is_io_opcode(cmd->opcode)) return core->vendor ? vendor_io(core, cmd, port, req, cpl, op) : kInvalidOpcode;
-    return CSD_CORE_NOT_MINE;
+    return port->nvm_io ? csd_core_nvm_submit(core, cmd, port, req, &cpl->finish_ns) : CSD_CORE_NOT_MINE;
+}
+
+uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, uint64_t *finish_ns)
+{
+    *finish_ns = 0;
+    csd_ctx ctx;
+    if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+    const bool modelled = csd_core_model_on(core);  // model off: one test
+    const uint64_t arrived = modelled ? port->now_ns(port->opaque) : 0;
+    uint64_t off, len;
+    uint16_t st = csd_core_nvm_decode(cmd, &ctx, &off, &len);
+    if (!st) st = port->nvm_io(req, cmd->nsid, cmd->opcode != 0x02, off, len);
+    if (!st && modelled) *finish_ns = csd_core_model_nvm(core, cmd, ctx.lba_size, arrived);  // refused: no media time
+    return st;
 }
 
 void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
