@@ -13,9 +13,9 @@
 // Read / Write / Flush (csd_core_nvm_submit over the port's nvm_io) and says how long the
 // timing model holds each completion; this file moves bytes (memcpy, pread / pwrite), runs
 // the jobs the core hands it on its threads (emu_threads.hpp) and waits out a held
-// completion on the thread that posts it, as QEMU's glue does with its timer. It answers
-// Identify of its controller and namespace itself. It is the only file of libcsd that
-// includes the core.
+// completion on the thread that posts it, as QEMU's glue does with its timer. The core
+// answers Identify too, with this device's serial, model and limits. It is the only file
+// of libcsd that includes the core.
 // A process forked after open gets its own copy of the device (SLM, program slots, compute
 // units, statistics, the model's clock), sharing only the backing file: fork() waits until
 // no command of the device is in flight, and the child starts its own compute units.
@@ -39,16 +39,13 @@
 #include "emu_threads.hpp"
 #include "fork_hold.hpp"
 #include "ns_map.hpp"
-#include "synth.hpp"
 #include "transports.hpp"
 
 namespace csd {
 
 namespace {
 
-constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-constexpr uint16_t kInvalidNs = 0x000B | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
 constexpr uint32_t kMaxNsid = 256;          // the standard front end's NSIDs go up to this (as QEMU's)
@@ -128,7 +125,9 @@ public:
         }
         port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr,
-                         nullptr, nullptr, nvm_io};  // no timer: a held completion's thread waits (wait_until)
+                         nullptr, nullptr, nvm_io, "csd-inproc", "nvme-csd in-process device"};
+        // no timer: a held completion's thread waits (wait_until); nvm_io: the core answers
+        // NVM Read / Write / Flush and Identify too
         map_ = std::make_unique<NamespaceMap>(fd_, ns_.lba_count * lba_);
         pool_ = std::make_unique<WorkerPool>(cfg.compute_units);
         fork_hold_add(this, ForkLevel::device, [this] { hold_for_fork(); }, [this](bool child) { resume_after_fork(child); });
@@ -230,10 +229,9 @@ private:
         std::promise<Completion> done;
     };
 
-    // Runs one command: the core answers it through the port (NVM Read / Write / Flush over
-    // its nvm_io; SLM Load / Store, the copies and Compare and Write over its namespace I/O),
-    // or prepares an Execute's job for a compute unit; what it leaves (Identify of the
-    // controller and namespace 1) is this device's own.
+    // Runs one command: the core answers every one through the port (NVM Read / Write /
+    // Flush over its nvm_io; SLM Load / Store, the copies and Compare and Write over its
+    // namespace I/O), or prepares an Execute's job for a compute unit.
     std::future<Completion> dispatch(const Command &cmd)
     {
         const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
@@ -250,7 +248,6 @@ private:
         if (st == CSD_CORE_LATER) return fut;
         forget(req);
         gate_.leave();
-        if (st == CSD_CORE_NOT_MINE) return ready(admin(cmd));  // only admin commands are left
         wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
         return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
@@ -384,38 +381,6 @@ private:
 #endif
         }
     }
-
-    // Identify of the controller and of namespace 1, the command set vector (1Ch) and the
-    // NVM command set's namespace list (07h): what the core leaves to the device.
-    Completion admin(const Command &c)
-    {
-        if (c.opcode == 0x02) return {kInvalidField, 0};  // a log page neither the core's nor ours
-        if (c.opcode != 0x06) return {kInvalidOpcode, 0};
-        if (c.data_len < 4096) return {kInvalidField, 0};
-        auto *p = static_cast<uint8_t *>(c.data);
-        const uint8_t cns = c.cdw10 & 0xFF, csi = static_cast<uint8_t>(c.cdw11 >> 24);
-        std::memset(p, 0, 4096);
-        switch (cns) {
-        case 0x01:
-            fill_identify_controller(p, "nvme-csd in-process device", 11);  // MDTS 8 MiB
-            std::memcpy(p + 4, "csd-inproc", 10);                           // serial
-            csd_core_identify_ctrl(core_, p);                                // the CSD1 signature, or none
-            return {0, 0};
-        case 0x00:
-            if (c.nsid != ns_.nsid) return {kInvalidNs, 0};
-            fill_identify_namespace(p, ns_);
-            return {0, 0};
-        case 0x1C:
-            p[0] = 1;  // NVM, and the core's command sets
-            csd_core_cs_iocs_vector(core_, p);
-            return {0, 0};
-        case 0x07:
-            if (csi == 0 && ns_.nsid > c.nsid) std::memcpy(p, &ns_.nsid, 4);
-            return {0, 0};
-        default: return {kInvalidField, 0};
-        }
-    }
-
 
     // The port's NVM I/O (the core checked the command): the command's buffer from or into
     // the backing file; a small Read copies from the mapped namespace, with no system call

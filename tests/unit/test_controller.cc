@@ -609,3 +609,43 @@ TEST_F(Controller, NvmReadWriteAndFlushThroughThePortsNvmIo)
     EXPECT_EQ(csd_core_nvm_submit(core, &sqe.cmd, &port, &io, &finish), CSD_STATUS_INTERNAL_ERROR);
     EXPECT_EQ(finish, 0u) << "a failed command costs no media time";
 }
+
+// Issue 29: with nvm_io the core is the whole controller: Identify of the controller, of
+// an NVM namespace, the NVM namespace list and the command set vector, the port's identity
+// and limits in them; admin commands it does not have are refused.
+TEST_F(Controller, WithNvmIoTheCoreAnswersIdentifyAndRefusesTheRest)
+{
+    port.nvm_io = log_nvm_io;
+    port.model = "nvme-csd test device";
+    port.serial = "csd-test";
+    HostBuffer id{std::vector<uint8_t>(4096, 0xEE)};
+    ASSERT_EQ(submit(id, 0x06, 0, 0x01, 0, 0, true), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(std::string(reinterpret_cast<char *>(id.data.data()) + 4, 20), "csd-test            ");
+    EXPECT_EQ(std::string(reinterpret_cast<char *>(id.data.data()) + 24, 40), std::string("nvme-csd test device") + std::string(20, ' '));
+    EXPECT_EQ(id.data[77], 11) << "MDTS: 8 MiB in 4 KiB pages, 2^11";
+    EXPECT_EQ(std::memcmp(id.data.data() + CSD_ID_VS_OFFSET, CSD_ID_SIGNATURE, 4), 0);
+    EXPECT_EQ(id.data[100], 0) << "the rest zeroed";
+    ASSERT_EQ(submit(id, 0x06, 1, 0x00, 0, 0, true), CSD_STATUS_SUCCESS);  // namespace 1
+    uint64_t nsze;
+    std::memcpy(&nsze, id.data.data(), 8);
+    EXPECT_EQ(nsze, 1u << 20);
+    EXPECT_EQ(id.data[130], 9) << "LBA format 0: 512-byte LBAs";
+    EXPECT_EQ(submit(id, 0x06, 5, 0x00, 0, 0, true), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    ASSERT_EQ(submit(id, 0x06, 0, 0x07, 0, 0, true), CSD_STATUS_SUCCESS);  // active NVM namespaces after 0
+    uint32_t first;
+    std::memcpy(&first, id.data.data(), 4);
+    EXPECT_EQ(first, 1u);
+    ASSERT_EQ(submit(id, 0x06, 1, 0x07, 0, 0, true), CSD_STATUS_SUCCESS);  // after 1: none
+    std::memcpy(&first, id.data.data(), 4);
+    EXPECT_EQ(first, 0u);
+    ASSERT_EQ(submit(id, 0x06, 0, 0x1C, 0, 0, true), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(id.data[0], 1) << "NVM only (the standard front end is off)";
+    EXPECT_EQ(submit(id, 0x06, 0, 0x55, 0, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR) << "a CNS it lacks";
+    EXPECT_EQ(submit(id, 0x02, 0xFFFFFFFF, 0x30 | (0u << 16), 0, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR)
+        << "a log page nobody has";
+    EXPECT_EQ(submit(id, 0x09, 0, 0, 0, 0, true), CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR) << "Set Features";
+    HostBuffer small{std::vector<uint8_t>(512)};
+    EXPECT_EQ(submit(small, 0x06, 0, 0x01, 0, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR) << "no room";
+    port.nvm_io = nullptr;
+    EXPECT_EQ(submit(id, 0x06, 0, 0x01, 0, 0, true), CSD_CORE_NOT_MINE) << "QEMU answers its own";
+}

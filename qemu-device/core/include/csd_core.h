@@ -467,6 +467,11 @@ struct csd_port {
      * of 0 bytes that makes what was written durable. An NVMe status. With it csd_core_submit
      * answers every I/O command of the NVM namespaces (csd_core_nvm_submit). */
     uint16_t (*nvm_io)(void *req, uint32_t nsid, int write, uint64_t off, uint64_t len);
+    /* With nvm_io the core is the whole controller: it also answers Identify of the
+     * controller (CNS 01h: these, MDTS from max_transfer, the CSD1 signature), of an NVM
+     * namespace (00h), the NVM namespace list (07h) and the command set vector (1Ch), and
+     * refuses the admin commands it lacks. Identify Controller's serial and model number. */
+    const char *serial, *model;
 };
 
 /*
@@ -525,10 +530,11 @@ int csd_core_cancel(csd_core *core, void *req);
 /*
  * Answers one command: the vendor I/O commands on an
  * NVM namespace (ns_info), with port->nvm_io the NVM namespaces' other I/O commands
- * (csd_core_nvm_submit), and with the standard front end on (csd_core_cs_attach) its
+ * (csd_core_nvm_submit) and every admin command, and with the standard front end on (csd_core_cs_attach) its
  * admin commands, Identify of its namespaces and command sets, its I/O commands and log
  * pages 82h-84h, 1Ah, 1Bh; Get Log Page C0h and C1h. Returns the final status (completion
- * Dwords in *cpl), CSD_CORE_LATER (port->complete ends it) or CSD_CORE_NOT_MINE. op is
+ * Dwords in *cpl), CSD_CORE_LATER (port->complete ends it) or CSD_CORE_NOT_MINE (never
+ * with port->nvm_io). op is
  * the decoded command (for the embedding's trace). Get Log Page's
  * length and offset are the embedding's to check first (MDTS, its own log pages).
  */

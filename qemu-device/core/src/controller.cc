@@ -144,6 +144,54 @@ uint16_t identify(csd_core *core, const csd_cmd *cmd, const csd_port *port, void
     return port->to_host(req, buf, kIdentifySize);
 }
 
+// Identify ASCII field: text, padded with spaces to len bytes.
+void ascii_field(uint8_t *field, const char *text, size_t len)
+{
+    std::memset(field, ' ', len);
+    if (text) std::memcpy(field, text, std::min(std::strlen(text), len));
+}
+
+// The admin commands the core has not answered, for an embedding without a controller of
+// its own (port->nvm_io): Identify of the controller, an NVM namespace, the NVM namespace
+// list and the command set vector; a log page nobody has (Invalid Field); the rest refused.
+uint16_t own_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req)
+{
+    if (cmd->opcode == 0x02) return kInvalidField;
+    if (cmd->opcode != 0x06) return kInvalidOpcode;
+    const uint8_t cns = cmd->cdw10 & 0xFF, csi = static_cast<uint8_t>(cmd->cdw11 >> 24);
+    uint8_t id[kIdentifySize] = {};
+    csd_ctx ctx;
+    switch (cns) {
+    case 0x01: {  // the controller: serial, model, MDTS (in 4 KiB pages), the CSD1 signature
+        ascii_field(id + 4, port->serial, 20);
+        ascii_field(id + 24, port->model, 40);
+        uint8_t mdts = 0;
+        while (port->max_transfer && (uint64_t{4096} << (mdts + 1)) <= port->max_transfer) mdts++;
+        id[77] = port->max_transfer ? static_cast<uint8_t>(mdts) : 0;
+        csd_core_identify_ctrl(core, id);
+        break;
+    }
+    case 0x00:  // an NVM namespace: size, capacity and use, LBA format 0
+        if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+        for (int i = 0; i < 3; i++) std::memcpy(id + 8 * i, &ctx.lba_count, 8);
+        id[130] = static_cast<uint8_t>(__builtin_ctz(ctx.lba_size));
+        break;
+    case 0x07: {  // the active NVM namespaces above cmd->nsid
+        uint32_t n = 0;
+        for (uint32_t i = cmd->nsid + 1; csi == 0 && i <= port->max_nsid && n < kIdentifySize / 4; i++) {
+            if (ns_ctx(port, i, &ctx)) std::memcpy(id + 4 * n++, &i, 4);
+        }
+        break;
+    }
+    case 0x1C:  // the I/O command set vector: NVM, and the standard front end's
+        id[0] = 1;
+        csd_core_cs_iocs_vector(core, id);
+        break;
+    default: return kInvalidField;
+    }
+    return port->to_host(req, id, kIdentifySize);
+}
+
 // Program Load (vendor, or the standard Load Program: standard) of a decoded chunk.
 uint16_t program_load(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl, bool standard)
 {
@@ -371,11 +419,13 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
     *cpl = csd_cpl{};
     *op = csd_op{};
     if (sqe->admin) {
+        uint16_t st;
         switch (cmd->opcode) {
-        case 0x02: return get_log(core, cmd, port, req, cpl);
-        case 0x06: return core->cs_mem_nsid ? identify(core, cmd, port, req) : CSD_CORE_NOT_MINE;
-        default: return core->cs_mem_nsid ? cs_admin(core, cmd, port, req, cpl) : CSD_CORE_NOT_MINE;
+        case 0x02: st = get_log(core, cmd, port, req, cpl); break;
+        case 0x06: st = core->cs_mem_nsid ? identify(core, cmd, port, req) : CSD_CORE_NOT_MINE; break;
+        default: st = core->cs_mem_nsid ? cs_admin(core, cmd, port, req, cpl) : CSD_CORE_NOT_MINE; break;
         }
+        return st == CSD_CORE_NOT_MINE && port->nvm_io ? own_admin(core, cmd, port, req) : st;
     }
     if (csd_core_cs_csi(core, cmd->nsid)) return cs_io(core, sqe, port, req, cpl, op);
     if (core->cs_mem_nsid && cmd->opcode == NVME_CS_NVM_COPY &&
