@@ -253,7 +253,7 @@ def test_writers_in_several_processes_lose_nothing(dev):
     writers, n = 3, (15 if dev.transport == "inproc" else 6)
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["numpy", "nvme_csd"])
-    procs = [ctx.Process(target=writer, args=(path, os.environ.get("CSD_TEST_URING") == "1", w, n))
+    procs = [ctx.Process(target=writer, args=(path, dev.transport == "uring", w, n))
              for w in range(writers)]
     for p in procs:
         p.start()
