@@ -17,6 +17,7 @@ import os
 import queue
 import shutil
 import struct
+import subprocess
 import zlib
 import random
 import sys
@@ -80,6 +81,20 @@ def boot(disk: Path, workdir: Path, script: str, args: str, write_log: Path | No
     files["/csd/job.py"] = workdir / "job.py"
     vm.start(f"#!/bin/sh\npython3 /csd/job.py {args}\n", {}, files)
     return vm
+
+
+def format_store(disk: Path) -> str:
+    """Makes an empty object store on the namespace file on the host, with csdctl through the
+    in-process device (the same bytes on the same 512-byte blocks as in a guest, no boot
+    spent on it; the first round's boot checks that the store it finds is empty). Returns
+    "" or why it failed."""
+    csdctl = csdvm.BUILD / "meson" / "host" / "csdctl"
+    try:
+        p = subprocess.run([str(csdctl), "-d", f"emu:{disk}?size={disk.stat().st_size >> 20}M", "format"],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    return "" if p.returncode == 0 else f"csdctl exit {p.returncode}: {p.stderr.strip()}"
 
 
 def lines(vm, deadline):
@@ -231,14 +246,9 @@ def chain(c: int, rounds: int, rng: random.Random, counts: list[int]) -> None:
         disk, snapshot, log = Path(tmp) / "ns.img", Path(tmp) / "before.img", Path(tmp) / "writes.log"
         with open(disk, "wb") as f:
             f.truncate(128 << 20)
-        vm = boot(disk, Path(tmp), "import subprocess; subprocess.run(['csdctl', 'format'], check=True); "
-                  "print('FORMATTED', flush=True)", "")
-        started, formatted = time.monotonic(), False
-        for line in lines(vm, started + 300):
-            formatted = formatted or line.split()[:1] == ["FORMATTED"]
-        vm.kill()
-        if not formatted:
-            print(f"# chain {c}: the store was not formatted within {time.monotonic() - started:.0f} s")
+        why = format_store(disk)
+        if why:
+            print(f"# chain {c}: the store was not formatted on the host: {why}")
             counts[1] += 1
             return
         for n in range(rounds + 1):
