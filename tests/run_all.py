@@ -10,6 +10,7 @@ one that exits non-zero while claiming no failure, counts as failed."""
 
 import builtins
 import io
+import os
 import re
 import subprocess
 import threading
@@ -43,10 +44,14 @@ EXTRA_SUITES = {
     "packages": ["tests/packages/test-packages.sh"],
 }
 CHECK = ["repo", "unit", "qtest", "python", "smoke"]
-# Suites that run beside the others when asked for together: the smoke test's guest keeps
-# one core busy while host suites use the other; the harness's checks mostly wait out
-# timeouts. Their output is printed whole when they end.
-BESIDE = {"smoke", "harness"}
+# Suites asked for together run in lanes, side by side: the suites that boot guests in one,
+# one after another (their guests keep the cores busy), the host suites in another (most of
+# them keep one core busy, or wait), the harness self-test in its own (it mostly waits out
+# timeouts). The guests' lane streams its output; every other suite's output is printed
+# whole when it ends.
+LANES = {"vm": "guests", "crash": "guests", "smoke": "guests", "packages": "guests", "harness": "harness"}
+STREAMING_LANE = "guests"
+CPU: dict[str, float] = {}   # CPU seconds each suite run so far took (its processes, all cores)
 
 
 def closing_line(name: str) -> "re.Pattern[str]":
@@ -54,9 +59,17 @@ def closing_line(name: str) -> "re.Pattern[str]":
     return re.compile(rf"^{re.escape(name)}: (\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
 
 
+def wait_cpu(proc: subprocess.Popen) -> tuple[int, float]:
+    """Waits for proc to end: (exit status, CPU seconds, user and system, that it and the
+    processes it waited for used): how much of the machine a suite took, whatever else ran."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, ru.ru_utime + ru.ru_stime
+
+
 def run_suite(name: str, argv: list[str], print=print) -> tuple[int, int, int, float]:
     """Runs one suite, echoing its output (through print); returns (passed, failed, skipped,
-    seconds)."""
+    seconds), and keeps its CPU seconds in CPU[name]."""
     print(f"===== {name}: {' '.join(argv)}", flush=True)
     start = time.monotonic()
     closing = closing_line(name)
@@ -72,7 +85,7 @@ def run_suite(name: str, argv: list[str], print=print) -> tuple[int, int, int, f
         m = closing.match(line)
         if m:
             last = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    rc = proc.wait()
+    rc, CPU[name] = wait_cpu(proc)
     took = time.monotonic() - start
     if last is None:
         last = (0, 1, 0)
@@ -80,8 +93,43 @@ def run_suite(name: str, argv: list[str], print=print) -> tuple[int, int, int, f
     elif rc != 0 and last[1] == 0:
         last = (last[0], 1, last[2])
         print(f"===== {name}: exit {rc} with no failed test; counted as a failure")
-    print(f"===== {name}: {last[0]} passed, {last[1]} failed, {last[2]} skipped in {took:.0f} s", flush=True)
+    print(f"===== {name}: {last[0]} passed, {last[1]} failed, {last[2]} skipped in {took:.0f} s "
+          f"(CPU {CPU[name]:.0f} s)", flush=True)
     return last[0], last[1], last[2], took
+
+
+def run_lanes(wanted: list[str], known: dict[str, list[str]]) -> dict[str, tuple[int, int, int, float]]:
+    """Runs the wanted suites, each lane's in turn and the lanes side by side (LANES); returns
+    each suite's (passed, failed, skipped, seconds)."""
+    results: dict[str, tuple[int, int, int, float]] = {}
+    lanes: dict[str, list[str]] = {}
+    for name in wanted:
+        lanes.setdefault(LANES.get(name, "host"), []).append(name)
+    streaming = STREAMING_LANE if STREAMING_LANE in lanes else next(iter(lanes))
+    lock = threading.Lock()
+
+    def live(*a, **k) -> None:
+        with lock:
+            builtins.print(*a, **{**k, "flush": True})
+
+    def lane(names: list[str], stream: bool) -> None:
+        for name in names:
+            if stream or len(lanes) == 1:
+                results[name] = run_suite(name, known[name], print=live)
+                continue
+            buf = io.StringIO()
+            results[name] = run_suite(name, known[name], print=lambda *a, **k: builtins.print(
+                *a, **{**k, "file": buf, "flush": False}))
+            with lock:
+                builtins.print(buf.getvalue(), end="", flush=True)
+
+    threads = [threading.Thread(target=lane, args=(names, key == streaming), daemon=True)
+               for key, names in lanes.items()]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return results
 
 
 def main() -> int:
@@ -96,29 +144,16 @@ def main() -> int:
     total_p = total_f = total_s = 0
     summary = []
     start = time.monotonic()
-    results: dict[str, tuple[int, int, int, float]] = {}
-    beside = [n for n in wanted if n in BESIDE] if len(wanted) > 1 else []
-    threads = []
-    for name in beside:   # started first, their output kept until they end
-        buf = io.StringIO()
-        th = threading.Thread(target=lambda n=name, b=buf: results.__setitem__(
-            n, run_suite(n, known[n], print=lambda *a, **k: builtins.print(*a, **{**k, "file": b, "flush": False}))))
-        th.start()
-        threads.append((name, th, buf))
-    for name in wanted:
-        if name not in beside:
-            results[name] = run_suite(name, known[name])
-    for name, th, buf in threads:
-        th.join()
-        print(buf.getvalue(), end="", flush=True)
+    results = run_lanes(wanted, known)
     for name in wanted:
         p, f, s, t = results.get(name, (0, 1, 0, 0.0))
         total_p += p
         total_f += f
         total_s += s
-        summary.append(f"  {name:10s} {p:4d} passed {f:4d} failed {s:4d} skipped {t:6.0f} s"
-                       + ("  (beside the others)" if name in beside else ""))
-    print(f"===== summary ({time.monotonic() - start:.0f} s in all)")
+        summary.append(f"  {name:10s} {p:4d} passed {f:4d} failed {s:4d} skipped {t:6.0f} s {CPU.get(name, 0):6.0f} s CPU"
+                       + (f"  (lane {LANES.get(name, 'host')})" if len(wanted) > 1 else ""))
+    print(f"===== summary ({time.monotonic() - start:.0f} s in all, {sum(CPU.values()):.0f} s CPU; "
+          f"load average {os.getloadavg()[0]:.1f} at the end)")
     print("\n".join(summary))
     print(f"{total_p} passed, {total_f} failed, {total_s} skipped")
     return 1 if total_f else 0

@@ -5,6 +5,7 @@ a crashed runner fails, skips are reported. Prints 'runner: N passed, N failed'.
 import contextlib
 import io
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,24 +44,31 @@ check(quiet(lambda: run_all.run_suite("x", ["/nonexistent/runner"]))[:3] == (0, 
       "a runner that cannot start fails")
 
 
-def run_main(suites, beside, argv):
-    """run_all.main() over fake suites, some run beside the others: (exit, output lines)."""
-    saved = run_all.SUITES, run_all.BESIDE, sys.argv
-    run_all.SUITES, run_all.BESIDE, sys.argv = suites, beside, ["run_all.py", *argv]
+def run_main(suites, lanes, argv):
+    """run_all.main() over fake suites, some in lanes of their own: (exit, output lines, seconds)."""
+    saved = run_all.SUITES, run_all.LANES, sys.argv
+    run_all.SUITES, run_all.LANES, sys.argv = suites, lanes, ["run_all.py", *argv]
     out = io.StringIO()
+    start = time.monotonic()
     try:
         with contextlib.redirect_stdout(out):
             rc = run_all.main()
     finally:
-        run_all.SUITES, run_all.BESIDE, sys.argv = saved
-    return rc, out.getvalue().splitlines()
+        run_all.SUITES, run_all.LANES, sys.argv = saved
+    return rc, out.getvalue().splitlines(), time.monotonic() - start
 
 
-rc, lines = run_main({"a": ["sh", "-c", "sleep 0.3; echo 'a: 1 passed, 0 failed'"],
-                      "b": ["sh", "-c", "echo b-first; echo 'b: 2 passed, 1 failed'; exit 1"]}, {"b"}, ["a", "b"])
-check(rc == 1 and lines[-1] == "3 passed, 1 failed, 0 skipped", "a suite run beside another is counted (closing line last)")
+rc, lines, _ = run_main({"a": ["sh", "-c", "sleep 0.3; echo 'a: 1 passed, 0 failed'"],
+                         "b": ["sh", "-c", "echo b-first; echo 'b: 2 passed, 1 failed'; exit 1"]},
+                        {"b": "other"}, ["a", "b"])
+check(rc == 1 and lines[-1] == "3 passed, 1 failed, 0 skipped", "a suite run in another lane is counted (closing line last)")
 b_out = [i for i, line in enumerate(lines) if line.startswith(("===== b:", "b-first", "b: "))]
 check(len(b_out) == 4 and b_out == list(range(b_out[0], b_out[0] + 4)),
       "the output of a suite run beside another is printed whole, not interleaved")
+sleeper = ["sh", "-c", "sleep 1; echo \"$0: 1 passed, 0 failed\""]
+rc, lines, took = run_main({"g": sleeper[:2] + [sleeper[2], "g"], "h": sleeper[:2] + [sleeper[2], "h"],
+                            "i": sleeper[:2] + [sleeper[2], "i"]}, {"g": "guests"}, ["g", "h", "i"])
+check(rc == 0 and lines[-1] == "3 passed, 0 failed, 0 skipped" and 1.9 < took < 2.8,
+      f"lanes run side by side, the suites of one lane in turn (three 1 s suites, two lanes: {took:.1f} s)")
 print(f"runner: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
