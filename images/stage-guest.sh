@@ -42,6 +42,12 @@ pyout="$top/build/guest-python-nocuda"
 mkdir -p "$out.tmp/python/nvme_csd"
 cp "$pyout"/nvme_csd/_core*.so "$top"/python/nvme_csd/*.py "$out.tmp/python/nvme_csd/"
 cp -r "$top/python/tests" "$out.tmp/python/tests"
+# Its bytecode, as the guest's python3 would write it on first import in every boot (the
+# guest's /csd is new each boot); checked-hash: a source that differs is compiled anew.
+/usr/bin/python3 -m compileall -q --invalidation-mode checked-hash -s "$out.tmp" -p /csd "$out.tmp/python/nvme_csd" > /dev/null || {
+    echo "stage-guest: compiling the guest's nvme_csd package failed" >&2
+    exit 1
+}
 # The example eBPF programs and the ones the device must refuse (compiled by clang at
 # build time; the guest has no clang), and the examples' sources for the recipes.
 mkdir -p "$out.tmp/bpf"

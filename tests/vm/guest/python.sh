@@ -8,6 +8,10 @@
 . /csd/tests/lib.sh
 cd /csd/python
 ng=$(nvm_ng)
+# The image carries bytecode for the standard library, numpy and pytest (read-only /usr:
+# without it every Python process compiled them anew, ~17 s a start under TCG).
+python3 -c "import os, json, numpy, _pytest; assert all(os.path.isfile(m.__spec__.cached) for m in (json, numpy, _pytest)), 'no .pyc'" \
+    || fail "the guest image has no bytecode for its Python modules"
 # One session (one Python start and collection in the guest): every test over ioctl, and
 # those that take the drive again over io_uring on the vendor front end and in host mode.
 CSD_TEST_DEVICE=$ng CSD_TEST_URING=also python3 -m pytest -q -rs -p no:cacheprovider tests \
