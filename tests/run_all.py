@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Runs every nvme-csd test suite in turn, streaming output, and prints the total as
-'N passed, N failed, N skipped'. Usage: tests/run_all.py [SUITE ...] (default: all).
+"""Runs every nvme-csd test suite (in lanes side by side, LANES below), and prints the total
+as 'N passed, N failed, N skipped'. Usage: tests/run_all.py [SUITE ...] (default: all).
 
 A suite is credited only with its own closing line, 'NAME: N passed, N failed' (optionally
 ', N skipped') at the start of a line: counts that programs inside it print (a guest
