@@ -202,10 +202,13 @@ def committed_generation(log: Path, entries) -> int:
 
 
 def check(vm, rnd, first_deadline):
-    """Reads the check phase of a boot: (objects found, whether the check completed)."""
+    """Reads the check phase of a boot: (objects found, whether the check completed); a
+    check that does not complete prints the guest's last console lines."""
     found: dict[str, int] = {}
+    seen: list[str] = []
     for line in lines(vm, first_deadline):
         w = line.split()
+        seen = (seen + [line])[-15:]
         if w[:1] == ["OBJ"]:
             found[w[1]] = int(w[2])
         elif w[:1] == ["CHECKED"]:
@@ -214,6 +217,7 @@ def check(vm, rnd, first_deadline):
             print(f"# round {rnd}: {line}")
             if w[0] == "OPENFAIL":
                 break
+    print(f"# round {rnd}: the guest's last console lines:" + "".join(f"\n#   {x}" for x in seen))
     return found, False
 
 
