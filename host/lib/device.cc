@@ -676,11 +676,37 @@ ExecResult Device::execute(uint16_t program, const std::vector<Range> &ranges, c
 {
     std::vector<uint8_t> d;
     const Command c = execute_command(program, ranges, params, param_len, d);
-    const Completion r = send(c);
+    {
+        std::lock_guard<std::mutex> g(executing_mu_);
+        executing_.push_back(&c);
+    }
+    Completion r;
+    try {
+        r = send(c);
+    } catch (...) {
+        forget_execute(c);
+        throw;
+    }
+    forget_execute(c);
     if (r.status != 0) {
         throw Error(exec_what(caps_, program), r.status, r.dw0(), r.dw1());
     }
     return {r.dw0(), r.dw1(), where()};
+}
+
+// execute()'s command is answered: abort_executes() no longer finds it.
+void Device::forget_execute(const Command &c)
+{
+    std::lock_guard<std::mutex> g(executing_mu_);
+    executing_.erase(std::find(executing_.begin(), executing_.end(), &c));
+}
+
+size_t Device::abort_executes()
+{
+    std::lock_guard<std::mutex> g(executing_mu_);  // each command lives until execute() forgets it
+    size_t n = 0;
+    for (const Command *c : executing_) n += transport_->abort(*c) ? 1 : 0;
+    return n;
 }
 
 std::future<ExecResult> Device::execute_async(uint16_t program, const std::vector<Range> &ranges,

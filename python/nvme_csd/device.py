@@ -42,10 +42,15 @@ class Device:
         self.close()
 
     def close(self) -> None:
-        """Closes the device; later calls raise DeviceClosed."""
+        """Closes the device; later calls raise DeviceClosed. Safe while other threads'
+        calls are under way: futures not yet started are cancelled, the Executes in flight
+        are asked to stop (a chase between two hops; their callers get AbortRequested),
+        and the device is freed once the calls under way have ended."""
+        if self._pool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._dev.close()
         if self._pool:
             self._pool.shutdown(wait=True)
-        self._dev.close()
 
     @property
     def closed(self) -> bool:

@@ -30,13 +30,25 @@ class EmbeddingBag(torch.nn.Module):
     on the vendor front end). forward(input, offsets, per_sample_weights) equals
     torch.nn.functional.embedding_bag's (accumulation in f32, in index order)."""
 
-    def __init__(self, num_embeddings, embedding_dim, *, device, table_lba=0, mode="mean",
-                 include_last_offset=False, dtype=torch.float32, _weight=None, _freeze=False):
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                 mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, *, device,
+                 table_lba=0, dtype=torch.float32, _freeze=False):
         super().__init__()
         if not isinstance(device, Device):
             raise TypeError("device is an nvme_csd.Device")
         if mode not in _MODES or dtype not in _DTYPES:
             raise ValueError(f"mode is one of {sorted(_MODES)}, dtype one of {list(_DTYPES)}")
+        if max_norm is not None:  # norm_type matters only with it, as in torch
+            raise NotImplementedError("max_norm: renormalising the table's rows in place at each forward is not "
+                                      "supported with the table on the drive")
+        if scale_grad_by_freq:
+            raise NotImplementedError("scale_grad_by_freq is not supported (the gradients are not scaled)")
+        if padding_idx is not None:  # torch's rule: within the table, negative from its end
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("padding_idx must be within num_embeddings")
+            padding_idx = padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+        self.padding_idx, self.sparse, self.max_norm, self.norm_type = padding_idx, bool(sparse), None, norm_type
+        self.scale_grad_by_freq = False
         self.dev, self.num_embeddings, self.embedding_dim = device, int(num_embeddings), int(embedding_dim)
         self.table_lba, self.mode, self.include_last_offset, self.dtype = int(table_lba), mode, include_last_offset, dtype
         self.frozen = _freeze
@@ -47,18 +59,21 @@ class EmbeddingBag(torch.nn.Module):
             raise ValueError("the table does not fit on the namespace from table_lba")
         if _weight is None:
             _weight = torch.empty(self.num_embeddings, self.embedding_dim).normal_()  # torch's initialisation
+            if padding_idx is not None:
+                _weight[padding_idx] = 0  # as torch: the padding row starts as zeros
         self._store(torch.as_tensor(_weight).to(dtype))
         self._grad = {}  # row -> accumulated f32 gradient (the touched rows only)
 
     @classmethod
-    def from_pretrained(cls, embeddings, *, device, table_lba=0, freeze=True, mode="mean",
-                        include_last_offset=False):
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                        mode="mean", sparse=False, include_last_offset=False, padding_idx=None, *, device,
+                        table_lba=0):
         """A module whose table is embeddings (2-D, stored on the drive as they are)."""
         if embeddings.dim() != 2:
             raise ValueError("embeddings is 2-D")
         rows, dim = embeddings.shape
-        return cls(rows, dim, device=device, table_lba=table_lba, mode=mode, include_last_offset=include_last_offset,
-                   dtype=embeddings.dtype, _weight=embeddings, _freeze=freeze)
+        return cls(rows, dim, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
+                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, _freeze=freeze)
 
     # ---------------------------------------------------------------- the table on the drive
     def _store(self, weight):
@@ -115,6 +130,24 @@ class EmbeddingBag(torch.nn.Module):
             raise TypeError("input and offsets are both int64 or both int32")
         return input.contiguous(), offsets.contiguous()
 
+    def _drop_padding(self, input, offsets, per_sample_weights):
+        """The bags without the entries equal to padding_idx (as torch leaves them out: mean
+        divides by the others, a bag of padding only is zeros): indices, offsets and weights
+        filtered on the host before the Execute."""
+        if self.padding_idx is None:
+            return input, offsets, per_sample_weights
+        keep = input != self.padding_idx
+        if bool(keep.all()):
+            return input, offsets, per_sample_weights
+        before = torch.cat([torch.zeros(1, dtype=torch.int64), keep.cumsum(0)])  # kept entries before each
+        o = offsets.to(torch.int64).clamp(0, input.numel())  # out-of-range offsets: refused as before below
+        new_offsets = torch.where(offsets == o, before[o], offsets.to(torch.int64)).to(offsets.dtype)
+        if per_sample_weights is not None:
+            w = torch.as_tensor(per_sample_weights).reshape(-1)
+            if w.numel() == input.numel():
+                per_sample_weights = w[keep]
+        return input[keep].contiguous(), new_offsets.contiguous(), per_sample_weights
+
     def _pool(self, input, offsets, per_sample_weights):
         num_bags = offsets.numel() - (1 if self.include_last_offset else 0)
         out_bytes = num_bags * self.row_bytes
@@ -146,6 +179,9 @@ class EmbeddingBag(torch.nn.Module):
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         input, offsets = self._bags(input, offsets)
+        if per_sample_weights is not None and torch.as_tensor(per_sample_weights).numel() != input.numel():
+            raise ValueError("one per-sample weight per index")  # before any command, longer or shorter
+        input, offsets, per_sample_weights = self._drop_padding(input, offsets, per_sample_weights)
         if self.training and not self.frozen and torch.is_grad_enabled():
             anchor = torch.zeros((), requires_grad=True)  # autograd reaches _Backward through it
             return _Backward.apply(self, input, offsets, per_sample_weights, anchor)

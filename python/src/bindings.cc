@@ -5,7 +5,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -91,47 +96,192 @@ struct PyProgress {
     }
 };
 
+// The device and what lives as long as it. Every call that uses it holds it (a Use, taken
+// before the GIL is released): close() lets no new call start (DeviceClosed), asks the drive
+// to stop the Executes in flight (Command Abort Requested; a chase stops between hops),
+// waits for the calls under way to end, then frees it. What a call still holds (the Device,
+// the store, the GPU landing, each a shared_ptr) lives until that call ends, so a call that
+// closes its own device (from a progress callback) frees it when it returns; a zero-copy SLM
+// view keeps the Device until the view goes.
 struct PyDevice {
-    std::unique_ptr<Device> dev;
-    std::unique_ptr<ObjectStore> store;
+    std::shared_ptr<Device> dev;
+    std::shared_ptr<ObjectStore> store;
 #ifdef CSD_HAVE_GPU
-    std::unique_ptr<gpu::Landing> landing;
-    gpu::Landing &land()
+    std::shared_ptr<gpu::Landing> landing;
+#endif
+    std::mutex mu;  // closed, in_flight, dev, store, landing
+    std::condition_variable drained;
+    bool closed = false;
+    int in_flight = 0;  // Uses alive, on every thread
+
+    PyDevice();
+    ~PyDevice();
+    void close();
+};
+
+// The PyDevices of this process, for fork(): a child has only the forking thread, so its
+// devices count only that thread's Uses (the other threads' calls are not in the child).
+std::mutex g_devices_mu;
+std::vector<PyDevice *> g_devices;
+// The devices whose Uses this thread holds, once per Use.
+thread_local std::vector<const PyDevice *> t_held;
+
+int held_here(const PyDevice *p) { return static_cast<int>(std::count(t_held.begin(), t_held.end(), p)); }
+
+void fork_prepare()
+{
+    g_devices_mu.lock();
+    for (PyDevice *p : g_devices) p->mu.lock();
+}
+
+void fork_parent()
+{
+    for (PyDevice *p : g_devices) p->mu.unlock();
+    g_devices_mu.unlock();
+}
+
+void fork_child()
+{
+    for (PyDevice *p : g_devices) {
+        p->in_flight = held_here(p);
+        new (&p->drained) std::condition_variable();  // its waiters were the parent's threads: not ours
+        p->mu.unlock();
+    }
+    g_devices_mu.unlock();
+}
+
+PyDevice::PyDevice()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+    std::lock_guard<std::mutex> g(g_devices_mu);
+    g_devices.push_back(this);
+}
+
+PyDevice::~PyDevice()
+{
+    std::lock_guard<std::mutex> g(g_devices_mu);
+    g_devices.erase(std::find(g_devices.begin(), g_devices.end(), this));
+}
+
+// A call's hold on an open device (DeviceClosed if it is closed): the device stays open,
+// and alive, until the Use ends.
+class Use {
+public:
+    explicit Use(PyDevice &p) : p_(p)
     {
-        std::lock_guard<std::mutex> g(init_mu);
-        if (!landing) landing = std::make_unique<gpu::Landing>(d());
-        return *landing;
+        {
+            std::lock_guard<std::mutex> g(p.mu);
+            if (p.closed || !p.dev) throw Error("the device is closed", EBADF);
+            p.in_flight++;
+            dev_ = p.dev;
+        }
+        t_held.push_back(&p);
+    }
+    ~Use()
+    {
+        t_held.erase(std::find(t_held.begin(), t_held.end(), &p_));
+        std::lock_guard<std::mutex> g(p_.mu);
+        if (--p_.in_flight == 0 && p_.closed) p_.drained.notify_all();
+    }
+    Use(const Use &) = delete;
+    Use &operator=(const Use &) = delete;
+    Device &d() const { return *dev_; }
+    const std::shared_ptr<Device> &keep() const { return dev_; }
+    // The device's object store, made on first use (the call keeps it while it runs).
+    std::shared_ptr<ObjectStore> store() const
+    {
+        std::lock_guard<std::mutex> g(p_.mu);
+        if (!p_.store) p_.store = std::make_shared<ObjectStore>(*dev_);
+        return p_.store;
+    }
+#ifdef CSD_HAVE_GPU
+    // The GPU landing pipeline, made on first use.
+    std::shared_ptr<gpu::Landing> land() const
+    {
+        std::lock_guard<std::mutex> g(p_.mu);
+        if (!p_.landing) p_.landing = std::make_shared<gpu::Landing>(*dev_);
+        return p_.landing;
     }
 #endif
-    bool closed = false;
-    Device &d()
-    {
-        if (closed || !dev) throw Error("the device is closed", EBADF);
-        return *dev;
-    }
-    std::mutex init_mu;  // store and landing are made lazily, maybe from several threads
-    ObjectStore &s()
-    {
-        std::lock_guard<std::mutex> g(init_mu);
-        if (!store) store = std::make_unique<ObjectStore>(d());
-        return *store;
-    }
+
+private:
+    PyDevice &p_;
+    std::shared_ptr<Device> dev_;
 };
+
+// Closes the device (call with the GIL held; it is released while waiting): see PyDevice.
+void PyDevice::close()
+{
+    py::gil_scoped_release r;
+    std::shared_ptr<Device> d;
+    std::shared_ptr<ObjectStore> st;
+#ifdef CSD_HAVE_GPU
+    std::shared_ptr<gpu::Landing> land;
+#endif
+    {
+        std::unique_lock<std::mutex> g(mu);
+        closed = true;
+        const int mine = held_here(this);  // this thread's own calls cannot end while it waits
+        while (in_flight > mine) {
+            Device *dv = dev.get();
+            g.unlock();
+            if (dv) dv->abort_executes();  // dev lives: only close() clears it, after the wait
+            g.lock();
+            // again until they end: an Execute sent after the abort is asked to stop too
+            drained.wait_for(g, std::chrono::milliseconds(20), [&] { return in_flight <= mine; });
+        }
+        d = std::move(dev);
+        st = std::move(store);
+#ifdef CSD_HAVE_GPU
+        land = std::move(landing);
+#endif
+    }
+    // freed here unless a call still holds them: the landing, the store, then the device
+#ifdef CSD_HAVE_GPU
+    land.reset();
+#endif
+    st.reset();
+    d.reset();
+}
 
 struct PySlm {
     std::shared_ptr<PyDevice> owner;
     SlmBuffer buf;
     // After the device was closed its allocator is gone: nothing left to free.
-    ~PySlm()
-    {
-        if (owner && !owner->dev) buf.detach();
-    }
+    ~PySlm() { free(); }
     void free()
     {
-        if (owner && !owner->dev) buf.detach();
-        buf.reset();
+        if (!buf) return;
+        if (!owner) {
+            buf.reset();
+            return;
+        }
+        try {
+            const Use u(*owner);  // the allocator lives while this runs
+            buf.reset();
+        } catch (const Error &) {  // closed
+            buf.detach();
+        }
     }
 };
+
+// A zero-copy view of SLM (the in-process device): it keeps the Device, whose memory it
+// shows, until it goes, even past close().
+struct PySlmView {
+    std::shared_ptr<Device> keep;
+    uint8_t *ptr;
+    size_t len;
+};
+
+// f() with the GIL released: a store call may wait for the store's lock, which a put whose
+// progress callback waits for the GIL holds.
+template <class F>
+auto released(F f) -> decltype(f())
+{
+    py::gil_scoped_release r;
+    return f();
+}
 
 // A FilterSpec from the Python side's fields.
 FilterSpec filter_spec(uint32_t record_size, uint32_t field_offset, uint16_t field_type, uint16_t op, double lo,
@@ -219,65 +369,77 @@ void bind_programs(py::module_ &m)
 {
     py::module_ p = m.def_submodule("programs", "libcsd's typed calls of the device-defined programs");
     p.def("copy", [](PyDevice &d, PyRange src, PyRange dst) {
+        const Use u(d);
         py::gil_scoped_release g;
-        return programs::copy(d.d(), rng(src), rng(dst));
+        return programs::copy(u.d(), rng(src), rng(dst));
     }, "copy: dst = src; returns the bytes copied");
     p.def("gemm", [](PyDevice &d, PyRange a, PyRange b, PyRange c, uint32_t m_, uint32_t n, uint32_t k, bool trans_a,
                      bool trans_b, float alpha, float beta) {
+        const Use u(d);
         py::gil_scoped_release g;
-        programs::gemm(d.d(), rng(a), rng(b), rng(c), m_, n, k, trans_a, trans_b, alpha, beta);
+        programs::gemm(u.d(), rng(a), rng(b), rng(c), m_, n, k, trans_a, trans_b, alpha, beta);
     }, "gemm: C = alpha op(A) op(B) + beta C, f32 row-major, m x n");
     p.def("elementwise", [](PyDevice &d, uint32_t op, PyRange x, PyRange y, PyRange out, uint32_t count) {
+        const Use u(d);
         py::gil_scoped_release g;
-        programs::elementwise(d.d(), static_cast<EwOp>(op), rng(x), rng(y), rng(out), count);
+        programs::elementwise(u.d(), static_cast<EwOp>(op), rng(x), rng(y), rng(out), count);
     }, "elementwise, binary: out = x op y over count f32");
     p.def("elementwise", [](PyDevice &d, uint32_t op, PyRange x, PyRange out, uint32_t count, float a, float b) {
+        const Use u(d);
         py::gil_scoped_release g;
-        programs::elementwise(d.d(), static_cast<EwOp>(op), rng(x), rng(out), count, a, b);
+        programs::elementwise(u.d(), static_cast<EwOp>(op), rng(x), rng(out), count, a, b);
     }, "elementwise, unary: out = op(x) (axpb: a*x+b)");
     p.def("softmax", [](PyDevice &d, PyRange x, PyRange out, uint32_t rows, uint32_t cols) {
+        const Use u(d);
         py::gil_scoped_release g;
-        programs::softmax(d.d(), rng(x), rng(out), rows, cols);
+        programs::softmax(u.d(), rng(x), rng(out), rows, cols);
     }, "softmax of each row");
     p.def("reduce", [](PyDevice &d, uint32_t op, uint32_t dtype, PyRange x, PyRange out, uint32_t rows, uint32_t cols) {
+        const Use u(d);
         py::gil_scoped_release g;
-        programs::reduce(d.d(), static_cast<ReduceOp>(op), static_cast<DType>(dtype), rng(x), rng(out), rows, cols);
+        programs::reduce(u.d(), static_cast<ReduceOp>(op), static_cast<DType>(dtype), rng(x), rng(out), rows, cols);
     }, "reduce: one 8-byte result per row into out");
     p.def("filter", [](PyDevice &d, PyRange records, PyRange out, uint32_t record_size, uint32_t count,
                        uint32_t field_offset, uint16_t field_type, uint16_t op, bool indices, double lo, double hi,
                        int64_t lo_int, int64_t hi_int) {
+        const Use u(d);
         FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, indices);
         s.count = count;
         py::gil_scoped_release g;
-        const FilterResult r = programs::filter(d.d(), rng(records), rng(out), s);
+        const FilterResult r = programs::filter(u.d(), rng(records), rng(out), s);
         return std::make_pair(r.bytes, r.matches);
     }, "filter into a fixed output range: (bytes written, matches); Output Overflow if it is small");
     p.def("convert", [](PyDevice &d, uint32_t op, PyRange in, PyRange out, uint32_t count, float scale,
                         int32_t zero_point) {
+        const Use u(d);
         py::gil_scoped_release g;
-        return programs::convert(d.d(), static_cast<ConvertOp>(op), rng(in), rng(out), count, scale, zero_point);
+        return programs::convert(u.d(), static_cast<ConvertOp>(op), rng(in), rng(out), count, scale, zero_point);
     }, "convert count elements; returns the bytes written");
     p.def("checksum", [](PyDevice &d, uint32_t algo, PyRange data) {
+        const Use u(d);
         py::gil_scoped_release g;
-        return programs::checksum(d.d(), static_cast<ChecksumAlgo>(algo), rng(data));
+        return programs::checksum(u.d(), static_cast<ChecksumAlgo>(algo), rng(data));
     }, "checksum of a range (CRC-32C or XXH64)");
     p.def("conv2d", [](PyDevice &d, PyRange input, PyRange weight, std::optional<PyRange> bias, PyRange output,
                        std::array<uint32_t, 7> nchwkrs, std::array<uint32_t, 2> stride, std::array<uint32_t, 2> pad,
                        std::array<uint32_t, 2> dilation) {
+        const Use u(d);
         const auto [n, c, h, w, k, r, s] = nchwkrs;
         const csd_conv2d_params prm{n, c, h, w, k, r, s, stride[0], stride[1], pad[0], pad[1], dilation[0],
                                     dilation[1], bias ? 1u : 0u};
         py::gil_scoped_release g;
-        programs::conv2d(d.d(), rng(input), rng(weight), bias ? rng(*bias) : Range{}, rng(output), prm);
+        programs::conv2d(u.d(), rng(input), rng(weight), bias ? rng(*bias) : Range{}, rng(output), prm);
     }, "conv2d, NCHW f32: (n, c, h, w, k, r, s), (stride h, w), (padding h, w), (dilation h, w); bias None or a range");
     p.def("decompress", [](PyDevice &d, uint32_t codec, PyRange in, PyRange out) {
+        const Use u(d);
         py::gil_scoped_release g;
-        return programs::decompress(d.d(), static_cast<Codec>(codec), rng(in), rng(out));
+        return programs::decompress(u.d(), static_cast<Codec>(codec), rng(in), rng(out));
     }, "decompress; returns the decompressed bytes");
     p.def("downloaded", [](PyDevice &d, uint16_t program, uint32_t mode, PyRange records, PyRange out, uint32_t count,
                            const std::vector<uint64_t> &params) {
+        const Use u(d);
         py::gil_scoped_release g;
-        Program prog = Program::attach(d.d(), program, 0);  // Program::run sends the mode's ranges
+        Program prog = Program::attach(u.d(), program, 0);  // Program::run sends the mode's ranges
         prog.keep();  // the Python Program owns the slot
         const ExecResult x = prog.run(mode, rng(records), rng(out), count, params);
         return std::make_pair(x.dw0, x.dw1);
@@ -285,32 +447,37 @@ void bind_programs(py::module_ &m)
        "hop limit, params[0] the start LBA): (dw0, dw1)");
     p.def("chase", [](PyDevice &d, uint16_t program, uint32_t record_size, uint64_t start_lba,
                       const std::vector<uint64_t> &params, uint32_t max_hops) {
+        const Use u(d);
         py::gil_scoped_release g;
-        Program prog = Program::attach(d.d(), program, record_size);
+        Program prog = Program::attach(u.d(), program, record_size);
         prog.keep();  // the Python Program owns the slot
         const ChaseResult r = prog.run_chase(start_lba, params, max_hops);
         return std::make_pair(r.value, r.hops);
     }, "a downloaded program's chase from start_lba (params[1..] = params): (value, hops)");
     p.def("chase_value", [](PyDevice &d, uint16_t program, uint32_t record_size, uint64_t start_lba,
                             const std::vector<uint64_t> &params, uint32_t max_hops) {
+        const Use u(d);
         py::gil_scoped_release g;
-        Program prog = Program::attach(d.d(), program, record_size);
+        Program prog = Program::attach(u.d(), program, record_size);
         prog.keep();  // the Python Program owns the slot
         return prog.chase_value(start_lba, params, max_hops);
     }, "the same chase as one command: its value from the completion (no hop count read back)");
     p.def("btree_write", [](PyDevice &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
                             uint64_t base_lba, uint32_t fanout) {
+        const Use u(d);
         py::gil_scoped_release g;
-        const BtreeLayout t = btree_write(d.d(), keys, values, base_lba, fanout);
+        const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout);
         return std::make_tuple(t.root_lba, t.blocks, t.depth);
     }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)");
     p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
+        const Use u(d);
         py::gil_scoped_release g;
-        return programs::gather(d.d(), rng(entries), count, rng(out));
+        return programs::gather(u.d(), rng(entries), count, rng(out));
     }, "gather: count (lba, offset, length) entries of the namespace into out; returns the bytes written");
     p.def("embedding_bag", [](PyDevice &d, PyRange indices, PyRange offsets, PyRange weights, PyRange out,
                               uint64_t table_lba, uint64_t num_rows, uint32_t row_dim, uint32_t dtype, uint32_t mode,
                               bool index_i32, uint32_t num_bags, bool include_last_offset) {
+        const Use u(d);
         EmbeddingBagSpec s;
         s.table_lba = table_lba;
         s.num_rows = num_rows;
@@ -321,21 +488,23 @@ void bind_programs(py::module_ &m)
         s.num_bags = num_bags;
         s.include_last_offset = include_last_offset;
         py::gil_scoped_release g;
-        programs::embedding_bag(d.d(), s, rng(indices), rng(offsets), rng(weights), rng(out));
+        programs::embedding_bag(u.d(), s, rng(indices), rng(offsets), rng(weights), rng(out));
     }, "embedding_bag of a table on the namespace into out (weights: length 0 for none)");
     p.def("write_blocks", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
+        const Use u(d);
         InBuf in(b);
-        const uint32_t lba = d.d().ns().lba_size;
+        const uint32_t lba = u.d().ns().lba_size;
         if (in.size() % lba) throw py::value_error("a whole number of blocks is written");
         py::gil_scoped_release g;
-        if (in.size()) d.d().write_lbas(slba, in.size() / lba, in.ptr());
+        if (in.size()) u.d().write_lbas(slba, in.size() / lba, in.ptr());
     }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live");
     p.def("read_blocks_into", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
+        const Use u(d);
         OutBuf out(b);
-        const uint32_t lba = d.d().ns().lba_size;
+        const uint32_t lba = u.d().ns().lba_size;
         if (out.size() % lba) throw py::value_error("a whole number of blocks is read");
         py::gil_scoped_release g;
-        if (out.size()) d.d().read_lbas(slba, out.size() / lba, out.ptr());
+        if (out.size()) u.d().read_lbas(slba, out.size() / lba, out.ptr());
     }, "reads whole blocks of the namespace from slba into a buffer (NVMe Read)");
 }
 
@@ -384,6 +553,13 @@ PYBIND11_MODULE(_core, m)
     });
 
     // Before Device, whose methods return it: their signatures (and _core's stubs) name it.
+    py::class_<PySlmView>(m, "SlmView", py::buffer_protocol(),
+                          "a zero-copy view of SLM bytes; it keeps the device's memory while it lives")
+        .def_buffer([](PySlmView &v) {
+            return py::buffer_info(v.ptr, 1, py::format_descriptor<uint8_t>::format(), 1,
+                                   {static_cast<py::ssize_t>(v.len)}, {py::ssize_t{1}});
+        });
+
     py::class_<PySlm, std::shared_ptr<PySlm>>(m, "SlmBuffer")
         .def_property_readonly("offset", [](PySlm &s) { return s.buf.offset(); })
         .def_property_readonly("size", [](PySlm &s) { return s.buf.size(); })
@@ -402,22 +578,32 @@ PYBIND11_MODULE(_core, m)
                  return p;
              }),
              py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto")
-        .def("close", [](PyDevice &p) {  // releases the device now (its SLM, its file)
-#ifdef CSD_HAVE_GPU
-            p.landing.reset();
-#endif
-            p.store.reset();
-            p.closed = true;
-            py::gil_scoped_release r;
-            p.dev.reset();
+        // Releases the device now (its SLM, its file): new calls raise DeviceClosed, the
+        // Executes in flight are asked to stop, the calls under way end first.
+        .def("close", [](PyDevice &p) { p.close(); })
+        .def_property_readonly("closed", [](PyDevice &p) {
+            std::lock_guard<std::mutex> g(p.mu);
+            return p.closed;
         })
-        .def_property_readonly("closed", [](PyDevice &p) { return p.closed; })
-        .def_property_readonly("transport", [](PyDevice &p) { return std::string(p.d().transport().name()); })
-        .def_property_readonly("front_end", [](PyDevice &p) { return std::string(front_end_name(p.d().front_end())); })
-        .def_property_readonly("speaks", [](PyDevice &p) { return std::string(p.d().speaks()); })
-        .def_property_readonly("where", [](PyDevice &p) { return std::string(where_name(p.d().where())); })
+        .def_property_readonly("transport", [](PyDevice &p) {
+            const Use u(p);
+            return std::string(u.d().transport().name());
+        })
+        .def_property_readonly("front_end", [](PyDevice &p) {
+            const Use u(p);
+            return std::string(front_end_name(u.d().front_end()));
+        })
+        .def_property_readonly("speaks", [](PyDevice &p) {
+            const Use u(p);
+            return std::string(u.d().speaks());
+        })
+        .def_property_readonly("where", [](PyDevice &p) {
+            const Use u(p);
+            return std::string(where_name(u.d().where()));
+        })
         .def("capabilities", [](PyDevice &p) {
-            const Capabilities &c = p.d().caps();
+            const Use u(p);
+            const Capabilities &c = u.d().caps();
             py::dict d;
             d["version"] = c.version;
             d["slm_size"] = c.slm_size;
@@ -438,148 +624,184 @@ PYBIND11_MODULE(_core, m)
             return d;
         })
         .def("namespace", [](PyDevice &p) {
-            const NamespaceInfo n = p.d().ns();
+            const Use u(p);
+            const NamespaceInfo n = u.d().ns();
             py::dict d;
             d["nsid"] = n.nsid;
             d["lba_size"] = n.lba_size;
             d["lba_count"] = n.lba_count;
             return d;
         })
-        .def("statistics", [](PyDevice &p) { return statistics_dict(p.d()); })
+        .def("statistics", [](PyDevice &p) {
+            const Use u(p);
+            return statistics_dict(u.d());
+        })
         .def("bus", [](PyDevice &p) {
-            const BusCounters b = p.d().bus();
+            const Use u(p);
+            const BusCounters b = u.d().bus();
             return py::make_tuple(b.commands, b.bytes_to_device, b.bytes_from_device);
         })
         .def("slm_alloc", [](std::shared_ptr<PyDevice> p, uint64_t size, uint64_t align) {
+            const Use u(*p);
             auto s = std::make_shared<PySlm>();
             s->owner = p;
-            s->buf = p->d().slm().alloc(size, align);
+            s->buf = u.d().slm().alloc(size, align);
             return s;
         }, py::arg("size"), py::arg("align") = 4096)
         .def("slm_write", [](PyDevice &p, uint64_t off, const py::buffer &b) {
+            const Use u(p);
             InBuf in(b);
             py::gil_scoped_release r;
-            p.d().slm_write(off, in.ptr(), in.size());
+            u.d().slm_write(off, in.ptr(), in.size());
         })
         .def("slm_read_into", [](PyDevice &p, uint64_t off, const py::buffer &b) {
+            const Use u(p);
             OutBuf out(b);
             py::gil_scoped_release r;
-            p.d().slm_read(off, out.ptr(), out.size());
+            u.d().slm_read(off, out.ptr(), out.size());
         })
         .def("slm_load", [](PyDevice &p, uint64_t slba, uint64_t nlb, uint64_t off) {
+            const Use u(p);
             py::gil_scoped_release r;
-            p.d().slm_load(slba, nlb, off);
+            u.d().slm_load(slba, nlb, off);
         })
         .def("slm_store", [](PyDevice &p, uint64_t slba, uint64_t nlb, uint64_t off) {
+            const Use u(p);
             py::gil_scoped_release r;
-            p.d().slm_store(slba, nlb, off);
+            u.d().slm_store(slba, nlb, off);
         })
         .def("execute", [](PyDevice &p, uint16_t program, const std::vector<std::pair<uint64_t, uint64_t>> &ranges,
                            const py::bytes &params) {
+            const Use u(p);
             std::vector<Range> rr;
             for (auto &[o, l] : ranges) rr.push_back({o, l});
             std::string ps = params;
             ExecResult x;
             {
                 py::gil_scoped_release r;
-                x = p.d().execute(program, rr, ps.data(), static_cast<uint32_t>(ps.size()));
+                x = u.d().execute(program, rr, ps.data(), static_cast<uint32_t>(ps.size()));
             }
             return py::make_tuple(x.dw0, x.dw1);
         })
         .def("program_load", [](PyDevice &p, const py::bytes &image, uint32_t record_size, uint16_t slot) {
+            const Use u(p);
             std::string img = image;
             py::gil_scoped_release r;
-            return p.d().program_load(img.data(), static_cast<uint32_t>(img.size()), record_size, slot);
+            return u.d().program_load(img.data(), static_cast<uint32_t>(img.size()), record_size, slot);
         })
         .def("program_unload", [](PyDevice &p, uint16_t slot) {
+            const Use u(p);
             py::gil_scoped_release r;
-            p.d().program_unload(slot);
+            u.d().program_unload(slot);
         })
         .def("slm_host_view", [](PyDevice &p, uint64_t off, uint64_t len) -> py::object {
-            uint8_t *base = p.d().slm_host_pointer();
+            const Use u(p);
+            uint8_t *base = u.d().slm_host_pointer();
             if (!base) return py::none();
-            if (off > p.d().caps().slm_size || len > p.d().caps().slm_size - off) throw Error("SLM view", ERANGE);
-            return py::memoryview::from_memory(base + off, static_cast<ssize_t>(len), false);
+            if (off > u.d().caps().slm_size || len > u.d().caps().slm_size - off) throw Error("SLM view", ERANGE);
+            return py::cast(PySlmView{u.keep(), base + off, static_cast<size_t>(len)});
         })
         // object store
         .def("store_format", [](PyDevice &p) {
-            p.store.reset();
+            const Use u(p);
+            {
+                std::lock_guard<std::mutex> g(p.mu);
+                p.store.reset();  // a call under way keeps the old one
+            }
             py::gil_scoped_release r;
-            ObjectStore::format(p.d());
+            ObjectStore::format(u.d());
         })
         .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
                              const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
             InBuf in(b);
-            ObjectStore &s = p.s();
+            const auto s = u.store();
             PyProgress pr(std::move(progress));
             {
                 py::gil_scoped_release r;
-                s.put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
+                s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
             }
             pr.rethrow();
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
+            const Use u(p);
             OutBuf out(b);
-            ObjectStore &s = p.s();
+            const auto s = u.store();
             py::gil_scoped_release r;
-            s.read(name, off, out.size(), out.ptr());
+            s->read(name, off, out.size(), out.ptr());
         })
         // The whole object into a buffer, CRC-checked; the generation of the version that landed.
         .def("store_get_into", [](PyDevice &p, const std::string &name, const py::buffer &b, py::object progress) {
+            const Use u(p);
             OutBuf out(b);
-            ObjectStore &s = p.s();
+            const auto s = u.store();
             PyProgress pr(std::move(progress));
             uint64_t generation;
             {
                 py::gil_scoped_release r;
                 MemorySink sink(out.ptr(), out.size());
-                generation = s.get_into(name, sink, pr.callback()).generation;
+                generation = s->get_into(name, sink, pr.callback()).generation;
             }
             pr.rethrow();
             return generation;
         }, py::arg("name"), py::arg("out"), py::arg("progress") = py::none(),
            "reads a whole object into out, checked; progress(done, total) as its bytes land")
-        .def("store_stat", [](PyDevice &p, const std::string &name) { return object_info(p.s().stat(name)); })
+        .def("store_stat", [](PyDevice &p, const std::string &name) {
+            const Use u(p);
+            return object_info(released([&] { return u.store()->stat(name); }));
+        })
         .def("store_list", [](PyDevice &p) {
+            const Use u(p);
             py::list l;
-            for (const auto &o : p.s().list()) l.append(object_info(o));
+            for (const auto &o : released([&] { return u.store()->list(); })) l.append(object_info(o));
             return l;
         })
         .def("store_remove", [](PyDevice &p, const std::string &name) {
-            ObjectStore &s = p.s();
+            const Use u(p);
+            const auto s = u.store();
             py::gil_scoped_release r;
-            s.remove(name);
+            s->remove(name);
         })
-        .def("store_exists", [](PyDevice &p, const std::string &name) { return p.s().exists(name); })
-        .def("store_generation", [](PyDevice &p) { return p.s().generation(); })
+        .def("store_exists", [](PyDevice &p, const std::string &name) {
+            const Use u(p);
+            return released([&] { return u.store()->exists(name); });
+        })
+        .def("store_generation", [](PyDevice &p) {
+            const Use u(p);
+            return released([&] { return u.store()->generation(); });
+        })
         .def("store_reclaim", [](PyDevice &p, uint64_t max_age) {
-            ObjectStore &s = p.s();
+            const Use u(p);
+            const auto s = u.store();
             py::gil_scoped_release r;
-            return s.reclaim(max_age);
+            return s->reclaim(max_age);
         })
         .def("store_reservations", [](PyDevice &p) {
+            const Use u(p);
             py::list l;
-            for (const auto &x : p.s().reservations()) l.append(reservation_info(x));
+            for (const auto &x : released([&] { return u.store()->reservations(); })) l.append(reservation_info(x));
             return l;
         })
         .def("store_load", [](std::shared_ptr<PyDevice> p, const std::string &name) {
+            const Use u(*p);
             auto s = std::make_shared<PySlm>();
             s->owner = p;
-            ObjectStore &st = p->s();
+            const auto st = u.store();
             py::gil_scoped_release r;
-            s->buf = st.load(name);
+            s->buf = st->load(name);
             return s;
         })
         .def("store_filter", [](PyDevice &p, const std::string &src, const std::string &dst, uint32_t record_size,
                                 uint32_t field_offset, uint16_t field_type, uint16_t op, double lo, double hi,
                                 int64_t lo_int, int64_t hi_int, bool indices) {
+            const Use u(p);
             const FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, indices);
-            ObjectStore &st = p.s();
+            const auto st = u.store();
             FilterResult r;
             {
                 py::gil_scoped_release g;
-                r = st.filter(src, s, dst);
+                r = st->filter(src, s, dst);
             }
             return py::make_tuple(r.matches, r.bytes);
         });
@@ -660,27 +882,30 @@ PYBIND11_MODULE(_core, m)
     m.def("gpu_available", [] { return gpu::available(); });
     auto report = [](const gpu::CopyReport &r) { return py::make_tuple(r.path, r.bytes, r.seconds); };
     m.def("gpu_slm_to_gpu", [report](PyDevice &p, uint64_t off, uint64_t len, uintptr_t dst, uintptr_t stream, bool direct) {
+        const Use u(p);
         gpu::CopyReport r;
         {
             py::gil_scoped_release g;
-            r = p.land().slm_to_gpu(off, len, reinterpret_cast<void *>(dst), reinterpret_cast<cudaStream_t>(stream), direct).get();
+            r = u.land()->slm_to_gpu(off, len, reinterpret_cast<void *>(dst), reinterpret_cast<cudaStream_t>(stream), direct).get();
         }
         return report(r);
     });
     // (path, bytes, seconds, generation of the version that landed)
     m.def("gpu_object_to_gpu", [](PyDevice &p, const std::string &name, uintptr_t dst, uint64_t dst_bytes, uintptr_t stream) {
-        ObjectStore &s = p.s();
+        const Use u(p);
+        const auto s = u.store();
         gpu::CopyReport r;
         {
             py::gil_scoped_release g;
-            r = p.land().object_to_gpu(s, name, reinterpret_cast<void *>(dst), dst_bytes, reinterpret_cast<cudaStream_t>(stream)).get();
+            r = u.land()->object_to_gpu(*s, name, reinterpret_cast<void *>(dst), dst_bytes, reinterpret_cast<cudaStream_t>(stream)).get();
         }
         return py::make_tuple(r.path, r.bytes, r.seconds, r.object.generation);
     });
-    m.def("gpu_configure", [](PyDevice &p, uint64_t chunk, int buffers, int readers) {  // a new pipeline
-        std::lock_guard<std::mutex> g(p.init_mu);
-        p.landing.reset();
-        p.landing = std::make_unique<gpu::Landing>(p.d(), chunk, buffers, readers);
+    m.def("gpu_configure", [](PyDevice &p, uint64_t chunk, int buffers, int readers) {
+        const Use u(p);  // a new pipeline (a call under way keeps the old one)
+        auto fresh = std::make_shared<gpu::Landing>(u.d(), chunk, buffers, readers);
+        std::lock_guard<std::mutex> g(p.mu);
+        p.landing = std::move(fresh);
     });
 #else
     // The same functions, refusing: the module (and its stubs) look the same either way.

@@ -100,3 +100,78 @@ def test_training_updates_the_touched_rows_like_torch(vdev, mode):
         ref.weight -= 0.125 * ref.weight.grad
     torch.testing.assert_close(ours.weight, ref.weight, rtol=1e-6, atol=1e-6)
     assert torch.equal(ours.weight[2], table[2])  # untouched rows stay as they were
+
+
+# ---- an outside review of issue 31: padding_idx, the other torch arguments, weights' length
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("last", [False, True])
+def test_padding_idx_equals_torch(vdev, mode, last):
+    table = exact_table(300, 24, 5)
+    g = torch.Generator().manual_seed(6)
+    idx = torch.randint(0, 300, (120,), generator=g)
+    idx[::3] = 7                       # padding entries spread over the bags
+    idx[40:60] = 7                     # a bag of padding only (offsets 40..60)
+    offs = torch.tensor([0, 10, 40, 60, 60, 119] + ([120] if last else []))
+    for pad in (7, 7 - 300):           # negative: from the end, as torch
+        ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=64, mode=mode, padding_idx=pad,
+                                            include_last_offset=last)
+        ref = torch.nn.EmbeddingBag.from_pretrained(table, mode=mode, padding_idx=pad, include_last_offset=last)
+        got, want = ours(idx, offs), ref(idx, offs)
+        assert torch.equal(got, want), (mode, pad)
+        assert torch.equal(got[2], torch.zeros(24))  # padding only: zeros
+    if mode == "sum":
+        w = torch.tensor([2.0 ** (i % 5 - 2) for i in range(120)])
+        ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=64, mode="sum", padding_idx=7,
+                                            include_last_offset=last)
+        ref = torch.nn.EmbeddingBag.from_pretrained(table, mode="sum", padding_idx=7, include_last_offset=last)
+        assert torch.equal(ours(idx, offs, per_sample_weights=w), ref(idx, offs, per_sample_weights=w))
+
+
+def test_padding_idx_gets_no_gradient_and_starts_as_zeros(vdev):
+    bag = EmbeddingBag(50, 8, device=vdev, table_lba=64, mode="mean", padding_idx=3)
+    assert torch.equal(bag.weight[3], torch.zeros(8))
+    ref = torch.nn.EmbeddingBag(50, 8, mode="mean", padding_idx=3)
+    with torch.no_grad():
+        ref.weight.copy_(bag.weight)
+    idx, offs = torch.tensor([3, 1, 3, 2, 3, 3]), torch.tensor([0, 3, 4])
+    bag(idx, offs).sum().backward()
+    ref(idx, offs).sum().backward()
+    assert 3 not in bag._grad
+    assert torch.allclose(bag.grad.to_dense(), ref.weight.grad)
+
+
+def test_the_other_torch_arguments(vdev):
+    table = exact_table(20, 4, 1)
+    with pytest.raises(NotImplementedError, match="max_norm"):
+        EmbeddingBag(20, 4, max_norm=1.0, device=vdev)
+    with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
+        EmbeddingBag.from_pretrained(table, scale_grad_by_freq=True, device=vdev)
+    with pytest.raises(ValueError, match="padding_idx"):
+        EmbeddingBag(20, 4, padding_idx=20, device=vdev)
+    # sparse: the gradient is the touched rows either way (bag.grad, a sparse tensor)
+    for sparse in (False, True):
+        bag = EmbeddingBag.from_pretrained(table, freeze=False, sparse=sparse, mode="sum", device=vdev)
+        bag(torch.tensor([1, 2]), torch.tensor([0])).sum().backward()
+        assert bag.sparse == sparse and bag.grad.is_sparse and sorted(bag._grad) == [1, 2]
+    # torch's positional order: (num_embeddings, embedding_dim, max_norm, norm_type,
+    # scale_grad_by_freq, mode, sparse, _weight, include_last_offset, padding_idx)
+    bag = EmbeddingBag(20, 4, None, 2.0, False, "sum", False, table, True, 5, device=vdev)
+    assert bag.mode == "sum" and bag.include_last_offset and bag.padding_idx == 5
+
+
+def test_per_sample_weights_of_another_length_are_refused(vdev):
+    table = exact_table(20, 4, 1)
+    bag = EmbeddingBag.from_pretrained(table, mode="sum", device=vdev)
+    idx, offs = torch.tensor([1, 2, 3]), torch.tensor([0])
+    before = vdev.bus()[0]
+    for n in (2, 4):
+        with pytest.raises(ValueError, match="one per-sample weight per index"):
+            bag(idx, offs, per_sample_weights=torch.ones(n))
+    assert vdev.bus()[0] == before  # refused on the host: no command
+    # and by the drive (the device core owns the rule): a weights range one element longer
+    P = nvme_csd._core.programs
+    i, o, w = vdev.to_slm(idx.numpy()), vdev.to_slm(offs.numpy()), vdev.to_slm(np.ones(4, np.float32))
+    out = vdev.alloc(16)
+    with pytest.raises(nvme_csd.InvalidParameters):
+        P.embedding_bag(vdev._dev, i.range(), o.range(), w.range(), out.range(), 0, 20, 4, 0, 0, False, 1, False)
+    P.embedding_bag(vdev._dev, i.range(), o.range(), w.range(12), out.range(), 0, 20, 4, 0, 0, False, 1, False)

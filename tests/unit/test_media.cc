@@ -98,6 +98,26 @@ TEST_F(Media, GatherOutputOverflowSaysTheBytesNeeded)
     EXPECT_EQ(r.dw1, 1000u);
 }
 
+// Bytes needed that DW1 cannot say (4 GiB or more) are Invalid Parameters, before any read
+// (an outside review: Output Overflow with DW1 = FFFFFFFFh came out); just below, Output
+// Overflow with the bytes needed.
+TEST_F(Media, GatherOfFourGiBOrMoreIsInvalidParameters)
+{
+    const uint32_t mib = 1u << 20;
+    std::vector<csd_gather_entry> es(4096, csd_gather_entry{0, 0, mib});  // 4 GiB: 2^32 bytes
+    put(0, es);
+    csd_gather_params p{static_cast<uint32_t>(es.size()), 0};
+    reads.clear();
+    ExecOut r = exec(CSD_PROG_GATHER, {{0, es.size() * 16}, {1 << 20, 999}}, p);
+    EXPECT_STATUS(r, CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_TRUE(reads.empty());
+    es.back().length = mib - 1;  // 2^32 - 1 bytes: DW1 says it
+    put(0, es);
+    r = exec(CSD_PROG_GATHER, {{0, es.size() * 16}, {1 << 20, 999}}, p);
+    EXPECT_STATUS(r, CSD_STATUS_OUTPUT_OVERFLOW);
+    EXPECT_EQ(r.dw1, 0xFFFFFFFFu);
+}
+
 TEST_F(Media, GatherPastTheNamespaceIsLbaOutOfRangeAndReadsNothing)
 {
     const std::vector<std::vector<csd_gather_entry>> bad{
@@ -318,6 +338,27 @@ TEST_F(EmbeddingBag, BadInputIsAClearStatusAndReadsNothing)
     put(0, idx);
     put(4096, bad_offs);
     EXPECT_STATUS(exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {0, 0}, {16384, 4096}}, params(1, CSD_EMB_SUM)),
+                  CSD_STATUS_INVALID_PARAMETERS);
+    // per-sample weights: one per index, no more and no fewer (an outside review: longer
+    // ones were taken)
+    const std::vector<float> w3{1, 2, 3}, w1{1};
+    put(8192, w3);
+    put(0, idx);
+    put(4096, offs);
+    for (uint64_t len : {12u, 4u}) {
+        reads.clear();
+        EXPECT_STATUS(exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {8192, len}, {16384, 4096}},
+                           params(1, CSD_EMB_SUM)), CSD_STATUS_INVALID_PARAMETERS) << len;
+        EXPECT_TRUE(reads.empty());
+    }
+    ASSERT_OK(exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {4096, 8}, {8192, 8}, {16384, 4096}}, params(1, CSD_EMB_SUM)));
+    // a result DW0 cannot say (4 GiB or more): Invalid Parameters
+    auto huge = params(1, CSD_EMB_SUM);
+    huge.num_bags = 1u << 16;
+    huge.row_dim = 1u << 16;  // 2^16 bags of 256 KiB rows: 16 GiB
+    std::vector<int64_t> many_offs(huge.num_bags, 0);
+    put(1 << 20, many_offs);
+    EXPECT_STATUS(exec(CSD_PROG_EMBEDDING_BAG, {{0, 16}, {1 << 20, many_offs.size() * 8}, {0, 0}, {16384, 4096}}, huge),
                   CSD_STATUS_INVALID_PARAMETERS);
     // out too small: Output Overflow with the bytes needed
     put(4096, offs);

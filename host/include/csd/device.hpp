@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,12 @@ public:
     std::future<ExecResult> execute_async(uint16_t program, const std::vector<Range> &ranges,
                                           const void *params = nullptr, uint32_t param_len = 0);
 
+    // Asks the drive to stop every Execute of this Device that execute() waits for (NVMe
+    // Abort where the transport can send one; the in-process device stops a running program
+    // at its next check, a chase between two hops): each then ends with Command Abort
+    // Requested. Returns how many the transport took (0 where it cannot abort).
+    size_t abort_executes();
+
     // Program Load of a whole image in chunks the transport accepts, into slot (0: the
     // device picks; on the standard front end libcsd picks a free one, then activates the
     // program); returns the slot. Invalid Program Image: csd::Error with dw0() = the
@@ -185,6 +192,7 @@ private:
     void read_standard_capabilities();
     uint64_t probe_slm_size();
     Completion run(Command cmd, const char *what);
+    void forget_execute(const Command &c);
     void count(const Command &cmd);
     void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
     void slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what);
@@ -206,6 +214,8 @@ private:
     Capabilities caps_;
     SlmAllocator allocator_;
     std::atomic<uint64_t> commands_{0}, to_device_{0}, from_device_{0};
+    std::mutex executing_mu_;                 // executing_
+    std::vector<const Command *> executing_;  // the Executes execute() waits for (abort_executes)
 };
 
 // Builds an execute descriptor (command set section 4).

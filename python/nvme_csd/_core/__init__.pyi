@@ -6,7 +6,11 @@ import collections.abc
 import typing
 import typing_extensions
 from . import programs
-__all__: list[str] = ['Device', 'DriveSet', 'SlmBuffer', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
+__all__: list[str] = ['Device', 'DriveSet', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
+class SlmView:
+    """
+    a zero-copy view of SLM bytes; it keeps the device's memory while it lives
+    """
 class SlmBuffer:
     def free(self) -> None:
         ...

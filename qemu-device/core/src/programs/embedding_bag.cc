@@ -74,9 +74,10 @@ bool shape_of(const ProgramCall &call, Shape *s)
     const uint32_t esz = elem_size(p.dtype);
     s->row_bytes = uint64_t{p.row_dim} * esz;
     s->out_bytes = bytes_of(p.num_bags, s->row_bytes);
-    // per-sample weights (the table's dtype), only with sum, one per index
+    if (s->out_bytes > UINT32_MAX) return false;  // DW0 cannot say the bytes written
+    // per-sample weights (the table's dtype), only with sum, exactly one per index
     if (call.ranges[kWeights].len) {
-        if (p.mode != CSD_EMB_SUM || bytes_of(s->n_indices, esz) > call.ranges[kWeights].len) return false;
+        if (p.mode != CSD_EMB_SUM || bytes_of(s->n_indices, esz) != call.ranges[kWeights].len) return false;
     }
     return true;
 }
@@ -128,7 +129,7 @@ ExecResult run_embedding_bag(const ProgramCall &call, const MediaPlan &plan)
     if (n != s.n_indices) return fail(CSD_STATUS_INVALID_PARAMETERS);  // the ranges are the plan's
     const Span &out = call.ranges[kOut];
     if (s.out_bytes > out.len) {
-        return fail(CSD_STATUS_OUTPUT_OVERFLOW, 0, static_cast<uint32_t>(std::min<uint64_t>(s.out_bytes, UINT32_MAX)));
+        return fail(CSD_STATUS_OUTPUT_OVERFLOW, 0, static_cast<uint32_t>(s.out_bytes));  // below 4 GiB (shape_of)
     }
     // the bags: offsets from 0, non-decreasing, at most the indices (torch's checks)
     const bool last = p.flags & CSD_EMB_INCLUDE_LAST_OFFSET;

@@ -36,6 +36,10 @@ uint16_t plan_gather(const ProgramCall &call, MediaPlan *plan)
     if (!params_of(call, &p)) return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
     plan->entries.resize(p.count);
     if (p.count) std::memcpy(plan->entries.data(), call.ranges[kEntries].data, p.count * sizeof(csd_gather_entry));
+    // bytes needed that DW1 of an Output Overflow cannot say (4 GiB or more): refused
+    uint64_t need = 0;
+    for (const csd_gather_entry &e : plan->entries) need += e.length;
+    if (need > call.ranges[kOut].len && need > UINT32_MAX) return CSD_STATUS_INVALID_PARAMETERS | CSD_STATUS_DNR;
     const uint64_t bs = plan->ns.lba_size, ns_bytes = plan->ns.lba_count * bs;
     for (const csd_gather_entry &e : plan->entries) {
         if (e.length == 0) continue;  // nothing to read, wherever it points
@@ -53,7 +57,7 @@ ExecResult run_gather(const ProgramCall &call, const MediaPlan &plan)
     uint64_t need = 0;
     for (const csd_gather_entry &e : plan.entries) need += e.length;
     const Span &out = call.ranges[kOut];
-    if (need > out.len) return fail(CSD_STATUS_OUTPUT_OVERFLOW, 0, static_cast<uint32_t>(std::min<uint64_t>(need, UINT32_MAX)));
+    if (need > out.len) return fail(CSD_STATUS_OUTPUT_OVERFLOW, 0, static_cast<uint32_t>(need));  // below 4 GiB (plan)
     CancelPoints points(call, kCancelBytes);
     const uint64_t bs = plan.ns.lba_size;
     uint64_t done = 0;
