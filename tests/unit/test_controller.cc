@@ -544,6 +544,9 @@ TEST(NvmDecode, RangeAndTransferLimitAreTheCores)
     c.cdw12 = 127;  // exactly 64 KiB
     EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
     EXPECT_EQ(len, 65536u);
+    c.cdw10 = 999;  // past the end and over MDTS: the transfer size is checked first, as in QEMU
+    c.cdw12 = 0xFFFF;
+    EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
     c.opcode = 0x00;  // Flush: nothing to move
     EXPECT_EQ(csd_core_nvm_decode(&c, &ns, &off, &len), CSD_STATUS_SUCCESS);
     EXPECT_EQ(len, 0u);
@@ -638,6 +641,11 @@ TEST_F(Controller, WithNvmIoTheCoreAnswersIdentifyAndRefusesTheRest)
     ASSERT_EQ(submit(id, 0x06, 1, 0x07, 0, 0, true), CSD_STATUS_SUCCESS);  // after 1: none
     std::memcpy(&first, id.data.data(), 4);
     EXPECT_EQ(first, 0u);
+    EXPECT_EQ(submit(id, 0x06, 0xFFFFFFFF, 0x07, 0, 0, true), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR)
+        << "a start at FFFFFFFFh does not wrap to list every namespace";
+    EXPECT_EQ(submit(id, 0x06, 0xFFFFFFFE, 0x07, 0, 0, true), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(id, 0x06, 0, 0x07, 5u << 24, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR)
+        << "a command set it lacks";
     ASSERT_EQ(submit(id, 0x06, 0, 0x1C, 0, 0, true), CSD_STATUS_SUCCESS);
     EXPECT_EQ(id.data[0], 1) << "NVM only (the standard front end is off)";
     EXPECT_EQ(submit(id, 0x06, 0, 0x55, 0, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR) << "a CNS it lacks";

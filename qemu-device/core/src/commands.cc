@@ -103,8 +103,8 @@ uint16_t csd_core_nvm_decode(const csd_cmd *cmd, const csd_ctx *ctx, uint64_t *o
     if (cmd->opcode == 0x00) return CSD_STATUS_SUCCESS;  // Flush
     if (cmd->opcode != 0x01 && cmd->opcode != 0x02) return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
     const uint64_t slba = dwords64(cmd->cdw10, cmd->cdw11), nlb = (cmd->cdw12 & 0xFFFF) + 1;
+    if (exceeds_mdts(ctx, nlb * ctx->lba_size)) return kInvalidField;  // before the range, as QEMU's nvme_read
     if (!lbas_inside(ctx, slba, nlb)) return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
-    if (exceeds_mdts(ctx, nlb * ctx->lba_size)) return kInvalidField;
     *off = slba * ctx->lba_size;
     *len = nlb * ctx->lba_size;
     return CSD_STATUS_SUCCESS;

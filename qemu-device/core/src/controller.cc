@@ -176,9 +176,11 @@ uint16_t own_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         for (int i = 0; i < 3; i++) std::memcpy(id + 8 * i, &ctx.lba_count, 8);
         id[130] = static_cast<uint8_t>(__builtin_ctz(ctx.lba_size));
         break;
-    case 0x07: {  // the active NVM namespaces above cmd->nsid
+    case 0x07: {  // the active NVM namespaces above cmd->nsid (QEMU's rules: no start at FFFFFFFEh or above)
+        if (cmd->nsid >= 0xFFFFFFFEu) return kInvalidNs;
+        if (csi != 0) return kInvalidField;
         uint32_t n = 0;
-        for (uint32_t i = cmd->nsid + 1; csi == 0 && i <= port->max_nsid && n < kIdentifySize / 4; i++) {
+        for (uint32_t i = cmd->nsid + 1; i <= port->max_nsid && n < kIdentifySize / 4; i++) {
             if (ns_ctx(port, i, &ctx)) std::memcpy(id + 4 * n++, &i, 4);
         }
         break;
