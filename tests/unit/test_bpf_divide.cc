@@ -11,11 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +29,9 @@
 #include "core_fixture.h"
 #include "csd_core.h"
 #include "elf_writer.h"
+#ifdef CSD_HAVE_BPF
+#include <rte_bpf.h>
+#endif
 
 #ifdef CSD_HAVE_BPF
 namespace {
@@ -723,5 +730,480 @@ TEST(BpfRewrite, MapAnswersOverItsRecordsRunAsLoaded)
         }
         EXPECT_EQ(got, want) << "answers at " << at;
     }
+}
+
+namespace {
+
+// What the program as loaded gives through each engine, and its rewrite (JIT).
+struct Engines {
+    std::vector<uint64_t> interpreted, jit, rewritten;
+};
+Engines engines(csd::core::BpfProgram &p, const std::vector<uint8_t> &recs, uint32_t count, uint32_t mode,
+                const std::vector<uint64_t> &prm)
+{
+    Engines e;
+    p.set_specialise_min_records(UINT32_MAX);
+    e.interpreted = run(p, recs, count, mode, prm, true);
+    e.jit = run(p, recs, count, mode, prm, false);
+    p.set_specialise_min_records(1);
+    p.set_rewrite_budget(false);
+    e.rewritten = run(p, recs, count, mode, prm, false);
+    return e;
+}
+
+// Records of rs bytes, each 8-byte word an edge of some width (signs, 2^31, 2^32, 2^63,
+// all ones) or random.
+std::vector<uint8_t> edge_records(std::mt19937_64 &g, uint32_t rs, uint32_t count)
+{
+    static const uint64_t edges[] = {0, 1, 2, 5, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 0x80000000,
+                                     0xFFFFFFFF, 0x100000000, 0x7FFFFFFFFFFFFFFF, 0x8000000000000000,
+                                     0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF80000000, 0xFFFFFFFFFFFFFF80};
+    std::vector<uint8_t> recs(size_t{rs} * count);
+    for (size_t i = 0; i + 8 <= recs.size(); i += 8) {
+        const uint64_t v = g() % 3 ? edges[g() % std::size(edges)] : g();
+        std::memcpy(&recs[i], &v, 8);
+    }
+    return recs;
+}
+
+}  // namespace
+
+// Outside review (issue 32): an ALU32 byte swap of 64 bits (le64, be64: code 0xD4/0xDC,
+// imm 64) leaves all 64 bits, but the rewrite's range tracking (bpf_specialise.cc, track:
+// every 32-bit class operation that is not folded is taken to be 0..2^32-1) made the
+// compare after it "the sign of a difference that cannot wrap" (r0 = 5 - r2 >> 63): "r0 =
+// le64 r0; r2 = r0; r0 = 1; if r2 > 5 goto +1; r0 = 0; exit" answered 0 for a record of
+// 2^64 - 1 (as loaded: 1), in every mode, for the records of whole batches: a filter of 40
+// such records kept 8 (as loaded 40), a reduce summed 8 (40), a map answered 0 for the
+// first 32. FAILS on main.
+TEST(BpfReview, SixtyFourBitByteSwapIsNotAThirtyTwoBitValue)
+{
+    for (const uint8_t end : {uint8_t{0xd4}, uint8_t{0xdc}}) {  // le64, be64
+        Prog p;
+        // (the swap of r0, set: bpf_check takes be's 0x08 bit for "by register", ByteSwapsToBigEndianLoad)
+        p.put({0x79, 0x10, 0, 0});  // r0 = *(u64 *)(r1 + 0)
+        p.put({end, 0x00, 0, 64});  // r0 = le64 / be64 r0
+        p.put({0xbf, 0x02, 0, 0});  // r2 = r0
+        p.put({0xb7, 0x00, 0, 1});  // r0 = 1
+        p.put({0x25, 0x02, 1, 5});  // if r2 > 5 goto +1
+        p.put({0xb7, 0x00, 0, 0});  // r0 = 0
+        p.put({0x95, 0, 0, 0});     // exit
+        std::string why;
+        auto prog = load(p, 8, &why);
+        ASSERT_TRUE(prog) << why;
+        const uint32_t n = 40;
+        std::vector<uint8_t> recs(8 * n, 0xFF);  // every record 2^64 - 1 (swapped or not): all > 5
+        for (const uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+            const Engines e = engines(*prog, recs, n, mode, {});
+            ASSERT_EQ(e.jit, e.interpreted) << "code " << std::hex << int(end);
+            if (mode == CSD_BPF_REDUCE) EXPECT_EQ(e.interpreted[1], n);  // dw0: the sum, 1 a record
+            EXPECT_EQ(e.rewritten, e.interpreted) << "code " << std::hex << int(end) << std::dec << " mode " << mode
+                                                  << ": dw0 " << e.rewritten[1] << ", as loaded " << e.interpreted[1];
+        }
+    }
+}
+
+namespace {
+
+// Review generator: a random program with forward branches, aimed at the rewrite's
+// assumptions. The record pointer kept in r6; numbers made by loads of every width
+// (sign-extended by shifts now and then), 32- and 64-bit ALU operations by constants and
+// registers (negation, byte swaps of 16, 32 and 64 bits, shifts by a register, division
+// and remainder by constants), 64-bit constants, csd_param(K) (r1 = K by a 32- or 64-bit
+// move) and csd_index() anywhere outside a branch, spills and fills; "diamonds" (a compare,
+// then operations on numbers the branch skips, a join point) and early exits through the
+// select's pattern "r0 = A; if x OP y goto +1; r0 = B; exit" behind a compare; the last
+// answer a register or that pattern. Only registers and stack bytes set on every path are
+// read (bpf_check refuses the others); no JSET (its programs are interpreted, never rewritten).
+Prog random_branchy(std::mt19937_64 &g, uint32_t rs, bool with_end)
+{
+    static const int32_t imms[] = {0,          1,  2,  3,   5,    7,          16,   31, 32, 63, 127, 128, 255, 256, 0x7FFF,
+                                   0x8000,     -1, -2, -128, -129, 0x7FFFFFFF, INT32_MIN, -100, 749, 0xFFFF, 0x10000};
+    static const uint8_t cmps[] = {0x10, 0x20, 0x30, 0x50, 0x60, 0x70, 0xA0, 0xB0, 0xC0, 0xD0};
+    auto reg = [](uint8_t d, uint8_t s) { return static_cast<uint8_t>(d | s << 4); };
+    auto imm = [&] { return imms[g() % std::size(imms)]; };
+    Prog p;
+    p.put({0xbf, reg(6, 1), 0, 0});  // r6 = r1
+    std::vector<uint8_t> nums;
+    auto has = [&](uint8_t r) { return std::find(nums.begin(), nums.end(), r) != nums.end(); };
+    auto forget = [&](uint8_t r) { nums.erase(std::remove(nums.begin(), nums.end(), r), nums.end()); };
+    auto set = [&](uint8_t r) { forget(r), nums.push_back(r); };
+    auto any_num = [&] { return nums[g() % nums.size()]; };
+    const uint8_t dsts[] = {0, 2, 3, 4, 5, 7, 8, 9};
+    bool stack_written[4] = {};
+    // One operation on numbers (inside a branch: only on registers already numbers, so every
+    // path leaves the same registers set); returns false if it made none.
+    auto operation = [&](bool in_branch) {
+        const int what = static_cast<int>(g() % 12);
+        uint8_t d = in_branch ? any_num() : dsts[g() % std::size(dsts)];
+        if (what <= 2 || nums.empty()) {  // a load of the record, of any width, sign-extended now and then
+            static const uint8_t sizes[4] = {4, 2, 1, 8}, codes[4] = {0x61, 0x69, 0x71, 0x79};
+            const int w = static_cast<int>(g() % 4);
+            const int16_t off = static_cast<int16_t>(g() % (rs / sizes[w]) * sizes[w]);
+            p.put({codes[w], reg(d, 6), off, 0});
+            if (w != 3 && g() % 3 == 0) {
+                const int32_t sh = 64 - 8 * sizes[w];
+                p.put({0x67, d, 0, sh}), p.put({0xc7, d, 0, sh});
+            }
+            set(d);
+            return true;
+        }
+        if (what <= 6) {  // ALU by a constant
+            static const uint8_t ops[] = {0x00, 0x10, 0x20, 0x40, 0x50, 0xA0, 0x60, 0x70, 0xC0, 0xB0, 0x80, 0x30, 0x90, 0xD0};
+            const uint8_t op = ops[g() % std::size(ops)];
+            const bool wide = op != 0xD0 && g() % 3 != 0;
+            int32_t k = imm();
+            if (op == 0x60 || op == 0x70 || op == 0xC0) k = static_cast<int32_t>(g() % (wide ? 64 : 32));
+            if ((op == 0x30 || op == 0x90) && (k == 0 || k == -1)) k = 7;
+            uint8_t code = static_cast<uint8_t>((wide ? 0x07 : 0x04) | op);
+            if (op == 0xD0) {
+                k = 16 << (g() % (with_end ? 3 : 2));
+                code = static_cast<uint8_t>(0x04 | op | (g() % 2 ? 0x08 : 0));  // to_le, to_be
+            }
+            const uint8_t dst = op == 0xB0 && !in_branch ? d : any_num();
+            p.put({code, dst, 0, k});
+            set(dst);
+            return true;
+        }
+        if (what <= 9) {  // ALU by a register (shifts by another register, no division)
+            static const uint8_t ops[] = {0x00, 0x10, 0x20, 0x40, 0x50, 0xA0, 0xB0, 0x60, 0x70, 0xC0};
+            const uint8_t op = ops[g() % std::size(ops)];
+            const bool wide = g() % 3 != 0;
+            const uint8_t src = any_num(), dst = op == 0xB0 && !in_branch ? d : any_num();
+            if (src == dst && (op == 0x60 || op == 0x70 || op == 0xC0)) return false;
+            p.put({static_cast<uint8_t>((wide ? 0x0F : 0x0C) | op), reg(dst, src), 0, 0});
+            set(dst);
+            return true;
+        }
+        if (what == 10) {  // a spill, or a fill of a slot every path wrote
+            const int slot = static_cast<int>(g() % 4);
+            if (stack_written[slot] && g() % 2) {
+                p.put({0x79, reg(d, 10), static_cast<int16_t>(-8 * (slot + 1)), 0});
+                set(d);
+                return true;
+            }
+            if (in_branch && !stack_written[slot]) return false;
+            p.put({0x7b, reg(10, any_num()), static_cast<int16_t>(-8 * (slot + 1)), 0});
+            stack_written[slot] = true;
+            return true;
+        }
+        if (in_branch) return false;
+        if (g() % 3 == 0) {
+            const uint64_t v = g() % 2 ? g() : static_cast<uint64_t>(imm()) << (g() % 40);
+            p.put({0x18, d, 0, static_cast<int32_t>(static_cast<uint32_t>(v))}), p.put({0, 0, 0, static_cast<int32_t>(v >> 32)});
+        } else {
+            p.put({static_cast<uint8_t>(g() % 4 ? 0xb7 : 0xb4), d, 0, imm()});
+        }
+        set(d);
+        return true;
+    };
+    // "if x OP y goto +off" over numbers (x not r0 now and then, y a register or a constant)
+    auto compare = [&](int16_t off) {
+        const uint8_t op = cmps[g() % std::size(cmps)];
+        const bool by_reg = g() % 2 && nums.size() > 1;
+        p.put({static_cast<uint8_t>(0x05 | op | (by_reg ? 0x08 : 0)), reg(any_num(), by_reg ? any_num() : 0), off,
+               by_reg ? 0 : imm()});
+    };
+    auto select = [&] {  // r0 = A; if x OP y goto +1; r0 = B; exit
+        static const int32_t answers[][2] = {{1, 0}, {0, 1}, {5, -7}, {-1, 0}, {INT32_MIN, 3}};
+        const auto &ab = answers[g() % std::size(answers)];
+        forget(0);
+        if (nums.empty()) p.put({0x71, reg(7, 6), 0, 0}), set(7);
+        const bool mov32 = g() % 4 == 0;
+        p.put({static_cast<uint8_t>(mov32 ? 0xb4 : 0xb7), 0x00, 0, ab[0]});
+        compare(1);
+        p.put({static_cast<uint8_t>(mov32 ? 0xb4 : 0xb7), 0x00, 0, ab[1]});
+        p.put({0x95, 0, 0, 0});
+    };
+    const int steps = 3 + static_cast<int>(g() % 18);
+    int diamonds = 0;
+    for (int step = 0; step < steps; step++) {
+        const int kind = static_cast<int>(g() % 10);
+        if (kind <= 4 || nums.empty()) {
+            operation(false);
+        } else if (kind == 5) {  // r1 = K (32- or 64-bit move, or a 64-bit load); call csd_param
+            const int32_t k = static_cast<int32_t>(g() % 5) - (g() % 8 == 0 ? 6 : 0);
+            if (g() % 8 == 0) p.put({0x18, 0x01, 0, k}), p.put({0, 0, 0, 0});
+            else p.put({static_cast<uint8_t>(g() % 3 ? 0xb7 : 0xb4), 0x01, 0, k});
+            p.call("csd_param");
+            for (uint8_t r = 1; r <= 5; r++) forget(r);
+            set(0);
+            if (g() % 2) {
+                const uint8_t d = dsts[1 + g() % (std::size(dsts) - 1)];
+                p.put({0xbf, reg(d, 0), 0, 0}), set(d);
+            }
+        } else if (kind == 6) {
+            p.call("csd_index");
+            for (uint8_t r = 1; r <= 5; r++) forget(r);
+            set(0);
+        } else if (kind <= 8 && diamonds < 6) {  // if x OP y goto +k over k operations
+            diamonds++;
+            const size_t at = p.code.size();
+            compare(0);
+            const int k = 1 + static_cast<int>(g() % 4);
+            for (int j = 0; j < k; j++) operation(true);
+            p.code[at].off = static_cast<int16_t>(p.code.size() - at - 1);
+        } else if (diamonds < 6) {  // an early exit behind a compare
+            diamonds++;
+            const size_t at = p.code.size();
+            compare(0);
+            const auto keep = nums;
+            select();
+            nums = keep;
+            p.code[at].off = static_cast<int16_t>(p.code.size() - at - 1);
+        }
+    }
+    forget(0);
+    if (g() % 3 == 0 && !nums.empty()) {
+        p.put({0xbf, reg(0, any_num()), 0, 0});
+        p.put({0x95, 0, 0, 0});
+    } else {
+        select();
+    }
+    return p;
+}
+
+// Runs `programs` random programs (random_branchy, then random_straight every fourth) over
+// records of 8-64 bytes and random params in every mode and record counts around the batch:
+// the interpreter, the JIT and the rewrite must agree. Returns the first disagreement
+// (empty if none); counts what it did.
+struct FuzzCounts {
+    uint64_t programs = 0, loaded = 0, rewritten = 0, batched = 0, executions = 0;
+};
+std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool with_end, FuzzCounts *c, FILE *trace,
+                         bool keep_going)
+{
+    std::string found;
+    static const uint64_t pedges[] = {0, 1, 5, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x100000000, 0x7FFFFFFFFFFFFFFF,
+                                      0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF80000000};
+    for (uint64_t prog_no = first; prog_no < programs; prog_no++) {
+        std::mt19937_64 g(seed * 1000003 + prog_no);  // each program on its own (a run may resume after a crash)
+        const uint32_t rs = g() % 2 ? 16 : 8 << (g() % 4);
+        const Prog p = prog_no % 4 == 3 ? random_straight(g, rs) : random_branchy(g, rs, with_end);
+        c->programs++;
+        std::string why;
+        const auto img = csd::test::elf_program(csd::test::bpf_code(p.code), "p", p.calls).bytes();
+        std::unique_ptr<csd::core::BpfProgram> prog;
+        uint32_t fault;
+        if (csd::core::BpfProgram::load(img.data(), img.size(), rs, &prog, &fault, &why) != 0) continue;
+        if (!prog->jit_compiled()) continue;
+        c->loaded++;
+        if (trace) {  // the program about to run (after a crash, the last one written is the finding)
+            std::rewind(trace);
+            if (ftruncate(fileno(trace), 0) != 0) return "cannot truncate the trace";
+            std::fprintf(trace, "seed %" PRIu64 " program %" PRIu64 " rs %u:\n", seed, prog_no, rs);
+            for (const TI &i : p.code) std::fprintf(trace, "  {0x%02x, 0x%02x, %d, %d},\n", i.code, i.regs, i.off, i.imm);
+            std::fprintf(trace, "  params:");
+            std::fflush(trace);
+        }
+        std::vector<uint64_t> prm(g() % 6);
+        for (auto &v : prm) v = g() % 3 ? pedges[g() % std::size(pedges)] : g();
+        const uint32_t most = 160;
+        const auto recs = edge_records(g, rs, most);
+        for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+            prog->set_specialise_min_records(1);
+            prog->set_rewrite_budget(false);
+            const uint32_t b = std::max(batch_of(*prog, most, mode, prm), 1u);
+            c->batched += b > 1;
+            csd::core::BpfSpecialised s;
+            c->rewritten += csd::core::bpf_specialise(prog->instructions(), prm.data(), static_cast<uint32_t>(prm.size()), mode, rs, &s);
+            for (const uint32_t n : {0u, 1u, b - 1, b, b + 1, std::min(3 * b + 5, most)}) {
+                if (trace) {
+                    std::fprintf(trace, " (%zu of them) mode %u records %u batch %u\n", prm.size(), mode, n, b);
+                    std::fflush(trace);
+                }
+                const Engines e = engines(*prog, recs, n, mode, prm);
+                c->executions++;
+                if (e.jit != e.interpreted || e.rewritten != e.interpreted) {
+                    char text[200];
+                    std::snprintf(text, sizeof text, "seed %" PRIu64 " program %" PRIu64 " mode %u records %u (rs %u, batch %u): %s",
+                                  seed, prog_no, mode, n, rs, b,
+                                  e.jit != e.interpreted ? "JIT != interpreter" : "rewrite != as loaded");
+                    std::string m = text;
+                    m += "; dw0 interpreted " + std::to_string(e.interpreted[1]) + " jit " + std::to_string(e.jit[1]) +
+                         " rewritten " + std::to_string(e.rewritten[1]) + "\n";
+                    for (const TI &i : p.code) {
+                        std::snprintf(text, sizeof text, "  {0x%02x, 0x%02x, %d, %d}\n", i.code, i.regs, i.off, i.imm);
+                        m += text;
+                    }
+                    m += "  params:";
+                    for (uint64_t v : prm) m += " " + std::to_string(v);
+                    found += m + "\n";
+                    if (!keep_going) return found;
+                    mode = CSD_BPF_REDUCE;  // on to the next program
+                    break;
+                }
+            }
+        }
+    }
+    return found;
+}
+
+}  // namespace
+
+// Outside review (issue 32): a byte swap to big endian (BPF_ALU | BPF_END | BPF_TO_BE,
+// code 0xDC) names no source register: its 0x08 bit is BPF_TO_BE, not BPF_X. bpf_check
+// (bpf_check_memory, the ALU case) reads it as "by register" and refuses the program when r0
+// (src field 0) holds nothing yet: "r2 = *(u64 *)(r1 + 0); r2 = be64 r2; r0 = r2; exit", as
+// clang writes __builtin_bswap64 on a little-endian field, is refused ("instruction 1
+// reads r0, which may hold nothing yet"); to_le (0xD4) is taken. FAILS on main.
+TEST(BpfReview, ByteSwapsToBigEndianLoad)
+{
+    for (const int32_t width : {16, 32, 64}) {
+        for (const uint8_t end : {uint8_t{0xd4}, uint8_t{0xdc}}) {
+            Prog p;
+            p.put({0x79, 0x12, 0, 0});     // r2 = *(u64 *)(r1 + 0)
+            p.put({end, 0x02, 0, width});  // r2 = le/be r2
+            p.put({0xbf, 0x20, 0, 0});     // r0 = r2
+            p.put({0x95, 0, 0, 0});
+            std::string why;
+            auto prog = load(p, 8, &why);
+            EXPECT_TRUE(prog) << "code " << std::hex << int(end) << std::dec << " width " << width << ": " << why;
+        }
+    }
+}
+
+// Outside review (issue 32): random programs with branches, 32-bit operations and byte
+// swaps, loads of every width and params, through the interpreter, the JIT and the rewrite
+// (CSD_REVIEW_PROGRAMS programs, 600 unless set; CSD_REVIEW_SEED the seed). Byte swaps of
+// 64 bits only with CSD_REVIEW_END=1 (SixtyFourBitByteSwapIsNotAThirtyTwoBitValue has them).
+TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
+{
+    const char *n = std::getenv("CSD_REVIEW_PROGRAMS");
+    const char *s = std::getenv("CSD_REVIEW_SEED");
+    const char *e = std::getenv("CSD_REVIEW_END");
+    const bool keep_going = std::getenv("CSD_REVIEW_KEEP_GOING") != nullptr;  // every finding, crashes included
+    const uint64_t programs = n ? std::strtoull(n, nullptr, 10) : 600;
+    const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 32;
+    auto text = [](FILE *f) {
+        std::string t;
+        std::rewind(f);
+        char buf[4096];
+        for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) t.append(buf, got);
+        return t;
+    };
+    // In a child process (a crash kills only it); it writes each program to trace before
+    // running it, and its counts and disagreements to result after. With keep_going, a
+    // crash's program is noted and the run resumes after it.
+    std::string findings;
+    uint64_t crashes = 0, first = 0;
+    while (first < programs) {
+        FILE *trace = std::tmpfile(), *result = std::tmpfile();
+        ASSERT_TRUE(trace && result);
+        std::string fate;
+        const bool ok = survives(
+            [&] {
+                FuzzCounts c;
+                const std::string bad = fuzz_rewrite(seed, first, programs, e && *e == '1', &c, trace, keep_going);
+                std::fprintf(result, "programs %" PRIu64 " loaded %" PRIu64 " rewritten %" PRIu64 " batched %" PRIu64
+                                     " executions %" PRIu64 "\n%s",
+                             c.programs, c.loaded, c.rewritten, c.batched, c.executions, bad.c_str());
+                std::fflush(result);
+                return bad.empty() && c.loaded >= (programs - first) / 2;
+            },
+            &fate);
+        const std::string r = text(result), t = text(trace);
+        std::fclose(trace);
+        std::fclose(result);
+        if (!r.empty()) {  // the child finished
+            std::printf("%s\n", r.c_str());
+            if (!ok) findings += r;
+            break;
+        }
+        crashes++;
+        findings += fate + " in:\n" + t + "\n";
+        if (!keep_going) break;
+        uint64_t at = 0;
+        if (std::sscanf(t.c_str(), "seed %*u program %" SCNu64, &at) != 1) break;
+        first = at + 1;
+    }
+    EXPECT_EQ(findings, "") << crashes << " crashes";
+}
+
+// Outside review (issue 32): one loaded program run by several threads at once (as compute
+// units do), each with its own params and mode, the rewrites made, shared and evicted (more
+// sets of params than kept) while the others run: every thread's answers as the program as
+// loaded gives them, run alone beforehand.
+TEST(BpfReview, ThreadsShareOneProgramAndItsRewrites)
+{
+    const auto prog = load_example("threshold");
+    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
+    std::mt19937_64 g(7);
+    const uint32_t n = 3 * 32 + 7;
+    const auto recs = edge_records(g, 16, n);
+    constexpr int kThreads = 4, kSets = 6, kRounds = 150;
+    std::vector<std::vector<uint64_t>> want(kSets * 3);
+    std::vector<uint64_t> prm(kSets);
+    for (int k = 0; k < kSets; k++) prm[k] = k % 2 ? g() : static_cast<uint64_t>(k) << 62;
+    for (int k = 0; k < kSets; k++) {
+        for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+            want[3 * k + mode] = run(*prog, recs, n, mode, {prm[k]}, true);
+        }
+    }
+    prog->set_specialise_min_records(1);
+    prog->set_rewrite_budget(false);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            std::mt19937 r(t);
+            for (int round = 0; round < kRounds; round++) {
+                const int k = static_cast<int>(r() % kSets);
+                const uint32_t mode = r() % 3;
+                if (run(*prog, recs, n, mode, {prm[k]}, false) != want[3 * k + mode]) wrong++;
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(prog->rewrites(), uint64_t{kSets});  // evicted and made again while others ran
+}
+
+// Outside review (issue 32): DPDK 22.11's x86-64 JIT compiles the first "exit" of a program
+// into its epilogue and every later one into a jump back to it (emit_epilog ->
+// emit_abs_jmp, lib/bpf/bpf_jit_x86.c). emit_abs_jmp picks the 2-byte "jmp rel8" when the
+// distance from the jump's START fits (imm_size(joff), imm_size(joff + 5)), then subtracts
+// the jump's own 2 bytes: a later exit 127 or 128 bytes after the epilogue's start gets a
+// displacement of -129 or -130, written as one byte (+127, +126), and jumps FORWARD past its
+// code (SIGSEGV: found by RandomBranchyProgramsAnswerAsLoaded through a rewrite, whose
+// select makes long code between exits; any image with two exits can reach it). Here: "r0 =
+// record byte; if r0 != 0 goto +1; exit; r0 += 1 (n times, 4 bytes each); r2 = r0 (k times,
+// 3 bytes each); exit" for every distance around the window, run JIT-compiled in a child
+// process: each must survive and answer as the interpreter does. FAILS on main (killed by
+// SIGSEGV at two of the distances).
+TEST(BpfReview, LaterExitsJumpBackToTheEpilogueAtEveryDistance)
+{
+    int loaded = 0;
+    for (int n = 20; n <= 34; n++) {
+        for (int k = 0; k <= 3; k++) {
+            Prog p;
+            p.put({0x71, 0x10, 0, 0});  // r0 = *(u8 *)(r1 + 0)
+            p.put({0x55, 0x00, 1, 0});  // if r0 != 0 goto +1
+            p.put({0x95, 0, 0, 0});     // exit (the epilogue)
+            for (int j = 0; j < n; j++) p.put({0x07, 0x00, 0, 1});   // r0 += 1
+            for (int j = 0; j < k; j++) p.put({0xbf, 0x02, 0, 0});   // r2 = r0
+            p.put({0x95, 0, 0, 0});     // exit: a jump back to the epilogue
+            std::string why;
+            auto prog = load(p, 8, &why);
+            ASSERT_TRUE(prog) << why;
+            ASSERT_TRUE(prog->jit_compiled());
+            loaded++;
+            if (std::getenv("CSD_REVIEW_DUMP")) {
+                rte_bpf_jit jit = {};
+                rte_bpf_get_jit(const_cast<rte_bpf *>(prog->runtime()), &jit);
+                FILE *f = std::fopen(("/tmp/review32-jit-" + std::to_string(n) + "-" + std::to_string(k)).c_str(), "wb");
+                std::fwrite(reinterpret_cast<const void *>(jit.func), 1, jit.sz, f);
+                std::fclose(f);
+            }
+            std::vector<uint8_t> recs(8 * 4);
+            recs[0] = 1, recs[16] = 7;  // records 0 and 2 through the later exit, 1 and 3 through the first
+            const auto want = run(*prog, recs, 4, CSD_BPF_MAP, {}, true);
+            ASSERT_EQ(want[3], uint64_t(n + 1));  // the first answer's first byte
+            std::string fate;
+            const bool ok = survives([&] { return run(*prog, recs, 4, CSD_BPF_MAP, {}, false) == want; }, &fate);
+            EXPECT_TRUE(ok) << n << " additions and " << k << " moves between the exits: " << fate;
+        }
+    }
+    EXPECT_EQ(loaded, 15 * 4);
 }
 #endif  // CSD_HAVE_BPF
