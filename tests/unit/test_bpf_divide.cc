@@ -969,9 +969,20 @@ Prog random_branchy(std::mt19937_64 &g, uint32_t rs, bool with_end)
 // (empty if none); counts what it did.
 struct FuzzCounts {
     uint64_t programs = 0, loaded = 0, rewritten = 0, batched = 0, executions = 0;
+    void note(FILE *f) const  // into f, rewritten whole (read back after a crash)
+    {
+        if (!f) return;
+        std::fseek(f, 0, SEEK_SET);
+        std::fwrite(this, sizeof *this, 1, f);
+        std::fflush(f);
+    }
+    void add(const FuzzCounts &o)
+    {
+        programs += o.programs, loaded += o.loaded, rewritten += o.rewritten, batched += o.batched, executions += o.executions;
+    }
 };
 std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool with_end, FuzzCounts *c, FILE *trace,
-                         bool keep_going)
+                         bool keep_going, FILE *trace_counts)
 {
     std::string found;
     static const uint64_t pedges[] = {0, 1, 5, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x100000000, 0x7FFFFFFFFFFFFFFF,
@@ -981,6 +992,7 @@ std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool 
         const uint32_t rs = g() % 2 ? 16 : 8 << (g() % 4);
         const Prog p = prog_no % 4 == 3 ? random_straight(g, rs) : random_branchy(g, rs, with_end);
         c->programs++;
+        if (trace) c->note(trace_counts);
         std::string why;
         const auto img = csd::test::elf_program(csd::test::bpf_code(p.code), "p", p.calls).bytes();
         std::unique_ptr<csd::core::BpfProgram> prog;
@@ -1029,6 +1041,11 @@ std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool 
                     m += "  params:";
                     for (uint64_t v : prm) m += " " + std::to_string(v);
                     found += m + "\n";
+                    if (trace_counts) {  // kept where a later crash ends the run: after the counts
+                        std::fseek(trace_counts, 0, SEEK_END);
+                        std::fprintf(trace_counts, "%s\n", m.c_str());
+                        std::fflush(trace_counts);
+                    }
                     if (!keep_going) return found;
                     mode = CSD_BPF_REDUCE;  // on to the next program
                     break;
@@ -1036,10 +1053,76 @@ std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool 
             }
         }
     }
+    c->note(trace_counts);
     return found;
 }
 
 }  // namespace
+
+// Outside review (issue 32): the same JIT fault turned into running bytes the program chose.
+// "r0 = record byte; if r0 == 2 goto tail; if r0 != 0 goto +1; exit; r0 += 1 (n times);
+// r2 = r0 (k times); exit; tail: r0 += 1 (m times); r2 = r0 (q times); r3 = 0x9090C300001337B8;
+// r0 = r3; exit": where the later exit's jump lands 126 or 127 bytes forward, inside the
+// 64-bit constant's bytes (B8 37 13 00 00 C3: "mov eax, 0x1337; ret"), the process runs them
+// and the program answers 0x1337, which no path of it computes (the interpreter: n + 1).
+// Every layout must answer as the interpreter does. FAILS on main (answers 0x1337: code
+// chosen by the guest runs inside the emulator).
+TEST(BpfReview, LaterExitsNeverRunTheProgramsConstants)
+{
+    int loaded = 0, ran_constant = 0;
+    std::string where;
+    for (int n = 29; n <= 32; n++) {
+        for (int k = 0; k <= 3; k++) {
+            for (int m = 28; m <= 31; m++) {
+                for (int q = 0; q <= 3; q++) {
+                    Prog p;
+                    p.put({0x71, 0x10, 0, 0});  // r0 = *(u8 *)(r1 + 0)
+                    p.put({0x15, 0x00, static_cast<int16_t>(3 + n + k), 2});  // if r0 == 2 goto tail
+                    p.put({0x55, 0x00, 1, 0});  // if r0 != 0 goto +1
+                    p.put({0x95, 0, 0, 0});     // exit (the epilogue)
+                    for (int j = 0; j < n; j++) p.put({0x07, 0x00, 0, 1});  // r0 += 1
+                    for (int j = 0; j < k; j++) p.put({0xbf, 0x02, 0, 0});  // r2 = r0
+                    p.put({0x95, 0, 0, 0});     // exit: a jump back to the epilogue
+                    for (int j = 0; j < m; j++) p.put({0x07, 0x00, 0, 1});  // tail: r0 += 1
+                    for (int j = 0; j < q; j++) p.put({0xbf, 0x02, 0, 0});  // r2 = r0
+                    p.put({0x18, 0x03, 0, 0x001337B8}), p.put({0, 0, 0, static_cast<int32_t>(0x9090C300u)});
+                    p.put({0xbf, 0x30, 0, 0});  // r0 = r3
+                    p.put({0x95, 0, 0, 0});
+                    std::string why;
+                    auto prog = load(p, 8, &why);
+                    ASSERT_TRUE(prog) << why;
+                    ASSERT_TRUE(prog->jit_compiled());
+                    loaded++;
+                    std::vector<uint8_t> recs(8, 0);
+                    recs[0] = 1;  // through the later exit
+                    const auto want = run(*prog, recs, 1, CSD_BPF_MAP, {}, true);
+                    ASSERT_EQ(want[3], uint64_t(n + 1));
+                    std::string fate;
+                    FILE *said = std::tmpfile();
+                    ASSERT_TRUE(said);
+                    const bool ok = survives(
+                        [&] {
+                            const auto got = run(*prog, recs, 1, CSD_BPF_MAP, {}, false);
+                            if (got[3] == 0x37 && got[4] == 0x13 && got[5] == 0) std::fputc('!', said);
+                            std::fflush(said);
+                            return got == want;
+                        },
+                        &fate);
+                    std::rewind(said);
+                    const bool constant = std::fgetc(said) == '!';
+                    std::fclose(said);
+                    if (!ok) {
+                        ran_constant += constant;
+                        where += " (n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m) +
+                                 " q " + std::to_string(q) + ": " + (constant ? "answered 0x1337" : fate) + ")";
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_EQ(loaded, 4 * 4 * 4 * 4);
+    EXPECT_EQ(where, "") << ran_constant << " layouts ran the constant's bytes (answered 0x1337)";
+}
 
 // Outside review (issue 32): a byte swap to big endian (BPF_ALU | BPF_END | BPF_TO_BE,
 // code 0xDC) names no source register: its 0x08 bit is BPF_TO_BE, not BPF_X. bpf_check
@@ -1087,14 +1170,15 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
     // crash's program is noted and the run resumes after it.
     std::string findings;
     uint64_t crashes = 0, first = 0;
+    FuzzCounts total;
     while (first < programs) {
-        FILE *trace = std::tmpfile(), *result = std::tmpfile();
-        ASSERT_TRUE(trace && result);
+        FILE *trace = std::tmpfile(), *result = std::tmpfile(), *counts = std::tmpfile();
+        ASSERT_TRUE(trace && result && counts);
         std::string fate;
         const bool ok = survives(
             [&] {
                 FuzzCounts c;
-                const std::string bad = fuzz_rewrite(seed, first, programs, e && *e == '1', &c, trace, keep_going);
+                const std::string bad = fuzz_rewrite(seed, first, programs, e && *e == '1', &c, trace, keep_going, counts);
                 std::fprintf(result, "programs %" PRIu64 " loaded %" PRIu64 " rewritten %" PRIu64 " batched %" PRIu64
                                      " executions %" PRIu64 "\n%s",
                              c.programs, c.loaded, c.rewritten, c.batched, c.executions, bad.c_str());
@@ -1103,6 +1187,14 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
             },
             &fate);
         const std::string r = text(result), t = text(trace);
+        FuzzCounts c;
+        std::rewind(counts);
+        if (std::fread(&c, sizeof c, 1, counts) == 1) total.add(c);
+        std::string disagreements;  // what the child found before it ended, however it ended
+        char buf[4096];
+        for (size_t got; (got = std::fread(buf, 1, sizeof buf, counts)) > 0;) disagreements.append(buf, got);
+        std::fclose(counts);
+        if (r.empty()) findings += disagreements;  // (a child that finished reports them in r)
         std::fclose(trace);
         std::fclose(result);
         if (!r.empty()) {  // the child finished
@@ -1117,6 +1209,9 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
         if (std::sscanf(t.c_str(), "seed %*u program %" SCNu64, &at) != 1) break;
         first = at + 1;
     }
+    std::printf("in all: programs %" PRIu64 " loaded %" PRIu64 " rewritten (program, mode) %" PRIu64 " batched %" PRIu64
+                " executions %" PRIu64 " (each: interpreter, JIT, rewrite) crashes %" PRIu64 "\n",
+                total.programs, total.loaded, total.rewritten, total.batched, total.executions, crashes);
     EXPECT_EQ(findings, "") << crashes << " crashes";
 }
 
