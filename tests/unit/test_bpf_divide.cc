@@ -1212,7 +1212,7 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
     std::printf("in all: programs %" PRIu64 " loaded %" PRIu64 " rewritten (program, mode) %" PRIu64 " batched %" PRIu64
                 " executions %" PRIu64 " (each: interpreter, JIT, rewrite) crashes %" PRIu64 "\n",
                 total.programs, total.loaded, total.rewritten, total.batched, total.executions, crashes);
-    EXPECT_EQ(findings, "") << crashes << " crashes";
+    EXPECT_EQ(findings.substr(0, 6000), "") << crashes << " crashes (the findings' first 6000 characters above)";
 }
 
 // Outside review (issue 32): one loaded program run by several threads at once (as compute
