@@ -863,6 +863,18 @@ Prog random_branchy(std::mt19937_64 &g, uint32_t rs, bool with_end)
             const uint8_t dst = op == 0xB0 && !in_branch ? d : any_num();
             p.put({code, dst, 0, k});
             set(dst);
+            if (op == 0xD0 && !in_branch && dst != 0 && g() % 2) {  // compared at once: "r0 = 1; if dst OP imm goto +1; r0 = 0; exit"
+                static const uint8_t ucmps[] = {0x20, 0x30, 0xA0, 0xB0};
+                const size_t at = p.code.size();
+                p.put({0x05, 0, 0, 0});  // if ... goto over the early exit (patched below)
+                p.put({0xb7, 0x00, 0, 1});
+                p.put({static_cast<uint8_t>(0x05 | ucmps[g() % 4]), dst, 1, imm() & 0x7FFF});
+                p.put({0xb7, 0x00, 0, 0});
+                p.put({0x95, 0, 0, 0});
+                p.code[at] = {0x55, dst, 4, 0x1234};  // if dst != 0x1234 goto +4: the later code too
+                forget(0);
+                if (g() % 2) p.code[at] = {0x15, dst, 4, 0x1234};  // or: if dst == 0x1234
+            }
             return true;
         }
         if (what <= 9) {  // ALU by a register (shifts by another register, no division)
@@ -989,7 +1001,9 @@ std::string fuzz_rewrite(uint64_t seed, uint64_t first, uint64_t programs, bool 
                                       0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF80000000};
     for (uint64_t prog_no = first; prog_no < programs; prog_no++) {
         std::mt19937_64 g(seed * 1000003 + prog_no);  // each program on its own (a run may resume after a crash)
-        const uint32_t rs = g() % 2 ? 16 : 8 << (g() % 4);
+        // record sizes that do and do not divide the map's 4 KiB scratch, up to more than 4 KiB / 32
+        static const uint32_t sizes[] = {8, 16, 16, 24, 32, 40, 64, 100, 120, 121, 128, 136, 200, 1000, 4096};
+        const uint32_t rs = sizes[g() % std::size(sizes)];
         const Prog p = prog_no % 4 == 3 ? random_straight(g, rs) : random_branchy(g, rs, with_end);
         c->programs++;
         if (trace) c->note(trace_counts);
@@ -1142,6 +1156,39 @@ TEST(BpfReview, ByteSwapsToBigEndianLoad)
             std::string why;
             auto prog = load(p, 8, &why);
             EXPECT_TRUE(prog) << "code " << std::hex << int(end) << std::dec << " width " << width << ": " << why;
+        }
+    }
+}
+
+// Outside review (issue 32): a byte swap to little endian of 16 or 32 bits (code 0xD4, imm 16
+// or 32) keeps only those bits (zero-extended), as Linux and DPDK's JIT compute it; DPDK
+// 22.11's interpreter (bpf_exec.c) leaves all 64 bits as they were. The device interprets a
+// program its JIT would miscompile (bpf_jit_unsafe: a JSET anywhere, a shift or division by
+// itself, a 32-bit division by a register) or when told to (csd_core_set_bpf_interpreted):
+// the same computation answers differently. "r0 = *(u64 *)(r1 + 0); r0 = le16 r0; exit" over
+// 0x8877665544332211: JIT 0x2211, interpreted 0x8877665544332211 (le32: 0x44332211 against
+// the whole). Found by RandomBranchyProgramsAnswerAsLoaded (JIT != interpreter). FAILS on
+// main.
+TEST(BpfReview, LittleEndianSwapsAnswerAlikeInEveryEngine)
+{
+    for (const int32_t width : {16, 32, 64}) {
+        for (const bool jset : {false, true}) {  // with a JSET (never taken), the program is interpreted
+            Prog p;
+            p.put({0x79, 0x10, 0, 0});     // r0 = *(u64 *)(r1 + 0)
+            p.put({0xd4, 0x00, 0, width});  // r0 = le r0
+            if (jset) p.put({0x45, 0x00, 0, 0});  // if r0 & 0 goto +0
+            p.put({0x95, 0, 0, 0});
+            std::string why;
+            auto prog = load(p, 8, &why);
+            ASSERT_TRUE(prog) << why;
+            EXPECT_EQ(prog->jit_compiled(), !jset);
+            std::vector<uint8_t> recs(8);
+            const uint64_t v = 0x8877665544332211ull;
+            std::memcpy(recs.data(), &v, 8);
+            const auto got = run(*prog, recs, 1, CSD_BPF_REDUCE, {}, false);  // dw0, dw1: the answer
+            const uint64_t answer = got[1] | got[2] << 32;
+            const uint64_t want = width == 64 ? v : v & ((uint64_t{1} << width) - 1);
+            EXPECT_EQ(answer, want) << std::hex << "le" << std::dec << width << (jset ? " interpreted" : " JIT-compiled");
         }
     }
 }
