@@ -1193,6 +1193,40 @@ TEST(BpfReview, LittleEndianSwapsAnswerAlikeInEveryEngine)
     }
 }
 
+// Outside review (issue 32): a loaded program and its rewrites across fork: the child runs
+// the rewrite its parent made (params seen before) and makes new ones (params not seen),
+// each answering as the program as loaded did in the parent.
+TEST(BpfReview, RewritesAnswerAsLoadedAcrossFork)
+{
+    const auto prog = load_example("threshold");
+    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
+    std::mt19937_64 g(9);
+    const uint32_t n = 2 * 32 + 3;
+    const auto recs = edge_records(g, 16, n);
+    const std::vector<uint64_t> seen = {5}, unseen = {uint64_t{1} << 63};
+    std::vector<std::vector<uint64_t>> want;
+    for (const auto *prm : {&seen, &unseen}) {
+        for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) want.push_back(run(*prog, recs, n, mode, *prm, true));
+    }
+    prog->set_specialise_min_records(1);
+    prog->set_rewrite_budget(false);
+    for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) ASSERT_EQ(run(*prog, recs, n, mode, seen, false), want[mode]);
+    const uint64_t made = prog->rewrites();
+    std::string fate;
+    EXPECT_TRUE(survives(
+        [&] {
+            bool ok = true;
+            for (int k = 0; k < 2; k++) {
+                for (uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
+                    ok &= run(*prog, recs, n, mode, k ? unseen : seen, false) == want[3 * k + mode];
+                }
+            }
+            return ok && prog->rewrites() == made + 3;  // the seen ones kept, three new
+        },
+        &fate))
+        << fate;
+}
+
 // Outside review (issue 32): random programs with branches, 32-bit operations and byte
 // swaps, loads of every width and params, through the interpreter, the JIT and the rewrite
 // (CSD_REVIEW_PROGRAMS programs, 600 unless set; CSD_REVIEW_SEED the seed). Byte swaps of
