@@ -1138,6 +1138,42 @@ TEST(BpfReview, LaterExitsNeverRunTheProgramsConstants)
     EXPECT_EQ(where, "") << ran_constant << " layouts ran the constant's bytes (answered 0x1337)";
 }
 
+// Outside review (issue 32): a program whose JIT-compiled code is sound as loaded, but whose
+// rewrite for an Execute (two selects made branch-free: 16 and 12 instructions where each
+// was 4) moves its last exit 127-128 bytes after the first, into DPDK's emit_abs_jmp fault
+// (LaterExitsJumpBackToTheEpilogueAtEveryDistance): the Execute kills the emulator once it is
+// long enough to be rewritten. Found by RandomBranchyProgramsAnswerAsLoaded (seed 32, program
+// 394). FAILS on main (the rewritten run killed by SIGSEGV).
+TEST(BpfReview, RewriteMovesAnExitIntoTheJitFault)
+{
+    const std::vector<TI> code = {
+        {0xbf, 0x16, 0, 0},  {0x79, 0x67, 0, 0},  {0x79, 0x64, 16, 0}, {0xdd, 0x47, 4, 0},  {0x0f, 0x47, 0, 0},
+        {0x61, 0x67, 20, 0}, {0x67, 0x07, 0, 32}, {0xc7, 0x07, 0, 32}, {0xa7, 0x04, 0, 32767}, {0x7b, 0x7a, -8, 0},
+        {0x47, 0x04, 0, 127}, {0x75, 0x07, 4, 65535}, {0xb7, 0x00, 0, 5}, {0x2d, 0x77, 1, 0}, {0xb7, 0x00, 0, -7},
+        {0x95, 0x00, 0, 0},  {0x18, 0x01, 0, 4},  {0x00, 0x00, 0, 0},  {0x85, 0x10, 0, -1}, {0x61, 0x69, 12, 0},
+        {0x6d, 0x97, 5, 0},  {0x79, 0x69, 24, 0}, {0x69, 0x67, 18, 0}, {0x67, 0x07, 0, 48}, {0xc7, 0x07, 0, 48},
+        {0x61, 0x60, 24, 0}, {0xaf, 0x07, 0, 0},  {0x61, 0x62, 16, 0}, {0x67, 0x02, 0, 32}, {0xc7, 0x02, 0, 32},
+        {0xb7, 0x00, 0, 0},  {0xd5, 0x07, 1, 0},  {0xb7, 0x00, 0, 1},  {0x95, 0x00, 0, 0}};
+    auto prog = load(Prog::with_params(code), 32);
+    ASSERT_TRUE(prog);
+    ASSERT_TRUE(prog->jit_compiled());
+    std::mt19937_64 g(394);
+    const uint32_t n = 40;
+    const auto recs = edge_records(g, 32, n);
+    const auto want = run(*prog, recs, n, CSD_BPF_FILTER, {}, true);
+    for (const bool rewritten : {false, true}) {
+        std::string fate;
+        const bool ok = survives(
+            [&] {
+                prog->set_specialise_min_records(rewritten ? 1 : UINT32_MAX);
+                prog->set_rewrite_budget(false);
+                return run(*prog, recs, n, CSD_BPF_FILTER, {}, false) == want;
+            },
+            &fate);
+        EXPECT_TRUE(ok) << (rewritten ? "rewritten: " : "as loaded: ") << fate;
+    }
+}
+
 // Outside review (issue 32): a byte swap to big endian (BPF_ALU | BPF_END | BPF_TO_BE,
 // code 0xDC) names no source register: its 0x08 bit is BPF_TO_BE, not BPF_X. bpf_check
 // (bpf_check_memory, the ALU case) reads it as "by register" and refuses the program when r0
