@@ -766,6 +766,14 @@ std::vector<uint8_t> edge_records(std::mt19937_64 &g, uint32_t rs, uint32_t coun
     return recs;
 }
 
+// examples/bpf/threshold.o loaded for 16-byte records (null without eBPF objects), and n
+// edge_records from seed.
+std::pair<std::unique_ptr<csd::core::BpfProgram>, std::vector<uint8_t>> threshold_over(uint64_t seed, uint32_t n)
+{
+    std::mt19937_64 g(seed);
+    return {load_example("threshold"), edge_records(g, 16, n)};
+}
+
 }  // namespace
 
 // Outside review (issue 32): an ALU32 byte swap of 64 bits (le64, be64: code 0xD4/0xDC,
@@ -796,7 +804,9 @@ TEST(BpfReview, SixtyFourBitByteSwapIsNotAThirtyTwoBitValue)
         for (const uint32_t mode : {CSD_BPF_FILTER, CSD_BPF_MAP, CSD_BPF_REDUCE}) {
             const Engines e = engines(*prog, recs, n, mode, {});
             ASSERT_EQ(e.jit, e.interpreted) << "code " << std::hex << int(end);
-            if (mode == CSD_BPF_REDUCE) EXPECT_EQ(e.interpreted[1], n);  // dw0: the sum, 1 a record
+            if (mode == CSD_BPF_REDUCE) {
+                EXPECT_EQ(e.interpreted[1], n);  // dw0: the sum, 1 a record
+            }
             EXPECT_EQ(e.rewritten, e.interpreted) << "code " << std::hex << int(end) << std::dec << " mode " << mode
                                                   << ": dw0 " << e.rewritten[1] << ", as loaded " << e.interpreted[1];
         }
@@ -825,7 +835,6 @@ Prog random_branchy(std::mt19937_64 &g, uint32_t rs, bool with_end)
     Prog p;
     p.put({0xbf, reg(6, 1), 0, 0});  // r6 = r1
     std::vector<uint8_t> nums;
-    auto has = [&](uint8_t r) { return std::find(nums.begin(), nums.end(), r) != nums.end(); };
     auto forget = [&](uint8_t r) { nums.erase(std::remove(nums.begin(), nums.end(), r), nums.end()); };
     auto set = [&](uint8_t r) { forget(r), nums.push_back(r); };
     auto any_num = [&] { return nums[g() % nums.size()]; };
@@ -1234,11 +1243,9 @@ TEST(BpfReview, LittleEndianSwapsAnswerAlikeInEveryEngine)
 // each answering as the program as loaded did in the parent.
 TEST(BpfReview, RewritesAnswerAsLoadedAcrossFork)
 {
-    const auto prog = load_example("threshold");
-    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
-    std::mt19937_64 g(9);
     const uint32_t n = 2 * 32 + 3;
-    const auto recs = edge_records(g, 16, n);
+    const auto [prog, recs] = threshold_over(9, n);
+    if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
     const std::vector<uint64_t> seen = {5}, unseen = {uint64_t{1} << 63};
     std::vector<std::vector<uint64_t>> want;
     for (const auto *prm : {&seen, &unseen}) {
@@ -1338,11 +1345,10 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
 // loaded gives them, run alone beforehand.
 TEST(BpfReview, ThreadsShareOneProgramAndItsRewrites)
 {
-    const auto prog = load_example("threshold");
+    const uint32_t n = 3 * 32 + 7;
+    const auto [prog, recs] = threshold_over(7, n);
     if (!prog) GTEST_SKIP() << "no eBPF objects (clang for the BPF target was not found)";
     std::mt19937_64 g(7);
-    const uint32_t n = 3 * 32 + 7;
-    const auto recs = edge_records(g, 16, n);
     constexpr int kThreads = 4, kSets = 6, kRounds = 150;
     std::vector<std::vector<uint64_t>> want(kSets * 3);
     std::vector<uint64_t> prm(kSets);
