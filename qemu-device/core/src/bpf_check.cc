@@ -230,7 +230,8 @@ bool bpf_check_memory(const std::vector<uint64_t> &insns, const std::vector<bool
         if (ins.dst == 10 && (cls == 0x00 || cls == 0x01 || cls == 0x04 || cls == 0x07)) {
             return no("writes r10 (the frame pointer is read-only)");
         }
-        const bool reg_src = ins.code & 0x08;
+        // (an END's 0x08 bit says to big-endian, not a source register: found by an outside review)
+        const bool reg_src = (ins.code & 0x08) && (ins.code & 0xF7) != 0xD4;
         static constexpr int kSizes[4] = {4, 2, 1, 8};  // BPF_W, BPF_H, BPF_B, BPF_DW
         const int size = kSizes[(ins.code >> 3) & 3];
         // Checks an access of size bytes at base + off; for the stack, *first is the byte

@@ -26,6 +26,7 @@ constexpr uint8_t kLddw = 0x18;      // BPF_LD | BPF_IMM | BPF_DW: two slots, a 
 constexpr uint8_t kCall = 0x85;      // BPF_JMP | BPF_CALL
 constexpr uint8_t kExit = 0x95;      // BPF_JMP | BPF_EXIT
 constexpr uint8_t kJa = 0x05;        // BPF_JMP | BPF_JA
+constexpr uint8_t kEndLe = 0xD4;     // BPF_ALU | BPF_END | BPF_TO_LE
 constexpr uint8_t kPseudoCall = 1;   // the src_reg clang writes in a call it relocates
 
 using Insn = BpfInsn;
@@ -267,6 +268,7 @@ bool bpf_read_image(const uint8_t *image, size_t size, uint32_t record_size, Bpf
         }
     }
 
+    bpf_normalise(&insns);
     if (!bpf_check_instructions(insns, record_size, fault, why)) return false;
     // Every call names a helper: a call left as it was in the image could mean anything.
     // (Second halves of 64-bit loads are zero by now: every slot coded as a call is one.)
@@ -280,6 +282,46 @@ bool bpf_read_image(const uint8_t *image, size_t size, uint32_t record_size, Bpf
     out->insns = std::move(insns);
     out->name = std::string(entry).substr(0, CSD_BPF_ENTRY_NAME_LEN);
     return true;
+}
+
+void bpf_normalise(std::vector<uint64_t> *insns)
+{
+    std::vector<uint64_t> &v = *insns;
+    const size_t n = v.size();
+    std::vector<size_t> exits;  // the exits, in order (a 64-bit load's second half is never one)
+    for (size_t i = 0; i < n; i++) {
+        Insn ins = decode(v[i]);
+        if (ins.code == kLddw) {
+            i++;
+        } else if (ins.code == kExit) {
+            exits.push_back(i);
+        } else if (ins.code == kEndLe) {
+            // le16: and 0xffff; le32: w = w (zero-extends); le64 (and any other width, which
+            // the runtime's verifier refuses anyway): r = r
+            const uint8_t dst = ins.dst;
+            ins = Insn{};
+            ins.dst = ins.src = dst;
+            if (decode(v[i]).imm == 16) {
+                ins.code = 0x57;  // BPF_ALU64 | BPF_AND | BPF_K
+                ins.src = 0;
+                ins.imm = 0xFFFF;
+            } else {
+                ins.code = decode(v[i]).imm == 32 ? 0xBC : 0xBF;  // BPF_ALU / BPF_ALU64 | BPF_MOV | BPF_X
+            }
+            v[i] = bpf_encode(ins);
+        }
+    }
+    // Each exit jumps to the farthest later exit a 16-bit offset reaches (the last one if it
+    // can), so every exit's path ends at the last exit, the only one compiled as an epilogue.
+    for (size_t k = 0, j = 0; k + 1 < exits.size(); k++) {
+        j = std::max(j, k + 1);
+        while (j + 1 < exits.size() && exits[j + 1] - exits[k] - 1 <= INT16_MAX) j++;
+        if (exits[j] - exits[k] - 1 > INT16_MAX) continue;  // none in reach: left (the JIT is then not used)
+        Insn ja{};
+        ja.code = kJa;
+        ja.off = static_cast<int16_t>(exits[j] - exits[k] - 1);
+        v[exits[k]] = bpf_encode(ja);
+    }
 }
 
 bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_size, uint32_t *fault,
@@ -312,6 +354,9 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
             next = i + 2;
         } else if (ins.code == kExit) {
             next = n + 1;  // ends the program
+        } else if (ins.code == kEndLe) {
+            return no_at(at, where + " is a little-endian byte swap, which DPDK's interpreter and JIT answer "
+                                     "differently (an image's are replaced by and / mov before this check)");
         } else if (ins.code == kCall) {
             if (ins.src != 0 || ins.dst != 0 || ins.off != 0 || static_cast<uint32_t>(ins.imm) >= kNrBpfHelpers) {
                 return no_at(at, where + " is a call that names no helper");
@@ -401,7 +446,7 @@ double bpf_verifier_steps(const std::vector<uint64_t> &insns)
 
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
 {
-    for (uint64_t v : insns) {
+    for (const uint64_t &v : insns) {
         const Insn ins = decode(v);
         const uint8_t cls = ins.code & 0x07, op = ins.code & 0xF0;
         if (cls == 0x05 && op == 0x40) return true;  // BPF_JMP | BPF_JSET
@@ -416,6 +461,10 @@ bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
         // move: "r0 = 2^63; w9 %= w4" answered 0; found by fuzz_elf). (64-bit ones by a
         // register are refused: bpf_check_instructions.)
         if (cls == 0x04 && divide && (ins.code & 0x08)) return true;
+        // An exit before the last instruction jumps back to the first one's epilogue, and
+        // any backward jump of 127 or 128 bytes is encoded as a forward one.
+        if (ins.code == kExit && &v != &insns.back()) return true;
+        if ((cls == 0x05 || cls == 0x06) && ins.code != kExit && ins.code != kCall && ins.off < 0) return true;
     }
     return false;
 }

@@ -60,12 +60,23 @@ struct BpfCode {
 bool bpf_read_image(const uint8_t *image, size_t size, uint32_t record_size, BpfCode *out, uint32_t *fault,
                     std::string *why);
 
+// Rewrites instructions, one slot for one slot, into forms DPDK 22.11 runs alike in its JIT
+// and its interpreter and encodes correctly: every exit but the last becomes a forward jump
+// to a later exit (the farthest a jump reaches; DPDK's JIT jumps back to the epilogue of the
+// first exit it compiled and encodes a distance of 127 or 128 bytes as a forward rel8, into
+// whatever lies there: found by an outside review), and le16 / le32 / le64 become the
+// and / 32-bit move / no-op they mean on this host (DPDK's interpreter kept all 64 bits
+// where its JIT and Linux keep 16 or 32). Run before bpf_check_instructions, which then
+// checks exactly what the runtime gets.
+void bpf_normalise(std::vector<uint64_t> *insns);
+
 // The device's own checks of instructions, before the runtime's verifier sees them: what
 // DPDK 22.11's verifier lets through and then mishandles (found by fuzz_program and
 // fuzz_elf) and what cannot be meant (Linux's verifier refuses all of them too): a call
 // that names no helper, a jump outside the program or into the middle of a 64-bit load, a
 // 64-bit load without its second half (which must be zero but for its imm), a shift by an
-// immediate of the register's width or more, any way to run past the last instruction;
+// immediate of the register's width or more, any way to run past the last instruction, a
+// little-endian byte swap (DPDK's engines disagree on it: bpf_normalise replaces them);
 // then bpf_check_memory. Returns false with *fault and *why as bpf_read_image.
 bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_size, uint32_t *fault,
                             std::string *why);
@@ -88,7 +99,8 @@ double bpf_verifier_steps(const std::vector<uint64_t> &insns);
 // and interpret fine: a JSET ("if dst & src goto", found by fuzz_program), a shift,
 // division or remainder of a register by itself ("r0 <<= r0", "r0 /= r0", found by
 // fuzz_elf), a 32-bit division or remainder by a register (it clears r0's upper half,
-// found by fuzz_elf).
+// found by fuzz_elf), an exit before the last instruction or a jump backward (DPDK's JIT
+// mis-encodes backward jumps of 127 or 128 bytes; bpf_normalise removes the exits).
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns);
 
 }  // namespace csd::core

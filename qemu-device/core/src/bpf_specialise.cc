@@ -135,6 +135,8 @@ void track(const BpfInsn &a, uint64_t wide_imm, Range reg[11])
         uint64_t v;
         if (op != kOpEnd && (op == kOpMov || d.exact()) && s.exact() && fold(a.code, static_cast<uint64_t>(d.lo), static_cast<uint64_t>(s.lo), &v)) {
             r = exactly(v);
+        } else if (op == kOpEnd) {  // a byte swap of the low 16, 32 or 64 bits (zero-extended)
+            r = a.imm == 16 ? Range{0, 0xFFFF} : a.imm == 32 ? Range{0, kU32Max} : Range{};
         } else if (!wide) {
             r = op == kOpMov && s.lo >= 0 && s.hi <= kU32Max ? s : Range{0, kU32Max};
         } else {
