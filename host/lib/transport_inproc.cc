@@ -48,7 +48,7 @@ namespace {
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
-constexpr uint32_t kMaxNsid = 256;          // the standard front end's NSIDs go up to this (as QEMU's)
+constexpr uint32_t kMaxNsid = 256;          // NN: NSIDs 1..256, as QEMU's (the standard front end's too)
 
 std::future<Completion> ready(Completion c)
 {
@@ -123,7 +123,7 @@ public:
             ::close(fd_);
             throw Error(std::string("emu: ") + why, EINVAL);
         }
-        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
+        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, kMaxNsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr,
                          nullptr, nullptr, nvm_io, "csd-inproc", "nvme-csd in-process device"};
         // no timer: a held completion's thread waits (wait_until); nvm_io: the core answers

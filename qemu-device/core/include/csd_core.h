@@ -468,9 +468,11 @@ struct csd_port {
      * answers every I/O command of the NVM namespaces (csd_core_nvm_submit). */
     uint16_t (*nvm_io)(void *req, uint32_t nsid, int write, uint64_t off, uint64_t len);
     /* With nvm_io the core is the whole controller: it also answers Identify of the
-     * controller (CNS 01h: these, MDTS from max_transfer, the CSD1 signature), of an NVM
-     * namespace (00h), the NVM namespace list (07h) and the command set vector (1Ch), and
-     * refuses the admin commands it lacks. Identify Controller's serial and model number. */
+     * controller (CNS 01h: QEMU's answer for what both say, these, MDTS from max_transfer,
+     * NN max_nsid, what it lacks of QEMU's optional features left out), of an NVM namespace
+     * (00h; zeros for an NSID in range with none), the NVM namespace list (07h) and the
+     * command set vector (1Ch), and refuses the admin commands it lacks. Identify
+     * Controller's serial and model number. */
     const char *serial, *model;
 };
 
@@ -543,8 +545,10 @@ uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct
 
 /*
  * An I/O command of an NVM namespace that is not the command set's, for an embedding with
- * port->nvm_io (csd_core_submit calls it): Invalid Namespace for an NSID ns_info does not
- * know, NVM Read, Write and Flush checked (csd_core_nvm_decode; any other opcode: Invalid
+ * port->nvm_io (csd_core_submit calls it). Its NSID as QEMU's nvme_io_cmd checks it: Invalid
+ * Namespace or Format for 0, FFFFFFFFh or one above port->max_nsid, Invalid Field for one in
+ * range that ns_info does not know; a Flush of FFFFFFFFh flushes every namespace ns_info
+ * knows. NVM Read, Write and Flush checked (csd_core_nvm_decode; any other opcode: Invalid
  * Opcode) and moved by port->nvm_io. The final status; *finish_ns its modelled finish
  * (csd_core_model_nvm; 0: model off, or the command failed), for csd_core_model_hold.
  */
@@ -576,7 +580,8 @@ int csd_core_vendor(const csd_core *core);
  */
 void csd_core_set_vendor_io(csd_core *core, int on);
 /* Identify Controller's (4096 bytes at id) fields of the command sets: the CSD1 signature at
- * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it. */
+ * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it; with the standard
+ * front end on, NVM Copy (ONCS bit 8) with source format 4h (OCFS bit 4) ORed in. */
 void csd_core_identify_ctrl(const csd_core *core, uint8_t *id);
 /* Identify I/O Command Set data structure (CNS 1Ch): adds the memory (SLM) and compute (CP)
  * command sets to the controller's first vector with the standard front end on. */
