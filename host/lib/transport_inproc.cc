@@ -246,22 +246,19 @@ private:
         }
         const uint16_t st = csd_core_submit(core_, &sqe, &port_, static_cast<Cmd *>(req), &cpl, &op);
         if (st == CSD_CORE_LATER) return fut;
-        forget(req);
+        unlist(req);
+        delete req;
         gate_.leave();
         wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
         return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
 
-    // A request the core no longer holds (abort() finds it no more).
-    void forget(Req *req)
+    // A request whose work is done: abort() finds it no more.
+    void unlist(Req *req)
     {
-        {
-            std::lock_guard<std::recursive_mutex> g(reqs_mu_);
-            reqs_.erase(req);
-        }
-        delete req;
+        std::lock_guard<std::recursive_mutex> g(reqs_mu_);
+        reqs_.erase(req);
     }
-
 
     // An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit).
     Completion nvm(const Command &cmd, uint64_t *finish)
@@ -322,14 +319,16 @@ private:
         done(arg, static_cast<Cmd *>(req)->t->file_io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
     }
 
-    // A command the core ended later: no earlier than its modelled finish.
+    // A command the core ended later: no earlier than its modelled finish, and not abortable
+    // while it waits for it (its work is done, as in QEMU, whose Abort finds nothing then).
     static void port_complete(void *req, uint16_t status, const csd_cpl *cpl)
     {
         auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
         TransportInproc *t = r->t;
+        t->unlist(r);
         t->wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
         r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
-        t->forget(r);
+        delete r;
         t->gate_.leave();
     }
 

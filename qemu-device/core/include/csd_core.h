@@ -255,9 +255,12 @@ void csd_core_set_model(csd_core *core, const struct csd_model_params *p);
 void csd_core_model_idle(csd_core *core);
 /* Whether the core's model is on. */
 int csd_core_model_on(const csd_core *core);
+/* The latest modelled finish, ns: a signed 64-bit clock's end (QEMU's timers; 292 years). */
+#define CSD_MODEL_MAX_NS 0x7FFFFFFFFFFFFFFFull
 /*
  * When the modelled drive completes work w that arrived at now_ns (any clock, the same
- * for every call); 0 when the model is off. Counts busy time per resource (C1h).
+ * for every call), at most CSD_MODEL_MAX_NS; 0 when the model is off. Counts busy time per
+ * resource (C1h).
  */
 uint64_t csd_core_model_schedule(csd_core *core, const struct csd_model_work *w, uint64_t now_ns);
 /*
@@ -482,7 +485,8 @@ struct csd_port {
  * finish_ns (a csd_cpl's, csd_core_model_nvm's; 0: not modelled): counts the delay the model
  * adds, or an overrun. Returns 0 when it is to be posted now: not modelled, due already, or
  * its command can no longer wait (port->startable says 0: its queue is being deleted or
- * the controller reset). Otherwise the model holds it until the returned finish: with
+ * the controller reset). Otherwise the model holds it until the returned finish (at most
+ * CSD_MODEL_MAX_NS, as is every time given to port->arm_timer): with
  * port->arm_timer the core keeps it, ordered by finish, and posts it through port->post
  * (csd_core_model_timer); without, the embedding waits until then itself and posts it.
  */
