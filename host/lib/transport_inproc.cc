@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -72,23 +71,6 @@ public:
     {
         const size_t q = spec.find('?');
         path_ = spec.substr(0, q);
-        std::map<std::string, std::string> kv;
-        if (q != std::string::npos) {
-            std::string rest = spec.substr(q + 1);
-            size_t start = 0;
-            while (start <= rest.size()) {
-                const size_t amp = rest.find('&', start);
-                const std::string item = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
-                const size_t eq = item.find('=');
-                if (!item.empty()) {
-                    if (item == "help") throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
-                    if (eq == std::string::npos) throw Error("emu: option '" + item + "' needs a value", EINVAL);
-                    kv[item.substr(0, eq)] = item.substr(eq + 1);
-                }
-                if (amp == std::string::npos) break;
-                start = amp + 1;
-            }
-        }
         // The core's option table reads and checks every option (csd_config.h): the names,
         // values and messages of QEMU's csd.<name> properties, with "emu: " before them.
         struct Config : csd_config {
@@ -96,10 +78,9 @@ public:
             ~Config() { csd_config_clear(this); }
         } cfg;
         char why[512];
-        for (auto &[k, v] : kv) {
-            if (csd_config_set(&cfg, k.c_str(), v.c_str(), why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
-        }
-        if (csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
+        const int read = csd_config_set_list(&cfg, q == std::string::npos ? "" : spec.c_str() + q + 1, why, sizeof why);
+        if (read > 0) throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
+        if (read < 0 || csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         lba_ = static_cast<uint32_t>(cfg.lba_size);
         const uint64_t size = cfg.backing_size;
