@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -48,7 +47,7 @@ namespace {
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
-constexpr uint32_t kMaxNsid = 256;          // the standard front end's NSIDs go up to this (as QEMU's)
+constexpr uint32_t kMaxNsid = 256;          // NN: NSIDs 1..256, as QEMU's (the standard front end's too)
 
 std::future<Completion> ready(Completion c)
 {
@@ -72,23 +71,6 @@ public:
     {
         const size_t q = spec.find('?');
         path_ = spec.substr(0, q);
-        std::map<std::string, std::string> kv;
-        if (q != std::string::npos) {
-            std::string rest = spec.substr(q + 1);
-            size_t start = 0;
-            while (start <= rest.size()) {
-                const size_t amp = rest.find('&', start);
-                const std::string item = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
-                const size_t eq = item.find('=');
-                if (!item.empty()) {
-                    if (item == "help") throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
-                    if (eq == std::string::npos) throw Error("emu: option '" + item + "' needs a value", EINVAL);
-                    kv[item.substr(0, eq)] = item.substr(eq + 1);
-                }
-                if (amp == std::string::npos) break;
-                start = amp + 1;
-            }
-        }
         // The core's option table reads and checks every option (csd_config.h): the names,
         // values and messages of QEMU's csd.<name> properties, with "emu: " before them.
         struct Config : csd_config {
@@ -96,10 +78,9 @@ public:
             ~Config() { csd_config_clear(this); }
         } cfg;
         char why[512];
-        for (auto &[k, v] : kv) {
-            if (csd_config_set(&cfg, k.c_str(), v.c_str(), why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
-        }
-        if (csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
+        const int read = csd_config_set_list(&cfg, q == std::string::npos ? "" : spec.c_str() + q + 1, why, sizeof why);
+        if (read > 0) throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
+        if (read < 0 || csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
         if (path_.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
         lba_ = static_cast<uint32_t>(cfg.lba_size);
         const uint64_t size = cfg.backing_size;
@@ -123,7 +104,7 @@ public:
             ::close(fd_);
             throw Error(std::string("emu: ") + why, EINVAL);
         }
-        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, ns_.nsid,
+        port_ = csd_port{from_host, to_host, ns_info, port_now, this, kMaxTransfer, kMaxNsid,
                          ns_read, ns_write, port_complete, exclusive, run, nullptr,
                          nullptr, nullptr, nvm_io, "csd-inproc", "nvme-csd in-process device"};
         // no timer: a held completion's thread waits (wait_until); nvm_io: the core answers
@@ -246,22 +227,19 @@ private:
         }
         const uint16_t st = csd_core_submit(core_, &sqe, &port_, static_cast<Cmd *>(req), &cpl, &op);
         if (st == CSD_CORE_LATER) return fut;
-        forget(req);
+        unlist(req);
+        delete req;
         gate_.leave();
         wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
         return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
     }
 
-    // A request the core no longer holds (abort() finds it no more).
-    void forget(Req *req)
+    // A request whose work is done: abort() finds it no more.
+    void unlist(Req *req)
     {
-        {
-            std::lock_guard<std::recursive_mutex> g(reqs_mu_);
-            reqs_.erase(req);
-        }
-        delete req;
+        std::lock_guard<std::recursive_mutex> g(reqs_mu_);
+        reqs_.erase(req);
     }
-
 
     // An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit).
     Completion nvm(const Command &cmd, uint64_t *finish)
@@ -322,14 +300,16 @@ private:
         done(arg, static_cast<Cmd *>(req)->t->file_io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
     }
 
-    // A command the core ended later: no earlier than its modelled finish.
+    // A command the core ended later: no earlier than its modelled finish, and not abortable
+    // while it waits for it (its work is done, as in QEMU, whose Abort finds nothing then).
     static void port_complete(void *req, uint16_t status, const csd_cpl *cpl)
     {
         auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
         TransportInproc *t = r->t;
+        t->unlist(r);
         t->wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
         r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
-        t->forget(r);
+        delete r;
         t->gate_.leave();
     }
 

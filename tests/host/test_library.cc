@@ -1556,6 +1556,39 @@ TEST(TimingModel, RefusedReadsAndWritesCostNoMediaTime)
     unlink(path.c_str());
 }
 
+// Found by an outside review: abort() of a command whose completion the timing model holds
+// back (its work done, waiting only for its modelled finish) answered true though nothing
+// was aborted; QEMU's Abort finds nothing to cancel then either. An SLM Load of a drive with
+// 1 s media reads: done at once, held for a second.
+TEST(TimingModel, AnAbortOfACompletionTheModelHoldsFindsNothing)
+{
+    const std::string path = model_backing_file();
+    auto dev = Device::open("emu:" + path + "?size=64M&nvme-cs=1&model.media-read-latency-ns=1000000000");
+    if (dev->front_end() != FrontEnd::Vendor) GTEST_SKIP() << "an SLM Load is a vendor command";
+    Transport &t = dev->transport();
+    Command load;
+    load.opcode = CSD_OPC_SLM_LOAD;
+    load.nsid = 1;
+    load.cdw12 = 7;  // 8 LBAs from LBA 0 into SLM offset 0
+    std::atomic<bool> done{false};
+    Completion got{};
+    std::thread submitter([&] {
+        got = t.submit_async(load).get();
+        done = true;
+    });
+    // held once the model counted the delay it holds the completion back (C1h)
+    const auto t0 = std::chrono::steady_clock::now();
+    while (dev->stats().model_delay_ns == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_GT(dev->stats().model_delay_ns, 0u);
+    EXPECT_FALSE(done) << "still held for its 1 s media read";
+    EXPECT_FALSE(t.abort(load)) << "nothing to abort: its work is done";
+    submitter.join();
+    EXPECT_EQ(got.status, 0) << "it completes, not aborted";
+    unlink(path.c_str());
+}
+
 TEST_F(Library, DownloadedProgramsFilterMapReduce)
 {
     if (!(dev->caps().program_types & (1u << CSD_PROGRAM_TYPE_EBPF))) GTEST_SKIP() << "no eBPF runtime on this device";

@@ -77,6 +77,23 @@ TEST(Config, ValuesAndAliases)
     EXPECT_STREQ(c.plugin_dir, "/x");
 }
 
+// The in-process device's emu:FILE?a=b&c=d list, read by the table in the order given.
+TEST(Config, AListOfOptions)
+{
+    Config e(CSD_OPTION_EMU);
+    char err[512] = "";
+    EXPECT_EQ(csd_config_set_list(&e, "slm=16M&&cu=3&slm-size=32M", err, sizeof err), 0) << err;
+    EXPECT_EQ(e.slm_size, 32u << 20) << "the last one given";
+    EXPECT_EQ(e.compute_units, 3u);
+    EXPECT_EQ(csd_config_set_list(&e, "", err, sizeof err), 0);
+    EXPECT_EQ(csd_config_set_list(&e, "cu=2&help", err, sizeof err), 1);
+    EXPECT_EQ(e.compute_units, 3u) << "nothing read with help";
+    EXPECT_EQ(csd_config_set_list(&e, "cu=2&vendor", err, sizeof err), -1);
+    EXPECT_STREQ(err, "option 'vendor' needs a value");
+    EXPECT_EQ(csd_config_set_list(&e, "cu=300", err, sizeof err), -1);
+    EXPECT_STREQ(err, "compute-units: 0 .. 256, not '300'");
+}
+
 // A bad value: one message, naming the option with the embedding's prefix, its range and
 // the value; the same text for QEMU ("csd.") and the in-process device (no prefix).
 TEST(Config, BadValuesNameTheOption)

@@ -633,7 +633,8 @@ TEST_F(Controller, WithNvmIoTheCoreAnswersIdentifyAndRefusesTheRest)
     std::memcpy(&nsze, id.data.data(), 8);
     EXPECT_EQ(nsze, 1u << 20);
     EXPECT_EQ(id.data[130], 9) << "LBA format 0: 512-byte LBAs";
-    EXPECT_EQ(submit(id, 0x06, 5, 0x00, 0, 0, true), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(id, 0x06, 5, 0x00, 0, 0, true), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR)
+        << "above max_nsid (1 here)";
     ASSERT_EQ(submit(id, 0x06, 0, 0x07, 0, 0, true), CSD_STATUS_SUCCESS);  // active NVM namespaces after 0
     uint32_t first;
     std::memcpy(&first, id.data.data(), 4);
@@ -656,4 +657,89 @@ TEST_F(Controller, WithNvmIoTheCoreAnswersIdentifyAndRefusesTheRest)
     EXPECT_EQ(submit(small, 0x06, 0, 0x01, 0, 0, true), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR) << "no room";
     port.nvm_io = nullptr;
     EXPECT_EQ(submit(id, 0x06, 0, 0x01, 0, 0, true), CSD_CORE_NOT_MINE) << "QEMU answers its own";
+}
+
+// Found by an outside review: the core's Identify Controller (the in-process device's) held
+// only serial, model, MDTS and the signature; a host reads VER, NN, SQES / CQES, VWC, the
+// vendor IDs and more. They are now what QEMU 10.0's nvme_init_ctrl answers (the
+// equivalence replay compares the whole structure with QEMU's), and the optional features
+// say what this controller has.
+TEST_F(Controller, IdentifyControllerHoldsWhatQemusDoes)
+{
+    port.nvm_io = log_nvm_io;
+    port.serial = "csd-test";
+    port.max_nsid = 256;
+    HostBuffer id{std::vector<uint8_t>(4096, 0xEE)};
+    ASSERT_EQ(submit(id, 0x06, 0, 0x01, 0, 0, true), CSD_STATUS_SUCCESS);
+    const uint8_t *d = id.data.data();
+    auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, d + at, 2); return v; };
+    auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, d + at, 4); return v; };
+    EXPECT_EQ(u16(0), 0x1B36) << "VID";
+    EXPECT_EQ(u16(2), 0x1AF4) << "SSVID";
+    EXPECT_EQ(d[72], 6) << "RAB";
+    EXPECT_EQ(d[73] << 16 | d[74] << 8 | d[75], 0x005452) << "IEEE OUI";
+    EXPECT_EQ(u32(80), 0x00010400u) << "VER 1.4";
+    EXPECT_EQ(d[111], 1) << "CNTRLTYPE: I/O controller";
+    EXPECT_EQ(u16(256), 0) << "OACS: none of QEMU's optional admin commands";
+    EXPECT_EQ(d[258], 3) << "ACL";
+    EXPECT_EQ(d[260], 0x03) << "FRMW: one read-only slot";
+    EXPECT_EQ(d[261], 0x04) << "LPA: extended Get Log Page data only";
+    EXPECT_EQ(u16(266), 0x157) << "WCTEMP";
+    EXPECT_EQ(u16(268), 0x175) << "CCTEMP";
+    EXPECT_EQ(d[512], 0x66) << "SQES";
+    EXPECT_EQ(d[513], 0x44) << "CQES";
+    EXPECT_EQ(u32(516), 256u) << "NN";
+    EXPECT_EQ(u16(520), 0) << "ONCS: Read, Write, Flush only";
+    EXPECT_EQ(d[525], 0x07) << "VWC: present, Flush of every namespace";
+    EXPECT_EQ(u32(536), 0u) << "SGLS";
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(d) + 768), "nqn.2019-08.org.qemu:csd-test");
+    EXPECT_EQ(u16(2048), 0x9C4) << "PSD0 MP";
+    // the standard front end: NVM Copy with source format 4h, in both embeddings
+    csd_core_cs_attach(core, 2);
+    ASSERT_EQ(submit(id, 0x06, 0, 0x01, 0, 0, true), CSD_STATUS_SUCCESS);
+    EXPECT_EQ(u16(520), 1u << 8) << "ONCS: Copy";
+    EXPECT_EQ(u16(534), 1u << NVME_CS_COPY_FORMAT_MEMORY) << "OCFS: format 4h";
+    std::vector<uint8_t> qemus(4096, 0);
+    qemus[534] = 0x0F;  // QEMU's formats 0h-3h
+    csd_core_identify_ctrl(core, qemus.data());
+    EXPECT_EQ(qemus[534], 0x1F) << "ORed into QEMU's";
+}
+
+// Found by an outside review: the core answered Invalid Namespace for every NSID without a
+// namespace; QEMU's nvme_io_cmd says Invalid Field for one in range (1..NN) with nothing
+// attached, Invalid Namespace for 0, FFFFFFFFh and above NN, flushes every namespace for a
+// Flush of FFFFFFFFh, and nvme_identify_ns answers zeros for an NSID in range without one.
+TEST_F(Controller, NsidStatusesAreQemus)
+{
+    NvmIoLog io;
+    port.nvm_io = log_nvm_io;
+    port.max_nsid = 256;
+    constexpr uint16_t kField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+    constexpr uint16_t kNs = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+    auto io_cmd = [&](uint8_t opcode, uint32_t nsid) {
+        csd_sqe sqe{};
+        sqe.cmd = csd_cmd{opcode, nsid, 0, 0, 0, 0, 0, 0};
+        return csd_core_submit(core, &sqe, &port, &io, &cpl, &op);
+    };
+    EXPECT_EQ(io_cmd(0x02, 5), kField) << "Read: in range, none attached";
+    EXPECT_EQ(io_cmd(0x01, 256), kField) << "Write";
+    EXPECT_EQ(io_cmd(0x05, 5), kField) << "an opcode it lacks: the NSID first, as QEMU";
+    EXPECT_EQ(io_cmd(0x02, 0), kNs);
+    EXPECT_EQ(io_cmd(0x02, 257), kNs);
+    EXPECT_EQ(io_cmd(0x02, 0xFFFFFFFF), kNs);
+    EXPECT_EQ(io_cmd(0x00, 5), kField) << "Flush";
+    EXPECT_EQ(io_cmd(0x00, 0), kNs);
+    EXPECT_EQ(io_cmd(CSD_OPC_SLM_READ, 5), kField) << "a vendor command";
+    EXPECT_EQ(io_cmd(CSD_OPC_SLM_READ, 0), kNs);
+    EXPECT_EQ(counter(CSD_STAT_SLM_READ_CMDS), 0u) << "refused before it is decoded";
+    EXPECT_TRUE(io.calls.empty());
+    EXPECT_EQ(io_cmd(0x00, 0xFFFFFFFF), CSD_STATUS_SUCCESS) << "Flush of every namespace";
+    using Call = std::tuple<uint32_t, int, uint64_t, uint64_t>;
+    EXPECT_EQ(io.calls, (std::vector<Call>{{1, 1, 0, 0}}));
+    HostBuffer id{std::vector<uint8_t>(4096, 0xEE)};
+    EXPECT_EQ(submit(id, 0x06, 5, 0x00, 0, 0, true), CSD_STATUS_SUCCESS) << "Identify Namespace, none attached";
+    EXPECT_EQ(id.data, std::vector<uint8_t>(4096, 0)) << "zeros";
+    EXPECT_EQ(submit(id, 0x06, 0, 0x00, 0, 0, true), kNs);
+    EXPECT_EQ(submit(id, 0x06, 0xFFFFFFFF, 0x00, 0, 0, true), kNs);
+    EXPECT_EQ(submit(id, 0x06, 257, 0x00, 0, 0, true), kNs);
 }

@@ -561,3 +561,26 @@ TEST_F(Model, NvmReadsWritesAndFlushesAreModelledByTheCore)
     EXPECT_EQ(csd_core_model_nvm(off, &rd, 512, 0), 0u) << "model off";
     csd_core_free(off);
 }
+
+// Found by an outside review: QEMU's glue handed the core's uint64 finish to timer_mod, an
+// int64; past 2^63 ns it wrapped to a deadline in the past, and the timer fired at once, for
+// ever. A drive queued behind years of absurd work (each command capped at 1e15 ns, ~9,300
+// of them) now finishes at CSD_MODEL_MAX_NS at the latest, and so is every timer armed.
+TEST_F(Model, AFinishNeverPassesTheEndOfASignedClock)
+{
+    csd_model_params p = simple();
+    p.media_read_gbps = 1e-300;  // every Read is capped at 1e15 ns
+    csd_core_set_model(core, &p);
+    uint64_t last = 0;
+    for (int i = 0; i < 20000; i++) {  // past 2^63 ns after ~9,223, past 2^64 after ~18,447
+        const uint64_t f = nvm(0x02, 512, 0);
+        ASSERT_LE(f, CSD_MODEL_MAX_NS) << "read " << i;
+        ASSERT_GE(f, last) << "read " << i << " wrapped";
+        last = f;
+    }
+    EXPECT_EQ(last, CSD_MODEL_MAX_NS);
+    TimerPort t;
+    int a = 1;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, ~0ull), CSD_MODEL_MAX_NS);
+    EXPECT_EQ(t.armed, (std::vector<uint64_t>{CSD_MODEL_MAX_NS}));
+}

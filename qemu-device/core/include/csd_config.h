@@ -79,6 +79,12 @@ void csd_config_init(struct csd_config *c, const char *prefix, unsigned embeddin
 int csd_config_set(struct csd_config *c, const char *name, const char *value, char *err,
                    size_t err_len);
 /*
+ * Reads a list of options "name=value&name=value..." (the in-process device's emu:FILE?
+ * spec, after the '?'), each as csd_config_set, in the order given: 0; 1 when an item is
+ * "help" (nothing read); -1 with csd_config_set's message, or "option 'x' needs a value".
+ */
+int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_t err_len);
+/*
  * Checks the options together and settles the timing model and the compute units:
  * 0, or -1 with a message in err.
  */

@@ -255,9 +255,12 @@ void csd_core_set_model(csd_core *core, const struct csd_model_params *p);
 void csd_core_model_idle(csd_core *core);
 /* Whether the core's model is on. */
 int csd_core_model_on(const csd_core *core);
+/* The latest modelled finish, ns: a signed 64-bit clock's end (QEMU's timers; 292 years). */
+#define CSD_MODEL_MAX_NS 0x7FFFFFFFFFFFFFFFull
 /*
  * When the modelled drive completes work w that arrived at now_ns (any clock, the same
- * for every call); 0 when the model is off. Counts busy time per resource (C1h).
+ * for every call), at most CSD_MODEL_MAX_NS; 0 when the model is off. Counts busy time per
+ * resource (C1h).
  */
 uint64_t csd_core_model_schedule(csd_core *core, const struct csd_model_work *w, uint64_t now_ns);
 /*
@@ -468,9 +471,11 @@ struct csd_port {
      * answers every I/O command of the NVM namespaces (csd_core_nvm_submit). */
     uint16_t (*nvm_io)(void *req, uint32_t nsid, int write, uint64_t off, uint64_t len);
     /* With nvm_io the core is the whole controller: it also answers Identify of the
-     * controller (CNS 01h: these, MDTS from max_transfer, the CSD1 signature), of an NVM
-     * namespace (00h), the NVM namespace list (07h) and the command set vector (1Ch), and
-     * refuses the admin commands it lacks. Identify Controller's serial and model number. */
+     * controller (CNS 01h: QEMU's answer for what both say, these, MDTS from max_transfer,
+     * NN max_nsid, what it lacks of QEMU's optional features left out), of an NVM namespace
+     * (00h; zeros for an NSID in range with none), the NVM namespace list (07h) and the
+     * command set vector (1Ch), and refuses the admin commands it lacks. Identify
+     * Controller's serial and model number. */
     const char *serial, *model;
 };
 
@@ -480,7 +485,8 @@ struct csd_port {
  * finish_ns (a csd_cpl's, csd_core_model_nvm's; 0: not modelled): counts the delay the model
  * adds, or an overrun. Returns 0 when it is to be posted now: not modelled, due already, or
  * its command can no longer wait (port->startable says 0: its queue is being deleted or
- * the controller reset). Otherwise the model holds it until the returned finish: with
+ * the controller reset). Otherwise the model holds it until the returned finish (at most
+ * CSD_MODEL_MAX_NS, as is every time given to port->arm_timer): with
  * port->arm_timer the core keeps it, ordered by finish, and posts it through port->post
  * (csd_core_model_timer); without, the embedding waits until then itself and posts it.
  */
@@ -543,8 +549,10 @@ uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct
 
 /*
  * An I/O command of an NVM namespace that is not the command set's, for an embedding with
- * port->nvm_io (csd_core_submit calls it): Invalid Namespace for an NSID ns_info does not
- * know, NVM Read, Write and Flush checked (csd_core_nvm_decode; any other opcode: Invalid
+ * port->nvm_io (csd_core_submit calls it). Its NSID as QEMU's nvme_io_cmd checks it: Invalid
+ * Namespace or Format for 0, FFFFFFFFh or one above port->max_nsid, Invalid Field for one in
+ * range that ns_info does not know; a Flush of FFFFFFFFh flushes every namespace ns_info
+ * knows. NVM Read, Write and Flush checked (csd_core_nvm_decode; any other opcode: Invalid
  * Opcode) and moved by port->nvm_io. The final status; *finish_ns its modelled finish
  * (csd_core_model_nvm; 0: model off, or the command failed), for csd_core_model_hold.
  */
@@ -576,7 +584,8 @@ int csd_core_vendor(const csd_core *core);
  */
 void csd_core_set_vendor_io(csd_core *core, int on);
 /* Identify Controller's (4096 bytes at id) fields of the command sets: the CSD1 signature at
- * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it. */
+ * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it; with the standard
+ * front end on, NVM Copy (ONCS bit 8) with source format 4h (OCFS bit 4) ORed in. */
 void csd_core_identify_ctrl(const csd_core *core, uint8_t *id);
 /* Identify I/O Command Set data structure (CNS 1Ch): adds the memory (SLM) and compute (CP)
  * command sets to the controller's first vector with the standard front end on. */

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nvme_cs.h"
 
@@ -280,6 +282,25 @@ int csd_config_set(struct csd_config *c, const char *name, const char *value, ch
     const uint64_t bit = 1ull << (r - kRows);
     c->given |= bit;
     if (r->model) c->model_given |= bit;
+    return 0;
+}
+
+int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_t err_len)
+{
+    std::vector<std::pair<std::string, std::string>> items;
+    for (const char *at = list ? list : ""; *at;) {
+        const char *end = std::strchr(at, '&');
+        const std::string item(at, end ? static_cast<size_t>(end - at) : std::strlen(at));
+        at = end ? end + 1 : at + item.size();
+        if (item.empty()) continue;
+        if (item == "help") return 1;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) return fail(err, err_len, "%soption '%s' needs a value", c->prefix, item.c_str());
+        items.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    }
+    for (const auto &[name, value] : items) {
+        if (csd_config_set(c, name.c_str(), value.c_str(), err, err_len) != 0) return -1;
+    }
     return 0;
 }
 

@@ -18,6 +18,8 @@ constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 constexpr uint16_t kInvalidNs = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
 constexpr uint32_t kIdentifySize = 4096;
+constexpr uint32_t kBroadcastNsid = 0xFFFFFFFFu;
+constexpr uint8_t kOpcFlush = 0x00;
 
 // Identify CNS values the standard front end answers for (NVMe 2.1 Base, Figure 310).
 enum : uint8_t {
@@ -39,6 +41,19 @@ bool is_cs_csi(uint8_t csi) { return csi == NVME_CS_CSI_SLM || csi == NVME_CS_CS
 bool ns_ctx(const csd_port *port, uint32_t nsid, csd_ctx *ctx)
 {
     return port->ns_info && port->ns_info(port->opaque, nsid, ctx) == 0;
+}
+
+// Whether an NSID can name a namespace of this controller: 1..max_nsid (QEMU's
+// nvme_nsid_valid, without the broadcast NSID FFFFFFFFh, which the callers take apart).
+bool nsid_in_range(const csd_port *port, uint32_t nsid) { return nsid && nsid <= port->max_nsid; }
+
+// The NSID of an I/O command on an NVM namespace, as QEMU's nvme_io_cmd checks it: Success
+// (*ctx filled) for an attached namespace; Invalid Namespace or Format for 0, FFFFFFFFh or
+// one above max_nsid; Invalid Field for an NSID in range with no namespace attached.
+uint16_t nsid_status(const csd_port *port, uint32_t nsid, csd_ctx *ctx)
+{
+    if (ns_ctx(port, nsid, ctx)) return CSD_STATUS_SUCCESS;
+    return nsid_in_range(port, nsid) ? kInvalidField : kInvalidNs;
 }
 
 // A context with only the transfer limit (commands of the memory and compute namespaces).
@@ -151,6 +166,49 @@ void ascii_field(uint8_t *field, const char *text, size_t len)
     if (text) std::memcpy(field, text, std::min(std::strlen(text), len));
 }
 
+void put16(uint8_t *at, uint16_t v) { std::memcpy(at, &v, 2); }  // little-endian hosts, as the rest
+void put32(uint8_t *at, uint32_t v) { std::memcpy(at, &v, 4); }
+
+// Identify Controller (CNS 01h) of a controller the core is whole for (port->nvm_io). The
+// fields that say what the controller is and how it is spoken to hold what QEMU 10.0's
+// nvme_init_ctrl answers for csd=on with its defaults (the in-process device models that
+// controller): its PCI and IEEE identity, version 1.4, queue entry sizes, NN, one read-only
+// firmware slot, a volatile write cache with Flush of every namespace, limits and power
+// state 0. The fields of optional features hold what this controller has: none of QEMU's
+// optional admin commands (OACS), asynchronous events (AERL, OAES), extended LBA formats
+// (CTRATT), SMART or effects logs (LPA: extended Get Log Page data only), SGLs, or NVM
+// commands besides Read, Write and Flush (ONCS, OCFS: the command sets' Copy format 4h,
+// csd_core_identify_ctrl). The equivalence replay compares it with QEMU's byte for byte.
+void identify_ctrl(const csd_core *core, const csd_port *port, uint8_t *id)
+{
+    put16(id + 0, 0x1B36);    // VID: QEMU's NVMe controller (Red Hat)
+    put16(id + 2, 0x1AF4);    // SSVID: QEMU's PCI default
+    ascii_field(id + 4, port->serial, 20);
+    ascii_field(id + 24, port->model, 40);
+    ascii_field(id + 64, "1.1", 8);  // FR: the command set's version (QEMU: its own)
+    id[72] = 6;               // RAB
+    id[73] = 0x00, id[74] = 0x54, id[75] = 0x52;  // IEEE OUI, QEMU's
+    uint8_t mdts = 0;         // MDTS in 4 KiB pages
+    while (port->max_transfer && (uint64_t{4096} << (mdts + 1)) <= port->max_transfer) mdts++;
+    id[77] = port->max_transfer ? mdts : 0;
+    put32(id + 80, 0x00010400);  // VER 1.4
+    id[111] = 1;              // CNTRLTYPE: I/O controller
+    id[258] = 3;              // ACL: four Aborts
+    id[260] = 0x03;           // FRMW: one firmware slot, read-only
+    id[261] = 0x04;           // LPA: extended data for Get Log Page (NUMDU, LPOL/LPOU)
+    put16(id + 266, 0x157);   // WCTEMP, ~70 C
+    put16(id + 268, 0x175);   // CCTEMP, ~100 C
+    id[512] = 0x66;           // SQES: 64-byte entries
+    id[513] = 0x44;           // CQES: 16-byte entries
+    put32(id + 516, port->max_nsid);  // NN
+    id[525] = 0x07;           // VWC: present; Flush of NSID FFFFFFFFh flushes every namespace
+    std::snprintf(reinterpret_cast<char *>(id + 768), 256, "nqn.2019-08.org.qemu:%s", port->serial ? port->serial : "");
+    put16(id + 2048, 0x9C4);  // PSD0: MP 25 W
+    put32(id + 2052, 0x10);   // ENLAT
+    put32(id + 2056, 0x4);    // EXLAT
+    csd_core_identify_ctrl(core, id);
+}
+
 // The admin commands the core has not answered, for an embedding without a controller of
 // its own (port->nvm_io): Identify of the controller, an NVM namespace, the NVM namespace
 // list and the command set vector; a log page nobody has (Invalid Field); the rest refused.
@@ -162,17 +220,12 @@ uint16_t own_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
     uint8_t id[kIdentifySize] = {};
     csd_ctx ctx;
     switch (cns) {
-    case 0x01: {  // the controller: serial, model, MDTS (in 4 KiB pages), the CSD1 signature
-        ascii_field(id + 4, port->serial, 20);
-        ascii_field(id + 24, port->model, 40);
-        uint8_t mdts = 0;
-        while (port->max_transfer && (uint64_t{4096} << (mdts + 1)) <= port->max_transfer) mdts++;
-        id[77] = port->max_transfer ? static_cast<uint8_t>(mdts) : 0;
-        csd_core_identify_ctrl(core, id);
+    case 0x01:
+        identify_ctrl(core, port, id);
         break;
-    }
-    case 0x00:  // an NVM namespace: size, capacity and use, LBA format 0
-        if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+    case 0x00:  // an NVM namespace: size, capacity and use, LBA format 0; none attached: zeros (QEMU's rules)
+        if (!nsid_in_range(port, cmd->nsid)) return kInvalidNs;
+        if (!ns_ctx(port, cmd->nsid, &ctx)) break;
         for (int i = 0; i < 3; i++) std::memcpy(id + 8 * i, &ctx.lba_count, 8);
         id[130] = static_cast<uint8_t>(__builtin_ctz(ctx.lba_size));
         break;
@@ -312,7 +365,8 @@ uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
                                             &n);
     } else {
         csd_ctx ctx;
-        if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+        st = nsid_status(port, cmd->nsid, &ctx);
+        if (st) return st;
         st = csd_core_cs_decode_nvm_copy(core, core->cs_mem_nsid, cmd, &ctx, descs.data(), len, parts.data(), &n);
     }
     if (st) {
@@ -351,12 +405,11 @@ uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *r
     }
 }
 
-// The vendor I/O commands on an NVM namespace.
-uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+// The vendor I/O commands on NVM namespace ctx (cmd->nsid).
+uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_port *port, void *req, csd_cpl *cpl,
+                   csd_op *op)
 {
-    if (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE) return kInvalidOpcode;
-    csd_ctx ctx;
-    if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
+    if (!core->vendor || (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE)) return kInvalidOpcode;
     uint16_t st = csd_core_decode(core, cmd, &ctx, op);
     if (st) {
         set_why(cpl, "command");
@@ -430,24 +483,36 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
         return st == CSD_CORE_NOT_MINE && port->nvm_io ? own_admin(core, cmd, port, req) : st;
     }
     if (csd_core_cs_csi(core, cmd->nsid)) return cs_io(core, sqe, port, req, cpl, op);
-    if (core->cs_mem_nsid && cmd->opcode == NVME_CS_NVM_COPY &&
-        nvme_cs_copy_format(cmd->cdw12) == NVME_CS_COPY_FORMAT_MEMORY) {
-        return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
+    const bool copy_from_memory = core->cs_mem_nsid && cmd->opcode == NVME_CS_NVM_COPY &&
+                                  nvme_cs_copy_format(cmd->cdw12) == NVME_CS_COPY_FORMAT_MEMORY;
+    const bool vendor = csd_is_io_opcode(cmd->opcode);
+    if (!copy_from_memory && !vendor) {
+        return port->nvm_io ? csd_core_nvm_submit(core, cmd, port, req, &cpl->finish_ns) : CSD_CORE_NOT_MINE;
     }
-    if (csd_is_io_opcode(cmd->opcode)) return core->vendor ? vendor_io(core, cmd, port, req, cpl, op) : kInvalidOpcode;
-    return port->nvm_io ? csd_core_nvm_submit(core, cmd, port, req, &cpl->finish_ns) : CSD_CORE_NOT_MINE;
+    csd_ctx ctx;
+    const uint16_t st = nsid_status(port, cmd->nsid, &ctx);  // before the opcode, as QEMU's nvme_io_cmd
+    if (st) return st;
+    if (copy_from_memory) return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
+    return vendor_io(core, cmd, ctx, port, req, cpl, op);
 }
 
 uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    csd_ctx ctx;
-    if (!ns_ctx(port, cmd->nsid, &ctx)) return kInvalidNs;
     const bool modelled = csd_core_model_on(core);  // model off: one test
     const uint64_t arrived = modelled ? port->now_ns(port->opaque) : 0;
-    uint64_t off, len;
-    uint16_t st = csd_core_nvm_decode(cmd, &ctx, &off, &len);
-    if (!st) st = port->nvm_io(req, cmd->nsid, cmd->opcode != 0x02, off, len);
+    csd_ctx ctx{};
+    uint16_t st = CSD_STATUS_SUCCESS;
+    if (cmd->opcode == kOpcFlush && cmd->nsid == kBroadcastNsid) {  // every attached namespace, as QEMU's nvme_flush
+        for (uint32_t i = 1; i <= port->max_nsid && !st; i++) {
+            if (ns_ctx(port, i, &ctx)) st = port->nvm_io(req, i, 1, 0, 0);
+        }
+    } else {
+        uint64_t off, len;
+        st = nsid_status(port, cmd->nsid, &ctx);
+        if (!st) st = csd_core_nvm_decode(cmd, &ctx, &off, &len);
+        if (!st) st = port->nvm_io(req, cmd->nsid, cmd->opcode != 0x02, off, len);
+    }
     if (!st && modelled) *finish_ns = csd_core_model_nvm(core, cmd, ctx.lba_size, arrived);  // refused: no media time
     return st;
 }
@@ -461,6 +526,13 @@ void csd_core_set_vendor_io(csd_core *core, int on) { core->vendor_io = on != 0;
 void csd_core_identify_ctrl(const csd_core *core, uint8_t *id)
 {
     std::memcpy(id + CSD_ID_VS_OFFSET, core->vendor ? CSD_ID_SIGNATURE : "\0\0\0\0", 4);
+    if (core->cs_mem_nsid) {  // NVM Copy from the memory namespace (format 4h): ONCS Copy, OCFS bit 4
+        uint16_t oncs, ocfs;
+        std::memcpy(&oncs, id + 520, 2);
+        std::memcpy(&ocfs, id + 534, 2);
+        put16(id + 520, static_cast<uint16_t>(oncs | 1u << 8));
+        put16(id + 534, static_cast<uint16_t>(ocfs | 1u << NVME_CS_COPY_FORMAT_MEMORY));
+    }
 }
 
 void csd_core_cs_iocs_vector(const csd_core *core, uint8_t *vector)

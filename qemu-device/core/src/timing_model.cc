@@ -42,6 +42,11 @@ uint64_t TimingModel::duration_ns(double ns)
     return ns > 0 ? static_cast<uint64_t>(std::ceil(std::min(ns, kMaxStageNs))) : 0;
 }
 
+uint64_t TimingModel::add_ns(uint64_t a, uint64_t b)
+{
+    return b >= CSD_MODEL_MAX_NS || a >= CSD_MODEL_MAX_NS - b ? CSD_MODEL_MAX_NS : a + b;
+}
+
 uint64_t TimingModel::transfer_ns(double bytes, double gbps)
 {
     return gbps > 0 && bytes > 0 ? duration_ns(bytes / gbps) : 0;  // 1 GB/s = 1 byte/ns
@@ -50,12 +55,12 @@ uint64_t TimingModel::transfer_ns(double bytes, double gbps)
 uint64_t TimingModel::stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps)
 {
     const uint64_t d = transfer_ns(bytes, gbps);
-    const uint64_t start = std::max(t + latency_ns, d ? p.free_at : 0);
+    const uint64_t start = std::max(add_ns(t, latency_ns), d ? p.free_at : 0);
     if (d) {
-        p.free_at = start + d;
+        p.free_at = add_ns(start, d);
         p.busy_ns += d;
     }
-    return start + d;
+    return add_ns(start, d);
 }
 
 uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
@@ -77,7 +82,7 @@ uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
         const double by_records = static_cast<double>(w.records) * static_cast<double>(p_.bpf_record_ns);
         const uint64_t run = duration_ns(std::max({by_flops, by_bytes, by_records}));
         const uint64_t slm_end = stage(slm_, start, 0, static_cast<double>(w.slm), p_.slm_gbps);  // alongside
-        const uint64_t end = std::max(start + run, slm_end);
+        const uint64_t end = std::max(add_ns(start, run), slm_end);
         compute_busy_ns_ += end - start;
         *unit = end;
         t = end;
@@ -86,7 +91,7 @@ uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)
     }
     if (w.media_write_op) t = stage(media_, t, p_.media_write_latency_ns, static_cast<double>(w.media_write), p_.media_write_gbps);
     if (w.to_host) t = stage(to_host_, t, 0, static_cast<double>(w.to_host), p_.link_gbps);
-    return t + p_.link_latency_ns + p_.host_latency_ns;
+    return add_ns(add_ns(t, p_.link_latency_ns), p_.host_latency_ns);
 }
 
 uint64_t TimingModel::dependent_reads(uint64_t t, uint32_t n, uint64_t bytes)
@@ -95,7 +100,7 @@ uint64_t TimingModel::dependent_reads(uint64_t t, uint32_t n, uint64_t bytes)
     if (!on_) return t;
     for (uint32_t i = 0; i < n; i++) {
         t = stage(media_, t, p_.media_read_latency_ns, static_cast<double>(bytes), p_.media_read_gbps);
-        t += p_.bpf_record_ns;
+        t = add_ns(t, p_.bpf_record_ns);
     }
     return t;
 }
@@ -217,6 +222,7 @@ uint64_t csd_core_model_nvm(csd_core *core, const csd_cmd *cmd, uint32_t lba_siz
 uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, uint64_t finish_ns)
 {
     if (!finish_ns) return 0;
+    finish_ns = std::min<uint64_t>(finish_ns, CSD_MODEL_MAX_NS);  // a signed clock's end (QEMU's timer_mod)
     const uint64_t now = port->now_ns(port->opaque);
     csd_core_model_done(core, finish_ns, now);
     if (finish_ns <= now || (port->startable && !port->startable(req))) return 0;

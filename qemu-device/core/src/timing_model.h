@@ -60,6 +60,9 @@ public:
 private:
     // A bandwidth resource: latency overlaps with others' transfers, transfers queue.
     static uint64_t duration_ns(double ns);
+    // a + b, at most CSD_MODEL_MAX_NS: a finish that queues behind years of absurd work
+    // stays on a signed clock (QEMU's timers) and never wraps.
+    static uint64_t add_ns(uint64_t a, uint64_t b);
     struct Pipe {
         uint64_t free_at = 0;
         uint64_t busy_ns = 0;

@@ -1699,9 +1699,9 @@ static void test_set_fdp_events_broadcast(void)
 }
 
 /*
- * The equivalence trace: one command sequence of both front ends (SLM Write, Read, Load,
- * Store, Compare and Write with a match and a miscompare and two at once, NVM Read, Execute and Execute
- * Program, program activation, a range set, Memory Write / Read / Fill, a media program
+ * The equivalence trace: one command sequence of both front ends (Identify Controller, the
+ * NSID statuses, a Flush of every namespace, SLM Write, Read, Load, Store, Compare and Write
+ * with a match and a miscompare and two at once, NVM Read, Execute and Execute Program, program activation, a range set, Memory Write / Read / Fill, a media program
  * (gather), three Executes at once on two compute units with the waiting one and a running
  * one aborted, error paths, the log pages C0h, C1h, 82h and 84h), each command and its
  * completion written to $CSD_EQUIV_TRACE when set. tests/host/csd-equivalence-replay runs
@@ -1884,6 +1884,29 @@ static void test_equivalence_trace(void)
     for (int i = 0; i < 8192; i++) {
         data[i] = (uint8_t)(i * 13 + 5);
     }
+    /*
+     * The controller as a host first reads it (Identify Controller: the replay compares it
+     * but for the fields the embeddings legitimately differ in), then the NSID rules of
+     * QEMU's nvme_io_cmd and nvme_identify_ns: NSID 5 is in range with nothing attached
+     * (Invalid Field; Identify: zeros), 0 and 300 are out of range (Invalid Namespace), a
+     * Flush of FFFFFFFFh flushes every namespace.
+     */
+    eq_step(&t, 0, (Sqe){ .opc = 0x06, .cdw10 = 1 }, NULL, 0, 4096, 0);
+    eq_step(&t, 0, (Sqe){ .opc = 0x06, .nsid = 5 }, NULL, 0, 4096, 0);
+    eq_step(&t, 0, (Sqe){ .opc = 0x06, .nsid = 0 }, NULL, 0, 4096,
+            CSD_STATUS_INVALID_NAMESPACE | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x00, .nsid = 0xffffffff }, NULL, 0, 0, 0);
+    eq_step(&t, 1, (Sqe){ .opc = 0x00, .nsid = 5 }, NULL, 0, 0, CSD_STATUS_INVALID_FIELD | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 5, .cdw12 = 7 }, NULL, 0, 4096,
+            CSD_STATUS_INVALID_FIELD | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 0, .cdw12 = 7 }, NULL, 0, 4096,
+            CSD_STATUS_INVALID_NAMESPACE | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 300, .cdw12 = 7 }, NULL, 0, 4096,
+            CSD_STATUS_INVALID_NAMESPACE | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = 0x02, .nsid = 0xffffffff, .cdw12 = 7 }, NULL, 0, 4096,
+            CSD_STATUS_INVALID_NAMESPACE | dnr);
+    eq_step(&t, 1, (Sqe){ .opc = CSD_OPC_SLM_WRITE, .nsid = 5, .cdw12 = 4096 }, data, 4096, 0,
+            CSD_STATUS_INVALID_FIELD | dnr);
     /* vendor SLM Write, Read, Load, Store; out of bounds */
     eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_WRITE, 0, 0, 4096), data, 4096, 0, 0);
     eq_step(&t, 1, slm_xfer(CSD_OPC_SLM_READ, 0, 0, 4096), NULL, 0, 4096, 0);
