@@ -1272,7 +1272,8 @@ TEST(BpfReview, RewritesAnswerAsLoadedAcrossFork)
 
 // Outside review (issue 32): random programs with branches, 32-bit operations and byte
 // swaps, loads of every width and params, through the interpreter, the JIT and the rewrite
-// (CSD_REVIEW_PROGRAMS programs, 600 unless set; CSD_REVIEW_SEED the seed). Byte swaps of
+// (CSD_REVIEW_PROGRAMS programs, 600 unless set; CSD_REVIEW_SEED the seed; CSD_REVIEW_OUT a
+// file for every finding; CSD_REVIEW_KEEP_GOING=1 on past findings and crashes). Byte swaps of
 // 64 bits only with CSD_REVIEW_END=1 (SixtyFourBitByteSwapIsNotAThirtyTwoBitValue has them).
 TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
 {
@@ -1336,6 +1337,9 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
     std::printf("in all: programs %" PRIu64 " loaded %" PRIu64 " rewritten (program, mode) %" PRIu64 " batched %" PRIu64
                 " executions %" PRIu64 " (each: interpreter, JIT, rewrite) crashes %" PRIu64 "\n",
                 total.programs, total.loaded, total.rewritten, total.batched, total.executions, crashes);
+    if (const char *out = std::getenv("CSD_REVIEW_OUT")) {  // every finding, whole
+        if (FILE *f = std::fopen(out, "w")) std::fputs(findings.c_str(), f), std::fclose(f);
+    }
     EXPECT_EQ(findings.substr(0, 6000), "") << crashes << " crashes (the findings' first 6000 characters above)";
 }
 
