@@ -671,7 +671,7 @@ TEST_F(Bpf, TheLoadedInstructionsAreTheCheckedOnes)
 // wrongly (it swaps the count into rcx, then shifts what rcx held): the JIT-compiled map
 // returned each record's byte unshifted; and a division or remainder of r0 or r3 by itself
 // (it divides by a scratch register it never filled). Such programs run in the interpreter.
-// (A 64-bit division or remainder by a register is refused at Program Load: test_bpf_divide.cc.)
+// (A 64-bit division or remainder by a register is refused at Program Load: test_bpf_engines.cc.)
 TEST_F(Bpf, ShiftOrDivisionByItselfRunsInTheInterpreter)
 {
     using namespace csd::test;

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
-// test_bpf_divide.cc - eBPF division and remainder, and the rewrite for an Execute's params
-// (bpf_specialise.h), from an outside review's reproducers: DPDK 22.11's verifier divides
-// the signed ranges of two constants with the host's idiv (INT64_MIN / -1 raised SIGFPE and
-// killed the emulator, at Program Load or inside an Execute whose params the rewrite folded
-// into constants); a division by a zero register stops the program, which unrolled over a
-// batch stopped the whole batch; the unrolled length and the rewrite's cost when params
-// keep changing. Then the rewrite against the program as loaded over random straight
-// programs, params and record counts at the batch's edges, and the one reader of an
-// Execute's params. The cases that could kill the process run in a child process.
+// test_bpf_engines.cc - a program answers alike in every engine the device runs it in:
+// DPDK's interpreter, its JIT, and the rewrite for an Execute's params (bpf_specialise.h).
+// From outside reviews' reproducers: DPDK 22.11's verifier divides the signed ranges of two
+// constants with the host's idiv (INT64_MIN / -1 raised SIGFPE and killed the emulator, at
+// Program Load or inside an Execute whose params the rewrite folded into constants); a
+// division by a zero register stops the program, which unrolled over a batch stopped the
+// whole batch; the unrolled length and the rewrite's cost when params keep changing; the
+// rewrite against the program as loaded over random straight programs, params and record
+// counts at the batch's edges, and the one reader of an Execute's params. Then issue 32's
+// review (BpfReview): DPDK's JIT jumping back to its epilogue 127-128 bytes away (crashes,
+// and bytes of the program's constants run as code), le16/le32 in the interpreter, be64's
+// range in the rewrite, be's source register in the check, random branchy programs in
+// every engine and mode, threads and fork sharing one program. The cases that could kill
+// the process run in a child process.
 #include <gtest/gtest.h>
 
 #include <algorithm>
