@@ -96,20 +96,24 @@ struct IdMask {
     const char *why;
 };
 const IdMask kIdCtrlMasks[] = {
+    // what names each device
     {4, 20, 0xFF, "SN: each device's serial"},
     {24, 40, 0xFF, "MN: each device names itself"},
     {64, 8, 0xFF, "FR: QEMU's version; the command set's"},
+    {768 + 21, 256 - 21, 0xFF, "SUBNQN after nqn.2019-08.org.qemu: : the serial"},
+    // limits of each embedding
     {77, 1, 0xFF, "MDTS: QEMU's mdts=7 (512 KiB); the in-process device's 8 MiB"},
+    {536, 4, 0xFF, "SGLS: QEMU's SGLs (in-process: host memory is a buffer)"},
+    // QEMU's optional features, which the in-process device does not claim
     {92, 4, 0xFF, "OAES: QEMU's namespace attribute notices (asynchronous events: none in-process)"},
     {96, 4, 0xFF, "CTRATT: QEMU's extended LBA formats (in-process: one LBA format)"},
     {256, 2, 0xFF, "OACS: QEMU's Namespace Management, Format NVM, Directives, Doorbell Buffer Config"},
     {259, 1, 0xFF, "AERL: QEMU's Asynchronous Event Requests (none in-process)"},
+    // bits of fields both define: the rest of each is compared
     {261, 1, 0x03, "LPA: QEMU's SMART per namespace and Commands Supported and Effects logs"},
     {520, 1, 0xFF, "ONCS: QEMU's Compare, DSM, Write Zeroes, Save / Select, Timestamp"},
     {521, 1, 0xFE, "ONCS: QEMU's Copy's Single Atomicity and All Fast (both: Copy)"},
     {534, 1, 0x0F, "OCFS: QEMU's Copy formats 0h-3h (both: 4h, the memory namespace's)"},
-    {536, 4, 0xFF, "SGLS: QEMU's SGLs (in-process: host memory is a buffer)"},
-    {768 + 21, 256 - 21, 0xFF, "SUBNQN after nqn.2019-08.org.qemu: : the serial"},
 };
 
 // Clears the bits of kIdCtrlMasks in an Identify Controller structure read back.
