@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs every Debian package nvme-csd needs (as root); does nothing when all are there.
+# Installs every Debian package nvme-csd needs (as root) and the apt entries they and the
+# source downloads come from (ci/apt-sources.sh); does nothing when all are there.
 # Usage: ci/deps.sh [--check]   (--check: only report what is missing, exit 1 if any)
 set -euo pipefail
 
@@ -37,22 +38,25 @@ meson_ok() {
 need=$(missing "${packages[@]}")
 need_bpo=$(missing "${backports[@]}")
 meson_ok || need_bpo="$need_bpo meson"
+# The trixie and bookworm deb-src entries too (QEMU's and nvme-cli's source come later, with
+# apt-get source): checked even when every package is there.
+sources_ok=1
+"$(dirname "$0")/apt-sources.sh" --check 2>/dev/null || sources_ok=0
 
-if [ -z "$(echo $need $need_bpo)" ]; then
+if [ -z "$(echo $need $need_bpo)" ] && [ $sources_ok = 1 ]; then
     exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
-    echo "missing packages:" $need $need_bpo
-    exit 1
-fi
-if [ "$(id -u)" != 0 ]; then
-    echo "deps: missing packages:" $need $need_bpo >&2
-    echo "deps: run 'sudo make deps' (or as root)" >&2
+if [ "${1:-}" = "--check" ] || [ "$(id -u)" != 0 ]; then
+    [ -z "$(echo $need $need_bpo)" ] || echo "deps: missing packages:" $need $need_bpo >&2
+    [ $sources_ok = 1 ] || echo "deps: missing apt entries: ${CSD_APT_ETC:-/etc/apt}/sources.list.d/nvme-csd.sources" \
+                                "(bookworm-backports, trixie and bookworm deb-src; ci/apt-sources.sh writes it)" >&2
+    [ "${1:-}" = "--check" ] || echo "deps: run 'sudo make deps' (or as root)" >&2
     exit 1
 fi
 
-echo "deps: installing" $need $need_bpo
 "$(dirname "$0")/apt-sources.sh"
+[ -n "$(echo $need $need_bpo)" ] || exit 0
+echo "deps: installing" $need $need_bpo
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 if [ -n "$(echo $need)" ]; then

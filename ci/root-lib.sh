@@ -23,8 +23,9 @@ root_make() {
     local include=$1 uri start
     [ "$(id -u)" = 0 ] || { echo "root: needs root (debootstrap, chroot, mounts)" >&2; return 1; }
     command -v debootstrap >/dev/null || apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-    # The machine's bookworm archive, from either sources format (ci/apt-sources.sh's reader).
-    uri=$("$top/ci/apt-sources.sh" --print | awk '/^URIs:/ {print $2; exit}')
+    # The machine's bookworm archive, from either sources format (ci/apt-sources.sh's reader),
+    # as debootstrap fetches from it: apt's mirror lists (a cloud image's mirror+file:) resolved.
+    uri=$("$top/ci/apt-sources.sh" --archive)
     [ -n "$uri" ] || { echo "root: no bookworm archive found in this machine's apt sources" >&2; return 1; }
     mkdir -p "$root_debs/archives/partial"
     start=$(date +%s)

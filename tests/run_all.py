@@ -31,7 +31,7 @@ SUITES = {
     "kmod-style": ["kmod/check-style.sh"],
     "harness": ["tests/vm/selftest.sh"],
     "runner": [sys.executable, "tests/test_run_all.py"],
-    "repo": [sys.executable, "tests/repo/check_repo.py"],
+    "repo": [sys.executable, "tests/repo/run-repo.py"],
     "python": ["python/run-tests.sh"],
     "vm": [sys.executable, "tests/vm/csdvm.py", "test"],
     "crash": [sys.executable, "tests/vm/crash_store.py"],

@@ -4,11 +4,11 @@
 (or folder) exists and, for a '#anchor', a heading of the target gives that anchor (GitHub's
 slugs). Prints each broken link as FILE:LINE: TARGET (why) and 'links: N passed, N failed'."""
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-TOP = Path(__file__).resolve().parents[2]
+from repo_files import TOP, repo_files
+
 LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -37,10 +37,8 @@ def anchors(path: Path) -> set[str]:
 
 
 def main() -> int:
-    files = subprocess.run(["git", "ls-files", "-z", "*.md"], cwd=TOP, capture_output=True,
-                           check=True).stdout.decode().split("\0")
     passed = failed = 0
-    for f in filter(None, files):
+    for f in (f for f in repo_files() if f.endswith(".md")):
         fence = False
         for no, line in enumerate((TOP / f).read_text(errors="replace").splitlines(), 1):
             if line.lstrip().startswith("```"):
