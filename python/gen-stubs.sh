@@ -19,4 +19,6 @@ rm -f "$out"/*.pyi
 cp "$tmp"/stubs/nvme_csd/_core/*.pyi "$out"/
 # The one difference between a build with the GPU part and one without is this value.
 sed -i 's/^has_gpu_part: bool = \(True\|False\)$/has_gpu_part: bool/' "$out/__init__.pyi"
+# Generated from the project's MIT sources: the licence line every file carries.
+sed -i '1i # SPDX-License-Identifier: MIT' "$out"/*.pyi
 echo "stubs: $(ls "$out"/*.pyi | wc -l) files in $out"

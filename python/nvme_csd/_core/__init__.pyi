@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """
 libcsd bindings (use the nvme_csd package, not this module)
 """

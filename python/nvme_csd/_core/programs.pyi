@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """
 libcsd's typed calls of the device-defined programs
 """
