@@ -5,26 +5,28 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
+.PHONY: all help deps qemu kernel image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
 
 all: qemu image build guest
 
 help:
 	@echo "make deps      install the Debian packages the project needs (root)"
 	@echo "make qemu      fetch QEMU 10.0 source, patch it, build build/qemu/qemu-system-x86_64"
-	@echo "make image     guest kernel (Debian cloud 6.12) and root filesystem from Debian packages"
+	@echo "make kernel    the guest kernel (Debian cloud 6.12), its headers and checkpatch.pl (build/images)"
+	@echo "make image     the guest kernel and root filesystem from Debian packages"
 	@echo "make build     the project's C/C++ (meson, build/meson)"
 	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
 	@echo "make nvme-cli  Debian's nvme-cli (the guest's version) with the 'nvme csd' plugin (build/nvme-cli/nvme)"
 	@echo "make guest     stage csdctl, libcsd, csd.ko, nvme-cli and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
-	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 shape the device"
+	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 PLUGINS=1 shape the device"
+	@echo "               (PLUGINS=1: the example operator plug-ins, csd.plugin-dir)"
 	@echo "make test      every test suite; make test-SUITE runs one (unit, fuzz, qemu-fuzz, qtest,"
 	@echo "               kmod-style, harness, runner, repo, python, vm, crash), building only what it needs"
-	@echo "make check     the quick loop: unit, qtest, python and one guest smoke test"
+	@echo "make check     the quick loop: repo, unit, qtest, python and one guest smoke test"
 	@echo "make fuzz      long fuzz campaigns (FUZZ_SECONDS=600 per target; make test runs short ones)"
-	@echo "make venv      build/venv with the nvme_csd package (source build/venv/bin/activate)"
+	@echo "make venv      build/venv with the nvme_csd package, numpy and matplotlib (source build/venv/bin/activate)"
 	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
 	@echo "make deb       Debian packages and the Python wheel in build/deb (apt install ./build/deb/NAME.deb)"
 	@echo "make test-deb  install them in a fresh Debian 12 root and smoke-test them (root)"
@@ -46,8 +48,10 @@ qemu: build
 	@bash qemu-device/build-qemu.sh --qtest --core-lib $(CORE_LIB) \
 	    --core-libs $(MESON_BUILD)/qemu-device/core/csd_core_link_libs.txt
 
-image: deps
+kernel: deps
 	@bash images/fetch-kernel.sh
+
+image: kernel
 	@bash images/build-guest.sh
 
 build: deps
@@ -65,10 +69,12 @@ guest: image build kmod nvme-cli
 	@bash images/stage-guest.sh
 
 # CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
-# device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too.
+# device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too; PLUGINS=1
+# loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir).
+VM_FLAGS := $(if $(filter-out 0,$(PLUGINS)),--plugins)
 vm: qemu image build guest
 	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)"; \
-	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD"; else $(PYTHON) tests/vm/csdvm.py shell; fi
+	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD" $(VM_FLAGS); else $(PYTHON) tests/vm/csdvm.py shell $(VM_FLAGS); fi
 
 demo: qemu image build guest
 	@bash host/demo/run-demo.sh
@@ -76,11 +82,12 @@ demo: qemu image build guest
 test: qemu image build guest
 	@$(PYTHON) tests/run_all.py
 
-# The loop to live in: unit, qtest, Python and one guest smoke test (the README's recipes).
+# The loop to live in: repo, unit, qtest, Python and one guest smoke test (docs/command-set.md's recipes).
 check: qemu image build guest
 	@$(PYTHON) tests/run_all.py check
 
-# The project's Python environment, build/venv, with the nvme_csd package (numpy only).
+# The project's Python environment, build/venv, with the nvme_csd package, numpy and
+# matplotlib (what make demo needs; make test-python adds the test requirements).
 venv: deps
 	@bash python/install.sh demo
 
@@ -94,7 +101,7 @@ fuzz: deps
 SUITES_HOST := unit
 SUITES_SELF_BUILT := fuzz qemu-fuzz python runner repo
 SUITES_QEMU := qtest
-SUITES_GUEST := harness vm crash kmod-style
+SUITES_GUEST := harness vm crash
 $(addprefix test-,$(SUITES_HOST)): test-%: build
 	@$(PYTHON) tests/run_all.py $*
 $(addprefix test-,$(SUITES_SELF_BUILT)): test-%: deps
@@ -103,6 +110,9 @@ $(addprefix test-,$(SUITES_QEMU)): test-%: qemu
 	@$(PYTHON) tests/run_all.py $*
 $(addprefix test-,$(SUITES_GUEST)): test-%: qemu image build guest
 	@$(PYTHON) tests/run_all.py $*
+# checkpatch.pl and the kernel headers (the broken-build check), nothing else.
+test-kmod-style: kernel
+	@$(PYTHON) tests/run_all.py kmod-style
 
 examples:
 	@$(MAKE) -C examples/bpf

@@ -177,7 +177,13 @@ if [ -z "$wheel" ] || [ -n "$(find "$top/python" "$mb/host" -maxdepth 3 -type f 
     say "Python wheel for $("$py" --version 2>&1)"
     rm -f "$out"/nvme_csd-*.whl
     rm -rf "$top/python/build"   # setuptools' in-tree build folder: no file of an earlier build in the wheel
+    # pip from a virtual environment of that interpreter: Debian's python3 has no pip
+    # (python3-pip is not among make deps' packages; python3-venv, whose venvs carry pip, is).
+    wvenv="$out/wheel-venv"
+    base_of() { "$1" -c 'import sys; print(sys.base_prefix, sys.version)' 2>/dev/null; }
+    [ -x "$wvenv/bin/python" ] && [ "$(base_of "$wvenv/bin/python")" = "$(base_of "$py")" ] ||
+        { rm -rf "$wvenv"; "$py" -m venv "$wvenv" || die "'$py -m venv' failed (python3-venv: make deps)"; }
     CSD_LIBDIR="$mb/host" NVME_CSD_NO_CUDA=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-        nice -n 10 "$py" -m pip wheel -q --no-deps -w "$out" "$top/python"
+        nice -n 10 "$wvenv/bin/python" -m pip wheel -q --no-deps -w "$out" "$top/python"
 fi
 say "$(ls "$out"/nvme_csd-*.whl)"

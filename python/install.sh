@@ -3,7 +3,9 @@
 # Makes the project's virtual environment (build/venv, from the machine's python3 or
 # $PYTHON) and installs the nvme_csd package into it, with what the demo or the test
 # suites need; never touches the interpreter it was made from. Skips the package build
-# when its sources and the libcsd it carries are unchanged since the last install.
+# when its sources and the libcsd it carries are unchanged since the last install (a test
+# install serves the demo too: its requirements include the demo's). $PYTHON naming
+# another interpreter than the one build/venv was made from makes build/venv anew.
 # Usage: python/install.sh [demo|test]   (demo: numpy, matplotlib; test, the default: + pytest, torch,
 # mypy, pybind11-stubgen, tqdm: pyproject.toml's extras)
 # Environment: PYTHON (default python3), CSD_VENV (default build/venv), CSD_MESON_BUILD.
@@ -15,6 +17,13 @@ venv=${CSD_VENV:-$top/build/venv}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 say() { echo "python: $*"; }
 
+# The interpreter a venv was made from: its base prefix and version.
+base_of() { "$1" -c 'import sys; print(sys.base_prefix, sys.version)' 2>/dev/null; }
+if [ -n "${PYTHON:-}" ] && [ -x "$venv/bin/python" ] && [ "$(base_of "$venv/bin/python")" != "$(base_of "$py")" ]; then
+    say "PYTHON=$PYTHON is not the interpreter $venv was made from ($("$venv/bin/python" --version 2>&1) in" \
+        "$("$venv/bin/python" -c 'import sys; print(sys.base_prefix)')): making it anew"
+    rm -rf "$venv"
+fi
 if [ ! -x "$venv/bin/python" ]; then
     say "making the virtual environment $venv from $(command -v "$py") ($("$py" --version 2>&1))"
     "$py" -m venv "$venv" || {
@@ -47,14 +56,20 @@ nice -n 10 meson compile -C "$mb" -j 2 csd:shared_library csd-emu:shared_library
 }
 export CSD_LIBDIR="$mb/host"
 
+# One stamp per use, holding the hash of what was installed; the test install's serves the
+# demo as well (the demo's requirements are among the test's).
 stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
        "$top"/python/nvme_csd/py.typed "$top"/python/nvme_csd/_core/*.pyi \
        "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* \
        "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)
-if [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then
-    exit 0
-fi
+satisfied_by=("$stamp")
+[ "$want" = test ] || satisfied_by+=("$venv/nvme-csd-test.stamp")
+for s in "${satisfied_by[@]}"; do
+    if [ "$(cat "$s" 2>/dev/null)" = "$hash" ] && "$vpy" -c "import nvme_csd._core" 2>/dev/null; then
+        exit 0
+    fi
+done
 [ "$want" = test ] && ! "$vpy" -c "import torch" 2>/dev/null &&
     say "installing the test requirements (torch is large: a few minutes the first time)"
 say "pip install ./python$extras into $venv (builds the extension: a few minutes)"

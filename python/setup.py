@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext
+import setuptools
 from setuptools import setup
 
 here = Path(__file__).resolve().parent
@@ -82,4 +83,9 @@ ext = Pybind11Extension(
     cxx_std=17,
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildWithLibcsd})
+# The licence: PEP 639's SPDX expression where setuptools takes one (77 and later; its
+# older table form is deprecated there), else the plain text older ones (Debian 12's 66,
+# which builds the guest's extension, images/stage-guest.sh) take.
+LICENSE = ({"license_expression": "MIT"} if int(setuptools.__version__.split(".")[0]) >= 77
+           else {"license": "MIT"})
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildWithLibcsd}, **LICENSE)
