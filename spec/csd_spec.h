@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * csd_spec.h - the CSD command set's wire format, version 1.1 (docs/command-set.md):
+ * csd_spec.h - the CSD command set's wire format, version 1.2 (docs/command-set.md):
  * opcodes, layouts, status values and their names, and the execute descriptor codec.
  * The one home of this knowledge: the device core, the QEMU glue, libcsd, csd.ko (this
  * header compiles in the kernel too), and through the bindings Python take it from here.
@@ -505,7 +505,7 @@ static inline uint32_t csd_log_page_size(uint8_t lid)
 #define CSD_STATS_MAGIC "CSDS"
 #define CSD_CAPS_MAGIC "CSD1"
 #define CSD_CAPS_ENTRIES_OFFSET 64u
-#define CSD_LOG_VERSION 0x00010001u /* 1.1 */
+#define CSD_LOG_VERSION 0x00010001u /* 1.1: version 1.2 left it unchanged */
 
 /* Statistics counter names, in log page order (as csdctl and Python show them). */
 static const char *const csd_stat_names[CSD_STAT_COUNT] = {

@@ -237,10 +237,13 @@ int cmd_info(Device &d, const Opts &o)
     return 0;
 }
 
-// After a command that ran programs: where they ran (stderr, so stdout stays the result).
+// After a command that ran programs: where they ran (stderr, so stdout stays the result;
+// stdout flushed first, so that the two read in order also where stdout is a pipe).
 void say_where(const Device &d, const Opts &o)
 {
-    if (!o.json) std::fprintf(stderr, "ran on the %s\n", where_words(d).c_str());
+    if (o.json) return;
+    std::fflush(stdout);
+    std::fprintf(stderr, "ran on the %s\n", where_words(d).c_str());
 }
 
 int cmd_programs(Device &d, const Opts &o)

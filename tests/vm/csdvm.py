@@ -217,6 +217,7 @@ def project_files() -> dict[str, Path]:
         files[f"/csd/partners/{p.name}"] = p
     for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test
         files[f"/csd/docs/{p.name}"] = p
+    files["/csd/README.md"] = TOP / "README.md"   # its guest recipes, for the same test
     for p in sorted((TOP / "bench" / "vm").glob("*.py")):  # guest-side benchmarks
         files[f"/csd/bench/{p.name}"] = p
     for p in sorted((TOP / "host" / "demo").glob("*.py")):  # make demo
