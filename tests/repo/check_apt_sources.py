@@ -12,6 +12,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from checks import Checks
+
 TOP = Path(__file__).resolve().parents[2]
 DEBIAN = ("Types: deb\nURIs: http://archive.example/debian/\nSuites: bookworm bookworm-updates\n"
           "Components: main\nSigned-By: /k.gpg\n\nTypes: deb\nURIs: http://security.example/debian-security\n"
@@ -23,13 +25,7 @@ WANT = ("Types: deb\nURIs: http://archive.example/debian/\nSuites: bookworm-back
 DOCKER = ("Types: deb\nURIs: https://download.docker.com/linux/debian\nSuites: bookworm\n"
           "Components: stable\nSigned-By: /etc/apt/keyrings/docker.asc\n")
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("ok   " if ok else "FAIL ") + what)
+check = Checks("apt-sources")
 
 
 def etc(files: dict[str, str]) -> tempfile.TemporaryDirectory:
@@ -126,8 +122,7 @@ def main():
         check("nvme-csd.sources" not in present.stderr and run("ci/apt-sources.sh", "--check", etc_dir=d).returncode == 0,
               "deps --check is content with the entries once they are in place")
 
-    print(f"apt-sources: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -5,18 +5,13 @@ outside it (the workspace's shared folders), and the contracts the docs cite are
 spec/. Prints 'citations: N passed, N failed'."""
 import sys
 
+from checks import Checks
 from repo_files import TOP, repo_files
 
 OUTSIDE = ("../shared/", "shared/spec/", "shared/notes/", "/work/")
 CONTRACTS = ("spec/csd-command-set.md", "spec/nvme-cs.md")
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("ok   " if ok else "FAIL ") + what)
+check = Checks("citations")
 
 
 def main():
@@ -25,8 +20,7 @@ def main():
     check(not outside, "docs cite only files in the repository" + (f" (outside: {', '.join(outside)})" if outside else ""))
     for spec in CONTRACTS:
         check((TOP / spec).is_file(), f"the contract {spec} is in the repository")
-    print(f"citations: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Prints 'licences: N passed, N failed'."""
 import sys
 from pathlib import Path
 
+from checks import Checks
 from repo_files import TOP, repo_files
 
 SOURCE_SUFFIXES = {".c", ".h", ".cc", ".hpp", ".cu", ".cuh", ".py", ".pyi", ".sh", ".inc", ".patch", ".S",
@@ -18,13 +19,7 @@ NOT_SOURCES = ("tests/fuzz/regressions/",)
 GPL_DIRS = ("qemu-device/overlay/", "qemu-device/patches/", "kmod/")
 GPL = "GPL-2.0-or-later"
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("ok   " if ok else "FAIL ") + what)
+check = Checks("licences")
 
 
 def spdx_of(path):
@@ -50,8 +45,7 @@ def main():
     check(not wrong, f"QEMU overlay, patches and csd.ko are {GPL}" + (f" (not: {', '.join(wrong)})" if wrong else ""))
     for name in ("LICENSE", "LICENSES/GPL-2.0-or-later.txt", "LICENSES/MIT.txt"):
         check((TOP / name).is_file(), f"{name} is in the repository")
-    print(f"licences: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.report()
 
 
 if __name__ == "__main__":

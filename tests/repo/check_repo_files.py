@@ -8,15 +8,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from checks import Checks
 from repo_files import TOP, repo_files
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("ok   " if ok else "FAIL ") + what)
+check = Checks("repo-files")
 
 
 def main():
@@ -35,8 +30,7 @@ def main():
     files = repo_files()
     check("Makefile" in files and not any(f.startswith("build/") for f in files),
           f"in this tree: its files, none under build/ ({len(files)} files)")
-    print(f"repo-files: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.report()
 
 
 if __name__ == "__main__":
