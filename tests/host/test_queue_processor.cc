@@ -224,11 +224,15 @@ TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
 // a long Execute on the same queue completes first, and the Execute then completes with its
 // result (completions in any order, matched by command ID, as NVMe allows).
 // Under a timing model a poller posts each Read at its modelled finish and serves on
-// meanwhile: 32 Reads of a drive whose reads take 2 ms (all in parallel on its media)
-// complete ~2 ms after the doorbell, not 32 x 2 ms (one waited out after the other).
+// meanwhile: 32 Reads of a drive whose reads take 20 ms (all in parallel on its media)
+// complete ~20 ms after the doorbell, not 32 x 20 ms (one waited out after the other). The
+// bounds leave a loaded machine room (make test runs this beside two TCG guests on two
+// cores: the 2 ms version missed "< 20 ms, no overrun" there every time): at most half the
+// one-after-another time, and fewer than half the Reads posted late (one after another,
+// all but the first would be).
 TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
 {
-    auto slow = Device::open(g_path + "&model=ll-nand-gen5&model.media-read-latency-ns=2000000");
+    auto slow = Device::open(g_path + "&model=ll-nand-gen5&model.media-read-latency-ns=20000000");
     const uint32_t n = 32;
     Queues qs(1, 64, n * 4096, lba);
     QueueProcessor proc(*slow, qs.set, 0, 1);
@@ -238,9 +242,9 @@ TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
     qs.ring(0);
     for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_GE(ms, 2.0) << "completed before the modelled finish";
-    EXPECT_LT(ms, 20.0) << "the Reads' modelled latencies were waited out one after another";
-    EXPECT_EQ(slow->stats().model_overruns - before.model_overruns, 0u);
+    EXPECT_GE(ms, 20.0) << "completed before the modelled finish";
+    EXPECT_LT(ms, n * 20.0 / 2) << "the Reads' modelled latencies were waited out one after another";
+    EXPECT_LT(slow->stats().model_overruns - before.model_overruns, n / 2);
     EXPECT_EQ(proc.timed().completions, n);
     std::vector<uint8_t> want(lba);
     slow->read_lbas(3 * 7, 1, want.data());
