@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "bpf_elf.h"
+#include "bpf_specialise.h"
+#include "csd_spec.h"
 
 namespace {
 
@@ -84,6 +86,26 @@ TEST(BpfNormalise, TheCheckRefusesALittleEndianSwapItWasNotShown)
     EXPECT_EQ(fault, 1u) << why;
     csd::core::bpf_normalise(&p);
     EXPECT_TRUE(csd::core::bpf_check_instructions(p, 16, &fault, &why)) << why;
+}
+
+TEST(BpfNormalise, ASelectWhoseExitBecameAJumpIsStillRewritten)
+{
+    // r2 = *(u32 *)(r1 + 0); if r2 == 7 goto B; r0 = 1; if r2 > 5 goto +1; r0 = 0; exit;
+    // B: r0 = 2; if r2 > 9 goto +1; r0 = 3; exit — the first select's exit becomes a jump
+    std::vector<uint64_t> p = {op(0x61, 2, 1),          op(kJeqK, 2, 0, 4, 7), op(kMovK, 0, 0, 0, 1),
+                               op(0x25, 2, 0, 1, 5),    op(kMovK, 0, 0, 0, 0), op(kExit),
+                               op(kMovK, 0, 0, 0, 2),   op(0x25, 2, 0, 1, 9), op(kMovK, 0, 0, 0, 3),
+                               op(kExit)};
+    csd::core::bpf_normalise(&p);
+    ASSERT_EQ(p[5], op(kJa, 0, 0, 3));
+    csd::core::BpfSpecialised r;
+    ASSERT_TRUE(csd::core::bpf_specialise(p, nullptr, 0, CSD_BPF_FILTER, 16, &r));
+    int conditional = 0;
+    for (uint64_t v : r.insns) {
+        const uint8_t code = static_cast<uint8_t>(v);
+        if ((code & 0x07) == 0x05 && code != kJa && code != kExit && code != 0x85) conditional++;
+    }
+    EXPECT_EQ(conditional, 1) << "both selects become arithmetic; only 'if r2 == 7' stays a branch";
 }
 
 TEST(BpfNormalise, ABackwardJumpIsNeverJitCompiled)

@@ -45,6 +45,14 @@ uint64_t insn(uint8_t code, uint8_t dst, uint8_t src = 0, int32_t imm = 0, int16
     return bpf_encode({code, dst, src, off, imm});
 }
 
+// Whether instruction i of insns ends the program: an exit, or a jump straight to one.
+bool exits(const std::vector<uint64_t> &insns, size_t i)
+{
+    const BpfInsn a = bpf_decode(insns[i]);
+    if (a.code == kExit) return true;
+    const int64_t to = static_cast<int64_t>(i) + 1 + a.off;
+    return a.code == 0x05 && to >= 0 && static_cast<size_t>(to) < insns.size() && bpf_decode(insns[static_cast<size_t>(to)]).code == kExit;
+}
 bool is_jump(const BpfInsn &i) { return ((i.code & 0x07) == 0x05 || (i.code & 0x07) == 0x06) && i.code != kCall && i.code != kExit; }
 bool is_alu(const BpfInsn &i) { return (i.code & 0x07) == kClsAlu || (i.code & 0x07) == kClsAlu64; }
 // A 64-bit "d OP= s" whose operands may change places (ADD, MUL, OR, AND, XOR).
@@ -565,9 +573,10 @@ bool bpf_specialise(const std::vector<uint64_t> &insns, const uint64_t *params, 
             i += 2;
             continue;
         }
-        // "r0 = A; if x OP y goto +1; r0 = B; exit", nothing jumping into its middle
+        // "r0 = A; if x OP y goto +1; r0 = B; exit", nothing jumping into its middle (the exit
+        // may be a jump to one: bpf_normalise made every exit but the last one)
         if (i + 3 < n && moves_to_r0(a, &va) && !targeted[i + 1] && !targeted[i + 2] &&
-            moves_to_r0(bpf_decode(insns[i + 2]), &vb) && bpf_decode(insns[i + 3]).code == kExit) {
+            moves_to_r0(bpf_decode(insns[i + 2]), &vb) && exits(insns, i + 3)) {
             const BpfInsn j = bpf_decode(insns[i + 1]);
             const size_t mark = e.out.size();
             if (is_jump(j) && j.off == 1 && e.select(j, va, vb, reg)) {
