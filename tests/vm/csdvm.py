@@ -344,6 +344,28 @@ class Vm:
         except (OSError, IndexError, ValueError, AttributeError):
             return 0.0
 
+    def threads_state(self) -> str:
+        """QEMU's threads as /proc shows them (name, state, where each sleeps in the kernel):
+        what a guest that printed nothing was waiting on, for the log of a timed-out boot."""
+        out = []
+        try:
+            task = f"/proc/{self.proc.pid}/task"  # type: ignore[union-attr]
+            for tid in sorted(os.listdir(task), key=int):
+                try:
+                    with open(f"{task}/{tid}/stat") as f:
+                        w = f.read().rsplit(")", 1)
+                    name = w[0].split("(", 1)[1]
+                    with open(f"{task}/{tid}/wchan") as f:
+                        wchan = f.read().strip() or "-"
+                    fields = w[1].split()
+                    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+                    out.append(f"{name}:{fields[0]}:{wchan}:{cpu:.1f}s")
+                except (OSError, IndexError, ValueError):
+                    continue
+        except (OSError, AttributeError):
+            return "(QEMU gone)"
+        return " ".join(out)
+
     def _reader(self) -> None:
         assert self.proc and self.proc.stdout
         buf = b""
@@ -514,7 +536,8 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
                     break
                 if now >= deadline:
                     what = f"test {current} timed out" if current else "boot timed out"
-                    log(f"csdvm: {what}; killing QEMU")
+                    log(f"csdvm: {what}; killing QEMU (QEMU CPU {vm.cpu_seconds():.1f} s; "
+                        f"threads name:state:wchan:cpu {vm.threads_state()})")
                     if current:
                         results.append(TestResult(current, False, now - began, "timeout"))
                         pending.remove(current)
