@@ -1287,7 +1287,7 @@ TEST(BpfReview, RandomBranchyProgramsAnswerAsLoaded)
     const char *e = std::getenv("CSD_REVIEW_END");
     const bool keep_going = std::getenv("CSD_REVIEW_KEEP_GOING") != nullptr;  // every finding, crashes included
     const uint64_t programs = n ? std::strtoull(n, nullptr, 10) : 600;
-    const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 32;
+    const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 3;  // 3: on main, killed at program 54 (emit_abs_jmp)
     auto text = [](FILE *f) {
         std::string t;
         std::rewind(f);
