@@ -27,6 +27,9 @@ constexpr uint8_t kCall = 0x85;      // BPF_JMP | BPF_CALL
 constexpr uint8_t kExit = 0x95;      // BPF_JMP | BPF_EXIT
 constexpr uint8_t kJa = 0x05;        // BPF_JMP | BPF_JA
 constexpr uint8_t kEndLe = 0xD4;     // BPF_ALU | BPF_END | BPF_TO_LE
+constexpr uint8_t kAnd64K = 0x57;    // BPF_ALU64 | BPF_AND | BPF_K
+constexpr uint8_t kMov32X = 0xBC;    // BPF_ALU | BPF_MOV | BPF_X (zero-extends)
+constexpr uint8_t kMov64X = 0xBF;    // BPF_ALU64 | BPF_MOV | BPF_X
 constexpr uint8_t kPseudoCall = 1;   // the src_reg clang writes in a call it relocates
 
 using Insn = BpfInsn;
@@ -290,25 +293,25 @@ void bpf_normalise(std::vector<uint64_t> *insns)
     const size_t n = v.size();
     std::vector<size_t> exits;  // the exits, in order (a 64-bit load's second half is never one)
     for (size_t i = 0; i < n; i++) {
-        Insn ins = decode(v[i]);
+        const Insn ins = decode(v[i]);
         if (ins.code == kLddw) {
             i++;
         } else if (ins.code == kExit) {
             exits.push_back(i);
         } else if (ins.code == kEndLe) {
-            // le16: and 0xffff; le32: w = w (zero-extends); le64 (and any other width, which
+            // le16: r &= 0xffff; le32: w = w (zero-extends); le64 (and any other width, which
             // the runtime's verifier refuses anyway): r = r
-            const uint8_t dst = ins.dst;
-            ins = Insn{};
-            ins.dst = ins.src = dst;
-            if (decode(v[i]).imm == 16) {
-                ins.code = 0x57;  // BPF_ALU64 | BPF_AND | BPF_K
-                ins.src = 0;
-                ins.imm = 0xFFFF;
+            const int32_t width = ins.imm;
+            Insn same{};
+            same.dst = ins.dst;
+            if (width == 16) {
+                same.code = kAnd64K;
+                same.imm = 0xFFFF;
             } else {
-                ins.code = decode(v[i]).imm == 32 ? 0xBC : 0xBF;  // BPF_ALU / BPF_ALU64 | BPF_MOV | BPF_X
+                same.code = width == 32 ? kMov32X : kMov64X;
+                same.src = ins.dst;
             }
-            v[i] = bpf_encode(ins);
+            v[i] = bpf_encode(same);
         }
     }
     // Each exit jumps to the farthest later exit a 16-bit offset reaches (the last one if it
@@ -446,8 +449,8 @@ double bpf_verifier_steps(const std::vector<uint64_t> &insns)
 
 bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
 {
-    for (const uint64_t &v : insns) {
-        const Insn ins = decode(v);
+    for (size_t i = 0; i < insns.size(); i++) {
+        const Insn ins = decode(insns[i]);
         const uint8_t cls = ins.code & 0x07, op = ins.code & 0xF0;
         if (cls == 0x05 && op == 0x40) return true;  // BPF_JMP | BPF_JSET
         // A shift of a register by itself (its JIT swaps the count into rcx first, and then
@@ -463,7 +466,7 @@ bool bpf_jit_unsafe(const std::vector<uint64_t> &insns)
         if (cls == 0x04 && divide && (ins.code & 0x08)) return true;
         // An exit before the last instruction jumps back to the first one's epilogue, and
         // any backward jump of 127 or 128 bytes is encoded as a forward one.
-        if (ins.code == kExit && &v != &insns.back()) return true;
+        if (ins.code == kExit && i + 1 != insns.size()) return true;
         if ((cls == 0x05 || cls == 0x06) && ins.code != kExit && ins.code != kCall && ins.off < 0) return true;
     }
     return false;

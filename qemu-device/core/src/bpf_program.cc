@@ -225,8 +225,10 @@ std::shared_ptr<const BpfProgram::Specialised> BpfProgram::specialised(uint32_t 
     BpfSpecialised r;
     uint32_t fault;
     std::string why, log;
-    if (verifier_steps_ <= kMaxSpecialiseSteps && bpf_specialise(insns_, params, nr_params, mode, record_size_, &r) &&
-        (bpf_normalise(&r.insns), true) && bpf_check_instructions(r.insns, r.arg_size, &fault, &why) && !bpf_jit_unsafe(r.insns)) {
+    const bool rewritten = verifier_steps_ <= kMaxSpecialiseSteps &&
+                           bpf_specialise(insns_, params, nr_params, mode, record_size_, &r);
+    if (rewritten) bpf_normalise(&r.insns);  // as an image's instructions are, before the check
+    if (rewritten && bpf_check_instructions(r.insns, r.arg_size, &fault, &why) && !bpf_jit_unsafe(r.insns)) {
         s->bpf = runtime_load(r.insns, r.arg_size, &log);
         rte_bpf_jit jit = {};
         if (s->bpf && rte_bpf_get_jit(s->bpf, &jit) == 0 && jit.func) {
