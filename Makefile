@@ -43,10 +43,10 @@ deb: deps
 test-deb: deb guest
 	@$(PYTHON) tests/run_all.py packages
 
-CORE_LIB := $(MESON_BUILD)/qemu-device/core/libcsd_core.a
+CORE_LIB := $(MESON_BUILD)/core/libcsd_core.a
 qemu: build
 	@bash qemu-device/build-qemu.sh --qtest --core-lib $(CORE_LIB) \
-	    --core-libs $(MESON_BUILD)/qemu-device/core/csd_core_link_libs.txt
+	    --core-libs $(MESON_BUILD)/core/csd_core_link_libs.txt
 
 kernel: deps
 	@bash images/fetch-kernel.sh

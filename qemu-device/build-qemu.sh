@@ -144,7 +144,7 @@ input_hash=$(
         echo "$deb_version $have_sha $want_qtest $build_env"
         echo "$configure_flags $cc $cxx $core_libs"
         sha256sum "$0" "$here/qemu-source.conf"
-        find "$here/patches" "$here/overlay" "$here/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+        find "$here/patches" "$here/overlay" "$top/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
         [ -z "$flat_core" ] || sha256sum < "$flat_core"
     } | sed "s|$top/||g" | sha256sum | cut -c1-16
 )
@@ -196,7 +196,7 @@ src_hash=$(
     {
         echo "$upstream $have_sha"
         sha256sum "$0"
-        find "$here/patches" "$here/overlay" "$here/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+        find "$here/patches" "$here/overlay" "$top/core/include" "$top/spec" -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum
     } | sed "s|$top/||g" | sha256sum | cut -c1-16
 )
 src_stamp="$work/src-stamp"
@@ -219,7 +219,7 @@ if [ -d "$here/overlay" ]; then
     cp -r "$here/overlay/." "$stage/"
 fi
 # The device core's C ABI and the wire format, next to the glue that includes them.
-cp "$here"/core/include/*.h "$top"/spec/*.h "$stage/hw/nvme/"
+cp "$top"/core/include/*.h "$top"/spec/*.h "$stage/hw/nvme/"
 for p in "$here"/patches/*.patch; do
     [ -e "$p" ] || continue
     if ! patch -d "$stage" -p1 -N -s --dry-run < "$p" >/dev/null 2>&1; then

@@ -8,7 +8,7 @@
  * u32 pattern_len (1..64); u32 reserved (0); u8 pattern[64]. DW0 = bytes written,
  * DW1 = matching records; out too small: Output Overflow with DW0 = bytes needed.
  *
- * Build: cc -O2 -shared -fPIC -I qemu-device/core/include -I spec substring_search.c -o substring_search.so
+ * Build: cc -O2 -shared -fPIC -I core/include -I spec substring_search.c -o substring_search.so
  * Use:   -device nvme,...,csd=on,csd.plugin-dir=DIR  or  emu:FILE?plugins=DIR
  */
 #define _GNU_SOURCE

@@ -89,12 +89,12 @@ check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "csd.nvme-cs.mem-
 check_refused "csd.slm-size=1M" "csd.slm-size needs csd=on"
 check_refused "csd=on,csd.nvme-cs=maybe" "csd.nvme-cs: on, off, not 'maybe'"
 
-# One option table (qemu-device/core/src/config.cc): QEMU's csd.<name> properties and the
+# One option table (core/src/config.cc): QEMU's csd.<name> properties and the
 # in-process device's emu: options are the core's rows, name for name, and a bad value is
 # refused by both with the core's one message (QEMU's after "csd.", the emu: one's after
 # "emu: ").
 mb="$top/build/meson"
-opts="$mb/qemu-device/core/csd-options" csdctl="$mb/host/csdctl"
+opts="$mb/core/csd-options" csdctl="$mb/host/csdctl"
 if [ -x "$opts" ] && [ -x "$csdctl" ]; then
     help=$(timeout 20 "$qemu" -device nvme,help 2>&1)
     got=$(grep -oE '^ +csd\.[a-z0-9.-]+=' <<<"$help" | tr -d ' =' | sort)

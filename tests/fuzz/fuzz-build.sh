@@ -3,7 +3,7 @@
 # build/meson-fuzz, configured once with -Dfuzz=enabled (clang; libFuzzer coverage, ASan and
 # UBSan on every object, asserts on) and brought up to date by ninja, which rebuilds only
 # what changed. It holds the fuzz targets (tests/fuzz/fuzz_*) and the instrumented device
-# core (qemu-device/core/libcsd_core.a) that QEMU's fuzzer links.
+# core (core/libcsd_core.a) that QEMU's fuzzer links.
 # fuzz_build [TARGET ...]: configure if needed and build TARGETs (default: everything);
 # prints the build's folder in FUZZ_BUILD. Returns non-zero when meson or ninja fails.
 FUZZ_BUILD="$top/build/meson-fuzz"

@@ -23,11 +23,11 @@ fail() { echo "qemu-fuzz: $*"; echo "qemu-fuzz: 0 passed, 1 failed"; exit 1; }
 # fuzzing build, shared with run-fuzz.sh (fuzz-build.sh), brought up to date once
 # shellcheck source=fuzz-build.sh
 . "$here/fuzz-build.sh"
-fuzz_build qemu-device/core/libcsd_core.a || fail "the fuzzing build of the device core (build/meson-fuzz) failed"
-lib="$FUZZ_BUILD/qemu-device/core/libcsd_core.a"
+fuzz_build core/libcsd_core.a || fail "the fuzzing build of the device core (build/meson-fuzz) failed"
+lib="$FUZZ_BUILD/core/libcsd_core.a"
 
 # ---- QEMU's fuzzer binary, cached on its inputs like the ordinary build
-bash "$top/qemu-device/build-qemu.sh" --fuzz --core-lib "$lib" --core-libs "$FUZZ_BUILD/qemu-device/core/csd_core_link_libs.txt" ||
+bash "$top/qemu-device/build-qemu.sh" --fuzz --core-lib "$lib" --core-libs "$FUZZ_BUILD/core/csd_core_link_libs.txt" ||
     fail "QEMU's fuzzer did not build"
 bin="$top/build/qemu-fuzz/qemu-fuzz-x86_64"
 

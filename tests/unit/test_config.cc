@@ -207,5 +207,5 @@ TEST(Config, DocsCarryTheTable)
     ASSERT_NE(b, std::string::npos);
     EXPECT_EQ(doc.substr(a + begin.size(), b - a - begin.size()), take(csd_options_markdown()))
         << "docs/command-set.md's option table differs from the core's: regenerate it with "
-           "build/meson/qemu-device/core/csd-options markdown";
+           "build/meson/core/csd-options markdown";
 }

@@ -4,7 +4,7 @@
  * QEMU's csd.<name> properties and the in-process device's emu: options are both read
  * from it (name, type, default, range, help) and parsed and checked by it, so that a
  * name, a default or an error message cannot differ between them. Adding an option or a
- * timing-model resource is one row of the table (qemu-device/core/src/config.cc) and its
+ * timing-model resource is one row of the table (core/src/config.cc) and its
  * field below; the embeddings list the table and change nothing. The docs' option table
  * is generated from it (csd_options_markdown; `csd-options markdown`).
  */
