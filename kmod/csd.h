@@ -88,6 +88,7 @@ struct csd_dev {
 	u64 slm_size;
 	u32 compute_units;
 	u32 nr_programs;
+	u32 features; /* C0h features (CSD_FEATURE_*) */
 	struct mutex lock; /* allocs, next_handle */
 	struct list_head allocs;
 	u32 next_handle;

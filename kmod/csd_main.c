@@ -439,10 +439,22 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
 }
 
+/* Whether a program may read the namespace itself: gather, embedding_bag, a downloaded chase. */
+static bool csd_program_reads_media(u16 id)
+{
+	return id == CSD_PROG_GATHER || id == CSD_PROG_EMBEDDING_BAG ||
+	       (id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS);
+}
+
 /*
  * Execute: the caller's descriptor is parsed once, here at the trust boundary; each
  * range's offset, relative to the caller's allocation, is checked and rewritten in place
  * to the absolute SLM offset before the descriptor goes to the drive unchanged otherwise.
+ * The LBAs a media program reads (gather entries, embedding_bag's table, a chase's hops)
+ * live in SLM, which the tenant can rewrite at any time: the command carries the file's
+ * partition as its LBA window (CDW11-15, spec section 10), which the drive enforces on
+ * every read, so the program's LBAs are the tenant's own (LBA 0 = its partition's first).
+ * A drive that does not honour the window (C0h features bit 1) runs no media program here.
  */
 static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 {
@@ -486,10 +498,19 @@ static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 		csd_desc_range_set(d, i, r);
 	}
 	/* another tenant's downloaded program: EPERM; ours stays ours until it completes */
+	if (!(cd->features & CSD_FEATURE_LBA_WINDOW) && csd_program_reads_media(h.program_id)) {
+		dev_warn_ratelimited(&cd->dev, "program %04x reads media: drive has no LBA window\n",
+				     h.program_id);
+		e.status = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+		goto done;
+	}
 	ret = csd_program_get(cf, h.program_id);
 	if (ret)
 		goto out;
-	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, e.desc_len, 0, 0, 0, 0);
+	csd_cmd(&c, CSD_OPC_EXECUTE, cd->ns->head->ns_id, e.desc_len, CSD_EXEC_LBA_WINDOW,
+		lower_32_bits(cf->part_start), upper_32_bits(cf->part_start),
+		lower_32_bits(cf->part_lbas));
+	c.common.cdw15 = cpu_to_le32(upper_32_bits(cf->part_lbas));
 	ret = csd_submit(cd, false, &c, d, e.desc_len, &result);
 	csd_program_put(cf, h.program_id);
 	if (ret < 0)
@@ -715,6 +736,7 @@ static int csd_try_attach(int idx, int minor)
 	cd->compute_units = get_unaligned_le32(cd->caps +
 					       offsetof(struct csd_caps_log, compute_units));
 	cd->nr_programs = get_unaligned_le32(cd->caps + offsetof(struct csd_caps_log, nr_programs));
+	cd->features = get_unaligned_le32(cd->caps + offsetof(struct csd_caps_log, features));
 	cd->nr_programs = min_t(u32, cd->nr_programs,
 				(CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) /
 				sizeof(struct csd_caps_entry));

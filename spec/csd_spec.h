@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * csd_spec.h - the CSD command set's wire format, version 1.2 (docs/command-set.md):
+ * csd_spec.h - the CSD command set's wire format, version 1.3 (docs/command-set.md):
  * opcodes, layouts, status values and their names, and the execute descriptor codec.
  * The one home of this knowledge: the device core, the QEMU glue, libcsd, csd.ko (this
  * header compiles in the kernel too), and through the bindings Python take it from here.
@@ -57,6 +57,16 @@ static inline int csd_is_io_opcode(uint8_t opc)
  */
 #define CSD_CAW_MAX_BYTES (64u << 10)
 #define CSD_FEATURE_COMPARE_WRITE 0x1u /* C0h features bit 0 */
+
+/*
+ * Execute's LBA window (1.3, project extension, section 10): CDW11 bit 0 set confines every
+ * namespace read of the Execute's program (gather entries, embedding_bag's table, a chase's
+ * start and every hop) to CDW14-15 LBAs from LBA CDW12-13; the program's LBAs are relative to
+ * the window (its LBA 0 is the window's first), past its end is LBA Out of Range. csd.ko puts
+ * each tenant's partition there, so bytes a tenant rewrites in SLM cannot reach past it.
+ */
+#define CSD_EXEC_LBA_WINDOW 0x1u        /* Execute CDW11 bit 0 */
+#define CSD_FEATURE_LBA_WINDOW 0x2u     /* C0h features bit 1: the drive honours the window */
 
 /* Downloadable programs (section 8). */
 #define CSD_SLOT_FIRST 0x0100       /* slot ids 0100h..01FFh */

@@ -43,6 +43,10 @@ struct csd_ctx {
     uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit */
     uint32_t zoned;        /* non-zero: a zoned namespace (ZNS), whose writes follow zone
                               rules (write pointer, zone states) the core does not keep */
+    uint32_t metadata;     /* metadata bytes per LBA (protection information included), 0:
+                              none; the core moves no namespace bytes of such a namespace
+                              (it neither makes nor checks PI tuples): Invalid Namespace or
+                              Format */
 };
 
 /* A decoded command: what the embedding must do for it. */
@@ -57,6 +61,8 @@ struct csd_op {
                             (Execute), the image chunk (Program Load) or expected + new
                             data (Compare and Write) from the host */
     csd_exec *job;       /* Execute from csd_core_submit: the prepared job to run */
+    uint64_t window_lba;  /* Execute: the first LBA of its namespace reads' window (CDW11 bit 0) */
+    uint64_t window_lbas; /* Execute: the window's LBAs (the namespace's without a window) */
 };
 
 /* Creates a device core with zero-filled SLM; NULL (errno set) if memory is short. */
@@ -433,7 +439,8 @@ struct csd_port {
     /* Reads len bytes at byte offset off of NVM namespace nsid (checked by the core) into
      * buf for command req, asynchronously: calls done(arg, status) exactly once when it
      * ends, at once or later, on any thread (QEMU: its main loop). Status: Success, Internal
-     * Error, or Command Abort Requested when the command was cancelled. A command may have
+     * Error, Command Abort Requested when the command was cancelled, or Invalid Namespace or
+     * Format when the namespace is no longer attached. A command may have
      * several under way at once (a media program's extents, a window of them); the
      * embedding cancels them all with the command. The dones of one command's I/O run one
      * at a time, never beside the call that issued another (QEMU: all in its main loop). */

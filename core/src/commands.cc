@@ -56,6 +56,21 @@ uint16_t decode_execute(csd_core *core, const csd_cmd *c, const csd_ctx *ctx, cs
         count(core, CSD_STAT_EXEC_ERRORS);
         return kInvalidField;
     }
+    // The LBA window (1.3): what the program may read of the namespace, relative to its start.
+    op->window_lba = 0;
+    op->window_lbas = ctx->lba_count;
+    if (c->cdw11 & CSD_EXEC_LBA_WINDOW) {
+        op->window_lba = dwords64(c->cdw12, c->cdw13);
+        op->window_lbas = dwords64(c->cdw14, c->cdw15);
+        if (op->window_lbas == 0) {
+            count(core, CSD_STAT_EXEC_ERRORS);
+            return kInvalidField;
+        }
+        if (!lbas_inside(ctx, op->window_lba, op->window_lbas)) {
+            count(core, CSD_STAT_EXEC_ERRORS);
+            return CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
+        }
+    }
     return CSD_STATUS_SUCCESS;
 }
 
@@ -127,6 +142,8 @@ uint16_t csd_core_decode(csd_core *core, const csd_cmd *cmd, const csd_ctx *ctx,
     case CSD_OPC_COMPARE_WRITE:
         // Not the zoned command set's: the core keeps no write pointer or zone state.
         if (ctx->zoned) return CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+        // Nor a namespace with metadata: the core neither makes nor checks PI tuples.
+        if (ctx->metadata) return CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
         break;
     default:
         break;

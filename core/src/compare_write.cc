@@ -18,6 +18,7 @@ struct CawCmd : PortCmd {
         : PortCmd(c, p, r, done), op(*o) {}
     csd_op op;
     uint64_t off = 0, half = 0;  // bytes into the namespace, bytes compared
+    uint32_t lba_size = 0;       // of the namespace when the command was checked
     std::vector<uint8_t> data;   // expected, then new (op.bytes)
     std::vector<uint8_t> current;
     bool exclusive = false;      // port->exclusive taken
@@ -115,9 +116,15 @@ void read_done(void *arg, uint16_t st)
     c->port->ns_write(c->req, c->op.cmd.nsid, c->off, c->data.data() + c->half, c->half, written, c);
 }
 
-// The range is this command's: read it.
+// The range is this command's: read it (if its namespace is still the one it was checked
+// against: it may have waited behind another while it was detached or formatted).
 void run(CawCmd *c)
 {
+    const uint16_t st = ns_still_holds(c->port, c->op.cmd.nsid, c->lba_size, c->op.slba, c->op.nlb);
+    if (st) {
+        finish(c, st);
+        return;
+    }
     if (c->port->exclusive) {
         if (c->port->exclusive(c->req, c->op.cmd.nsid, c->off, c->half, 1) != 0) {
             finish(c, kInternal);
@@ -137,6 +144,7 @@ uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, cons
     auto *c = new CawCmd(core, port, req, cpl, op);
     c->data.resize(op->bytes);
     c->half = op->bytes / 2;
+    c->lba_size = ns->lba_size;
     c->off = op->slba * ns->lba_size;
     const uint16_t st = port->from_host(req, c->data.data(), op->bytes);
     if (st) {

@@ -438,7 +438,9 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_po
             csd_core_complete(core, op, st);
             return st;
         }
-        csd_exec_set_namespace(op->job, &ctx);  // a media program reads this namespace
+        csd_ctx window = ctx;  // a media program reads this namespace, inside the command's window
+        window.lba_count = op->window_lbas;
+        csd_exec_set_namespace(op->job, &window);
         schedule(core, port, op, cpl);
         cpl->program = csd_exec_program_id(op->job);
         return csd::core::execute(core, op, &ctx, port, req, cpl);

@@ -26,6 +26,7 @@ struct ExecCmd : PortCmd {
     csd_op op;
     csd_exec *job;  // until it runs or is discarded
     uint32_t lba_size;  // of the NVM namespace a media program reads (op.cmd.nsid)
+    // the program's LBAs are relative to op.window_lba (checked against the window's size)
     int cancel = 0;  // set (atomically) to stop it: polled by the program and csd_exec_media
     uint16_t status = CSD_STATUS_SUCCESS;
     // a media program's round of reads (csd_exec_media)
@@ -108,6 +109,15 @@ void pump(ExecCmd *c)
             c->n = csd_exec_media(c->job, c->ext_status, &c->cancel, &c->ext);
             c->next = 0;
             c->ext_status = CSD_STATUS_SUCCESS;
+            if (c->n) {  // the namespace may have been detached or formatted while it waited
+                c->ext_status = ns_still_holds(c->port, c->op.cmd.nsid, c->lba_size, c->op.window_lba,
+                                               c->op.window_lbas);
+                if (c->ext_status) {
+                    c->next = c->n;  // none of this round issued: the next call ends the media
+                    c->again = true;
+                    continue;
+                }
+            }
             if (!c->n) {
                 c->pumping = false;
                 c->cpl.finish_ns = csd_exec_model_finish(c->job, c->cpl.finish_ns);  // a chase's later hops
@@ -118,8 +128,8 @@ void pump(ExecCmd *c)
         while (c->next < c->n && c->inflight < kMediaWindow && !c->ext_status) {
             const csd_extent &e = c->ext[c->next++];
             c->inflight++;
-            c->port->ns_read(c->req, c->op.cmd.nsid, e.slba * c->lba_size, e.buf, uint64_t{e.nlb} * c->lba_size,
-                             read_done, c);
+            c->port->ns_read(c->req, c->op.cmd.nsid, (c->op.window_lba + e.slba) * c->lba_size, e.buf,
+                             uint64_t{e.nlb} * c->lba_size, read_done, c);
         }
     } while (c->again);
     c->pumping = false;

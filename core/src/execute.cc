@@ -245,7 +245,7 @@ void csd_exec_set_namespace(csd_exec *exec, const csd_ctx *ns)
     if (!(exec->chase.on || (exec->program && exec->program->plan)) || m.have_ns) return;
     m.have_ns = true;
     m.ns = *ns;
-    if (ns->lba_size == 0) {
+    if (ns->lba_size == 0 || ns->metadata) {  // no namespace, or metadata / PI it would ignore
         m.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
         return;
     }

@@ -40,12 +40,13 @@ void part_done(void *arg, uint16_t st)
 void next(Transfer *t)
 {
     const csd_cs_copy_part &p = t->parts[t->i];
-    csd_ctx ctx{};
-    if (t->port->ns_info(t->port->opaque, p.nsid, &ctx) != 0) {  // detached meanwhile
-        part_done(t, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    const uint32_t lba_size = p.op.nlb ? static_cast<uint32_t>(p.op.bytes / p.op.nlb) : 0;
+    const uint16_t st = ns_still_holds(t->port, p.nsid, lba_size, p.op.slba, p.op.nlb);
+    if (st) {  // detached or formatted meanwhile
+        part_done(t, st);
         return;
     }
-    const uint64_t off = p.op.slba * ctx.lba_size;
+    const uint64_t off = p.op.slba * lba_size;
     if (p.op.opcode == CSD_OPC_SLM_STORE) {
         t->port->ns_write(t->req, p.nsid, off, p.op.slm, p.op.bytes, part_done, t);
     } else {
@@ -54,6 +55,16 @@ void next(Transfer *t)
 }
 
 }  // namespace
+
+uint16_t ns_still_holds(const csd_port *port, uint32_t nsid, uint32_t lba_size, uint64_t first, uint64_t n)
+{
+    csd_ctx ctx{};
+    if (port->ns_info(port->opaque, nsid, &ctx) != 0 || ctx.lba_size != lba_size || lba_size == 0 ||
+        first > ctx.lba_count || n > ctx.lba_count - first) {
+        return CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+    }
+    return CSD_STATUS_SUCCESS;
+}
 
 uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, const csd_port *port, void *req,
                   const csd_cpl *cpl)

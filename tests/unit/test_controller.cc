@@ -514,6 +514,175 @@ TEST_F(ExecQueue, AMediaReadErrorEndsTheProgramUnrun)
     EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 1u);
 }
 
+// Issue 40: what NSID 1 is now, as the embedding answers ns_info (detached, formatted).
+struct NsNow {
+    bool attached = true;
+    uint32_t lba_size = 512;
+    uint32_t metadata = 0;
+} g_ns_now;
+
+int ns_info_now(void *, uint32_t nsid, csd_ctx *ctx)
+{
+    if (nsid != 1 || !g_ns_now.attached) return -1;
+    *ctx = csd_ctx{(64u * 512) / g_ns_now.lba_size, g_ns_now.lba_size, 8u << 20, 0, g_ns_now.metadata};
+    return 0;
+}
+
+// Issue 40: a command that waited re-checks its namespace before any I/O; the LBA window.
+class NamespaceChanges : public ExecQueue {
+protected:
+    void SetUp() override
+    {
+        ExecQueue::SetUp();
+        g_ns_now = NsNow{};
+        port.ns_info = ns_info_now;
+    }
+    // A gather of the entries (placed at SLM 0) into SLM 8192.
+    HostBuffer gather(const std::vector<csd_gather_entry> &es, uint64_t out_len)
+    {
+        std::memcpy(csd_core_slm_base(core), es.data(), es.size() * sizeof es[0]);
+        const csd_gather_params gp{static_cast<uint32_t>(es.size()), 0};
+        return HostBuffer{make_descriptor(CSD_PROG_GATHER, {{0, es.size() * sizeof es[0]}, {8192, out_len}}, &gp,
+                                          sizeof gp)};
+    }
+    // An Execute with an LBA window (CDW11 bit 0, CDW12-13 first LBA, CDW14-15 LBAs).
+    uint16_t exec_window(HostBuffer &h, uint64_t first, uint64_t n)
+    {
+        csd_sqe sqe{};
+        sqe.cmd = csd_cmd{CSD_OPC_EXECUTE, 1, static_cast<uint32_t>(h.data.size()), CSD_EXEC_LBA_WINDOW,
+                          static_cast<uint32_t>(first), static_cast<uint32_t>(first >> 32), static_cast<uint32_t>(n),
+                          static_cast<uint32_t>(n >> 32)};
+        return csd_core_submit(core, &sqe, &port, &h, &cpl, &op);
+    }
+    // The status request req completed with (FFFFh: none yet).
+    uint16_t status_of(const void *req) const
+    {
+        for (const auto &c : ns.completed) {
+            if (c.first == req) return c.second;
+        }
+        return 0xFFFF;
+    }
+    // Runs every read and unit job handed out until none is left.
+    void drain()
+    {
+        while (!ns.pending.empty() || !units.jobs.empty()) {
+            if (!ns.pending.empty()) ns.step();
+            else units.finish(0);
+        }
+    }
+};
+
+TEST_F(NamespaceChanges, AGatherWaitingForAUnitWhileItsNamespaceIsDetachedReadsNothing)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(12288), g = gather({{3, 0, 512}}, 512);
+    ASSERT_EQ(exec(a), CSD_CORE_LATER);
+    ASSERT_EQ(exec(b), CSD_CORE_LATER);
+    ASSERT_EQ(exec(g), CSD_CORE_LATER);  // waits for a unit
+    g_ns_now.attached = false;           // nvme detach-ns
+    units.finish(0);                     // a ends: g takes the unit
+    EXPECT_TRUE(ns.pending.empty()) << "a detached namespace is not read";
+    drain();
+    ASSERT_EQ(ns.completed.size(), 3u);
+    EXPECT_EQ(status_of(&g), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+TEST_F(NamespaceChanges, AGatherWaitingWhileItsNamespaceIsFormattedReadsNothing)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(12288), g = gather({{3, 0, 512}}, 512);
+    for (HostBuffer *h : {&a, &b, &g}) ASSERT_EQ(exec(*h), CSD_CORE_LATER);
+    g_ns_now.lba_size = 4096;  // nvme format --lbaf to 4 KiB blocks
+    units.finish(0);
+    EXPECT_TRUE(ns.pending.empty()) << "LBA 3 of 512 B is not LBA 3 of 4 KiB";
+    drain();
+    EXPECT_EQ(status_of(&g), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+}
+
+TEST_F(NamespaceChanges, ACompareAndWriteWaitingWhileItsNamespaceIsDetachedWritesNothing)
+{
+    HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0xA5, 0x11);
+    ASSERT_EQ(submit(a, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);
+    ASSERT_EQ(submit(b, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);  // behind a
+    ns.step();  // a's read
+    g_ns_now.attached = false;
+    ns.step();  // a's write (under way before the detach) ends: b would run now
+    EXPECT_TRUE(ns.pending.empty()) << "b neither reads nor writes a detached namespace";
+    ASSERT_EQ(ns.completed.size(), 2u);
+    EXPECT_EQ(ns.completed[1], std::make_pair(static_cast<void *>(&b), uint16_t{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR}));
+    EXPECT_EQ(ns.bytes[0], 0xA5);
+}
+
+TEST_F(NamespaceChanges, AnLbaWindowMakesTheProgramsLbasRelativeAndBoundsThem)
+{
+    for (size_t i = 0; i < ns.bytes.size(); i++) ns.bytes[i] = static_cast<uint8_t>(i / 512);  // each block its LBA
+    HostBuffer g = gather({{3, 0, 512}}, 512);
+    ASSERT_EQ(exec_window(g, 16, 16), CSD_CORE_LATER);  // LBAs 16..31
+    ASSERT_EQ(ns.pending.size(), 1u);
+    EXPECT_EQ(ns.pending[0].off, 19u * 512) << "the window's LBA 3";
+    drain();
+    EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&g), uint16_t{0}));
+    EXPECT_EQ(csd_core_slm_base(core)[8192], 19);
+    // past the window's end, though inside the namespace: LBA Out of Range, nothing read
+    HostBuffer past = gather({{3, 0, 8}, {16, 0, 8}}, 16);
+    ASSERT_EQ(exec_window(past, 16, 16), CSD_CORE_LATER);
+    EXPECT_TRUE(ns.pending.empty());
+    drain();
+    EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&past), uint16_t{CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR}));
+    // a byte past the window through an offset
+    HostBuffer off = gather({{15, 512, 1}}, 1);
+    ASSERT_EQ(exec_window(off, 16, 16), CSD_CORE_LATER);
+    drain();
+    EXPECT_EQ(ns.completed.back().second, CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    // the window itself: inside the namespace (64 LBAs), not empty
+    HostBuffer w1 = gather({{0, 0, 8}}, 8), w2 = w1;
+    EXPECT_EQ(exec_window(w1, 60, 5), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    EXPECT_EQ(exec_window(w2, 0, 0), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    HostBuffer wrap = w1;
+    EXPECT_EQ(exec_window(wrap, ~0ull, 2), CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+    // a program that reads no namespace ignores it
+    HostBuffer c = copy_to(4096);
+    ASSERT_EQ(exec_window(c, 16, 16), CSD_CORE_LATER);
+    drain();
+    EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&c), uint16_t{0}));
+}
+
+TEST_F(NamespaceChanges, EmbeddingBagsTableIsRelativeToTheWindow)
+{
+    const float row[4] = {1, 2, 3, 4};
+    std::memcpy(ns.bytes.data() + 20 * 512, row, sizeof row);  // the window's LBA 4
+    const int64_t idx = 0, offs = 0;
+    std::memcpy(csd_core_slm_base(core), &idx, 8);
+    std::memcpy(csd_core_slm_base(core) + 64, &offs, 8);
+    csd_embedding_bag_params p{};
+    p.table_lba = 4;
+    p.num_rows = 1;
+    p.row_dim = 4;
+    p.num_bags = 1;
+    HostBuffer e{make_descriptor(CSD_PROG_EMBEDDING_BAG, {{0, 8}, {64, 8}, {0, 0}, {8192, 16}}, &p, sizeof p)};
+    ASSERT_EQ(exec_window(e, 16, 16), CSD_CORE_LATER);
+    drain();
+    ASSERT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&e), uint16_t{0}));
+    EXPECT_EQ(0, std::memcmp(csd_core_slm_base(core) + 8192, row, sizeof row));
+    p.table_lba = 16;  // the window's end
+    HostBuffer past{make_descriptor(CSD_PROG_EMBEDDING_BAG, {{0, 8}, {64, 8}, {0, 0}, {8192, 16}}, &p, sizeof p)};
+    ASSERT_EQ(exec_window(past, 16, 16), CSD_CORE_LATER);
+    drain();
+    EXPECT_EQ(ns.completed.back().second, CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+}
+
+TEST_F(NamespaceChanges, ANamespaceWithMetadataIsNeitherReadNorWritten)
+{
+    g_ns_now.metadata = 8;  // e.g. 512 + 8 with protection information type 1
+    HostBuffer none, cw = caw_data(1, 0, 1), g = gather({{3, 0, 512}}, 512);
+    EXPECT_EQ(submit(none, CSD_OPC_SLM_LOAD, 1, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(none, CSD_OPC_SLM_STORE, 1, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(cw, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 0), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    ASSERT_EQ(exec(g), CSD_CORE_LATER);
+    drain();
+    EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&g), uint16_t{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR}));
+    EXPECT_TRUE(std::all_of(ns.bytes.begin(), ns.bytes.end(), [](uint8_t b) { return b == 0; }));
+    EXPECT_EQ(counter(CSD_STAT_BYTES_NS_TO_SLM) + counter(CSD_STAT_BYTES_SLM_TO_NS), 0u);
+}
+
 }  // namespace
 
 // Issue 29: NVM Read / Write / Flush are checked by the core for an embedding that answers

@@ -9,7 +9,7 @@
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
 (keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, solo, peer, plugins, drives,
-partner). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
+partner, subsys). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
 own); the boots run side by side, ``--jobs`` at a time (default: one per core; a partner guest
 takes a place of its own, ``solo`` runs with no other guest beside it), the longest first by
 the times of earlier runs (~/.cache/nvme-csd/vm-times.json). The harness streams guest output, enforces a
@@ -71,11 +71,13 @@ class VmConfig:
     write_log: str = ""    # log every write and flush of the namespace to this file (blklogwrites)
     partner: str = ""      # a second guest running tests/vm/guest/partners/NAME, linked by a network
     net: str = ""          # "server:PORT" / "client:PORT": virtio-net on a QEMU stream netdev
+    subsys: bool = False   # the controller in an nvme-subsys, its namespace an nvme-ns device
+                           # (nsid 1): Namespace Attachment works (nvme detach-ns / attach-ns)
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
                 self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives,
-                self.partner)
+                self.partner, self.subsys)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -106,6 +108,8 @@ class VmConfig:
                 cfg.peer = v
             elif k == "plugins":
                 cfg.plugins = True
+            elif k == "subsys":
+                cfg.subsys = True
             elif k == "partner":
                 if not (PARTNERS / v).is_file():
                     raise ValueError(f"no partner guest script tests/vm/guest/partners/{v}")
@@ -257,8 +261,10 @@ class Vm:
                 raise SystemExit(f"csdvm: {need} is missing: run 'make qemu image' first")
         accel = pick_accel()
         serial = "csd0101" if self.cfg.net.startswith("server") else "csd0001"  # a partner's drive tells itself apart
-        dev = (f"nvme,id=nvme0,serial={serial},drive=nvm0,"
-               f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}")
+        blocks = f"logical_block_size={1 << self.cfg.lbads},physical_block_size={1 << self.cfg.lbads}"
+        # in a subsystem the namespace is a device of its own (nvme-ns), attached by nsid
+        dev = (f"nvme,id=nvme0,serial={serial},subsys=subsys0" if self.cfg.subsys
+               else f"nvme,id=nvme0,serial={serial},drive=nvm0,{blocks}")
         if self.cfg.csd:
             extra = self.cfg.extra_device
             dev += f",csd=on,csd.slm-size={parse_size(self.cfg.slm)}"
@@ -294,7 +300,13 @@ class Vm:
                                   f"log-sector-size={1 << self.cfg.lbads}"]
         else:
             argv += ["-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback"]
-        argv += ["-device", dev]
+        if self.cfg.subsys:
+            if self.cfg.drives != 1:
+                raise SystemExit("csdvm: subsys takes one drive")
+            argv += ["-device", "nvme-subsys,id=subsys0,nqn=csd-subsys0", "-device", dev,
+                     "-device", f"nvme-ns,drive=nvm0,nsid=1,bus=nvme0,{blocks}"]
+        else:
+            argv += ["-device", dev]
         for i in range(1, self.cfg.drives):  # more controllers, alike, each over its own file
             disk = self.workdir / f"namespace{i}.img"
             with open(disk, "wb") as f:
@@ -777,7 +789,7 @@ def cli_config(args) -> VmConfig:
         raise SystemExit(f"csdvm: --drives must be 1..8 (got {args.drives})")
     return VmConfig(csd=not args.no_csd, slm=args.slm, cu=args.compute_units, disk=args.disk_size,
                     lbads=args.lbads, memory=args.memory, extra_device=props, drives=args.drives,
-                    plugins=args.plugins)
+                    plugins=args.plugins, subsys=args.subsys)
 
 
 def cmd_run(args) -> int:
@@ -855,6 +867,9 @@ def main() -> int:
                        help="csd.compute-units, unless --device-props names it or a timing model")
         c.add_argument("--plugins", action="store_true",
                        help="load the example operator plug-ins (csd.plugin-dir)")
+        c.add_argument("--subsys", action="store_true",
+                       help="the controller in an nvme-subsys and its namespace an nvme-ns device "
+                            "(nvme detach-ns / attach-ns work)")
     args = ap.parse_args()
     # SIGTERM (a CI job's timeout, kill) ends the run through its cleanup: no QEMU left behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
