@@ -392,8 +392,9 @@ static int csd_caps_cmd(int argc, char **argv, bool list_only)
 		printf("downloadable_slots %u\n", caps->downloadable_slots);
 		printf("program_types      %#x%s\n", caps->program_types,
 		       caps->program_types & (1u << CSD_PROGRAM_TYPE_EBPF) ? " (eBPF)" : " (none)");
-		printf("features           %#x%s\n", caps->features,
-		       caps->features & CSD_FEATURE_COMPARE_WRITE ? " (Compare and Write)" : "");
+		printf("features           %#x%s%s\n", caps->features,
+		       caps->features & CSD_FEATURE_COMPARE_WRITE ? " (Compare and Write)" : "",
+		       caps->features & CSD_FEATURE_LBA_WINDOW ? " (Execute's LBA window)" : "");
 		printf("programs           %u\n", caps->nr_programs);
 		csd_show_programs(caps, entries, false);
 	}
