@@ -440,10 +440,13 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_po
         }
         csd_ctx window = ctx;  // a media program reads this namespace, inside the command's window
         window.lba_count = op->window_lbas;
-        csd_exec_set_namespace(op->job, &window);
+        // The timing model schedules on arrival and must know the blocks a media program
+        // reads: then it is planned here; otherwise on its compute unit (exec_queue.cc), so
+        // that submission costs O(descriptor) on the submitting thread (QEMU's main loop).
+        if (csd_core_model_on(core)) csd_exec_set_namespace(op->job, &window);
         schedule(core, port, op, cpl);
         cpl->program = csd_exec_program_id(op->job);
-        return csd::core::execute(core, op, &ctx, port, req, cpl);
+        return csd::core::execute(core, op, &window, port, req, cpl);
     }
     case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
     case CSD_OPC_SLM_LOAD:

@@ -84,9 +84,21 @@ struct ExecState {
     std::mutex mu;
     std::deque<ExecCmd *> waiting;
     std::vector<ExecCmd *> running;
+    uint64_t waiting_bytes = 0;  // exec_held_bytes of the waiting ones
 };
-// Runs a prepared Execute (op->job; ns: the NVM namespace it names, nullptr for none) on a
-// compute unit through the port, now or once one is free: CSD_CORE_LATER.
+// Whether a prepared job is a media program whose plan (csd_exec_set_namespace: copying,
+// checking and sorting its entries or indices) is still to be made.
+bool exec_needs_plan(const csd_exec *job);
+// Host memory a prepared job holds while it waits (the job, its plan if made).
+uint64_t exec_held_bytes(const csd_exec *job);
+// Memory that Executes waiting for a compute unit may hold, and how many may wait: past
+// either, an Execute completes with Command Interrupted (no DNR: the host retries it).
+constexpr uint64_t kExecWaitingBytes = 256ull << 20;
+constexpr size_t kExecWaitingMax = 4096;
+// Runs a prepared Execute (op->job; ns: the NVM namespace it names, its LBA count the
+// command's window, nullptr for none) on a compute unit through the port, now or once one
+// is free: CSD_CORE_LATER, or Command Interrupted when too many wait. A media program not
+// planned yet is planned on the unit (a worker of the port), not on the submitting thread.
 uint16_t execute(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
                  const csd_cpl *cpl);
 // csd_core_cancel for an Execute: ends one that waits for a compute unit (1), or asks a

@@ -19,13 +19,15 @@ constexpr uint32_t kMediaWindow = 32;
 
 // One Execute between its submission and its completion.
 struct ExecCmd : PortCmd {
-    ExecCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done, const csd_op *o, uint32_t lba)
-        : PortCmd(c, p, r, done), op(*o), job(o->job), lba_size(lba)
+    ExecCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done, const csd_op *o, const csd_ctx *ns)
+        : PortCmd(c, p, r, done), op(*o), job(o->job), lba_size(ns ? ns->lba_size : 0), media_ns(ns ? *ns : csd_ctx{})
     {
     }
     csd_op op;
     csd_exec *job;  // until it runs or is discarded
     uint32_t lba_size;  // of the NVM namespace a media program reads (op.cmd.nsid)
+    csd_ctx media_ns;   // that namespace as checked, its LBA count the window's (the plan's)
+    uint64_t held = 0;  // exec_held_bytes while it waits
     // the program's LBAs are relative to op.window_lba (checked against the window's size)
     int cancel = 0;  // set (atomically) to stop it: polled by the program and csd_exec_media
     uint16_t status = CSD_STATUS_SUCCESS;
@@ -50,6 +52,7 @@ std::vector<ExecCmd *> take_startable(csd_core *core)
             continue;
         }
         it = q.waiting.erase(it);
+        q.waiting_bytes -= c->held;
         q.running.push_back(c);
         go.push_back(c);
     }
@@ -143,20 +146,53 @@ void read_done(void *arg, uint16_t st)
     pump(c);
 }
 
-// The command has a compute unit: its media reads (if any), then its program.
-void start(ExecCmd *c) { pump(c); }
+// On the embedding's worker: a media program's plan (its entries or indices copied, checked
+// and sorted), then back to the pump.
+void plan_work(void *arg)
+{
+    auto *c = static_cast<ExecCmd *>(arg);
+    csd_exec_set_namespace(c->job, &c->media_ns);
+}
+
+void plan_done(void *arg) { pump(static_cast<ExecCmd *>(arg)); }
+
+// The command has a compute unit: its plan (if not made), its media reads (if any), then its
+// program.
+void start(ExecCmd *c)
+{
+    if (exec_needs_plan(c->job)) {
+        c->port->run(c->req, plan_work, plan_done, c);
+        return;
+    }
+    pump(c);
+}
 
 }  // namespace
 
 uint16_t execute(csd_core *core, const csd_op *op, const csd_ctx *ns, const csd_port *port, void *req,
                  const csd_cpl *cpl)
 {
-    auto *c = new ExecCmd(core, port, req, cpl, op, ns ? ns->lba_size : 0);
+    auto *c = new ExecCmd(core, port, req, cpl, op, ns);
+    c->held = exec_held_bytes(c->job);
     std::vector<ExecCmd *> go;
+    bool refused = false;
     {
         std::lock_guard<std::mutex> g(core->exec.mu);
-        core->exec.waiting.push_back(c);
-        go = take_startable(core);
+        auto &q = core->exec;
+        const bool must_wait = q.running.size() >= core->compute_units || !q.waiting.empty();
+        if (must_wait && (q.waiting.size() >= kExecWaitingMax || q.waiting_bytes + c->held > kExecWaitingBytes)) {
+            refused = true;
+        } else {
+            q.waiting.push_back(c);
+            q.waiting_bytes += c->held;
+            go = take_startable(core);
+        }
+    }
+    if (refused) {  // too much waits already: the host retries (no DNR)
+        csd_core_exec_discard(c->job);
+        delete c;
+        csd_core_complete(core, op, CSD_STATUS_COMMAND_INTERRUPTED);
+        return CSD_STATUS_COMMAND_INTERRUPTED;
     }
     for (ExecCmd *x : go) start(x);
     return CSD_CORE_LATER;
@@ -178,6 +214,7 @@ int exec_cancel(csd_core *core, void *req)
         }
         c = *it;
         w.erase(it);
+        core->exec.waiting_bytes -= c->held;
     }
     csd_core_exec_discard(c->job);
     c->status = CSD_STATUS_ABORT_REQUESTED;

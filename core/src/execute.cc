@@ -38,6 +38,13 @@ namespace csd::core {
 
 void exec_hold_range_set(csd_exec *job, uint16_t rsid) { job->cs_rsid = rsid; }
 
+bool exec_needs_plan(const csd_exec *job)
+{
+    return (job->chase.on || (job->program && job->program->plan)) && !job->media.have_ns;
+}
+
+uint64_t exec_held_bytes(const csd_exec *job) { return sizeof *job + job->media.held_bytes(); }
+
 namespace {
 
 // The program's view of a job: its ranges and parameters (cancel as given).

@@ -102,6 +102,12 @@ struct MediaPlan {
     void allocate();
     // Bytes of media the runs read (the timing model's).
     uint64_t bytes() const { return staged_bytes_; }
+    // Host memory the plan holds (its copies of entries and indices, its runs).
+    uint64_t held_bytes() const
+    {
+        return extents.capacity() * sizeof(csd_extent) + stage_off.capacity() * 8 + stage.capacity() +
+               entries.capacity() * sizeof(csd_gather_entry) + indices.capacity() * 8 + wanted_.capacity() * 16;
+    }
 
 private:
     std::vector<std::pair<uint64_t, uint64_t>> wanted_;

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .device import Device
+from .wire import MEDIA_MAX_STAGE
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _MODES = {"sum": 0, "mean": 1, "max": 2}
@@ -148,18 +149,103 @@ class EmbeddingBag(torch.nn.Module):
                 per_sample_weights = w[keep]
         return input[keep].contiguous(), new_offsets.contiguous(), per_sample_weights
 
+    def _check(self, input, offsets, per_sample_weights):
+        """torch's checks of a batch, made whatever the batch (an empty one included)."""
+        if per_sample_weights is not None and self.mode != "sum":
+            raise ValueError("per_sample_weights only with mode 'sum' (as torch)")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1-D tensor (as torch)")
+        if self.include_last_offset and offsets.numel() < 1:
+            raise ValueError("include_last_offset: offsets has at least one element (as torch)")
+        if offsets.numel():
+            if int(offsets[0]) != 0:
+                raise ValueError("offsets[0] has to be 0 (as torch)")
+            if int(offsets[-1]) > input.numel():
+                raise ValueError("offsets[-1] can not be greater than input's length (as torch)")
+            if offsets.numel() > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+                raise ValueError("offsets are non-decreasing")
+
+    def _blocks(self, rows):
+        """The distinct blocks of the table that the rows (int64 numpy) lie in, sorted."""
+        start = self.table_lba * self.block + rows.astype(np.uint64) * np.uint64(self.row_bytes)
+        first = start // np.uint64(self.block)
+        last = (start + np.uint64(self.row_bytes - 1)) // np.uint64(self.block)
+        span = int((last - first).max()) + 1 if rows.size else 0
+        blocks = (first[:, None] + np.arange(span, dtype=np.uint64)[None, :])
+        blocks = np.where(blocks <= last[:, None], blocks, first[:, None])  # a row's own blocks only
+        return np.unique(blocks)
+
     def _pool(self, input, offsets, per_sample_weights):
+        """The pooled bags, in as many Executes as the drive's per-Execute read limit needs
+        (CSD_MEDIA_MAX_STAGE bytes of distinct blocks): whole bags per Execute, and a bag
+        that alone exceeds it pooled on the host from its rows (read by the drive's gather),
+        in the drive's order and precision."""
         num_bags = offsets.numel() - (1 if self.include_last_offset else 0)
-        out_bytes = num_bags * self.row_bytes
         if num_bags <= 0:
             return torch.empty(0, self.embedding_dim, dtype=self.dtype)
         if input.numel() == 0:  # the drive takes no empty index range: every bag is empty
             return torch.zeros(num_bags, self.embedding_dim, dtype=self.dtype)
+        limit = MEDIA_MAX_STAGE // self.block
+        idx = input.numpy().astype(np.int64)
+        if self._blocks(np.unique(idx)).size <= limit:
+            return self._pool_drive(input, offsets, per_sample_weights, num_bags)
+        o = offsets.numpy().astype(np.int64)
+        bounds = list(o[:num_bags]) + [int(o[num_bags]) if self.include_last_offset else idx.size]
+        w = None if per_sample_weights is None else torch.as_tensor(per_sample_weights).reshape(-1)
+        parts, b = [], 0
+        while b < num_bags:
+            # the most whole bags from b whose rows' blocks fit one Execute
+            e, seen = b, np.empty(0, dtype=np.uint64)
+            while e < num_bags:
+                grown = np.union1d(seen, self._blocks(np.unique(idx[bounds[e]:bounds[e + 1]])))
+                if grown.size > limit:
+                    break
+                seen, e = grown, e + 1
+            if e == b:  # this bag alone reads more than one Execute may: pooled on the host
+                lo, hi = bounds[b], bounds[b + 1]
+                parts.append(self._pool_host(input[lo:hi], None if w is None else w[lo:hi]))
+                b += 1
+                continue
+            lo, hi = bounds[b], bounds[e]
+            sub_offsets = torch.as_tensor(np.asarray(bounds[b:e + (1 if self.include_last_offset else 0)]) - lo,
+                                          dtype=offsets.dtype)
+            if hi == lo:
+                parts.append(torch.zeros(e - b, self.embedding_dim, dtype=self.dtype))
+            else:
+                parts.append(self._pool_drive(input[lo:hi].contiguous(), sub_offsets.contiguous(),
+                                              None if w is None else w[lo:hi], e - b))
+            b = e
+        return torch.cat(parts)
+
+    def _pool_host(self, input, per_sample_weights):
+        """One bag pooled on the host as the drive pools it (f32, index order, then the
+        table's dtype), its rows read in pieces the drive's gather may read."""
+        acc = torch.zeros(self.embedding_dim, dtype=torch.float32)
+        if self.mode == "max":
+            acc.fill_(float("-inf"))
+        room = min(MEDIA_MAX_STAGE, self.dev.caps["slm_size"] // 4)  # rows and their entries in SLM
+        step = max(1, room // (2 * max(self.row_bytes, self.block)))
+        n = input.numel()
+        for lo in range(0, n, step):
+            rows = self.rows(input[lo:lo + step]).float()
+            for k in range(rows.shape[0]):
+                if self.mode == "max":  # as the drive: a NaN is taken, then kept (v > NaN is false)
+                    acc = torch.where(torch.isnan(rows[k]) | (rows[k] > acc), rows[k], acc)
+                elif per_sample_weights is not None:
+                    wk = torch.as_tensor(per_sample_weights[lo + k]).to(self.dtype).float()
+                    acc = acc + wk * rows[k]
+                else:
+                    acc = acc + rows[k]
+        if self.mode == "mean":
+            acc = acc / n
+        return acc.to(self.dtype).reshape(1, -1)
+
+    def _pool_drive(self, input, offsets, per_sample_weights, num_bags):
+        """num_bags bags pooled by the drive in one Execute (embedding_bag, 0Ch)."""
+        out_bytes = num_bags * self.row_bytes
         temps = [self.dev.to_slm(input.numpy()), self.dev.to_slm(offsets.numpy())]
         weights = (0, 0)
         if per_sample_weights is not None:
-            if self.mode != "sum":
-                raise ValueError("per_sample_weights only with mode 'sum' (as torch)")
             w = torch.as_tensor(per_sample_weights).to(self.dtype).reshape(-1)
             if w.numel() != input.numel():
                 raise ValueError("one per-sample weight per index")
@@ -181,6 +267,7 @@ class EmbeddingBag(torch.nn.Module):
         input, offsets = self._bags(input, offsets)
         if per_sample_weights is not None and torch.as_tensor(per_sample_weights).numel() != input.numel():
             raise ValueError("one per-sample weight per index")  # before any command, longer or shorter
+        self._check(input, offsets, per_sample_weights)  # torch's checks, an empty batch's too
         input, offsets, per_sample_weights = self._drop_padding(input, offsets, per_sample_weights)
         if self.training and not self.frozen and torch.is_grad_enabled():
             anchor = torch.zeros((), requires_grad=True)  # autograd reaches _Backward through it

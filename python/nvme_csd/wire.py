@@ -24,6 +24,7 @@ PROGRAM_MODES = dict(_W["program_modes"])          # downloaded programs: filter
 PROGRAM_DOWNLOADED = _W["program_downloaded"]      # C0h entry type of a downloaded program
 MAX_PROGRAM_PARAMS = _W["max_program_params"]
 MAX_CHASE_HOPS = _W["max_chase_hops"]               # a chase's largest hop limit (1.2)
+MEDIA_MAX_STAGE = _W["media_max_stage"]             # bytes of distinct blocks a media program may read per Execute
 
 # numpy dtypes for the command set's element and field types.
 _NP = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u32": "<u4", "u64": "<u8"}

@@ -355,6 +355,7 @@ py::dict wire_format()
     w["program_downloaded"] = static_cast<uint32_t>(CSD_PROGRAM_DOWNLOADED);
     w["max_program_params"] = static_cast<uint32_t>(CSD_BPF_MAX_PARAMS);
     w["max_chase_hops"] = static_cast<uint32_t>(CSD_BPF_MAX_HOPS);
+    w["media_max_stage"] = static_cast<uint64_t>(CSD_MEDIA_MAX_STAGE);
     w["first_unary_elementwise_op"] = static_cast<uint32_t>(CSD_EW_RELU);
     return w;
 }

@@ -175,3 +175,61 @@ def test_per_sample_weights_of_another_length_are_refused(vdev):
     with pytest.raises(nvme_csd.InvalidParameters):
         P.embedding_bag(vdev._dev, i.range(), o.range(), w.range(), out.range(), 0, 20, 4, 0, 0, False, 1, False)
     P.embedding_bag(vdev._dev, i.range(), o.range(), w.range(12), out.range(), 0, 20, 4, 0, 0, False, 1, False)
+
+
+@pytest.fixture
+def big_vdev(tmp_path):
+    """A namespace larger than what one Execute may read (CSD_MEDIA_MAX_STAGE, 64 MiB)."""
+    path = os.environ.get("CSD_TEST_DEVICE_BIG") or f"emu:{tmp_path}/big.img?size=160M&slm=32M"
+    d = nvme_csd.open(path, front_end="vendor")
+    if "embedding_bag" not in d.programs:
+        d.close()
+        pytest.skip("the drive has no embedding_bag (command set 1.2)")
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_a_batch_past_one_executes_reads_is_split_and_equals_torch(big_vdev, mode):
+    """Issue 40: rows spanning 80 MiB of table (one Execute reads at most 64 MiB): the module
+    splits the batch into Executes of whole bags, and a bag that alone needs more is pooled
+    from its rows; torch's result either way (before: InvalidParameters)."""
+    rows, dim = 81920, 256  # 1 KiB rows: 80 MiB
+    table = exact_table(rows, dim, 7)
+    ours = EmbeddingBag.from_pretrained(table, device=big_vdev, table_lba=0, mode=mode)
+    ref = torch.nn.EmbeddingBag.from_pretrained(table, mode=mode)
+    every = torch.randperm(rows, generator=torch.Generator().manual_seed(8))
+    # 8 bags over every row, then one bag of every row, then both in one batch
+    offs = torch.arange(0, rows, rows // 8)
+    assert torch.equal(ours(every, offs), ref(every, offs))
+    one = torch.tensor([0])
+    if mode != "max":  # f32 sums of 81,920 values k/64 stay exact; the mean divides once
+        assert torch.equal(ours(every, one), ref(every, one))
+    else:
+        assert torch.equal(ours(every, one), ref(every, one))
+    both = torch.cat([every, every[:1000]])
+    offs2 = torch.tensor([0, rows, rows + 10])
+    assert torch.equal(ours(both, offs2), ref(both, offs2))
+
+
+def test_an_empty_batch_is_checked_as_torch_checks_it(vdev):
+    """Issue 40: no indices, yet offsets past the end, a first offset not 0 or weights with
+    mode 'max' are refused as torch refuses them (before: zeros)."""
+    table = exact_table(10, 4, 9)
+    empty = torch.tensor([], dtype=torch.int64)
+    for mode in ("sum", "max"):
+        ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=0, mode=mode)
+        ref = torch.nn.EmbeddingBag.from_pretrained(table, mode=mode)
+        assert torch.equal(ours(empty, torch.tensor([0, 0])), ref(empty, torch.tensor([0, 0])))
+        for bad in (torch.tensor([0, 3]), torch.tensor([1])):
+            with pytest.raises(Exception):
+                ref(empty, bad)
+            with pytest.raises(ValueError):
+                ours(empty, bad)
+    ours = EmbeddingBag.from_pretrained(table, device=vdev, table_lba=0, mode="max")
+    ref = torch.nn.EmbeddingBag.from_pretrained(table, mode="max")
+    w = torch.tensor([])
+    with pytest.raises(Exception):
+        ref(empty, torch.tensor([0]), per_sample_weights=w)
+    with pytest.raises(ValueError):
+        ours(empty, torch.tensor([0]), per_sample_weights=w)

@@ -8,6 +8,8 @@
 #include "nvme_cs.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <tuple>
 
 namespace {
@@ -480,6 +482,11 @@ TEST_F(ExecQueue, AMediaProgramReadsThroughThePortOnItsUnit)
     ASSERT_EQ(exec(g), CSD_CORE_LATER);
     EXPECT_TRUE(ns.pending.empty()) << "no unit yet: nothing read";
     units.finish(0);
+    // issue 40: its plan (entries copied, checked, sorted) is made on its unit, a worker
+    EXPECT_TRUE(ns.pending.empty()) << "not planned yet";
+    ASSERT_EQ(units.jobs.size(), 2u);
+    EXPECT_EQ(units.jobs[1].req, &g);
+    units.finish(1);
     ASSERT_EQ(ns.pending.size(), 2u);  // its two blocks, read through the port
     EXPECT_FALSE(ns.pending[0].write);
     EXPECT_EQ(ns.pending[0].off, 3u * 512);
@@ -503,6 +510,7 @@ TEST_F(ExecQueue, AMediaReadErrorEndsTheProgramUnrun)
     const csd_gather_params gp{1, 0};
     HostBuffer g{make_descriptor(CSD_PROG_GATHER, {{0, sizeof e}, {8192, 512}}, &gp, sizeof gp)};
     ASSERT_EQ(exec(g), CSD_CORE_LATER);
+    units.finish(0);  // its plan
     ASSERT_EQ(ns.pending.size(), 1u);
     auto io = ns.pending[0];
     ns.pending.clear();
@@ -616,6 +624,7 @@ TEST_F(NamespaceChanges, AnLbaWindowMakesTheProgramsLbasRelativeAndBoundsThem)
     for (size_t i = 0; i < ns.bytes.size(); i++) ns.bytes[i] = static_cast<uint8_t>(i / 512);  // each block its LBA
     HostBuffer g = gather({{3, 0, 512}}, 512);
     ASSERT_EQ(exec_window(g, 16, 16), CSD_CORE_LATER);  // LBAs 16..31
+    units.finish(0);  // its plan
     ASSERT_EQ(ns.pending.size(), 1u);
     EXPECT_EQ(ns.pending[0].off, 19u * 512) << "the window's LBA 3";
     drain();
@@ -624,6 +633,7 @@ TEST_F(NamespaceChanges, AnLbaWindowMakesTheProgramsLbasRelativeAndBoundsThem)
     // past the window's end, though inside the namespace: LBA Out of Range, nothing read
     HostBuffer past = gather({{3, 0, 8}, {16, 0, 8}}, 16);
     ASSERT_EQ(exec_window(past, 16, 16), CSD_CORE_LATER);
+    units.finish(0);  // its plan
     EXPECT_TRUE(ns.pending.empty());
     drain();
     EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&past), uint16_t{CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR}));
@@ -667,6 +677,49 @@ TEST_F(NamespaceChanges, EmbeddingBagsTableIsRelativeToTheWindow)
     ASSERT_EQ(exec_window(past, 16, 16), CSD_CORE_LATER);
     drain();
     EXPECT_EQ(ns.completed.back().second, CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR);
+}
+
+// Issue 40: what waits for a compute unit is bounded: past kExecWaitingMax Executes (or
+// 256 MiB of their jobs and plans) one completes at once with Command Interrupted, no DNR
+// (the host retries); the ones that waited still run.
+TEST_F(ExecQueue, TooManyWaitingExecutesAreInterruptedForARetry)
+{
+    std::vector<HostBuffer> hs(4096 + 3, copy_to(4096));
+    for (size_t i = 0; i < 4096 + 2; i++) ASSERT_EQ(exec(hs[i]), CSD_CORE_LATER) << i;  // 2 run, 4096 wait
+    EXPECT_EQ(exec(hs[4096 + 2]), CSD_STATUS_COMMAND_INTERRUPTED);
+    EXPECT_EQ(counter(CSD_STAT_EXEC_ERRORS), 1u);
+    units.finish(0);  // one ends: room for one more
+    HostBuffer again = copy_to(4096);
+    EXPECT_EQ(exec(again), CSD_CORE_LATER);
+    while (!units.jobs.empty()) units.finish(0);
+    EXPECT_EQ(ns.completed.size(), 4096u + 3);
+    EXPECT_EQ(runs(CSD_PROG_COPY), 4096u + 3);
+}
+
+// Issue 40: a media program's plan is not made on the submitting thread (without a timing
+// model): a gather of 2 Mi entries submits in O(descriptor).
+TEST_F(ExecQueue, AMediaProgramIsPlannedOnItsUnitNotAtSubmission)
+{
+    const uint32_t n = 2u << 20;
+    std::vector<csd_gather_entry> es(n, csd_gather_entry{5, 0, 1});
+    ASSERT_LE(es.size() * sizeof es[0], csd_core_slm_size(core) - (1u << 20));
+    std::memcpy(csd_core_slm_base(core), es.data(), es.size() * sizeof es[0]);
+    const csd_gather_params gp{n, 0};
+    const uint64_t out = es.size() * sizeof es[0];
+    HostBuffer g{make_descriptor(CSD_PROG_GATHER, {{0, out}, {out, n}}, &gp, sizeof gp)};
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(exec(g), CSD_CORE_LATER);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(ns.pending.empty());
+    ASSERT_EQ(units.jobs.size(), 1u) << "the plan, handed to the unit's worker";
+    std::printf("submission of a gather of 2 Mi entries: %.3f ms\n", ms);
+    units.finish(0);  // the plan: one block (LBA 5), read through the port
+    ASSERT_EQ(ns.pending.size(), 1u);
+    while (!ns.pending.empty() || !units.jobs.empty()) {
+        if (!ns.pending.empty()) ns.step();
+        else units.finish(0);
+    }
+    EXPECT_EQ(ns.completed.back(), std::make_pair(static_cast<void *>(&g), uint16_t{0}));
 }
 
 TEST_F(NamespaceChanges, ANamespaceWithMetadataIsNeitherReadNorWritten)

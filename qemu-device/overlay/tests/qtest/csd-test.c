@@ -456,7 +456,7 @@ static void test_program_load(void)
     memcpy(&caps, page, sizeof(caps));
     g_assert_cmpuint(caps.nr_programs, ==, CSD_NR_DEVICE_PROGRAMS + 1);
     g_assert_cmpuint(caps.program_types, ==, 1u << CSD_PROGRAM_TYPE_EBPF);
-    g_assert_cmphex(caps.features, ==, CSD_FEATURE_COMPARE_WRITE);
+    g_assert_cmphex(caps.features, ==, CSD_FEATURE_COMPARE_WRITE | CSD_FEATURE_LBA_WINDOW);
     g_assert_cmpuint(page[64 + 32 * CSD_NR_DEVICE_PROGRAMS + 2], ==, CSD_PROGRAM_DOWNLOADED);
     g_assert_cmpstr((char *)page + 64 + 32 * CSD_NR_DEVICE_PROGRAMS + 8, ==, "threshold");
 
