@@ -26,6 +26,7 @@ struct csd_file {
 	kuid_t uid; /* the opener's filesystem uid: the tenant its program quotas count */
 	u64 part_start; /* this file's LBA partition (csd_partition.c) */
 	u64 part_lbas;
+	u32 lba_shift; /* the namespace's LBA size when the partition was set, log2 */
 	int p2p_ok; /* 1: [p2p_start, p2p_end) of the peer's BAR may receive; else -errno */
 	u64 p2p_start;
 	u64 p2p_end;

@@ -353,6 +353,17 @@ static int csd_ioc_xfer(struct csd_file *cf, void __user *argp, bool to_slm)
 	return ret;
 }
 
+/*
+ * Whether the namespace was formatted to another LBA size since the file was opened: its
+ * partition, counted in LBAs of the old size, would name other bytes now (found by an
+ * outside review: a tenant gathered another's partition). Such a file gets Invalid
+ * Namespace or Format for every command that names LBAs; opened anew, it is right again.
+ */
+static bool csd_format_changed(const struct csd_file *cf)
+{
+	return cf->lba_shift != cf->cd->ns->head->lba_shift;
+}
+
 static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
 {
 	struct csd_dev *cd = cf->cd;
@@ -369,6 +380,10 @@ static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
 	ret = csd_translate(cf, l.handle, l.offset, bytes, &abs);
 	if (ret)
 		return ret;
+	if (csd_format_changed(cf)) {
+		l.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+		return copy_to_user(argp, &l, sizeof(l)) ? -EFAULT : 0;
+	}
 	if (!csd_lba_range(cf, l.slba, l.nlb, &lba)) {
 		/* outside this file's partition: as the drive answers past its end */
 		l.status = CSD_STATUS_LBA_OUT_OF_RANGE | CSD_STATUS_DNR;
@@ -398,6 +413,10 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	r.status = 0;
 	if (r.write > CSD_NS_IO_COMPARE_WRITE)
 		return -EINVAL;
+	if (csd_format_changed(cf)) {
+		r.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+		return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
+	}
 	if (!r.nlb) { /* Flush */
 		if (r.buf || r.write)
 			return -EINVAL;
@@ -498,6 +517,10 @@ static int csd_ioc_exec(struct csd_file *cf, void __user *argp)
 		csd_desc_range_set(d, i, r);
 	}
 	/* another tenant's downloaded program: EPERM; ours stays ours until it completes */
+	if (csd_format_changed(cf)) { /* its window would be in LBAs of another size */
+		e.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+		goto done;
+	}
 	if (!(cd->features & CSD_FEATURE_LBA_WINDOW) && csd_program_reads_media(h.program_id)) {
 		dev_warn_ratelimited(&cd->dev, "program %04x reads media: drive has no LBA window\n",
 				     h.program_id);
@@ -646,6 +669,7 @@ static int csd_open(struct inode *inode, struct file *file)
 	cf->cd = cd;
 	cf->uid = current_fsuid();
 	init_rwsem(&cf->free_sem);
+	cf->lba_shift = shift;
 	ret = csd_partition_open(cf, get_capacity(cd->ns->disk) >> (shift - SECTOR_SHIFT));
 	if (ret) {
 		kfree(cf);

@@ -64,7 +64,8 @@ uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, cons
 // Asks the port again, just before a command's namespace I/O, whether NVM namespace nsid is
 // still the one the command was checked against (it may have been detached, deleted or
 // formatted while the command waited): Success when it is attached with LBAs of lba_size
-// bytes and holds LBAs [first, first + n); else Invalid Namespace or Format.
+// bytes and no metadata, not zoned, and holds LBAs [first, first + n); else Invalid
+// Namespace or Format.
 uint16_t ns_still_holds(const csd_port *port, uint32_t nsid, uint32_t lba_size, uint64_t first, uint64_t n);
 // Moves n (at least one) decoded SLM Loads / Stores one after another through the port's
 // namespace I/O (transfer.cc), counting each; CSD_CORE_LATER.

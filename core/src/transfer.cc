@@ -60,7 +60,7 @@ uint16_t ns_still_holds(const csd_port *port, uint32_t nsid, uint32_t lba_size, 
 {
     csd_ctx ctx{};
     if (port->ns_info(port->opaque, nsid, &ctx) != 0 || ctx.lba_size != lba_size || lba_size == 0 ||
-        first > ctx.lba_count || n > ctx.lba_count - first) {
+        ctx.metadata || ctx.zoned || first > ctx.lba_count || n > ctx.lba_count - first) {
         return CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
     }
     return CSD_STATUS_SUCCESS;

@@ -605,6 +605,24 @@ TEST_F(NamespaceChanges, AGatherWaitingWhileItsNamespaceIsFormattedReadsNothing)
     EXPECT_EQ(status_of(&g), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
 }
 
+// Found by the outside review: a format that keeps the LBA size but adds metadata (512 + 8,
+// PI type 1) under a waiting command.
+TEST_F(NamespaceChanges, CommandsWaitingWhileTheirNamespaceGainsMetadataMoveNothing)
+{
+    HostBuffer a = copy_to(4096), b = copy_to(12288), g = gather({{3, 0, 512}}, 512);
+    for (HostBuffer *h : {&a, &b, &g}) ASSERT_EQ(exec(*h), CSD_CORE_LATER);
+    HostBuffer c1 = caw_data(4, 0x00, 0xA5), c2 = caw_data(4, 0xA5, 0x11);
+    ASSERT_EQ(submit(c1, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);
+    ASSERT_EQ(submit(c2, CSD_OPC_COMPARE_WRITE, 1, 0, 0, 3), CSD_CORE_LATER);  // behind c1
+    ns.step();                 // c1's read
+    g_ns_now.metadata = 8;     // nvme format --lbaf=1 --pi=1: still 512-byte LBAs
+    units.finish(0);           // g takes a unit: its plan
+    drain();
+    EXPECT_EQ(status_of(&g), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(status_of(&c2), CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    EXPECT_EQ(ns.bytes[0], 0xA5) << "c1's write was under way; c2 wrote nothing";
+}
+
 TEST_F(NamespaceChanges, ACompareAndWriteWaitingWhileItsNamespaceIsDetachedWritesNothing)
 {
     HostBuffer a = caw_data(4, 0x00, 0xA5), b = caw_data(4, 0xA5, 0x11);
