@@ -20,15 +20,15 @@ constexpr uint32_t kMediaWindow = 32;
 // One Execute between its submission and its completion.
 struct ExecCmd : PortCmd {
     ExecCmd(csd_core *c, const csd_port *p, void *r, const csd_cpl *done, const csd_op *o, const csd_ctx *ns)
-        : PortCmd(c, p, r, done), op(*o), job(o->job), lba_size(ns ? ns->lba_size : 0), media_ns(ns ? *ns : csd_ctx{})
+        : PortCmd(c, p, r, done), op(*o), job(o->job), media_ns(ns ? *ns : csd_ctx{})
     {
     }
     csd_op op;
     csd_exec *job;  // until it runs or is discarded
-    uint32_t lba_size;  // of the NVM namespace a media program reads (op.cmd.nsid)
-    csd_ctx media_ns;   // that namespace as checked, its LBA count the window's (the plan's)
+    // The NVM namespace a media program reads (op.cmd.nsid) as checked, its LBA count the
+    // window's: the program's LBAs are relative to op.window_lba (the plan checks them).
+    csd_ctx media_ns;
     uint64_t held = 0;  // exec_held_bytes while it waits
-    // the program's LBAs are relative to op.window_lba (checked against the window's size)
     int cancel = 0;  // set (atomically) to stop it: polled by the program and csd_exec_media
     uint16_t status = CSD_STATUS_SUCCESS;
     // a media program's round of reads (csd_exec_media)
@@ -113,7 +113,7 @@ void pump(ExecCmd *c)
             c->next = 0;
             c->ext_status = CSD_STATUS_SUCCESS;
             if (c->n) {  // the namespace may have been detached or formatted while it waited
-                c->ext_status = ns_still_holds(c->port, c->op.cmd.nsid, c->lba_size, c->op.window_lba,
+                c->ext_status = ns_still_holds(c->port, c->op.cmd.nsid, c->media_ns.lba_size, c->op.window_lba,
                                                c->op.window_lbas);
                 if (c->ext_status) {
                     c->next = c->n;  // none of this round issued: the next call ends the media
@@ -131,8 +131,9 @@ void pump(ExecCmd *c)
         while (c->next < c->n && c->inflight < kMediaWindow && !c->ext_status) {
             const csd_extent &e = c->ext[c->next++];
             c->inflight++;
-            c->port->ns_read(c->req, c->op.cmd.nsid, (c->op.window_lba + e.slba) * c->lba_size, e.buf,
-                             uint64_t{e.nlb} * c->lba_size, read_done, c);
+            const uint64_t bs = c->media_ns.lba_size;
+            c->port->ns_read(c->req, c->op.cmd.nsid, (c->op.window_lba + e.slba) * bs, e.buf, uint64_t{e.nlb} * bs,
+                             read_done, c);
         }
     } while (c->again);
     c->pumping = false;

@@ -38,10 +38,12 @@ namespace csd::core {
 
 void exec_hold_range_set(csd_exec *job, uint16_t rsid) { job->cs_rsid = rsid; }
 
-bool exec_needs_plan(const csd_exec *job)
-{
-    return (job->chase.on || (job->program && job->program->plan)) && !job->media.have_ns;
-}
+namespace {
+// Whether the job's program reads the namespace itself (a media program, or a chase).
+bool reads_media(const csd_exec *job) { return job->chase.on || (job->program && job->program->plan); }
+}  // namespace
+
+bool exec_needs_plan(const csd_exec *job) { return reads_media(job) && !job->media.have_ns; }
 
 uint64_t exec_held_bytes(const csd_exec *job) { return sizeof *job + job->media.held_bytes(); }
 
@@ -249,7 +251,7 @@ uint16_t csd_exec_program_id(const csd_exec *exec) { return exec->id; }
 void csd_exec_set_namespace(csd_exec *exec, const csd_ctx *ns)
 {
     core::MediaPlan &m = exec->media;
-    if (!(exec->chase.on || (exec->program && exec->program->plan)) || m.have_ns) return;
+    if (!core::reads_media(exec) || m.have_ns) return;
     m.have_ns = true;
     m.ns = *ns;
     if (ns->lba_size == 0 || ns->metadata) {  // no namespace, or metadata / PI it would ignore
@@ -273,7 +275,7 @@ uint32_t csd_exec_media(csd_exec *exec, uint16_t status, const int *cancel, cons
 {
     core::MediaPlan &m = exec->media;
     *ext = nullptr;
-    if (!(exec->chase.on || (exec->program && exec->program->plan)) || !m.have_ns) return 0;
+    if (!core::reads_media(exec) || !m.have_ns) return 0;
     if (status != CSD_STATUS_SUCCESS && m.status == CSD_STATUS_SUCCESS) m.status = status;
     if (core::cancelled(cancel) && m.status == CSD_STATUS_SUCCESS) m.status = CSD_STATUS_ABORT_REQUESTED;
     if (m.status != CSD_STATUS_SUCCESS) return 0;

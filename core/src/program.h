@@ -105,8 +105,8 @@ struct MediaPlan {
     // Host memory the plan holds (its copies of entries and indices, its runs).
     uint64_t held_bytes() const
     {
-        return extents.capacity() * sizeof(csd_extent) + stage_off.capacity() * 8 + stage.capacity() +
-               entries.capacity() * sizeof(csd_gather_entry) + indices.capacity() * 8 + wanted_.capacity() * 16;
+        auto bytes = [](const auto &v) { return uint64_t{v.capacity()} * sizeof v[0]; };
+        return bytes(extents) + bytes(stage_off) + bytes(stage) + bytes(entries) + bytes(indices) + bytes(wanted_);
     }
 
 private:

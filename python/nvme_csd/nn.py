@@ -194,13 +194,15 @@ class EmbeddingBag(torch.nn.Module):
         w = None if per_sample_weights is None else torch.as_tensor(per_sample_weights).reshape(-1)
         parts, b = [], 0
         while b < num_bags:
-            # the most whole bags from b whose rows' blocks fit one Execute
-            e, seen = b, np.empty(0, dtype=np.uint64)
+            # the most whole bags from b whose rows' blocks fit one Execute (each bag's blocks
+            # looked at once: the work grows with the batch, not with bags x blocks)
+            e, seen = b, set()
             while e < num_bags:
-                grown = np.union1d(seen, self._blocks(np.unique(idx[bounds[e]:bounds[e + 1]])))
-                if grown.size > limit:
+                new = set(self._blocks(np.unique(idx[bounds[e]:bounds[e + 1]])).tolist()) - seen
+                if len(seen) + len(new) > limit:
                     break
-                seen, e = grown, e + 1
+                seen |= new
+                e += 1
             if e == b:  # this bag alone reads more than one Execute may: pooled on the host
                 lo, hi = bounds[b], bounds[b + 1]
                 parts.append(self._pool_host(input[lo:hi], None if w is None else w[lo:hi]))
