@@ -590,6 +590,11 @@ int csd_core_vendor(const csd_core *core);
  * and No-Op answer Invalid Opcode; Compare and Write and the log pages stay (on: default).
  */
 void csd_core_set_vendor_io(csd_core *core, int on);
+/*
+ * With off, Compare and Write answers Invalid Opcode and C0h's features leave its bit out:
+ * host mode, whose plain drive cannot make it atomic against other hosts (on: default).
+ */
+void csd_core_set_compare_write(csd_core *core, int on);
 /* Identify Controller's (4096 bytes at id) fields of the command sets: the CSD1 signature at
  * CSD_ID_VS_OFFSET with the vendor command set on, zeros there without it; with the standard
  * front end on, NVM Copy (ONCS bit 8) with source format 4h (OCFS bit 4) ORed in. */

@@ -410,6 +410,7 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_po
                    csd_op *op)
 {
     if (!core->vendor || (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE)) return kInvalidOpcode;
+    if (!core->compare_write_on && cmd->opcode == CSD_OPC_COMPARE_WRITE) return kInvalidOpcode;
     uint16_t st = csd_core_decode(core, cmd, &ctx, op);
     if (st) {
         set_why(cpl, "command");
@@ -527,6 +528,8 @@ void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
 int csd_core_vendor(const csd_core *core) { return core->vendor ? 1 : 0; }
 
 void csd_core_set_vendor_io(csd_core *core, int on) { core->vendor_io = on != 0; }
+
+void csd_core_set_compare_write(csd_core *core, int on) { core->compare_write_on = on != 0; }
 
 void csd_core_identify_ctrl(const csd_core *core, uint8_t *id)
 {

@@ -125,6 +125,7 @@ struct csd_core {
     csd::core::HeldState held;         // completions the timing model holds (port timer)
     bool vendor = true;                // the vendor command set (csd_core_set_vendor)
     bool vendor_io = true;             // its data and program commands (csd_core_set_vendor_io)
+    bool compare_write_on = true;      // Compare and Write (csd_core_set_compare_write)
 };
 
 namespace csd::core {

@@ -23,7 +23,7 @@ void fill_capabilities(csd_core *core, uint8_t *page)
     hdr.max_program_bytes = CSD_MAX_PROGRAM_BYTES;
     hdr.downloadable_slots = CSD_NR_SLOTS;
     hdr.program_types = csd::core::BpfProgram::supported() ? 1u << CSD_PROGRAM_TYPE_EBPF : 0;
-    hdr.features = CSD_FEATURE_COMPARE_WRITE | CSD_FEATURE_LBA_WINDOW;
+    hdr.features = (core->compare_write_on ? CSD_FEATURE_COMPARE_WRITE : 0u) | CSD_FEATURE_LBA_WINDOW;
     hdr.max_chase_hops = csd::core::BpfProgram::supported() ? CSD_BPF_MAX_HOPS : 0;
     std::vector<csd_caps_entry> entries;
     auto add = [&](uint16_t id, uint8_t type, const char *name) {

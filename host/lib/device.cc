@@ -12,9 +12,9 @@
 
 #include "csd_spec.h"
 #include "nvme_cs.h"
-#include "host_compute.hpp"
 #include "nvme_cs_commands.hpp"
 #include "synth.hpp"
+#include "transports.hpp"
 
 namespace csd {
 
@@ -128,21 +128,13 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
                         "'): open it with front end auto or host to run the programs on the host",
                     ENODEV);
     }
-    if (front_end_ == FrontEnd::Host) {
+    if (front_end_ == FrontEnd::Host) {  // the core in this process over the plain drive
         const char *env = std::getenv("CSD_HOST_SLM");
         const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
         const unsigned hw = std::thread::hardware_concurrency();
         const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
-        host_ = make_host_compute(slm, units, transport_->ns(),
-                                              [this](bool write, uint64_t slba, uint64_t nlb, uint8_t *data) -> uint16_t {
-                                                  try {
-                                                      rw_lbas(write ? kNvmWrite : kNvmRead, slba, nlb, data,
-                                                              write ? "Write (SLM Store)" : "Read (SLM Load)");
-                                                      return 0;
-                                                  } catch (const Error &e) {
-                                                      return e.status() ? e.status() : CSD_STATUS_INTERNAL_ERROR;
-                                                  }
-                                              });
+        counts_sends_ = false;  // only what host mode sends to the drive crosses the bus
+        transport_ = open_host_mode(std::move(transport_), slm, units, [this](const Command &cmd) { count(cmd); });
     }
     read_capabilities();
     allocator_.reset(caps_.slm_size);
@@ -153,17 +145,12 @@ const char *Device::speaks() const
     return speaks_vendor_ ? "vendor" : speaks_nvme_cs() ? "standard" : "none";
 }
 
-uint8_t *Device::slm_host_pointer()
-{
-    return host_ ? host_->slm_base() : transport_->slm_host_pointer();
-}
+uint8_t *Device::slm_host_pointer() { return transport_->slm_host_pointer(); }
 
-// One command: to the core in this process when host mode answers it (no bus crossed),
-// else to the drive, counted.
+// One command to the drive, counted on the bus (host mode counts what it sends the drive).
 Completion Device::send(const Command &cmd)
 {
-    if (host_ && HostCompute::answers(cmd)) return host_->submit(cmd);
-    count(cmd);
+    if (counts_sends_) count(cmd);
     return transport_->submit(cmd);
 }
 
@@ -199,7 +186,7 @@ std::vector<uint8_t> Device::get_log(uint8_t lid, uint32_t size, const char *wha
     c.cdw10 = lid | ((size / 4 - 1) << 16);
     c.data = page.data();
     c.data_len = size;
-    const Completion r = host_ && HostCompute::answers(c) ? host_->submit(c) : transport_->submit(c);
+    const Completion r = transport_->submit(c);
     if (r.status != 0) {
         throw Error(what, r.status);
     }
@@ -216,7 +203,7 @@ void Device::read_capabilities()
         return;
     }
     const auto page = get_log(CSD_LOG_CAPABILITIES, csd_log_page_size(CSD_LOG_CAPABILITIES),
-                              host_ ? "Get Log Page C0h (capabilities, host mode)" : "Get Log Page C0h (capabilities)");
+                              front_end_ == FrontEnd::Host ? "Get Log Page C0h (capabilities, host mode)" : "Get Log Page C0h (capabilities)");
     csd_caps_log h;
     std::memcpy(&h, page.data(), sizeof h);
     if (std::memcmp(h.magic, CSD_CAPS_MAGIC, 4) != 0) {
@@ -238,8 +225,7 @@ void Device::read_capabilities()
         std::memcpy(&e, page.data() + CSD_CAPS_ENTRIES_OFFSET + sizeof e * i, sizeof e);
         caps_.programs.push_back({e.id, e.type, std::string(e.name, strnlen(e.name, sizeof e.name))});
     }
-    if (host_) caps_.features &= ~CSD_FEATURE_COMPARE_WRITE;  // the plain drive has none
-    const CapSource from = host_ ? CapSource::Host : CapSource::Vendor;
+    const CapSource from = front_end_ == FrontEnd::Host ? CapSource::Host : CapSource::Vendor;
     for (const char *f : {"version", "slm_size", "compute_units", "max_desc_len", "max_ranges", "max_program_bytes",
                           "downloadable_slots", "program_types", "features", "max_chase_hops", "programs"}) {
         caps_.sources.emplace_back(f, from);
@@ -344,7 +330,7 @@ uint64_t Device::probe_slm_size()
 Statistics Device::stats()
 {
     Statistics s;
-    if (!speaks_vendor_ && !host_) {  // standard-only: no statistics log; unknown, not zero
+    if (!speaks_vendor_ && front_end_ != FrontEnd::Host) {  // standard-only: no statistics log; unknown, not zero
         s.available = false;
         return s;
     }
@@ -714,13 +700,8 @@ std::future<ExecResult> Device::execute_async(uint16_t program, const std::vecto
 {
     auto d = std::make_shared<std::vector<uint8_t>>();
     const Command c = execute_command(program, ranges, params, param_len, *d);
-    std::shared_ptr<std::future<Completion>> fut;
-    if (host_) {
-        fut = std::make_shared<std::future<Completion>>(host_->submit_async(c));
-    } else {
-        count(c);
-        fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
-    }
+    if (counts_sends_) count(c);
+    const auto fut = std::make_shared<std::future<Completion>>(transport_->submit_async(c));
     // The descriptor must live until the command completes: the deferred future owns it.
     return std::async(std::launch::deferred, [d, fut, what = exec_what(caps_, program), at = where()]() {
         const Completion r = fut->get();

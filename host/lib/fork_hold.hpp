@@ -11,9 +11,10 @@
 namespace csd {
 
 // The order of holding: a store's update runs device commands, so stores are held first
-// (while their devices still run the commands of updates in progress); an SLM allocator,
-// whose holders take no other lock, last; resumed in reverse.
-enum class ForkLevel { store = 0, device = 1, allocator = 2 };
+// (while their devices still run the commands of updates in progress); a device that
+// sends commands to another (host mode's core over the plain drive) before that one; an
+// SLM allocator, whose holders take no other lock, last; resumed in reverse.
+enum class ForkLevel { store = 0, outer_device = 1, device = 2, allocator = 3 };
 
 // Registers `key` (until fork_hold_remove): hold() before every fork() of the process,
 // resume(child) after it in the parent (false) and in the child (true).

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "csd/error.hpp"
-#include "host_compute.hpp"
 #include "transports.hpp"
 
 namespace csd {
@@ -135,15 +134,12 @@ std::unique_ptr<Transport> open_emu(const std::string &spec)
 
 }  // namespace
 
-std::unique_ptr<HostCompute> make_host_compute(uint64_t slm_size, uint32_t units, NamespaceInfo ns,
-                                               HostCompute::LbaIo io)
+std::unique_ptr<Transport> open_host_mode(std::unique_ptr<Transport> drive, uint64_t slm_size, uint32_t units,
+                                          std::function<void(const Command &)> on_bus)
 {
-    const auto make = reinterpret_cast<decltype(&csd_emu_make_host_compute)>(
-        emu_symbol("csd_emu_make_host_compute", "host mode (programs run on the host)"));
-    std::string why;
-    HostCompute *h = make(slm_size, units, &ns, &io, &why);
-    if (!h) throw Error(why, ENOMEM);
-    return std::unique_ptr<HostCompute>(h);
+    const auto make = reinterpret_cast<decltype(&csd_emu_make_host_transport)>(
+        emu_symbol("csd_emu_make_host_transport", "host mode (programs run on the host)"));
+    return std::unique_ptr<Transport>(make(drive.release(), slm_size, units, &on_bus));
 }
 
 std::future<Completion> Transport::submit_async(const Command &cmd)

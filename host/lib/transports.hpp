@@ -2,6 +2,7 @@
 // transports.hpp - constructors of the backends (internal to libcsd).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,6 +13,14 @@ namespace csd {
 // The in-process device, in libcsd-emu (transport_inproc.cc); libcsd opens it with open_emu.
 std::unique_ptr<Transport> make_inproc_transport(const std::string &spec);
 std::unique_ptr<Transport> make_kmod_transport(const std::string &spec);
+// Host mode over a plain drive, in libcsd-emu (transport_host.cc): the device core in this
+// process with slm_size bytes of SLM and `units` compute units; on_bus sees every command
+// sent to the drive. libcsd opens it with open_host_mode.
+std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive, uint64_t slm_size, uint32_t units,
+                                               std::function<void(const Command &)> on_bus);
+// The same through libcsd-emu, loaded on first use; throws csd::Error naming it if missing.
+std::unique_ptr<Transport> open_host_mode(std::unique_ptr<Transport> drive, uint64_t slm_size, uint32_t units,
+                                          std::function<void(const Command &)> on_bus);
 #ifdef CSD_HAVE_PASSTHRU
 std::unique_ptr<Transport> make_ioctl_transport(const std::string &path);
 std::unique_ptr<Transport> make_uring_transport(const std::string &path, unsigned queue_depth);
@@ -22,3 +31,7 @@ std::unique_ptr<Transport> make_uring_transport(const std::string &path, unsigne
 // libcsd-emu's entry point (emu_entry.cc), which libcsd finds with dlsym: the in-process
 // device for the part of an emu: path after "emu:"; the caller owns the result.
 extern "C" csd::Transport *csd_emu_make_transport(const std::string *spec);
+// libcsd-emu's host-mode entry point (transport_host.cc): host mode over drive, which it
+// owns from the call on; the caller owns the result.
+extern "C" csd::Transport *csd_emu_make_host_transport(csd::Transport *drive, uint64_t slm_size, uint32_t units,
+                                                       const std::function<void(const csd::Command &)> *on_bus);

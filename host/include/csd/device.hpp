@@ -111,7 +111,6 @@ struct ExecResult {
     Where where = Where::Device;
 };
 
-class HostCompute;
 
 class Device {
 public:
@@ -205,7 +204,7 @@ private:
     bool standard() const { return front_end_ == FrontEnd::NvmeCs; }
 
     std::unique_ptr<Transport> transport_;
-    std::unique_ptr<HostCompute> host_;  // host mode: the core in this process
+    bool counts_sends_ = true;  // false in host mode, whose transport counts what reaches the drive
     std::string path_;
     FrontEnd front_end_ = FrontEnd::Vendor;
     bool speaks_vendor_ = false;
