@@ -22,6 +22,8 @@ help:
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
 	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 PLUGINS=1 shape the device"
 	@echo "               (PLUGINS=1: the example operator plug-ins, csd.plugin-dir)"
+	@echo "               EXACT=1 (with a model in CSD_PROPS): completions exactly at the model's time;"
+	@echo "               ICOUNT=N: guest time counted in instructions (-icount shift=N,sleep=off)"
 	@echo "make test      every test suite; make test-SUITE runs one (unit, fuzz, qemu-fuzz, qtest,"
 	@echo "               kmod-style, harness, runner, repo, python, vm, crash), building only what it needs"
 	@echo "make check     the quick loop: repo, unit, qtest, python and one guest smoke test"
@@ -70,10 +72,12 @@ guest: image build kmod nvme-cli
 
 # CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
 # device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too; PLUGINS=1
-# loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir).
+# loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir); EXACT=1 holds the
+# guest to the timing model's time (csd.exact=on, needs a model in CSD_PROPS) and ICOUNT=N
+# counts guest time in instructions (-icount shift=N,sleep=off; docs/timing-model.md).
 VM_FLAGS := $(if $(filter-out 0,$(PLUGINS)),--plugins)
 vm: qemu image build guest
-	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)"; \
+	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)" CSD_EXACT="$(EXACT)" CSD_ICOUNT="$(ICOUNT)"; \
 	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD" $(VM_FLAGS); else $(PYTHON) tests/vm/csdvm.py shell $(VM_FLAGS); fi
 
 demo: qemu image build guest

@@ -484,6 +484,12 @@ struct csd_port {
      * command set vector (1Ch), and refuses the admin commands it lacks. Identify
      * Controller's serial and model number. */
     const char *serial, *model;
+    /* Optional (NULL: the embedding cannot hold its clock; exact mode off): with on, stops
+     * the port's clock (now_ns) and whatever else runs on it (QEMU: the guest's vCPUs) as
+     * soon as it can, because a command's modelled finish has come while its real work still
+     * runs; with off, lets them go on. Called with the core's hold list locked: it calls
+     * nothing back (QEMU: it requests a VM stop, and resumes in a bottom half). */
+    void (*hold_clock)(void *opaque, int on);
 };
 
 /*
@@ -498,6 +504,19 @@ struct csd_port {
  * (csd_core_model_timer); without, the embedding waits until then itself and posts it.
  */
 uint64_t csd_core_model_hold(csd_core *core, const struct csd_port *port, void *req, uint64_t finish_ns);
+/*
+ * Exact mode (csd_core_set_exact, a port with hold_clock and arm_timer): command req, whose
+ * modelled finish is finish_ns, goes on working after its arrival (the embedding answered
+ * it later). The core arms the port's timer for the earliest such finish; if it comes
+ * before the command's csd_core_model_hold (its work done), the core holds the port's
+ * clock (port->hold_clock) until that work is done, so that no completion is seen later
+ * than the model says. Does nothing with exact mode off or finish_ns 0.
+ */
+void csd_core_model_begin(csd_core *core, const struct csd_port *port, void *req, uint64_t finish_ns);
+/* Exact mode on or off (csd_core_new_config: the exact option); off by default. */
+void csd_core_set_exact(csd_core *core, int on);
+/* Whether exact mode is on. */
+int csd_core_exact(const csd_core *core);
 /* The port's timer fired (port->arm_timer): posts every held completion that is due, in
  * order of finish (equal ones as they came), and arms the timer for the next. */
 void csd_core_model_timer(csd_core *core, const struct csd_port *port);

@@ -459,6 +459,8 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_po
     }
 }
 
+uint16_t submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op);
+
 }  // namespace
 
 extern "C" {
@@ -475,6 +477,19 @@ uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid)
 uint32_t csd_core_cs_mem_nsid(const csd_core *core) { return core->cs_mem_nsid; }
 
 uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const uint16_t st = submit(core, sqe, port, req, cpl, op);
+    // exact mode: a command still working past its arrival may hold the port's clock at its finish
+    if (st == CSD_CORE_LATER) csd_core_model_begin(core, port, req, cpl->finish_ns);
+    return st;
+}
+
+}  // extern "C"
+
+namespace {
+
+// csd_core_submit's routing, by queue, command set and namespace.
+uint16_t submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
     const csd_cmd *cmd = &sqe->cmd;
     *cpl = csd_cpl{};
@@ -501,6 +516,10 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
     if (copy_from_memory) return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
     return vendor_io(core, cmd, ctx, port, req, cpl, op);
 }
+
+}  // namespace
+
+extern "C" {
 
 uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, uint64_t *finish_ns)
 {

@@ -4,10 +4,12 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "csd_core.h"
@@ -73,9 +75,16 @@ uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, con
                   const csd_cpl *cpl);
 
 // The timing model's held completions (csd_core_model_hold with a port timer), by finish.
+// Exact mode: the commands still working past arrival (csd_core_model_begin), by finish, and
+// whether the port's clock is held for one whose finish came first.
 struct HeldState {
     std::mutex mu;
     std::multimap<uint64_t, void *> by_finish;  // equal finishes in the order they came
+    bool exact = false;
+    std::multimap<uint64_t, void *> working;  // exact mode: finish -> command still working
+    std::unordered_map<void *, std::multimap<uint64_t, void *>::iterator> working_at;
+    bool clock_held = false;
+    std::chrono::steady_clock::time_point held_since;  // host time, for model_hold_ns
 };
 
 struct ExecCmd;

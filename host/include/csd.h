@@ -45,6 +45,10 @@ unsigned csd_version_number(void);
  * computational storage command sets; $CSD_FRONT_END picks, else vendor where the drive has it). */
 const char *csd_front_end(csd_dev *dev);
 
+/* The timing model's clock in ns: the in-process device's virtual clock with exact=on (the
+ * model's time, whatever the host), its host clock without; 0 for a drive elsewhere or NULL. */
+uint64_t csd_model_clock_ns(csd_dev *dev);
+
 /* SLM size, compute units and number of programs from the capabilities log. */
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *compute_units, uint32_t *nr_programs);
 /* Allocates SLM (align: a power of two) and returns its offset. */

@@ -105,6 +105,11 @@ const char *csd_front_end(csd_dev *dev)
     return dev ? csd::front_end_name(dev->dev->front_end()) : "";
 }
 
+uint64_t csd_model_clock_ns(csd_dev *dev)
+{
+    return dev ? dev->dev->model_clock_ns() : 0;
+}
+
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
 {
     if (!dev) return bad_arg("csd_info: dev is NULL");

@@ -77,6 +77,7 @@ CoreTransport::CoreTransport(const char *name, csd_core *core, std::unique_ptr<C
     port_ = csd_port{from_host, to_host, ns_info, port_now, this, backing_->max_transfer(), kMaxNsid,
                      ns_read, ns_write, port_complete, exclusive, run, nullptr,
                      nullptr, nullptr, whole ? port_nvm_io : nullptr, serial, model};
+    virtual_clock_ = csd_core_exact(core_) != 0;
     pool_ = std::make_unique<WorkerPool>(units);
     fork_hold_add(this, whole ? ForkLevel::device : ForkLevel::outer_device, [this] { hold_for_fork(); },
                   [this](bool child) { resume_after_fork(child); });
@@ -109,8 +110,9 @@ Completion CoreTransport::submit(const Command &cmd)
 Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || !port_.nvm_io) {
-        return submit(cmd);
+    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || !port_.nvm_io ||
+        virtual_clock_) {
+        return submit(cmd);  // a virtual clock's finish is no host time to wait for
     }
     const InFlightGate::Scope counted(gate_);
     const Completion r = nvm(cmd, finish_ns);
@@ -187,7 +189,7 @@ std::future<Completion> CoreTransport::dispatch(const Command &cmd)
     delete req;
     gate_.leave();
     if (st == CSD_CORE_NOT_MINE) return backing_->forward_async(cmd);
-    wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
+    settle(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
     return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
 }
 
@@ -203,7 +205,12 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish)
 {
     Cmd c{this, &cmd};
     const csd_cmd dw = core_cmd(cmd);
-    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    const Completion r{csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    if (virtual_clock_ && *finish) {  // the virtual clock: counted, then it moves there now
+        settle(csd_core_model_hold(core_, &port_, nullptr, *finish));
+        *finish = 0;
+    }
+    return r;
 }
 
 // The port: host memory is the command's buffer.
@@ -232,7 +239,27 @@ int CoreTransport::ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
     return 0;
 }
 
-uint64_t CoreTransport::port_now(void *) { return now_ns(); }
+uint64_t CoreTransport::port_now(void *self)
+{
+    const auto *t = static_cast<const CoreTransport *>(self);
+    return t->virtual_clock_ ? t->vclock_.load() : now_ns();
+}
+
+// A completion the model holds until finish (0: none): on the host clock its thread waits
+// until then; on a virtual clock the clock moves to it (never back) and it is posted now.
+void CoreTransport::settle(uint64_t finish)
+{
+    if (!virtual_clock_) {
+        wait_until(finish);
+        return;
+    }
+    uint64_t at = vclock_.load();
+    while (finish > at && !vclock_.compare_exchange_weak(at, finish)) {
+    }
+}
+
+// The timing model's clock: the virtual one (exact=on), else the host's steady clock.
+uint64_t CoreTransport::model_clock_ns() const { return port_now(const_cast<CoreTransport *>(this)); }
 
 // Namespace I/O of the port (the core checked the range): done at once, by the backing.
 void CoreTransport::ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
@@ -253,7 +280,7 @@ void CoreTransport::port_complete(void *req, uint16_t status, const csd_cpl *cpl
     auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
     CoreTransport *t = r->t;
     t->unlist(r);
-    wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
+    t->settle(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
     r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
     delete r;
     t->gate_.leave();

@@ -7,6 +7,7 @@
 // Reads and Writes (transport_host.cc).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -72,6 +73,7 @@ public:
     const uint8_t *namespace_host_pointer() override;
     std::future<Completion> submit_async(const Command &cmd) override;
     bool abort(const Command &cmd) override;
+    uint64_t model_clock_ns() const override;
 
 private:
     struct Cmd;
@@ -84,7 +86,8 @@ private:
     static uint16_t from_host(void *req, void *buf, uint64_t len);
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
-    static uint64_t port_now(void *);
+    static uint64_t port_now(void *self);
+    void settle(uint64_t finish);
     static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
     static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
                          void *arg);
@@ -102,6 +105,10 @@ private:
     std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     InFlightGate gate_;  // commands in flight, for fork()
+    // exact=on: the model's own clock, not the host's: a command arrives at it and its
+    // completion moves it to the modelled finish, at once (csd_core_exact)
+    bool virtual_clock_ = false;
+    std::atomic<uint64_t> vclock_{0};
 };
 
 }  // namespace csd

@@ -358,6 +358,8 @@ Statistics Device::stats()
     s.model_compute_busy_ns = v[CSD_STAT_MODEL_COMPUTE_BUSY_NS];
     s.model_delay_ns = v[CSD_STAT_MODEL_DELAY_NS];
     s.model_overruns = v[CSD_STAT_MODEL_OVERRUNS];
+    s.model_holds = v[CSD_STAT_MODEL_HOLDS];
+    s.model_hold_ns = v[CSD_STAT_MODEL_HOLD_NS];
     std::copy(std::begin(v), std::end(v), s.counters.begin());
     static_assert(sizeof(s.per_program) == 8 * CSD_STATS_PER_PROGRAM_COUNT, "one counter per program id");
     std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, sizeof(s.per_program));

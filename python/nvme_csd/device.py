@@ -96,6 +96,13 @@ class Device:
         return self._dev.where
 
     @property
+    def model_clock_ns(self) -> int:
+        """The timing model's clock in ns: with ``exact=on`` in an ``emu:`` path the in-process
+        device's virtual clock, where each command takes the model's time whatever this host's
+        speed or load (docs/timing-model.md); the host's clock without; 0 for a drive elsewhere."""
+        return self._dev.model_clock_ns
+
+    @property
     def offload(self) -> bool:
         """True when programs run on the drive, False in host mode (see where)."""
         return self._dev.where == "device"

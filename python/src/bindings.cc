@@ -602,6 +602,10 @@ PYBIND11_MODULE(_core, m)
             const Use u(p);
             return std::string(where_name(u.d().where()));
         })
+        .def_property_readonly("model_clock_ns", [](PyDevice &p) {
+            const Use u(p);
+            return u.d().model_clock_ns();
+        }, "the timing model's clock in ns: the in-process device's virtual clock with exact=on")
         .def("capabilities", [](PyDevice &p) {
             const Use u(p);
             const Capabilities &c = u.d().caps();

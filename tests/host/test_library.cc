@@ -1990,6 +1990,51 @@ TEST(Drives, HostModeRunsTheMediaProgramsOnEveryKindOfDrive)
     }
 }
 
+// Issue 42 item 5: exact=on gives the in-process device a virtual clock. A command's time is
+// the model's whatever the host: a 0.5 s media latency costs 0.5 s of the model's clock and
+// no wait on the host's; a gemm the model runs faster than this host takes the model's
+// time, the same every run, with no overrun.
+TEST(TimingModel, ExactModeGivesTheModelsTimeOnAVirtualClock)
+{
+    TempDrive t;
+    OpenOptions vendor;  // the clock is the device's, whichever front end: the vendor commands here
+    vendor.front_end = FrontEnd::Vendor;
+    auto dev = Device::open("emu:" + t.file +
+                                "?size=64M&model=gen4x4-8core&model.media-read-latency-ns=500000000&"
+                                "model.unit-gflops=100000&model.unit-gbps=1000&exact=on",
+                            vendor);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    const auto wall = [] { return std::chrono::steady_clock::now(); };
+    uint64_t v0 = dev->model_clock_ns();
+    auto w0 = wall();
+    dev->slm_load(0, 8, 0);
+    const uint64_t load = dev->model_clock_ns() - v0;
+    EXPECT_GE(load, 500000000u) << "the model's media latency";
+    EXPECT_LT(load, 501000000u);
+    EXPECT_LT(std::chrono::duration<double>(wall() - w0).count(), 0.4) << "no host time waited for it";
+    const uint32_t m = 512;
+    std::vector<float> a(m * m, 1.0f), b(m * m, 0.5f);
+    std::vector<uint64_t> took;
+    double host_s = 0;
+    for (int i = 0; i < 3; i++) {
+        v0 = dev->model_clock_ns();
+        w0 = wall();
+        const auto c = programs::gemm(*dev, a, b, m, m, m);
+        host_s = std::chrono::duration<double>(wall() - w0).count();
+        took.push_back(dev->model_clock_ns() - v0);
+        ASSERT_EQ(c[0], 0.5f * m);
+    }
+    EXPECT_EQ(took[1], took[0]) << "the model's time, not the host's";
+    EXPECT_EQ(took[2], took[0]);
+    EXPECT_LT(static_cast<double>(took[0]) / 1e9, host_s) << "the model is faster than this host here";
+    EXPECT_EQ(dev->stats().model_overruns, 0u);
+    // without exact=on the same device runs on the host's clock
+    auto host_clock = Device::open("emu:" + t.file + "?model=gen4x4-8core", vendor);
+    const uint64_t now = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(wall().time_since_epoch()).count());
+    EXPECT_NEAR(static_cast<double>(host_clock->model_clock_ns()), static_cast<double>(now), 1e9);
+}
+
 // Without Compare and Write the store's lease refuses a second host (EBUSY, nothing
 // written) while the first host's lease is live, and lets it in once it expired.
 TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)

@@ -81,6 +81,7 @@ struct Statistics {
     // added to completions, and completions the host could not make in modelled time.
     uint64_t model_link_in_busy_ns = 0, model_link_out_busy_ns = 0, model_media_busy_ns = 0;
     uint64_t model_slm_busy_ns = 0, model_compute_busy_ns = 0, model_delay_ns = 0, model_overruns = 0;
+    uint64_t model_holds = 0, model_hold_ns = 0;  // 1.3, exact mode: commands held to, host ns held
     std::array<uint64_t, CSD_STAT_COUNT> counters{};  // all of the above, as csd_stat_names orders them
     std::array<uint64_t, 512> per_program{};  // Executes by program id (0..01FFh)
 };
@@ -138,6 +139,9 @@ public:
     const std::string &path() const { return path_; }
     // SLM as host memory where it is (the in-process device, host mode), else nullptr.
     uint8_t *slm_host_pointer();
+    // The timing model's clock in ns (Transport::model_clock_ns): the in-process device's
+    // virtual clock with exact=on, where a command's time is the model's whatever the host.
+    uint64_t model_clock_ns() const { return transport_->model_clock_ns(); }
 
     const Capabilities &caps() const { return caps_; }  // read at open and after program loads
     void refresh_capabilities();                         // reads C0h (or 82h/83h) again

@@ -81,6 +81,10 @@ public:
     // in-process device under a timing model). Writes go through commands; the mapping
     // sees them.
     virtual const uint8_t *namespace_host_pointer() { return nullptr; }
+    // The clock the device's timing model runs on, in ns: the in-process device's virtual
+    // clock with exact=on (docs/timing-model.md), its host clock otherwise; 0 where the
+    // device is elsewhere (its clock is not this process's).
+    virtual uint64_t model_clock_ns() const { return 0; }
 };
 
 // The command set libcsd speaks to a drive with (docs/nvme-cs.md, docs/real-drives.md):

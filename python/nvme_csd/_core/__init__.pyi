@@ -92,6 +92,11 @@ class Device:
     def front_end(self) -> str:
         ...
     @property
+    def model_clock_ns(self) -> int:
+        """
+        the timing model's clock in ns: the in-process device's virtual clock with exact=on
+        """
+    @property
     def speaks(self) -> str:
         ...
     @property
