@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 #include "nvme_cs.h"
 #include "plugins.h"
-#include "program_slots.h"
+#include "bpf/slots.h"
 #include "timing_model.h"
 
 namespace csd::core {

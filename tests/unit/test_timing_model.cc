@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core_fixture.h"
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 namespace {
 
