@@ -384,9 +384,10 @@ CS_STATUS open_drives(const std::string &name, std::vector<std::shared_ptr<Drive
             try {
                 d->dev = csd::Device::open(p);
             } catch (const csd::Error &e) {
-                // a path libcsd refuses outright is no computational storage drive
-                if (e.status() == 0 && e.errnum() == EINVAL)
-                    return fail(CS_ENTITY_NOT_ON_DEVICE, e.what());
+                // a node libcsd refuses outright is no computational storage drive (an emu:
+                // or csd.ko path it refuses has a bad option: CS_INVALID_ARG, below)
+                const bool named = p.rfind("emu:", 0) == 0 || p.rfind("/dev/csd", 0) == 0;
+                if (e.status() == 0 && e.errnum() == EINVAL && !named) return fail(CS_ENTITY_NOT_ON_DEVICE, e.what());
                 throw;
             }
             d->path = p;

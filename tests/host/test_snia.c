@@ -141,6 +141,8 @@ static void discovery(const char *path)
     EXPECT(csOpenCSx(NULL, NULL, &dev), CS_INVALID_ARG, "csOpenCSx NULL DevName");
     EXPECT(csOpenCSx(name, NULL, NULL), CS_INVALID_ARG, "csOpenCSx NULL DevHandle");
     EXPECT(csOpenCSx("/dev/null", NULL, &dev), CS_ENTITY_NOT_ON_DEVICE, "csOpenCSx /dev/null");
+    EXPECT(csOpenCSx("emu:/tmp/csd-snia-never?no-such-option=1", NULL, &dev), CS_INVALID_ARG, "csOpenCSx emu: with a bad option");
+    CHECK(strstr(csd_snia_last_error(), "no-such-option") != NULL, "the error names the option");
     EXPECT(csOpenCSx(name, NULL, &dev), CS_SUCCESS, "csOpenCSx");
     CS_DEV_HANDLE dev2 = NULL;
     EXPECT(csOpenCSx(name, NULL, &dev2), CS_SUCCESS, "csOpenCSx twice: the same CSx");
