@@ -3,7 +3,8 @@
 # Runs the host-side test programs: device-core GoogleTest suites, libcsd's integration
 # suite against the in-process device, the C API test, and what libcsd links
 # (tests/host/linkage.sh), libcsd-snia's call-by-call test and the SNIA API's usage flow
-# (examples/snia/flow.c) on each kind of in-process drive. Prints 'unit: N passed, N failed'.
+# (examples/snia/flow.c) on each kind of in-process drive, and the fio engine's example jobs
+# on the host's fio (tests/host/fio-engine.sh). Prints 'unit: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mb="$top/build/meson"
@@ -21,7 +22,7 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
            "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            "$mb/tests/host/csd-snia-test" "$mb/examples/snia/snia-flow@vendor" "$mb/examples/snia/snia-flow@standard-only" \
            "$mb/examples/snia/snia-flow@host" \
-           "$top/tests/host/linkage.sh" \
+           "$top/tests/host/linkage.sh" "$top/tests/host/fio-engine.sh" \
            "$top/tests/host/test_csdctl.py" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
     bin=${run%@*}
@@ -43,8 +44,8 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
     [ -z "$tmp" ] || rm -f "$tmp"
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]\|^ok   '
     # GoogleTest's summary, or the plain closing line of a C test, linkage.sh or test_csdctl.py
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\): \([0-9]*\) passed.*/\2/p' <<<"$out")
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\): \([0-9]*\) passed.*/\2/p' <<<"$out")
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
     [ $rc = 0 ] || [ "${f:-0}" != 0 ] || fail=$((fail + 1))
 done
