@@ -66,10 +66,26 @@ struct FnTimes {
 struct Drive {
     std::unique_ptr<csd::Device> dev;
     std::string path;
+    uint32_t units = 0;      // compute units (fixed at open)
     uint32_t first_cse = 0;  // the CSx-wide number of its first compute unit
     std::mutex mu;           // times, counters below
     std::map<uint16_t, FnTimes> times;
     uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
+    // Device::caps() is rewritten in place by a refresh (and by Program Load): this library
+    // reads and refreshes it under caps_mu only, and loads and unloads programs under it.
+    std::mutex caps_mu;
+    // A copy of the capabilities.
+    csd::Capabilities caps()
+    {
+        std::lock_guard<std::mutex> g(caps_mu);
+        return dev->caps();
+    }
+    // Reads them from the drive again (a program loaded meanwhile by someone else).
+    void refresh()
+    {
+        std::lock_guard<std::mutex> g(caps_mu);
+        dev->refresh_capabilities();
+    }
 };
 
 struct Csx {
@@ -81,14 +97,14 @@ struct Csx {
     uint32_t cse_count() const
     {
         uint32_t n = 0;
-        for (const auto &d : drives) n += d->dev->caps().compute_units;
+        for (const auto &d : drives) n += d->units;
         return n;
     }
     // The drive of CSE number n.
     size_t drive_of_cse(uint32_t n) const
     {
         for (size_t i = 0; i < drives.size(); i++) {
-            if (n < drives[i]->first_cse + drives[i]->dev->caps().compute_units) return i;
+            if (n < drives[i]->first_cse + drives[i]->units) return i;
         }
         return drives.size();
     }
@@ -391,8 +407,9 @@ CS_STATUS open_drives(const std::string &name, std::vector<std::shared_ptr<Drive
                 throw;
             }
             d->path = p;
+            d->units = d->dev->caps().compute_units;
             d->first_cse = cse;
-            cse += d->dev->caps().compute_units;
+            cse += d->units;
             drives->push_back(std::move(d));
         }
         return CS_SUCCESS;
@@ -581,13 +598,13 @@ CS_STATUS prepare_copy(Registry &r, const CsCopyMemRequest *req, Job *job)
     return CS_SUCCESS;
 }
 
-// The program of a function id on a drive (its capabilities read again once if absent).
-const csd::ProgramInfo *program_of(Drive &d, CS_FUNCTION_ID id)
+// Whether a drive has a program of that id (its capabilities read again once if not).
+bool program_of(Drive &d, CS_FUNCTION_ID id)
 {
-    if (id == 0 || id > CSD_MAX_PROGRAM_ID) return nullptr;
-    if (const auto *p = d.dev->caps().program(static_cast<uint16_t>(id))) return p;
-    d.dev->refresh_capabilities();  // loaded meanwhile by someone else (csdctl, another CSx)
-    return d.dev->caps().program(static_cast<uint16_t>(id));
+    if (id == 0 || id > CSD_MAX_PROGRAM_ID) return false;
+    if (d.caps().program(static_cast<uint16_t>(id))) return true;
+    d.refresh();  // loaded meanwhile by someone else (csdctl, another CSx)
+    return d.caps().program(static_cast<uint16_t>(id)) != nullptr;
 }
 
 CS_STATUS prepare_compute(Registry &r, const CsComputeRequest *req, const CsComputeArg *args, Job *job)
@@ -642,11 +659,11 @@ CS_STATUS prepare_compute(Registry &r, const CsComputeRequest *req, const CsComp
     }
     if (!csx) return fail(CS_INVALID_HANDLE, "compute request: no CSEHandle and no AFDM argument name a drive");
     auto d = csx->drives[drive];
-    if (ranges.size() > d->dev->caps().max_ranges)
+    const uint32_t max_ranges = d->caps().max_ranges;
+    if (ranges.size() > max_ranges)
         return fail(CS_INVALID_ARG, "compute request: " + std::to_string(ranges.size()) + " AFDM arguments (the drive takes " +
-                                        std::to_string(d->dev->caps().max_ranges) + ")");
-    const csd::ProgramInfo *p = program_of(*d, req->FunctionId);
-    if (!p)
+                                        std::to_string(max_ranges) + ")");
+    if (!program_of(*d, req->FunctionId))
         return fail(CS_UNKNOWN_COMPUTE_FUNCTION, "compute request: no function " + std::to_string(req->FunctionId) +
                                                      " on " + d->path);
     job->hold->take(csx);
@@ -875,7 +892,7 @@ CS_STATUS csQueryCSEList(char *FunctionName, int *Length, char *Buffer)
             for (uint32_t n = 0; n < csx->cse_count(); n++) {
                 Drive &d = *csx->drives[csx->drive_of_cse(n)];
                 bool has = !FunctionName;
-                for (const auto &p : d.dev->caps().programs) has = has || p.name == FunctionName;
+                for (const auto &p : d.caps().programs) has = has || p.name == FunctionName;
                 if (has) list += (list.empty() ? "" : ",") + csx->cse_name(n);
             }
         }
@@ -921,10 +938,12 @@ CS_STATUS csx_for_query(const char *path, std::shared_ptr<Csx> *out)
 std::vector<csd::ProgramInfo> common_programs(const Csx &c)
 {
     std::vector<csd::ProgramInfo> out;
-    for (const auto &p : c.drives[0]->dev->caps().programs) {
+    std::vector<csd::Capabilities> caps;
+    for (const auto &d : c.drives) caps.push_back(d->caps());
+    for (const auto &p : caps[0].programs) {
         bool everywhere = true;
-        for (const auto &d : c.drives) {
-            const auto *q = d->dev->caps().program(p.id);
+        for (const auto &cap : caps) {
+            const auto *q = cap.program(p.id);
             everywhere = everywhere && q && q->name == p.name;
         }
         if (everywhere) out.push_back(p);
@@ -1138,14 +1157,14 @@ CS_STATUS csGetFunction(CS_CSE_HANDLE CSEHandle, char *FunctionName, void *Conte
                     }
                 }
             } else {
-                for (const auto &p : csx->drives[drive]->dev->caps().programs) {
+                for (const auto &p : csx->drives[drive]->caps().programs) {
                     if (p.name == FunctionName) {
                         *FunctionId = p.id;
                         return CS_SUCCESS;
                     }
                 }
             }
-            for (auto &d : csx->drives) d->dev->refresh_capabilities();  // loaded meanwhile?
+            for (auto &d : csx->drives) d->refresh();  // loaded meanwhile?
         }
         return fail(CS_INVALID_FUNCTION_NAME, std::string("csGetFunction: no function named ") + FunctionName);
     });
@@ -1435,7 +1454,7 @@ CS_STATUS csQueryDeviceProperties(CS_DEV_HANDLE DevHandle, int *Length, CSxPrope
     std::vector<uint8_t> out(need, 0);
     auto *p = reinterpret_cast<CSxProperties *>(out.data());
     csd::Device &d0 = *csx->drives[0]->dev;
-    const uint32_t ver = d0.caps().version;  // 00010001h: 1.1
+    const uint32_t ver = csx->drives[0]->caps().version;  // 00010001h: 1.1
     p->HwVersion = static_cast<u16>((ver >> 16) << 8 | (ver & 0xFF));
     p->SwVersion = static_cast<u16>(CSD_VERSION_MAJOR << 8 | CSD_VERSION_MINOR);
     // PCI vendor and subsystem vendor from Identify Controller, where the transport answers it
@@ -1458,7 +1477,7 @@ CS_STATUS csQueryDeviceProperties(CS_DEV_HANDLE DevHandle, int *Length, CSxPrope
     uint64_t slm = 0;
     bool visible = true;
     for (const auto &d : csx->drives) {
-        slm += d->dev->caps().slm_size;
+        slm += d->caps().slm_size;
         visible = visible && d->dev->slm_host_pointer() != nullptr;
     }
     p->CFMinMB = 0;
@@ -1475,7 +1494,7 @@ CS_STATUS csQueryDeviceProperties(CS_DEV_HANDLE DevHandle, int *Length, CSxPrope
         e.SwVersion = p->SwVersion;
         copy_name(e.UniqueName, sizeof e.UniqueName, csx->cse_name(i));
         uint16_t builtin = 0;
-        for (const auto &pr : d.dev->caps().programs) builtin += pr.type != CSD_PROGRAM_DOWNLOADED;
+        for (const auto &pr : d.caps().programs) builtin += pr.type != CSD_PROGRAM_DOWNLOADED;
         e.NumBuiltinFunctions = builtin;
         e.MaxRequestsPerBatch = kMaxBatch;
         e.MaxFunctionParametersAllowed = kMaxArgs;
@@ -1612,26 +1631,32 @@ CS_STATUS csDownload(CS_DEV_HANDLE DevHandle, CsDownloadInfo *ProgramInfo)
     return guarded([&] {
         if (in.Unload) {
             if (!slot_ok) return fail(CS_INVALID_ARG, "csDownload: unload of Index " + std::to_string(in.Index) + " (a slot is 256 to 511)");
-            for (auto &d : csx->drives) d->dev->program_unload(static_cast<uint16_t>(in.Index));
+            for (auto &d : csx->drives) {
+                std::lock_guard<std::mutex> g(d->caps_mu);
+                d->dev->program_unload(static_cast<uint16_t>(in.Index));
+            }
             return CS_SUCCESS;
         }
         if (in.Index != 0 && !slot_ok) return fail(CS_INVALID_ARG, "csDownload: Index " + std::to_string(in.Index) + " (0, or a slot 256 to 511)");
         if (!in.DataBuffer || in.Length <= 0) return fail(CS_INVALID_ARG, "csDownload: no image (DataBuffer NULL or Length <= 0)");
         if (in.SubType < 1 || in.SubType > static_cast<int>(CSD_MAX_RECORD_SIZE))
             return fail(CS_INVALID_ARG, "csDownload: SubType (the record size) " + std::to_string(in.SubType) + " (1 to 4096)");
-        if (static_cast<uint32_t>(in.Length) > csx->drives[0]->dev->caps().max_program_bytes)
+        const uint32_t max_bytes = csx->drives[0]->caps().max_program_bytes;
+        if (static_cast<uint32_t>(in.Length) > max_bytes)
             return fail(CS_INVALID_LENGTH, "csDownload: an image of " + std::to_string(in.Length) + " bytes (the drive takes " +
-                                               std::to_string(csx->drives[0]->dev->caps().max_program_bytes) + ")");
+                                               std::to_string(max_bytes) + ")");
         uint16_t slot = static_cast<uint16_t>(in.Index);
         std::vector<uint16_t> loaded;
         try {
             for (auto &d : csx->drives) {  // the first drive picks; the others take the same slot
+                std::lock_guard<std::mutex> g(d->caps_mu);
                 slot = d->dev->program_load(in.DataBuffer, static_cast<uint32_t>(in.Length), static_cast<uint32_t>(in.SubType), slot);
                 loaded.push_back(slot);
             }
         } catch (...) {
             for (size_t i = 0; i < loaded.size(); i++) {
                 try {
+                    std::lock_guard<std::mutex> g(csx->drives[i]->caps_mu);
                     csx->drives[i]->dev->program_unload(loaded[i]);
                 } catch (const csd::Error &) {
                 }

@@ -9,6 +9,7 @@
  * Prints 'snia: N passed, N failed'.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,24 @@ static void gate(void *ctx, CS_STATUS st)
     (void)st;
     gate_calls++;
     while (!gate_open) usleep(1000);
+}
+
+/* Checksums from a second thread while the main thread downloads and unloads programs. */
+struct churn {
+    CsComputeRequest *req;
+    volatile int stop, runs;
+    int wrong;
+};
+static void *checksums(void *arg)
+{
+    struct churn *c = arg;
+    while (!c->stop) {
+        u64 v = 0;
+        CS_STATUS st = csQueueComputeRequest(c->req, NULL, NULL, NULL, &v);
+        c->runs++;
+        c->wrong += st != CS_SUCCESS || v != 0xE3069283u;
+    }
+    return NULL;
 }
 
 static void unsupported_calls(void)
@@ -524,6 +543,26 @@ static void on_drive(const char *path, csd_dev *lib)
         EXPECT(csDownload(dev, &dl), CS_UNKNOWN_COMPUTE_FUNCTION, "csDownload Unload twice");
         dl.Index = 3;
         EXPECT(csDownload(dev, &dl), CS_INVALID_ARG, "csDownload Unload of slot 3");
+        /* programs loaded and unloaded while another thread computes: nothing breaks */
+        struct churn ch = {req, 0, 0, 0};
+        pthread_t th;
+        pthread_create(&th, NULL, checksums, &ch);
+        int cycles = 0;
+        for (int i = 0; i < 10; i++) {
+            for (int w = 0, r0 = ch.runs; w < 5000 && ch.runs < r0 + 3; w++) usleep(200); /* it runs meanwhile */
+            CsDownloadInfo d2 = {CS_BPF_PROGRAM, 16, 0, 0, (int)size, image};
+            CS_FUNCTION_ID f2 = 0;
+            char n2[32];
+            cycles += csDownload(dev, &d2) == CS_SUCCESS;
+            snprintf(n2, sizeof n2, strstr(path, "vendor=off") ? "ebpf-%04x" : "threshold", d2.Index);
+            cycles += csGetFunction(cse, n2, NULL, &f2) == CS_SUCCESS && f2 == (CS_FUNCTION_ID)d2.Index;
+            d2.Unload = 1;
+            cycles += csDownload(dev, &d2) == CS_SUCCESS;
+        }
+        ch.stop = 1;
+        pthread_join(th, NULL);
+        s = CS_SUCCESS;
+        CHECK(cycles == 30 && ch.runs >= 30 && ch.wrong == 0, "10 downloads and unloads beside a thread's checksums");
         free(t);
         csFreeMem(in);
         csFreeMem(out);
