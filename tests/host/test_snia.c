@@ -675,6 +675,9 @@ static void on_drive(const char *path, csd_dev *lib)
     EXPECT(csAddBatchEntry(bh, e, 0, 0, &i3), CS_OUT_OF_RESOURCES, "csAddBatchEntry past MaxReqs");
     EXPECT(csHelperResizeBatchRequest(bh, 1), CS_INVALID_ARG, "csHelperResizeBatchRequest below its entries");
     EXPECT(csHelperResizeBatchRequest(bh, 4), CS_SUCCESS, "csHelperResizeBatchRequest");
+    CS_BATCH_INDEX i0 = 0;
+    e->u.CopyMem.HostVAddress = "zeroth!";
+    EXPECT(csAddBatchEntry(bh, e, 0, 0, &i0), CS_SUCCESS, "csAddBatchEntry with Before and After 0: the first");
     EXPECT(csHelperResizeBatchRequest(NULL, 4), CS_INVALID_HANDLE, "csHelperResizeBatchRequest NULL");
     EXPECT(csAddBatchEntry(bh, e, 99, 0, &i3), CS_INVALID_ARG, "csAddBatchEntry before entry 99");
     EXPECT(csAddBatchEntry(bh, e, i2, i1, &i3), CS_INVALID_ARG, "csAddBatchEntry between entries not side by side");
@@ -690,7 +693,7 @@ static void on_drive(const char *path, csd_dev *lib)
     EXPECT(csQueueBatchRequest(bh, NULL, NULL, NULL, &comp), CS_SUCCESS, "csQueueBatchRequest serial");
     memset(back, 0, sizeof back);
     copy(a, 0, back, 8, CS_COPY_FROM_DEVICE);
-    CHECK(strcmp(back, "second!") == 0, "entries ran in the batch's order (Before)");
+    CHECK(strcmp(back, "second!") == 0, "entries ran in the batch's order (Before; 0, 0 first)");
     e->ReqType = CS_COPY_AFDM;
     e->reqLength = sizeof(CsCopyMemRequest);
     e->u.CopyMem = (CsCopyMemRequest){CS_COPY_TO_DEVICE, "third!!", {a, 0}, 8};
