@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu kernel image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
+.PHONY: all help deps qemu kernel image build kmod nvme-cli fio-engine guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
 
 all: qemu image build guest
 
@@ -17,6 +17,7 @@ help:
 	@echo "make build     the project's C/C++ (meson, build/meson)"
 	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
 	@echo "make nvme-cli  Debian's nvme-cli (the guest's version) with the 'nvme csd' plugin (build/nvme-cli/nvme)"
+	@echo "make fio-engine  fio's external engine for the drive, against the guest's fio (build/fio/csd-fio.so)"
 	@echo "make guest     stage csdctl, libcsd, csd.ko, nvme-cli and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
@@ -67,7 +68,11 @@ kmod: image
 nvme-cli: deps
 	@bash host/nvme-cli-plugin/build.sh
 
-guest: image build kmod nvme-cli
+# fio's external engine (docs/fio.md), built against Debian's fio source of the guest's version
+fio-engine: build
+	@bash host/fio-engine/build.sh
+
+guest: image build kmod nvme-cli fio-engine
 	@bash images/stage-guest.sh
 
 # CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
@@ -106,7 +111,7 @@ SUITES_HOST := unit
 SUITES_SELF_BUILT := fuzz qemu-fuzz python runner repo
 SUITES_QEMU := qtest
 SUITES_GUEST := harness vm crash
-$(addprefix test-,$(SUITES_HOST)): test-%: build
+$(addprefix test-,$(SUITES_HOST)): test-%: build fio-engine
 	@$(PYTHON) tests/run_all.py $*
 $(addprefix test-,$(SUITES_SELF_BUILT)): test-%: deps
 	@$(PYTHON) tests/run_all.py $*

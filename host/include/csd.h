@@ -51,6 +51,8 @@ uint64_t csd_model_clock_ns(csd_dev *dev);
 
 /* SLM size, compute units and number of programs from the capabilities log. */
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *compute_units, uint32_t *nr_programs);
+/* The namespace commands go to: its LBA size in bytes and its number of LBAs (either may be NULL). */
+int csd_ns_info(csd_dev *dev, uint32_t *lba_size, uint64_t *lba_count);
 /* Allocates SLM (align: a power of two) and returns its offset. */
 int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset);
 /* Frees an allocation made by csd_slm_alloc. */

@@ -120,6 +120,15 @@ int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
     return 0;
 }
 
+int csd_ns_info(csd_dev *dev, uint32_t *lba_size, uint64_t *lba_count)
+{
+    if (!dev) return bad_arg("csd_ns_info: dev is NULL");
+    const csd::NamespaceInfo ns = dev->dev->ns();
+    if (lba_size) *lba_size = ns.lba_size;
+    if (lba_count) *lba_count = ns.lba_count;
+    return 0;
+}
+
 int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset)
 {
     if (!dev || !offset) return bad_arg("csd_slm_alloc: dev and offset must not be NULL");

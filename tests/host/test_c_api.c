@@ -54,6 +54,11 @@ int main(int argc, char **argv)
     uint64_t slm = 0;
     uint32_t cu = 0, np = 0;
     CHECK(csd_info(dev, &slm, &cu, &np) == 0 && slm >= (1u << 20) && cu >= 1 && np == CSD_NR_DEVICE_PROGRAMS, "csd_info");
+    uint32_t lba_size = 0;
+    uint64_t lbas = 0;
+    CHECK(csd_ns_info(dev, &lba_size, &lbas) == 0 && lba_size >= 512 && lbas * lba_size == (argc > 1 ? lbas * lba_size : 16u << 20),
+          "csd_ns_info: the namespace's LBA size and count (16 MiB here)");
+    CHECK(csd_ns_info(NULL, &lba_size, &lbas) == -EINVAL, "csd_ns_info of no device is -EINVAL");
 
     uint64_t off = 0;
     CHECK(csd_slm_alloc(dev, 4096, 4096, &off) == 0 && off % 4096 == 0, "csd_slm_alloc");
