@@ -623,6 +623,57 @@ TEST_F(Model, WithoutExactModeAWorkingCommandOverrunsAndNothingIsHeld)
     EXPECT_EQ(counter(CSD_STAT_MODEL_HOLDS), 0u);
 }
 
+// Review of issue 42: the port has ONE timer (QEMU's timer_mod moves it), so the deadline
+// the core arms last is the only one that fires. A held completion whose finish is later
+// than a working command's must not move the timer past that working command's finish.
+TEST_F(Model, ReviewExactModeAHeldCompletionDoesNotPushBackAWorkingCommandsDeadline)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2;
+    t.now = 1000;
+    csd_core_model_begin(core, &t.port, &a, 5000);  // a works on (a long gemm), finish 5000
+    ASSERT_EQ(t.armed, (std::vector<uint64_t>{5000}));
+    t.now = 2000;  // b (a short read) is done early, held until 9000
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &b, 9000), 9000u);
+    ASSERT_FALSE(t.armed.empty());
+    EXPECT_LE(t.armed.back(), 5000u) << "the one timer now fires at " << t.armed.back()
+                                      << ": a's finish (5000) is never seen, the guest is not held";
+    // what the port's single timer does: it fires at the last deadline armed
+    t.now = t.armed.back();
+    if (t.now > 5000) {  // a's work ended at 8000, unheld
+        t.now = 8000;
+        csd_core_model_hold(core, &t.port, &a, 5000);
+        t.now = 9000;
+        csd_core_model_timer(core, &t.port);
+    }
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 0u) << "exact mode let a overrun";
+}
+
+// A command that arrives while the clock is already held for an earlier one (QEMU: the VM
+// stop is a request; the SQ bottom half may still start commands rung before it lands)
+// is never armed: model_begin arms only when it is the first working, but the first is
+// the one already past due.
+TEST_F(Model, ReviewExactModeACommandArrivingDuringAHoldGetsItsDeadline)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2;
+    t.now = 1000;
+    csd_core_model_begin(core, &t.port, &a, 5000);
+    t.now = 5000;
+    csd_core_model_timer(core, &t.port);  // a due and working: held
+    ASSERT_EQ(t.holds, (std::vector<int>{1}));
+    const size_t armed_before = t.armed.size();
+    csd_core_model_begin(core, &t.port, &b, 7000);  // b arrives at the held clock
+    t.now = 5001;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u);  // a done: the clock goes on
+    ASSERT_EQ(t.holds, (std::vector<int>{1, 0}));
+    bool armed_7000 = false;
+    for (size_t i = armed_before; i < t.armed.size(); ++i) armed_7000 |= t.armed[i] == 7000;
+    EXPECT_TRUE(armed_7000) << "nothing armed for b's finish at 7000: no timer fires there, b overruns unheld";
+}
+
 TEST_F(Model, NvmReadsWritesAndFlushesAreModelledByTheCore)
 {
     csd_cmd rd{};
