@@ -84,6 +84,7 @@ struct HeldState {
     std::multimap<uint64_t, void *> working;  // exact mode: finish -> command still working
     std::unordered_map<void *, std::multimap<uint64_t, void *>::iterator> working_at;
     bool clock_held = false;
+    uint64_t armed_at = 0;  // the port's timer's deadline as last armed, 0: none (or fired)
     std::chrono::steady_clock::time_point held_since;  // host time, for model_hold_ns
 };
 

@@ -15,8 +15,27 @@ namespace {
 
 using csd::core::HeldState;
 
+// Exact mode: a command whose work ends while the clock is held counts as held (not an
+// overrun) if the clock stopped within this of its finish: QEMU's timer under -icount
+// fires on the instruction; without -icount it fires when the main loop comes to it,
+// and a later stop is an overrun of that much (docs/timing-model.md).
+constexpr uint64_t kHoldGrainNs = 1000;
+
 // Exact mode: the earliest finish among the commands still working, else 0 (h.mu held).
 uint64_t first_working(const HeldState &h) { return h.working.empty() ? 0 : h.working.begin()->first; }
+
+// The port's timer for the earliest of the held completions and (exact mode) the finishes
+// of the commands still working that have not come yet (h.mu held).
+void arm_for_next(const csd_port *port, HeldState &h, uint64_t now)
+{
+    uint64_t at = h.by_finish.empty() ? 0 : h.by_finish.begin()->first;
+    const auto w = h.working.upper_bound(now);
+    if (w != h.working.end() && (!at || w->first < at)) at = w->first;
+    if (at && at != h.armed_at) {  // the port has one timer: moved only when the earliest changes
+        h.armed_at = at;
+        port->arm_timer(port->opaque, at);
+    }
+}
 
 // Exact mode: lets the port's clock go on if no command still working is past its finish
 // at now (h.mu held); counts the hold's host time.
@@ -30,16 +49,7 @@ void release_clock_if_none_due(csd_core *core, const csd_port *port, HeldState &
     csd::core::count(core, CSD_STAT_MODEL_HOLD_NS,
                       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(held).count()));
     port->hold_clock(port->opaque, 0);
-}
-
-// The port's timer for the earliest of the held completions and (exact mode) the finishes
-// of the commands still working that have not come yet (h.mu held).
-void arm_for_next(const csd_port *port, const HeldState &h, uint64_t now)
-{
-    uint64_t at = h.by_finish.empty() ? 0 : h.by_finish.begin()->first;
-    const auto w = h.working.upper_bound(now);
-    if (w != h.working.end() && (!at || w->first < at)) at = w->first;
-    if (at) port->arm_timer(port->opaque, at);
+    arm_for_next(port, h, now);  // a command that arrived during the hold has its finish ahead
 }
 
 // Exact mode: forgets command req as working (its work is done or it is gone; h.mu held).
@@ -72,9 +82,8 @@ void csd_core_model_begin(csd_core *core, const csd_port *port, void *req, uint6
     if (!h.exact) return;
     forget_working(h, req);  // a request the embedding reuses
     h.working_at[req] = h.working.emplace(finish_ns, req);
-    if (first_working(h) == finish_ns && (h.by_finish.empty() || finish_ns < h.by_finish.begin()->first)) {
-        port->arm_timer(port->opaque, finish_ns);  // the earliest deadline now
-    }
+    // the earliest deadline ahead (not the first working: during a hold that one is past due)
+    arm_for_next(port, h, port->now_ns(port->opaque));
 }
 
 uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, uint64_t finish_ns)
@@ -86,7 +95,8 @@ uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, ui
         const auto it = h.working_at.find(req);
         if (it != h.working_at.end()) {
             const uint64_t now = port->now_ns(port->opaque);
-            held = h.clock_held && it->second->first <= now;
+            const uint64_t finish = it->second->first;
+            held = h.clock_held && finish <= now && now - finish <= kHoldGrainNs;
             forget_working(h, req);
             release_clock_if_none_due(core, port, h, now);
         }
@@ -104,8 +114,9 @@ uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, ui
     if (finish_ns <= now || (port->startable && !port->startable(req))) return 0;
     if (!port->arm_timer) return finish_ns;  // the embedding's thread waits until then
     std::lock_guard<std::mutex> g(h.mu);
-    const auto at = h.by_finish.emplace(finish_ns, req);
-    if (at == h.by_finish.begin()) port->arm_timer(port->opaque, finish_ns);  // the first now
+    h.by_finish.emplace(finish_ns, req);
+    // the one timer, for the earliest of the held and (exact mode) the working ones' finishes
+    arm_for_next(port, h, now);
     return finish_ns;
 }
 
@@ -116,6 +127,7 @@ void csd_core_model_timer(csd_core *core, const csd_port *port)
         HeldState &h = core->held;
         std::lock_guard<std::mutex> g(h.mu);
         const uint64_t now = port->now_ns(port->opaque);
+        h.armed_at = 0;  // it fired
         auto it = h.by_finish.begin();
         for (; it != h.by_finish.end() && it->first <= now; ++it) due.push_back(it->second);
         h.by_finish.erase(h.by_finish.begin(), it);

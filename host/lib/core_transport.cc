@@ -110,8 +110,10 @@ Completion CoreTransport::submit(const Command &cmd)
 Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || !port_.nvm_io ||
-        virtual_clock_) {
+    if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !port_.nvm_io) {
+        return backing_->forward_deferred(cmd, finish_ns);  // the drive behind answers Reads
+    }
+    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || virtual_clock_) {
         return submit(cmd);  // a virtual clock's finish is no host time to wait for
     }
     const InFlightGate::Scope counted(gate_);
@@ -189,7 +191,7 @@ std::future<Completion> CoreTransport::dispatch(const Command &cmd)
     delete req;
     gate_.leave();
     if (st == CSD_CORE_NOT_MINE) return backing_->forward_async(cmd);
-    settle(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
+    settle(hold(nullptr, cpl.finish_ns));
     return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
 }
 
@@ -206,8 +208,8 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish)
     Cmd c{this, &cmd};
     const csd_cmd dw = core_cmd(cmd);
     const Completion r{csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
-    if (virtual_clock_ && *finish) {  // the virtual clock: counted, then it moves there now
-        settle(csd_core_model_hold(core_, &port_, nullptr, *finish));
+    if (virtual_clock_ && *finish) {  // the virtual clock moves there now
+        settle(*finish);
         *finish = 0;
     }
     return r;
@@ -245,6 +247,15 @@ uint64_t CoreTransport::port_now(void *self)
     return t->virtual_clock_ ? t->vclock_.load() : now_ns();
 }
 
+// Until when the model holds a completion of command req (0: post it now): the core's
+// hold on the host clock (it counts the delay, or an overrun); on a virtual clock its
+// finish, by definition its time (other threads' commands may have moved the clock past
+// it meanwhile: no overrun of this one).
+uint64_t CoreTransport::hold(void *req, uint64_t finish)
+{
+    return virtual_clock_ ? finish : csd_core_model_hold(core_, &port_, req, finish);
+}
+
 // A completion the model holds until finish (0: none): on the host clock its thread waits
 // until then; on a virtual clock the clock moves to it (never back) and it is posted now.
 void CoreTransport::settle(uint64_t finish)
@@ -280,7 +291,7 @@ void CoreTransport::port_complete(void *req, uint16_t status, const csd_cpl *cpl
     auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
     CoreTransport *t = r->t;
     t->unlist(r);
-    t->settle(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
+    t->settle(t->hold(req, cpl->finish_ns));
     r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
     delete r;
     t->gate_.leave();

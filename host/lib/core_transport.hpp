@@ -43,6 +43,12 @@ public:
     virtual Completion forward(const Command &cmd) = 0;
     // The same, its completion in a future.
     virtual std::future<Completion> forward_async(const Command &cmd) = 0;
+    // The same as Transport::submit_deferred of the drive behind (its modelled finish).
+    virtual Completion forward_deferred(const Command &cmd, uint64_t *finish_ns)
+    {
+        *finish_ns = 0;
+        return forward(cmd);
+    }
     // NVMe Abort of a forwarded command in flight; false if it cannot.
     virtual bool abort_forwarded(const Command &) { return false; }
     // The port's exclusive: takes (on) or gives back the bytes [off, off + len) against
@@ -88,6 +94,7 @@ private:
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
     static uint64_t port_now(void *self);
     void settle(uint64_t finish);
+    uint64_t hold(void *req, uint64_t finish);
     static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
     static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
                          void *arg);
@@ -106,7 +113,8 @@ private:
     std::set<Req *> reqs_;
     InFlightGate gate_;  // commands in flight, for fork()
     // exact=on: the model's own clock, not the host's: a command arrives at it and its
-    // completion moves it to the modelled finish, at once (csd_core_exact)
+    // completion moves it to the modelled finish, at once (csd_core_exact); one clock for
+    // every thread, so a thread's time includes what other threads' commands did meanwhile
     bool virtual_clock_ = false;
     std::atomic<uint64_t> vclock_{0};
 };

@@ -2035,6 +2035,51 @@ TEST(TimingModel, ExactModeGivesTheModelsTimeOnAVirtualClock)
     EXPECT_NEAR(static_cast<double>(host_clock->model_clock_ns()), static_cast<double>(now), 1e9);
 }
 
+// Outside review of issue 42: on the virtual clock, commands of several threads share one
+// clock (docs/timing-model.md): a thread's gemm beside another thread's reads is never an
+// overrun and no thread sees the clock go back; its time includes the reads the host ran
+// meanwhile (a shared drive's), and alone it is the model's.
+TEST(TimingModel, ExactModesVirtualClockIsSharedByThreadsWithoutOverruns)
+{
+    TempDrive t;
+    OpenOptions vendor;
+    vendor.front_end = FrontEnd::Vendor;
+    auto dev = Device::open("emu:" + t.file + "?size=64M&model=gen4x4-8core&model.unit-gflops=100000&exact=on", vendor);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    const uint32_t m = 600;
+    std::vector<float> a(m * m, 1.0f), b(m * m, 0.5f);
+    uint64_t v0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    const uint64_t alone = dev->model_clock_ns() - v0;
+    const uint64_t overruns0 = dev->stats().model_overruns;
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> reads{0}, backwards{0};
+    std::thread reader([&] {
+        std::vector<uint8_t> buf(4096);
+        uint64_t last = 0;
+        while (!done) {
+            dev->read_lbas(0, 8, buf.data());
+            const uint64_t now = dev->model_clock_ns();
+            backwards += now < last;
+            last = now;
+            reads++;
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const uint64_t g0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    const uint64_t beside = dev->model_clock_ns() - g0;
+    done = true;
+    reader.join();
+    EXPECT_GT(reads.load(), 10u);
+    EXPECT_EQ(backwards.load(), 0u);
+    EXPECT_EQ(dev->stats().model_overruns - overruns0, 0u);
+    EXPECT_GE(beside, alone) << "beside another thread's " << reads.load() << " reads";
+    v0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    EXPECT_EQ(dev->model_clock_ns() - v0, alone) << "alone again: the model's time";
+}
+
 // Without Compare and Write the store's lease refuses a second host (EBUSY, nothing
 // written) while the first host's lease is live, and lets it in once it expired.
 TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)
