@@ -515,6 +515,13 @@ static int csd_init(struct thread_data *td)
 	return 0;
 }
 
+/* An integer field v against lo (and hi, for a range) as the filter's op compares them. */
+#define CSDF_COMPARE(op, v, lo, hi) \
+	((op) == CSD_CMP_EQ ? (v) == (lo) : (op) == CSD_CMP_NE ? (v) != (lo) : \
+	 (op) == CSD_CMP_LT ? (v) < (lo) : (op) == CSD_CMP_LE ? (v) <= (lo) : \
+	 (op) == CSD_CMP_GT ? (v) > (lo) : (op) == CSD_CMP_GE ? (v) >= (lo) : \
+	 (v) >= (lo) && (v) <= (hi))
+
 /* ---- the host's computations (csd_verify) */
 
 static int csd_field_matches(const struct csd_fio *c, const uint8_t *rec)
@@ -558,15 +565,7 @@ static int csd_field_matches(const struct csd_fio *c, const uint8_t *rec)
 		}
 		memcpy(&lo, c->lo, 8);
 		memcpy(&hi, c->hi, 8);
-		switch (c->op) {
-		case CSD_CMP_EQ: return v == lo;
-		case CSD_CMP_NE: return v != lo;
-		case CSD_CMP_LT: return v < lo;
-		case CSD_CMP_LE: return v <= lo;
-		case CSD_CMP_GT: return v > lo;
-		case CSD_CMP_GE: return v >= lo;
-		default: return v >= lo && v <= hi;
-		}
+		return CSDF_COMPARE(c->op, v, lo, hi);
 	} else {
 		uint64_t v, lo, hi;
 		uint32_t u32;
@@ -579,15 +578,7 @@ static int csd_field_matches(const struct csd_fio *c, const uint8_t *rec)
 		}
 		memcpy(&lo, c->lo, 8);
 		memcpy(&hi, c->hi, 8);
-		switch (c->op) {
-		case CSD_CMP_EQ: return v == lo;
-		case CSD_CMP_NE: return v != lo;
-		case CSD_CMP_LT: return v < lo;
-		case CSD_CMP_LE: return v <= lo;
-		case CSD_CMP_GT: return v > lo;
-		case CSD_CMP_GE: return v >= lo;
-		default: return v >= lo && v <= hi;
-		}
+		return CSDF_COMPARE(c->op, v, lo, hi);
 	}
 }
 

@@ -958,6 +958,20 @@ std::shared_ptr<Csx> dev_of(CS_DEV_HANDLE h)
     return find(reg().devs, h);
 }
 
+// Prepares a request's job under the registry's lock (prepare: CS_SUCCESS or the request's
+// status), then submits it as csQueue*Request's arguments say.
+template <typename Prepare>
+CS_STATUS prepare_and_submit(Prepare prepare, void *Context, csQueueCallbackFn CallbackFn, CS_EVT_HANDLE EventHandle,
+                             u64 *CompValue)
+{
+    Job job;
+    {
+        std::lock_guard<std::mutex> g(reg().mu);
+        if (const CS_STATUS s = prepare(&job); s != CS_SUCCESS) return s;
+    }
+    return submit(std::move(job), Context, CallbackFn, EventHandle, CompValue);
+}
+
 }  // namespace
 
 extern "C" {
@@ -1080,34 +1094,22 @@ CS_STATUS csFreeMem(CS_MEM_HANDLE MemHandle)
 CS_STATUS csQueueStorageRequest(CsStorageRequest *Req, void *Context, csQueueCallbackFn CallbackFn,
                                 CS_EVT_HANDLE EventHandle, u64 *CompValue)
 {
-    Job job;
-    {
-        std::lock_guard<std::mutex> g(reg().mu);
-        if (const CS_STATUS s = prepare_storage(reg(), Req, &job); s != CS_SUCCESS) return s;
-    }
-    return submit(std::move(job), Context, CallbackFn, EventHandle, CompValue);
+    return prepare_and_submit([&](Job *job) { return prepare_storage(reg(), Req, job); }, Context, CallbackFn,
+                              EventHandle, CompValue);
 }
 
 CS_STATUS csQueueCopyMemRequest(CsCopyMemRequest *CopyReq, void *Context, csQueueCallbackFn CallbackFn,
                                 CS_EVT_HANDLE EventHandle, u64 *CompValue)
 {
-    Job job;
-    {
-        std::lock_guard<std::mutex> g(reg().mu);
-        if (const CS_STATUS s = prepare_copy(reg(), CopyReq, &job); s != CS_SUCCESS) return s;
-    }
-    return submit(std::move(job), Context, CallbackFn, EventHandle, CompValue);
+    return prepare_and_submit([&](Job *job) { return prepare_copy(reg(), CopyReq, job); }, Context, CallbackFn,
+                              EventHandle, CompValue);
 }
 
 CS_STATUS csQueueComputeRequest(CsComputeRequest *Req, void *Context, csQueueCallbackFn CallbackFn,
                                 CS_EVT_HANDLE EventHandle, u64 *CompValue)
 {
-    Job job;
-    {
-        std::lock_guard<std::mutex> g(reg().mu);
-        if (const CS_STATUS s = prepare_compute(reg(), Req, Req ? Req->Args : nullptr, &job); s != CS_SUCCESS) return s;
-    }
-    return submit(std::move(job), Context, CallbackFn, EventHandle, CompValue);
+    return prepare_and_submit([&](Job *job) { return prepare_compute(reg(), Req, Req ? Req->Args : nullptr, job); },
+                              Context, CallbackFn, EventHandle, CompValue);
 }
 
 void csHelperSetComputeArg(CsComputeArg *ArgPtr, CS_COMPUTE_ARG_TYPE Type, ...)

@@ -739,10 +739,13 @@ static void on_drive(const char *path, csd_dev *lib)
     csCreateEvent(&bev);
     comp = 0;
     EXPECT(csQueueBatchRequest(bh, bh, NULL, bev, &comp), CS_QUEUED, "the parallel batch queued");
-    EXPECT(csFreeBatchRequest(bh), CS_HANDLE_IN_USE, "csFreeBatchRequest of a running batch");
+    /* refused while it runs; eight 9-byte checksums may all be done already (a loaded host
+     * runs this thread late): then it is freed at once */
+    const CS_STATUS freed = csFreeBatchRequest(bh);
+    CHECK(freed == CS_HANDLE_IN_USE || freed == CS_SUCCESS, "csFreeBatchRequest of a running batch: in use, or done");
     while ((s = csPollEvent(bev, &ctx)) == CS_NOT_DONE) usleep(500);
     CHECK(s == CS_SUCCESS && ctx == bh && comp == 0xE3069283u, "the parallel batch completed");
-    EXPECT(csFreeBatchRequest(bh), CS_SUCCESS, "and can be freed");
+    if (freed == CS_HANDLE_IN_USE) EXPECT(csFreeBatchRequest(bh), CS_SUCCESS, "and can be freed once done");
     csDeleteEvent(bev);
     for (int i = 0; i < 8; i++) csFreeMem(bufs[i]);
     free(e);
