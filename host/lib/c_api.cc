@@ -245,12 +245,15 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
     });
 }
 
-int csd_store_format(csd_dev *dev)
+int csd_store_format(csd_dev *dev) { return csd_store_format_flags(dev, 0); }
+
+int csd_store_format_flags(csd_dev *dev, unsigned flags)
 {
     if (!dev) return bad_arg("csd_store_format: dev is NULL");
+    if (flags & ~CSD_FORMAT_FORCE) return bad_arg("csd_store_format_flags: unknown flags");
     return guard([&] {
         dev->store.reset();
-        csd::ObjectStore::format(*dev->dev);
+        csd::ObjectStore::format(*dev->dev, flags & CSD_FORMAT_FORCE);
     });
 }
 

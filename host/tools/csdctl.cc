@@ -296,9 +296,9 @@ void print_object(const ObjectInfo &i)
                 i.is_tensor() ? i.dtype.c_str() : "blob", i.is_tensor() ? shape_str(i.shape).c_str() : "", i.crc32c);
 }
 
-int cmd_format(Device &d, const Opts &o)
+int cmd_format(Device &d, const Opts &o, bool force)
 {
-    ObjectStore::format(d);
+    ObjectStore::format(d, force);
     const uint64_t free_bytes = ObjectStore(d).free_bytes();
     if (o.json) print({{"formatted", true}, {"free_bytes", free_bytes}});
     else std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(free_bytes));
@@ -847,9 +847,9 @@ int cmd_bench(Device &d, const Opts &o, double secs)
 }
 
 // ---------------------------------------------------------------- several drives (--drives)
-int set_format(DriveSet &s, const Opts &o)
+int set_format(DriveSet &s, const Opts &o, bool force)
 {
-    s.format();
+    s.format(force);
     if (o.json) print({{"formatted", true}, {"drives", s.size()}});
     else std::printf("formatted %zu drives\n", s.size());
     return 0;
@@ -992,6 +992,14 @@ complete -F _csdctl csdctl
 )";
 }
 
+// A command as typed: "run filter", "put".
+std::string command_path(const CLI::App &a)
+{
+    std::string p = a.get_name();
+    for (const CLI::App *up = a.get_parent(); up && up->get_parent(); up = up->get_parent()) p = up->get_name() + " " + p;
+    return "csdctl " + p;
+}
+
 // The names a name table offers, for completion.
 std::vector<std::string> choice_list(const std::map<std::string, uint32_t> &m)
 {
@@ -1013,7 +1021,7 @@ int main(int argc, char **argv)
     std::map<std::string, std::vector<std::string>> choices;  // for completion: option -> its names
     choices["--front-end"] = {"auto", "vendor", "nvme-cs"};
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
-    app.add_option("-d,--device", o.device, "the device (see below)");
+    auto *device_opt = app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
     std::string front_end = "auto";
     app.add_option("--front-end", front_end,
@@ -1027,6 +1035,7 @@ int main(int argc, char **argv)
                           "no progress bars (default: a bar where stderr is a terminal)");
 
     std::function<int(Device &)> action;
+    std::vector<const CLI::App *> writers;  // the commands that write to the drive
     std::function<int(DriveSet &)> set_action;  // the same command on several drives (--drives)
     std::string drives, placement = "home";
     app.add_option("--drives", drives, "several drives as one, comma-separated (docs/drive-set.md): "
@@ -1037,11 +1046,15 @@ int main(int argc, char **argv)
         ->callback([&] { action = [&](Device &d) { return cmd_programs(d, o); }; });
     app.add_subcommand("stats", "the statistics log")
         ->callback([&] { action = [&](Device &d) { return cmd_stats(d, o); }; });
-    app.add_subcommand("format", "create an empty object store on the namespace")
-        ->callback([&] {
-            action = [&](Device &d) { return cmd_format(d, o); };
-            set_action = [&](DriveSet &s) { return set_format(s, o); };
-        });
+    bool force = false;
+    auto *format = app.add_subcommand("format", "create an empty object store on the namespace (refused where it "
+                                                "holds a partition table, a filesystem or a store, unless --force)");
+    format->add_flag("--force", force, "format over whatever the namespace holds (its data is lost)");
+    writers.push_back(format);
+    format->callback([&] {
+        action = [&](Device &d) { return cmd_format(d, o, force); };
+        set_action = [&](DriveSet &s) { return set_format(s, o, force); };
+    });
     app.add_subcommand("ls", "list objects")->callback([&] {
         action = [&](Device &d) { return cmd_ls(d, o); };
         set_action = [&](DriveSet &s) { return set_ls(s, o); };
@@ -1059,6 +1072,7 @@ int main(int argc, char **argv)
         };
     });
     auto *rm = app.add_subcommand("rm", "remove an object");
+    writers.push_back(rm);
     rm->add_option("name", name, "object")->required();
     auto removed = [&] {
         if (o.json) print({{"removed", name}});
@@ -1070,10 +1084,12 @@ int main(int argc, char **argv)
     });
     uint64_t max_age = 3600;
     auto *reclaim = app.add_subcommand("reclaim", "free space reserved by puts whose writer died");
+    writers.push_back(reclaim);
     reclaim->add_option("--older-than", max_age, "only reservations at least this many seconds old (default 3600)");
     reclaim->callback([&] { action = [&](Device &d) { return cmd_reclaim(d, o, max_age); }; });
     bool npy_flag = false;
     auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor; -: stdin) as object NAME");
+    writers.push_back(put);
     put->add_option("name", name, "object")->required();
     put->add_option("file", file, "file to store, - for stdin")->required();
     put->add_flag("--npy", npy_flag, "FILE is a .npy file whatever its name (for -)");
@@ -1109,6 +1125,7 @@ int main(int argc, char **argv)
     checksum->callback([&] { action = [&](Device &d) { return cmd_checksum(d, o, name, algo); }; });
     FilterArgs fa;
     auto *filter = run->add_subcommand("filter", "records of SRC whose field compares true, into object DST");
+    writers.push_back(filter);
     filter->add_option("src", name, "object of records")->required();
     filter->add_option("dst", other, "object to create")->required();
     filter->add_option("--record-size", fa.record_size, "bytes per record")->required();
@@ -1134,6 +1151,7 @@ int main(int argc, char **argv)
         set_action = [&](DriveSet &s) { return set_reduce(s, o, name, op); };  // of the whole striped tensor
     });
     auto *gemm = run->add_subcommand("gemm", "C = A x B for 2-D float32 tensors, stored as object C");
+    writers.push_back(gemm);
     gemm->add_option("a", name, "A (m x k)")->required();
     gemm->add_option("b", other, "B (k x n)")->required();
     gemm->add_option("c", third, "object to create")->required();
@@ -1188,6 +1206,7 @@ int main(int argc, char **argv)
         ->callback([&] { action = [&](Device &d) { return cmd_program_list(d, o); }; });
     ProgramRunArgs pr;
     auto *prun = program->add_subcommand("run", "run the program in SLOT over the records of object NAME");
+    writers.push_back(prun);  // --mode map and filter store their result
     prun->add_option("slot", slot, "slot (e.g. 0x100)")->required();
     prun->add_option("name", name, "object of records")->required();
     prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
@@ -1213,6 +1232,7 @@ int main(int argc, char **argv)
     btree->require_subcommand(1);
     BtreeArgs bt;
     auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA");
+    writers.push_back(bbuild);
     bbuild->add_option("lba", bt.lba, "the root's LBA (the levels below follow it)")->required();
     bbuild->add_option("--pairs", bt.pairs, "file of KEY VALUE lines (- for stdin)");
     bbuild->add_option("--count", bt.count, "or keys 1..N with value 10 x key");
@@ -1287,6 +1307,16 @@ int main(int argc, char **argv)
             return set_action(*DriveSet::open(paths, oo));
         }
         auto dev = Device::open(o.device, oo);
+        // A plain drive (host mode) is any NVMe SSD, the machine's boot drive too: csdctl writes
+        // to one only where the user named it, never to the default it picked.
+        if (dev->where() == Where::Host && !device_opt->count() && !std::getenv("CSD_DEVICE")) {
+            for (const CLI::App *w : writers) {
+                if (!w->parsed() || (w == prun && pr.mode == "reduce")) continue;
+                die("'" + command_path(*w) + "' writes to the drive, and " + o.device +
+                    " (csdctl's default device) is a plain NVMe drive, opened in host mode: csdctl writes to "
+                    "such a drive only when it is named: -d " + o.device + " (or CSD_DEVICE) if it is the one");
+            }
+        }
         const int rc = action(*dev);
         if (o.bus_stats) {
             const BusCounters b = dev->bus();

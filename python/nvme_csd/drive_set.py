@@ -61,9 +61,11 @@ class DriveSet:
         """The index of the drive a whole object named `name` lives on."""
         return self._set.home(name)
 
-    def format(self) -> None:
-        """Creates an empty store on every drive (existing objects are lost)."""
-        self._set.format()
+    def format(self, *, force: bool = False) -> None:
+        """Creates an empty store on every drive (existing objects are lost). Raises
+        FormatRefused, writing no drive, where one holds a partition table, a filesystem or
+        volume signature or a store, unless force."""
+        self._set.format(force)
 
     def put(self, name: str, value: Any, *, placement: str = "home") -> None:
         """Stores an array (or bytes) whole on its home drive; placement="striped" splits a

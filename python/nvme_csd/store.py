@@ -61,9 +61,11 @@ class Store(MutableMapping[str, Any]):
     def _dev(self) -> Any:
         return self._device._dev
 
-    def format(self) -> None:
-        """Creates an empty store over the whole namespace (existing objects are lost)."""
-        self._dev.store_format()
+    def format(self, *, force: bool = False) -> None:
+        """Creates an empty store over the whole namespace (existing objects are lost).
+        Raises FormatRefused, writing nothing, where the namespace holds a partition table,
+        a filesystem or volume signature or a store (the message names it), unless force."""
+        self._dev.store_format(force)
 
     def __setitem__(self, name: str, value: Any) -> None:
         self.put(name, value)

@@ -707,15 +707,15 @@ PYBIND11_MODULE(_core, m)
             return py::cast(PySlmView{u.keep(), base + off, static_cast<size_t>(len)});
         })
         // object store
-        .def("store_format", [](PyDevice &p) {
+        .def("store_format", [](PyDevice &p, bool force) {
             const Use u(p);
             {
                 std::lock_guard<std::mutex> g(p.mu);
                 p.store.reset();  // a call under way keeps the old one
             }
             py::gil_scoped_release r;
-            ObjectStore::format(u.d());
-        })
+            ObjectStore::format(u.d(), force);
+        }, py::arg("force") = false)
         .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
                              const std::vector<uint64_t> &shape, py::object progress) {
             const Use u(p);
@@ -835,10 +835,10 @@ PYBIND11_MODULE(_core, m)
         .def("home", &DriveSet::home)
         .def("name", &DriveSet::name)
         .def("part_name", &DriveSet::part_name)
-        .def("format", [](DriveSet &d) {
+        .def("format", [](DriveSet &d, bool force) {
             py::gil_scoped_release r;
-            d.format();
-        })
+            d.format(force);
+        }, py::arg("force") = false)
         .def("put", [](DriveSet &d, const std::string &name, const py::buffer &b, const std::string &dtype,
                        const std::vector<uint64_t> &shape, const std::string &placement) {
             InBuf in(b);

@@ -147,7 +147,12 @@ int main(int argc, char **argv)
         csd_slm_free(dev, out);
     }
 
-    CHECK(csd_store_format(dev) == 0, "csd_store_format");
+    /* formatted over what the drive holds (in the guest: the earlier tests' store) */
+    CHECK(csd_store_format_flags(dev, CSD_FORMAT_FORCE) == 0, "csd_store_format_flags(CSD_FORMAT_FORCE)");
+    CHECK(csd_store_format(dev) == -EEXIST && strstr(csd_last_error(), "object store") != NULL &&
+              strstr(csd_last_error(), "CSD_FORMAT_FORCE") != NULL,
+          "csd_store_format over a store is -EEXIST, naming it and the flag");
+    CHECK(csd_store_format_flags(dev, 2) == -EINVAL, "an unknown format flag is -EINVAL");
     const char msg[] = "hello from C";
     CHECK(csd_store_put(dev, "greeting", msg, sizeof msg) == 0, "csd_store_put");
     char got[64];

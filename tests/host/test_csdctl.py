@@ -79,7 +79,7 @@ class Csdctl(unittest.TestCase):
 
     # ------------------------------------------------------------ --json everywhere
     def test_json_on_every_command(self):
-        self.assertEqual(self.json_ok("format")["formatted"], True)
+        self.assertEqual(self.json_ok("format", "--force")["formatted"], True)  # over setUp's store
         self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
         self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
         put = self.json_ok("put", "blob", "-", stdin=b"x" * 100)
@@ -114,6 +114,30 @@ class Csdctl(unittest.TestCase):
         self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
         self.assertEqual(self.run_ok("run", "reduce", "m", "--op", "sum").stdout, b"6\n15\n")
         self.assertEqual(self.run_ok("run", "gemm", "m", "i", "c").stdout, b"c = m x i (2x2)\n")
+
+    # ------------------------------------------------------------ real drives treated with care
+    def test_format_refuses_what_the_namespace_holds(self):
+        """A partition table, a filesystem or a store on the namespace: format refuses,
+        naming it and --force, and writes nothing; --force formats."""
+        for what, at, magic in (("GPT partition table", 512, b"EFI PART"),
+                                ("ext2/3/4 filesystem", 1080, b"\x53\xef")):
+            img = self.dir / "plain.img"
+            with open(img, "wb") as f:
+                f.truncate(64 << 20)
+                f.seek(at)
+                f.write(magic)
+            dev = f"emu:{img}"
+            p = self.run_csdctl("-d", dev, "format")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+            self.assertIn(what, p.stderr.decode())
+            self.assertIn("csdctl format --force", p.stderr.decode())
+            self.assertEqual(self.json_error(EXIT_SYSTEM, "-d", dev, "format")["errno"], "EEXIST")
+            self.assertEqual(img.read_bytes()[:at + 8], bytes(at) + magic + bytes(8 - len(magic)), "format wrote")
+            self.assertEqual(self.json_ok("-d", dev, "format", "--force")["formatted"], True)
+            self.assertIn("0 objects", self.run_ok("-d", dev, "ls").stdout.decode())
+        p = self.run_csdctl("format")  # setUp's store
+        self.assertEqual(p.returncode, EXIT_SYSTEM)
+        self.assertIn("holds an object store", p.stderr.decode())
 
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there

@@ -365,7 +365,7 @@ protected:
     void SetUp() override
     {
         Library::SetUp();
-        ObjectStore::format(*dev);
+        ObjectStore::format(*dev, true);  // each test's fresh store over the last test's
     }
 };
 
@@ -943,7 +943,7 @@ int32_t key_of(const std::vector<uint8_t> &v, uint32_t i)
 TEST(StoreCatalog, RefusesEntriesItCannotReadBack)
 {
     auto dev = open_dev();
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the earlier tests' store
     {
         ObjectStore s(*dev);
         s.put("ok", "abc", 3);
@@ -1036,7 +1036,7 @@ void expect_every_acknowledged_object(int writers, int ops)
 bool format_multi_writer_store()
 {
     auto dev = open_dev();
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the earlier tests' store
     return ObjectStore(*dev).multi_writer();
 }
 
@@ -2071,6 +2071,89 @@ TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)
     }
     unsetenv("CSD_HOST_ID");
     unsetenv("CSD_STORE_LEASE_S");
+}
+
+// A namespace's bytes, written into the backing file of an in-process device before it opens.
+void write_at(const std::string &file, uint64_t pos, const std::string &bytes)
+{
+    FILE *f = std::fopen(file.c_str(), "r+b");
+    ASSERT_NE(f, nullptr) << file;
+    std::fseek(f, static_cast<long>(pos), SEEK_SET);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+}
+
+// A zeroed backing file of 64 MiB.
+void zero_file(const std::string &file)
+{
+    FILE *f = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << file;
+    ASSERT_EQ(ftruncate(fileno(f), 64 << 20), 0);
+    std::fclose(f);
+}
+
+// A real drive treated with care: format refuses a namespace that holds a partition table, a
+// filesystem or volume signature, or a store, naming what it found, unless forced; a zeroed
+// namespace formats without force.
+TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
+{
+    struct Case {
+        const char *what;        // in the refusal's words
+        uint32_t lba;            // the namespace's LBA size
+        std::vector<std::pair<uint64_t, std::string>> bytes;
+    };
+    const std::string mbr_entry = std::string("\x80\x00\x02\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\x00\x01\x00", 16);
+    const std::vector<Case> cases = {
+        {"GPT partition table", 512, {{512, "EFI PART"}}},
+        {"GPT partition table", 4096, {{4096, "EFI PART"}}},
+        {"GPT partition table", 512, {{4096, "EFI PART"}}},  // written with 4 KiB LBAs, now 512
+        {"MBR partition table", 512, {{446, mbr_entry}, {510, "\x55\xAA"}}},
+        {"ext2/3/4", 512, {{1080, "\x53\xEF"}}},
+        {"XFS", 4096, {{0, "XFSB"}}},
+        {"btrfs", 512, {{65600, "_BHRfS_M"}}},
+        {"swap", 512, {{4086, "SWAPSPACE2"}}},
+        {"swap", 512, {{4086, "SWAP-SPACE"}}},
+        {"LUKS", 512, {{0, std::string("LUKS\xba\xbe", 6)}}},
+        {"FAT", 512, {{3, "mkfs.fat"}, {82, "FAT32   "}, {510, "\x55\xAA"}}},
+        {"NTFS", 512, {{3, "NTFS    "}, {510, "\x55\xAA"}}},
+        {"ISO 9660", 512, {{32769, "CD001"}}},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(c.what) + " with " + std::to_string(c.lba) + "-byte LBAs");
+        TempDrive t;
+        zero_file(t.file);
+        for (const auto &[pos, b] : c.bytes) write_at(t.file, pos, b);
+        auto dev = Device::open("emu:" + t.file + "?lba=" + std::to_string(c.lba));
+        try {
+            ObjectStore::format(*dev);
+            ADD_FAILURE() << "formatted over a " << c.what;
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EEXIST) << e.what();
+            EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(ObjectStore s(*dev), Error) << "format wrote a store";
+        ObjectStore::format(*dev, true);  // told to
+        EXPECT_TRUE(ObjectStore(*dev).list().empty());
+    }
+    // A zeroed namespace formats without force; a 55AAh with no partition entry is no table.
+    TempDrive t;
+    zero_file(t.file);
+    write_at(t.file, 510, "\x55\xAA");
+    auto dev = Device::open("emu:" + t.file);
+    ObjectStore::format(*dev);
+    ObjectStore(*dev).put("kept", "abc", 3);
+    // The store itself: refused, the object kept.
+    try {
+        ObjectStore::format(*dev);
+        ADD_FAILURE() << "formatted over a store";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EEXIST) << e.what();
+        EXPECT_NE(std::string(e.what()).find("object store"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(ObjectStore(*dev).exists("kept"));
+    ObjectStore::format(*dev, true);
+    EXPECT_FALSE(ObjectStore(*dev).exists("kept"));
 }
 
 int main(int argc, char **argv)

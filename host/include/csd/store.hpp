@@ -105,8 +105,15 @@ private:
 
 class ObjectStore {
 public:
-    // Writes an empty store over the whole namespace (existing objects are forgotten).
-    static void format(Device &dev);
+    // Writes an empty store over the whole namespace (existing objects are forgotten). Unless
+    // force, refuses (EEXIST, naming what it found) a namespace whose first 72 KiB or last LBA
+    // hold a partition table (MBR, GPT), a filesystem or volume signature (ext2/3/4, XFS,
+    // btrfs, swap, LUKS, FAT, NTFS, exFAT, ISO 9660, LVM2, md) or an object store: a real
+    // drive is not overwritten by mistake. A zeroed namespace needs no force.
+    static void format(Device &dev, bool force = false);
+    // Throws the error format() without force gives (EEXIST, naming what it found) where the
+    // namespace holds something format would overwrite; returns where it holds nothing known.
+    static void check_blank(Device &dev);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
