@@ -72,7 +72,10 @@ class Store(MutableMapping[str, Any]):
 
     def put(self, name: str, value: Any, *, progress: ProgressArg = None) -> None:
         """store[name] = value, with progress(done, total) reports as its bytes are
-        written (progress=True: a tqdm bar where tqdm is installed; see nvme_csd.progress)."""
+        written (progress=True: a tqdm bar where tqdm is installed; see nvme_csd.progress).
+        An exception raised by progress (KeyboardInterrupt included) cancels the put: nothing
+        is stored (an older version stays), its reserved space is released, and the
+        exception propagates."""
         data: Any
         if isinstance(value, (bytes, bytearray, memoryview)):
             data, dtype, shape = value, "", []

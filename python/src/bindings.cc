@@ -64,9 +64,10 @@ struct OutBuf {
 
 // The device and what lives as long as it: SLM buffers keep it alive.
 // A Python progress(done, total) for libcsd's long store operations, or none: libcsd calls
-// it on the calling thread with the GIL released, so it takes the GIL; the first exception
-// it raises is kept and raised once the operation has finished (the data is not left half
-// written by an exception thrown through libcsd).
+// it on the calling thread with the GIL released, so it takes the GIL. An exception it
+// raises cancels the operation: it is kept, a csd::Error (ECANCELED) stops libcsd (a put
+// then releases its reservation and stores nothing), and the caller raises the kept one
+// (rethrow) once libcsd has unwound.
 struct PyProgress {
     py::object fn;
     std::unique_ptr<py::error_already_set> err;
@@ -76,14 +77,32 @@ struct PyProgress {
     {
         if (fn.is_none()) return {};
         return [this](uint64_t done, uint64_t total) {
-            py::gil_scoped_acquire g;
-            if (err) return;
-            try {
-                fn(done, total);
-            } catch (py::error_already_set &e) {
-                err = std::make_unique<py::error_already_set>(std::move(e));
+            {
+                py::gil_scoped_acquire g;
+                if (!err) {
+                    try {
+                        fn(done, total);
+                        return;
+                    } catch (py::error_already_set &e) {
+                        err = std::make_unique<py::error_already_set>(std::move(e));
+                    }
+                }
             }
+            throw Error("cancelled by an exception from the progress callback", ECANCELED);
         };
+    }
+    // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
+    // callback raised if it did (that stopped op), else op's own error.
+    template <class F>
+    auto run(F &&op)
+    {
+        try {
+            py::gil_scoped_release r;
+            return op();
+        } catch (...) {
+            rethrow();
+            throw;
+        }
     }
     // Raises what the callback raised, if it did (call with the GIL held).
     void rethrow()
@@ -722,11 +741,7 @@ PYBIND11_MODULE(_core, m)
             InBuf in(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            {
-                py::gil_scoped_release r;
-                s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
-            }
-            pr.rethrow();
+            pr.run([&] { s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
@@ -742,14 +757,10 @@ PYBIND11_MODULE(_core, m)
             OutBuf out(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            uint64_t generation;
-            {
-                py::gil_scoped_release r;
+            return pr.run([&] {
                 MemorySink sink(out.ptr(), out.size());
-                generation = s->get_into(name, sink, pr.callback()).generation;
-            }
-            pr.rethrow();
-            return generation;
+                return s->get_into(name, sink, pr.callback()).generation;
+            });
         }, py::arg("name"), py::arg("out"), py::arg("progress") = py::none(),
            "reads a whole object into out, checked; progress(done, total) as its bytes land")
         .def("store_stat", [](PyDevice &p, const std::string &name) {

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Real drives treated with care (issue 43): format refuses a namespace that holds a
-partition table, a filesystem or a store unless told force=True."""
+partition table, a filesystem or a store unless told force=True; an exception from a
+progress callback cancels the put (nothing stored, its reservation released)."""
+import numpy as np
 import pytest
 
 import nvme_csd
@@ -56,3 +58,21 @@ def test_drive_set_format_refuses_before_writing_any_drive(tmp_path):
         ds.format(force=True)
         assert ds.list() == []
 
+
+def test_an_exception_from_progress_cancels_the_put(dev):
+    big = np.arange(9 << 18, dtype=np.int32)   # 9 MiB: progress every 4 MiB
+    dev.store["old"] = b"the old version"
+    calls = []
+
+    def stop(done, total):
+        calls.append(done)
+        raise KeyboardInterrupt   # as Ctrl-C in the callback would
+    with pytest.raises(KeyboardInterrupt):
+        dev.store.put("big", big, progress=stop)
+    assert calls == [4 << 20], "the put went on after its callback raised"
+    assert "big" not in dev.store, "the put was committed after its callback raised"
+    assert dev.store.reservations() == [], "the cancelled put left its reservation"
+    with pytest.raises(RuntimeError, match="stop here"):   # replacing: the old version stays
+        dev.store.put("old", big, progress=lambda d, t: (_ for _ in ()).throw(RuntimeError("stop here")))
+    assert dev.store["old"] == b"the old version"
+    assert dev.store.reservations() == []

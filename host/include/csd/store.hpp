@@ -119,7 +119,10 @@ public:
     explicit ObjectStore(Device &dev);
     ~ObjectStore();
 
-    // Stores (or replaces) an object; durable when it returns.
+    // Stores (or replaces) an object; durable when it returns. progress is called after each
+    // 4 MiB written; an exception it throws (a cancel) stops the put, which then releases the
+    // space it reserved, stores nothing (an older version stays) and rethrows it. Space of a
+    // put killed without that chance stays reserved until reclaim().
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
              const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
     // The whole object, checked against its CRC-32C.
@@ -150,6 +153,8 @@ public:
     uint64_t first_lba(const ObjectInfo &o) const { return o.block * lbas_per_block_; }
     // Free space as of the newest catalog.
     uint64_t free_bytes() const;
+    // Bytes of a store block (max(4096, LBA size)): a reservation holds blocks of it.
+    uint32_t block_size() const { return block_; }
 
     // Loads an object into SLM (SLM Load, no bus crossing); the buffer is block-rounded.
     SlmBuffer load(const std::string &name);
