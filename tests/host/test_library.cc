@@ -2118,6 +2118,7 @@ TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
         {"NTFS", 512, {{3, "NTFS    "}, {510, "\x55\xAA"}}},
         {"ISO 9660", 512, {{32769, "CD001"}}},
     };
+    unsetenv_scoped no_env("CSD_FRONT_END");  // the in-process device here speaks only the vendor commands
     for (const Case &c : cases) {
         SCOPED_TRACE(std::string(c.what) + " with " + std::to_string(c.lba) + "-byte LBAs");
         TempDrive t;
