@@ -30,6 +30,12 @@ typedef struct csd_range {
 int csd_open(const char *path, csd_dev **dev);
 /* Opens an NVMe node with io_uring passthrough (queue_depth commands in flight). */
 int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev);
+/* csd_open_flags' flag: open the node or backing file read-only; reads, SLM and programs
+ * that only read the namespace work, and what would change its data (csd_store_put,
+ * csd_store_remove, csd_store_format, csd_slm_store, a Write) fails with -EROFS. */
+#define CSD_OPEN_READ_ONLY 1u
+/* csd_open with flags (CSD_OPEN_READ_ONLY); csd_open(path, dev) is flags 0. */
+int csd_open_flags(const char *path, unsigned flags, csd_dev **dev);
 /* Closes the device; frees every SLM allocation made through it. */
 void csd_close(csd_dev *dev);
 /* Words describing the last failure on this thread ("Execute gemm: Invalid Parameters"). */

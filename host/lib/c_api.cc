@@ -83,6 +83,17 @@ static int open_with(const char *path, const csd::OpenOptions &o, csd_dev **dev)
 
 int csd_open(const char *path, csd_dev **dev) { return open_with(path, {}, dev); }
 
+int csd_open_flags(const char *path, unsigned flags, csd_dev **dev)
+{
+    if (flags & ~CSD_OPEN_READ_ONLY) {
+        if (dev) *dev = nullptr;
+        return bad_arg("csd_open_flags: unknown flags");
+    }
+    csd::OpenOptions o;
+    o.read_only = flags & CSD_OPEN_READ_ONLY;
+    return open_with(path, o, dev);
+}
+
 int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev)
 {
     csd::OpenOptions o;

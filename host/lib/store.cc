@@ -282,6 +282,16 @@ std::string signature_found(const std::vector<uint8_t> &head, const std::vector<
     return "";
 }
 
+// Throws EROFS for what (a write of the store) where the device was opened read-only.
+void refuse_read_only(const Device &dev, const std::string &what)
+{
+    if (dev.read_only()) {
+        throw Error(what + " refused, nothing written: the device was opened read-only (csdctl --read-only, "
+                           "read_only=True, CSD_OPEN_READ_ONLY, OpenOptions::read_only)",
+                    EROFS);
+    }
+}
+
 }  // namespace
 
 void ObjectStore::check_blank(Device &dev)
@@ -304,6 +314,7 @@ void ObjectStore::check_blank(Device &dev)
 
 void ObjectStore::format(Device &dev, bool force)
 {
+    refuse_read_only(dev, "format");
     const uint32_t bs = block_size_for(dev);
     const uint64_t total = dev.ns().lba_count * dev.ns().lba_size / bs;
     if (total < kFirstDataBlock + 2) {
@@ -659,6 +670,7 @@ static std::string catalog_dtype(const std::string &name, const std::string &dty
 void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &type,
                       const std::vector<uint64_t> &shape, const Progress &progress)
 {
+    refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     std::lock_guard<std::mutex> g(mu_);
@@ -714,6 +726,7 @@ std::vector<Reservation> ObjectStore::reservations() const
 
 size_t ObjectStore::reclaim(uint64_t max_age_s)
 {
+    refuse_read_only(dev_, "reclaim");
     std::lock_guard<std::mutex> g(mu_);
     size_t n = 0;
     update([&](const State &s) {
@@ -939,6 +952,7 @@ std::vector<uint8_t> ObjectStore::get(const std::string &name, const Progress &p
 
 void ObjectStore::remove(const std::string &name)
 {
+    refuse_read_only(dev_, "remove object '" + name + "'");
     std::lock_guard<std::mutex> g(mu_);
     update([&](const State &s) {
         if (!s.contents.objects.count(name)) throw Error("remove object '" + name + "'", ENOENT);
@@ -958,6 +972,7 @@ SlmBuffer ObjectStore::load(const std::string &name)
 void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &type,
                                const std::vector<uint64_t> &shape)
 {
+    refuse_read_only(dev_, "put of object '" + name + "' from SLM");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     const uint64_t blocks = blocks_for(bytes);
@@ -988,6 +1003,7 @@ void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, ui
 
 FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec, const std::string &dst)
 {
+    refuse_read_only(dev_, "filter into object '" + dst + "'");
     const ObjectInfo in = stat(src);
     FilterSpec s = spec;
     if (s.record_size == 0 || in.bytes % s.record_size != 0) {

@@ -60,6 +60,7 @@ enum Exit : int {
 struct Opts {
     std::string device = "/dev/ng0n1";
     bool uring = false;
+    bool read_only = false;  // --read-only
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
     int progress = -1;       // progress bars: -1 where stderr is a terminal, 0 never, 1 always
@@ -1179,6 +1180,8 @@ int main(int argc, char **argv)
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
     auto *device_opt = app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
+    app.add_flag("--read-only", o.read_only, "open the device read-only: ls, stat, get, info, stats and programs "
+                                             "that only read work; what would write is refused");
     std::string front_end = "auto";
     app.add_option("--front-end", front_end,
                    "command set to speak: vendor, nvme-cs (the standard one) or auto (vendor where the drive has it; "
@@ -1456,6 +1459,7 @@ int main(int argc, char **argv)
     try {
         OpenOptions oo;
         oo.use_uring = o.uring;
+        oo.read_only = o.read_only;
         oo.front_end = parse_front_end(front_end);
         if (!drives.empty()) {
             if (!set_action) die("this command works on one drive: leave out --drives");

@@ -10,6 +10,7 @@
     │   └── MediaError                status code type 2
     ├── NotFound                      (also a KeyError) no such object in the store
     ├── FormatRefused                 format() found a partition table, filesystem or store
+    ├── ReadOnly                      a write on a device opened with read_only=True
     └── DeviceClosed
 
 NVMe statuses get a class each, carrying the status code and its name. The standard front
@@ -246,7 +247,7 @@ __all__ = ["CsdError", "NvmeStatusError", "GenericCommandStatus", "CommandSpecif
            "InvalidProgramType", "MaximumMemoryRangesExceeded", "MaximumMemoryRangeSetsExceeded",
            "MaximumProgramsActivated", "MaximumProgramBytesExceeded", "MemoryRangeSetInUse", "NoProgram",
            "OverlappingMemoryRanges", "ProgramNotActivated", "ProgramInUse", "ProgramIndexNotDownloadable",
-           "ProgramTooBig", "InvalidArgument", "InvalidArgumentType", "NotFound", "DeviceClosed", "FormatRefused"]
+           "ProgramTooBig", "InvalidArgument", "InvalidArgumentType", "NotFound", "DeviceClosed", "FormatRefused", "ReadOnly"]
 _named(VENDOR_ERRORS, STATUS_CODES, "")
 _named(NVME_CS_ERRORS, NVME_CS_STATUS_CODES, ", standard front end")
 
@@ -274,10 +275,16 @@ class FormatRefused(CsdError):
     on the namespace (the message names it) and wrote nothing: format(force=True) overwrites it."""
 
 
+class ReadOnly(CsdError):
+    """A write (put, del, format, reclaim, a program that stores its result, SLM Store, NVM
+    Write) on a device opened with read_only=True: refused before anything was written."""
+
+
 def make_error(message: str, status: int, errnum: int, dw0: int, dw1: int) -> CsdError:
     """Builds the exception for a libcsd error (called by the C++ bindings): the drive's
     status picks its class; without one, ENOENT is NotFound, EBADF DeviceClosed, EEXIST
-    FormatRefused and EINVAL (libcsd refusing an argument on the host) InvalidArgument."""
+    FormatRefused, EROFS ReadOnly and EINVAL (libcsd refusing an argument on the host)
+    InvalidArgument."""
     cls: Type[CsdError]
     if status:
         cls = _BY_CODE.get(status & 0x7FF, NvmeStatusError)
@@ -287,6 +294,8 @@ def make_error(message: str, status: int, errnum: int, dw0: int, dw1: int) -> Cs
         cls = DeviceClosed
     elif errnum == _errno.EEXIST:
         cls = FormatRefused
+    elif errnum == _errno.EROFS:
+        cls = ReadOnly
     elif errnum == _errno.EINVAL:
         cls = InvalidArgument
     else:

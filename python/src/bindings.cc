@@ -587,17 +587,24 @@ PYBIND11_MODULE(_core, m)
         .def("free", [](PySlm &s) { s.free(); });
 
     py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
-        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end) {
+        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.queue_depth = qd;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  auto p = std::make_shared<PyDevice>();
                  py::gil_scoped_release r;
                  p->dev = Device::open(path, o);
                  return p;
              }),
-             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto")
+             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto",
+             py::arg("read_only") = false)
+        .def_property_readonly("read_only", [](PyDevice &p) {
+            const Use u(p);
+            return u.d().read_only();
+        })
         // Releases the device now (its SLM, its file): new calls raise DeviceClosed, the
         // Executes in flight are asked to stop, the calls under way end first.
         .def("close", [](PyDevice &p) { p.close(); })
@@ -824,14 +831,16 @@ PYBIND11_MODULE(_core, m)
 
     // several drives as one (csd::DriveSet, docs/drive-set.md)
     py::class_<DriveSet>(m, "DriveSet")
-        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end) {
+        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  py::gil_scoped_release r;
                  return DriveSet::open(paths, o);
              }),
-             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
+             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto", py::arg("read_only") = false)
         .def("size", &DriveSet::size)
         .def("statistics", [](DriveSet &s, size_t i) { return statistics_dict(s.drive(i)); },
              "drive i's statistics log page as a dict")

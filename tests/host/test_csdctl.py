@@ -12,6 +12,7 @@ Prints 'csdctl: N passed, N failed' last (tests/unit/run-unit.sh reads it)."""
 import json
 import os
 import pty
+import fcntl
 import re
 import signal
 import socket
@@ -42,9 +43,12 @@ class Csdctl(unittest.TestCase):
         self.dir = Path(self.tmp.name)
         self.env = dict(os.environ, CSD_DEVICE=f"emu:{self.dir}/drive.img?size=64M&slm=32M")
         self.env.pop("CSD_FRONT_END", None)
+        self.undo = []  # run before the directory goes (unwritable: the immutable flag)
         self.run_ok("format")
 
     def tearDown(self):
+        for undo in self.undo:
+            undo()
         self.tmp.cleanup()
 
     def run_csdctl(self, *args, stdin=None, stderr=subprocess.PIPE):
@@ -116,6 +120,59 @@ class Csdctl(unittest.TestCase):
         self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
         self.assertEqual(self.run_ok("run", "reduce", "m", "--op", "sum").stdout, b"6\n15\n")
         self.assertEqual(self.run_ok("run", "gemm", "m", "i", "c").stdout, b"c = m x i (2x2)\n")
+
+    # ------------------------------------------------------------ read-only opens
+    def unwritable(self, path):
+        """Makes path unwritable to this process (mode 0444; for root, also the immutable
+        flag where the filesystem has it); True if opening it to write now fails."""
+        path.chmod(0o444)
+        if os.geteuid() != 0:
+            return True
+        FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
+        with open(path, "rb") as f:
+            try:
+                flags = struct.unpack("l", fcntl.ioctl(f, FS_IOC_GETFLAGS, struct.pack("l", 0)))[0]
+                fcntl.ioctl(f, FS_IOC_SETFLAGS, struct.pack("l", flags | FS_IMMUTABLE_FL))
+            except OSError:
+                return False
+
+        def undo():
+            with open(path, "rb") as g:
+                fcntl.ioctl(g, FS_IOC_SETFLAGS, struct.pack("l", flags))
+        self.undo.append(undo)
+        return True
+
+    def test_read_only_serves_reads_and_refuses_writes(self):
+        """--read-only on an image csdctl may not write: ls, stat, get, info, stats and
+        run checksum serve; put, rm, format, reclaim and run filter are refused (exit 3,
+        EROFS, naming read-only) and the image stays as it was. Without --read-only the
+        open fails, naming --read-only."""
+        img = self.dir / "drive.img"
+        self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+        self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
+        before = img.read_bytes()
+        if self.unwritable(img):
+            p = self.run_csdctl("ls")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+            self.assertIn("csdctl --read-only", p.stderr.decode())
+        ro = ("--read-only",)
+        self.assertEqual([o["name"] for o in self.json_ok(*ro, "ls")], ["i", "m"])
+        self.assertEqual(self.json_ok(*ro, "stat", "m")["shape"], [2, 3])
+        self.assertEqual(self.json_ok(*ro, "stat")["objects"], 2)
+        self.run_ok(*ro, "get", "m", "back.npy")
+        self.assertEqual((self.dir / "back.npy").read_bytes(), npy("<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6)))
+        self.assertIsInstance(self.json_ok(*ro, "info"), dict)
+        self.assertIsInstance(self.json_ok(*ro, "stats"), dict)
+        self.assertEqual(self.json_ok(*ro, "run", "reduce", "m", "--op", "sum")["values"], [6.0, 15.0])
+        self.assertIn("checksum", self.json_ok(*ro, "run", "checksum", "m"))
+        for cmd in (("put", "x", "-"), ("rm", "m"), ("format", "--force"), ("reclaim",),
+                    ("run", "filter", "m", "hot", "--record-size", "4", "--field-offset", "0", "--type", "f32",
+                     "--op", "gt", "--lo", "3"), ("run", "gemm", "m", "i", "c")):
+            p = self.run_csdctl("--json", *ro, *cmd)
+            err = json.loads(p.stdout) if p.stdout else {}
+            self.assertEqual((p.returncode, err.get("errno")), (EXIT_SYSTEM, "EROFS"), f"{cmd}: {p.stdout + p.stderr}")
+            self.assertIn("opened read-only", err["error"])
+        self.assertEqual(img.read_bytes(), before, "a read-only open changed the image")
 
     # ------------------------------------------------------------ cancellation
     def slow_put(self, dev, name):

@@ -25,7 +25,7 @@ class SlmBuffer:
     def size(self) -> int:
         ...
 class Device:
-    def __init__(self, path: str, uring: bool = False, queue_depth: typing.SupportsInt | typing.SupportsIndex = 64, front_end: str = 'auto') -> None:
+    def __init__(self, path: str, uring: bool = False, queue_depth: typing.SupportsInt | typing.SupportsIndex = 64, front_end: str = 'auto', read_only: bool = False) -> None:
         ...
     def bus(self) -> tuple[int, int, int]:
         ...
@@ -97,6 +97,9 @@ class Device:
         the timing model's clock in ns: the in-process device's virtual clock with exact=on
         """
     @property
+    def read_only(self) -> bool:
+        ...
+    @property
     def speaks(self) -> str:
         ...
     @property
@@ -106,7 +109,7 @@ class Device:
     def where(self) -> str:
         ...
 class DriveSet:
-    def __init__(self, paths: collections.abc.Sequence[str], uring: bool = False, front_end: str = 'auto') -> None:
+    def __init__(self, paths: collections.abc.Sequence[str], uring: bool = False, front_end: str = 'auto', read_only: bool = False) -> None:
         ...
     def bus(self) -> tuple[int, int, int]:
         ...
