@@ -381,6 +381,7 @@ struct Writer {
     const char *state = "unknown";  // "running", "gone" or "unknown" (another host)
 };
 
+// The writer a reservation names ("host:pid") and whether it still runs.
 Writer writer_of(const Reservation &r)
 {
     Writer w;
@@ -393,6 +394,7 @@ Writer writer_of(const Reservation &r)
     return w;
 }
 
+// A reservation as stat --json gives it: id, bytes, block, owner, host, pid, time, running.
 json reservation_json(const ObjectStore &st, const Reservation &r)
 {
     const Writer w = writer_of(r);
