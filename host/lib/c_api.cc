@@ -83,6 +83,17 @@ static int open_with(const char *path, const csd::OpenOptions &o, csd_dev **dev)
 
 int csd_open(const char *path, csd_dev **dev) { return open_with(path, {}, dev); }
 
+int csd_open_flags(const char *path, unsigned flags, csd_dev **dev)
+{
+    if (flags & ~CSD_OPEN_READ_ONLY) {
+        if (dev) *dev = nullptr;
+        return bad_arg("csd_open_flags: unknown flags");
+    }
+    csd::OpenOptions o;
+    o.read_only = flags & CSD_OPEN_READ_ONLY;
+    return open_with(path, o, dev);
+}
+
 int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev)
 {
     csd::OpenOptions o;
@@ -245,12 +256,15 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
     });
 }
 
-int csd_store_format(csd_dev *dev)
+int csd_store_format(csd_dev *dev) { return csd_store_format_flags(dev, 0); }
+
+int csd_store_format_flags(csd_dev *dev, unsigned flags)
 {
     if (!dev) return bad_arg("csd_store_format: dev is NULL");
+    if (flags & ~CSD_FORMAT_FORCE) return bad_arg("csd_store_format_flags: unknown flags");
     return guard([&] {
         dev->store.reset();
-        csd::ObjectStore::format(*dev->dev);
+        csd::ObjectStore::format(*dev->dev, flags & CSD_FORMAT_FORCE);
     });
 }
 

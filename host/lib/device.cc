@@ -84,7 +84,7 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end)
 Device::~Device() = default;
 
 Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path)
-    : transport_(std::move(transport)), path_(path)
+    : transport_(std::move(transport)), path_(path), read_only_(transport_->read_only())
 {
     // Identify Controller: vendor-specific bytes 3072..3075 carry the signature.
     std::vector<uint8_t> id(4096);
@@ -150,6 +150,7 @@ uint8_t *Device::slm_host_pointer() { return transport_->slm_host_pointer(); }
 // One command to the drive, counted on the bus (host mode counts what it sends the drive).
 Completion Device::send(const Command &cmd)
 {
+    if (read_only_) refuse_if_writes(cmd, ns().nsid);  // host mode's SLM Store too
     if (counts_sends_) count(cmd);
     return transport_->submit(cmd);
 }

@@ -64,9 +64,10 @@ struct OutBuf {
 
 // The device and what lives as long as it: SLM buffers keep it alive.
 // A Python progress(done, total) for libcsd's long store operations, or none: libcsd calls
-// it on the calling thread with the GIL released, so it takes the GIL; the first exception
-// it raises is kept and raised once the operation has finished (the data is not left half
-// written by an exception thrown through libcsd).
+// it on the calling thread with the GIL released, so it takes the GIL. An exception it
+// raises cancels the operation: it is kept, a csd::Error (ECANCELED) stops libcsd (a put
+// then releases its reservation and stores nothing), and the caller raises the kept one
+// (rethrow) once libcsd has unwound.
 struct PyProgress {
     py::object fn;
     std::unique_ptr<py::error_already_set> err;
@@ -76,14 +77,32 @@ struct PyProgress {
     {
         if (fn.is_none()) return {};
         return [this](uint64_t done, uint64_t total) {
-            py::gil_scoped_acquire g;
-            if (err) return;
-            try {
-                fn(done, total);
-            } catch (py::error_already_set &e) {
-                err = std::make_unique<py::error_already_set>(std::move(e));
+            {
+                py::gil_scoped_acquire g;
+                if (!err) {
+                    try {
+                        fn(done, total);
+                        return;
+                    } catch (py::error_already_set &e) {
+                        err = std::make_unique<py::error_already_set>(std::move(e));
+                    }
+                }
             }
+            throw Error("cancelled by an exception from the progress callback", ECANCELED);
         };
+    }
+    // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
+    // callback raised if it did (that stopped op), else op's own error.
+    template <class F>
+    auto run(F &&op)
+    {
+        try {
+            py::gil_scoped_release r;
+            return op();
+        } catch (...) {
+            rethrow();
+            throw;
+        }
     }
     // Raises what the callback raised, if it did (call with the GIL held).
     void rethrow()
@@ -568,17 +587,24 @@ PYBIND11_MODULE(_core, m)
         .def("free", [](PySlm &s) { s.free(); });
 
     py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
-        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end) {
+        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.queue_depth = qd;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  auto p = std::make_shared<PyDevice>();
                  py::gil_scoped_release r;
                  p->dev = Device::open(path, o);
                  return p;
              }),
-             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto")
+             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto",
+             py::arg("read_only") = false)
+        .def_property_readonly("read_only", [](PyDevice &p) {
+            const Use u(p);
+            return u.d().read_only();
+        })
         // Releases the device now (its SLM, its file): new calls raise DeviceClosed, the
         // Executes in flight are asked to stop, the calls under way end first.
         .def("close", [](PyDevice &p) { p.close(); })
@@ -707,26 +733,22 @@ PYBIND11_MODULE(_core, m)
             return py::cast(PySlmView{u.keep(), base + off, static_cast<size_t>(len)});
         })
         // object store
-        .def("store_format", [](PyDevice &p) {
+        .def("store_format", [](PyDevice &p, bool force) {
             const Use u(p);
             {
                 std::lock_guard<std::mutex> g(p.mu);
                 p.store.reset();  // a call under way keeps the old one
             }
             py::gil_scoped_release r;
-            ObjectStore::format(u.d());
-        })
+            ObjectStore::format(u.d(), force);
+        }, py::arg("force") = false)
         .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
                              const std::vector<uint64_t> &shape, py::object progress) {
             const Use u(p);
             InBuf in(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            {
-                py::gil_scoped_release r;
-                s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
-            }
-            pr.rethrow();
+            pr.run([&] { s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
@@ -742,14 +764,10 @@ PYBIND11_MODULE(_core, m)
             OutBuf out(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            uint64_t generation;
-            {
-                py::gil_scoped_release r;
+            return pr.run([&] {
                 MemorySink sink(out.ptr(), out.size());
-                generation = s->get_into(name, sink, pr.callback()).generation;
-            }
-            pr.rethrow();
-            return generation;
+                return s->get_into(name, sink, pr.callback()).generation;
+            });
         }, py::arg("name"), py::arg("out"), py::arg("progress") = py::none(),
            "reads a whole object into out, checked; progress(done, total) as its bytes land")
         .def("store_stat", [](PyDevice &p, const std::string &name) {
@@ -813,14 +831,16 @@ PYBIND11_MODULE(_core, m)
 
     // several drives as one (csd::DriveSet, docs/drive-set.md)
     py::class_<DriveSet>(m, "DriveSet")
-        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end) {
+        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  py::gil_scoped_release r;
                  return DriveSet::open(paths, o);
              }),
-             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
+             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto", py::arg("read_only") = false)
         .def("size", &DriveSet::size)
         .def("statistics", [](DriveSet &s, size_t i) { return statistics_dict(s.drive(i)); },
              "drive i's statistics log page as a dict")
@@ -835,10 +855,10 @@ PYBIND11_MODULE(_core, m)
         .def("home", &DriveSet::home)
         .def("name", &DriveSet::name)
         .def("part_name", &DriveSet::part_name)
-        .def("format", [](DriveSet &d) {
+        .def("format", [](DriveSet &d, bool force) {
             py::gil_scoped_release r;
-            d.format();
-        })
+            d.format(force);
+        }, py::arg("force") = false)
         .def("put", [](DriveSet &d, const std::string &name, const py::buffer &b, const std::string &dtype,
                        const std::vector<uint64_t> &shape, const std::string &placement) {
             InBuf in(b);

@@ -137,6 +137,9 @@ public:
     Where where() const { return front_end_ == FrontEnd::Host ? Where::Host : Where::Device; }
     // The device node or backing file opened, "" if unknown (a Device made from a transport).
     const std::string &path() const { return path_; }
+    // Opened read-only (OpenOptions::read_only): commands that change the namespace's data,
+    // and the store's writes, are refused with EROFS.
+    bool read_only() const { return read_only_; }
     // SLM as host memory where it is (the in-process device, host mode), else nullptr.
     uint8_t *slm_host_pointer();
     // The timing model's clock in ns (Transport::model_clock_ns): the in-process device's
@@ -210,6 +213,7 @@ private:
     std::unique_ptr<Transport> transport_;
     bool counts_sends_ = true;  // false in host mode, whose transport counts what reaches the drive
     std::string path_;
+    bool read_only_ = false;  // opened read-only (its transport was; host mode's wraps it)
     FrontEnd front_end_ = FrontEnd::Vendor;
     bool speaks_vendor_ = false;
     bool reachable_ = true;  // standard-only: log 1Ah puts the namespace and memory in one group
