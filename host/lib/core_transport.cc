@@ -102,7 +102,8 @@ Completion CoreTransport::submit(const Command &cmd)
         uint64_t finish;
         return nvm(cmd, &finish);
     }
-    return submit_async(cmd).get();
+    const InFlightGate::Scope counted(gate_);
+    return dispatch(cmd, true).get();  // the drive behind answers what the core does not, on this thread
 }
 
 // Under a timing model, an NVM Read runs now and its modelled finish is returned rather than
@@ -132,7 +133,7 @@ const uint8_t *CoreTransport::namespace_host_pointer()
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
 {
     const InFlightGate::Scope counted(gate_);  // until it returns; one the core ends later counts until then
-    return dispatch(cmd);
+    return dispatch(cmd, false);
 }
 
 // NVMe Abort of a command submit_async sent that has not completed: the core ends it
@@ -173,7 +174,7 @@ void CoreTransport::resume_after_fork(bool child)
 // nvm_io where it is the whole controller; SLM Load / Store, the copies and Compare and
 // Write over its namespace I/O), or prepares an Execute's job for a compute unit; one it
 // does not know goes to the drive behind.
-std::future<Completion> CoreTransport::dispatch(const Command &cmd)
+std::future<Completion> CoreTransport::dispatch(const Command &cmd, bool sync)
 {
     const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
     csd_cpl cpl;
@@ -190,7 +191,7 @@ std::future<Completion> CoreTransport::dispatch(const Command &cmd)
     unlist(req);
     delete req;
     gate_.leave();
-    if (st == CSD_CORE_NOT_MINE) return backing_->forward_async(cmd);
+    if (st == CSD_CORE_NOT_MINE) return sync ? ready(backing_->forward(cmd)) : backing_->forward_async(cmd);
     settle(hold(nullptr, cpl.finish_ns));
     return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
 }

@@ -86,7 +86,9 @@ private:
     struct Req;
     void hold_for_fork();
     void resume_after_fork(bool child);
-    std::future<Completion> dispatch(const Command &cmd);
+    // sync: the caller waits for it (a command the core does not answer goes to the drive
+    // on this thread, not through the drive's asynchronous path).
+    std::future<Completion> dispatch(const Command &cmd, bool sync);
     void unlist(Req *req);
     Completion nvm(const Command &cmd, uint64_t *finish);
     static uint16_t from_host(void *req, void *buf, uint64_t len);

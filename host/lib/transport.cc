@@ -10,10 +10,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
 #include "csd/error.hpp"
+#include "fork_hold.hpp"
 #include "csd_spec.h"
 #include "transports.hpp"
 
@@ -22,18 +24,20 @@ namespace csd {
 namespace {
 
 // Threads that run blocking submissions for transports without native asynchrony
-// (ioctl): started once, so an asynchronous command costs a queue hand-off, not a
-// thread start.
+// (ioctl, and host mode's commands for the drive): started once, so an asynchronous
+// command costs a queue hand-off, not a thread start. A child forked after they started
+// has none of them: it starts its own with its first job (the parent's queued jobs stay
+// the parent's).
 class BlockingPool {
 public:
-    explicit BlockingPool(unsigned n)
+    explicit BlockingPool(unsigned n) : n_(n)
     {
-        for (unsigned i = 0; i < n; i++) {
-            threads_.emplace_back([this] { run(); });
-        }
+        start();
+        fork_hold_add(this, ForkLevel::allocator, [this] { mu_.lock(); }, [this](bool child) { after_fork(child); });
     }
     ~BlockingPool()
     {
+        fork_hold_remove(this);
         {
             std::lock_guard<std::mutex> g(mu_);
             stop_ = true;
@@ -45,12 +49,31 @@ public:
     {
         {
             std::lock_guard<std::mutex> g(mu_);
+            if (threads_.empty()) start();  // a child forked after they started
             jobs_.push_back(std::move(f));
         }
         cv_.notify_one();
     }
 
 private:
+    void start()
+    {
+        for (unsigned i = 0; i < n_; i++) threads_.emplace_back([this] { run(); });
+    }
+    // After fork(): in the child the threads (and their waits) are the parent's: their
+    // handles are forgotten (joining a thread of another process is undefined), the
+    // condition variable made anew and the parent's queued jobs dropped.
+    void after_fork(bool child)
+    {
+        if (child) {
+            for (auto &t : threads_) new (&t) std::thread();  // not ours: no destructor
+            threads_.clear();
+            jobs_.clear();
+            new (&cv_) std::condition_variable();
+        }
+        mu_.unlock();
+    }
+
     void run()
     {
         for (;;) {
@@ -69,6 +92,7 @@ private:
     std::condition_variable cv_;
     std::deque<std::function<void()>> jobs_;
     bool stop_ = false;
+    const unsigned n_;
     std::vector<std::thread> threads_;
 };
 

@@ -116,8 +116,9 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
         throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: " + why, ENOMEM);
     }
     csd_core_set_compare_write(core, 0);
+    const char *name = drive->name();  // the drive's transport (ioctl, uring, inproc): a string literal
     auto backing = std::make_unique<DriveBacking>(std::move(drive), std::move(on_bus));
-    return std::make_unique<CoreTransport>("host", core, std::move(backing), units, "", "");
+    return std::make_unique<CoreTransport>(name, core, std::move(backing), units, "", "");
 }
 
 }  // namespace csd
