@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <future>
 
 namespace csd::gpu {
 
@@ -155,17 +156,36 @@ LayerTiming *LayerLoader::timing(uint64_t n)
 
 std::string LayerLoader::land_layer(int layer, uint8_t *dst)
 {
-    std::string path;
-    for (const LayerTensor &t : layers_[layer].tensors) {
-        const CopyReport r = landing_.object_to_gpu(store_, t.name, dst + t.offset, t.bytes, stream_, {}, direct_).get();
-        if (r.object.bytes != t.bytes) {
-            throw Error("layer loader: tensor '" + t.name + "' of layer " + std::to_string(layer) + " now has " +
-                            std::to_string(r.object.bytes) + " bytes, " + std::to_string(t.bytes) +
-                            " when the loader was made (replaced since)",
-                        EAGAIN);
+    // Every tensor posted to the landing at once: its thread goes from one to the next with no
+    // round trip through this one. All are waited for before an error is reported (each writes
+    // into the buffer).
+    const std::vector<LayerTensor> &tensors = layers_[static_cast<size_t>(layer)].tensors;
+    std::vector<std::future<CopyReport>> landed;
+    std::exception_ptr err;
+    for (const LayerTensor &t : tensors) {
+        try {
+            landed.push_back(landing_.object_to_gpu(store_, t.name, dst + t.offset, t.bytes, stream_, {}, direct_));
+        } catch (...) {
+            err = std::current_exception();
+            break;
         }
-        if (path.empty() || (r.bytes && path != r.path)) path = r.path;
     }
+    std::string path;
+    for (size_t i = 0; i < landed.size(); i++) {
+        try {
+            const CopyReport r = landed[i].get();
+            if (r.object.bytes != tensors[i].bytes) {
+                throw Error("layer loader: tensor '" + tensors[i].name + "' of layer " + std::to_string(layer) +
+                                " now has " + std::to_string(r.object.bytes) + " bytes, " +
+                                std::to_string(tensors[i].bytes) + " when the loader was made (replaced since)",
+                            EAGAIN);
+            }
+            if (path.empty() || (r.bytes && path != r.path)) path = r.path;
+        } catch (...) {
+            if (!err) err = std::current_exception();
+        }
+    }
+    if (err) std::rethrow_exception(err);
     return path;
 }
 
