@@ -344,7 +344,7 @@ def main():
                                      "landing_gbps": s["gbps"], "stall_s": s["stall_s"],
                                      "median_land_ms": 1e3 * statistics.median(x["land"] for x in t),
                                      "median_wait_ms": 1e3 * statistics.median(x["wait"] for x in t),
-                                     "restarts": s["restarts"]}
+                                     "restarts": s["restarts"], "lanes": loader.lanes}
                     print(f"#   per layer: median landing {row['loader']['median_land_ms']:.2f} ms "
                           f"({s['gbps']:.1f} GB/s while landing, path {', '.join(s['paths'])}), consumer "
                           f"stalled {s['stall_s']:.2f} s in all, {s['layers']} layers landed", flush=True)
@@ -455,7 +455,8 @@ def main():
     for r in rows:
         if "loader" in r:
             x = r["loader"]
-            print(f"- {r['method']}: {x['landed_layers']} layers landed in the timed run, median "
+            print(f"- {r['method']} ({x['lanes']} lane{'s' if x['lanes'] > 1 else ''}): {x['landed_layers']} "
+                  f"layers landed in the timed runs, median "
                   f"{x['median_land_ms']:.2f} ms a layer ({x['landing_gbps']:.1f} GB/s while landing), median wait "
                   f"for the GPU {x['median_wait_ms']:.2f} ms, consumer stalled {x['stall_s']:.2f} s in all; "
                   f"path {', '.join(x['paths'])}")

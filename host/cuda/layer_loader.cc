@@ -36,8 +36,20 @@ LayerPlan plan_layer(const ObjectStore &store, const std::vector<std::string> &n
 
 LayerLoader::LayerLoader(Landing &landing, ObjectStore &store, std::vector<LayerPlan> layers, std::vector<int> resident,
                          std::vector<void *> buffers, std::vector<uint64_t> buffer_bytes, bool direct)
-    : landing_(landing), store_(store), layers_(std::move(layers)), resident_(std::move(resident)), direct_(direct)
+    : LayerLoader(std::vector<Landing *>{&landing}, store, std::move(layers), std::move(resident), std::move(buffers),
+                  std::move(buffer_bytes), direct)
 {
+}
+
+LayerLoader::LayerLoader(std::vector<Landing *> lanes, ObjectStore &store, std::vector<LayerPlan> layers,
+                         std::vector<int> resident, std::vector<void *> buffers, std::vector<uint64_t> buffer_bytes,
+                         bool direct)
+    : lanes_(std::move(lanes)), store_(store), layers_(std::move(layers)), resident_(std::move(resident)),
+      direct_(direct)
+{
+    if (lanes_.empty() || std::find(lanes_.begin(), lanes_.end(), nullptr) != lanes_.end()) {
+        throw Error("layer loader: no landing, or a null one", EINVAL);
+    }
     const int n = static_cast<int>(layers_.size());
     if (n == 0) throw Error("layer loader: no layers", EINVAL);
     if (buffers.size() != buffer_bytes.size()) {
@@ -99,14 +111,24 @@ LayerLoader::LayerLoader(Landing &landing, ObjectStore &store, std::vector<Layer
         buffers_.push_back(static_cast<uint8_t *>(buffers[b]));
     }
     check(cudaGetDevice(&device_), "cudaGetDevice");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    auto undo = [this] {
+        for (Slot &o : slots_) {
+            if (o.released) cudaEventDestroy(o.released);
+        }
+        for (cudaStream_t st : streams_) cudaStreamDestroy(st);
+    };
     slots_.resize(static_cast<size_t>(ring_));
+    for (size_t i = 0; i < lanes_.size(); i++) {
+        cudaStream_t st = nullptr;
+        if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+            undo();
+            throw Error("layer loader: cudaStreamCreate failed", EIO);
+        }
+        streams_.push_back(st);
+    }
     for (Slot &s : slots_) {
         if (cudaEventCreateWithFlags(&s.released, cudaEventDisableTiming) != cudaSuccess) {
-            for (Slot &o : slots_) {
-                if (o.released) cudaEventDestroy(o.released);
-            }
-            cudaStreamDestroy(stream_);
+            undo();
             throw Error("layer loader: cudaEventCreate failed", EIO);
         }
     }
@@ -125,12 +147,12 @@ LayerLoader::~LayerLoader()
     }
     cv_.notify_all();
     thread_.join();
-    cudaStreamSynchronize(stream_);
+    for (cudaStream_t st : streams_) cudaStreamSynchronize(st);
     for (Slot &s : slots_) {
         cudaEventSynchronize(s.released);
         cudaEventDestroy(s.released);
     }
-    cudaStreamDestroy(stream_);
+    for (cudaStream_t st : streams_) cudaStreamDestroy(st);
 }
 
 double LayerLoader::now() const
@@ -159,28 +181,41 @@ std::string LayerLoader::land_layer(int layer, uint8_t *dst)
     // Every tensor posted to the landing at once: its thread goes from one to the next with no
     // round trip through this one. All are waited for before an error is reported (each writes
     // into the buffer).
+    // With several lanes, the largest tensors first, each to the lane with the fewest bytes so
+    // far; each lane on a stream of its own (the landing waits for its copies on it).
     const std::vector<LayerTensor> &tensors = layers_[static_cast<size_t>(layer)].tensors;
-    std::vector<std::future<CopyReport>> landed;
+    std::vector<size_t> order(tensors.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    if (lanes_.size() > 1) {
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t x, size_t y) { return tensors[x].bytes > tensors[y].bytes; });
+    }
+    std::vector<uint64_t> load(lanes_.size(), 0);
+    std::vector<std::pair<size_t, std::future<CopyReport>>> landed;
     std::exception_ptr err;
-    for (const LayerTensor &t : tensors) {
+    for (size_t i : order) {
+        const size_t lane = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        load[lane] += tensors[i].bytes + 1;
+        const LayerTensor &t = tensors[i];
         try {
-            landed.push_back(landing_.object_to_gpu(store_, t.name, dst + t.offset, t.bytes, stream_, {}, direct_));
+            landed.emplace_back(i, lanes_[lane]->object_to_gpu(store_, t.name, dst + t.offset, t.bytes, streams_[lane],
+                                                               {}, direct_ && lane == 0));
         } catch (...) {
             err = std::current_exception();
             break;
         }
     }
     std::string path;
-    for (size_t i = 0; i < landed.size(); i++) {
+    for (auto &[i, f] : landed) {
         try {
-            const CopyReport r = landed[i].get();
+            const CopyReport r = f.get();
             if (r.object.bytes != tensors[i].bytes) {
                 throw Error("layer loader: tensor '" + tensors[i].name + "' of layer " + std::to_string(layer) +
                                 " now has " + std::to_string(r.object.bytes) + " bytes, " +
                                 std::to_string(tensors[i].bytes) + " when the loader was made (replaced since)",
                             EAGAIN);
             }
-            if (path.empty() || (r.bytes && path != r.path)) path = r.path;
+            if (r.bytes && path.find(r.path) == std::string::npos) path += (path.empty() ? "" : " + ") + r.path;
         } catch (...) {
             if (!err) err = std::current_exception();
         }

@@ -70,6 +70,13 @@ public:
     // direct: as object_to_gpu's (the simulated peer-to-peer path where there is one).
     LayerLoader(Landing &landing, ObjectStore &store, std::vector<LayerPlan> layers, std::vector<int> resident,
                 std::vector<void *> buffers, std::vector<uint64_t> buffer_bytes, bool direct = true);
+    // The same with several landings working side by side on each layer (its tensors spread over
+    // them by size): one lane's per-tensor work (the catalog, the pipeline's first fill and last
+    // copy) overlaps another's copies. direct applies to the first; the others take the pinned
+    // pipeline (the namespace is registered with CUDA once, by the first).
+    LayerLoader(std::vector<Landing *> lanes, ObjectStore &store, std::vector<LayerPlan> layers,
+                std::vector<int> resident, std::vector<void *> buffers, std::vector<uint64_t> buffer_bytes,
+                bool direct = true);
     // Stops the loader thread (after the landing under way) and waits for its GPU work.
     ~LayerLoader();
     LayerLoader(const LayerLoader &) = delete;
@@ -91,6 +98,7 @@ public:
     static constexpr size_t kMaxTimings = 1 << 16;
     int layers() const { return static_cast<int>(layers_.size()); }
     int ring() const { return ring_; }
+    int lanes() const { return static_cast<int>(lanes_.size()); }
     const std::vector<int> &streamed() const { return streamed_; }
     bool is_resident(int layer) const;
     // How many times the stream started again (an acquire() out of order, a failed landing tried again).
@@ -111,7 +119,7 @@ private:
     void restart_at(size_t pos);
     double now() const;
 
-    Landing &landing_;
+    std::vector<Landing *> lanes_;
     ObjectStore &store_;
     std::vector<LayerPlan> layers_;
     std::vector<int> resident_;        // layer indexes, buffer i holds resident_[i]
@@ -122,7 +130,7 @@ private:
     int ring_ = 0;
     bool direct_;
     int device_ = 0;
-    cudaStream_t stream_ = nullptr;
+    std::vector<cudaStream_t> streams_;  // one per lane
     std::chrono::steady_clock::time_point t0_;
 
     mutable std::mutex mu_;

@@ -542,6 +542,7 @@ struct PyLayerLoader {
     std::shared_ptr<Device> dev;
     std::shared_ptr<ObjectStore> store;
     std::shared_ptr<gpu::Landing> land;
+    std::vector<std::unique_ptr<gpu::Landing>> extra;  // lanes beyond the device's landing
     std::unique_ptr<gpu::LayerLoader> loader;
     gpu::LayerLoader &get()
     {
@@ -554,6 +555,7 @@ struct PyLayerLoader {
     {
 #ifdef CSD_HAVE_GPU
         loader.reset();
+        extra.clear();
         land.reset();
         store.reset();
         dev.reset();
@@ -568,7 +570,7 @@ void bind_layer_loader(py::module_ &m)
     py::class_<PyLayerLoader>(m, "GpuLayerLoader", "csd::gpu::LayerLoader: use nvme_csd.gpu.LayerLoader")
         .def(py::init([no_gpu](PyDevice &p, const LayerTensors &layers, const std::vector<uint64_t> &layer_bytes,
                                const std::vector<int> &resident, const std::vector<uintptr_t> &buffers,
-                               const std::vector<uint64_t> &buffer_bytes, bool direct) {
+                               const std::vector<uint64_t> &buffer_bytes, bool direct, int lanes) {
 #ifdef CSD_HAVE_GPU
                  if (layers.size() != layer_bytes.size()) throw Error("layers and layer_bytes differ in length", EINVAL);
                  std::vector<gpu::LayerPlan> plans(layers.size());
@@ -583,18 +585,25 @@ void bind_layer_loader(py::module_ &m)
                  l->dev = u.keep();
                  l->store = u.store();
                  l->land = u.land();
+                 if (lanes < 1) throw Error("lanes must be at least 1", EINVAL);
                  py::gil_scoped_release g;
-                 l->loader = std::make_unique<gpu::LayerLoader>(*l->land, *l->store, std::move(plans), resident, ptrs,
+                 std::vector<gpu::Landing *> use{l->land.get()};
+                 for (int i = 1; i < lanes; i++) {
+                     l->extra.push_back(std::make_unique<gpu::Landing>(*l->dev));
+                     use.push_back(l->extra.back().get());
+                 }
+                 l->loader = std::make_unique<gpu::LayerLoader>(use, *l->store, std::move(plans), resident, ptrs,
                                                                  buffer_bytes, direct);
                  return l;
 #else
-                 (void)p, (void)layers, (void)layer_bytes, (void)resident, (void)buffers, (void)buffer_bytes, (void)direct;
+                 (void)p, (void)layers, (void)layer_bytes, (void)resident, (void)buffers, (void)buffer_bytes, (void)direct,
+                     (void)lanes;
                  throw no_gpu();
                  return std::unique_ptr<PyLayerLoader>();
 #endif
              }),
              py::arg("dev"), py::arg("layers"), py::arg("layer_bytes"), py::arg("resident"), py::arg("buffers"),
-             py::arg("buffer_bytes"), py::arg("direct") = true)
+             py::arg("buffer_bytes"), py::arg("direct") = true, py::arg("lanes") = 1)
         // the address of layer i's buffer once landed and checked (waits without the GIL)
         .def("acquire", [no_gpu](PyLayerLoader &l, int layer, uintptr_t stream) -> uintptr_t {
 #ifdef CSD_HAVE_GPU

@@ -122,15 +122,20 @@ TEST_F(Loader, PlanLaysTensorsOutAligned)
     EXPECT_THROW(gpu::plan_layer(*store, {"layers.0.t0"}, 100), Error);
 }
 
-// Three passes over 6 layers, one resident, a ring of 2, on both landing paths: every layer
-// acquired holds its tensors byte for byte; the timings name each landing.
+// Three passes over 6 layers, one resident, a ring of 2, on both landing paths and on three
+// lanes: every layer acquired holds its tensors byte for byte; the timings name each landing.
 TEST_F(Loader, StreamsEveryLayerByteForByteOnBothPaths)
 {
     const auto plans = put_layers(6);
-    gpu::Landing land(*dev, 1 << 20, 2, 3);
-    for (bool direct : {false, true}) {
+    gpu::Landing land(*dev, 1 << 20, 2, 3), land2(*dev, 1 << 20, 2, 3), land3(*dev);
+    // the pipeline, the simulated peer-to-peer path, and three lanes (the first direct)
+    for (const auto &[direct, lanes] : {std::pair{false, 1}, {true, 1}, {true, 3}}) {
         auto bufs = alloc(3, largest(plans));
-        gpu::LayerLoader loader(land, *store, plans, {4}, bufs, {plans[4].bytes, largest(plans), largest(plans)}, direct);
+        std::vector<gpu::Landing *> use{&land, &land2, &land3};
+        use.resize(static_cast<size_t>(lanes));
+        gpu::LayerLoader loader(use, *store, plans, {4}, bufs, {plans[4].bytes, largest(plans), largest(plans)},
+                                direct);
+        EXPECT_EQ(loader.lanes(), lanes);
         EXPECT_EQ(loader.ring(), 2);
         EXPECT_EQ(loader.streamed(), (std::vector<int>{0, 1, 2, 3, 5}));
         EXPECT_TRUE(loader.is_resident(4));
@@ -148,9 +153,16 @@ TEST_F(Loader, StreamsEveryLayerByteForByteOnBothPaths)
         ASSERT_GE(t.size(), 1u + 5 * 3);
         EXPECT_TRUE(t[0].resident);
         EXPECT_EQ(t[0].layer, 4);
-        const std::string want = direct ? gpu::kPeerToPeer : "pinned-pipeline";
+        const std::string want = lanes > 1 ? std::string(gpu::kPeerToPeer) + " + pinned-pipeline"
+                                 : direct  ? gpu::kPeerToPeer
+                                           : "pinned-pipeline";
         for (size_t i = 0; i < t.size(); i++) {
-            EXPECT_EQ(t[i].path, want) << i;
+            if (lanes == 1) {
+                EXPECT_EQ(t[i].path, want) << i;
+            } else {  // which lane lands first varies
+                EXPECT_NE(t[i].path.find(gpu::kPeerToPeer), std::string::npos) << t[i].path;
+                EXPECT_NE(t[i].path.find("pinned-pipeline"), std::string::npos) << t[i].path;
+            }
             EXPECT_GT(t[i].land, 0) << i;
             if (i >= 1 && i <= 15) {
                 EXPECT_EQ(t[i].layer, loader.streamed()[(i - 1) % 5]) << i;
@@ -317,6 +329,12 @@ TEST_F(Loader, BadArgumentsAreRefused)
     refused({}, {bufs[0]}, {big - 1}, "ring buffer too small");
     refused({}, {bufs[0], bufs[1]}, {big}, "sizes and buffers differ");
     refused({}, {nullptr}, {big}, "null buffer");
+    try {
+        gpu::LayerLoader l(std::vector<gpu::Landing *>{&land, nullptr}, *store, plans, {}, {bufs[0]}, {big});
+        ADD_FAILURE() << "a null lane: accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+    }
     try {
         gpu::LayerLoader l(land, *store, {}, {}, {bufs[0]}, {big});
         ADD_FAILURE() << "no layers: accepted";

@@ -146,7 +146,7 @@ class GpuLayerLoader:
     """
     csd::gpu::LayerLoader: use nvme_csd.gpu.LayerLoader
     """
-    def __init__(self, dev: Device, layers: collections.abc.Sequence[collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]], layer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], resident: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], direct: bool = True) -> None:
+    def __init__(self, dev: Device, layers: collections.abc.Sequence[collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]], layer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], resident: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], direct: bool = True, lanes: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         ...
     def acquire(self, layer: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> int:
         ...
