@@ -196,6 +196,7 @@ class HookStreamer:
     and dropped after it."""
 
     def __init__(self, model, layers, resident, fetch):
+        """Hooks model's layers: layers[i] names layer i's tensors, fetch(name) reads one."""
         self.handles = []
         mods = model.model.layers
         for i, names in enumerate(layers):
@@ -206,10 +207,12 @@ class HookStreamer:
                 continue
 
             def pre(mod, args, rel=rel):
+                """Reads the layer's tensors onto the GPU before its forward."""
                 for n, r in rel:
                     set_tensor(mod, r, fetch(n).to(DEV))
 
             def post(mod, args, out, rel=rel):
+                """Drops them after it."""
                 for n, r in rel:
                     t = mod.get_parameter(r)
                     set_tensor(mod, r, torch.empty(t.shape, dtype=t.dtype, device="meta"))
@@ -218,6 +221,7 @@ class HookStreamer:
 
 
 def main():
+    """Builds the model, saves and imports it, measures every row, prints the table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--layers", type=int, default=32)
     p.add_argument("--hidden", type=int, default=4096)
@@ -296,12 +300,14 @@ def main():
         torch.cuda.empty_cache()
 
     def compare(row, logits):
+        """Adds row to the table with its tokens and logits compared with the resident run's."""
         n = min(len(row["tokens"]), len(ref_row["tokens"]))
         row["tokens_equal"] = row["tokens"][:n] == ref_row["tokens"][:n]
         row["max_logit_diff"] = float((logits - ref_logits).abs().max())
         rows.append(row)
 
     def others_from_safetensors(m):
+        """Embeddings, final norm and head from the checkpoint onto the GPU."""
         from safetensors import safe_open
         for n in others:
             with safe_open(where[n], framework="pt") as f:
@@ -371,6 +377,7 @@ def main():
         maps = {f: np.memmap(f, dtype=np.uint8, mode="r") for f in headers}
 
         def from_mmap(n):
+            """Tensor n as a CPU tensor over the memory-mapped checkpoint."""
             dtype, shape, s, e = headers[where[n]][n]
             return torch.from_numpy(maps[where[n]][s:e].view(np_dtype[dtype]).reshape(shape))
         m = empty_model(config)
@@ -383,6 +390,7 @@ def main():
         gc.collect()
 
     def cpu_state_dict():
+        """The whole checkpoint in CPU memory (what from_pretrained gives before dispatching)."""
         from safetensors.torch import load_file
         sd = {}
         for f in headers:

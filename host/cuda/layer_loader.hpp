@@ -95,12 +95,12 @@ public:
     std::vector<LayerTiming> timings() const;
     // Forgets the timings recorded so far (a benchmark's warm-up).
     void clear_timings();
-    static constexpr size_t kMaxTimings = 1 << 16;
-    int layers() const { return static_cast<int>(layers_.size()); }
-    int ring() const { return ring_; }
-    int lanes() const { return static_cast<int>(lanes_.size()); }
-    const std::vector<int> &streamed() const { return streamed_; }
-    bool is_resident(int layer) const;
+    static constexpr size_t kMaxTimings = 1 << 16;  // timings kept (the oldest dropped first)
+    int layers() const { return static_cast<int>(layers_.size()); }  // how many layers
+    int ring() const { return ring_; }                                // buffers the streamed layers share
+    int lanes() const { return static_cast<int>(lanes_.size()); }     // landings working side by side
+    const std::vector<int> &streamed() const { return streamed_; }    // the streamed layers, in order
+    bool is_resident(int layer) const;                                // whether layer stays landed
     // How many times the stream started again (an acquire() out of order, a failed landing tried again).
     uint64_t restarts() const;
 

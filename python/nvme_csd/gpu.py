@@ -127,6 +127,7 @@ def group_layers(names, pattern=LAYER_PATTERN):
 
 
 def _positive_int(value, what):
+    """value if it is an int of at least 1 (InvalidArgumentType / InvalidArgument otherwise)."""
     from .errors import InvalidArgument, InvalidArgumentType
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentType(f"{what} must be an int, not {type(value).__name__}")
@@ -160,6 +161,7 @@ def plan_budget(layer_bytes, *, budget_bytes=None, budget_layers=None, ring=2, r
             raise InvalidArgument(f"a resident layer is named twice: {resident}")
 
     def spent(res, ring):
+        """The plan with resident layers res and a ring of `ring` buffers."""
         streamed = [i for i in range(n) if i not in set(res)]
         ring = ring if streamed else 0
         taken = sum(sizes[i] for i in res) + ring * max((sizes[i] for i in streamed), default=0)
@@ -360,11 +362,14 @@ class LayerLoader:
         self.close()
 
     def _stream(self):
+        """The current torch CUDA stream of the loader's device."""
         return self._torch.cuda.current_stream(self.device)
 
     def acquire(self, layer):
         """Layer `layer`'s tensors, {name: torch CUDA tensor}, once landed and checked (waits for
         it); views of the loader's buffer, valid until release(layer)."""
+        if self._loader is None:
+            raise CsdError("the layer loader is closed")
         ptr = self._loader.acquire(layer, self._stream().cuda_stream)
         self._held.append(layer)
         key = (ptr, layer)
@@ -384,6 +389,8 @@ class LayerLoader:
     def release(self, layer):
         """Gives layer `layer` back: its buffer is landed again once the work queued on the
         current stream so far is done (its tensors must not be used after)."""
+        if self._loader is None:
+            raise CsdError("the layer loader is closed")
         self._loader.release(layer, self._stream().cuda_stream)
         self._held.remove(layer)
 
@@ -393,6 +400,7 @@ class LayerLoader:
 
         @contextlib.contextmanager
         def held():
+            """Holds the layer while the with block runs."""
             views = self.acquire(layer)
             try:
                 yield views
@@ -434,6 +442,7 @@ class LayerLoader:
         return self
 
     def _give_back(self, targets):
+        """Puts empty meta tensors of the same shape in place of a layer's landed tensors."""
         torch = self._torch
         for owner, attr, name, is_param in targets:
             dtype, shape = self._meta[name]
@@ -444,7 +453,9 @@ class LayerLoader:
                 owner._buffers[attr] = empty
 
     def _pre_hook(self, i, targets):
+        """The forward pre-hook of layer i: gives back stale layers, acquires i, binds its tensors."""
         def hook(module, args):
+            """Runs before the layer's forward."""
             for stale in list(self._held):  # a forward that stopped half way
                 self.release(stale)
             views = self.acquire(i)
@@ -456,7 +467,9 @@ class LayerLoader:
         return hook
 
     def _post_hook(self, i, targets):
+        """The forward hook of layer i: releases it and gives its tensors back."""
         def hook(module, args, output):
+            """Runs after the layer's forward."""
             self.release(i)
             self._give_back(targets)
         return hook
