@@ -175,6 +175,7 @@ private:
     uint64_t blocks_for(uint64_t bytes) const { return bytes == 0 ? 1 : (bytes + block_ - 1) / block_; }
     uint64_t allocate(const State &s, uint64_t blocks) const;
     State refresh() const;
+    const State &current() const;
     bool read_slot(int slot, State *out, std::vector<uint8_t> *raw) const;
     bool load_base(State *s) const;
     // Appends the changes make() returns for the newest state and commits them; retries

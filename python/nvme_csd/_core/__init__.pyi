@@ -7,7 +7,7 @@ import collections.abc
 import typing
 import typing_extensions
 from . import programs
-__all__: list[str] = ['Device', 'DriveSet', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
+__all__: list[str] = ['Device', 'DriveSet', 'GpuLayerLoader', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
 class SlmView:
     """
     a zero-copy view of SLM bytes; it keeps the device's memory while it lives
@@ -144,6 +144,25 @@ class DriveSet:
         drive i's statistics log page as a dict
         """
     def striped(self, arg0: str) -> bool:
+        ...
+class GpuLayerLoader:
+    """
+    csd::gpu::LayerLoader: use nvme_csd.gpu.LayerLoader
+    """
+    def __init__(self, dev: Device, layers: collections.abc.Sequence[collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]], layer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], resident: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], direct: bool = True, lanes: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def acquire(self, layer: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def clear_timings(self) -> None:
+        ...
+    def close(self) -> None:
+        ...
+    def release(self, layer: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def timings(self) -> list:
+        ...
+    @property
+    def restarts(self) -> int:
         ...
 def canonical_dtype(arg0: str) -> str:
     """
