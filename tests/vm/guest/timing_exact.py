@@ -11,6 +11,7 @@ import ctypes
 import gc
 import json
 import os
+import re
 import struct
 import subprocess
 
@@ -86,6 +87,16 @@ model = MEDIA_LAT + n * MEDIA_NS_PER_B + n * LINK_NS_PER_B + LAT_NS
 c.ok(model * LOW <= r["clat_ns"]["mean"] <= (model + 8 * n * LINK_NS_PER_B) * HIGH,
      f"fio randread 64 KiB QD8 ({r['total_ios']} reads): mean {r['clat_ns']['mean'] / 1e6:.3f} ms, "
      f"model {model / 1e6:.3f} ms + queueing up to {8 * n * LINK_NS_PER_B / 1e3:.0f} us")
+
+# nvme-cli's own measure (io-passthru --latency, microseconds) of the same SLM Load of 4 MiB.
+n = 4 * MiB
+model = MEDIA_LAT + n * MEDIA_NS_PER_B + n * SLM_NS_PER_B + LAT_NS
+p = subprocess.run(["nvme", "io-passthru", "/dev/ng0n1", "--opcode=0x80", "--namespace-id=1",
+                    f"--cdw12={n // LBA - 1}", "--latency"], capture_output=True, text=True)
+m = re.search(r"latency:\s*(\d+)\s*us", p.stdout + p.stderr)
+c.ok(p.returncode == 0 and m is not None and model * LOW <= int(m.group(1)) * 1000 <= model * HIGH,
+     f"nvme io-passthru --latency of an SLM Load 4 MiB: {m.group(1) if m else '?'} us, model {model / 1e3:.0f} us"
+     + ("" if m else f" (output: {(p.stdout + p.stderr).strip()[:200]})"))
 
 s = stats()
 holds, overruns = s["model_holds"] - s0["model_holds"], s["model_overruns"] - s0["model_overruns"]
