@@ -54,7 +54,12 @@ public:
             c.cdw12 = static_cast<uint32_t>(n - 1);
             c.data = buf;
             c.data_len = static_cast<uint32_t>(n * lba);
-            const Completion r = forward(c);
+            Completion r;
+            try {
+                r = forward(c);
+            } catch (const Error &) {  // the OS refused the drive's command: the core sees Internal Error
+                return CSD_STATUS_INTERNAL_ERROR;
+            }
             if (r.status) return r.status;
             slba += n;
             nlb -= n;
@@ -63,14 +68,11 @@ public:
         return 0;
     }
 
+    // The drive's answer; its OS error (csd::Error: EAGAIN, EIO, ...) reaches the caller as the drive's own would.
     Completion forward(const Command &cmd) override
     {
         count(cmd);
-        try {
-            return drive_->submit(cmd);
-        } catch (const Error &) {
-            return {CSD_STATUS_INTERNAL_ERROR, 0};
-        }
+        return drive_->submit(cmd);
     }
     std::future<Completion> forward_async(const Command &cmd) override
     {
