@@ -206,7 +206,8 @@ def cell_text(cell, res: dict | None) -> str:
     if res["outcome"] == "ok":
         return "✓"
     if res["outcome"] == "refused":
-        return f"refused: {res['status']}"
+        st = res["status"]
+        return f"refused: {st}" + (" (errno)" if st.isupper() and st.startswith("E") else "")
     return "**FAIL**"
 
 
@@ -225,10 +226,10 @@ def render(results=None) -> str:
         "(checked against a computation on the host: the namespace's blocks are stamped with",
         "words that name their absolute LBA and drive, so another tenant's or drive's bytes, or a",
         "write that landed elsewhere, fail the cell), *refused* names the NVMe status the drive",
-        "(or, where said, the kernel) answered, and n/a is a cell the test layouts cannot provide",
-        "(the reason below each table). A crash, a hang, a wrong byte, an unnamed error or a",
-        "success where a refusal is due fails `make test`; so does a cell that differs from this",
-        "page (`tests/repo/check_feature_matrix.py`).",
+        "answered or, marked (errno), the error the kernel or libcsd gave, and n/a is a cell the",
+        "test layouts cannot provide; below each table, why (n/a, refused) and notes. A crash, a",
+        "hang, a wrong byte, an unnamed error or a success where a refusal is due fails `make",
+        "test`; so does a cell that differs from this page (`tests/repo/check_feature_matrix.py`).",
         "",
         "The rows:",
         "",
@@ -250,7 +251,7 @@ def render(results=None) -> str:
             for rid in ROW_IDS:
                 e = expect(rid, w, fid)
                 if e.why:
-                    label = ("n/a" if e.kind == "na" else "why") + f": {e.why}"
+                    label = {"na": "n/a", "refusal": "refused", "result": "note", "any": "note"}[e.kind] + f": {e.why}"
                     notes.setdefault(label, []).append(f"{titles[w]} × {dict((r[0], r[1]) for r in ROWS)[rid]}")
         if notes:
             out.append("")
