@@ -267,10 +267,14 @@ Outcome row_gather(Ctx &c)
         const auto s = stamp_bytes((c.base + lba) * c.L() + off, len, c.L(), c.drive.salt);
         want.insert(want.end(), s.begin(), s.end());
     }
+    // the entries in SLM first: after the runner's turn (--go) the Execute alone
+    SlmBuffer ent = c.d().slm().alloc(es.size() * sizeof es[0]), out = c.d().slm().alloc(want.size());
+    c.d().slm_write(ent.offset(), es.data(), es.size() * sizeof es[0]);
     c.before_command();
-    const auto got = programs::gather(c.d(), es);
-    expect(got.size() == want.size(), "gathered " + std::to_string(got.size()) + " bytes, not " +
-                                          std::to_string(want.size()));
+    const uint64_t n = programs::gather(c.d(), range(ent), static_cast<uint32_t>(es.size()), range(out));
+    expect(n == want.size(), "gathered " + std::to_string(n) + " bytes, not " + std::to_string(want.size()));
+    std::vector<uint8_t> got(want.size());
+    c.d().slm_read(out.offset(), got.data(), got.size());
     expect(got == want, "gathered bytes differ from the namespace's (another block's words)");
     return ok();
 }
@@ -298,10 +302,16 @@ Outcome row_embedding_bag(Ctx &c)
             }
         }
     }
+    // indices and offsets (i64) in SLM first: after the runner's turn the Execute alone
+    SlmBuffer ib = c.d().slm().alloc(idx.size() * 8), ob = c.d().slm().alloc(offsets.size() * 8),
+              out = c.d().slm().alloc(want.size() * 4);
+    c.d().slm_write(ib.offset(), idx.data(), idx.size() * 8);
+    c.d().slm_write(ob.offset(), offsets.data(), offsets.size() * 8);
     c.before_command();
-    const auto got = programs::embedding_bag(c.d(), spec, idx, offsets);
-    expect(got.size() == want.size() * 4, "pooled " + std::to_string(got.size()) + " bytes");
-    expect(std::memcmp(got.data(), want.data(), got.size()) == 0, "pooled rows differ from the namespace's");
+    programs::embedding_bag(c.d(), spec, range(ib), range(ob), Range{out.offset(), 0}, range(out));
+    std::vector<float> got(want.size());
+    c.d().slm_read(out.offset(), got.data(), got.size() * 4);
+    expect(std::memcmp(got.data(), want.data(), got.size() * 4) == 0, "pooled rows differ from the namespace's");
     return ok();
 }
 
