@@ -50,6 +50,7 @@ struct Job {
 };
 std::deque<Job> g_jobs;
 
+// The command's host memory: its descriptor.
 uint16_t from_host(void *req, void *buf, uint64_t len)
 {
     auto *r = static_cast<Req *>(req);
@@ -58,6 +59,7 @@ uint16_t from_host(void *req, void *buf, uint64_t len)
     return 0;
 }
 
+// Answers go nowhere: the bench reads SLM itself.
 uint16_t to_host(void *, const void *, uint64_t) { return 0; }
 
 // One namespace of 2^24 LBAs of 512 bytes (8 GiB, never stored: reads are made up).
@@ -71,6 +73,7 @@ int ns_info(void *, uint32_t nsid, csd_ctx *ctx)
     return 0;
 }
 
+// No timing model: any clock.
 uint64_t now_ns(void *) { return 0; }
 
 // A read ends at once with bytes that depend on the offset.
@@ -80,10 +83,13 @@ void ns_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_don
     done(arg, 0);
 }
 
+// A write ends at once (nothing is stored).
 void ns_write(void *, uint32_t, uint64_t, const void *, uint64_t, csd_io_done done, void *arg) { done(arg, 0); }
 
+// Keeps an Execute's final status.
 void complete(void *req, uint16_t status, const csd_cpl *) { static_cast<Req *>(req)->status = status; }
 
+// Holds a worker job until the bench releases the unit.
 void run(void *, void (*work)(void *), void (*done)(void *), void *arg) { g_jobs.push_back({work, done, arg}); }
 
 // kB of a /proc/self/status field (VmRSS, VmHWM).
@@ -99,6 +105,7 @@ long status_kb(const char *field)
     return v;
 }
 
+// Seconds of the monotonic clock.
 double now_s()
 {
     timespec ts;
@@ -106,6 +113,7 @@ double now_s()
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// '64M', '1G', '4096' as bytes.
 uint64_t parse_size(const char *s)
 {
     char *end;

@@ -122,13 +122,16 @@ std::string js(const std::string &s)
 struct Outcome {
     std::string outcome, status, detail;
 };
+// The reference result (detail: something worth saying about it).
 Outcome ok(const std::string &detail = "") { return {"ok", "", detail}; }
+// A failure, in words.
 Outcome fail(const std::string &detail) { return {"fail", "", detail}; }
 
 // A row's check failed: its words say what differed.
 struct Mismatch : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+// Throws Mismatch(what) unless cond.
 void expect(bool cond, const std::string &what)
 {
     if (!cond) throw Mismatch(what);
@@ -163,9 +166,9 @@ struct Ctx {
     bool zoned = false;
     std::string bpf_dir, go;
     std::mt19937_64 rng{1};
-    Device &d() { return *drive.dev; }
-    uint32_t L() { return drive.dev->ns().lba_size; }
-    uint64_t lba(uint64_t byte_off) { return byte_off / L(); }
+    Device &d() { return *drive.dev; }                        // the drive
+    uint32_t L() { return drive.dev->ns().lba_size; }         // its LBA size
+    uint64_t lba(uint64_t byte_off) { return byte_off / L(); }  // a byte offset as an LBA
     // The stamped bytes of the way's LBAs [lba, lba + nlb).
     std::vector<uint8_t> stamps(uint64_t lba, uint64_t nlb)
     {
@@ -210,6 +213,7 @@ struct Ctx {
                                     std::to_string(base + lba) + " (written elsewhere)");
         }
     }
+    // n bytes of this row's own random stream.
     std::vector<uint8_t> random_bytes(size_t n)
     {
         std::vector<uint8_t> v(n);
@@ -422,6 +426,7 @@ int stamp(const std::string &path, uint32_t salt)
     return 0;
 }
 
+// Says how to call it and exits 2.
 [[noreturn]] void usage()
 {
     std::fprintf(stderr,

@@ -170,6 +170,7 @@ def gemm(dev, ends):
 
 
 def cntlid():
+    """The controller ID of /dev/nvme0 (for nvme detach-ns / attach-ns)."""
     out = sh("nvme id-ctrl /dev/nvme0")
     return int(re.search(r"^cntlid\s*:\s*(\S+)", out, re.M).group(1), 0)
 

@@ -132,6 +132,7 @@ def cells():
 
 
 def place_of(way: str) -> str:
+    """Where a way's driver runs: 'host' (the unit suite) or 'guest'."""
     return next(w[2] for w in WAYS if w[0] == way)
 
 
@@ -296,6 +297,7 @@ def update(files: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """The command line (see the module's text)."""
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2

@@ -23,6 +23,7 @@ LBA = {"512": 512, "4k": 4096}  # the in-process device's formats (its option lb
 
 
 def main() -> int:
+    """Runs the host's cells and judges them; the exit status."""
     if not BIN.exists():
         print(f"matrix-host: {BIN} missing (make build)\nmatrix-host: 0 passed, 1 failed")
         return 1
