@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu kernel image build kmod nvme-cli guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
+.PHONY: all help deps qemu kernel image build kmod nvme-cli fio-engine guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
 
 all: qemu image build guest
 
@@ -17,11 +17,14 @@ help:
 	@echo "make build     the project's C/C++ (meson, build/meson)"
 	@echo "make kmod      csd.ko for the guest kernel (build/kmod/csd.ko)"
 	@echo "make nvme-cli  Debian's nvme-cli (the guest's version) with the 'nvme csd' plugin (build/nvme-cli/nvme)"
+	@echo "make fio-engine  fio's external engine for the drive, against the guest's fio (build/fio/csd-fio.so)"
 	@echo "make guest     stage csdctl, libcsd, csd.ko, nvme-cli and the tests for the guest (build/guest)"
 	@echo "make demo      the main job: a dataset on the drive, questions answered in the drive and classically"
 	@echo "make vm        interactive guest shell; make vm CMD='nvme list' runs one command;"
 	@echo "               CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' DRIVES=2 PLUGINS=1 shape the device"
 	@echo "               (PLUGINS=1: the example operator plug-ins, csd.plugin-dir)"
+	@echo "               EXACT=1 (with a model in CSD_PROPS): completions exactly at the model's time;"
+	@echo "               ICOUNT=N: guest time counted in instructions (-icount shift=N,sleep=off)"
 	@echo "make test      every test suite; make test-SUITE runs one (unit, fuzz, qemu-fuzz, qtest,"
 	@echo "               kmod-style, harness, runner, repo, python, vm, crash), building only what it needs"
 	@echo "make check     the quick loop: repo, unit, qtest, python and one guest smoke test"
@@ -65,15 +68,21 @@ kmod: image
 nvme-cli: deps
 	@bash host/nvme-cli-plugin/build.sh
 
-guest: image build kmod nvme-cli
+# fio's external engine (docs/fio.md), built against Debian's fio source of the guest's version
+fio-engine: build
+	@bash host/fio-engine/build.sh
+
+guest: image build kmod nvme-cli fio-engine
 	@bash images/stage-guest.sh
 
 # CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
 # device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too; PLUGINS=1
-# loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir).
+# loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir); EXACT=1 holds the
+# guest to the timing model's time (csd.exact=on, needs a model in CSD_PROPS) and ICOUNT=N
+# counts guest time in instructions (-icount shift=N,sleep=off; docs/timing-model.md).
 VM_FLAGS := $(if $(filter-out 0,$(PLUGINS)),--plugins)
 vm: qemu image build guest
-	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)"; \
+	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)" CSD_EXACT="$(EXACT)" CSD_ICOUNT="$(ICOUNT)"; \
 	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD" $(VM_FLAGS); else $(PYTHON) tests/vm/csdvm.py shell $(VM_FLAGS); fi
 
 demo: qemu image build guest
@@ -102,7 +111,7 @@ SUITES_HOST := unit
 SUITES_SELF_BUILT := fuzz qemu-fuzz python runner repo
 SUITES_QEMU := qtest
 SUITES_GUEST := harness vm crash
-$(addprefix test-,$(SUITES_HOST)): test-%: build
+$(addprefix test-,$(SUITES_HOST)): test-%: build fio-engine
 	@$(PYTHON) tests/run_all.py $*
 $(addprefix test-,$(SUITES_SELF_BUILT)): test-%: deps
 	@$(PYTHON) tests/run_all.py $*

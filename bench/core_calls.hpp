@@ -17,7 +17,7 @@
 #include <lz4frame.h>
 #include <zstd.h>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 namespace bench {
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Puts the project's guest-side binaries (csdctl, libcsd, the library tests, nvme-cli with
-# the csd plugin) into build/guest/{bin,lib}; tests/vm/csdvm.py ships that folder to /csd
-# at every boot.
+# Puts the project's guest-side binaries (csdctl, libcsd, the library tests, the SNIA API's
+# usage flow, nvme-cli with the csd plugin, the fio engine and its example jobs) into
+# build/guest/{bin,lib,fio}; tests/vm/csdvm.py ships that folder to /csd at every boot.
 # Libraries the /usr image already has are not copied (build/images/usr.list).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ out="$top/build/guest"
 list="$top/build/images/usr.list"
 [ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
 bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-c-api-test"
-      "$mb/tests/kmod/kmod_check" "$mb/tests/matrix/csd-matrix")
+      "$mb/tests/kmod/kmod_check" "$mb/examples/snia/snia-flow" "$mb/tests/matrix/csd-matrix")
 # libcsd loads the in-process device (emu: paths) from its own folder: libcsd-emu.so goes
 # beside it with what it links (the device core's BLAS, compression and eBPF runtimes).
 emu="$mb/host/libcsd-emu.so"
@@ -61,6 +61,13 @@ if [ -x "$top/build/nvme-cli/nvme" ]; then
             cp -L "$lib" "$out.tmp/lib/$(basename "$lib")"
     done
 fi
+# The fio engine, when built (host/fio-engine/build.sh), beside libcsd: its example jobs
+# name it /csd/lib/csd-fio.so (docs/fio.md).
+if [ -f "$top/build/fio/csd-fio.so" ]; then
+    cp "$top/build/fio/csd-fio.so" "$out.tmp/lib/"
+fi
+mkdir -p "$out.tmp/fio"
+cp "$top"/examples/fio/*.fio "$out.tmp/fio/"
 # The kernel module, when built (kmod/build.sh)
 if [ -f "$top/build/kmod/csd.ko" ]; then
     mkdir -p "$out.tmp/kmod"

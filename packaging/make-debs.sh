@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # make deb: Debian packages of nvme-csd, built with dpkg-deb into build/deb, that a user
 # installs with 'apt install ./NAME_VERSION_ARCH.deb':
-#   libcsd0        the shared libraries (libcsd.so.0, libcsd-emu.so and whatever else
-#                  meson installs beside them)
-#   libcsd-dev     headers (include/nvme-csd, the command set's spec headers among them),
-#                  libcsd.so and pkg-config's csd.pc
+#   libcsd0        the shared libraries (libcsd.so.0, libcsd-emu.so, libcsd-snia.so.0 and
+#                  whatever else meson installs beside them)
+#   libcsd-dev     headers (include/nvme-csd, the command set's spec headers and the SNIA
+#                  API's cs.h among them), libcsd.so, libcsd-snia.so and pkg-config's csd.pc
+#                  and csd-snia.pc
 #   csdctl         the command line, its man page and bash completion
 #   nvme-csd-qemu  the project's QEMU as /usr/lib/nvme-csd/bin/qemu-system-x86_64 and
 #                  /usr/bin/csd-qemu-system-x86_64, beside (never over) Debian's qemu;
@@ -145,10 +146,12 @@ control() {  # package, architecture, Depends, Description (summary line, then m
 }
 control libcsd0 "$arch" "$libcsd0_deps" "nvme-csd: drive computational-storage NVMe devices (library)
  libcsd talks to a computational-storage NVMe drive: the emulated one in QEMU, a real one,
- csd.ko's tenants or its in-process device (emu:FILE). C and C++17 API." libs
+ csd.ko's tenants or its in-process device (emu:FILE). C and C++17 API; libcsd-snia, the
+ SNIA Computational Storage API over it." libs
 control libcsd-dev "$arch" "libcsd0 (= $debver)" "nvme-csd: drive computational-storage NVMe devices (development files)
- Headers (include/nvme-csd: csd.h, csd/*.hpp and the command set's wire format),
- libcsd.so and pkg-config's csd.pc." libdevel
+ Headers (include/nvme-csd: csd.h, csd/*.hpp, the command set's wire format and the SNIA
+ Computational Storage API's cs.h), libcsd.so, libcsd-snia.so and pkg-config's csd.pc
+ and csd-snia.pc." libdevel
 control csdctl "$arch" "$csdctl_deps" "nvme-csd: command line for computational-storage NVMe devices
  csdctl: device facts, an object store, programs run in the drive, your own eBPF
  programs, a benchmark; --json output. With a man page and bash completion." admin

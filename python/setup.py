@@ -44,7 +44,7 @@ objects = []
 crc_kernel = libdir / "gpu_crc32c.o"
 if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists() \
         and crc_kernel.exists():
-    sources.append(os.path.relpath(host / "cuda" / "gpu.cc", here))
+    sources += [os.path.relpath(host / "cuda" / f, here) for f in ("gpu.cc", "layer_loader.cc")]
     objects.append(str(crc_kernel))
     macros.append(("CSD_HAVE_GPU", "1"))
     include_dirs += [str(cuda / "include"), str(host / "cuda")]
@@ -78,7 +78,8 @@ ext = Pybind11Extension(
     # headers the bindings include (a changed class or virtual table in libcsd's headers
     # with a stale module called the wrong function: Device.namespace read garbage) and
     # libcsd itself; a new kernel object links the module again
-    depends=objects + [str(h) for h in sorted((host / "include").rglob("*.h*")) + sorted(spec.glob("*.h"))]
+    depends=objects + [str(h) for h in sorted((host / "include").rglob("*.h*")) + sorted(spec.glob("*.h"))
+                       + sorted((host / "cuda").glob("*.hpp"))]
     + [str(libdir / "libcsd.so"), str(libdir / "libcsd-emu.so")],
     cxx_std=17,
 )

@@ -499,6 +499,8 @@ enum csd_stat {
     CSD_STAT_MODEL_LINK_IN_BUSY_NS, CSD_STAT_MODEL_LINK_OUT_BUSY_NS, CSD_STAT_MODEL_MEDIA_BUSY_NS,
     CSD_STAT_MODEL_SLM_BUSY_NS, CSD_STAT_MODEL_COMPUTE_BUSY_NS, CSD_STAT_MODEL_DELAY_NS,
     CSD_STAT_MODEL_OVERRUNS,
+    /* exact mode (1.3, docs/timing-model.md): how often and how long (host ns) the guest was held */
+    CSD_STAT_MODEL_HOLDS, CSD_STAT_MODEL_HOLD_NS,
     CSD_STAT_COUNT
 };
 #define CSD_STATS_COUNTERS_OFFSET 8u
@@ -524,7 +526,7 @@ static const char *const csd_stat_names[CSD_STAT_COUNT] = {
     "bytes_slm_to_host", "exec_busy_ns", "program_load_cmds", "program_unload_cmds",
     "program_load_rejects", "model_link_in_busy_ns", "model_link_out_busy_ns",
     "model_media_busy_ns", "model_slm_busy_ns", "model_compute_busy_ns", "model_delay_ns",
-    "model_overruns",
+    "model_overruns", "model_holds", "model_hold_ns",
 };
 
 #ifdef __cplusplus

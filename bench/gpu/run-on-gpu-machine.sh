@@ -5,7 +5,7 @@
 # bandwidth benchmark (the pinned pipeline's sweep, the simulated peer-to-peer drive) and the
 # Python GPU tests, GPU-initiated I/O (random Reads and Executes, checked on the GPU, also
 # under compute-sanitizer; rates on 1-256 queues), the GPU-initiated gather, the prefetching
-# loader, and (with build/gpu-stack.tar.xz carried) the whole stack under QEMU with csd.ko's
+# loader, streaming inference with the layer loader, and (with build/gpu-stack.tar.xz carried) the whole stack under QEMU with csd.ko's
 # peer-to-peer path. Writes logs to $OUT (default build/gpu-out). QUICK=1: the landing
 # (tests, gpu_bench, the sweep) and the timing-model table only, sanitizer included.
 set -uo pipefail
@@ -54,6 +54,9 @@ cd "$top"
     (cd /tmp && python3 -m pytest -q -p no:cacheprovider "$top/python/tests" 2>&1 | tail -15)
     echo "== what a user would otherwise write, against the drive's paths"
     python3 bench/gpu/landing_vs_torch.py 2>&1 | tail -30
+    echo "== streaming inference with the layer loader (a small Llama; bench/gpu/run-stream-llama.sh for the 7B one)"
+    python3 bench/gpu/stream_llama.py --layers 8 --hidden 2048 --intermediate 5504 --heads 16 --prompt 512 \
+        --decode 8 --slow-decode 4 --budget-layers 4 --out "$out" 2>&1 | tail -16
     echo "== GPU idle per training step, with and without prefetch"
     python3 bench/gpu/prefetch_training.py 24 2 4096
     python3 bench/gpu/prefetch_training.py 24 2 512 | tail -2

@@ -87,7 +87,7 @@ def measure(drive, ndrives, data, sels, scale, work, numpy_s=None):
     for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
         specs = [M.spec(x, p, s, slm="64M", lba=4096) if p else f"emu:{x}?slm=64M&lba=4096" for x in paths]
         with nvme_csd.open_many(specs) as ds:
-            ds.format()
+            ds.format(force=True)  # the second configuration formats over the first's store
             ds.put("t", data, placement="striped")
             devs = [Drive(ds, i) for i in range(ndrives)] if p else ()
             for sel in sels:

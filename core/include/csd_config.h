@@ -65,6 +65,7 @@ struct csd_config {
     uint32_t lba_size;         /* emu: the namespace's block size */
     uint64_t backing_size;     /* emu: a new backing file's size */
     char *model_preset;        /* NULL: none */
+    int exact;                 /* completions exactly at the model's time, whatever the host (docs/timing-model.md) */
     struct csd_model_params model; /* after csd_config_finish: the preset, then each name */
     uint64_t model_given;      /* the model options given (bit: their order in the table) */
     uint64_t given;            /* the options given (bit: their order in the table) */

@@ -78,6 +78,11 @@ const Row kRows[] = {
       "the timing model: a preset drive; commands complete when it would complete them "
       "(docs/timing-model.md)", kBoth},
      CFG(model_preset), 0, 0, 0},
+    {{"exact", nullptr, CSD_OPTION_BOOL, "off", "on, off",
+      "every completion exactly at the timing model's time, whatever the host's speed or load: "
+      "QEMU holds the guest (its vCPUs and virtual clock) while a command's real work overruns "
+      "its model (TCG only), the in-process device keeps a virtual clock; needs a model", kBoth},
+     CFG(exact), 0, 0, 0},
     // The timing model's resources (docs/timing-model.md), over the preset if one is named.
     {{"model.compute-units", nullptr, CSD_OPTION_COUNT, "", "0 .. 256",
       "compute units the model schedules (0: the device's compute-units)", kBoth},
@@ -336,6 +341,9 @@ int csd_config_finish(struct csd_config *c, char *err, size_t err_len)
     if (c->nvme_cs_mem_nsid && !c->nvme_cs) {
         return fail(err, err_len, "%snvme-cs.mem-nsid needs %snvme-cs=on", p, p);
     }
+    if (c->exact && !csd_model_enabled(&c->model)) {
+        return fail(err, err_len, "%sexact=on needs a timing model (%smodel=<preset>): without one there is no modelled time to hold to", p, p);
+    }
     return 0;
 }
 
@@ -366,6 +374,7 @@ csd_core *csd_core_new_config(const struct csd_config *c, char *err, size_t err_
         return nullptr;
     }
     csd_core_set_model(core, &c->model);
+    csd_core_set_exact(core, c->exact);
     csd_core_set_vendor(core, c->vendor);
     csd_core_set_vendor_io(core, c->vendor_io);
     return core;

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
-// controller.cc - csd_core_submit: the controller's dispatch of the command set, once for
-// both embeddings (QEMU's hw/nvme glue, libcsd's in-process device). Everything that moves
-// bytes between host memory and SLM, every log page, Identify of the standard front end's
-// namespaces and its admin commands are answered here through the port, Compare and Write
-// over its asynchronous namespace I/O (compare_write.cc), SLM Load / Store and the copies too
-// (transfer.cc), and Execute on the compute units through the port's workers (exec_queue.cc).
+// controller.cc - csd_core_submit: the controller's routing of every command, once for all
+// embeddings (QEMU's hw/nvme glue, libcsd's in-process device and host mode), to the
+// vendor front end (vendor.cc) or the standard one (nvme_cs.cc); and what is neither's:
+// the log pages, Identify, the admin commands of an embedding without its own controller,
+// NVM Read / Write / Flush over the port's nvm_io, and the helpers both front ends share
+// (front_end.h). Compare and Write runs in compare_write.cc, SLM Load / Store and the copies
+// in transfer.cc, Execute on the compute units in exec_queue.cc.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "core_state.h"
+#include "front_end.h"
 
 namespace {
 
@@ -34,6 +36,10 @@ enum : uint8_t {
     kCnsCsNsPresent = 0x1B,
     kCnsCsIndNsAllocated = 0x1F,
 };
+
+}  // namespace
+
+namespace csd::core {
 
 bool is_cs_csi(uint8_t csi) { return csi == NVME_CS_CSI_SLM || csi == NVME_CS_CSI_CP; }
 
@@ -75,6 +81,33 @@ void schedule(csd_core *core, const csd_port *port, const csd_op *op, csd_cpl *c
     if (op->job) csd_exec_model_work(op->job, &w);
     cpl->finish_ns = csd_core_model_schedule(core, &w, port->now_ns(port->opaque));
 }
+
+// Program Load (vendor, or the standard Load Program: standard) of a decoded chunk.
+uint16_t program_load(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl, bool standard)
+{
+    std::vector<uint8_t> chunk(op->bytes ? op->bytes : 1);
+    uint16_t st = port->from_host(req, chunk.data(), op->bytes);
+    if (!st) {
+        st = standard ? csd_core_cs_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why)
+                      : csd_core_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why);
+    }
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+// Program Unload (vendor, or the standard Load Program's unload).
+uint16_t program_unload(csd_core *core, const csd_op *op, bool standard)
+{
+    const uint16_t st = standard ? csd_core_cs_program_unload(core, op) : csd_core_program_unload(core, op);
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+}  // namespace csd::core
+
+using namespace csd::core;
+
+namespace {
 
 // Get Log Page: the command set's pages (C0h, C1h) and the standard front end's.
 uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
@@ -247,217 +280,7 @@ uint16_t own_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
     return port->to_host(req, id, kIdentifySize);
 }
 
-// Program Load (vendor, or the standard Load Program: standard) of a decoded chunk.
-uint16_t program_load(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl, bool standard)
-{
-    std::vector<uint8_t> chunk(op->bytes ? op->bytes : 1);
-    uint16_t st = port->from_host(req, chunk.data(), op->bytes);
-    if (!st) {
-        st = standard ? csd_core_cs_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why)
-                      : csd_core_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why);
-    }
-    csd_core_complete(core, op, st);
-    return st;
-}
-
-// Program Unload (vendor, or the standard Load Program's unload).
-uint16_t program_unload(csd_core *core, const csd_op *op, bool standard)
-{
-    const uint16_t st = standard ? csd_core_cs_program_unload(core, op) : csd_core_program_unload(core, op);
-    csd_core_complete(core, op, st);
-    return st;
-}
-
-// SLM Write / Read (and Memory Write / Read, decoded as them): host memory <-> SLM.
-uint16_t slm_xfer(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl)
-{
-    const uint16_t st = op->opcode == CSD_OPC_SLM_WRITE ? port->from_host(req, op->slm, op->bytes)
-                                                        : port->to_host(req, op->slm, op->bytes);
-    if (st) set_why(cpl, "SLM transfer");
-    csd_core_complete(core, op, st);
-    return st;
-}
-
-// Memory Range Set Management: create (the ranges come in, the RSID in DW0) or delete.
-uint16_t range_sets(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
-{
-    switch (cmd->cdw10 & 0xF) {
-    case NVME_CS_MRSM_DELETE: return csd_core_cs_range_set_delete(core, static_cast<uint16_t>(cmd->cdw10 >> 16));
-    case NVME_CS_MRSM_CREATE: {
-        std::vector<uint8_t> ranges;
-        if (cmd->cdw11 < NVME_CS_MAX_RANGES_PER_SET) {  // else the core refuses it unread
-            ranges.resize((cmd->cdw11 + 1) * sizeof(nvme_cs_mem_range));
-            const uint16_t st = port->from_host(req, ranges.data(), ranges.size());
-            if (st) return st;
-        }
-        uint16_t rsid = 0;
-        const uint16_t st = csd_core_cs_range_set_create(core, core->cs_mem_nsid, cmd->cdw11, ranges.data(),
-                                                         static_cast<uint32_t>(ranges.size()), &rsid);
-        cpl->dw0 = rsid;
-        return st;
-    }
-    default: return kInvalidField;
-    }
-}
-
-// The standard front end's admin commands (Load Program, activation, range sets).
-uint16_t cs_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
-{
-    switch (cmd->opcode) {
-    case NVME_CS_ADM_LOAD_PROGRAM: {
-        const csd_ctx ctx = no_ns_ctx(port);
-        csd_op op;
-        const uint16_t st = csd_core_cs_decode_load_program(core, cmd, &ctx, &op);
-        if (st) {
-            set_why(cpl, "load program");
-            return st;
-        }
-        return op.opcode == CSD_OPC_PROGRAM_UNLOAD ? program_unload(core, &op, true)
-                                                   : program_load(core, &op, port, req, cpl, true);
-    }
-    case NVME_CS_ADM_PROGRAM_ACTIVATION: return csd_core_cs_program_activation(core, cmd->cdw10);
-    case NVME_CS_ADM_MEMORY_RANGE_SET: return range_sets(core, cmd, port, req, cpl);
-    default: return CSD_CORE_NOT_MINE;
-    }
-}
-
-// Execute Program of the compute namespace: the ranges and parameters come in, the job is
-// the embedding's to run.
-uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
-{
-    const csd_cmd *cmd = &sqe->cmd;
-    const csd_cs_exec_cmd x{sqe->cdw2, sqe->cdw3, sqe->cdw4, cmd->cdw15};
-    const uint32_t len = nvme_cs_exec_data_len(x.cdw4, x.cdw15);
-    *op = csd_op{};
-    op->opcode = CSD_OPC_EXECUTE;
-    op->cmd = *cmd;
-    op->bytes = len;
-    // inline ranges and a descriptor's worth of parameters at most
-    if (len > NVME_CS_MAX_RANGES_PER_SET * sizeof(nvme_cs_mem_range) + CSD_MAX_DESC_LEN) return kInvalidField;
-    std::vector<uint8_t> data(len ? len : 1);
-    uint16_t st = len ? port->from_host(req, data.data(), len) : CSD_STATUS_SUCCESS;
-    if (st) return st;
-    st = csd_core_cs_exec_prepare(core, core->cs_mem_nsid, &x, data.data(), len, &op->job);
-    if (st) {
-        set_why(cpl, "execute program");
-        csd_core_complete(core, op, st);
-        return st;
-    }
-    schedule(core, port, op, cpl);
-    cpl->program = csd_exec_program_id(op->job);
-    return csd::core::execute(core, op, nullptr, port, req, cpl);
-}
-
-// Memory Copy (of the memory namespace) or NVM Copy format 4h (of an NVM namespace): the
-// source descriptors come in, the core makes them SLM Loads / Stores and moves them.
-uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
-{
-    const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd->cdw12));
-    if (!size) return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
-    std::vector<uint8_t> descs(nvme_cs_copy_nr(cmd->cdw12) * size);
-    uint16_t st = port->from_host(req, descs.data(), descs.size());
-    if (st) return st;
-    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
-    uint32_t n = 0;
-    const uint32_t len = static_cast<uint32_t>(descs.size());
-    if (cmd->nsid == core->cs_mem_nsid) {
-        st = csd_core_cs_decode_memory_copy(core, cmd, descs.data(), len, port->ns_info, port->opaque, parts.data(),
-                                            &n);
-    } else {
-        csd_ctx ctx;
-        st = nsid_status(port, cmd->nsid, &ctx);
-        if (st) return st;
-        st = csd_core_cs_decode_nvm_copy(core, core->cs_mem_nsid, cmd, &ctx, descs.data(), len, parts.data(), &n);
-    }
-    if (st) {
-        set_why(cpl, "copy");
-        return st;
-    }
-    csd_op total{};
-    total.opcode = parts[0].op.opcode;
-    for (uint32_t i = 0; i < n; i++) total.bytes += parts[i].op.bytes;
-    schedule(core, port, &total, cpl);
-    return csd::core::transfer(core, parts.data(), n, port, req, cpl);
-}
-
-// I/O commands of the memory and compute namespaces.
-uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
-{
-    const csd_cmd *cmd = &sqe->cmd;
-    if (cmd->nsid != core->cs_mem_nsid) {
-        return cmd->opcode == NVME_CS_EXECUTE_PROGRAM ? cs_execute(core, sqe, port, req, cpl, op) : kInvalidOpcode;
-    }
-    switch (cmd->opcode) {
-    case NVME_CS_MEM_READ:
-    case NVME_CS_MEM_WRITE: {  // decoded as SLM Read / Write: they move the same way
-        const csd_ctx ctx = no_ns_ctx(port);
-        uint16_t st = csd_core_cs_decode_mem(core, cmd, &ctx, op);
-        if (st) {
-            set_why(cpl, "memory command");
-            return st;
-        }
-        schedule(core, port, op, cpl);
-        return slm_xfer(core, op, port, req, cpl);
-    }
-    case NVME_CS_MEM_FILL: return csd_core_cs_memory_fill(core, cmd);
-    case NVME_CS_MEM_COPY: return cs_copy(core, cmd, port, req, cpl);
-    default: return kInvalidOpcode;
-    }
-}
-
-// The vendor I/O commands on NVM namespace ctx (cmd->nsid).
-uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_port *port, void *req, csd_cpl *cpl,
-                   csd_op *op)
-{
-    if (!core->vendor || (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE)) return kInvalidOpcode;
-    if (!core->compare_write_on && cmd->opcode == CSD_OPC_COMPARE_WRITE) return kInvalidOpcode;
-    uint16_t st = csd_core_decode(core, cmd, &ctx, op);
-    if (st) {
-        set_why(cpl, "command");
-        return st;
-    }
-    if (op->opcode != CSD_OPC_EXECUTE) schedule(core, port, op, cpl);  // an Execute once prepared
-    switch (op->opcode) {
-    case CSD_OPC_SLM_WRITE:
-    case CSD_OPC_SLM_READ: return slm_xfer(core, op, port, req, cpl);
-    case CSD_OPC_PROGRAM_LOAD: return program_load(core, op, port, req, cpl, false);
-    case CSD_OPC_PROGRAM_UNLOAD: return program_unload(core, op, false);
-    case CSD_OPC_NOOP:
-        cpl->dw0 = CSD_LOG_VERSION;
-        csd_core_complete(core, op, CSD_STATUS_SUCCESS);
-        return CSD_STATUS_SUCCESS;
-    case CSD_OPC_EXECUTE: {
-        std::vector<uint8_t> desc(op->bytes);
-        st = port->from_host(req, desc.data(), op->bytes);
-        if (st) {
-            set_why(cpl, "descriptor transfer");
-        } else {
-            st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(op->bytes), &op->job);
-            if (st) set_why(cpl, "descriptor");
-        }
-        if (st) {
-            csd_core_complete(core, op, st);
-            return st;
-        }
-        csd_ctx window = ctx;  // a media program reads this namespace, inside the command's window
-        window.lba_count = op->window_lbas;
-        // The timing model schedules on arrival and must know the blocks a media program
-        // reads: then it is planned here; otherwise on its compute unit (exec_queue.cc), so
-        // that submission costs O(descriptor) on the submitting thread (QEMU's main loop).
-        if (csd_core_model_on(core)) csd_exec_set_namespace(op->job, &window);
-        schedule(core, port, op, cpl);
-        cpl->program = csd_exec_program_id(op->job);
-        return csd::core::execute(core, op, &window, port, req, cpl);
-    }
-    case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
-    case CSD_OPC_SLM_LOAD:
-    case CSD_OPC_SLM_STORE: {
-        const csd_cs_copy_part part{cmd->nsid, *op};
-        return csd::core::transfer(core, &part, 1, port, req, cpl);
-    }
-    default: return kInvalidOpcode;  // every opcode csd_core_decode accepts is answered above
-    }
-}
+uint16_t submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op);
 
 }  // namespace
 
@@ -475,6 +298,19 @@ uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid)
 uint32_t csd_core_cs_mem_nsid(const csd_core *core) { return core->cs_mem_nsid; }
 
 uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const uint16_t st = submit(core, sqe, port, req, cpl, op);
+    // exact mode: a command still working past its arrival may hold the port's clock at its finish
+    if (st == CSD_CORE_LATER) csd_core_model_begin(core, port, req, cpl->finish_ns);
+    return st;
+}
+
+}  // extern "C"
+
+namespace {
+
+// csd_core_submit's routing, by queue, command set and namespace.
+uint16_t submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
     const csd_cmd *cmd = &sqe->cmd;
     *cpl = csd_cpl{};
@@ -501,6 +337,10 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
     if (copy_from_memory) return cs_copy(core, cmd, port, req, cpl);  // into an NVM namespace from memory
     return vendor_io(core, cmd, ctx, port, req, cpl, op);
 }
+
+}  // namespace
+
+extern "C" {
 
 uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, uint64_t *finish_ns)
 {

@@ -4,16 +4,18 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 #include "nvme_cs.h"
 #include "plugins.h"
-#include "program_slots.h"
+#include "bpf/slots.h"
 #include "timing_model.h"
 
 namespace csd::core {
@@ -73,9 +75,17 @@ uint16_t transfer(csd_core *core, const csd_cs_copy_part *parts, uint32_t n, con
                   const csd_cpl *cpl);
 
 // The timing model's held completions (csd_core_model_hold with a port timer), by finish.
+// Exact mode: the commands still working past arrival (csd_core_model_begin), by finish, and
+// whether the port's clock is held for one whose finish came first.
 struct HeldState {
     std::mutex mu;
     std::multimap<uint64_t, void *> by_finish;  // equal finishes in the order they came
+    bool exact = false;
+    std::multimap<uint64_t, void *> working;  // exact mode: finish -> command still working
+    std::unordered_map<void *, std::multimap<uint64_t, void *>::iterator> working_at;
+    bool clock_held = false;
+    uint64_t armed_at = 0;  // the port's timer's deadline as last armed, 0: none (or fired)
+    std::chrono::steady_clock::time_point held_since;  // host time, for model_hold_ns
 };
 
 struct ExecCmd;

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-// nvme_cs.cc - the standard NVMe computational storage commands in the core (spec/nvme_cs.h,
-// docs/nvme-cs.md): memory range sets, program activation, and Execute Program translated
-// into the vendor execute descriptor, so that both front ends run one program table on one
-// memory. The embedding only moves bytes.
+// nvme_cs.cc - the standard front end: the NVMe computational storage commands in the core
+// (spec/nvme_cs.h, docs/nvme-cs.md): memory range sets, program activation, and Execute
+// Program translated into the vendor execute descriptor, so that both front ends run one
+// program table on one memory; and their answer through the port (cs_admin, cs_io,
+// cs_copy, which the controller routes to). The embedding only moves bytes.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "bpf_program.h"
+#include "bpf/bpf.h"
 #include "core_state.h"
+#include "front_end.h"
 #include "nvme_cs.h"
 #include "program.h"
 
@@ -475,3 +477,141 @@ uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struc
 }
 
 }  // extern "C"
+
+namespace csd::core {
+
+namespace {
+
+constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
+constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+
+}  // namespace
+
+// Memory Range Set Management: create (the ranges come in, the RSID in DW0) or delete.
+uint16_t range_sets(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    switch (cmd->cdw10 & 0xF) {
+    case NVME_CS_MRSM_DELETE: return csd_core_cs_range_set_delete(core, static_cast<uint16_t>(cmd->cdw10 >> 16));
+    case NVME_CS_MRSM_CREATE: {
+        std::vector<uint8_t> ranges;
+        if (cmd->cdw11 < NVME_CS_MAX_RANGES_PER_SET) {  // else the core refuses it unread
+            ranges.resize((cmd->cdw11 + 1) * sizeof(nvme_cs_mem_range));
+            const uint16_t st = port->from_host(req, ranges.data(), ranges.size());
+            if (st) return st;
+        }
+        uint16_t rsid = 0;
+        const uint16_t st = csd_core_cs_range_set_create(core, core->cs_mem_nsid, cmd->cdw11, ranges.data(),
+                                                         static_cast<uint32_t>(ranges.size()), &rsid);
+        cpl->dw0 = rsid;
+        return st;
+    }
+    default: return kInvalidField;
+    }
+}
+
+// The standard front end's admin commands (Load Program, activation, range sets).
+uint16_t cs_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    switch (cmd->opcode) {
+    case NVME_CS_ADM_LOAD_PROGRAM: {
+        const csd_ctx ctx = no_ns_ctx(port);
+        csd_op op;
+        const uint16_t st = csd_core_cs_decode_load_program(core, cmd, &ctx, &op);
+        if (st) {
+            set_why(cpl, "load program");
+            return st;
+        }
+        return op.opcode == CSD_OPC_PROGRAM_UNLOAD ? program_unload(core, &op, true)
+                                                   : program_load(core, &op, port, req, cpl, true);
+    }
+    case NVME_CS_ADM_PROGRAM_ACTIVATION: return csd_core_cs_program_activation(core, cmd->cdw10);
+    case NVME_CS_ADM_MEMORY_RANGE_SET: return range_sets(core, cmd, port, req, cpl);
+    default: return CSD_CORE_NOT_MINE;
+    }
+}
+
+// Execute Program of the compute namespace: the ranges and parameters come in, the job is
+// the embedding's to run.
+uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const csd_cmd *cmd = &sqe->cmd;
+    const csd_cs_exec_cmd x{sqe->cdw2, sqe->cdw3, sqe->cdw4, cmd->cdw15};
+    const uint32_t len = nvme_cs_exec_data_len(x.cdw4, x.cdw15);
+    *op = csd_op{};
+    op->opcode = CSD_OPC_EXECUTE;
+    op->cmd = *cmd;
+    op->bytes = len;
+    // inline ranges and a descriptor's worth of parameters at most
+    if (len > NVME_CS_MAX_RANGES_PER_SET * sizeof(nvme_cs_mem_range) + CSD_MAX_DESC_LEN) return kInvalidField;
+    std::vector<uint8_t> data(len ? len : 1);
+    uint16_t st = len ? port->from_host(req, data.data(), len) : CSD_STATUS_SUCCESS;
+    if (st) return st;
+    st = csd_core_cs_exec_prepare(core, core->cs_mem_nsid, &x, data.data(), len, &op->job);
+    if (st) {
+        set_why(cpl, "execute program");
+        csd_core_complete(core, op, st);
+        return st;
+    }
+    schedule(core, port, op, cpl);
+    cpl->program = csd_exec_program_id(op->job);
+    return csd::core::execute(core, op, nullptr, port, req, cpl);
+}
+
+// Memory Copy (of the memory namespace) or NVM Copy format 4h (of an NVM namespace): the
+// source descriptors come in, the core makes them SLM Loads / Stores and moves them.
+uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd->cdw12));
+    if (!size) return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
+    std::vector<uint8_t> descs(nvme_cs_copy_nr(cmd->cdw12) * size);
+    uint16_t st = port->from_host(req, descs.data(), descs.size());
+    if (st) return st;
+    std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
+    uint32_t n = 0;
+    const uint32_t len = static_cast<uint32_t>(descs.size());
+    if (cmd->nsid == core->cs_mem_nsid) {
+        st = csd_core_cs_decode_memory_copy(core, cmd, descs.data(), len, port->ns_info, port->opaque, parts.data(),
+                                            &n);
+    } else {
+        csd_ctx ctx;
+        st = nsid_status(port, cmd->nsid, &ctx);
+        if (st) return st;
+        st = csd_core_cs_decode_nvm_copy(core, core->cs_mem_nsid, cmd, &ctx, descs.data(), len, parts.data(), &n);
+    }
+    if (st) {
+        set_why(cpl, "copy");
+        return st;
+    }
+    csd_op total{};
+    total.opcode = parts[0].op.opcode;
+    for (uint32_t i = 0; i < n; i++) total.bytes += parts[i].op.bytes;
+    schedule(core, port, &total, cpl);
+    return csd::core::transfer(core, parts.data(), n, port, req, cpl);
+}
+
+// I/O commands of the memory and compute namespaces.
+uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
+{
+    const csd_cmd *cmd = &sqe->cmd;
+    if (cmd->nsid != core->cs_mem_nsid) {
+        return cmd->opcode == NVME_CS_EXECUTE_PROGRAM ? cs_execute(core, sqe, port, req, cpl, op) : kInvalidOpcode;
+    }
+    switch (cmd->opcode) {
+    case NVME_CS_MEM_READ:
+    case NVME_CS_MEM_WRITE: {  // decoded as SLM Read / Write: they move the same way
+        const csd_ctx ctx = no_ns_ctx(port);
+        uint16_t st = csd_core_cs_decode_mem(core, cmd, &ctx, op);
+        if (st) {
+            set_why(cpl, "memory command");
+            return st;
+        }
+        schedule(core, port, op, cpl);
+        return slm_xfer(core, op, port, req, cpl);
+    }
+    case NVME_CS_MEM_FILL: return csd_core_cs_memory_fill(core, cmd);
+    case NVME_CS_MEM_COPY: return cs_copy(core, cmd, port, req, cpl);
+    default: return kInvalidOpcode;
+    }
+}
+
+}  // namespace csd::core

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 #include "csd_plugin.h"
 #include "csd_spec.h"

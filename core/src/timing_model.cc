@@ -219,54 +219,6 @@ uint64_t csd_core_model_nvm(csd_core *core, const csd_cmd *cmd, uint32_t lba_siz
     return core->model.schedule(w, now_ns);
 }
 
-uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, uint64_t finish_ns)
-{
-    if (!finish_ns) return 0;
-    finish_ns = std::min<uint64_t>(finish_ns, CSD_MODEL_MAX_NS);  // a signed clock's end (QEMU's timer_mod)
-    const uint64_t now = port->now_ns(port->opaque);
-    csd_core_model_done(core, finish_ns, now);
-    if (finish_ns <= now || (port->startable && !port->startable(req))) return 0;
-    if (!port->arm_timer) return finish_ns;  // the embedding's thread waits until then
-    csd::core::HeldState &h = core->held;
-    std::lock_guard<std::mutex> g(h.mu);
-    const auto at = h.by_finish.emplace(finish_ns, req);
-    if (at == h.by_finish.begin()) port->arm_timer(port->opaque, finish_ns);  // the first now
-    return finish_ns;
-}
-
-void csd_core_model_timer(csd_core *core, const csd_port *port)
-{
-    std::vector<void *> due;
-    {
-        csd::core::HeldState &h = core->held;
-        std::lock_guard<std::mutex> g(h.mu);
-        const uint64_t now = port->now_ns(port->opaque);
-        auto it = h.by_finish.begin();
-        for (; it != h.by_finish.end() && it->first <= now; ++it) due.push_back(it->second);
-        h.by_finish.erase(h.by_finish.begin(), it);
-        if (!h.by_finish.empty()) port->arm_timer(port->opaque, h.by_finish.begin()->first);
-    }
-    for (void *req : due) port->post(req);
-}
-
-void csd_core_model_release(csd_core *core, const csd_port *port)
-{
-    std::vector<void *> going;
-    {
-        csd::core::HeldState &h = core->held;
-        std::lock_guard<std::mutex> g(h.mu);
-        for (auto it = h.by_finish.begin(); it != h.by_finish.end();) {
-            if (port->startable && !port->startable(it->second)) {
-                going.push_back(it->second);
-                it = h.by_finish.erase(it);
-            } else {
-                ++it;
-            }
-        }
-    }
-    for (void *req : going) port->post(req);
-}
-
 void csd_model_work_nvm(uint8_t opcode, uint64_t bytes, csd_model_work *w)
 {
     *w = csd_model_work{};

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 namespace csd::core {
 

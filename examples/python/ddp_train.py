@@ -49,7 +49,7 @@ def prepare(drives, chunks, rows, seed=0):
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(FEATURES).astype(np.float32)
     with nvme_csd.open_many(drives) as ds:
-        ds.format()
+        ds.format(force=True)  # the drives named in --drives are the training set's (--no-prepare keeps them)
         for j in range(chunks):
             x = rng.standard_normal((rows, FEATURES)).astype(np.float32)
             y = x @ w + 0.5 + 0.01 * rng.standard_normal(rows).astype(np.float32)

@@ -30,6 +30,12 @@ typedef struct csd_range {
 int csd_open(const char *path, csd_dev **dev);
 /* Opens an NVMe node with io_uring passthrough (queue_depth commands in flight). */
 int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev);
+/* csd_open_flags' flag: open the node or backing file read-only; reads, SLM and programs
+ * that only read the namespace work, and what would change its data (csd_store_put,
+ * csd_store_remove, csd_store_format, csd_slm_store, a Write) fails with -EROFS. */
+#define CSD_OPEN_READ_ONLY 1u
+/* csd_open with flags (CSD_OPEN_READ_ONLY); csd_open(path, dev) is flags 0. */
+int csd_open_flags(const char *path, unsigned flags, csd_dev **dev);
 /* Closes the device; frees every SLM allocation made through it. */
 void csd_close(csd_dev *dev);
 /* Words describing the last failure on this thread ("Execute gemm: Invalid Parameters"). */
@@ -45,8 +51,14 @@ unsigned csd_version_number(void);
  * computational storage command sets; $CSD_FRONT_END picks, else vendor where the drive has it). */
 const char *csd_front_end(csd_dev *dev);
 
+/* The timing model's clock in ns: the in-process device's virtual clock with exact=on (the
+ * model's time, whatever the host), its host clock without; 0 for a drive elsewhere or NULL. */
+uint64_t csd_model_clock_ns(csd_dev *dev);
+
 /* SLM size, compute units and number of programs from the capabilities log. */
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *compute_units, uint32_t *nr_programs);
+/* The namespace commands go to: its LBA size in bytes and its number of LBAs (either may be NULL). */
+int csd_ns_info(csd_dev *dev, uint32_t *lba_size, uint64_t *lba_count);
 /* Allocates SLM (align: a power of two) and returns its offset. */
 int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset);
 /* Frees an allocation made by csd_slm_alloc. */
@@ -86,7 +98,13 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
 /* Object store on the namespace: put replaces; get copies at most cap bytes and sets
  * *len to the object's size (-ENOSPC if cap is too small: buf then holds no object, but
  * may hold part of an older version read before a larger one replaced it). */
+/* Writes an empty store over the namespace; -EEXIST (csd_last_error() names what it found)
+ * if the namespace holds a partition table, a filesystem or volume signature or a store. */
 int csd_store_format(csd_dev *dev);
+/* csd_store_format_flags' flag: format over whatever the namespace holds. */
+#define CSD_FORMAT_FORCE 1u
+/* csd_store_format with flags (CSD_FORMAT_FORCE); csd_store_format(dev) is flags 0. */
+int csd_store_format_flags(csd_dev *dev, unsigned flags);
 int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len);
 int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len);
 int csd_store_remove(csd_dev *dev, const char *name);

@@ -83,6 +83,17 @@ static int open_with(const char *path, const csd::OpenOptions &o, csd_dev **dev)
 
 int csd_open(const char *path, csd_dev **dev) { return open_with(path, {}, dev); }
 
+int csd_open_flags(const char *path, unsigned flags, csd_dev **dev)
+{
+    if (flags & ~CSD_OPEN_READ_ONLY) {
+        if (dev) *dev = nullptr;
+        return bad_arg("csd_open_flags: unknown flags");
+    }
+    csd::OpenOptions o;
+    o.read_only = flags & CSD_OPEN_READ_ONLY;
+    return open_with(path, o, dev);
+}
+
 int csd_open_uring(const char *path, unsigned queue_depth, csd_dev **dev)
 {
     csd::OpenOptions o;
@@ -105,6 +116,11 @@ const char *csd_front_end(csd_dev *dev)
     return dev ? csd::front_end_name(dev->dev->front_end()) : "";
 }
 
+uint64_t csd_model_clock_ns(csd_dev *dev)
+{
+    return dev ? dev->dev->model_clock_ns() : 0;
+}
+
 int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
 {
     if (!dev) return bad_arg("csd_info: dev is NULL");
@@ -112,6 +128,15 @@ int csd_info(csd_dev *dev, uint64_t *slm_size, uint32_t *cu, uint32_t *nprog)
     if (slm_size) *slm_size = c.slm_size;
     if (cu) *cu = c.compute_units;
     if (nprog) *nprog = static_cast<uint32_t>(c.programs.size());
+    return 0;
+}
+
+int csd_ns_info(csd_dev *dev, uint32_t *lba_size, uint64_t *lba_count)
+{
+    if (!dev) return bad_arg("csd_ns_info: dev is NULL");
+    const csd::NamespaceInfo ns = dev->dev->ns();
+    if (lba_size) *lba_size = ns.lba_size;
+    if (lba_count) *lba_count = ns.lba_count;
     return 0;
 }
 
@@ -231,12 +256,15 @@ int csd_program_run(csd_dev *dev, uint16_t slot, uint32_t mode, csd_range record
     });
 }
 
-int csd_store_format(csd_dev *dev)
+int csd_store_format(csd_dev *dev) { return csd_store_format_flags(dev, 0); }
+
+int csd_store_format_flags(csd_dev *dev, unsigned flags)
 {
     if (!dev) return bad_arg("csd_store_format: dev is NULL");
+    if (flags & ~CSD_FORMAT_FORCE) return bad_arg("csd_store_format_flags: unknown flags");
     return guard([&] {
         dev->store.reset();
-        csd::ObjectStore::format(*dev->dev);
+        csd::ObjectStore::format(*dev->dev, flags & CSD_FORMAT_FORCE);
     });
 }
 

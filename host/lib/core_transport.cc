@@ -77,6 +77,7 @@ CoreTransport::CoreTransport(const char *name, csd_core *core, std::unique_ptr<C
     port_ = csd_port{from_host, to_host, ns_info, port_now, this, backing_->max_transfer(), kMaxNsid,
                      ns_read, ns_write, port_complete, exclusive, run, nullptr,
                      nullptr, nullptr, whole ? port_nvm_io : nullptr, serial, model};
+    virtual_clock_ = csd_core_exact(core_) != 0;
     pool_ = std::make_unique<WorkerPool>(units);
     fork_hold_add(this, whole ? ForkLevel::device : ForkLevel::outer_device, [this] { hold_for_fork(); },
                   [this](bool child) { resume_after_fork(child); });
@@ -101,7 +102,8 @@ Completion CoreTransport::submit(const Command &cmd)
         uint64_t finish;
         return nvm(cmd, &finish);
     }
-    return submit_async(cmd).get();
+    const InFlightGate::Scope counted(gate_);
+    return dispatch(cmd, true).get();  // the drive behind answers what the core does not, on this thread
 }
 
 // Under a timing model, an NVM Read runs now and its modelled finish is returned rather than
@@ -109,8 +111,11 @@ Completion CoreTransport::submit(const Command &cmd)
 Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || !port_.nvm_io) {
-        return submit(cmd);
+    if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !port_.nvm_io) {
+        return backing_->forward_deferred(cmd, finish_ns);  // the drive behind answers Reads
+    }
+    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || virtual_clock_) {
+        return submit(cmd);  // a virtual clock's finish is no host time to wait for
     }
     const InFlightGate::Scope counted(gate_);
     const Completion r = nvm(cmd, finish_ns);
@@ -128,7 +133,7 @@ const uint8_t *CoreTransport::namespace_host_pointer()
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
 {
     const InFlightGate::Scope counted(gate_);  // until it returns; one the core ends later counts until then
-    return dispatch(cmd);
+    return dispatch(cmd, false);
 }
 
 // NVMe Abort of a command submit_async sent that has not completed: the core ends it
@@ -169,7 +174,7 @@ void CoreTransport::resume_after_fork(bool child)
 // nvm_io where it is the whole controller; SLM Load / Store, the copies and Compare and
 // Write over its namespace I/O), or prepares an Execute's job for a compute unit; one it
 // does not know goes to the drive behind.
-std::future<Completion> CoreTransport::dispatch(const Command &cmd)
+std::future<Completion> CoreTransport::dispatch(const Command &cmd, bool sync)
 {
     const csd_sqe sqe{core_cmd(cmd), cmd.cdw2, cmd.cdw3, 0, cmd.admin};
     csd_cpl cpl;
@@ -186,8 +191,8 @@ std::future<Completion> CoreTransport::dispatch(const Command &cmd)
     unlist(req);
     delete req;
     gate_.leave();
-    if (st == CSD_CORE_NOT_MINE) return backing_->forward_async(cmd);
-    wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
+    if (st == CSD_CORE_NOT_MINE) return sync ? ready(backing_->forward(cmd)) : backing_->forward_async(cmd);
+    settle(hold(nullptr, cpl.finish_ns));
     return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
 }
 
@@ -203,7 +208,12 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish)
 {
     Cmd c{this, &cmd};
     const csd_cmd dw = core_cmd(cmd);
-    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    const Completion r{csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    if (virtual_clock_ && *finish) {  // the virtual clock moves there now
+        settle(*finish);
+        *finish = 0;
+    }
+    return r;
 }
 
 // The port: host memory is the command's buffer.
@@ -234,7 +244,36 @@ int CoreTransport::ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
     return 0;
 }
 
-uint64_t CoreTransport::port_now(void *) { return now_ns(); }
+uint64_t CoreTransport::port_now(void *self)
+{
+    const auto *t = static_cast<const CoreTransport *>(self);
+    return t->virtual_clock_ ? t->vclock_.load() : now_ns();
+}
+
+// Until when the model holds a completion of command req (0: post it now): the core's
+// hold on the host clock (it counts the delay, or an overrun); on a virtual clock its
+// finish, by definition its time (other threads' commands may have moved the clock past
+// it meanwhile: no overrun of this one).
+uint64_t CoreTransport::hold(void *req, uint64_t finish)
+{
+    return virtual_clock_ ? finish : csd_core_model_hold(core_, &port_, req, finish);
+}
+
+// A completion the model holds until finish (0: none): on the host clock its thread waits
+// until then; on a virtual clock the clock moves to it (never back) and it is posted now.
+void CoreTransport::settle(uint64_t finish)
+{
+    if (!virtual_clock_) {
+        wait_until(finish);
+        return;
+    }
+    uint64_t at = vclock_.load();
+    while (finish > at && !vclock_.compare_exchange_weak(at, finish)) {
+    }
+}
+
+// The timing model's clock: the virtual one (exact=on), else the host's steady clock.
+uint64_t CoreTransport::model_clock_ns() const { return port_now(const_cast<CoreTransport *>(this)); }
 
 // Namespace I/O of the port (the core checked the range): done at once, by the backing.
 void CoreTransport::ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
@@ -255,7 +294,7 @@ void CoreTransport::port_complete(void *req, uint16_t status, const csd_cpl *cpl
     auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
     CoreTransport *t = r->t;
     t->unlist(r);
-    wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));
+    t->settle(t->hold(req, cpl->finish_ns));
     r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
     delete r;
     t->gate_.leave();

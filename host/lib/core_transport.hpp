@@ -7,6 +7,7 @@
 // Reads and Writes (transport_host.cc).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -42,6 +43,12 @@ public:
     virtual Completion forward(const Command &cmd) = 0;
     // The same, its completion in a future.
     virtual std::future<Completion> forward_async(const Command &cmd) = 0;
+    // The same as Transport::submit_deferred of the drive behind (its modelled finish).
+    virtual Completion forward_deferred(const Command &cmd, uint64_t *finish_ns)
+    {
+        *finish_ns = 0;
+        return forward(cmd);
+    }
     // NVMe Abort of a forwarded command in flight; false if it cannot.
     virtual bool abort_forwarded(const Command &) { return false; }
     // The port's exclusive: takes (on) or gives back the bytes [off, off + len) against
@@ -72,19 +79,24 @@ public:
     const uint8_t *namespace_host_pointer() override;
     std::future<Completion> submit_async(const Command &cmd) override;
     bool abort(const Command &cmd) override;
+    uint64_t model_clock_ns() const override;
 
 private:
     struct Cmd;
     struct Req;
     void hold_for_fork();
     void resume_after_fork(bool child);
-    std::future<Completion> dispatch(const Command &cmd);
+    // sync: the caller waits for it (a command the core does not answer goes to the drive
+    // on this thread, not through the drive's asynchronous path).
+    std::future<Completion> dispatch(const Command &cmd, bool sync);
     void unlist(Req *req);
     Completion nvm(const Command &cmd, uint64_t *finish);
     static uint16_t from_host(void *req, void *buf, uint64_t len);
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
-    static uint64_t port_now(void *);
+    static uint64_t port_now(void *self);
+    void settle(uint64_t finish);
+    uint64_t hold(void *req, uint64_t finish);
     static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
     static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
                          void *arg);
@@ -102,6 +114,11 @@ private:
     std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     InFlightGate gate_;  // commands in flight, for fork()
+    // exact=on: the model's own clock, not the host's: a command arrives at it and its
+    // completion moves it to the modelled finish, at once (csd_core_exact); one clock for
+    // every thread, so a thread's time includes what other threads' commands did meanwhile
+    bool virtual_clock_ = false;
+    std::atomic<uint64_t> vclock_{0};
 };
 
 }  // namespace csd

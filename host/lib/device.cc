@@ -105,7 +105,7 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end)
 Device::~Device() = default;
 
 Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path)
-    : transport_(std::move(transport)), path_(path)
+    : transport_(std::move(transport)), path_(path), read_only_(transport_->read_only())
 {
     // Identify Controller: vendor-specific bytes 3072..3075 carry the signature.
     std::vector<uint8_t> id(4096);
@@ -171,6 +171,7 @@ uint8_t *Device::slm_host_pointer() { return transport_->slm_host_pointer(); }
 // One command to the drive, counted on the bus (host mode counts what it sends the drive).
 Completion Device::send(const Command &cmd)
 {
+    if (read_only_) refuse_if_writes(cmd, ns().nsid);  // host mode's SLM Store too
     if (counts_sends_) count(cmd);
     return transport_->submit(cmd);
 }
@@ -379,6 +380,8 @@ Statistics Device::stats()
     s.model_compute_busy_ns = v[CSD_STAT_MODEL_COMPUTE_BUSY_NS];
     s.model_delay_ns = v[CSD_STAT_MODEL_DELAY_NS];
     s.model_overruns = v[CSD_STAT_MODEL_OVERRUNS];
+    s.model_holds = v[CSD_STAT_MODEL_HOLDS];
+    s.model_hold_ns = v[CSD_STAT_MODEL_HOLD_NS];
     std::copy(std::begin(v), std::end(v), s.counters.begin());
     static_assert(sizeof(s.per_program) == 8 * CSD_STATS_PER_PROGRAM_COUNT, "one counter per program id");
     std::memcpy(s.per_program.data(), page.data() + CSD_STATS_PER_PROGRAM_OFFSET, sizeof(s.per_program));

@@ -115,10 +115,12 @@ void DriveSet::on_each(const char *what, const F &f)
     }
 }
 
-void DriveSet::format()
+void DriveSet::format(bool force)
 {
+    // every drive looked at before any is written: one that holds something spares them all
+    if (!force) on_each("format", [this](size_t i) { ObjectStore::check_blank(*drives_[i]); });
     for (auto &s : stores_) s.reset();
-    on_each("format", [this](size_t i) { ObjectStore::format(*drives_[i]); });
+    on_each("format", [this](size_t i) { ObjectStore::format(*drives_[i], true); });
 }
 
 void DriveSet::drop_other_forms(const std::string &name, bool keep_striped, bool keep_home, bool keep_copies)

@@ -9,3 +9,9 @@ extern "C" csd::Transport *csd_emu_make_transport(const std::string *spec)
 {
     return csd::make_inproc_transport(*spec).release();
 }
+
+// The same, read-only where flags has CSD_EMU_READ_ONLY.
+extern "C" csd::Transport *csd_emu_make_transport_flags(const std::string *spec, unsigned flags)
+{
+    return csd::make_inproc_transport(*spec, flags & CSD_EMU_READ_ONLY).release();
+}

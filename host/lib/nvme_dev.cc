@@ -19,7 +19,7 @@
 
 namespace csd {
 
-NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
+NvmeDev::NvmeDev(const std::string &path, bool want_generic, bool read_only) : path_(path)
 {
     std::smatch m;
     static const std::regex node(R"(/dev/(nvme|ng)(\d+)n(\d+))");
@@ -31,7 +31,7 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic) : path_(path)
     if (want_generic) {
         path_ = "/dev/ng" + ctrl + "n" + nsn;
     }
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    fd_ = ::open(path_.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     if (fd_ < 0) {
         throw Error("open " + path_, errno);
     }

@@ -13,8 +13,9 @@ namespace csd {
 
 class NvmeDev {
 public:
-    // Opens the device (for io_uring, the generic char device /dev/ngXnY is used).
-    NvmeDev(const std::string &path, bool want_generic);
+    // Opens the device (for io_uring, the generic char device /dev/ngXnY is used); read_only:
+    // O_RDONLY (the other namespaces' nodes, for SLM, stay read-write).
+    NvmeDev(const std::string &path, bool want_generic, bool read_only = false);
     ~NvmeDev();
     NvmeDev(const NvmeDev &) = delete;
     NvmeDev &operator=(const NvmeDev &) = delete;

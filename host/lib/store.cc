@@ -50,6 +50,7 @@ constexpr char kMagic[8] = {'C', 'S', 'D', 'S', 'T', 'O', 'R', '1'};
 constexpr uint32_t kVersion1 = 1;  // full catalog only; still read, replaced on first update
 constexpr uint32_t kVersion = 2;   // base catalog + journal
 constexpr uint64_t kFirstDataBlock = 2;
+constexpr uint64_t kSignatureBytes = 72 << 10;  // format looks for signatures in the first 72 KiB
 
 #pragma pack(push, 1)
 struct SuperblockV1 {
@@ -217,13 +218,109 @@ static uint32_t block_size_for(Device &dev)
     return std::max<uint32_t>(4096, dev.ns().lba_size);
 }
 
-void ObjectStore::format(Device &dev)
+namespace {
+
+// What a namespace's first bytes (head, from byte 0) and last bytes (tail, ending at its last
+// byte) show it holds: a partition table, a filesystem or volume signature, an object store;
+// "" if none of those this knows (blkid's places for them). Two LBA sizes are tried for the
+// GPT, since a drive formatted to another LBA size keeps the table where it was written.
+std::string signature_found(const std::vector<uint8_t> &head, const std::vector<uint8_t> &tail, uint32_t store_block)
 {
+    auto at = [&](uint64_t pos, const std::string &magic) {
+        return pos + magic.size() <= head.size() && std::memcmp(head.data() + pos, magic.data(), magic.size()) == 0;
+    };
+    auto quoted = [](const std::string &magic, uint64_t pos) {
+        return "'" + magic + "' at byte " + std::to_string(pos);
+    };
+    for (const uint64_t pos : {uint64_t{0}, uint64_t{store_block}}) {
+        if (at(pos, std::string(kMagic, 8))) return "an object store (superblock " + quoted("CSDSTOR1", pos) + ")";
+    }
+    for (const uint32_t lba : {512u, 4096u}) {
+        if (at(lba, "EFI PART")) {
+            return "a GPT partition table (LBA 1 'EFI PART', " + std::to_string(lba) + "-byte LBAs)";
+        }
+        if (tail.size() >= lba && std::memcmp(tail.data() + tail.size() - lba, "EFI PART", 8) == 0) {
+            return "a GPT partition table (its backup header 'EFI PART' in the last LBA, " + std::to_string(lba) +
+                   "-byte LBAs)";
+        }
+    }
+    if (at(0, std::string("LUKS\xba\xbe", 6))) return "a LUKS encrypted volume ('LUKS\\xba\\xbe' at byte 0)";
+    if (at(0, "XFSB")) return "an XFS filesystem (" + quoted("XFSB", 0) + ")";
+    if (at(1080, "\x53\xEF")) return "an ext2/3/4 filesystem (magic EF53h at byte 1080)";
+    if (at(65600, "_BHRfS_M")) return "a btrfs filesystem (" + quoted("_BHRfS_M", 65600) + ")";
+    if (at(32769, "CD001")) return "an ISO 9660 filesystem (" + quoted("CD001", 32769) + ")";
+    for (const uint64_t page : {4096u, 8192u, 16384u, 65536u}) {
+        for (const char *magic : {"SWAPSPACE2", "SWAP-SPACE"}) {
+            if (at(page - 10, magic)) return "a swap area (" + quoted(magic, page - 10) + ")";
+        }
+    }
+    for (const uint64_t sector : {0u, 512u, 1024u, 1536u}) {
+        if (at(sector, "LABELONE") && at(sector + 24, "LVM2 001")) {
+            return "an LVM2 physical volume (" + quoted("LABELONE", sector) + ")";
+        }
+    }
+    for (const uint64_t pos : {uint64_t{0}, uint64_t{4096}}) {
+        if (at(pos, "\xfc\x4e\x2b\xa9")) return "a Linux RAID (md) member (magic A92B4EFCh at byte " + std::to_string(pos) + ")";
+    }
+    if (at(3, "NTFS    ")) return "an NTFS filesystem (" + quoted("NTFS", 3) + ")";
+    if (at(3, "EXFAT   ")) return "an exFAT filesystem (" + quoted("EXFAT", 3) + ")";
+    const bool boot_signature = at(510, "\x55\xAA");
+    if (boot_signature) {
+        for (const auto &[pos, fat] : {std::pair<uint64_t, const char *>{54, "FAT12"}, {54, "FAT16"}, {54, "FAT  "}, {82, "FAT32"}}) {
+            if (at(pos, fat)) return "a FAT filesystem (" + quoted(fat, pos) + " and 55AAh at byte 510)";
+        }
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *e = head.data() + 446 + 16 * i;
+            if (std::any_of(e, e + 16, [](uint8_t b) { return b != 0; })) {
+                char type[8];
+                std::snprintf(type, sizeof type, "%02Xh", e[4]);
+                return std::string("an MBR partition table (55AAh at byte 510, partition ") + std::to_string(i + 1) +
+                       " of type " + type + (e[4] == 0xEE ? ": the protective entry of a GPT disk" : "") + ")";
+            }
+        }
+    }
+    return "";
+}
+
+// Throws EROFS for what (a write of the store) where the device was opened read-only.
+void refuse_read_only(const Device &dev, const std::string &what)
+{
+    if (dev.read_only()) {
+        throw Error(what + " refused, nothing written: the device was opened read-only (csdctl --read-only, "
+                           "read_only=True, CSD_OPEN_READ_ONLY, OpenOptions::read_only)",
+                    EROFS);
+    }
+}
+
+}  // namespace
+
+void ObjectStore::check_blank(Device &dev)
+{
+    const uint32_t lba = dev.ns().lba_size;
+    const uint64_t head_lbas = std::min<uint64_t>(dev.ns().lba_count, (kSignatureBytes + lba - 1) / lba);
+    const uint64_t tail_lbas = std::min<uint64_t>(dev.ns().lba_count, (4096 + lba - 1) / lba);
+    std::vector<uint8_t> head(head_lbas * lba), tail(tail_lbas * lba);
+    dev.read_lbas(0, head_lbas, head.data());
+    dev.read_lbas(dev.ns().lba_count - tail_lbas, tail_lbas, tail.data());
+    const std::string found = signature_found(head, tail, block_size_for(dev));
+    if (!found.empty()) {
+        throw Error("format: the namespace holds " + found +
+                        "; formatting would overwrite it: format with force (csdctl format --force, "
+                        "ObjectStore::format(dev, true), csd_store_format_flags(dev, CSD_FORMAT_FORCE), "
+                        "store.format(force=True)) if that is what you want",
+                    EEXIST);
+    }
+}
+
+void ObjectStore::format(Device &dev, bool force)
+{
+    refuse_read_only(dev, "format");
     const uint32_t bs = block_size_for(dev);
     const uint64_t total = dev.ns().lba_count * dev.ns().lba_size / bs;
     if (total < kFirstDataBlock + 2) {
         throw Error("format: the namespace is too small for an object store", ENOSPC);
     }
+    if (!force) check_blank(dev);  // a real drive treated with care: look before writing over it
     const uint64_t lpb = bs / dev.ns().lba_size;
     std::vector<uint8_t> blk(bs, 0);
     dev.write_lbas(lpb, lpb, blk.data());  // slot B: nothing valid
@@ -327,6 +424,25 @@ ObjectStore::State ObjectStore::refresh() const
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(attempt + 1));
     }
+}
+
+// The newest state without a copy: cache_, kept while neither superblock slot changed since it
+// was read (the state follows from their bytes and the base catalog they name, which
+// load_base() reuses on the same terms), else read again by refresh(). Call with mu_ held; the
+// reference is good until the next refresh. Two reads of a block instead of decoding the whole
+// catalog: a stat of one object among hundreds no longer costs hundreds of microseconds
+// (the layer loader stats each tensor twice a landing).
+const ObjectStore::State &ObjectStore::current() const
+{
+    if (cache_) {
+        std::vector<uint8_t> a(block_), b(block_);
+        dev_.read_lbas(0, lbas_per_block_, a.data());
+        dev_.read_lbas(lbas_per_block_, lbas_per_block_, b.data());
+        const State &c = *cache_;
+        if ((a == c.this_slot && b == c.other_slot) || (a == c.other_slot && b == c.this_slot)) return c;
+    }
+    refresh();
+    return *cache_;
 }
 
 ObjectStore::ObjectStore(Device &dev) : dev_(dev)
@@ -573,6 +689,7 @@ static std::string catalog_dtype(const std::string &name, const std::string &dty
 void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes, const std::string &type,
                       const std::vector<uint64_t> &shape, const Progress &progress)
 {
+    refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     std::lock_guard<std::mutex> g(mu_);
@@ -596,7 +713,7 @@ void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes,
 ObjectInfo ObjectStore::stat(const std::string &name) const
 {
     std::lock_guard<std::mutex> g(mu_);
-    const State s = refresh();
+    const State &s = current();
     auto it = s.contents.objects.find(name);
     if (it == s.contents.objects.end()) {
         throw Error("object '" + name + "'", ENOENT);
@@ -607,14 +724,14 @@ ObjectInfo ObjectStore::stat(const std::string &name) const
 bool ObjectStore::exists(const std::string &name) const
 {
     std::lock_guard<std::mutex> g(mu_);
-    return refresh().contents.objects.count(name) != 0;
+    return current().contents.objects.count(name) != 0;
 }
 
 std::vector<ObjectInfo> ObjectStore::list() const
 {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<ObjectInfo> v;
-    for (const auto &[n, o] : refresh().contents.objects) v.push_back(o);
+    for (const auto &[n, o] : current().contents.objects) v.push_back(o);
     return v;
 }
 
@@ -628,6 +745,7 @@ std::vector<Reservation> ObjectStore::reservations() const
 
 size_t ObjectStore::reclaim(uint64_t max_age_s)
 {
+    refuse_read_only(dev_, "reclaim");
     std::lock_guard<std::mutex> g(mu_);
     size_t n = 0;
     update([&](const State &s) {
@@ -853,6 +971,7 @@ std::vector<uint8_t> ObjectStore::get(const std::string &name, const Progress &p
 
 void ObjectStore::remove(const std::string &name)
 {
+    refuse_read_only(dev_, "remove object '" + name + "'");
     std::lock_guard<std::mutex> g(mu_);
     update([&](const State &s) {
         if (!s.contents.objects.count(name)) throw Error("remove object '" + name + "'", ENOENT);
@@ -872,6 +991,7 @@ SlmBuffer ObjectStore::load(const std::string &name)
 void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &type,
                                const std::vector<uint64_t> &shape)
 {
+    refuse_read_only(dev_, "put of object '" + name + "' from SLM");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
     const uint64_t blocks = blocks_for(bytes);
@@ -902,6 +1022,7 @@ void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, ui
 
 FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec, const std::string &dst)
 {
+    refuse_read_only(dev_, "filter into object '" + dst + "'");
     const ObjectInfo in = stat(src);
     FilterSpec s = spec;
     if (s.record_size == 0 || in.bytes % s.record_size != 0) {

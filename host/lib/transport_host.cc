@@ -65,7 +65,7 @@ public:
 
     Completion forward(const Command &cmd) override
     {
-        on_bus_(cmd);
+        count(cmd);
         try {
             return drive_->submit(cmd);
         } catch (const Error &) {
@@ -74,13 +74,24 @@ public:
     }
     std::future<Completion> forward_async(const Command &cmd) override
     {
-        on_bus_(cmd);
+        count(cmd);
         return drive_->submit_async(cmd);
+    }
+    Completion forward_deferred(const Command &cmd, uint64_t *finish_ns) override
+    {
+        count(cmd);
+        return drive_->submit_deferred(cmd, finish_ns);
     }
     bool abort_forwarded(const Command &cmd) override { return drive_->abort(cmd); }
     const uint8_t *mapping() override { return drive_->namespace_host_pointer(); }
 
 private:
+    // The bus counts I/O commands, as Device does (log pages and Identify are not counted).
+    void count(const Command &cmd)
+    {
+        if (!cmd.admin) on_bus_(cmd);
+    }
+
     std::unique_ptr<Transport> drive_;
     NamespaceInfo ns_;
     std::function<void(const Command &)> on_bus_;
@@ -105,8 +116,9 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
         throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: " + why, ENOMEM);
     }
     csd_core_set_compare_write(core, 0);
+    const char *name = drive->name();  // the drive's transport (ioctl, uring, inproc): a string literal
     auto backing = std::make_unique<DriveBacking>(std::move(drive), std::move(on_bus));
-    return std::make_unique<CoreTransport>("host", core, std::move(backing), units, "", "");
+    return std::make_unique<CoreTransport>(name, core, std::move(backing), units, "", "");
 }
 
 }  // namespace csd

@@ -52,14 +52,15 @@ std::string options_help()
 // The namespace in a backing file: the core is the whole controller over it.
 class FileBacking : public CoreBacking {
 public:
-    FileBacking(const std::string &path, uint32_t lba, uint64_t size) : path_(path)
+    FileBacking(const std::string &path, uint32_t lba, uint64_t size, bool read_only) : path_(path)
     {
-        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        fd_ = read_only ? ::open(path_.c_str(), O_RDONLY | O_CLOEXEC)
+                        : ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd_ < 0) throw Error("emu: open " + path_, errno);
         struct stat st;
         fstat(fd_, &st);
-        if (st.st_size == 0 && ftruncate(fd_, static_cast<off_t>(size)) != 0) {
-            const int e = errno;
+        if (st.st_size == 0 && (read_only || ftruncate(fd_, static_cast<off_t>(size)) != 0)) {
+            const int e = read_only ? ENODATA : errno;  // read-only: an empty file holds no namespace
             ::close(fd_);
             throw Error("emu: size " + path_, e);
         }
@@ -171,7 +172,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Transport> make_inproc_transport(const std::string &spec)
+std::unique_ptr<Transport> make_inproc_transport(const std::string &spec, bool read_only)
 {
     const size_t q = spec.find('?');
     const std::string path = spec.substr(0, q);
@@ -186,7 +187,8 @@ std::unique_ptr<Transport> make_inproc_transport(const std::string &spec)
     if (read > 0) throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
     if (read < 0 || csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
     if (path.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
-    auto backing = std::make_unique<FileBacking>(path, static_cast<uint32_t>(cfg.lba_size), cfg.backing_size);
+    auto backing = std::make_unique<FileBacking>(path, static_cast<uint32_t>(cfg.lba_size), cfg.backing_size,
+                                                  read_only);
     csd_core *core = csd_core_new_config(&cfg, why, sizeof why);
     const uint32_t nsid = backing->ns().nsid;
     const auto taken = [](void *n, uint32_t id) { return id == *static_cast<const uint32_t *>(n) ? 1 : 0; };

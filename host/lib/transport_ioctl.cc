@@ -9,7 +9,7 @@ namespace {
 
 class TransportIoctl : public Transport {
 public:
-    explicit TransportIoctl(const std::string &path) : dev_(path, false) {}
+    TransportIoctl(const std::string &path, bool read_only) : dev_(path, false, read_only) {}
     const char *name() const override { return "ioctl"; }
     Completion submit(const Command &cmd) override { return dev_.ioctl_submit(cmd); }
     uint32_t max_transfer() const override { return dev_.max_transfer(); }
@@ -21,9 +21,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ioctl_transport(const std::string &path)
+std::unique_ptr<Transport> make_ioctl_transport(const std::string &path, bool read_only)
 {
-    return std::make_unique<TransportIoctl>(path);
+    return std::make_unique<TransportIoctl>(path, read_only);
 }
 
 }  // namespace csd

@@ -30,7 +30,8 @@ constexpr uint64_t kWake = ~0ull;
 // complete only at the next timer tick). An eventfd read in the ring wakes it for new work.
 class TransportUring : public Transport {
 public:
-    TransportUring(const std::string &path, unsigned depth) : dev_(path, true), depth_(depth ? depth : 64)
+    TransportUring(const std::string &path, unsigned depth, bool read_only)
+        : dev_(path, true, read_only), depth_(depth ? depth : 64)
     {
         io_uring_params p{};
         p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
@@ -201,9 +202,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Transport> make_uring_transport(const std::string &path, unsigned queue_depth)
+std::unique_ptr<Transport> make_uring_transport(const std::string &path, unsigned queue_depth, bool read_only)
 {
-    return std::make_unique<TransportUring>(path, queue_depth);
+    return std::make_unique<TransportUring>(path, queue_depth, read_only);
 }
 
 }  // namespace csd

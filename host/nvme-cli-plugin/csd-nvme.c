@@ -47,7 +47,7 @@ static const char *const nsid_help = "namespace id (default: the namespace of a 
 	OPT_UINT("namespace-id", 'n', &(cfg).nsid, nsid_help)
 
 /* What slm-read and slm-write take. */
-struct csd_slm_cfg {
+struct csdp_slm_cfg {
 	__u64 offset, length;
 	char *data;
 	bool raw_binary;
@@ -56,7 +56,7 @@ struct csd_slm_cfg {
 };
 
 /* One invocation: the open device and what every command needs to know of it. */
-struct csd_cli {
+struct csdp_cli {
 	struct nvme_dev *dev;
 	int fd;
 	__u32 nsid;
@@ -66,7 +66,7 @@ struct csd_cli {
 };
 
 /* Words for an NVMe status: the command set's name (csd_spec.h), else libnvme's. */
-static const char *csd_status_words(int status)
+static const char *csdp_status_words(int status)
 {
 	const char *name = csd_status_name((uint16_t)status);
 
@@ -77,13 +77,13 @@ static const char *csd_status_words(int status)
  * Reports a failure of c->what (with detail, may be NULL): an NVMe status by name and
  * value, or an OS error; as one JSON object on stdout under -o json. Returns err.
  */
-static int csd_report(const struct csd_cli *c, int err, const char *detail)
+static int csdp_report(const struct csdp_cli *c, int err, const char *detail)
 {
 	char msg[512];
 	int e = err == -1 ? errno : -err;
 
 	if (err > 0)
-		snprintf(msg, sizeof(msg), "NVMe status: %s (%#x)%s%s", csd_status_words(err), err,
+		snprintf(msg, sizeof(msg), "NVMe status: %s (%#x)%s%s", csdp_status_words(err), err,
 			 detail ? ": " : "", detail ? detail : "");
 	else
 		snprintf(msg, sizeof(msg), "%s%s%s", detail ? detail : "", detail ? ": " : "",
@@ -95,7 +95,7 @@ static int csd_report(const struct csd_cli *c, int err, const char *detail)
 		json_object_add_value_string(o, "error", msg);
 		if (err > 0) {
 			json_object_add_value_uint64(o, "status", err);
-			json_object_add_value_string(o, "status_name", csd_status_words(err));
+			json_object_add_value_string(o, "status_name", csdp_status_words(err));
 			json_object_object_add(o, "dnr", json_object_new_boolean(!!(err & CSD_STATUS_DNR)));
 		} else {
 			json_object_add_value_int(o, "errno", e);
@@ -110,7 +110,7 @@ static int csd_report(const struct csd_cli *c, int err, const char *detail)
 }
 
 /* Reports a usage error of c->what (printf-style) and returns -EINVAL. */
-static int __attribute__((format(printf, 2, 3))) csd_usage(const struct csd_cli *c, const char *fmt, ...)
+static int __attribute__((format(printf, 2, 3))) csdp_usage(const struct csdp_cli *c, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -134,7 +134,7 @@ static int __attribute__((format(printf, 2, 3))) csd_usage(const struct csd_cli 
 }
 
 /* Closes the device of an invocation. */
-static void csd_close(struct csd_cli *c)
+static void csdp_close(struct csdp_cli *c)
 {
 	if (c->dev)
 		dev_close(c->dev);
@@ -147,7 +147,7 @@ static void csd_close(struct csd_cli *c)
  * and nsid point at the options' values, read after parsing. Returns 0 or an
  * error (already reported).
  */
-static int csd_open(struct csd_cli *c, const char *what, int argc, char **argv, const char *desc,
+static int csdp_open(struct csdp_cli *c, const char *what, int argc, char **argv, const char *desc,
 		    const struct argconfig_commandline_options *opts, char *const *fmt,
 		    const __u32 *nsid, bool need_ns)
 {
@@ -163,17 +163,17 @@ static int csd_open(struct csd_cli *c, const char *what, int argc, char **argv, 
 	c->fd = dev_fd(c->dev);
 	flags = validate_output_format(*fmt);
 	if (flags < 0) {
-		err = csd_usage(c, "unknown output format '%s' (normal, json or binary)", *fmt);
+		err = csdp_usage(c, "unknown output format '%s' (normal, json or binary)", *fmt);
 		goto fail;
 	}
 	c->flags = flags;
 	err = nvme_identify_ctrl(c->fd, &id);
 	if (err) {
-		csd_report(c, err, "Identify Controller");
+		csdp_report(c, err, "Identify Controller");
 		goto fail;
 	}
 	if (memcmp(&id.vs[CSD_ID_VS_OFFSET - offsetof(struct nvme_id_ctrl, vs)], CSD_ID_SIGNATURE, 4)) {
-		err = csd_usage(c, "%s is not a CSD (Identify Controller bytes %u..%u are not \"%s\")",
+		err = csdp_usage(c, "%s is not a CSD (Identify Controller bytes %u..%u are not \"%s\")",
 				c->dev->name, CSD_ID_VS_OFFSET, CSD_ID_VS_OFFSET + 3, CSD_ID_SIGNATURE);
 		goto fail;
 	}
@@ -183,18 +183,18 @@ static int csd_open(struct csd_cli *c, const char *what, int argc, char **argv, 
 		c->max_xfer = CSD_CLI_MAX_XFER;
 	c->nsid = nsid ? *nsid : 0;
 	if (need_ns && !c->nsid && nvme_get_nsid(c->fd, &c->nsid)) {
-		err = csd_usage(c, "%s is a controller: give a namespace node (/dev/ngXnY) or --namespace-id",
+		err = csdp_usage(c, "%s is a controller: give a namespace node (/dev/ngXnY) or --namespace-id",
 				c->dev->name);
 		goto fail;
 	}
 	return 0;
 fail:
-	csd_close(c);
+	csdp_close(c);
 	return err;
 }
 
 /* Sends one command of the command set on c's namespace; *result (may be NULL) gets DW0 | DW1 << 32. */
-static int csd_cmd(const struct csd_cli *c, __u8 opcode, __u32 cdw10, __u32 cdw11, __u32 cdw12,
+static int csdp_cmd(const struct csdp_cli *c, __u8 opcode, __u32 cdw10, __u32 cdw11, __u32 cdw12,
 		   __u32 cdw13, __u32 cdw14, void *data, __u32 len, __u64 *result)
 {
 	struct nvme_passthru_cmd64 cmd = {
@@ -213,7 +213,7 @@ static int csd_cmd(const struct csd_cli *c, __u8 opcode, __u32 cdw10, __u32 cdw1
 }
 
 /* Reads log page lid (C0h or C1h, csd_log_page_size bytes) into buf. */
-static int csd_get_log(const struct csd_cli *c, __u8 lid, void *buf)
+static int csdp_get_log(const struct csdp_cli *c, __u8 lid, void *buf)
 {
 	struct nvme_get_log_args args = {
 		.lpo = 0,
@@ -235,22 +235,22 @@ static int csd_get_log(const struct csd_cli *c, __u8 lid, void *buf)
 	int err = nvme_get_log_page(c->fd, 4096, &args);
 
 	if (err)
-		return csd_report(c, err, lid == CSD_LOG_CAPABILITIES ? "Get Log Page C0h" : "Get Log Page C1h");
+		return csdp_report(c, err, lid == CSD_LOG_CAPABILITIES ? "Get Log Page C0h" : "Get Log Page C1h");
 	return 0;
 }
 
 /* The capabilities page of c's device, checked; *entries: how many program entries it holds. */
-static int csd_get_caps(const struct csd_cli *c, __u8 *page, struct csd_caps_log **caps,
+static int csdp_get_caps(const struct csdp_cli *c, __u8 *page, struct csd_caps_log **caps,
 			__u32 *entries)
 {
 	const __u32 fit = (CSD_LOG_PAGE_SIZE - CSD_CAPS_ENTRIES_OFFSET) / sizeof(struct csd_caps_entry);
-	int err = csd_get_log(c, CSD_LOG_CAPABILITIES, page);
+	int err = csdp_get_log(c, CSD_LOG_CAPABILITIES, page);
 
 	if (err)
 		return err;
 	*caps = (struct csd_caps_log *)page;
 	if (memcmp((*caps)->magic, CSD_CAPS_MAGIC, 4))
-		return csd_usage(c, "log page C0h does not start with \"%s\"", CSD_CAPS_MAGIC);
+		return csdp_usage(c, "log page C0h does not start with \"%s\"", CSD_CAPS_MAGIC);
 	*entries = (*caps)->nr_programs < fit ? (*caps)->nr_programs : fit;
 	return 0;
 }
@@ -259,7 +259,7 @@ static int csd_get_caps(const struct csd_cli *c, __u8 *page, struct csd_caps_log
  * Opens the device for a command that shows a log page (info, stats, program-list): -o,
  * and -b for the page's bytes; *raw: -b or -o binary.
  */
-static int csd_open_log(struct csd_cli *c, const char *what, int argc, char **argv,
+static int csdp_open_log(struct csdp_cli *c, const char *what, int argc, char **argv,
 			const char *desc, bool *raw)
 {
 	struct config {
@@ -274,13 +274,13 @@ static int csd_open_log(struct csd_cli *c, const char *what, int argc, char **ar
 		OPT_END()
 	};
 
-	err = csd_open(c, what, argc, argv, desc, opts, &cfg.output_format, NULL, false);
+	err = csdp_open(c, what, argc, argv, desc, opts, &cfg.output_format, NULL, false);
 	*raw = !err && (cfg.raw_binary || c->flags == BINARY);
 	return err;
 }
 
 /* Words for a program type of C0h. */
-static const char *csd_program_type_name(__u8 type)
+static const char *csdp_program_type_name(__u8 type)
 {
 	switch (type) {
 	case CSD_PROGRAM_DEVICE: return "device-defined";
@@ -291,14 +291,14 @@ static const char *csd_program_type_name(__u8 type)
 }
 
 /* A C0h entry's name as a C string (the field holds up to 24 bytes, NUL-padded). */
-static void csd_entry_name(const struct csd_caps_entry *e, char out[25])
+static void csdp_entry_name(const struct csd_caps_entry *e, char out[25])
 {
 	memcpy(out, e->name, 24);
 	out[24] = 0;
 }
 
 /* Prints the program entries of C0h (text) or returns them as a JSON array. */
-static struct json_object *csd_show_programs(const struct csd_caps_log *caps, __u32 entries,
+static struct json_object *csdp_show_programs(const struct csd_caps_log *caps, __u32 entries,
 					     bool json)
 {
 	struct json_object *list = json ? json_create_array() : NULL;
@@ -310,24 +310,24 @@ static struct json_object *csd_show_programs(const struct csd_caps_log *caps, __
 	for (i = 0; i < entries; i++) {
 		const struct csd_caps_entry *e = &caps->programs[i];
 
-		csd_entry_name(e, name);
+		csdp_entry_name(e, name);
 		if (json) {
 			struct json_object *p = json_create_object();
 
 			json_object_add_value_uint64(p, "id", e->id);
 			json_object_add_value_string(p, "name", name);
 			json_object_add_value_uint64(p, "type", e->type);
-			json_object_add_value_string(p, "type_name", csd_program_type_name(e->type));
+			json_object_add_value_string(p, "type_name", csdp_program_type_name(e->type));
 			json_array_add_value_object(list, p);
 		} else {
-			printf("%04xh  %-16s %s\n", e->id, csd_program_type_name(e->type), name);
+			printf("%04xh  %-16s %s\n", e->id, csdp_program_type_name(e->type), name);
 		}
 	}
 	return list;
 }
 
 /* Prints a JSON object and frees it. */
-static void csd_print_json(struct json_object *o)
+static void csdp_print_json(struct json_object *o)
 {
 	json_print_object(o, NULL);
 	printf("\n");
@@ -335,7 +335,7 @@ static void csd_print_json(struct json_object *o)
 }
 
 /* info, and program-list (list_only): log page C0h decoded, as JSON, or its bytes. */
-static int csd_caps_cmd(int argc, char **argv, bool list_only)
+static int csdp_caps_cmd(int argc, char **argv, bool list_only)
 {
 	const char *desc = list_only ?
 		"List the device's programs (log page C0h): device-defined ones, downloaded "
@@ -344,24 +344,24 @@ static int csd_caps_cmd(int argc, char **argv, bool list_only)
 		"limits, program slots and types, features and the programs.";
 	__u8 page[CSD_LOG_PAGE_SIZE];
 	struct csd_caps_log *caps;
-	struct csd_cli c;
+	struct csdp_cli c;
 	__u32 entries;
 	int err;
 	bool raw;
 
-	err = csd_open_log(&c, list_only ? "csd program-list" : "csd info", argc, argv, desc, &raw);
+	err = csdp_open_log(&c, list_only ? "csd program-list" : "csd info", argc, argv, desc, &raw);
 	if (err)
 		return err;
-	err = csd_get_caps(&c, page, &caps, &entries);
+	err = csdp_get_caps(&c, page, &caps, &entries);
 	if (err)
 		goto out;
 	if (raw) {
 		d_raw(page, sizeof(page));
 	} else if (list_only) {
 		if (c.flags == JSON)
-			csd_print_json(csd_show_programs(caps, entries, true));
+			csdp_print_json(csdp_show_programs(caps, entries, true));
 		else
-			csd_show_programs(caps, entries, false);
+			csdp_show_programs(caps, entries, false);
 	} else if (c.flags == JSON) {
 		struct json_object *o = json_create_object();
 		char version[16];
@@ -378,8 +378,8 @@ static int csd_caps_cmd(int argc, char **argv, bool list_only)
 		json_object_add_value_uint64(o, "program_types", caps->program_types);
 		json_object_add_value_uint64(o, "features", caps->features);
 		json_object_add_value_uint64(o, "nr_programs", caps->nr_programs);
-		json_object_add_value_array(o, "programs", csd_show_programs(caps, entries, true));
-		csd_print_json(o);
+		json_object_add_value_array(o, "programs", csdp_show_programs(caps, entries, true));
+		csdp_print_json(o);
 	} else {
 		printf("device             %s\n", c.dev->name);
 		printf("version            %u.%u\n", caps->version >> 16, caps->version & 0xffff);
@@ -396,44 +396,44 @@ static int csd_caps_cmd(int argc, char **argv, bool list_only)
 		       caps->features & CSD_FEATURE_COMPARE_WRITE ? " (Compare and Write)" : "",
 		       caps->features & CSD_FEATURE_LBA_WINDOW ? " (Execute's LBA window)" : "");
 		printf("programs           %u\n", caps->nr_programs);
-		csd_show_programs(caps, entries, false);
+		csdp_show_programs(caps, entries, false);
 	}
 out:
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
-static int csd_info(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_info(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
-	return csd_caps_cmd(argc, argv, false);
+	return csdp_caps_cmd(argc, argv, false);
 }
 
-static int csd_program_list(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_program_list(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
-	return csd_caps_cmd(argc, argv, true);
+	return csdp_caps_cmd(argc, argv, true);
 }
 
-static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_stats(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc = "Show the CSD statistics (log page C1h): commands, bytes moved, busy "
 			   "time, the timing model's counters and Executes per program.";
 	__u8 caps_page[CSD_LOG_PAGE_SIZE], page[CSD_LOG_STATS_SIZE];
 	struct json_object *o = NULL, *counters = NULL, *per = NULL;
 	struct csd_caps_log *caps;
-	struct csd_cli c;
+	struct csdp_cli c;
 	__u32 entries, i, id;
 	__u64 v;
 	int err;
 	bool raw;
 
-	err = csd_open_log(&c, "csd stats", argc, argv, desc, &raw);
+	err = csdp_open_log(&c, "csd stats", argc, argv, desc, &raw);
 	if (err)
 		return err;
-	err = csd_get_log(&c, CSD_LOG_STATISTICS, page);
+	err = csdp_get_log(&c, CSD_LOG_STATISTICS, page);
 	if (!err && memcmp(page, CSD_STATS_MAGIC, 4))
-		err = csd_usage(&c, "log page C1h does not start with \"%s\"", CSD_STATS_MAGIC);
+		err = csdp_usage(&c, "log page C1h does not start with \"%s\"", CSD_STATS_MAGIC);
 	if (!err)
-		err = csd_get_caps(&c, caps_page, &caps, &entries);
+		err = csdp_get_caps(&c, caps_page, &caps, &entries);
 	if (err)
 		goto out;
 	if (raw) {
@@ -462,7 +462,7 @@ static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *
 		snprintf(name, sizeof(name), "%04xh", id);
 		for (i = 0; i < entries; i++)
 			if (caps->programs[i].id == id)
-				csd_entry_name(&caps->programs[i], name);
+				csdp_entry_name(&caps->programs[i], name);
 		if (o) {
 			struct json_object *p = json_create_object();
 
@@ -477,19 +477,19 @@ static int csd_stats(int argc, char **argv, struct command *cmd, struct plugin *
 	if (o) {
 		json_object_add_value_object(o, "counters", counters);
 		json_object_add_value_array(o, "per_program", per);
-		csd_print_json(o);
+		csdp_print_json(o);
 	}
 out:
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
 /* SLM Read (82h) or Write (81h) of len bytes at off, 4-byte aligned, in MDTS-sized pieces. */
-static int csd_slm_xfer(const struct csd_cli *c, bool write, __u64 off, __u8 *buf, __u64 len)
+static int csdp_slm_xfer(const struct csdp_cli *c, bool write, __u64 off, __u8 *buf, __u64 len)
 {
 	while (len) {
 		__u32 n = len < c->max_xfer ? (__u32)len : c->max_xfer;
-		int err = csd_cmd(c, write ? CSD_OPC_SLM_WRITE : CSD_OPC_SLM_READ, (__u32)off,
+		int err = csdp_cmd(c, write ? CSD_OPC_SLM_WRITE : CSD_OPC_SLM_READ, (__u32)off,
 				  (__u32)(off >> 32), n, 0, 0, buf, n, NULL);
 
 		if (err)
@@ -505,30 +505,30 @@ static int csd_slm_xfer(const struct csd_cli *c, bool write, __u64 off, __u8 *bu
  * The 4-byte aligned span [*a0, *a1) around [off, off + len) (SLM Read and Write move
  * whole dwords); -EINVAL (reported) for an empty or wrapping range.
  */
-static int csd_span(const struct csd_cli *c, __u64 off, __u64 len, __u64 *a0, __u64 *a1)
+static int csdp_span(const struct csdp_cli *c, __u64 off, __u64 len, __u64 *a0, __u64 *a1)
 {
 	if (!len)
-		return csd_usage(c, "nothing to move: the length is 0");
+		return csdp_usage(c, "nothing to move: the length is 0");
 	if (off + len < off || off + len > UINT64_MAX - 3)
-		return csd_usage(c, "offset %" PRIu64 " + length %" PRIu64 " wraps", (uint64_t)off,
+		return csdp_usage(c, "offset %" PRIu64 " + length %" PRIu64 " wraps", (uint64_t)off,
 				 (uint64_t)len);
 	*a0 = off & ~3ull;
 	*a1 = (off + len + 3) & ~3ull;
 	if (*a1 - *a0 > SIZE_MAX / 2)
-		return csd_usage(c, "length %" PRIu64 " is too large for one transfer", (uint64_t)len);
+		return csdp_usage(c, "length %" PRIu64 " is too large for one transfer", (uint64_t)len);
 	return 0;
 }
 
-static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_slm_read(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc = "SLM Read (82h): LENGTH bytes of SLM from OFFSET, to --data FILE, "
 			   "to stdout (--raw-binary) or as a hex dump. Any offset and length: the "
 			   "device moves whole dwords, the plugin cuts them and splits by MDTS.";
 	__u64 a0 = 0, a1 = 0;
 	__u8 *span = NULL;
-	struct csd_cli c;
+	struct csdp_cli c;
 	int err, fd;
-	struct csd_slm_cfg cfg = { .output_format = "normal" };
+	struct csdp_slm_cfg cfg = { .output_format = "normal" };
 
 	OPT_ARGS(opts) = {
 		OPT_SUFFIX("slm-offset", 'm', &cfg.offset, "SLM byte offset"),
@@ -539,20 +539,20 @@ static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugi
 		OPT_END()
 	};
 
-	err = csd_open(&c, "csd slm-read", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
+	err = csdp_open(&c, "csd slm-read", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
-	err = csd_span(&c, cfg.offset, cfg.length, &a0, &a1);
+	err = csdp_span(&c, cfg.offset, cfg.length, &a0, &a1);
 	if (err)
 		goto out;
 	span = malloc(a1 - a0);
 	if (!span) {
-		err = csd_report(&c, -ENOMEM, "buffer");
+		err = csdp_report(&c, -ENOMEM, "buffer");
 		goto out;
 	}
-	err = csd_slm_xfer(&c, false, a0, span, a1 - a0);
+	err = csdp_slm_xfer(&c, false, a0, span, a1 - a0);
 	if (err) {
-		csd_report(&c, err, "SLM Read");
+		csdp_report(&c, err, "SLM Read");
 		goto out;
 	}
 	__u8 *bytes = span + (cfg.offset - a0);
@@ -560,7 +560,7 @@ static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugi
 	if (cfg.data) {
 		fd = open(cfg.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0 || write(fd, bytes, cfg.length) != (ssize_t)cfg.length) {
-			err = csd_report(&c, -errno, cfg.data);
+			err = csdp_report(&c, -errno, cfg.data);
 			if (fd >= 0)
 				close(fd);
 			goto out;
@@ -575,7 +575,7 @@ static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugi
 
 		if (!hex) {
 			json_free_object(o);
-			err = csd_report(&c, -ENOMEM, "buffer");
+			err = csdp_report(&c, -ENOMEM, "buffer");
 			goto out;
 		}
 		for (i = 0; i < cfg.length; i++)
@@ -584,13 +584,13 @@ static int csd_slm_read(int argc, char **argv, struct command *cmd, struct plugi
 		json_object_add_value_uint64(o, "length", cfg.length);
 		json_object_add_value_string(o, "data", hex);
 		free(hex);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		d(bytes, cfg.length, 16, 1);
 	}
 out:
 	free(span);
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
@@ -598,7 +598,7 @@ out:
  * Reads fd to its end into a new buffer (*len bytes): at most max bytes, or with truncate
  * the first max bytes only. NULL: errno says why (EFBIG: more than max).
  */
-static __u8 *csd_read_all(int fd, __u64 max, bool truncate, __u64 *len)
+static __u8 *csdp_read_all(int fd, __u64 max, bool truncate, __u64 *len)
 {
 	__u64 cap = 0, n = 0;
 	__u8 *buf = NULL, *grown, extra;
@@ -645,7 +645,7 @@ fail:
 	return NULL;
 }
 
-static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_slm_write(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc = "SLM Write (81h): the bytes of --data FILE (stdin without it) into SLM "
 			   "at OFFSET; --length takes only the first LENGTH bytes. Any offset and "
@@ -653,9 +653,9 @@ static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plug
 			   "writes it back merged (not atomic with other writers of those bytes).";
 	__u64 a0 = 0, a1 = 0, len = 0;
 	__u8 *in = NULL, *span = NULL;
-	struct csd_cli c;
+	struct csdp_cli c;
 	int err, fd = STDIN_FILENO;
-	struct csd_slm_cfg cfg = { .output_format = "normal" };
+	struct csdp_slm_cfg cfg = { .output_format = "normal" };
 
 	OPT_ARGS(opts) = {
 		OPT_SUFFIX("slm-offset", 'm', &cfg.offset, "SLM byte offset"),
@@ -665,47 +665,47 @@ static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plug
 		OPT_END()
 	};
 
-	err = csd_open(&c, "csd slm-write", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
+	err = csdp_open(&c, "csd slm-write", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
 	if (cfg.data) {
 		fd = open(cfg.data, O_RDONLY);
 		if (fd < 0) {
-			err = csd_report(&c, -errno, cfg.data);
+			err = csdp_report(&c, -errno, cfg.data);
 			goto out;
 		}
 	}
-	in = csd_read_all(fd, cfg.length ? cfg.length : CSD_CLI_MAX_INPUT, cfg.length != 0, &len);
+	in = csdp_read_all(fd, cfg.length ? cfg.length : CSD_CLI_MAX_INPUT, cfg.length != 0, &len);
 	if (!in) {
-		err = csd_report(&c, -errno, cfg.data ? cfg.data : "stdin");
+		err = csdp_report(&c, -errno, cfg.data ? cfg.data : "stdin");
 		goto out;
 	}
 	if (cfg.length && len < cfg.length) {
-		err = csd_usage(&c, "the input has %" PRIu64 " bytes, --length asks for %" PRIu64,
+		err = csdp_usage(&c, "the input has %" PRIu64 " bytes, --length asks for %" PRIu64,
 				(uint64_t)len, (uint64_t)cfg.length);
 		goto out;
 	}
-	err = csd_span(&c, cfg.offset, len, &a0, &a1);
+	err = csdp_span(&c, cfg.offset, len, &a0, &a1);
 	if (err)
 		goto out;
 	span = malloc(a1 - a0);
 	if (!span) {
-		err = csd_report(&c, -ENOMEM, "buffer");
+		err = csdp_report(&c, -ENOMEM, "buffer");
 		goto out;
 	}
 	/* the dwords the range only partly covers keep their other bytes */
 	if (cfg.offset != a0)
-		err = csd_slm_xfer(&c, false, a0, span, 4);
+		err = csdp_slm_xfer(&c, false, a0, span, 4);
 	if (!err && cfg.offset + len != a1 && (a1 - a0 > 4 || cfg.offset == a0))
-		err = csd_slm_xfer(&c, false, a1 - 4, span + (a1 - a0 - 4), 4);
+		err = csdp_slm_xfer(&c, false, a1 - 4, span + (a1 - a0 - 4), 4);
 	if (err) {
-		csd_report(&c, err, "SLM Read of the dwords around an unaligned range");
+		csdp_report(&c, err, "SLM Read of the dwords around an unaligned range");
 		goto out;
 	}
 	memcpy(span + (cfg.offset - a0), in, len);
-	err = csd_slm_xfer(&c, true, a0, span, a1 - a0);
+	err = csdp_slm_xfer(&c, true, a0, span, a1 - a0);
 	if (err) {
-		csd_report(&c, err, "SLM Write");
+		csdp_report(&c, err, "SLM Write");
 		goto out;
 	}
 	if (c.flags == JSON) {
@@ -713,7 +713,7 @@ static int csd_slm_write(int argc, char **argv, struct command *cmd, struct plug
 
 		json_object_add_value_uint64(o, "slm_offset", cfg.offset);
 		json_object_add_value_uint64(o, "length", len);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		printf("wrote %" PRIu64 " bytes to SLM offset %" PRIu64 "\n", (uint64_t)len,
 		       (uint64_t)cfg.offset);
@@ -723,19 +723,19 @@ out:
 		close(fd);
 	free(in);
 	free(span);
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
 /* slm-load and slm-store: one SLM Load (80h) or Store (84h) command. */
-static int csd_slm_move(int argc, char **argv, bool store)
+static int csdp_slm_move(int argc, char **argv, bool store)
 {
 	const char *desc = store ?
 		"SLM Store (84h): BLOCK-COUNT + 1 blocks (0's based, as nvme write) of SLM from "
 		"SLM-OFFSET onto the namespace at START-BLOCK." :
 		"SLM Load (80h): BLOCK-COUNT + 1 blocks (0's based, as nvme read) of the "
 		"namespace from START-BLOCK into SLM at SLM-OFFSET.";
-	struct csd_cli c;
+	struct csdp_cli c;
 	int err;
 	struct config {
 		__u64 slba, offset;
@@ -752,19 +752,19 @@ static int csd_slm_move(int argc, char **argv, bool store)
 		OPT_END()
 	};
 
-	err = csd_open(&c, store ? "csd slm-store" : "csd slm-load", argc, argv, desc, opts,
+	err = csdp_open(&c, store ? "csd slm-store" : "csd slm-load", argc, argv, desc, opts,
 		       &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
 	if (cfg.count > 0xffff) {
-		err = csd_usage(&c, "--block-count %u does not fit NLB (16 bits, at most 65535)", cfg.count);
+		err = csdp_usage(&c, "--block-count %u does not fit NLB (16 bits, at most 65535)", cfg.count);
 		goto out;
 	}
-	err = csd_cmd(&c, store ? CSD_OPC_SLM_STORE : CSD_OPC_SLM_LOAD, (__u32)cfg.slba,
+	err = csdp_cmd(&c, store ? CSD_OPC_SLM_STORE : CSD_OPC_SLM_LOAD, (__u32)cfg.slba,
 		      (__u32)(cfg.slba >> 32), cfg.count, (__u32)cfg.offset, (__u32)(cfg.offset >> 32),
 		      NULL, 0, NULL);
 	if (err) {
-		csd_report(&c, err, store ? "SLM Store" : "SLM Load");
+		csdp_report(&c, err, store ? "SLM Store" : "SLM Load");
 		goto out;
 	}
 	if (c.flags == JSON) {
@@ -773,29 +773,29 @@ static int csd_slm_move(int argc, char **argv, bool store)
 		json_object_add_value_uint64(o, "start_block", cfg.slba);
 		json_object_add_value_uint64(o, "blocks", cfg.count + 1);
 		json_object_add_value_uint64(o, "slm_offset", cfg.offset);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		printf("%s %u blocks from %s %" PRIu64 " %s %" PRIu64 "\n", store ? "stored" : "loaded",
 		       cfg.count + 1, store ? "SLM offset" : "block", (uint64_t)(store ? cfg.offset : cfg.slba),
 		       store ? "to block" : "into SLM offset", (uint64_t)(store ? cfg.slba : cfg.offset));
 	}
 out:
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
-static int csd_slm_load(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_slm_load(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
-	return csd_slm_move(argc, argv, false);
+	return csdp_slm_move(argc, argv, false);
 }
 
-static int csd_slm_store(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_slm_store(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
-	return csd_slm_move(argc, argv, true);
+	return csdp_slm_move(argc, argv, true);
 }
 
 /* Parses a whole number (decimal, 0x hex or 0 octal) into *v; false if s is not one. */
-static bool csd_parse_u64(const char *s, uint64_t *v)
+static bool csdp_parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
 
@@ -807,7 +807,7 @@ static bool csd_parse_u64(const char *s, uint64_t *v)
 }
 
 /* The value of name in a NULL-terminated csd_spec.h name list; false if it is none of them. */
-static bool csd_lookup(const struct csd_name *names, const char *name, __u32 *value)
+static bool csdp_lookup(const struct csd_name *names, const char *name, __u32 *value)
 {
 	for (; names->name; names++)
 		if (!strcmp(names->name, name)) {
@@ -818,7 +818,7 @@ static bool csd_lookup(const struct csd_name *names, const char *name, __u32 *va
 }
 
 /* The names of a csd_spec.h list, "a, b, c", into buf. */
-static const char *csd_names(const struct csd_name *names, char *buf, size_t n)
+static const char *csdp_names(const struct csd_name *names, char *buf, size_t n)
 {
 	size_t used = 0;
 
@@ -829,7 +829,7 @@ static const char *csd_names(const struct csd_name *names, char *buf, size_t n)
 }
 
 /* Everything exec takes besides the device; numbers UNSET, doubles NAN, strings NULL when not given. */
-struct csd_exec_cfg {
+struct csdp_exec_cfg {
 	char *program, *ranges, *params_file, *output_format;
 	char *op, *dtype, *type, *algo, *mode, *lo, *hi, *param, *zero_point;
 	unsigned long m, n, k, rows, cols, count, record_size, field_offset;
@@ -841,14 +841,14 @@ struct csd_exec_cfg {
 };
 
 /* One program parameter option of exec: its name and where its value lives. */
-struct csd_exec_opt {
+struct csdp_exec_opt {
 	const char *name;
 	char kind; /* 'u' unsigned long, 'd' double, 's' string, 'f' flag */
 	size_t off;
 };
 
-#define EXEC_OPT(name, kind, field) { name, kind, offsetof(struct csd_exec_cfg, field) }
-static const struct csd_exec_opt csd_exec_opts[] = {
+#define EXEC_OPT(name, kind, field) { name, kind, offsetof(struct csdp_exec_cfg, field) }
+static const struct csdp_exec_opt csd_exec_opts[] = {
 	EXEC_OPT("op", 's', op), EXEC_OPT("dtype", 's', dtype), EXEC_OPT("type", 's', type),
 	EXEC_OPT("algo", 's', algo), EXEC_OPT("mode", 's', mode), EXEC_OPT("lo", 's', lo),
 	EXEC_OPT("hi", 's', hi), EXEC_OPT("param", 's', param),
@@ -869,7 +869,7 @@ static const struct csd_exec_opt csd_exec_opts[] = {
 };
 
 /* Whether exec option o was given. */
-static bool csd_exec_given(const struct csd_exec_cfg *cfg, const struct csd_exec_opt *o)
+static bool csdp_exec_given(const struct csdp_exec_cfg *cfg, const struct csdp_exec_opt *o)
 {
 	const char *p = (const char *)cfg + o->off;
 
@@ -885,7 +885,7 @@ static bool csd_exec_given(const struct csd_exec_cfg *cfg, const struct csd_exec
  * Checks that the parameter options given are among those program takes (a
  * space-separated list, each name followed by a space). Returns 0 or -EINVAL (reported).
  */
-static int csd_exec_allowed(const struct csd_cli *c, const struct csd_exec_cfg *cfg,
+static int csdp_exec_allowed(const struct csdp_cli *c, const struct csdp_exec_cfg *cfg,
 			    const char *program, const char *takes)
 {
 	char padded[512], word[40];
@@ -893,54 +893,54 @@ static int csd_exec_allowed(const struct csd_cli *c, const struct csd_exec_cfg *
 
 	snprintf(padded, sizeof(padded), " %s", takes);
 	for (i = 0; i < sizeof(csd_exec_opts) / sizeof(csd_exec_opts[0]); i++) {
-		const struct csd_exec_opt *o = &csd_exec_opts[i];
+		const struct csdp_exec_opt *o = &csd_exec_opts[i];
 
 		snprintf(word, sizeof(word), " %s ", o->name);
-		if (csd_exec_given(cfg, o) && !strstr(padded, word))
-			return csd_usage(c, "--%s does not apply to %s (it takes: %s)", o->name, program,
+		if (csdp_exec_given(cfg, o) && !strstr(padded, word))
+			return csdp_usage(c, "--%s does not apply to %s (it takes: %s)", o->name, program,
 					 *takes ? takes : "no parameters");
 	}
 	return 0;
 }
 
 /* An unsigned option that must be given and fit 32 bits, into *v. */
-static int csd_need_u32(const struct csd_cli *c, const char *program, const char *name,
+static int csdp_need_u32(const struct csdp_cli *c, const char *program, const char *name,
 			unsigned long given, __u32 *v)
 {
 	if (given == UNSET)
-		return csd_usage(c, "%s needs --%s", program, name);
+		return csdp_usage(c, "%s needs --%s", program, name);
 	if (given > UINT32_MAX)
-		return csd_usage(c, "--%s %lu does not fit 32 bits", name, given);
+		return csdp_usage(c, "--%s %lu does not fit 32 bits", name, given);
 	*v = (__u32)given;
 	return 0;
 }
 
 /* An unsigned option that may be left out (default dflt) and must fit 32 bits, into *v. */
-static int csd_opt_u32(const struct csd_cli *c, const char *name, unsigned long given,
+static int csdp_opt_u32(const struct csdp_cli *c, const char *name, unsigned long given,
 		       __u32 dflt, __u32 *v)
 {
 	if (given == UNSET) {
 		*v = dflt;
 		return 0;
 	}
-	return csd_need_u32(c, "", name, given, v);
+	return csdp_need_u32(c, "", name, given, v);
 }
 
 /* A name option that must be one of a csd_spec.h list, into *v. */
-static int csd_need_name(const struct csd_cli *c, const char *program, const char *name,
+static int csdp_need_name(const struct csdp_cli *c, const char *program, const char *name,
 			 const char *given, const struct csd_name *names, __u32 *v)
 {
 	char list[256];
 
 	if (!given)
-		return csd_usage(c, "%s needs --%s (%s)", program, name, csd_names(names, list, sizeof(list)));
-	if (!csd_lookup(names, given, v))
-		return csd_usage(c, "--%s %s is none of %s", name, given, csd_names(names, list, sizeof(list)));
+		return csdp_usage(c, "%s needs --%s (%s)", program, name, csdp_names(names, list, sizeof(list)));
+	if (!csdp_lookup(names, given, v))
+		return csdp_usage(c, "--%s %s is none of %s", name, given, csdp_names(names, list, sizeof(list)));
 	return 0;
 }
 
 /* The value of filter's lo/hi for the field type: i64, u64 or f64 bytes. */
-static int csd_filter_bound(const struct csd_cli *c, const char *name, const char *s, __u32 ft,
+static int csdp_filter_bound(const struct csdp_cli *c, const char *name, const char *s, __u32 ft,
 			    __u8 out[8])
 {
 	char *end;
@@ -950,26 +950,26 @@ static int csd_filter_bound(const struct csd_cli *c, const char *name, const cha
 		double v = strtod(s, &end);
 
 		if (errno || end == s || *end)
-			return csd_usage(c, "--%s %s is not a number", name, s);
+			return csdp_usage(c, "--%s %s is not a number", name, s);
 		memcpy(out, &v, 8);
 	} else if (ft == CSD_FT_U32 || ft == CSD_FT_U64) {
 		uint64_t v;
 
-		if (!csd_parse_u64(s, &v))
-			return csd_usage(c, "--%s %s is not an unsigned integer", name, s);
+		if (!csdp_parse_u64(s, &v))
+			return csdp_usage(c, "--%s %s is not an unsigned integer", name, s);
 		memcpy(out, &v, 8);
 	} else {
 		long long v = strtoll(s, &end, 0);
 
 		if (errno || end == s || *end)
-			return csd_usage(c, "--%s %s is not an integer", name, s);
+			return csdp_usage(c, "--%s %s is not an integer", name, s);
 		memcpy(out, &v, 8);
 	}
 	return 0;
 }
 
 /* An option's double, or dflt when not given, as f32. */
-static float csd_f32(double given, float dflt)
+static float csdp_f32(double given, float dflt)
 {
 	return isnan(given) ? dflt : (float)given;
 }
@@ -978,7 +978,7 @@ static float csd_f32(double given, float dflt)
  * The parameter bytes of a device-defined program (id 01h..0Ah) from exec's options, into
  * params (*len bytes). Returns 0 or -EINVAL (reported).
  */
-static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, __u16 id,
+static int csdp_device_params(const struct csdp_cli *c, struct csdp_exec_cfg *cfg, __u16 id,
 			     __u8 *params, __u32 *len)
 {
 	const char *name = csd_program_name(id);
@@ -986,50 +986,50 @@ static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, 
 
 	switch (id) {
 	case CSD_PROG_COPY:
-		err = csd_exec_allowed(c, cfg, name, "");
+		err = csdp_exec_allowed(c, cfg, name, "");
 		*len = 0;
 		break;
 	case CSD_PROG_GEMM: {
 		struct csd_gemm_params p = { 0 };
 
-		err = csd_exec_allowed(c, cfg, name, "m n k trans-a trans-b alpha beta ");
-		err = err ?: csd_need_u32(c, name, "m", cfg->m, &p.m);
-		err = err ?: csd_need_u32(c, name, "n", cfg->n, &p.n);
-		err = err ?: csd_need_u32(c, name, "k", cfg->k, &p.k);
+		err = csdp_exec_allowed(c, cfg, name, "m n k trans-a trans-b alpha beta ");
+		err = err ?: csdp_need_u32(c, name, "m", cfg->m, &p.m);
+		err = err ?: csdp_need_u32(c, name, "n", cfg->n, &p.n);
+		err = err ?: csdp_need_u32(c, name, "k", cfg->k, &p.k);
 		p.flags = (cfg->trans_a ? CSD_GEMM_TRANS_A : 0) | (cfg->trans_b ? CSD_GEMM_TRANS_B : 0);
-		p.alpha = csd_f32(cfg->alpha, 1.0f);
-		p.beta = csd_f32(cfg->beta, 0.0f);
+		p.alpha = csdp_f32(cfg->alpha, 1.0f);
+		p.beta = csdp_f32(cfg->beta, 0.0f);
 		memcpy(params, &p, *len = sizeof(p));
 		break;
 	}
 	case CSD_PROG_ELEMENTWISE: {
 		struct csd_elementwise_params p = { 0 };
 
-		err = csd_exec_allowed(c, cfg, name, "op count a b ");
-		err = err ?: csd_need_name(c, name, "op", cfg->op, csd_elementwise_op_names, &p.op);
-		err = err ?: csd_need_u32(c, name, "count", cfg->count, &p.count);
-		p.a = csd_f32(cfg->a, 0.0f);
-		p.b = csd_f32(cfg->b, 0.0f);
+		err = csdp_exec_allowed(c, cfg, name, "op count a b ");
+		err = err ?: csdp_need_name(c, name, "op", cfg->op, csd_elementwise_op_names, &p.op);
+		err = err ?: csdp_need_u32(c, name, "count", cfg->count, &p.count);
+		p.a = csdp_f32(cfg->a, 0.0f);
+		p.b = csdp_f32(cfg->b, 0.0f);
 		memcpy(params, &p, *len = sizeof(p));
 		break;
 	}
 	case CSD_PROG_SOFTMAX: {
 		struct csd_softmax_params p = { 0 };
 
-		err = csd_exec_allowed(c, cfg, name, "rows cols ");
-		err = err ?: csd_need_u32(c, name, "rows", cfg->rows, &p.rows);
-		err = err ?: csd_need_u32(c, name, "cols", cfg->cols, &p.cols);
+		err = csdp_exec_allowed(c, cfg, name, "rows cols ");
+		err = err ?: csdp_need_u32(c, name, "rows", cfg->rows, &p.rows);
+		err = err ?: csdp_need_u32(c, name, "cols", cfg->cols, &p.cols);
 		memcpy(params, &p, *len = sizeof(p));
 		break;
 	}
 	case CSD_PROG_REDUCE: {
 		struct csd_reduce_params p = { 0 };
 
-		err = csd_exec_allowed(c, cfg, name, "op dtype rows cols ");
-		err = err ?: csd_need_name(c, name, "op", cfg->op, csd_reduce_op_names, &p.op);
-		err = err ?: csd_need_name(c, name, "dtype", cfg->dtype, csd_dtype_names, &p.dtype);
-		err = err ?: csd_opt_u32(c, "rows", cfg->rows, 1, &p.rows);
-		err = err ?: csd_need_u32(c, name, "cols", cfg->cols, &p.cols);
+		err = csdp_exec_allowed(c, cfg, name, "op dtype rows cols ");
+		err = err ?: csdp_need_name(c, name, "op", cfg->op, csd_reduce_op_names, &p.op);
+		err = err ?: csdp_need_name(c, name, "dtype", cfg->dtype, csd_dtype_names, &p.dtype);
+		err = err ?: csdp_opt_u32(c, "rows", cfg->rows, 1, &p.rows);
+		err = err ?: csdp_need_u32(c, name, "cols", cfg->cols, &p.cols);
 		memcpy(params, &p, *len = sizeof(p));
 		break;
 	}
@@ -1037,21 +1037,21 @@ static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, 
 		struct csd_filter_params p = { 0 };
 		__u32 ft = 0, op = 0;
 
-		err = csd_exec_allowed(c, cfg, name, "record-size count field-offset type op lo hi indices ");
-		err = err ?: csd_need_u32(c, name, "record-size", cfg->record_size, &p.record_size);
-		err = err ?: csd_need_u32(c, name, "count", cfg->count, &p.count);
-		err = err ?: csd_opt_u32(c, "field-offset", cfg->field_offset, 0, &p.field_offset);
-		err = err ?: csd_need_name(c, name, "type", cfg->type, csd_field_type_names, &ft);
-		err = err ?: csd_need_name(c, name, "op", cfg->op, csd_filter_op_names, &op);
+		err = csdp_exec_allowed(c, cfg, name, "record-size count field-offset type op lo hi indices ");
+		err = err ?: csdp_need_u32(c, name, "record-size", cfg->record_size, &p.record_size);
+		err = err ?: csdp_need_u32(c, name, "count", cfg->count, &p.count);
+		err = err ?: csdp_opt_u32(c, "field-offset", cfg->field_offset, 0, &p.field_offset);
+		err = err ?: csdp_need_name(c, name, "type", cfg->type, csd_field_type_names, &ft);
+		err = err ?: csdp_need_name(c, name, "op", cfg->op, csd_filter_op_names, &op);
 		if (!err && !cfg->lo)
-			err = csd_usage(c, "%s needs --lo", name);
+			err = csdp_usage(c, "%s needs --lo", name);
 		if (!err && op == CSD_CMP_BETWEEN && !cfg->hi)
-			err = csd_usage(c, "%s --op between needs --hi", name);
+			err = csdp_usage(c, "%s --op between needs --hi", name);
 		if (!err && op != CSD_CMP_BETWEEN && cfg->hi)
-			err = csd_usage(c, "--hi applies to --op between only");
-		err = err ?: csd_filter_bound(c, "lo", cfg->lo, ft, p.lo);
+			err = csdp_usage(c, "--hi applies to --op between only");
+		err = err ?: csdp_filter_bound(c, "lo", cfg->lo, ft, p.lo);
 		if (!err && cfg->hi)
-			err = csd_filter_bound(c, "hi", cfg->hi, ft, p.hi);
+			err = csdp_filter_bound(c, "hi", cfg->hi, ft, p.hi);
 		p.field_type = (uint16_t)ft;
 		p.op = (uint16_t)op;
 		p.output_mode = cfg->indices ? CSD_FILTER_INDICES : CSD_FILTER_RECORDS;
@@ -1063,16 +1063,16 @@ static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, 
 		long long zp = 0;
 		char *end;
 
-		err = csd_exec_allowed(c, cfg, name, "op count scale zero-point ");
-		err = err ?: csd_need_name(c, name, "op", cfg->op, csd_convert_op_names, &p.op);
-		err = err ?: csd_need_u32(c, name, "count", cfg->count, &p.count);
+		err = csdp_exec_allowed(c, cfg, name, "op count scale zero-point ");
+		err = err ?: csdp_need_name(c, name, "op", cfg->op, csd_convert_op_names, &p.op);
+		err = err ?: csdp_need_u32(c, name, "count", cfg->count, &p.count);
 		if (!err && cfg->zero_point) {
 			errno = 0;
 			zp = strtoll(cfg->zero_point, &end, 0);
 			if (errno || end == cfg->zero_point || *end || zp < INT32_MIN || zp > INT32_MAX)
-				err = csd_usage(c, "--zero-point %s is not a 32-bit integer", cfg->zero_point);
+				err = csdp_usage(c, "--zero-point %s is not a 32-bit integer", cfg->zero_point);
 		}
-		p.scale = csd_f32(cfg->scale, 1.0f);
+		p.scale = csdp_f32(cfg->scale, 1.0f);
 		p.zero_point = (int32_t)zp;
 		memcpy(params, &p, *len = sizeof(p));
 		break;
@@ -1081,8 +1081,8 @@ static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, 
 	case CSD_PROG_DECOMPRESS: {
 		__u32 algo = 0;
 
-		err = csd_exec_allowed(c, cfg, name, "algo ");
-		err = err ?: csd_need_name(c, name, "algo", cfg->algo,
+		err = csdp_exec_allowed(c, cfg, name, "algo ");
+		err = err ?: csdp_need_name(c, name, "algo", cfg->algo,
 					   id == CSD_PROG_CHECKSUM ? csd_checksum_algo_names :
 					   csd_decompress_algo_names, &algo);
 		memcpy(params, &algo, *len = sizeof(algo));
@@ -1091,33 +1091,33 @@ static int csd_device_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, 
 	case CSD_PROG_CONV2D: {
 		struct csd_conv2d_params p = { 0 };
 
-		err = csd_exec_allowed(c, cfg, name, "batch channels height width filters kernel-h "
+		err = csdp_exec_allowed(c, cfg, name, "batch channels height width filters kernel-h "
 				       "kernel-w stride-h stride-w pad-h pad-w dilation-h dilation-w bias ");
-		err = err ?: csd_opt_u32(c, "batch", cfg->batch, 1, &p.n);
-		err = err ?: csd_need_u32(c, name, "channels", cfg->channels, &p.c);
-		err = err ?: csd_need_u32(c, name, "height", cfg->height, &p.h);
-		err = err ?: csd_need_u32(c, name, "width", cfg->width, &p.w);
-		err = err ?: csd_need_u32(c, name, "filters", cfg->filters, &p.k);
-		err = err ?: csd_need_u32(c, name, "kernel-h", cfg->kernel_h, &p.r);
-		err = err ?: csd_need_u32(c, name, "kernel-w", cfg->kernel_w, &p.s);
-		err = err ?: csd_opt_u32(c, "stride-h", cfg->stride_h, 1, &p.stride_h);
-		err = err ?: csd_opt_u32(c, "stride-w", cfg->stride_w, 1, &p.stride_w);
-		err = err ?: csd_opt_u32(c, "pad-h", cfg->pad_h, 0, &p.pad_h);
-		err = err ?: csd_opt_u32(c, "pad-w", cfg->pad_w, 0, &p.pad_w);
-		err = err ?: csd_opt_u32(c, "dilation-h", cfg->dilation_h, 1, &p.dilation_h);
-		err = err ?: csd_opt_u32(c, "dilation-w", cfg->dilation_w, 1, &p.dilation_w);
+		err = err ?: csdp_opt_u32(c, "batch", cfg->batch, 1, &p.n);
+		err = err ?: csdp_need_u32(c, name, "channels", cfg->channels, &p.c);
+		err = err ?: csdp_need_u32(c, name, "height", cfg->height, &p.h);
+		err = err ?: csdp_need_u32(c, name, "width", cfg->width, &p.w);
+		err = err ?: csdp_need_u32(c, name, "filters", cfg->filters, &p.k);
+		err = err ?: csdp_need_u32(c, name, "kernel-h", cfg->kernel_h, &p.r);
+		err = err ?: csdp_need_u32(c, name, "kernel-w", cfg->kernel_w, &p.s);
+		err = err ?: csdp_opt_u32(c, "stride-h", cfg->stride_h, 1, &p.stride_h);
+		err = err ?: csdp_opt_u32(c, "stride-w", cfg->stride_w, 1, &p.stride_w);
+		err = err ?: csdp_opt_u32(c, "pad-h", cfg->pad_h, 0, &p.pad_h);
+		err = err ?: csdp_opt_u32(c, "pad-w", cfg->pad_w, 0, &p.pad_w);
+		err = err ?: csdp_opt_u32(c, "dilation-h", cfg->dilation_h, 1, &p.dilation_h);
+		err = err ?: csdp_opt_u32(c, "dilation-w", cfg->dilation_w, 1, &p.dilation_w);
 		p.flags = cfg->bias ? CSD_CONV2D_HAS_BIAS : 0;
 		memcpy(params, &p, *len = sizeof(p));
 		break;
 	}
 	default:
-		err = csd_usage(c, "program %04xh takes its parameters from --params-file", id);
+		err = csdp_usage(c, "program %04xh takes its parameters from --params-file", id);
 	}
 	return err;
 }
 
 /* The parameters of a downloaded eBPF program (struct csd_bpf_params and its u64s). */
-static int csd_bpf_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, const char *name,
+static int csd_bpf_params(const struct csdp_cli *c, struct csdp_exec_cfg *cfg, const char *name,
 			  __u8 *params, __u32 *len)
 {
 	struct csd_bpf_params p = { 0 };
@@ -1125,21 +1125,21 @@ static int csd_bpf_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, con
 	char *list, *tok, *save = NULL;
 	int err;
 
-	err = csd_exec_allowed(c, cfg, name, "count mode param ");
-	err = err ?: csd_need_u32(c, name, "count", cfg->count, &p.record_count);
-	err = err ?: csd_need_name(c, name, "mode", cfg->mode, csd_bpf_mode_names, &p.mode);
+	err = csdp_exec_allowed(c, cfg, name, "count mode param ");
+	err = err ?: csdp_need_u32(c, name, "count", cfg->count, &p.record_count);
+	err = err ?: csdp_need_name(c, name, "mode", cfg->mode, csd_bpf_mode_names, &p.mode);
 	if (err)
 		return err;
 	if (cfg->param) {
 		list = strdup(cfg->param);
 		if (!list)
-			return csd_report(c, -ENOMEM, "buffer");
+			return csdp_report(c, -ENOMEM, "buffer");
 		for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			uint64_t v;
 
-			if (p.nr_params == CSD_BPF_MAX_PARAMS || !csd_parse_u64(tok, &v)) {
+			if (p.nr_params == CSD_BPF_MAX_PARAMS || !csdp_parse_u64(tok, &v)) {
 				free(list);
-				return csd_usage(c, "--param takes at most %u unsigned integers, comma-separated "
+				return csdp_usage(c, "--param takes at most %u unsigned integers, comma-separated "
 						 "(\"%s\")", CSD_BPF_MAX_PARAMS, cfg->param);
 			}
 			values[p.nr_params++] = v;
@@ -1153,33 +1153,33 @@ static int csd_bpf_params(const struct csd_cli *c, struct csd_exec_cfg *cfg, con
 }
 
 /* Parses "OFFSET:LENGTH,..." into ranges (at most max); *nr how many. */
-static int csd_parse_ranges(const struct csd_cli *c, const char *s, struct csd_desc_range *ranges,
+static int csdp_parse_ranges(const struct csdp_cli *c, const char *s, struct csd_desc_range *ranges,
 			    __u32 max, __u32 *nr)
 {
 	char *list = strdup(s), *tok, *save = NULL, *colon;
 	int err = 0;
 
 	if (!list)
-		return csd_report(c, -ENOMEM, "buffer");
+		return csdp_report(c, -ENOMEM, "buffer");
 	*nr = 0;
 	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		colon = strchr(tok, ':');
 		if (colon)
 			*colon = 0;
-		if (!colon || !csd_parse_u64(tok, &ranges[*nr].offset) ||
-		    !csd_parse_u64(colon + 1, &ranges[*nr].length))
-			err = csd_usage(c, "--ranges takes OFFSET:LENGTH pairs, comma-separated (\"%s\")", s);
+		if (!colon || !csdp_parse_u64(tok, &ranges[*nr].offset) ||
+		    !csdp_parse_u64(colon + 1, &ranges[*nr].length))
+			err = csdp_usage(c, "--ranges takes OFFSET:LENGTH pairs, comma-separated (\"%s\")", s);
 		else if (++*nr == max && strtok_r(NULL, ",", &save))
-			err = csd_usage(c, "--ranges: more than %u ranges", max);
+			err = csdp_usage(c, "--ranges: more than %u ranges", max);
 	}
 	free(list);
 	if (!err && !*nr)
-		err = csd_usage(c, "--ranges takes at least one OFFSET:LENGTH");
+		err = csdp_usage(c, "--ranges takes at least one OFFSET:LENGTH");
 	return err;
 }
 
 /* The program named s (a C0h name, or an id): *id and its C0h type (0xff: not listed). */
-static int csd_find_program(const struct csd_cli *c, const char *s, __u16 *id, __u8 *type,
+static int csdp_find_program(const struct csdp_cli *c, const char *s, __u16 *id, __u8 *type,
 			    const char **name)
 {
 	static char found[25];
@@ -1187,18 +1187,18 @@ static int csd_find_program(const struct csd_cli *c, const char *s, __u16 *id, _
 	struct csd_caps_log *caps;
 	__u32 entries, i;
 	uint64_t num;
-	bool by_id = csd_parse_u64(s, &num);
+	bool by_id = csdp_parse_u64(s, &num);
 	int err;
 
 	if (by_id && num > CSD_MAX_PROGRAM_ID)
-		return csd_usage(c, "program id %s is above %#x", s, CSD_MAX_PROGRAM_ID);
-	err = csd_get_caps(c, page, &caps, &entries);
+		return csdp_usage(c, "program id %s is above %#x", s, CSD_MAX_PROGRAM_ID);
+	err = csdp_get_caps(c, page, &caps, &entries);
 	if (err)
 		return err;
 	for (i = 0; i < entries; i++) {
 		const struct csd_caps_entry *e = &caps->programs[i];
 
-		csd_entry_name(e, found);
+		csdp_entry_name(e, found);
 		if (by_id ? e->id == num : !strcmp(found, s)) {
 			*id = e->id;
 			*type = e->type;
@@ -1207,7 +1207,7 @@ static int csd_find_program(const struct csd_cli *c, const char *s, __u16 *id, _
 		}
 	}
 	if (!by_id)
-		return csd_usage(c, "the device has no program named '%s' (nvme csd program-list)", s);
+		return csdp_usage(c, "the device has no program named '%s' (nvme csd program-list)", s);
 	*id = (__u16)num;
 	*type = 0xff;
 	snprintf(found, sizeof(found), "%04xh", *id);
@@ -1215,7 +1215,7 @@ static int csd_find_program(const struct csd_cli *c, const char *s, __u16 *id, _
 	return 0;
 }
 
-static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_exec(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc =
 		"Execute (85h): run PROGRAM (a name from program-list, or an id) over SLM ranges "
@@ -1243,12 +1243,12 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 	__u8 params[CSD_MAX_DESC_LEN], *descr = NULL;
 	__u32 nr = 0, param_len = 0, desc_len, dw0, dw1;
 	const char *name = NULL;
-	struct csd_cli c;
+	struct csdp_cli c;
 	__u64 result = 0;
 	__u16 id = 0;
 	__u8 type = 0;
 	int err;
-	struct csd_exec_cfg cfg = {
+	struct csdp_exec_cfg cfg = {
 		.output_format = "normal",
 		.m = UNSET, .n = UNSET, .k = UNSET, .rows = UNSET, .cols = UNSET, .count = UNSET,
 		.record_size = UNSET, .field_offset = UNSET, .batch = UNSET,
@@ -1305,57 +1305,57 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		OPT_END()
 	};
 
-	err = csd_open(&c, "csd exec", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
+	err = csdp_open(&c, "csd exec", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
 	if (!cfg.program) {
-		err = csd_usage(&c, "--program is required (nvme csd program-list names them)");
+		err = csdp_usage(&c, "--program is required (nvme csd program-list names them)");
 		goto out;
 	}
 	if (!cfg.ranges) {
-		err = csd_usage(&c, "--ranges is required (OFFSET:LENGTH,...)");
+		err = csdp_usage(&c, "--ranges is required (OFFSET:LENGTH,...)");
 		goto out;
 	}
-	err = csd_parse_ranges(&c, cfg.ranges, ranges, CSD_MAX_RANGES, &nr);
-	err = err ?: csd_find_program(&c, cfg.program, &id, &type, &name);
+	err = csdp_parse_ranges(&c, cfg.ranges, ranges, CSD_MAX_RANGES, &nr);
+	err = err ?: csdp_find_program(&c, cfg.program, &id, &type, &name);
 	if (err)
 		goto out;
 	if (cfg.params_file) {
 		int fd = open(cfg.params_file, O_RDONLY);
 		__u64 n = 0;
-		__u8 *bytes = fd < 0 ? NULL : csd_read_all(fd, CSD_MAX_DESC_LEN, false, &n);
+		__u8 *bytes = fd < 0 ? NULL : csdp_read_all(fd, CSD_MAX_DESC_LEN, false, &n);
 
 		if (fd >= 0)
 			close(fd);
 		if (!bytes) {
-			err = csd_report(&c, -errno, cfg.params_file);
+			err = csdp_report(&c, -errno, cfg.params_file);
 			goto out;
 		}
 		memcpy(params, bytes, n);
 		param_len = (__u32)n;
 		free(bytes);
-		err = csd_exec_allowed(&c, &cfg, name, "");
+		err = csdp_exec_allowed(&c, &cfg, name, "");
 	} else if (type == CSD_PROGRAM_DEVICE && csd_program_name(id)) {
-		err = csd_device_params(&c, &cfg, id, params, &param_len);
+		err = csdp_device_params(&c, &cfg, id, params, &param_len);
 	} else if (type == CSD_PROGRAM_DOWNLOADED) {
 		err = csd_bpf_params(&c, &cfg, name, params, &param_len);
 	} else {
-		err = csd_exec_allowed(&c, &cfg, name, "");  /* a plug-in or an id C0h does not list */
+		err = csdp_exec_allowed(&c, &cfg, name, "");  /* a plug-in or an id C0h does not list */
 	}
 	if (err)
 		goto out;
 	desc_len = (__u32)csd_desc_size(nr, param_len);
 	if (desc_len > CSD_MAX_DESC_LEN) {
-		err = csd_usage(&c, "the descriptor would be %u bytes, more than %u", desc_len, CSD_MAX_DESC_LEN);
+		err = csdp_usage(&c, "the descriptor would be %u bytes, more than %u", desc_len, CSD_MAX_DESC_LEN);
 		goto out;
 	}
 	descr = calloc(1, desc_len);
 	if (!descr) {
-		err = csd_report(&c, -ENOMEM, "buffer");
+		err = csdp_report(&c, -ENOMEM, "buffer");
 		goto out;
 	}
 	csd_desc_encode(descr, id, (__u16)nr, ranges, params, param_len);
-	err = csd_cmd(&c, CSD_OPC_EXECUTE, desc_len, 0, 0, 0, 0, descr, desc_len, &result);
+	err = csdp_cmd(&c, CSD_OPC_EXECUTE, desc_len, 0, 0, 0, 0, descr, desc_len, &result);
 	dw0 = (__u32)result;
 	dw1 = (__u32)(result >> 32);
 	if (err) {
@@ -1366,7 +1366,7 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 				 "DW1 %u)", name, dw0, dw1);
 		else
 			snprintf(detail, sizeof(detail), "%s", name);
-		csd_report(&c, err, detail);
+		csdp_report(&c, err, detail);
 		goto out;
 	}
 	if (c.flags == JSON) {
@@ -1377,24 +1377,24 @@ static int csd_exec(int argc, char **argv, struct command *cmd, struct plugin *p
 		json_object_add_value_uint64(o, "dw0", dw0);
 		json_object_add_value_uint64(o, "dw1", dw1);
 		json_object_add_value_uint64(o, "result", result);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		printf("%s: dw0 0x%08x dw1 0x%08x\n", name, dw0, dw1);
 	}
 out:
 	free(descr);
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
-static int csd_program_load(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_program_load(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc = "Program Load (89h): an eBPF object (clang -O2 -target bpf -c) into a "
 			   "slot (0100h..01FFh; without --slot the device picks one), for records of "
 			   "RECORD-SIZE bytes, in MDTS-sized chunks. Prints the slot.";
 	__u8 *image = NULL;
 	__u64 size = 0, off, result = 0;
-	struct csd_cli c;
+	struct csdp_cli c;
 	__u16 slot;
 	int err, fd = -1;
 	struct config {
@@ -1412,32 +1412,32 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 		OPT_END()
 	};
 
-	err = csd_open(&c, "csd program-load", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
+	err = csdp_open(&c, "csd program-load", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
 	if (!cfg.file || !cfg.record_size) {
-		err = csd_usage(&c, "--file and --record-size are required");
+		err = csdp_usage(&c, "--file and --record-size are required");
 		goto out;
 	}
 	if (cfg.slot > 0xffff) {
-		err = csd_usage(&c, "--slot %#x is not a slot id (0x100..0x1ff)", cfg.slot);
+		err = csdp_usage(&c, "--slot %#x is not a slot id (0x100..0x1ff)", cfg.slot);
 		goto out;
 	}
 	fd = open(cfg.file, O_RDONLY);
-	image = fd < 0 ? NULL : csd_read_all(fd, UINT32_MAX, false, &size);
+	image = fd < 0 ? NULL : csdp_read_all(fd, UINT32_MAX, false, &size);
 	if (!image) {
-		err = csd_report(&c, -errno, cfg.file);
+		err = csdp_report(&c, -errno, cfg.file);
 		goto out;
 	}
 	if (!size) {
-		err = csd_usage(&c, "%s is empty", cfg.file);
+		err = csdp_usage(&c, "%s is empty", cfg.file);
 		goto out;
 	}
 	slot = (__u16)cfg.slot;
 	for (off = 0; off < size; off += c.max_xfer) {
 		__u32 n = size - off < c.max_xfer ? (__u32)(size - off) : c.max_xfer;
 
-		err = csd_cmd(&c, CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(slot, CSD_PROGRAM_TYPE_EBPF),
+		err = csdp_cmd(&c, CSD_OPC_PROGRAM_LOAD, csd_program_load_cdw10(slot, CSD_PROGRAM_TYPE_EBPF),
 			      (__u32)size, (__u32)off, n, cfg.record_size, image + off, n, &result);
 		if (err) {
 			char detail[128];
@@ -1449,7 +1449,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 			else
 				snprintf(detail, sizeof(detail), "%s, chunk at byte %" PRIu64, cfg.file,
 					 (uint64_t)off);
-			csd_report(&c, err, detail);
+			csdp_report(&c, err, detail);
 			goto out;
 		}
 		slot = (__u16)result; /* later chunks name the slot the first one got */
@@ -1459,7 +1459,7 @@ static int csd_program_load(int argc, char **argv, struct command *cmd, struct p
 
 		json_object_add_value_uint64(o, "slot", slot);
 		json_object_add_value_uint64(o, "bytes", size);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		printf("loaded %s into slot 0x%04x\n", cfg.file, slot);
 	}
@@ -1467,15 +1467,15 @@ out:
 	if (fd >= 0)
 		close(fd);
 	free(image);
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }
 
-static int csd_program_unload(int argc, char **argv, struct command *cmd, struct plugin *plugin)
+static int csdp_program_unload(int argc, char **argv, struct command *cmd, struct plugin *plugin)
 {
 	const char *desc = "Program Unload (8Ch): empty a slot (a slot still being loaded: the "
 			   "upload is abandoned).";
-	struct csd_cli c;
+	struct csdp_cli c;
 	int err;
 	struct config {
 		__u32 slot;
@@ -1489,30 +1489,30 @@ static int csd_program_unload(int argc, char **argv, struct command *cmd, struct
 		OPT_END()
 	};
 
-	err = csd_open(&c, "csd program-unload", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
+	err = csdp_open(&c, "csd program-unload", argc, argv, desc, opts, &cfg.output_format, &cfg.nsid, true);
 	if (err)
 		return err;
 	if (!cfg.slot || cfg.slot > 0xffff) {
-		err = csd_usage(&c, "--slot is required (0x100..0x1ff)");
+		err = csdp_usage(&c, "--slot is required (0x100..0x1ff)");
 		goto out;
 	}
-	err = csd_cmd(&c, CSD_OPC_PROGRAM_UNLOAD, cfg.slot, 0, 0, 0, 0, NULL, 0, NULL);
+	err = csdp_cmd(&c, CSD_OPC_PROGRAM_UNLOAD, cfg.slot, 0, 0, 0, 0, NULL, 0, NULL);
 	if (err) {
 		char detail[32];
 
 		snprintf(detail, sizeof(detail), "slot 0x%04x", cfg.slot);
-		csd_report(&c, err, detail);
+		csdp_report(&c, err, detail);
 		goto out;
 	}
 	if (c.flags == JSON) {
 		struct json_object *o = json_create_object();
 
 		json_object_add_value_uint64(o, "slot", cfg.slot);
-		csd_print_json(o);
+		csdp_print_json(o);
 	} else {
 		printf("unloaded slot 0x%04x\n", cfg.slot);
 	}
 out:
-	csd_close(&c);
+	csdp_close(&c);
 	return err;
 }

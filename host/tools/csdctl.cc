@@ -6,10 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -57,6 +60,7 @@ enum Exit : int {
 struct Opts {
     std::string device = "/dev/ng0n1";
     bool uring = false;
+    bool read_only = false;  // --read-only
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
     int progress = -1;       // progress bars: -1 where stderr is a terminal, 0 never, 1 always
@@ -68,6 +72,66 @@ struct Usage : std::runtime_error {
 };
 
 [[noreturn]] void die(const std::string &msg) { throw Usage(msg); }
+
+// ---------------------------------------------------------------- Ctrl-C
+// SIGINT or SIGTERM while a command can stop cleanly (a put or a get, between two chunks
+// of its transfer) is noted here and stops the command at its next chunk: a put then
+// releases the space it reserved and stores nothing. csdctl then says so and ends by that
+// signal, as it would have without cleaning up. At any other time, and at a second signal,
+// csdctl ends at once (the signal's default action).
+volatile std::sig_atomic_t g_signal = 0;
+std::atomic<bool> g_cancellable{false};
+
+extern "C" void on_stop_signal(int sig)
+{
+    if (!g_cancellable.load()) {
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);
+        return;
+    }
+    g_signal = sig;  // SA_RESETHAND: the next one is the default action
+}
+
+// Catches SIGINT and SIGTERM (no SA_RESTART: a blocked read of stdin returns).
+void catch_stop_signals()
+{
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+// A command stopped by SIGINT or SIGTERM, with what it left behind in words.
+struct Interrupted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// While it lives, a stop signal stops the command at its next check() instead of ending csdctl.
+class Cancellable {
+public:
+    explicit Cancellable(std::string what) : what_(std::move(what)) { g_cancellable = true; }
+    ~Cancellable() { g_cancellable = false; }
+    Cancellable(const Cancellable &) = delete;
+    Cancellable &operator=(const Cancellable &) = delete;
+    // Throws Interrupted if a stop signal came; `left` says what that leaves.
+    void check(const std::string &left) const
+    {
+        if (g_signal) throw Interrupted(what_ + " interrupted by SIG" + std::string(sigabbrev_np(g_signal)) + ": " + left);
+    }
+    // progress, also stopping the transfer at a stop signal (a put releases its space).
+    Progress wrap(Progress progress, const std::string &left) const
+    {
+        return [this, progress, left](uint64_t done, uint64_t total) {
+            check(left);
+            if (progress) progress(done, total);
+        };
+    }
+
+private:
+    std::string what_;
+};
 
 // A command-set name table (spec/csd_spec.h) as a map for CLI11's IsMember check.
 std::map<std::string, uint32_t> names(const csd_name *table)
@@ -112,12 +176,16 @@ Progress bar(const Opts &o, const std::string &what, uint64_t total)
 }
 
 // The whole of a file, or of stdin for "-".
-std::vector<uint8_t> slurp(const std::string &path)
+std::vector<uint8_t> slurp(const std::string &path, const Cancellable *c = nullptr)
 {
     if (path == "-") {
         std::vector<uint8_t> v;
         uint8_t buf[1 << 16];
-        for (size_t n; (n = std::fread(buf, 1, sizeof buf, stdin)) > 0;) v.insert(v.end(), buf, buf + n);
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, stdin)) > 0;) {
+            v.insert(v.end(), buf, buf + n);
+            if (c) c->check("nothing stored");
+        }
+        if (c) c->check("nothing stored");  // a stop signal ends a blocked read (EINTR)
         if (std::ferror(stdin)) throw Error("cannot read stdin", errno);
         return v;
     }
@@ -296,13 +364,59 @@ void print_object(const ObjectInfo &i)
                 i.is_tensor() ? i.dtype.c_str() : "blob", i.is_tensor() ? shape_str(i.shape).c_str() : "", i.crc32c);
 }
 
-int cmd_format(Device &d, const Opts &o)
+int cmd_format(Device &d, const Opts &o, bool force)
 {
-    ObjectStore::format(d);
+    ObjectStore::format(d, force);
     const uint64_t free_bytes = ObjectStore(d).free_bytes();
     if (o.json) print({{"formatted", true}, {"free_bytes", free_bytes}});
     else std::printf("formatted: %llu bytes for objects\n", static_cast<unsigned long long>(free_bytes));
     return 0;
+}
+
+// A reservation's writer ("host:pid"), and whether it still runs: on this host, its process
+// is alive; on another, unknown.
+struct Writer {
+    std::string host;
+    long pid = 0;
+    const char *state = "unknown";  // "running", "gone" or "unknown" (another host)
+};
+
+// The writer a reservation names ("host:pid") and whether it still runs.
+Writer writer_of(const Reservation &r)
+{
+    Writer w;
+    const size_t colon = r.owner.rfind(':');
+    w.host = r.owner.substr(0, colon);
+    if (colon != std::string::npos) w.pid = std::strtol(r.owner.c_str() + colon + 1, nullptr, 10);
+    char me[256] = "";
+    gethostname(me, sizeof me - 1);
+    if (w.host == me && w.pid > 0) w.state = kill(static_cast<pid_t>(w.pid), 0) == 0 || errno == EPERM ? "running" : "gone";
+    return w;
+}
+
+// A reservation as stat --json gives it: id, bytes, block, owner, host, pid, time, running.
+json reservation_json(const ObjectStore &st, const Reservation &r)
+{
+    const Writer w = writer_of(r);
+    json j = {{"id", r.id},     {"bytes", r.blocks * st.block_size()}, {"block", r.block}, {"owner", r.owner},
+              {"host", w.host}, {"pid", w.pid}, {"time", r.time}};
+    j["running"] = w.state == std::string("unknown") ? json(nullptr) : json(w.state == std::string("running"));
+    return j;
+}
+
+// One line per reservation: its bytes, its writer and whether it runs, its age.
+void print_reservations(const ObjectStore &st, const std::vector<Reservation> &rs)
+{
+    const uint64_t now = static_cast<uint64_t>(time(nullptr));
+    for (const Reservation &r : rs) {
+        const Writer w = writer_of(r);
+        const std::string why = w.state == std::string("running")  ? "running: a put in progress"
+                                : w.state == std::string("gone") ? "gone: its put was killed; 'csdctl reclaim' frees it"
+                                                                  : "another host's writer";
+        std::printf("  %llu bytes reserved by %s (%s), %llu s ago\n",
+                    static_cast<unsigned long long>(r.blocks * st.block_size()), r.owner.c_str(), why.c_str(),
+                    static_cast<unsigned long long>(now >= r.time ? now - r.time : 0));
+    }
 }
 
 int cmd_ls(Device &d, const Opts &o)
@@ -315,7 +429,16 @@ int cmd_ls(Device &d, const Opts &o)
         print(list);
     } else {
         for (const auto &i : v) print_object(i);
-        std::printf("%zu objects, %llu bytes free\n", v.size(), static_cast<unsigned long long>(st.free_bytes()));
+        const auto rs = st.reservations();
+        uint64_t reserved = 0;
+        for (const Reservation &r : rs) reserved += r.blocks * st.block_size();
+        std::printf("%zu objects, %llu bytes free", v.size(), static_cast<unsigned long long>(st.free_bytes()));
+        if (!rs.empty()) {
+            std::printf(", %llu bytes reserved by %zu writer%s:", static_cast<unsigned long long>(reserved), rs.size(),
+                        rs.size() == 1 ? "" : "s");
+        }
+        std::printf("\n");
+        print_reservations(st, rs);
     }
     return 0;
 }
@@ -344,8 +467,39 @@ int cmd_reclaim(Device &d, const Opts &o, uint64_t max_age)
     return 0;
 }
 
+// The store as a whole (stat without a name): its objects, free space, and the space
+// reserved by writers (puts in progress, or killed), each named.
+int cmd_store_stat(Device &d, const Opts &o)
+{
+    ObjectStore st(d);
+    const auto v = st.list();
+    const auto rs = st.reservations();
+    uint64_t object_bytes = 0, reserved = 0;
+    for (const ObjectInfo &i : v) object_bytes += i.bytes;
+    json list = json::array();
+    for (const Reservation &r : rs) {
+        reserved += r.blocks * st.block_size();
+        list.push_back(reservation_json(st, r));
+    }
+    const uint64_t free_bytes = st.free_bytes();
+    if (o.json) {
+        print({{"objects", v.size()}, {"object_bytes", object_bytes}, {"free_bytes", free_bytes},
+               {"reserved_bytes", reserved}, {"reservations", list}, {"generation", st.generation()},
+               {"block_size", st.block_size()}});
+        return 0;
+    }
+    std::printf("objects        %zu (%llu bytes)\nfree           %llu bytes\nreserved       %llu bytes by %zu writer%s\n"
+                "generation     %llu\n",
+                v.size(), static_cast<unsigned long long>(object_bytes), static_cast<unsigned long long>(free_bytes),
+                static_cast<unsigned long long>(reserved), rs.size(), rs.size() == 1 ? "" : "s",
+                static_cast<unsigned long long>(st.generation()));
+    print_reservations(st, rs);
+    return 0;
+}
+
 int cmd_stat(Device &d, const Opts &o, const std::string &name)
 {
+    if (name.empty()) return cmd_store_stat(d, o);
     const ObjectInfo i = ObjectStore(d).stat(name);
     if (o.json) print(object_json(i));
     else print_object(i);
@@ -358,9 +512,9 @@ bool is_npy(const std::string &file, bool npy_flag) { return npy_flag || ends_wi
 
 // A file (or stdin, "-") as an object's contents: a .npy file as a typed tensor (its
 // dtype, structured ones included, as csd/npy.hpp records it), anything else as a blob.
-npy::Array read_object_file(const std::string &file, bool npy_flag)
+npy::Array read_object_file(const std::string &file, bool npy_flag, const Cancellable *c = nullptr)
 {
-    auto bytes = slurp(file);
+    auto bytes = slurp(file, c);
     if (!is_npy(file, npy_flag)) return npy::Array{"", {}, std::move(bytes)};
     try {
         return npy::parse(bytes);
@@ -406,18 +560,23 @@ void print_transfer(const Opts &o, const ObjectInfo &info, const std::string &fi
 
 int cmd_put(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
 {
-    const npy::Array a = read_object_file(file, npy_flag);
+    const Cancellable c("put of '" + name + "'");
+    const npy::Array a = read_object_file(file, npy_flag, &c);
     ObjectStore st(d);
-    st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape, bar(o, "put " + name, a.data.size()));
+    c.check("nothing stored");
+    st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape,
+           c.wrap(bar(o, "put " + name, a.data.size()), "nothing stored, its reserved space released"));
     if (o.json) print_transfer(o, st.stat(name), file, false);
     return 0;
 }
 
 int cmd_get(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
 {
+    const Cancellable c("get of '" + name + "'");
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    write_object_file(file, info, st.get(name, bar(o, "get " + name, info.bytes)), npy_flag);
+    write_object_file(file, info, st.get(name, c.wrap(bar(o, "get " + name, info.bytes), "nothing written")),
+                      npy_flag);
     print_transfer(o, info, file, true);
     return 0;
 }
@@ -847,9 +1006,9 @@ int cmd_bench(Device &d, const Opts &o, double secs)
 }
 
 // ---------------------------------------------------------------- several drives (--drives)
-int set_format(DriveSet &s, const Opts &o)
+int set_format(DriveSet &s, const Opts &o, bool force)
 {
-    s.format();
+    s.format(force);
     if (o.json) print({{"formatted", true}, {"drives", s.size()}});
     else std::printf("formatted %zu drives\n", s.size());
     return 0;
@@ -992,6 +1151,14 @@ complete -F _csdctl csdctl
 )";
 }
 
+// A command as typed: "run filter", "put".
+std::string command_path(const CLI::App &a)
+{
+    std::string p = a.get_name();
+    for (const CLI::App *up = a.get_parent(); up && up->get_parent(); up = up->get_parent()) p = up->get_name() + " " + p;
+    return "csdctl " + p;
+}
+
 // The names a name table offers, for completion.
 std::vector<std::string> choice_list(const std::map<std::string, uint32_t> &m)
 {
@@ -1013,8 +1180,10 @@ int main(int argc, char **argv)
     std::map<std::string, std::vector<std::string>> choices;  // for completion: option -> its names
     choices["--front-end"] = {"auto", "vendor", "nvme-cs"};
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
-    app.add_option("-d,--device", o.device, "the device (see below)");
+    auto *device_opt = app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
+    app.add_flag("--read-only", o.read_only, "open the device read-only: ls, stat, get, info, stats and programs "
+                                             "that only read work; what would write is refused");
     std::string front_end = "auto";
     app.add_option("--front-end", front_end,
                    "command set to speak: vendor, nvme-cs (the standard one) or auto (vendor where the drive has it; "
@@ -1027,6 +1196,7 @@ int main(int argc, char **argv)
                           "no progress bars (default: a bar where stderr is a terminal)");
 
     std::function<int(Device &)> action;
+    std::vector<const CLI::App *> writers;  // the commands that write to the drive
     std::function<int(DriveSet &)> set_action;  // the same command on several drives (--drives)
     std::string drives, placement = "home";
     app.add_option("--drives", drives, "several drives as one, comma-separated (docs/drive-set.md): "
@@ -1037,19 +1207,24 @@ int main(int argc, char **argv)
         ->callback([&] { action = [&](Device &d) { return cmd_programs(d, o); }; });
     app.add_subcommand("stats", "the statistics log")
         ->callback([&] { action = [&](Device &d) { return cmd_stats(d, o); }; });
-    app.add_subcommand("format", "create an empty object store on the namespace")
-        ->callback([&] {
-            action = [&](Device &d) { return cmd_format(d, o); };
-            set_action = [&](DriveSet &s) { return set_format(s, o); };
-        });
+    bool force = false;
+    auto *format = app.add_subcommand("format", "create an empty object store on the namespace (refused where it "
+                                                "holds a partition table, a filesystem or a store, unless --force)");
+    format->add_flag("--force", force, "format over whatever the namespace holds (its data is lost)");
+    writers.push_back(format);
+    format->callback([&] {
+        action = [&](Device &d) { return cmd_format(d, o, force); };
+        set_action = [&](DriveSet &s) { return set_format(s, o, force); };
+    });
     app.add_subcommand("ls", "list objects")->callback([&] {
         action = [&](Device &d) { return cmd_ls(d, o); };
         set_action = [&](DriveSet &s) { return set_ls(s, o); };
     });
 
     std::string name, file, other, third;
-    auto *stat = app.add_subcommand("stat", "one object's catalog entry");
-    stat->add_option("name", name, "object")->required();
+    auto *stat = app.add_subcommand("stat", "one object's catalog entry; without NAME, the store's space and "
+                                            "its reservations (puts in progress or killed, and their writers)");
+    stat->add_option("name", name, "object");
     stat->callback([&] {
         action = [&](Device &d) { return cmd_stat(d, o, name); };
         set_action = [&](DriveSet &s) {
@@ -1059,6 +1234,7 @@ int main(int argc, char **argv)
         };
     });
     auto *rm = app.add_subcommand("rm", "remove an object");
+    writers.push_back(rm);
     rm->add_option("name", name, "object")->required();
     auto removed = [&] {
         if (o.json) print({{"removed", name}});
@@ -1070,10 +1246,12 @@ int main(int argc, char **argv)
     });
     uint64_t max_age = 3600;
     auto *reclaim = app.add_subcommand("reclaim", "free space reserved by puts whose writer died");
+    writers.push_back(reclaim);
     reclaim->add_option("--older-than", max_age, "only reservations at least this many seconds old (default 3600)");
     reclaim->callback([&] { action = [&](Device &d) { return cmd_reclaim(d, o, max_age); }; });
     bool npy_flag = false;
     auto *put = app.add_subcommand("put", "store FILE (.npy: as a typed tensor; -: stdin) as object NAME");
+    writers.push_back(put);
     put->add_option("name", name, "object")->required();
     put->add_option("file", file, "file to store, - for stdin")->required();
     put->add_flag("--npy", npy_flag, "FILE is a .npy file whatever its name (for -)");
@@ -1109,6 +1287,7 @@ int main(int argc, char **argv)
     checksum->callback([&] { action = [&](Device &d) { return cmd_checksum(d, o, name, algo); }; });
     FilterArgs fa;
     auto *filter = run->add_subcommand("filter", "records of SRC whose field compares true, into object DST");
+    writers.push_back(filter);
     filter->add_option("src", name, "object of records")->required();
     filter->add_option("dst", other, "object to create")->required();
     filter->add_option("--record-size", fa.record_size, "bytes per record")->required();
@@ -1134,6 +1313,7 @@ int main(int argc, char **argv)
         set_action = [&](DriveSet &s) { return set_reduce(s, o, name, op); };  // of the whole striped tensor
     });
     auto *gemm = run->add_subcommand("gemm", "C = A x B for 2-D float32 tensors, stored as object C");
+    writers.push_back(gemm);
     gemm->add_option("a", name, "A (m x k)")->required();
     gemm->add_option("b", other, "B (k x n)")->required();
     gemm->add_option("c", third, "object to create")->required();
@@ -1188,6 +1368,7 @@ int main(int argc, char **argv)
         ->callback([&] { action = [&](Device &d) { return cmd_program_list(d, o); }; });
     ProgramRunArgs pr;
     auto *prun = program->add_subcommand("run", "run the program in SLOT over the records of object NAME");
+    writers.push_back(prun);  // --mode map and filter store their result
     prun->add_option("slot", slot, "slot (e.g. 0x100)")->required();
     prun->add_option("name", name, "object of records")->required();
     prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
@@ -1213,6 +1394,7 @@ int main(int argc, char **argv)
     btree->require_subcommand(1);
     BtreeArgs bt;
     auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA");
+    writers.push_back(bbuild);
     bbuild->add_option("lba", bt.lba, "the root's LBA (the levels below follow it)")->required();
     bbuild->add_option("--pairs", bt.pairs, "file of KEY VALUE lines (- for stdin)");
     bbuild->add_option("--count", bt.count, "or keys 1..N with value 10 x key");
@@ -1275,9 +1457,11 @@ int main(int argc, char **argv)
         std::fputs(bash_completion(app, choices).c_str(), stdout);
         return kExitOk;
     }
+    catch_stop_signals();
     try {
         OpenOptions oo;
         oo.use_uring = o.uring;
+        oo.read_only = o.read_only;
         oo.front_end = parse_front_end(front_end);
         if (!drives.empty()) {
             if (!set_action) die("this command works on one drive: leave out --drives");
@@ -1287,7 +1471,20 @@ int main(int argc, char **argv)
             return set_action(*DriveSet::open(paths, oo));
         }
         auto dev = Device::open(o.device, oo);
+        // A plain drive (host mode) is any NVMe SSD, the machine's boot drive too: csdctl writes
+        // to one only where the user named it, never to the default it picked.
+        if (dev->where() == Where::Host && !device_opt->count() && !std::getenv("CSD_DEVICE")) {
+            for (const CLI::App *w : writers) {
+                if (!w->parsed() || (w == prun && pr.mode == "reduce")) continue;
+                die("'" + command_path(*w) + "' writes to the drive, and " + o.device +
+                    " (csdctl's default device) is a plain NVMe drive, opened in host mode: csdctl writes to "
+                    "such a drive only when it is named: -d " + o.device + " (or CSD_DEVICE) if it is the one");
+            }
+        }
         const int rc = action(*dev);
+        if (g_signal) {  // it came after the command's last chance to stop: the command completed
+            std::fprintf(stderr, "csdctl: SIG%s came as the command finished; it completed\n", sigabbrev_np(g_signal));
+        }
         if (o.bus_stats) {
             const BusCounters b = dev->bus();
             std::cerr << json{{"bus_commands", b.commands}, {"bus_bytes_to_device", b.bytes_to_device},
@@ -1295,6 +1492,13 @@ int main(int argc, char **argv)
                       << "\n";
         }
         return rc;
+    } catch (const Interrupted &e) {
+        const int sig = g_signal;
+        report(o, e.what(), 128 + sig);
+        std::fflush(stdout);
+        std::signal(sig, SIG_DFL);  // end by the signal, as csdctl would have without cleaning up
+        std::raise(sig);
+        return 128 + sig;
     } catch (const Usage &e) {
         return report(o, e.what(), kExitUsage);
     } catch (const Error &e) {

@@ -5,13 +5,13 @@ The demo's questions (filter, per-row reduce, gemm) asked of one dataset under e
 model preset (docs/timing-model.md), inside the drive and the classic way (read the data,
 compute on the host), with the time and the bytes across the bus of each.
 
-Runs on the in-process device (the same device core and timing model as the QEMU device,
-timed on the host clock): the drive's side is modelled, the host's compute is this
-machine's CPU at full speed. Inside the TCG guest the host's side would run 10-50x slower
-than on real hardware and flatter offload; the guest's timings are checked against the
-model by tests/vm/guest/timing-model.sh instead. A row marked "host-bound" had commands
-the host finished after their modelled time (C1h model_overruns): its in-drive time is this
-machine's, and the modelled drive would be faster still.
+Runs on the in-process device (the same device core and timing model as the QEMU device)
+with exact=on: the drive's time is the model's virtual clock (dev.model_clock_ns), whatever
+this machine's speed or load, so no row is the host's; the classic way's reads are NVM
+Reads on that clock too, and its compute is this machine's, measured as the CPU time of
+the thread that runs it (one core; BLAS limited to one thread), never wall time. Inside the
+TCG guest the host's side would run 10-50x slower than on real hardware and flatter
+offload; the guest's timings are checked against the model by tests/vm/guest/timing-*.sh.
 
 Beside the table it draws the verdicts (python/demo/plots.py; build/plots/design-space.png
 unless --plot says otherwise, "" for none; skipped, with a line saying so, without matplotlib).
@@ -21,6 +21,9 @@ Usage: python3 python/demo/design_space.py [--presets a,b,c] [--scale N] [--dir 
 import argparse
 import os
 import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the host's compute on one core: its thread CPU time
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 import tempfile
 import time
 
@@ -55,14 +58,20 @@ def bus_bytes(dev):
     return to_device + from_device
 
 
-def measure(dev, fn, runs=3):
-    """(result, seconds, bytes across the bus, overruns) of the fastest of runs calls of fn()."""
+def measure(dev, load, compute=None, runs=3):
+    """(result, seconds, bytes across the bus, overruns) of the fastest of runs: load() on the
+    drive, timed on the model's clock, then (the classic way) compute(loaded) on this host,
+    timed as the CPU time of this thread."""
     best = None
     for _ in range(runs):
         b0, o0 = bus_bytes(dev), dev.stats["model_overruns"]
-        t0 = time.perf_counter()
-        out = fn()
-        t = time.perf_counter() - t0
+        v0 = dev.model_clock_ns
+        out = load()
+        t = (dev.model_clock_ns - v0) / 1e9
+        if compute:
+            c0 = time.thread_time()
+            out = compute(out)
+            t += time.thread_time() - c0
         m = (out, t, bus_bytes(dev) - b0, dev.stats["model_overruns"] - o0)
         best = m if best is None or t < best[1] else best
     return best
@@ -76,8 +85,7 @@ def questions(dev):
         st.filter("sales", "hot", record_size=16, field_offset=4, field_type="f4", op="gt", lo=0.99)
         return st["hot"]
 
-    def filter_classic():
-        s = st["sales"]
+    def filter_classic(s):
         return s[s[:, 1].astype(np.float64) > 0.99]
 
     def reduce_drive():
@@ -88,8 +96,8 @@ def questions(dev):
         x.free()
         return out
 
-    def reduce_classic():
-        return st["readings"].max(axis=1)
+    def reduce_classic(r):
+        return r.max(axis=1)
 
     def gemm_drive():
         a, b = st.load("batch"), st.load("weights")
@@ -99,15 +107,15 @@ def questions(dev):
             arr.free()
         return out
 
-    def gemm_classic():
-        return st["batch"] @ st["weights"]
+    def gemm_classic(ab):
+        return ab[0] @ ab[1]
 
     return [
-        ("filter value > 0.99 (1% of records)", filter_drive, filter_classic,
+        ("filter value > 0.99 (1% of records)", filter_drive, (lambda: st["sales"], filter_classic),
          lambda d, c: np.array_equal(np.frombuffer(np.ascontiguousarray(d).tobytes(), np.float32).reshape(-1, 4), c)),
-        ("max of each row of readings", reduce_drive, reduce_classic,
+        ("max of each row of readings", reduce_drive, (lambda: st["readings"], reduce_classic),
          lambda d, c: np.array_equal(np.asarray(d, np.float64), c.astype(np.float64))),
-        ("gemm 512x1024x1024 (1.07 GFLOP)", gemm_drive, gemm_classic,
+        ("gemm 512x1024x1024 (1.07 GFLOP)", gemm_drive, (lambda: (st["batch"], st["weights"]), gemm_classic),
          lambda d, c: np.allclose(d, c, atol=1e-3)),
     ]
 
@@ -127,19 +135,20 @@ def main():
     data = dataset(args.scale)
     work = args.dir or tempfile.mkdtemp(prefix="csd-design-")
     rows, ok = [], True
-    print("each time: the fastest of 3 runs, on the host clock", flush=True)
+    print("each time: the fastest of 3 runs; the drive's on the model's clock (exact=on), the host's "
+          "compute as one thread's CPU time", flush=True)
     for preset in args.presets.split(","):
         path = os.path.join(work, f"{preset}.img")
         with open(path, "wb") as f:
             f.truncate(512 << 20)
         print(f"== {preset}: storing the dataset", flush=True)
-        with nvme_csd.open(f"emu:{path}?slm=256M&model={preset}") as dev:
+        with nvme_csd.open(f"emu:{path}?slm=256M&model={preset}&exact=on") as dev:
             dev.store.format()
             for name, arr in data.items():
                 dev.store[name] = arr
             for q, drive, classic, same in questions(dev):
                 d, td, bd, od = measure(dev, drive)
-                c, tc, bc, oc = measure(dev, classic)
+                c, tc, bc, oc = measure(dev, *classic)
                 agree = same(d, c)
                 ok &= agree
                 rows.append((preset, q, td, bd, od, tc, bc))
@@ -149,7 +158,8 @@ def main():
     if not args.dir:
         os.rmdir(work)
 
-    print("\n== design space (in-process device: drive modelled, host compute on this machine)")
+    print("\n== design space (in-process device, exact=on: the drive's time on the model's clock, the "
+          "host's compute as its CPU time on this machine)")
     print(f"{'preset':14s} {'question':38s} {'in-drive':>10s} {'classic':>10s} {'bus in-drive':>13s} "
           f"{'bus classic':>13s}  verdict")
     for preset, q, td, bd, od, tc, bc in rows:

@@ -28,8 +28,9 @@ _P = _core.programs  # libcsd's typed program calls: they lay out each program's
 class Device:
     """A computational-storage device (see nvme_csd.open)."""
 
-    def __init__(self, path: str, uring: bool = False, queue_depth: int = 64, front_end: str = "auto") -> None:
-        self._dev = _core.Device(path, uring, queue_depth, front_end)
+    def __init__(self, path: str, uring: bool = False, queue_depth: int = 64, front_end: str = "auto",
+                 read_only: bool = False) -> None:
+        self._dev = _core.Device(path, uring, queue_depth, front_end, read_only)
         self.path = path
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self.store = Store(self)
@@ -74,6 +75,12 @@ class Device:
         return self._dev.statistics()
 
     @property
+    def read_only(self) -> bool:
+        """Whether it was opened with read_only=True: what would change the namespace's data
+        (store puts, deletes, format, reclaim, SLM Store, a Write) raises ReadOnly."""
+        return self._dev.read_only
+
+    @property
     def transport(self) -> str:
         """The backend commands go through: 'ioctl', 'uring', 'kmod' or 'inproc'."""
         return self._dev.transport
@@ -94,6 +101,13 @@ class Device:
         a drive without computational storage; the device core runs in this process over
         the bytes read from the drive, with the drive's results)."""
         return self._dev.where
+
+    @property
+    def model_clock_ns(self) -> int:
+        """The timing model's clock in ns: with ``exact=on`` in an ``emu:`` path the in-process
+        device's virtual clock, where each command takes the model's time whatever this host's
+        speed or load (docs/timing-model.md); the host's clock without; 0 for a drive elsewhere."""
+        return self._dev.model_clock_ns
 
     @property
     def offload(self) -> bool:
@@ -364,9 +378,13 @@ class Device:
             O.free()
 
 
-def open(path: str, *, uring: bool = False, queue_depth: int = 64, front_end: str = "auto") -> Device:  # noqa: A001 (mirrors builtins.open)
+def open(path: str, *, uring: bool = False, queue_depth: int = 64, front_end: str = "auto",  # noqa: A001 (mirrors builtins.open)
+         read_only: bool = False) -> Device:
     """Opens a CSD: '/dev/ngXnY' or '/dev/nvmeXnY' (uring=True for io_uring passthrough),
     or 'emu:FILE?slm=64M&lba=512&cu=2&size=256M' for the in-process device ('&nvme-cs=1'
     adds the standard front end). front_end: 'vendor', 'nvme-cs' or 'auto' (vendor where the
-    drive speaks it; the environment variable CSD_FRONT_END overrides auto)."""
-    return Device(path, uring=uring, queue_depth=queue_depth, front_end=front_end)
+    drive speaks it; the environment variable CSD_FRONT_END overrides auto). read_only=True
+    opens the node or file read-only (a read-only image, a node this user may only read):
+    the store's reads, capabilities, statistics and programs that only read work; what would
+    change the namespace's data raises ReadOnly."""
+    return Device(path, uring=uring, queue_depth=queue_depth, front_end=front_end, read_only=read_only)

@@ -17,9 +17,10 @@ from .wire import CMP_OPS, FIELD_TYPES, REDUCE_OPS
 class DriveSet:
     """Drives opened together; see open_many. A context manager."""
 
-    def __init__(self, paths: Iterable[str], *, uring: bool = False, front_end: str = "auto") -> None:
+    def __init__(self, paths: Iterable[str], *, uring: bool = False, front_end: str = "auto",
+                 read_only: bool = False) -> None:
         self.paths = list(paths)
-        self._open_set: Any = _core.DriveSet(self.paths, uring, front_end)
+        self._open_set: Any = _core.DriveSet(self.paths, uring, front_end, read_only)
 
     @property
     def _set(self) -> Any:
@@ -61,9 +62,11 @@ class DriveSet:
         """The index of the drive a whole object named `name` lives on."""
         return self._set.home(name)
 
-    def format(self) -> None:
-        """Creates an empty store on every drive (existing objects are lost)."""
-        self._set.format()
+    def format(self, *, force: bool = False) -> None:
+        """Creates an empty store on every drive (existing objects are lost). Raises
+        FormatRefused, writing no drive, where one holds a partition table, a filesystem or
+        volume signature or a store, unless force."""
+        self._set.format(force)
 
     def put(self, name: str, value: Any, *, placement: str = "home") -> None:
         """Stores an array (or bytes) whole on its home drive; placement="striped" splits a
@@ -129,6 +132,8 @@ class DriveSet:
         self._set.gemm(a, b, c)
 
 
-def open_many(paths: Iterable[str], *, uring: bool = False, front_end: str = "auto") -> DriveSet:
-    """Opens several drives as one DriveSet (each path as nvme_csd.open takes it)."""
-    return DriveSet(paths, uring=uring, front_end=front_end)
+def open_many(paths: Iterable[str], *, uring: bool = False, front_end: str = "auto",
+              read_only: bool = False) -> DriveSet:
+    """Opens several drives as one DriveSet (each path as nvme_csd.open takes it; read_only
+    as nvme_csd.open's: writes raise ReadOnly)."""
+    return DriveSet(paths, uring=uring, front_end=front_end, read_only=read_only)

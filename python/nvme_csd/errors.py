@@ -9,6 +9,8 @@
     │   │                          └─ InvalidArgumentType  (also a TypeError)    own checks
     │   └── MediaError                status code type 2
     ├── NotFound                      (also a KeyError) no such object in the store
+    ├── FormatRefused                 format() found a partition table, filesystem or store
+    ├── ReadOnly                      a write on a device opened with read_only=True
     └── DeviceClosed
 
 NVMe statuses get a class each, carrying the status code and its name. The standard front
@@ -245,7 +247,7 @@ __all__ = ["CsdError", "NvmeStatusError", "GenericCommandStatus", "CommandSpecif
            "InvalidProgramType", "MaximumMemoryRangesExceeded", "MaximumMemoryRangeSetsExceeded",
            "MaximumProgramsActivated", "MaximumProgramBytesExceeded", "MemoryRangeSetInUse", "NoProgram",
            "OverlappingMemoryRanges", "ProgramNotActivated", "ProgramInUse", "ProgramIndexNotDownloadable",
-           "ProgramTooBig", "InvalidArgument", "InvalidArgumentType", "NotFound", "DeviceClosed"]
+           "ProgramTooBig", "InvalidArgument", "InvalidArgumentType", "NotFound", "DeviceClosed", "FormatRefused", "ReadOnly"]
 _named(VENDOR_ERRORS, STATUS_CODES, "")
 _named(NVME_CS_ERRORS, NVME_CS_STATUS_CODES, ", standard front end")
 
@@ -268,10 +270,21 @@ class DeviceClosed(CsdError):
     """The device was closed."""
 
 
+class FormatRefused(CsdError):
+    """Store.format() found a partition table, a filesystem or volume signature, or a store
+    on the namespace (the message names it) and wrote nothing: format(force=True) overwrites it."""
+
+
+class ReadOnly(CsdError):
+    """A write (put, del, format, reclaim, a program that stores its result, SLM Store, NVM
+    Write) on a device opened with read_only=True: refused before anything was written."""
+
+
 def make_error(message: str, status: int, errnum: int, dw0: int, dw1: int) -> CsdError:
     """Builds the exception for a libcsd error (called by the C++ bindings): the drive's
-    status picks its class; without one, ENOENT is NotFound, EBADF DeviceClosed and EINVAL
-    (libcsd refusing an argument on the host) InvalidArgument."""
+    status picks its class; without one, ENOENT is NotFound, EBADF DeviceClosed, EEXIST
+    FormatRefused, EROFS ReadOnly and EINVAL (libcsd refusing an argument on the host)
+    InvalidArgument."""
     cls: Type[CsdError]
     if status:
         cls = _BY_CODE.get(status & 0x7FF, NvmeStatusError)
@@ -279,6 +292,10 @@ def make_error(message: str, status: int, errnum: int, dw0: int, dw1: int) -> Cs
         cls = NotFound
     elif errnum == _errno.EBADF:
         cls = DeviceClosed
+    elif errnum == _errno.EEXIST:
+        cls = FormatRefused
+    elif errnum == _errno.EROFS:
+        cls = ReadOnly
     elif errnum == _errno.EINVAL:
         cls = InvalidArgument
     else:

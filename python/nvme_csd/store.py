@@ -61,16 +61,21 @@ class Store(MutableMapping[str, Any]):
     def _dev(self) -> Any:
         return self._device._dev
 
-    def format(self) -> None:
-        """Creates an empty store over the whole namespace (existing objects are lost)."""
-        self._dev.store_format()
+    def format(self, *, force: bool = False) -> None:
+        """Creates an empty store over the whole namespace (existing objects are lost).
+        Raises FormatRefused, writing nothing, where the namespace holds a partition table,
+        a filesystem or volume signature or a store (the message names it), unless force."""
+        self._dev.store_format(force)
 
     def __setitem__(self, name: str, value: Any) -> None:
         self.put(name, value)
 
     def put(self, name: str, value: Any, *, progress: ProgressArg = None) -> None:
         """store[name] = value, with progress(done, total) reports as its bytes are
-        written (progress=True: a tqdm bar where tqdm is installed; see nvme_csd.progress)."""
+        written (progress=True: a tqdm bar where tqdm is installed; see nvme_csd.progress).
+        An exception raised by progress (KeyboardInterrupt included) cancels the put: nothing
+        is stored (an older version stays), its reserved space is released, and the
+        exception propagates."""
         data: Any
         if isinstance(value, (bytes, bytearray, memoryview)):
             data, dtype, shape = value, "", []

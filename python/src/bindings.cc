@@ -29,6 +29,7 @@
 #include "nvme_cs.h"
 #ifdef CSD_HAVE_GPU
 #include "gpu.hpp"
+#include "layer_loader.hpp"
 #endif
 
 namespace py = pybind11;
@@ -64,9 +65,10 @@ struct OutBuf {
 
 // The device and what lives as long as it: SLM buffers keep it alive.
 // A Python progress(done, total) for libcsd's long store operations, or none: libcsd calls
-// it on the calling thread with the GIL released, so it takes the GIL; the first exception
-// it raises is kept and raised once the operation has finished (the data is not left half
-// written by an exception thrown through libcsd).
+// it on the calling thread with the GIL released, so it takes the GIL. An exception it
+// raises cancels the operation: it is kept, a csd::Error (ECANCELED) stops libcsd (a put
+// then releases its reservation and stores nothing), and the caller raises the kept one
+// (rethrow) once libcsd has unwound.
 struct PyProgress {
     py::object fn;
     std::unique_ptr<py::error_already_set> err;
@@ -76,14 +78,32 @@ struct PyProgress {
     {
         if (fn.is_none()) return {};
         return [this](uint64_t done, uint64_t total) {
-            py::gil_scoped_acquire g;
-            if (err) return;
-            try {
-                fn(done, total);
-            } catch (py::error_already_set &e) {
-                err = std::make_unique<py::error_already_set>(std::move(e));
+            {
+                py::gil_scoped_acquire g;
+                if (!err) {
+                    try {
+                        fn(done, total);
+                        return;
+                    } catch (py::error_already_set &e) {
+                        err = std::make_unique<py::error_already_set>(std::move(e));
+                    }
+                }
             }
+            throw Error("cancelled by an exception from the progress callback", ECANCELED);
         };
+    }
+    // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
+    // callback raised if it did (that stopped op), else op's own error.
+    template <class F>
+    auto run(F &&op)
+    {
+        try {
+            py::gil_scoped_release r;
+            return op();
+        } catch (...) {
+            rethrow();
+            throw;
+        }
     }
     // Raises what the callback raised, if it did (call with the GIL held).
     void rethrow()
@@ -532,6 +552,142 @@ py::dict statistics_dict(Device &dev)
 
 }  // namespace
 
+// csd::gpu::LayerLoader for nvme_csd.gpu.LayerLoader: the same class with or without the GPU
+// part (without, making one raises), so that _core and its stubs look the same either way.
+using LayerTensors = std::vector<std::vector<std::tuple<std::string, uint64_t, uint64_t>>>;
+struct PyLayerLoader {
+#ifdef CSD_HAVE_GPU
+    // what the loader uses, kept while it lives (a closed device stays until the loader goes)
+    std::shared_ptr<Device> dev;
+    std::shared_ptr<ObjectStore> store;
+    std::shared_ptr<gpu::Landing> land;
+    std::vector<std::unique_ptr<gpu::Landing>> extra;  // lanes beyond the device's landing
+    std::unique_ptr<gpu::LayerLoader> loader;
+    gpu::LayerLoader &get()
+    {
+        if (!loader) throw Error("the layer loader is closed", EBADF);
+        return *loader;
+    }
+#endif
+    // Stops the loader thread and waits for its GPU work (call with the GIL released).
+    void close()
+    {
+#ifdef CSD_HAVE_GPU
+        loader.reset();
+        extra.clear();
+        land.reset();
+        store.reset();
+        dev.reset();
+#endif
+    }
+    ~PyLayerLoader() { close(); }
+};
+
+void bind_layer_loader(py::module_ &m)
+{
+    [[maybe_unused]] const auto no_gpu = [] { return Error("this nvme_csd was built without CUDA", ENODEV); };
+    py::class_<PyLayerLoader>(m, "GpuLayerLoader", "csd::gpu::LayerLoader: use nvme_csd.gpu.LayerLoader")
+        .def(py::init([no_gpu](PyDevice &p, const LayerTensors &layers, const std::vector<uint64_t> &layer_bytes,
+                               const std::vector<int> &resident, const std::vector<uintptr_t> &buffers,
+                               const std::vector<uint64_t> &buffer_bytes, bool direct, int lanes) {
+#ifdef CSD_HAVE_GPU
+                 if (layers.size() != layer_bytes.size()) throw Error("layers and layer_bytes differ in length", EINVAL);
+                 std::vector<gpu::LayerPlan> plans(layers.size());
+                 for (size_t i = 0; i < layers.size(); i++) {
+                     for (const auto &[name, offset, bytes] : layers[i]) plans[i].tensors.push_back({name, offset, bytes});
+                     plans[i].bytes = layer_bytes[i];
+                 }
+                 std::vector<void *> ptrs;
+                 for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void *>(b));
+                 auto l = std::make_unique<PyLayerLoader>();
+                 const Use u(p);
+                 l->dev = u.keep();
+                 l->store = u.store();
+                 l->land = u.land();
+                 if (lanes < 1) throw Error("lanes must be at least 1", EINVAL);
+                 py::gil_scoped_release g;
+                 std::vector<gpu::Landing *> use{l->land.get()};
+                 for (int i = 1; i < lanes; i++) {
+                     l->extra.push_back(std::make_unique<gpu::Landing>(*l->dev));
+                     use.push_back(l->extra.back().get());
+                 }
+                 l->loader = std::make_unique<gpu::LayerLoader>(use, *l->store, std::move(plans), resident, ptrs,
+                                                                 buffer_bytes, direct);
+                 return l;
+#else
+                 (void)p, (void)layers, (void)layer_bytes, (void)resident, (void)buffers, (void)buffer_bytes, (void)direct,
+                     (void)lanes;
+                 throw no_gpu();
+                 return std::unique_ptr<PyLayerLoader>();
+#endif
+             }),
+             py::arg("dev"), py::arg("layers"), py::arg("layer_bytes"), py::arg("resident"), py::arg("buffers"),
+             py::arg("buffer_bytes"), py::arg("direct") = true, py::arg("lanes") = 1)
+        // the address of layer i's buffer once landed and checked (waits without the GIL)
+        .def("acquire", [no_gpu](PyLayerLoader &l, int layer, uintptr_t stream) -> uintptr_t {
+#ifdef CSD_HAVE_GPU
+            gpu::LayerLoader &x = l.get();
+            py::gil_scoped_release g;
+            return reinterpret_cast<uintptr_t>(x.acquire(layer, reinterpret_cast<cudaStream_t>(stream)));
+#else
+            (void)l, (void)layer, (void)stream;
+            throw no_gpu();
+#endif
+        }, py::arg("layer"), py::arg("stream"))
+        .def("release", [no_gpu](PyLayerLoader &l, int layer, uintptr_t stream) {
+#ifdef CSD_HAVE_GPU
+            l.get().release(layer, reinterpret_cast<cudaStream_t>(stream));
+#else
+            (void)l, (void)layer, (void)stream;
+            throw no_gpu();
+#endif
+        }, py::arg("layer"), py::arg("stream"))
+        // every landing so far: dicts of layer, pass, buffer, resident, bytes, start, wait, land, stall, path
+        .def("timings", [no_gpu](PyLayerLoader &l) {
+            py::list out;
+#ifdef CSD_HAVE_GPU
+            for (const gpu::LayerTiming &t : l.get().timings()) {
+                py::dict d;
+                d["layer"] = t.layer;
+                d["pass"] = t.pass;
+                d["buffer"] = t.buffer;
+                d["resident"] = t.resident;
+                d["bytes"] = t.bytes;
+                d["start"] = t.start;
+                d["wait"] = t.wait;
+                d["land"] = t.land;
+                d["stall"] = t.stall;
+                d["path"] = t.path;
+                out.append(d);
+            }
+#else
+            (void)l;
+            throw no_gpu();
+#endif
+            return out;
+        })
+        .def("clear_timings", [no_gpu](PyLayerLoader &l) {
+#ifdef CSD_HAVE_GPU
+            l.get().clear_timings();
+#else
+            (void)l;
+            throw no_gpu();
+#endif
+        })
+        .def_property_readonly("restarts", [no_gpu](PyLayerLoader &l) -> uint64_t {
+#ifdef CSD_HAVE_GPU
+            return l.get().restarts();
+#else
+            (void)l;
+            throw no_gpu();
+#endif
+        })
+        .def("close", [](PyLayerLoader &l) {
+            py::gil_scoped_release g;
+            l.close();
+        });
+}
+
 PYBIND11_MODULE(_core, m)
 {
     m.doc() = "libcsd bindings (use the nvme_csd package, not this module)";
@@ -568,17 +724,24 @@ PYBIND11_MODULE(_core, m)
         .def("free", [](PySlm &s) { s.free(); });
 
     py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device")
-        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end) {
+        .def(py::init([](const std::string &path, bool uring, unsigned qd, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.queue_depth = qd;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  auto p = std::make_shared<PyDevice>();
                  py::gil_scoped_release r;
                  p->dev = Device::open(path, o);
                  return p;
              }),
-             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto")
+             py::arg("path"), py::arg("uring") = false, py::arg("queue_depth") = 64, py::arg("front_end") = "auto",
+             py::arg("read_only") = false)
+        .def_property_readonly("read_only", [](PyDevice &p) {
+            const Use u(p);
+            return u.d().read_only();
+        })
         // Releases the device now (its SLM, its file): new calls raise DeviceClosed, the
         // Executes in flight are asked to stop, the calls under way end first.
         .def("close", [](PyDevice &p) { p.close(); })
@@ -602,6 +765,10 @@ PYBIND11_MODULE(_core, m)
             const Use u(p);
             return std::string(where_name(u.d().where()));
         })
+        .def_property_readonly("model_clock_ns", [](PyDevice &p) {
+            const Use u(p);
+            return u.d().model_clock_ns();
+        }, "the timing model's clock in ns: the in-process device's virtual clock with exact=on")
         .def("capabilities", [](PyDevice &p) {
             const Use u(p);
             const Capabilities &c = u.d().caps();
@@ -703,26 +870,22 @@ PYBIND11_MODULE(_core, m)
             return py::cast(PySlmView{u.keep(), base + off, static_cast<size_t>(len)});
         })
         // object store
-        .def("store_format", [](PyDevice &p) {
+        .def("store_format", [](PyDevice &p, bool force) {
             const Use u(p);
             {
                 std::lock_guard<std::mutex> g(p.mu);
                 p.store.reset();  // a call under way keeps the old one
             }
             py::gil_scoped_release r;
-            ObjectStore::format(u.d());
-        })
+            ObjectStore::format(u.d(), force);
+        }, py::arg("force") = false)
         .def("store_put", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
                              const std::vector<uint64_t> &shape, py::object progress) {
             const Use u(p);
             InBuf in(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            {
-                py::gil_scoped_release r;
-                s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback());
-            }
-            pr.rethrow();
+            pr.run([&] { s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
@@ -738,14 +901,10 @@ PYBIND11_MODULE(_core, m)
             OutBuf out(b);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            uint64_t generation;
-            {
-                py::gil_scoped_release r;
+            return pr.run([&] {
                 MemorySink sink(out.ptr(), out.size());
-                generation = s->get_into(name, sink, pr.callback()).generation;
-            }
-            pr.rethrow();
-            return generation;
+                return s->get_into(name, sink, pr.callback()).generation;
+            });
         }, py::arg("name"), py::arg("out"), py::arg("progress") = py::none(),
            "reads a whole object into out, checked; progress(done, total) as its bytes land")
         .def("store_stat", [](PyDevice &p, const std::string &name) {
@@ -809,14 +968,16 @@ PYBIND11_MODULE(_core, m)
 
     // several drives as one (csd::DriveSet, docs/drive-set.md)
     py::class_<DriveSet>(m, "DriveSet")
-        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end) {
+        .def(py::init([](const std::vector<std::string> &paths, bool uring, const std::string &front_end,
+                         bool read_only) {
                  OpenOptions o;
                  o.use_uring = uring;
                  o.front_end = parse_front_end(front_end);
+                 o.read_only = read_only;
                  py::gil_scoped_release r;
                  return DriveSet::open(paths, o);
              }),
-             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto")
+             py::arg("paths"), py::arg("uring") = false, py::arg("front_end") = "auto", py::arg("read_only") = false)
         .def("size", &DriveSet::size)
         .def("statistics", [](DriveSet &s, size_t i) { return statistics_dict(s.drive(i)); },
              "drive i's statistics log page as a dict")
@@ -831,10 +992,10 @@ PYBIND11_MODULE(_core, m)
         .def("home", &DriveSet::home)
         .def("name", &DriveSet::name)
         .def("part_name", &DriveSet::part_name)
-        .def("format", [](DriveSet &d) {
+        .def("format", [](DriveSet &d, bool force) {
             py::gil_scoped_release r;
-            d.format();
-        })
+            d.format(force);
+        }, py::arg("force") = false)
         .def("put", [](DriveSet &d, const std::string &name, const py::buffer &b, const std::string &dtype,
                        const std::vector<uint64_t> &shape, const std::string &placement) {
             InBuf in(b);
@@ -923,6 +1084,7 @@ PYBIND11_MODULE(_core, m)
     });
     m.def("gpu_configure", [no_gpu](PyDevice &, uint64_t, int, int) { throw no_gpu(); });
 #endif
+    bind_layer_loader(m);
 
     bind_programs(m);
 }

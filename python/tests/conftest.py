@@ -32,7 +32,7 @@ def dev(request, tmp_path):
             pytest.skip(f"the drive does not speak the {front_end} front end")
         raise
     assert d.front_end == front_end and (via != "uring" or d.transport == "uring")
-    d.store.format()
+    d.store.format(force=True)  # the drive under test may hold the last test's store
     yield d
     d.close()
 

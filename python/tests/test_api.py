@@ -109,8 +109,9 @@ def test_progress_reports_on_long_puts_and_gets(dev):
 
     def stop(done, total):
         raise RuntimeError("stop here")
-    with pytest.raises(RuntimeError, match="stop here"):   # the callback's error, after the put
+    with pytest.raises(RuntimeError, match="stop here"):   # the callback's error cancels the put
         dev.store.put("big2", big, progress=stop)
+    assert "big2" not in dev.store
     with pytest.raises(TypeError, match="progress must be"):
         dev.store.put("big3", big, progress="yes")
 

@@ -351,6 +351,26 @@ def test_timing_model_on_the_in_process_device(tmp_path):
         nvme_csd.open(f"emu:{tmp_path}/m.img?model=gen9")
 
 
+def test_exact_mode_gives_the_in_process_device_the_models_clock(tmp_path):
+    """emu:...&exact=on: dev.model_clock_ns is the model's clock; a 0.2 s media latency takes
+    0.2 s of it and no host time (docs/timing-model.md, exact mode)."""
+    import time
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("the in-process device's options")
+    with nvme_csd.open(f"emu:{tmp_path}/x.img?size=64M&model=gen4x4-8core&"
+                       "model.media-read-latency-ns=200000000&exact=on", front_end="vendor") as d:
+        d.store.format()
+        d.store["x"] = np.arange(4096, dtype=np.float32)
+        v0, w0 = d.model_clock_ns, time.monotonic()
+        assert np.array_equal(d.store["x"], np.arange(4096, dtype=np.float32))
+        took = d.model_clock_ns - v0
+        assert took >= 200_000_000, took        # at least one media read on the model's clock
+        assert time.monotonic() - w0 < took / 1e9  # and less than that on the host's
+        assert d.stats["model_overruns"] == 0
+    with pytest.raises(nvme_csd.CsdError, match="exact=on needs a timing model"):
+        nvme_csd.open(f"emu:{tmp_path}/x.img?exact=on")
+
+
 def test_each_kind_of_drive_says_what_it_speaks_and_where_programs_run(tmp_path, monkeypatch):
     """A plain NVMe drive opens in host mode (programs on the host, the drive's results); a
     standard-only drive reports its capabilities' sources and no statistics (None, not 0).

@@ -14,7 +14,7 @@ def drives(tmp_path):
     env = os.environ.get("CSD_TEST_DRIVES")
     paths = env.split(",") if env else [f"emu:{tmp_path}/d{i}.img?size=64M&slm=32M" for i in range(3)]
     with nvme_csd.open_many(paths) as ds:
-        ds.format()
+        ds.format(force=True)  # the guest's drives may hold the last test's stores
         yield ds
 
 

@@ -89,7 +89,7 @@ check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "csd.nvme-cs.mem-
 check_refused "csd.slm-size=1M" "csd.slm-size needs csd=on"
 check_refused "csd=on,csd.nvme-cs=maybe" "csd.nvme-cs: on, off, not 'maybe'"
 
-# An nvme-ns may not take a csd.nvme-cs namespace's NSID (patch 0014): nvme-ns devices are
+# An nvme-ns may not take a csd.nvme-cs namespace's NSID (patch 0015): nvme-ns devices are
 # realized after their controller, and one with nsid=1 was shadowed by the memory namespace
 # the controller had put there (QEMU started; the guest saw no NVM namespace).
 cs_subsys() {  # cs_subsys CTRL-OPTIONS NS-OPTIONS: QEMU with an nvme-subsys, one controller, one nvme-ns

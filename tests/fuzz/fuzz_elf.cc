@@ -9,7 +9,7 @@
 // (with an opcode list, calls and 64-bit loads); the header. Every image goes through
 // BpfProgram::load; an accepted one runs over records placed against guard pages (a read
 // or write outside them faults), JIT-compiled and interpreted, and both must agree, also
-// when rewritten for an Execute (bpf_specialise.h) in filter, map and reduce modes.
+// when rewritten for an Execute (bpf/specialise.h) in filter, map and reduce modes.
 // Findings: a crash, a sanitizer report, a hang, an accepted image without exactly one
 // section named csd, or the two engines disagreeing. FUZZ_ELF_DUMP=FILE writes the image
 // an input describes; FUZZ_ELF_STATS=1 counts accepted images.
@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "bpf_program.h"
-#include "bpf_specialise.h"
+#include "bpf/bpf.h"
+#include "bpf/specialise.h"
 #include "elf_writer.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);

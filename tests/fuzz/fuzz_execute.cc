@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 static csd_core *g_core;
 static constexpr uint64_t kNsLbas = 1u << 16;  // the media programs' namespace: 32 MiB

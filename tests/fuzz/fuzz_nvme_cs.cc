@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 #include "nvme_cs.h"
 
 namespace {

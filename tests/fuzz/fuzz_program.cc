@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 static csd_core *g_core;
 

@@ -78,7 +78,7 @@ TEST_F(Gpu, SlmToGpuBothPaths)
 
 TEST_F(Gpu, ObjectsAndLbasToGpu)
 {
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the last test's store
     ObjectStore store(*dev);
     const size_t n = (20 << 20) + 777;
     auto data = random(n, 2);
@@ -119,7 +119,7 @@ TEST_F(Gpu, ObjectsAndLbasToGpu)
 // sector) fails the landing with the error get() gives; it must not land silently.
 TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
 {
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the last test's store
     ObjectStore store(*dev);
     const size_t n = (20 << 20) + 777;
     auto data = random(n, 3);
@@ -178,7 +178,7 @@ TEST_F(Gpu, ReplacedWhileLandingDirectGivesOneVersionOrFailsLikeGet)
 
 void Gpu::run_replaced_while_landing(bool direct)
 {
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the last test's store
     const size_t n = 16 << 20;
     {
         ObjectStore s(*dev);
@@ -243,7 +243,7 @@ TEST_F(Gpu, ReplacedMidLandingLandsTheNewVersion)
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 4);
     for (bool direct : {false, true}) {
-        ObjectStore::format(*dev);  // the same layout each time: the filler takes the old version's space
+        ObjectStore::format(*dev, true);  // the same layout each time: the filler takes the old version's space
         ObjectStore store(*dev);
         ObjectStore other(*other_dev);
         store.put("t", a.data(), n);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # libcsd's users link none of the device core's runtimes (BLAS, zstd, lz4, xxHash, DPDK's
 # eBPF): only libcsd-emu.so, the in-process device, does, and libcsd loads it for emu:
-# paths alone. Checks what libcsd.so, csdctl and (if given) the Python extension load, that
+# paths alone. Checks what libcsd.so, libcsd-snia.so, csdctl and (if given) the Python extension load, that
 # csdctl still opens an emu: device, and the error when libcsd-emu.so cannot be loaded.
 # Usage: tests/host/linkage.sh MESON_BUILD [PYTHON_EXTENSION.so]
 # Prints 'linkage: N passed, N failed'.
@@ -23,7 +23,7 @@ loads() { ldd "$1" | awk '{print $1}'; }
 found=$(loads "$mb/host/libcsd-emu.so" | grep -cE "$runtimes")
 [ "$found" -ge 3 ] && ok "libcsd-emu.so loads the core's runtimes ($found)" ||
     bad "libcsd-emu.so loads $found of the core's runtimes (expected BLAS, zstd, lz4...)"
-for bin in "$mb/host/libcsd.so" "$mb/host/csdctl" ${ext:+"$ext"}; do
+for bin in "$mb/host/libcsd.so" "$mb/host/snia/libcsd-snia.so" "$mb/host/csdctl" ${ext:+"$ext"}; do
     hits=$(loads "$bin" | grep -E "$runtimes" | tr '\n' ' ')
     [ -z "$hits" ] && ok "$(basename "$bin") loads none of them" || bad "$(basename "$bin") loads $hits"
 done

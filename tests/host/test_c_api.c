@@ -54,6 +54,11 @@ int main(int argc, char **argv)
     uint64_t slm = 0;
     uint32_t cu = 0, np = 0;
     CHECK(csd_info(dev, &slm, &cu, &np) == 0 && slm >= (1u << 20) && cu >= 1 && np == CSD_NR_DEVICE_PROGRAMS, "csd_info");
+    uint32_t lba_size = 0;
+    uint64_t lbas = 0;
+    CHECK(csd_ns_info(dev, &lba_size, &lbas) == 0 && lba_size >= 512 && lbas * lba_size == (argc > 1 ? lbas * lba_size : 16u << 20),
+          "csd_ns_info: the namespace's LBA size and count (16 MiB here)");
+    CHECK(csd_ns_info(NULL, &lba_size, &lbas) == -EINVAL, "csd_ns_info of no device is -EINVAL");
 
     uint64_t off = 0;
     CHECK(csd_slm_alloc(dev, 4096, 4096, &off) == 0 && off % 4096 == 0, "csd_slm_alloc");
@@ -142,7 +147,12 @@ int main(int argc, char **argv)
         csd_slm_free(dev, out);
     }
 
-    CHECK(csd_store_format(dev) == 0, "csd_store_format");
+    /* formatted over what the drive holds (in the guest: the earlier tests' store) */
+    CHECK(csd_store_format_flags(dev, CSD_FORMAT_FORCE) == 0, "csd_store_format_flags(CSD_FORMAT_FORCE)");
+    CHECK(csd_store_format(dev) == -EEXIST && strstr(csd_last_error(), "object store") != NULL &&
+              strstr(csd_last_error(), "CSD_FORMAT_FORCE") != NULL,
+          "csd_store_format over a store is -EEXIST, naming it and the flag");
+    CHECK(csd_store_format_flags(dev, 2) == -EINVAL, "an unknown format flag is -EINVAL");
     const char msg[] = "hello from C";
     CHECK(csd_store_put(dev, "greeting", msg, sizeof msg) == 0, "csd_store_put");
     char got[64];
@@ -152,6 +162,26 @@ int main(int argc, char **argv)
           "csd_store_get");
     CHECK(csd_store_remove(dev, "greeting") == 0, "csd_store_remove");
     CHECK(csd_store_get(dev, "greeting", got, sizeof got, &len) == -ENOENT, "removed object is -ENOENT");
+    CHECK(csd_store_put(dev, "kept", msg, sizeof msg) == 0, "csd_store_put");
+
+    /* the same drive opened read-only, beside the read-write open: reads serve, writes -EROFS */
+    csd_dev *ro = NULL;
+    CHECK(csd_open_flags(path, 2, &ro) == -EINVAL && ro == NULL, "an unknown open flag is -EINVAL");
+    CHECK(csd_open_flags(path, CSD_OPEN_READ_ONLY, &ro) == 0 && ro != NULL, "csd_open_flags(CSD_OPEN_READ_ONLY)");
+    if (ro) {
+        CHECK(csd_store_get(ro, "kept", got, sizeof got, &len) == 0 && len == sizeof msg && strcmp(got, msg) == 0,
+              "csd_store_get on a read-only open");
+        CHECK(csd_store_put(ro, "new", msg, sizeof msg) == -EROFS && strstr(csd_last_error(), "read-only") != NULL,
+              "csd_store_put on a read-only open is -EROFS, naming read-only");
+        CHECK(csd_store_remove(ro, "kept") == -EROFS, "csd_store_remove on a read-only open is -EROFS");
+        CHECK(csd_store_format_flags(ro, CSD_FORMAT_FORCE) == -EROFS, "csd_store_format on a read-only open is -EROFS");
+        uint64_t at = 0;
+        CHECK(csd_slm_alloc(ro, 65536, 4096, &at) == 0 && csd_slm_load(ro, 0, 1, at) == 0,  /* one LBA of any size */
+              "SLM Load on a read-only open");
+        CHECK(csd_slm_store(ro, 64, 1, at) == -EROFS, "SLM Store on a read-only open is -EROFS");
+        csd_close(ro);
+    }
+    CHECK(csd_store_get(dev, "kept", got, sizeof got, &len) == 0 && len == sizeof msg, "the object stayed");
     csd_close(dev);
     if (tmpfd >= 0) unlink(tmpl);
     printf("c-api: %d passed, %d failed\n", passed, failed);

@@ -12,7 +12,10 @@ Prints 'csdctl: N passed, N failed' last (tests/unit/run-unit.sh reads it)."""
 import json
 import os
 import pty
+import fcntl
 import re
+import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -40,9 +43,12 @@ class Csdctl(unittest.TestCase):
         self.dir = Path(self.tmp.name)
         self.env = dict(os.environ, CSD_DEVICE=f"emu:{self.dir}/drive.img?size=64M&slm=32M")
         self.env.pop("CSD_FRONT_END", None)
+        self.undo = []  # run before the directory goes (unwritable: the immutable flag)
         self.run_ok("format")
 
     def tearDown(self):
+        for undo in self.undo:
+            undo()
         self.tmp.cleanup()
 
     def run_csdctl(self, *args, stdin=None, stderr=subprocess.PIPE):
@@ -79,7 +85,7 @@ class Csdctl(unittest.TestCase):
 
     # ------------------------------------------------------------ --json everywhere
     def test_json_on_every_command(self):
-        self.assertEqual(self.json_ok("format")["formatted"], True)
+        self.assertEqual(self.json_ok("format", "--force")["formatted"], True)  # over setUp's store
         self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
         self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
         put = self.json_ok("put", "blob", "-", stdin=b"x" * 100)
@@ -114,6 +120,138 @@ class Csdctl(unittest.TestCase):
         self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
         self.assertEqual(self.run_ok("run", "reduce", "m", "--op", "sum").stdout, b"6\n15\n")
         self.assertEqual(self.run_ok("run", "gemm", "m", "i", "c").stdout, b"c = m x i (2x2)\n")
+
+    # ------------------------------------------------------------ read-only opens
+    def unwritable(self, path):
+        """Makes path unwritable to this process (mode 0444; for root, also the immutable
+        flag where the filesystem has it); True if opening it to write now fails."""
+        path.chmod(0o444)
+        if os.geteuid() != 0:
+            return True
+        FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
+        with open(path, "rb") as f:
+            try:
+                flags = struct.unpack("l", fcntl.ioctl(f, FS_IOC_GETFLAGS, struct.pack("l", 0)))[0]
+                fcntl.ioctl(f, FS_IOC_SETFLAGS, struct.pack("l", flags | FS_IMMUTABLE_FL))
+            except OSError:
+                return False
+
+        def undo():
+            with open(path, "rb") as g:
+                fcntl.ioctl(g, FS_IOC_SETFLAGS, struct.pack("l", flags))
+        self.undo.append(undo)
+        return True
+
+    def test_read_only_serves_reads_and_refuses_writes(self):
+        """--read-only on an image csdctl may not write: ls, stat, get, info, stats and
+        run checksum serve; put, rm, format, reclaim and run filter are refused (exit 3,
+        EROFS, naming read-only) and the image stays as it was. Without --read-only the
+        open fails, naming --read-only."""
+        img = self.dir / "drive.img"
+        self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+        self.put_tensor("i", "<f4", (3, 2), struct.pack("<6f", 1, 0, 0, 1, 1, 1))
+        before = img.read_bytes()
+        if self.unwritable(img):
+            p = self.run_csdctl("ls")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+            self.assertIn("csdctl --read-only", p.stderr.decode())
+        ro = ("--read-only",)
+        self.assertEqual([o["name"] for o in self.json_ok(*ro, "ls")], ["i", "m"])
+        self.assertEqual(self.json_ok(*ro, "stat", "m")["shape"], [2, 3])
+        self.assertEqual(self.json_ok(*ro, "stat")["objects"], 2)
+        self.run_ok(*ro, "get", "m", "back.npy")
+        self.assertEqual((self.dir / "back.npy").read_bytes(), npy("<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6)))
+        self.assertIsInstance(self.json_ok(*ro, "info"), dict)
+        self.assertIsInstance(self.json_ok(*ro, "stats"), dict)
+        self.assertEqual(self.json_ok(*ro, "run", "reduce", "m", "--op", "sum")["values"], [6.0, 15.0])
+        self.assertIn("checksum", self.json_ok(*ro, "run", "checksum", "m"))
+        for cmd in (("put", "x", "-"), ("rm", "m"), ("format", "--force"), ("reclaim",),
+                    ("run", "filter", "m", "hot", "--record-size", "4", "--field-offset", "0", "--type", "f32",
+                     "--op", "gt", "--lo", "3"), ("run", "gemm", "m", "i", "c")):
+            p = self.run_csdctl("--json", *ro, *cmd)
+            err = json.loads(p.stdout) if p.stdout else {}
+            self.assertEqual((p.returncode, err.get("errno")), (EXIT_SYSTEM, "EROFS"), f"{cmd}: {p.stdout + p.stderr}")
+            self.assertIn("opened read-only", err["error"])
+        self.assertEqual(img.read_bytes(), before, "a read-only open changed the image")
+
+    # ------------------------------------------------------------ cancellation
+    def slow_put(self, dev, name):
+        """Starts csdctl put of a 64 MiB file on a drive whose media writes at 20 MB/s and
+        returns it once it has written a quarter (its --progress line): its space reserved."""
+        if not (self.dir / "big").exists():
+            (self.dir / "big").write_bytes(os.urandom(64 << 20))
+        p = subprocess.Popen([CSDCTL, "-d", dev, "--progress", "put", name, "big"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=self.env, cwd=self.dir)
+        line = p.stderr.readline()
+        if b"25%" not in line:
+            self.fail(line + p.stderr.read())
+        return p
+
+    def test_interrupted_put_releases_its_reservation(self):
+        """SIGINT or SIGTERM in the middle of a put: csdctl stops writing, releases the space
+        it reserved, stores nothing, says so, and ends by that signal; while it wrote, stat
+        showed its reservation and its writer."""
+        dev = f"emu:{self.dir}/slow.img?size=128M&model=gen3x4-4core&model.media-write-gbps=0.02"
+        self.run_ok("-d", dev, "format")
+        self.run_ok("-d", dev, "put", "big", "-", stdin=b"the old version")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p = self.slow_put(dev, "big")
+            st = self.json_ok("-d", dev, "stat")
+            self.assertEqual([(r["pid"], r["host"], r["running"]) for r in st["reservations"]],
+                             [(p.pid, socket.gethostname(), True)], st)
+            self.assertEqual(st["reserved_bytes"], 64 << 20)
+            self.assertIn(f"reserved by {socket.gethostname()}:{p.pid} (running", self.run_ok("-d", dev, "ls").stdout.decode())
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, -sig, err)
+            self.assertIn(f"interrupted by {signal.Signals(sig).name}".encode(), err)
+            self.assertIn(b"nothing stored, its reserved space released", err)
+            st = self.json_ok("-d", dev, "stat")
+            self.assertEqual((st["reservations"], st["reserved_bytes"]), ([], 0), "the put left its reservation")
+            self.assertEqual(self.run_ok("-d", dev, "get", "big", "-").stdout, b"the old version")
+
+    def test_ls_and_stat_show_a_killed_writers_reservation(self):
+        """A put killed (SIGKILL: no chance to clean up) leaves its reservation: ls and stat
+        show its bytes and its writer, gone; reclaim frees it."""
+        dev = f"emu:{self.dir}/slow.img?size=128M&model=gen3x4-4core&model.media-write-gbps=0.02"
+        self.run_ok("-d", dev, "format")
+        p = self.slow_put(dev, "big")
+        p.kill()
+        p.communicate(timeout=60)
+        st = self.json_ok("-d", dev, "stat")
+        self.assertEqual([(r["pid"], r["running"], r["bytes"]) for r in st["reservations"]], [(p.pid, False, 64 << 20)])
+        self.assertEqual((st["objects"], st["reserved_bytes"]), (0, 64 << 20))
+        ls = self.run_ok("-d", dev, "ls").stdout.decode()
+        self.assertIn(f"67108864 bytes reserved by {socket.gethostname()}:{p.pid} (gone", ls)
+        self.assertIn("csdctl reclaim", ls)
+        text = self.run_ok("-d", dev, "stat").stdout.decode()
+        self.assertIn("reserved", text)
+        self.assertEqual(self.json_ok("-d", dev, "reclaim", "--older-than", "0")["reclaimed"], 1)
+        self.assertEqual(self.json_ok("-d", dev, "stat")["reservations"], [])
+
+    # ------------------------------------------------------------ real drives treated with care
+    def test_format_refuses_what_the_namespace_holds(self):
+        """A partition table, a filesystem or a store on the namespace: format refuses,
+        naming it and --force, and writes nothing; --force formats."""
+        for what, at, magic in (("GPT partition table", 512, b"EFI PART"),
+                                ("ext2/3/4 filesystem", 1080, b"\x53\xef")):
+            img = self.dir / "plain.img"
+            with open(img, "wb") as f:
+                f.truncate(64 << 20)
+                f.seek(at)
+                f.write(magic)
+            dev = f"emu:{img}"
+            p = self.run_csdctl("-d", dev, "format")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+            self.assertIn(what, p.stderr.decode())
+            self.assertIn("csdctl format --force", p.stderr.decode())
+            self.assertEqual(self.json_error(EXIT_SYSTEM, "-d", dev, "format")["errno"], "EEXIST")
+            self.assertEqual(img.read_bytes()[:at + 8], bytes(at) + magic + bytes(8 - len(magic)), "format wrote")
+            self.assertEqual(self.json_ok("-d", dev, "format", "--force")["formatted"], True)
+            self.assertIn("0 objects", self.run_ok("-d", dev, "ls").stdout.decode())
+        p = self.run_csdctl("format")  # setUp's store
+        self.assertEqual(p.returncode, EXIT_SYSTEM)
+        self.assertIn("holds an object store", p.stderr.decode())
 
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there

@@ -25,7 +25,7 @@ protected:
     void SetUp() override
     {
         set = DriveSet::open(g_paths);
-        set->format();
+        set->format(true);  // over the last test's stores
     }
     std::unique_ptr<DriveSet> set;
 };

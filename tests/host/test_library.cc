@@ -3,8 +3,12 @@
 // in-process device over a temporary file, with both front ends); $CSD_TEST_URING=1 selects
 // io_uring, $CSD_FRONT_END=nvme-cs the standard command sets (libcsd reads it). The same
 // binary runs on the host (in-process) and in the guest (ioctl and io_uring on /dev/ng0n1).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -365,7 +369,7 @@ protected:
     void SetUp() override
     {
         Library::SetUp();
-        ObjectStore::format(*dev);
+        ObjectStore::format(*dev, true);  // each test's fresh store over the last test's
     }
 };
 
@@ -943,7 +947,7 @@ int32_t key_of(const std::vector<uint8_t> &v, uint32_t i)
 TEST(StoreCatalog, RefusesEntriesItCannotReadBack)
 {
     auto dev = open_dev();
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the earlier tests' store
     {
         ObjectStore s(*dev);
         s.put("ok", "abc", 3);
@@ -1036,7 +1040,7 @@ void expect_every_acknowledged_object(int writers, int ops)
 bool format_multi_writer_store()
 {
     auto dev = open_dev();
-    ObjectStore::format(*dev);
+    ObjectStore::format(*dev, true);  // over the earlier tests' store
     return ObjectStore(*dev).multi_writer();
 }
 
@@ -1990,6 +1994,96 @@ TEST(Drives, HostModeRunsTheMediaProgramsOnEveryKindOfDrive)
     }
 }
 
+// Issue 42 item 5: exact=on gives the in-process device a virtual clock. A command's time is
+// the model's whatever the host: a 0.5 s media latency costs 0.5 s of the model's clock and
+// no wait on the host's; a gemm the model runs faster than this host takes the model's
+// time, the same every run, with no overrun.
+TEST(TimingModel, ExactModeGivesTheModelsTimeOnAVirtualClock)
+{
+    TempDrive t;
+    OpenOptions vendor;  // the clock is the device's, whichever front end: the vendor commands here
+    vendor.front_end = FrontEnd::Vendor;
+    auto dev = Device::open("emu:" + t.file +
+                                "?size=64M&model=gen4x4-8core&model.media-read-latency-ns=500000000&"
+                                "model.unit-gflops=100000&model.unit-gbps=1000&exact=on",
+                            vendor);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    const auto wall = [] { return std::chrono::steady_clock::now(); };
+    uint64_t v0 = dev->model_clock_ns();
+    auto w0 = wall();
+    dev->slm_load(0, 8, 0);
+    const uint64_t load = dev->model_clock_ns() - v0;
+    EXPECT_GE(load, 500000000u) << "the model's media latency";
+    EXPECT_LT(load, 501000000u);
+    EXPECT_LT(std::chrono::duration<double>(wall() - w0).count(), 0.4) << "no host time waited for it";
+    const uint32_t m = 512;
+    std::vector<float> a(m * m, 1.0f), b(m * m, 0.5f);
+    std::vector<uint64_t> took;
+    double host_s = 0;
+    for (int i = 0; i < 3; i++) {
+        v0 = dev->model_clock_ns();
+        w0 = wall();
+        const auto c = programs::gemm(*dev, a, b, m, m, m);
+        host_s = std::chrono::duration<double>(wall() - w0).count();
+        took.push_back(dev->model_clock_ns() - v0);
+        ASSERT_EQ(c[0], 0.5f * m);
+    }
+    EXPECT_EQ(took[1], took[0]) << "the model's time, not the host's";
+    EXPECT_EQ(took[2], took[0]);
+    EXPECT_LT(static_cast<double>(took[0]) / 1e9, host_s) << "the model is faster than this host here";
+    EXPECT_EQ(dev->stats().model_overruns, 0u);
+    // without exact=on the same device runs on the host's clock
+    auto host_clock = Device::open("emu:" + t.file + "?model=gen4x4-8core", vendor);
+    const uint64_t now = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(wall().time_since_epoch()).count());
+    EXPECT_NEAR(static_cast<double>(host_clock->model_clock_ns()), static_cast<double>(now), 1e9);
+}
+
+// Outside review of issue 42: on the virtual clock, commands of several threads share one
+// clock (docs/timing-model.md): a thread's gemm beside another thread's reads is never an
+// overrun and no thread sees the clock go back; its time includes the reads the host ran
+// meanwhile (a shared drive's), and alone it is the model's.
+TEST(TimingModel, ExactModesVirtualClockIsSharedByThreadsWithoutOverruns)
+{
+    TempDrive t;
+    OpenOptions vendor;
+    vendor.front_end = FrontEnd::Vendor;
+    auto dev = Device::open("emu:" + t.file + "?size=64M&model=gen4x4-8core&model.unit-gflops=100000&exact=on", vendor);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    const uint32_t m = 600;
+    std::vector<float> a(m * m, 1.0f), b(m * m, 0.5f);
+    uint64_t v0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    const uint64_t alone = dev->model_clock_ns() - v0;
+    const uint64_t overruns0 = dev->stats().model_overruns;
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> reads{0}, backwards{0};
+    std::thread reader([&] {
+        std::vector<uint8_t> buf(4096);
+        uint64_t last = 0;
+        while (!done) {
+            dev->read_lbas(0, 8, buf.data());
+            const uint64_t now = dev->model_clock_ns();
+            backwards += now < last;
+            last = now;
+            reads++;
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const uint64_t g0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    const uint64_t beside = dev->model_clock_ns() - g0;
+    done = true;
+    reader.join();
+    EXPECT_GT(reads.load(), 10u);
+    EXPECT_EQ(backwards.load(), 0u);
+    EXPECT_EQ(dev->stats().model_overruns - overruns0, 0u);
+    EXPECT_GE(beside, alone) << "beside another thread's " << reads.load() << " reads";
+    v0 = dev->model_clock_ns();
+    programs::gemm(*dev, a, b, m, m, m);
+    EXPECT_EQ(dev->model_clock_ns() - v0, alone) << "alone again: the model's time";
+}
+
 // Without Compare and Write the store's lease refuses a second host (EBUSY, nothing
 // written) while the first host's lease is live, and lets it in once it expired.
 TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)
@@ -2026,6 +2120,219 @@ TEST(Drives, StoreLeaseRefusesASecondHostWithoutCompareAndWrite)
     }
     unsetenv("CSD_HOST_ID");
     unsetenv("CSD_STORE_LEASE_S");
+}
+
+// A namespace's bytes, written into the backing file of an in-process device before it opens.
+void write_at(const std::string &file, uint64_t pos, const std::string &bytes)
+{
+    FILE *f = std::fopen(file.c_str(), "r+b");
+    ASSERT_NE(f, nullptr) << file;
+    std::fseek(f, static_cast<long>(pos), SEEK_SET);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+}
+
+// A zeroed backing file of 64 MiB.
+void zero_file(const std::string &file)
+{
+    FILE *f = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << file;
+    ASSERT_EQ(ftruncate(fileno(f), 64 << 20), 0);
+    std::fclose(f);
+}
+
+// A real drive treated with care: format refuses a namespace that holds a partition table, a
+// filesystem or volume signature, or a store, naming what it found, unless forced; a zeroed
+// namespace formats without force.
+TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
+{
+    struct Case {
+        const char *what;        // in the refusal's words
+        uint32_t lba;            // the namespace's LBA size
+        std::vector<std::pair<uint64_t, std::string>> bytes;
+    };
+    const std::string mbr_entry = std::string("\x80\x00\x02\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\x00\x01\x00", 16);
+    const std::vector<Case> cases = {
+        {"GPT partition table", 512, {{512, "EFI PART"}}},
+        {"GPT partition table", 4096, {{4096, "EFI PART"}}},
+        {"GPT partition table", 512, {{4096, "EFI PART"}}},  // written with 4 KiB LBAs, now 512
+        {"MBR partition table", 512, {{446, mbr_entry}, {510, "\x55\xAA"}}},
+        {"ext2/3/4", 512, {{1080, "\x53\xEF"}}},
+        {"XFS", 4096, {{0, "XFSB"}}},
+        {"btrfs", 512, {{65600, "_BHRfS_M"}}},
+        {"swap", 512, {{4086, "SWAPSPACE2"}}},
+        {"swap", 512, {{4086, "SWAP-SPACE"}}},
+        {"LUKS", 512, {{0, std::string("LUKS\xba\xbe", 6)}}},
+        {"FAT", 512, {{3, "mkfs.fat"}, {82, "FAT32   "}, {510, "\x55\xAA"}}},
+        {"NTFS", 512, {{3, "NTFS    "}, {510, "\x55\xAA"}}},
+        {"ISO 9660", 512, {{32769, "CD001"}}},
+    };
+    unsetenv_scoped no_env("CSD_FRONT_END");  // the in-process device here speaks only the vendor commands
+    for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(c.what) + " with " + std::to_string(c.lba) + "-byte LBAs");
+        TempDrive t;
+        zero_file(t.file);
+        for (const auto &[pos, b] : c.bytes) write_at(t.file, pos, b);
+        auto dev = Device::open("emu:" + t.file + "?lba=" + std::to_string(c.lba));
+        try {
+            ObjectStore::format(*dev);
+            ADD_FAILURE() << "formatted over a " << c.what;
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EEXIST) << e.what();
+            EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(ObjectStore s(*dev), Error) << "format wrote a store";
+        ObjectStore::format(*dev, true);  // told to
+        EXPECT_TRUE(ObjectStore(*dev).list().empty());
+    }
+    // A zeroed namespace formats without force; a 55AAh with no partition entry is no table.
+    TempDrive t;
+    zero_file(t.file);
+    write_at(t.file, 510, "\x55\xAA");
+    auto dev = Device::open("emu:" + t.file);
+    ObjectStore::format(*dev);
+    ObjectStore(*dev).put("kept", "abc", 3);
+    // The store itself: refused, the object kept.
+    try {
+        ObjectStore::format(*dev);
+        ADD_FAILURE() << "formatted over a store";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EEXIST) << e.what();
+        EXPECT_NE(std::string(e.what()).find("object store"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(ObjectStore(*dev).exists("kept"));
+    ObjectStore::format(*dev, true);
+    EXPECT_FALSE(ObjectStore(*dev).exists("kept"));
+}
+
+// A backing file this process cannot open to write: mode 0444 and, for root (whom modes do
+// not stop), immutable where the filesystem has the flag (locked says whether opening it to
+// write fails); undone when it goes.
+struct UnwritableFile {
+    std::string file;
+    bool locked = false;
+    explicit UnwritableFile(const std::string &f) : file(f)
+    {
+        chmod(f.c_str(), 0444);
+        locked = geteuid() != 0 || immutable(true);
+    }
+    ~UnwritableFile()
+    {
+        if (geteuid() == 0) immutable(false);
+        chmod(file.c_str(), 0644);
+    }
+    bool immutable(bool on) const
+    {
+        const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        int flags = 0;
+        bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+        flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+        ok = ok && ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+        if (fd >= 0) ::close(fd);
+        return ok;
+    }
+};
+
+// The whole of a file.
+std::vector<uint8_t> file_bytes(const std::string &file)
+{
+    FILE *f = std::fopen(file.c_str(), "rb");
+    std::vector<uint8_t> v;
+    if (!f) return v;
+    uint8_t buf[1 << 16];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) v.insert(v.end(), buf, buf + n);
+    std::fclose(f);
+    return v;
+}
+
+// The access modes (O_RDONLY, O_RDWR) of this process's descriptors of file.
+std::vector<int> access_modes_of(const std::string &file)
+{
+    std::vector<int> modes;
+    for (int fd = 0; fd < 1024; fd++) {
+        char link[4096];
+        const ssize_t n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof link - 1);
+        if (n <= 0 || std::string(link, static_cast<size_t>(n)) != file) continue;
+        modes.push_back(fcntl(fd, F_GETFL) & O_ACCMODE);
+    }
+    return modes;
+}
+
+// A read-only open (OpenOptions::read_only) of an image this process may not write: ls,
+// stat, get, info, stats and a program that only reads serve; every write of the store and
+// of the namespace (NVM Write, SLM Store, Compare and Write) is refused with EROFS naming
+// read-only, in host mode too; the file is only ever opened O_RDONLY and stays as it was.
+// Without read_only the open fails, saying how to open it to read.
+TEST(Drives, ReadOnlyOpenServesReadsAndRefusesWrites)
+{
+    TempDrive t;
+    const std::string spec = "emu:" + t.file + "?size=64M";
+    const auto recs = key_records(4096, 7);
+    unsetenv_scoped no_env("CSD_FRONT_END");  // the in-process device here speaks only the vendor commands
+    {
+        auto dev = Device::open(spec);
+        ObjectStore::format(*dev);
+        ObjectStore(*dev).put("recs", recs.data(), recs.size());
+    }
+    const std::vector<uint8_t> before = file_bytes(t.file);
+    UnwritableFile ro(t.file);
+    if (ro.locked) {
+        try {
+            Device::open(spec);
+            ADD_FAILURE() << "opened an image it may not write to write";
+        } catch (const Error &e) {
+            EXPECT_TRUE(e.errnum() == EACCES || e.errnum() == EPERM) << e.what();
+            EXPECT_NE(std::string(e.what()).find("csdctl --read-only"), std::string::npos) << e.what();
+        }
+    } else {
+        std::printf("as root on a filesystem without the immutable flag: the refused read-write open is not checked\n");
+    }
+    for (const FrontEnd fe : {FrontEnd::Vendor, FrontEnd::Host}) {
+        SCOPED_TRACE(front_end_name(fe));
+        OpenOptions o;
+        o.read_only = true;
+        o.front_end = fe;
+        auto dev = Device::open(spec, o);
+        EXPECT_TRUE(dev->read_only());
+        EXPECT_EQ(access_modes_of(t.file), std::vector<int>{O_RDONLY});
+        EXPECT_EQ(dev->caps().programs.size(), static_cast<size_t>(CSD_NR_DEVICE_PROGRAMS));
+        dev->stats();
+        ObjectStore s(*dev);
+        ASSERT_EQ(s.list().size(), 1u);
+        EXPECT_EQ(s.stat("recs").bytes, recs.size());
+        EXPECT_EQ(s.get("recs"), recs);
+        SlmBuffer b = s.load("recs");  // SLM Load and a program that only reads
+        EXPECT_EQ(programs::checksum(*dev, ChecksumAlgo::crc32c, Range{b.offset(), recs.size()}),
+                  csd_crc32c(recs.data(), recs.size()));
+        const std::vector<uint8_t> block(4096, 0xAB);
+        FilterSpec f;
+        f.record_size = 16;
+        f.field_type = FieldType::i32;
+        f.op = CmpOp::gt;
+        auto refused = [&](const char *what, const std::function<void()> &write) {
+            try {
+                write();
+                ADD_FAILURE() << what << " was not refused";
+            } catch (const Error &e) {
+                EXPECT_EQ(e.errnum(), EROFS) << what << ": " << e.what();
+                EXPECT_NE(std::string(e.what()).find("opened read-only"), std::string::npos) << e.what();
+            }
+        };
+        refused("put", [&] { s.put("x", "abc", 3); });
+        refused("remove", [&] { s.remove("recs"); });
+        refused("reclaim", [&] { s.reclaim(0); });
+        refused("format", [&] { ObjectStore::format(*dev, true); });
+        refused("filter", [&] { s.filter("recs", f, "hot"); });
+        refused("put_from_slm", [&] { s.put_from_slm("y", b, 4096); });
+        refused("NVM Write", [&] { dev->write_lbas(1000, 4096 / dev->ns().lba_size, block.data()); });
+        refused("SLM Store", [&] { dev->slm_store(1000, 8, b.offset()); });
+        if (fe == FrontEnd::Vendor) {
+            refused("Compare and Write", [&] { dev->compare_and_write(0, 8, block.data(), block.data()); });
+        }
+        EXPECT_EQ(s.get("recs"), recs);
+    }
+    EXPECT_EQ(file_bytes(t.file), before) << "a read-only open changed the image";
 }
 
 int main(int argc, char **argv)

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     CHECK(csd_slm_write(dev, off, "123456789", 9) == 0);
     csd_range r = {off, 9};
     CHECK(csd_checksum(dev, CSD_CKSUM_CRC32C, r, &sum) == 0 && sum == 0xE3069283u);  /* CRC-32C check value */
-    CHECK(csd_store_format(dev) == 0);
+    CHECK(csd_store_format_flags(dev, CSD_FORMAT_FORCE) == 0);  /* over the store csdctl made there */
     CHECK(csd_store_put(dev, "c", "from C", 6) == 0);
     char back[16] = {0};
     CHECK(csd_store_get(dev, "c", back, sizeof back, &len) == 0 && len == 6 && memcmp(back, "from C", 6) == 0);

@@ -13,7 +13,7 @@ int main(int argc, char **argv)
     if (argc != 2) return 1;
     try {
         auto dev = csd::Device::open(argv[1]);
-        csd::ObjectStore::format(*dev);
+        csd::ObjectStore::format(*dev, true);  // over the store csdctl made there
         csd::ObjectStore store(*dev);
         std::vector<float> a(1024, 2.0f);
         store.put("a", a.data(), a.size() * sizeof(float), "<f4", {32, 32});

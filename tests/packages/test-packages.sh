@@ -5,7 +5,8 @@
 # this machine's archive, nothing of the project in it), then smoke-tested there:
 #   csdctl      --version, format/put/get/checksum on the in-process device (emu:), --json,
 #               its man page and bash completion where Debian's tools look for them
-#   libcsd-dev  a C and a C++ program built with 'pkg-config --cflags --libs csd' and run
+#   libcsd-dev  a C and a C++ program built with 'pkg-config --cflags --libs csd' and run,
+#               and the SNIA API's usage flow (examples/snia/flow.c) with 'pkg-config csd-snia'
 #   wheel       pip install of the wheel into a venv (numpy from Debian), a store round trip
 #   QEMU        csd-qemu-system-x86_64 beside Debian's, booting the guest (tests/vm/csdvm.py,
 #               the guest image of 'make image') and seeing the CSD; nothing of Debian's qemu
@@ -38,7 +39,7 @@ root_make ca-certificates,python3 || { fail=1; finish; exit 1; }
 root_mount nvme-csd   # the guest kernel's headers (images/fetch-kernel.sh) live in its cache
 mkdir -p "$root/tmp/pkgs"
 cp "$debs"/*.deb "$debs"/nvme_csd-*.whl "$root/tmp/pkgs/"
-cp "$top/tests/packages/smoke.c" "$top/tests/packages/smoke.cc" "$root/tmp/pkgs/"
+cp "$top/tests/packages/smoke.c" "$top/tests/packages/smoke.cc" "$top/examples/snia/flow.c" "$root/tmp/pkgs/"
 
 # Beside the packages: what the smoke test builds and runs with (gcc, g++, pkg-config, a
 # venv, numpy, man, bash-completion) and pahole (dwarves), which Debian's 6.12 kernel
@@ -69,6 +70,9 @@ check "a C program built with pkg-config csd (csd_version, the spec header, the 
     "cd /tmp/pkgs && cc -Wall -Werror smoke.c -o smoke-c \$(pkg-config --cflags --libs csd) && ./smoke-c '$dev'"
 check "a C++17 program built with pkg-config csd (csd::Device, ObjectStore)" \
     "cd /tmp/pkgs && c++ -std=c++17 -Wall -Werror smoke.cc -o smoke-cc \$(pkg-config --cflags --libs csd) && ./smoke-cc '$dev'"
+check "the SNIA API's usage flow built with pkg-config csd-snia (cs.h) runs on the in-process device" \
+    "cd /tmp/pkgs && cc -Wall -Werror flow.c -o snia-flow \$(pkg-config --cflags --libs csd-snia) && ./snia-flow >/tmp/flow.out &&
+     grep -qx 'snia-flow: [0-9]* passed, 0 failed' /tmp/flow.out"
 
 # ------------------------------------------------------------------ the wheel
 check "pip install the wheel; a store round trip from Python" \

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 struct ExecOut {
     uint16_t status;  // with DNR

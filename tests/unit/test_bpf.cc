@@ -10,8 +10,8 @@
 #include <functional>
 #include <thread>
 
-#include "bpf_program.h"
-#include "bpf_specialise.h"
+#include "bpf/bpf.h"
+#include "bpf/specialise.h"
 #include "core_fixture.h"
 #include "elf_writer.h"
 
@@ -1138,7 +1138,7 @@ uint32_t batch_direct(const csd::core::BpfProgram &p, std::vector<uint8_t> rec, 
 
 }  // namespace
 
-// A long Execute runs the program rewritten for its params and mode (bpf_specialise.h):
+// A long Execute runs the program rewritten for its params and mode (bpf/specialise.h):
 // csd_param(K) folded, "return a OP b" without a branch, the records batched into one call
 // where no jump is left. The rewrite must answer as the program as loaded does (run by the
 // interpreter here) for every comparison, width, operand kind and pair of answers, over

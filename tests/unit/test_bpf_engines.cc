@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // test_bpf_engines.cc - a program answers alike in every engine the device runs it in:
-// DPDK's interpreter, its JIT, and the rewrite for an Execute's params (bpf_specialise.h).
+// DPDK's interpreter, its JIT, and the rewrite for an Execute's params (bpf/specialise.h).
 // From outside reviews' reproducers: DPDK 22.11's verifier divides the signed ranges of two
 // constants with the host's idiv (INT64_MIN / -1 raised SIGFPE and killed the emulator, at
 // Program Load or inside an Execute whose params the rewrite folded into constants); a
@@ -28,11 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bpf_elf.h"
-#include "bpf_program.h"
-#include "bpf_specialise.h"
+#include "bpf/load_elf.h"
+#include "bpf/bpf.h"
+#include "bpf/specialise.h"
 #include "core_fixture.h"
-#include "csd_core.h"
+#include "csd_core_steps.h"
 #include "elf_writer.h"
 #ifdef CSD_HAVE_BPF
 #include <rte_bpf.h>
@@ -782,7 +782,7 @@ std::pair<std::unique_ptr<csd::core::BpfProgram>, std::vector<uint8_t>> threshol
 }  // namespace
 
 // Outside review (issue 32): an ALU32 byte swap of 64 bits (le64, be64: code 0xD4/0xDC,
-// imm 64) leaves all 64 bits, but the rewrite's range tracking (bpf_specialise.cc, track:
+// imm 64) leaves all 64 bits, but the rewrite's range tracking (bpf/specialise.cc, track:
 // every 32-bit class operation that is not folded is taken to be 0..2^32-1) made the
 // compare after it "the sign of a difference that cannot wrap" (r0 = 5 - r2 >> 63): "r0 =
 // le64 r0; r2 = r0; r0 = 1; if r2 > 5 goto +1; r0 = 0; exit" answered 0 for a record of

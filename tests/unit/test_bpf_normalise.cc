@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// test_bpf_normalise.cc - bpf_normalise (bpf_elf.h): the forms handed to DPDK. Every exit
+// test_bpf_normalise.cc - bpf_normalise (bpf/load_elf.h): the forms handed to DPDK. Every exit
 // but the last jumps forward to a later exit (DPDK 22.11's JIT mis-encodes a jump back to
 // its epilogue 127-128 bytes away), as far as a 16-bit offset reaches; le16/le32/le64
 // become and / 32-bit move / no-op (its interpreter kept all 64 bits); bpf_jit_unsafe
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "bpf_elf.h"
-#include "bpf_specialise.h"
+#include "bpf/load_elf.h"
+#include "bpf/specialise.h"
 #include "csd_spec.h"
 
 namespace {

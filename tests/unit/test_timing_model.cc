@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core_fixture.h"
-#include "csd_core.h"
+#include "csd_core_steps.h"
 
 namespace {
 
@@ -537,6 +537,141 @@ TEST_F(Model, WithoutATimerTheEmbeddingWaitsForTheTimeTheCoreGives)
     EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 1u);
     csd_core_model_timer(core, &t.port);  // nothing kept
     EXPECT_TRUE(t.posted.empty());
+}
+
+// Issue 42, exact mode: a command still working when its modelled finish comes holds the
+// port's clock (hold_clock on) until its work is done (off); it then completes at once,
+// counted as held (model_holds), not as an overrun; without exact mode it overruns.
+namespace {
+
+struct ExactPort : TimerPort {
+    std::vector<int> holds;  // every hold_clock call: 1 on, 0 off
+    ExactPort()
+    {
+        port.hold_clock = [](void *o, int on) { static_cast<ExactPort *>(o)->holds.push_back(on); };
+    }
+};
+
+}  // namespace
+
+TEST_F(Model, ExactModeHoldsTheClockWhileAWorkingCommandIsPastItsFinish)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2, c = 3;
+    t.now = 1000;
+    csd_core_model_begin(core, &t.port, &a, 5000);  // a works on, its finish at 5000: armed
+    csd_core_model_begin(core, &t.port, &b, 9000);  // b behind it: the timer stays at a's
+    EXPECT_EQ(t.armed.back(), 5000u);
+    t.now = 4000;  // early timer: nothing due, nothing held
+    csd_core_model_timer(core, &t.port);
+    EXPECT_TRUE(t.holds.empty());
+    t.now = 5000;  // a's finish, a still working: the clock is held; the next armed is b's
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.holds, (std::vector<int>{1}));
+    EXPECT_EQ(t.armed.back(), 9000u);
+    csd_core_model_timer(core, &t.port);  // held already: not again
+    EXPECT_EQ(t.holds, (std::vector<int>{1}));
+    t.now = 5001;  // the clock's grain past the finish (QEMU's timer, an instruction): a done
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u) << "held: posted now";
+    EXPECT_EQ(t.holds, (std::vector<int>{1, 0})) << "no other command due: the clock goes on";
+    EXPECT_EQ(counter(CSD_STAT_MODEL_HOLDS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 0u) << "held, not overrun";
+    // b is done before its finish: held on the list as without exact mode, no clock hold
+    t.now = 6000;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &b, 9000), 9000u);
+    EXPECT_EQ(t.holds.size(), 2u);
+    // c is done without being modelled after all (refused on its unit): forgotten, no hold
+    csd_core_model_begin(core, &t.port, &c, 7000);
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &c, 0), 0u);
+    t.now = 9000;
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.posted, (std::vector<int>{2}));
+    EXPECT_EQ(t.holds.size(), 2u) << "c forgotten: nothing past its finish";
+}
+
+TEST_F(Model, ExactModeHoldsUntilTheLastDueCommandIsDoneAndAQueueGoingReleasesIt)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2;
+    csd_core_model_begin(core, &t.port, &a, 5000);
+    csd_core_model_begin(core, &t.port, &b, 5000);
+    t.now = 5000;
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.holds, (std::vector<int>{1}));
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u);
+    EXPECT_EQ(t.holds, (std::vector<int>{1})) << "b is due and working: held still";
+    t.stopped = {2};  // b's queue is being deleted: its work is being cancelled
+    csd_core_model_release(core, &t.port);
+    EXPECT_EQ(t.holds, (std::vector<int>{1, 0}));
+    EXPECT_EQ(counter(CSD_STAT_MODEL_HOLDS), 1u);
+}
+
+TEST_F(Model, WithoutExactModeAWorkingCommandOverrunsAndNothingIsHeld)
+{
+    ExactPort t;  // the port could hold its clock, but exact mode is off
+    int a = 1;
+    csd_core_model_begin(core, &t.port, &a, 5000);
+    EXPECT_TRUE(t.armed.empty());
+    t.now = 5000;
+    csd_core_model_timer(core, &t.port);
+    t.now = 8000;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u);
+    EXPECT_TRUE(t.holds.empty());
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 1u);
+    EXPECT_EQ(counter(CSD_STAT_MODEL_HOLDS), 0u);
+}
+
+// Review of issue 42: the port has ONE timer (QEMU's timer_mod moves it), so the deadline
+// the core arms last is the only one that fires. A held completion whose finish is later
+// than a working command's must not move the timer past that working command's finish.
+TEST_F(Model, ReviewExactModeAHeldCompletionDoesNotPushBackAWorkingCommandsDeadline)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2;
+    t.now = 1000;
+    csd_core_model_begin(core, &t.port, &a, 5000);  // a works on (a long gemm), finish 5000
+    ASSERT_EQ(t.armed, (std::vector<uint64_t>{5000}));
+    t.now = 2000;  // b (a short read) is done early, held until 9000
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &b, 9000), 9000u);
+    ASSERT_FALSE(t.armed.empty());
+    EXPECT_LE(t.armed.back(), 5000u) << "the one timer now fires at " << t.armed.back()
+                                      << ": a's finish (5000) is never seen, the guest is not held";
+    // what the port's single timer does: it fires at the last deadline armed
+    t.now = t.armed.back();
+    if (t.now > 5000) {  // a's work ended at 8000, unheld
+        t.now = 8000;
+        csd_core_model_hold(core, &t.port, &a, 5000);
+        t.now = 9000;
+        csd_core_model_timer(core, &t.port);
+    }
+    EXPECT_EQ(counter(CSD_STAT_MODEL_OVERRUNS), 0u) << "exact mode let a overrun";
+}
+
+// A command that arrives while the clock is already held for an earlier one (QEMU: the VM
+// stop is a request; the SQ bottom half may still start commands rung before it lands)
+// is never armed: model_begin arms only when it is the first working, but the first is
+// the one already past due.
+TEST_F(Model, ReviewExactModeACommandArrivingDuringAHoldGetsItsDeadline)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    int a = 1, b = 2;
+    t.now = 1000;
+    csd_core_model_begin(core, &t.port, &a, 5000);
+    t.now = 5000;
+    csd_core_model_timer(core, &t.port);  // a due and working: held
+    ASSERT_EQ(t.holds, (std::vector<int>{1}));
+    const size_t armed_before = t.armed.size();
+    csd_core_model_begin(core, &t.port, &b, 7000);  // b arrives at the held clock
+    t.now = 5001;
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u);  // a done: the clock goes on
+    ASSERT_EQ(t.holds, (std::vector<int>{1, 0}));
+    bool armed_7000 = false;
+    for (size_t i = armed_before; i < t.armed.size(); ++i) armed_7000 |= t.armed[i] == 7000;
+    EXPECT_TRUE(armed_7000) << "nothing armed for b's finish at 7000: no timer fires there, b overruns unheld";
 }
 
 TEST_F(Model, NvmReadsWritesAndFlushesAreModelledByTheCore)

@@ -9,7 +9,7 @@
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
 (keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, solo, peer, plugins, drives,
-partner, subsys, ns). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
+partner, subsys, ns, exact, icount, throttle). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
 own); the boots run side by side, ``--jobs`` at a time (default: one per core; a partner guest
 takes a place of its own, ``solo`` runs with no other guest beside it), the longest first by
 the times of earlier runs (~/.cache/nvme-csd/vm-times.json). The harness streams guest output, enforces a
@@ -75,16 +75,21 @@ class VmConfig:
                            # (nsid 1): Namespace Attachment works (nvme detach-ns / attach-ns)
     ns: str = ""           # more properties of that nvme-ns device (ns=ms=8,pi=1: protection
                            # information type 1; ns=zoned=on: a zoned namespace); implies subsys
+    exact: bool = False    # csd.exact=on: completions exactly at the model's time (docs/timing-model.md)
+    icount: str = ""       # QEMU -icount shift (a number or "auto"), sleep=off: guest time in instructions
+    throttle: int = 0      # the namespace's backing file slowed to this many bytes/s (a planted host stall)
 
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
                 self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives,
-                self.partner, self.subsys, self.ns)
+                self.partner, self.subsys, self.ns, self.exact, self.icount, self.throttle)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
         if self.csd:
             s += f" slm={self.slm} cu={self.cu}"
+        s += " exact" if self.exact else ""
+        s += f" icount={self.icount}" if self.icount else ""
         return s + f" disk={self.disk} lba={1 << self.lbads}" + (f" ns={self.ns}" if self.ns else "")
 
     def apply(self, items: list[str]) -> "VmConfig":
@@ -114,6 +119,14 @@ class VmConfig:
                 cfg.subsys = True
             elif k == "ns":
                 cfg.ns, cfg.subsys = v, True
+            elif k == "exact":
+                cfg.exact = True
+            elif k == "throttle":
+                cfg.throttle = parse_size(v)
+            elif k == "icount":
+                if not (v == "auto" or v.isdigit()):
+                    raise ValueError(f"icount={v}: a shift (0..10) or auto")
+                cfg.icount = v
             elif k == "partner":
                 if not (PARTNERS / v).is_file():
                     raise ValueError(f"no partner guest script tests/vm/guest/partners/{v}")
@@ -153,10 +166,11 @@ def host_tsc_khz() -> int:
     return int(float(m.group(1)) * 1000) if m else 0
 
 
-def tsc_khz_arg(accel: str) -> str:
+def tsc_khz_arg(accel: str, icount: str = "") -> str:
     """The guest kernel's tsc_early_khz= under TCG where the host's TSC rate is known (the
-    kernel's own refinement then moves it by 1 % at most)."""
-    khz = host_tsc_khz() if accel == "tcg" else 0
+    kernel's own refinement then moves it by 1 % at most); under -icount the TSC counts
+    virtual nanoseconds (QEMU's cpu_get_ticks), so 1 GHz."""
+    khz = 1000000 if icount else host_tsc_khz() if accel == "tcg" else 0
     return f" tsc_early_khz={khz}" if khz else ""
 
 
@@ -225,7 +239,8 @@ def project_files() -> dict[str, Path]:
         files[f"/csd/partners/{p.name}"] = p
     for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test
         files[f"/csd/docs/{p.name}"] = p
-    files["/csd/README.md"] = TOP / "README.md"   # its guest recipes, for the same test
+    if (TOP / "README.md").is_file():  # its guest recipes, for the same test (a copy of tests/ alone has none)
+        files["/csd/README.md"] = TOP / "README.md"
     for p in sorted((TOP / "bench" / "vm").glob("*.py")):  # guest-side benchmarks
         files[f"/csd/bench/{p.name}"] = p
     for p in sorted((TOP / "host" / "demo").glob("*.py")):  # make demo
@@ -283,17 +298,28 @@ class Vm:
                 dev += f",csd.plugin-dir={BUILD / 'meson' / 'examples' / 'plugins'}"
             if extra:
                 dev += "," + extra
+            if self.cfg.exact:
+                if "csd.model" not in dev:
+                    raise SystemExit("csdvm: exact needs a timing model (--device-props csd.model=<preset> or a "
+                                     "'# vm: device=csd.model...' header): without one there is no modelled time")
+                dev += ",csd.exact=on"
         elif self.cfg.extra_device:
             dev += "," + self.cfg.extra_device
+        if self.cfg.exact or self.cfg.icount:  # the guest's virtual clock held / counted: TCG's
+            if os.environ.get("CSD_ACCEL", "tcg") != "tcg":
+                raise SystemExit(f"csdvm: exact mode and -icount need TCG, not CSD_ACCEL={os.environ['CSD_ACCEL']}")
+            accel = "tcg"
         argv = [
             str(QEMU), "-machine", f"q35,accel={accel}",
             "-cpu", "host" if accel == "kvm" else "max",
-            "-m", self.cfg.memory, "-smp", "2",
+            # -icount runs the vCPUs in turn on one thread: one vCPU keeps the guest's own
+            # wake-ups (IPIs between vCPUs) out of the counted time
+            "-m", self.cfg.memory, "-smp", "1" if self.cfg.icount else "2",
             "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
             "-bios", str(FIRMWARE / "qboot.rom"),
             "-kernel", str(IMAGES / "vmlinuz"), "-initrd", str(initrd),
             "-append", "console=ttyS0 quiet loglevel=3 panic=-1 8250.nr_uarts=1 "
-                       "tsc=reliable no_timer_check mitigations=off" + tsc_khz_arg(accel),
+                       "tsc=reliable no_timer_check mitigations=off" + tsc_khz_arg(accel, self.cfg.icount),
             "-no-reboot",
             "-drive", f"if=none,id=usr,file={IMAGES / 'usr.img'},format=raw,readonly=on",
             "-device", "virtio-blk-pci,drive=usr",
@@ -307,7 +333,8 @@ class Vm:
                      "-blockdev", f"driver=blklogwrites,node-name=nvm0,file=nvm0-disk,log=nvm0-log,"
                                   f"log-sector-size={1 << self.cfg.lbads}"]
         else:
-            argv += ["-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback"]
+            throttle = f",throttling.bps-total={self.cfg.throttle}" if self.cfg.throttle else ""
+            argv += ["-drive", f"if=none,id=nvm0,file={self.disk},format=raw,cache=writeback{throttle}"]
         if self.cfg.subsys:
             if self.cfg.drives != 1:
                 raise SystemExit("csdvm: subsys takes one drive")
@@ -333,7 +360,10 @@ class Vm:
                                 + ("" if role == "server" else ",reconnect-ms=500"),
                      "-device", f"virtio-net-pci,romfile=,netdev=link,mac=52:54:00:c5:d0:{1 if role == 'server' else 2:02x}"]
         argv += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
-        return argv + self.cfg.extra_qemu
+        if self.cfg.icount:  # guest time counted in instructions, warping over idle time
+            argv += ["-icount", f"shift={self.cfg.icount},sleep=off"]
+        # CSD_QEMU_ARGS: more QEMU options for every guest (e.g. '-trace pci_nvme_csd_*'), to look inside
+        return argv + self.cfg.extra_qemu + shlex.split(os.environ.get("CSD_QEMU_ARGS", ""))
 
     def make_initrd(self, main: str | None, env: dict[str, str], files: dict[str, Path]) -> Path:
         initrd = self.workdir / "initrd.cpio"
@@ -819,7 +849,8 @@ def cli_config(args) -> VmConfig:
         raise SystemExit(f"csdvm: --drives must be 1..8 (got {args.drives})")
     return VmConfig(csd=not args.no_csd, slm=args.slm, cu=args.compute_units, disk=args.disk_size,
                     lbads=args.lbads, memory=args.memory, extra_device=props, drives=args.drives,
-                    plugins=args.plugins, subsys=args.subsys or bool(args.ns), ns=args.ns)
+                    plugins=args.plugins, subsys=args.subsys or bool(args.ns), ns=args.ns, exact=args.exact,
+                    icount=args.icount)
 
 
 def cmd_run(args) -> int:
@@ -897,6 +928,12 @@ def main() -> int:
                        help="csd.compute-units, unless --device-props names it or a timing model")
         c.add_argument("--plugins", action="store_true",
                        help="load the example operator plug-ins (csd.plugin-dir)")
+        c.add_argument("--exact", action="store_true", default=os.environ.get("CSD_EXACT", "") not in ("", "0"),
+                       help="csd.exact=on (needs a model in --device-props): every completion exactly at the "
+                            "model's time, the guest held while the host is slower (TCG; default: $CSD_EXACT)")
+        c.add_argument("--icount", default=os.environ.get("CSD_ICOUNT", ""),
+                       help="QEMU -icount shift=N,sleep=off (N or auto): guest time counted in instructions, "
+                            "deterministic (default: $CSD_ICOUNT)")
         c.add_argument("--subsys", action="store_true",
                        help="the controller in an nvme-subsys and its namespace an nvme-ns device "
                             "(nvme detach-ns / attach-ns work)")

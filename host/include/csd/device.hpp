@@ -81,6 +81,7 @@ struct Statistics {
     // added to completions, and completions the host could not make in modelled time.
     uint64_t model_link_in_busy_ns = 0, model_link_out_busy_ns = 0, model_media_busy_ns = 0;
     uint64_t model_slm_busy_ns = 0, model_compute_busy_ns = 0, model_delay_ns = 0, model_overruns = 0;
+    uint64_t model_holds = 0, model_hold_ns = 0;  // 1.3, exact mode: commands held to, host ns held
     std::array<uint64_t, CSD_STAT_COUNT> counters{};  // all of the above, as csd_stat_names orders them
     std::array<uint64_t, 512> per_program{};  // Executes by program id (0..01FFh)
 };
@@ -136,8 +137,14 @@ public:
     Where where() const { return front_end_ == FrontEnd::Host ? Where::Host : Where::Device; }
     // The device node or backing file opened, "" if unknown (a Device made from a transport).
     const std::string &path() const { return path_; }
+    // Opened read-only (OpenOptions::read_only): commands that change the namespace's data,
+    // and the store's writes, are refused with EROFS.
+    bool read_only() const { return read_only_; }
     // SLM as host memory where it is (the in-process device, host mode), else nullptr.
     uint8_t *slm_host_pointer();
+    // The timing model's clock in ns (Transport::model_clock_ns): the in-process device's
+    // virtual clock with exact=on, where a command's time is the model's whatever the host.
+    uint64_t model_clock_ns() const { return transport_->model_clock_ns(); }
 
     const Capabilities &caps() const { return caps_; }  // read at open and after program loads
     void refresh_capabilities();                         // reads C0h (or 82h/83h) again
@@ -206,6 +213,7 @@ private:
     std::unique_ptr<Transport> transport_;
     bool counts_sends_ = true;  // false in host mode, whose transport counts what reaches the drive
     std::string path_;
+    bool read_only_ = false;  // opened read-only (its transport was; host mode's wraps it)
     FrontEnd front_end_ = FrontEnd::Vendor;
     bool speaks_vendor_ = false;
     bool reachable_ = true;  // standard-only: log 1Ah puts the namespace and memory in one group

@@ -40,8 +40,9 @@ public:
     // The object name of drive i's row block of a striped object.
     std::string part_name(const std::string &name, size_t i) const;
 
-    // Writes an empty store on every drive.
-    void format();
+    // Writes an empty store on every drive; unless force, refuses (as ObjectStore::format)
+    // drives that hold a partition table, a filesystem or a store, before writing any.
+    void format(bool force = false);
     // Stores a whole object on its home drive. Every put replaces the object in whatever
     // placement it had (the old form is removed first).
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",

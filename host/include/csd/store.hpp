@@ -105,14 +105,24 @@ private:
 
 class ObjectStore {
 public:
-    // Writes an empty store over the whole namespace (existing objects are forgotten).
-    static void format(Device &dev);
+    // Writes an empty store over the whole namespace (existing objects are forgotten). Unless
+    // force, refuses (EEXIST, naming what it found) a namespace whose first 72 KiB or last LBA
+    // hold a partition table (MBR, GPT), a filesystem or volume signature (ext2/3/4, XFS,
+    // btrfs, swap, LUKS, FAT, NTFS, exFAT, ISO 9660, LVM2, md) or an object store: a real
+    // drive is not overwritten by mistake. A zeroed namespace needs no force.
+    static void format(Device &dev, bool force = false);
+    // Throws the error format() without force gives (EEXIST, naming what it found) where the
+    // namespace holds something format would overwrite; returns where it holds nothing known.
+    static void check_blank(Device &dev);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
     ~ObjectStore();
 
-    // Stores (or replaces) an object; durable when it returns.
+    // Stores (or replaces) an object; durable when it returns. progress is called after each
+    // 4 MiB written; an exception it throws (a cancel) stops the put, which then releases the
+    // space it reserved, stores nothing (an older version stays) and rethrows it. Space of a
+    // put killed without that chance stays reserved until reclaim().
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
              const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
     // The whole object, checked against its CRC-32C.
@@ -143,6 +153,8 @@ public:
     uint64_t first_lba(const ObjectInfo &o) const { return o.block * lbas_per_block_; }
     // Free space as of the newest catalog.
     uint64_t free_bytes() const;
+    // Bytes of a store block (max(4096, LBA size)): a reservation holds blocks of it.
+    uint32_t block_size() const { return block_; }
 
     // Loads an object into SLM (SLM Load, no bus crossing); the buffer is block-rounded.
     SlmBuffer load(const std::string &name);
@@ -163,6 +175,7 @@ private:
     uint64_t blocks_for(uint64_t bytes) const { return bytes == 0 ? 1 : (bytes + block_ - 1) / block_; }
     uint64_t allocate(const State &s, uint64_t blocks) const;
     State refresh() const;
+    const State &current() const;
     bool read_slot(int slot, State *out, std::vector<uint8_t> *raw) const;
     bool load_base(State *s) const;
     // Appends the changes make() returns for the newest state and commits them; retries

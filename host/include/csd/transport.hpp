@@ -80,6 +80,9 @@ public:
     virtual uint8_t *slm_host_pointer() { return nullptr; }
     // The file holding the namespace when the device lives in this process, else "".
     virtual std::string backing_file() const { return {}; }
+    // Whether it was opened read-only (OpenOptions::read_only): commands that would change
+    // the namespace's data are refused (EROFS) before they reach the drive.
+    virtual bool read_only() const { return false; }
     // The namespace's bytes (LBA 0 on, ns().lba_count LBAs) mapped into this process, where
     // a Read may be served by copying straight from them: the in-process device as a
     // simulated peer-to-peer drive (its namespace registered with CUDA, a Read into GPU
@@ -87,6 +90,10 @@ public:
     // in-process device under a timing model). Writes go through commands; the mapping
     // sees them.
     virtual const uint8_t *namespace_host_pointer() { return nullptr; }
+    // The clock the device's timing model runs on, in ns: the in-process device's virtual
+    // clock with exact=on (docs/timing-model.md), its host clock otherwise; 0 where the
+    // device is elsewhere (its clock is not this process's).
+    virtual uint64_t model_clock_ns() const { return 0; }
 };
 
 // The command set libcsd speaks to a drive with (docs/nvme-cs.md, docs/real-drives.md):
@@ -113,12 +120,23 @@ struct OpenOptions {
     bool ignore_vendor = false;
     // Host mode: bytes of host memory standing for SLM (0: 64 MiB; CSD_HOST_SLM, e.g. 256M).
     uint64_t host_slm = 0;
+    // Read-only: the device node or backing file is opened O_RDONLY (a read-only image, a
+    // node this user may only read; csd.ko's /dev/csdN stays read-write for its SLM mapping)
+    // and every command that would change the namespace's data (Write, Write Zeroes, Dataset
+    // Management, Copy, SLM Store, Compare and Write, Format NVM, Sanitize, ...) is refused
+    // with EROFS; reads, SLM and programs that only read it work. csdctl --read-only.
+    bool read_only = false;
 };
+
+// Throws csd::Error (EROFS) when cmd would change the data of namespace nsid (or of all
+// namespaces): what a read-only open refuses. what names the command ("Write").
+void refuse_if_writes(const Command &cmd, uint32_t nsid, const char *what = nullptr);
 
 // Opens the transport for a path: /dev/ngXnY or /dev/nvmeXnY (ioctl or io_uring),
 // /dev/csdN?slm=16M (csd.ko: this much SLM for this process, no root needed),
 // or emu:<backing file>?slm-size=64M&lba=512&compute-units=2&size=256M (in-process device:
 // QEMU's csd.<name> options without "csd.", from the core's option table; ?help lists them).
+// opts.read_only opens it read-only (see OpenOptions).
 std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOptions &opts = {});
 
 }  // namespace csd

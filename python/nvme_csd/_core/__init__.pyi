@@ -7,7 +7,7 @@ import collections.abc
 import typing
 import typing_extensions
 from . import programs
-__all__: list[str] = ['Device', 'DriveSet', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
+__all__: list[str] = ['Device', 'DriveSet', 'GpuLayerLoader', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
 class SlmView:
     """
     a zero-copy view of SLM bytes; it keeps the device's memory while it lives
@@ -25,7 +25,7 @@ class SlmBuffer:
     def size(self) -> int:
         ...
 class Device:
-    def __init__(self, path: str, uring: bool = False, queue_depth: typing.SupportsInt | typing.SupportsIndex = 64, front_end: str = 'auto') -> None:
+    def __init__(self, path: str, uring: bool = False, queue_depth: typing.SupportsInt | typing.SupportsIndex = 64, front_end: str = 'auto', read_only: bool = False) -> None:
         ...
     def bus(self) -> tuple[int, int, int]:
         ...
@@ -59,7 +59,7 @@ class Device:
         ...
     def store_filter(self, arg0: str, arg1: str, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex, arg5: typing.SupportsInt | typing.SupportsIndex, arg6: typing.SupportsFloat | typing.SupportsIndex, arg7: typing.SupportsFloat | typing.SupportsIndex, arg8: typing.SupportsInt | typing.SupportsIndex, arg9: typing.SupportsInt | typing.SupportsIndex, arg10: bool) -> tuple[int, int]:
         ...
-    def store_format(self) -> None:
+    def store_format(self, force: bool = False) -> None:
         ...
     def store_generation(self) -> int:
         ...
@@ -92,6 +92,14 @@ class Device:
     def front_end(self) -> str:
         ...
     @property
+    def model_clock_ns(self) -> int:
+        """
+        the timing model's clock in ns: the in-process device's virtual clock with exact=on
+        """
+    @property
+    def read_only(self) -> bool:
+        ...
+    @property
     def speaks(self) -> str:
         ...
     @property
@@ -101,13 +109,13 @@ class Device:
     def where(self) -> str:
         ...
 class DriveSet:
-    def __init__(self, paths: collections.abc.Sequence[str], uring: bool = False, front_end: str = 'auto') -> None:
+    def __init__(self, paths: collections.abc.Sequence[str], uring: bool = False, front_end: str = 'auto', read_only: bool = False) -> None:
         ...
     def bus(self) -> tuple[int, int, int]:
         ...
     def filter(self, arg0: str, arg1: str, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex, arg5: typing.SupportsInt | typing.SupportsIndex, arg6: typing.SupportsFloat | typing.SupportsIndex, arg7: typing.SupportsFloat | typing.SupportsIndex, arg8: typing.SupportsInt | typing.SupportsIndex, arg9: typing.SupportsInt | typing.SupportsIndex) -> int:
         ...
-    def format(self) -> None:
+    def format(self, force: bool = False) -> None:
         ...
     def gemm(self, arg0: str, arg1: str, arg2: str) -> None:
         ...
@@ -136,6 +144,25 @@ class DriveSet:
         drive i's statistics log page as a dict
         """
     def striped(self, arg0: str) -> bool:
+        ...
+class GpuLayerLoader:
+    """
+    csd::gpu::LayerLoader: use nvme_csd.gpu.LayerLoader
+    """
+    def __init__(self, dev: Device, layers: collections.abc.Sequence[collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]], layer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], resident: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], buffer_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], direct: bool = True, lanes: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def acquire(self, layer: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def clear_timings(self) -> None:
+        ...
+    def close(self) -> None:
+        ...
+    def release(self, layer: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def timings(self) -> list:
+        ...
+    @property
+    def restarts(self) -> int:
         ...
 def canonical_dtype(arg0: str) -> str:
     """

@@ -108,7 +108,7 @@ def stats():
              "bytes_slm_to_host", "exec_busy_ns", "program_load_cmds", "program_unload_cmds",
              "program_load_rejects", "model_link_in_busy_ns", "model_link_out_busy_ns",
              "model_media_busy_ns", "model_slm_busy_ns", "model_compute_busy_ns", "model_delay_ns",
-             "model_overruns"]
+             "model_overruns", "model_holds", "model_hold_ns"]
     page = get_log(0xC1).data
     vals = struct.unpack_from(f"<{len(names)}Q", page, 8)
     d = dict(zip(names, vals))

@@ -18,7 +18,7 @@ python3 -c "
 import numpy as np
 np.save('x.npy', np.arange(3000, dtype=np.float32)); np.save('a.npy', np.full((50, 8), 2, np.float32))
 np.save('b.npy', np.full((8, 4), 3, np.float32))"
-csdctl --drives $drives format > /dev/null || fail "csdctl --drives format"
+csdctl --drives $drives format --force > /dev/null || fail "csdctl --drives format"
 csdctl --drives $drives put x x.npy --placement striped || fail "put striped"
 csdctl --drives $drives put a a.npy --placement striped && csdctl --drives $drives put b b.npy --placement replicated \
     || fail "put a, b"

@@ -13,7 +13,7 @@ import nvme_csd
 
 drives, victim, remove = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
 ds = nvme_csd.open_many(drives)
-ds.format()
+ds.format(force=True)  # over the stores drive-set.sh made there
 x = np.random.default_rng(5).standard_normal(1 << 18).astype(np.float32)
 ds.put("x", x, placement="striped")
 want = float(x.astype(np.float64).sum())

@@ -140,7 +140,7 @@ info=$(csdctl -d $ng info) || fail "csdctl info"
     || { echo "$info"; fail "csdctl info does not say what the drive speaks"; }
 csdctl -d $ng --front-end nvme-cs info | grep -q "^front end *nvme-cs$" || fail "csdctl --front-end nvme-cs info"
 head -c 100000 /dev/urandom > blob.bin
-CSD_FRONT_END=nvme-cs csdctl -d $ng format > /dev/null || fail "format over the standard commands"
+CSD_FRONT_END=nvme-cs csdctl -d $ng format --force > /dev/null || fail "format over the standard commands"
 CSD_FRONT_END=nvme-cs csdctl -d $ng put blob blob.bin > /dev/null || fail "put over the standard commands"
 sum=$(CSD_FRONT_END=nvme-cs csdctl -d $ng run checksum blob) || fail "checksum over the standard commands"
 csdctl -d $ng get blob back.bin > /dev/null || fail "get over the vendor commands"

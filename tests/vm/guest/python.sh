@@ -19,7 +19,7 @@ CSD_TEST_DEVICE=$ng CSD_TEST_URING=also python3 -m pytest -q -rs -p no:cacheprov
 CSD_NG=$ng python3 - <<'PY' || fail "README quickstart"
 import os, numpy as np, nvme_csd
 with nvme_csd.open(os.environ["CSD_NG"]) as dev:
-    dev.store.format()
+    dev.store.format(force=True)                       # force: over an earlier run's store
     dev.store["w"] = np.random.rand(256, 256).astype(np.float32)
     print(dev.gemm(dev.store["w"], dev.store["w"]).shape, dev.stats["exec_cmds"])
 PY

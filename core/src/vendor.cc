@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// commands.cc - decoding, validation and statistics of the CSD I/O commands (spec §3):
-// every embedding hands the command dwords here and only moves the bytes it is told to.
+// vendor.cc - the vendor front end (spec/csd-command-set.md): decoding, validation and
+// statistics of the CSD I/O commands (spec §3; every embedding hands the command dwords
+// here and only moves the bytes it is told to), and their answer (vendor_io): SLM
+// transfers, program load and unload, Execute, Compare and Write, SLM Load / Store.
 #include <cstring>
 #include <string>
 
 #include "core_state.h"
+#include "front_end.h"
 
 using csd::core::count;
 
@@ -234,3 +237,77 @@ uint16_t csd_core_program_unload(csd_core *core, const csd_op *op)
 void csd_core_set_bpf_interpreted(csd_core *core, int on) { core->bpf_interpreted = on ? 1 : 0; }
 
 }  // extern "C"
+
+namespace csd::core {
+
+namespace {
+
+constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
+
+}  // namespace
+
+// SLM Write / Read (and Memory Write / Read, decoded as them): host memory <-> SLM.
+uint16_t slm_xfer(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl)
+{
+    const uint16_t st = op->opcode == CSD_OPC_SLM_WRITE ? port->from_host(req, op->slm, op->bytes)
+                                                        : port->to_host(req, op->slm, op->bytes);
+    if (st) set_why(cpl, "SLM transfer");
+    csd_core_complete(core, op, st);
+    return st;
+}
+
+// The vendor I/O commands on NVM namespace ctx (cmd->nsid).
+uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_port *port, void *req, csd_cpl *cpl,
+                   csd_op *op)
+{
+    if (!core->vendor || (!core->vendor_io && cmd->opcode != CSD_OPC_COMPARE_WRITE)) return kInvalidOpcode;
+    if (!core->compare_write_on && cmd->opcode == CSD_OPC_COMPARE_WRITE) return kInvalidOpcode;
+    uint16_t st = csd_core_decode(core, cmd, &ctx, op);
+    if (st) {
+        set_why(cpl, "command");
+        return st;
+    }
+    if (op->opcode != CSD_OPC_EXECUTE) schedule(core, port, op, cpl);  // an Execute once prepared
+    switch (op->opcode) {
+    case CSD_OPC_SLM_WRITE:
+    case CSD_OPC_SLM_READ: return slm_xfer(core, op, port, req, cpl);
+    case CSD_OPC_PROGRAM_LOAD: return program_load(core, op, port, req, cpl, false);
+    case CSD_OPC_PROGRAM_UNLOAD: return program_unload(core, op, false);
+    case CSD_OPC_NOOP:
+        cpl->dw0 = CSD_LOG_VERSION;
+        csd_core_complete(core, op, CSD_STATUS_SUCCESS);
+        return CSD_STATUS_SUCCESS;
+    case CSD_OPC_EXECUTE: {
+        std::vector<uint8_t> desc(op->bytes);
+        st = port->from_host(req, desc.data(), op->bytes);
+        if (st) {
+            set_why(cpl, "descriptor transfer");
+        } else {
+            st = csd_core_exec_prepare(core, desc.data(), static_cast<uint32_t>(op->bytes), &op->job);
+            if (st) set_why(cpl, "descriptor");
+        }
+        if (st) {
+            csd_core_complete(core, op, st);
+            return st;
+        }
+        csd_ctx window = ctx;  // a media program reads this namespace, inside the command's window
+        window.lba_count = op->window_lbas;
+        // The timing model schedules on arrival and must know the blocks a media program
+        // reads: then it is planned here; otherwise on its compute unit (exec_queue.cc), so
+        // that submission costs O(descriptor) on the submitting thread (QEMU's main loop).
+        if (csd_core_model_on(core)) csd_exec_set_namespace(op->job, &window);
+        schedule(core, port, op, cpl);
+        cpl->program = csd_exec_program_id(op->job);
+        return csd::core::execute(core, op, &window, port, req, cpl);
+    }
+    case CSD_OPC_COMPARE_WRITE: return csd::core::compare_write(core, op, &ctx, port, req, cpl);
+    case CSD_OPC_SLM_LOAD:
+    case CSD_OPC_SLM_STORE: {
+        const csd_cs_copy_part part{cmd->nsid, *op};
+        return csd::core::transfer(core, &part, 1, port, req, cpl);
+    }
+    default: return kInvalidOpcode;  // every opcode csd_core_decode accepts is answered above
+    }
+}
+
+}  // namespace csd::core

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bpf_specialise.h - a downloaded eBPF program rewritten for one Execute, so that its
+// bpf/specialise.h - a downloaded eBPF program rewritten for one Execute, so that its
 // JIT-compiled code does per record what a hand-written loop does: csd_param(K) folded
 // into the Execute's value, "return a OP b" computed without a branch, and (where the
 // result has no branch left) the record loop unrolled inside the program, one call for a

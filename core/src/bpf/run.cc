@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// bpf_program.cc - eBPF programs on DPDK's librte_bpf. The device reads the image itself
-// (bpf_elf.cc: the one section csd, its calls resolved to the two helpers) and checks it
-// (bpf_check.cc: no loop, every memory access inside the record or the stack), then gives
+// bpf/run.cc - eBPF programs on DPDK's librte_bpf. The device reads the image itself
+// (bpf/load_elf.cc: the one section csd, its calls resolved to the two helpers) and checks it
+// (bpf/check.cc: no loop, every memory access inside the record or the stack), then gives
 // DPDK that array of instructions and nothing else: DPDK's verifier checks it again (the
 // device does not rely on it) and its x86-64 JIT compiles it. No EAL is needed.
-#include "bpf_program.h"
+#include "bpf.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +15,8 @@
 #include <mutex>
 #include <type_traits>
 
-#include "bpf_elf.h"
-#include "bpf_specialise.h"
+#include "load_elf.h"
+#include "specialise.h"
 
 #ifdef CSD_HAVE_BPF
 #include <rte_bpf.h>
@@ -87,7 +87,7 @@ uint64_t now_ns()
 
 }  // namespace
 
-// A rewrite for one mode and set of params (bpf_specialise.h), compiled; fn null where the
+// A rewrite for one mode and set of params (bpf/specialise.h), compiled; fn null where the
 // program as loaded runs instead.
 struct BpfProgram::Specialised {
     uint32_t mode = 0;
@@ -350,7 +350,7 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     std::memcpy(tl_params, params, 8 * h.nr_params);
     tl_nr_params = h.nr_params;
     // A long Execute runs the program rewritten for its params and mode (once per set of
-    // them; see bpf_specialise.h), its records in batches where the rewrite allows.
+    // them; see bpf/specialise.h), its records in batches where the rewrite allows.
     const bool long_run = jit_ && !interpret && h.record_count >= specialise_min_records_;
     std::shared_ptr<const Specialised> spec = plan(call, h, params, interpret);
     const uint64_t t0 = long_run ? now_ns() : 0;

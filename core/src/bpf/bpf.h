@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-// bpf_program.h - a downloadable eBPF program (spec §8): an ELF image read and checked by
-// the device (bpf_elf.h), the instructions it checked then verified by DPDK's verifier (no
-// loops, no access outside the record, known helpers only), JIT-compiled, and called
-// once per record by a loop the device drives; for a long Execute, rewritten for its
-// parameters and mode first (bpf_specialise.h), checked and compiled again, and called
-// once per batch of records.
+// bpf/bpf.h - the one header through which the rest of the core uses downloadable eBPF
+// programs (spec §8). One file per phase behind it: load_elf.cc reads the ELF image,
+// check.cc proves every memory access stays in the record or the stack, run.cc hands the
+// checked instructions to DPDK's verifier and JIT and calls them per record,
+// specialise.cc rewrites a program for a long Execute's parameters and mode, slots.cc
+// keeps the download slots. The device reads the ELF itself (DPDK's rte_bpf_elf_load
+// would too) so that the bytes it checks are exactly the bytes the runtime is given: one
+// section named csd, its calls resolved to the two helpers, nothing else of the image.
+//
+// BpfProgram: an ELF image read and checked by the device (load_elf.h), the instructions
+// it checked then verified by DPDK's verifier (no loops, no access outside the record,
+// known helpers only), JIT-compiled, and called once per record by a loop the device
+// drives; for a long Execute, rewritten for its parameters and mode first (specialise.h),
+// checked and compiled again, and called once per batch of records.
 #pragma once
 
 #include <atomic>
@@ -14,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "program.h"
+#include "../program.h"  // the Program interface of every kind of program
 
 struct rte_bpf;
 

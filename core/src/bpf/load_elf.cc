@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// bpf_elf.cc - reads an eBPF program image the way spec §8 defines it, refusing every
+// bpf/load_elf.cc - reads an eBPF program image the way spec §8 defines it, refusing every
 // image that could be read another way, and resolves its calls as DPDK 22.11's ELF loader
 // (lib/bpf/bpf_load_elf.c) would: a call relocated against a helper's name gets imm = the
 // helper's index in the runtime's table and src_reg = 0. Nothing else is relocated there
 // (a relocated 64-bit load would need a variable in that table, and the device offers
 // none), so nothing else is accepted here.
-#include "bpf_elf.h"
+#include "load_elf.h"
 
 #include <elf.h>
 
@@ -380,7 +380,7 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
             // kills the emulator. A 64-bit divisor that is a register (a constant to DPDK
             // where the program, or its rewrite for an Execute's params, makes it one) or the
             // immediate -1 is refused outright, whatever the device's own ranges say (DPDK's
-            // own tracking is not sound: see bpf_check.cc). 32-bit operands are sign-extended
+            // own tracking is not sound: see bpf/check.cc). 32-bit operands are sign-extended
             // from 32 bits first, and cannot trap.
             return no_at(at, where + " is a 64-bit division or remainder by " +
                                  ((ins.code & 0x08) ? "a register" : "-1") +

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// program_slots.cc - Program Load and Unload on the downloadable slots (spec §8).
-#include "program_slots.h"
+// bpf/slots.cc - Program Load and Unload on the downloadable slots (spec §8).
+#include "slots.h"
 
 #include "nvme_cs.h"
 

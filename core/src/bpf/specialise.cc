@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bpf_specialise.cc - rewrites a checked eBPF program for one Execute (bpf_specialise.h).
+// bpf/specialise.cc - rewrites a checked eBPF program for one Execute (bpf/specialise.h).
 // Why: DPDK's JIT compiles each instruction as it stands, so a filter such as
 // examples/bpf/threshold.c ("return key > csd_param(0)") costs per record a call into the
 // program, a call of the helper, and the program's own branch on the key (clang writes
@@ -19,11 +19,11 @@
 //    operation with a constant register becomes one with an immediate, a multiplication by
 //    a constant with two bits or fewer becomes shifts and adds), and instructions whose
 //    result nothing reads dropped.
-#include "bpf_specialise.h"
+#include "specialise.h"
 
 #include <algorithm>
 
-#include "bpf_elf.h"
+#include "load_elf.h"
 #include "csd_spec.h"
 
 namespace csd::core {

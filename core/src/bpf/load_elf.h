@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bpf_elf.h - the device's own reading of an eBPF program image (spec §8): the one
+// bpf/load_elf.h - the device's own reading of an eBPF program image (spec §8): the one
 // section named csd, its calls resolved to the helpers, checked instruction by
 // instruction. That array, and only it, is what the eBPF runtime is given, so the bytes
 // checked are the bytes loaded. Needs no eBPF runtime.
@@ -86,7 +86,7 @@ bool bpf_check_instructions(const std::vector<uint64_t> &insns, uint32_t record_
 // before; refuses backward jumps (loops), any use of a pointer but copying it, adding or
 // subtracting numbers, accesses through it and keeping it whole in an aligned stack slot
 // (no other arithmetic, comparisons, storing one into the record or returning one), and
-// reads of registers that hold nothing yet (bpf_check.cc says why DPDK's verifier is not
+// reads of registers that hold nothing yet (bpf/check.cc says why DPDK's verifier is not
 // trusted with this). second: which slots are second halves of 64-bit loads.
 bool bpf_check_memory(const std::vector<uint64_t> &insns, const std::vector<bool> &second, uint32_t record_size,
                       uint32_t *fault, std::string *why);

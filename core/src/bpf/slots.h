@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-// program_slots.h - the downloadable program slots 0100h..01FFh (spec §8): chunked
+// bpf/slots.h - the downloadable program slots 0100h..01FFh (spec §8): chunked
 // upload, verification when the last byte arrives, Execute reference counts, unload, and
 // the standard front end's activation of the program a slot holds (one state for both
 // front ends: it begins and ends with the program).
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf_program.h"
+#include "bpf.h"
 #include "csd_core.h"
 
 namespace csd::core {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bpf_check.cc - the device's own proof that a program's memory accesses stay inside its
+// bpf/check.cc - the device's own proof that a program's memory accesses stay inside its
 // record and its stack, before DPDK's verifier sees it. DPDK 22.11's verifier cannot be
 // trusted with that (found by fuzz_elf and by reading lib/bpf/bpf_validate.c): it keeps a
 // register "the record pointer" through any arithmetic ("r1 &= 0", then a read at r1 + 100,
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf_elf.h"
+#include "load_elf.h"
 #include "csd_spec.h"
 
 namespace csd::core {
