@@ -474,7 +474,8 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 
 			csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
 				lower_32_bits(slba), upper_32_bits(slba),
-				((n >> shift) - 1) | (u32)control << 16, 0, lower_32_bits(slba));
+				((n >> shift) - 1) | (u32)control << 16, 0,
+				control ? lower_32_bits(slba) : 0);
 			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf + done), n, NULL);
 			if (ret)
 				break;
