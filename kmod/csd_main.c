@@ -399,6 +399,28 @@ static int csd_ioc_lba(struct csd_file *cf, void __user *argp, bool store)
 	return copy_to_user(argp, &l, sizeof(l)) ? -EFAULT : 0;
 }
 
+/*
+ * CDW12's protection information bits (upper half) for an NVM Read or Write of the
+ * namespace: with protection information alone as its metadata (a separate buffer, 16-bit
+ * guard), the controller makes it on a Write and checks and strips it on a Read (PRACT,
+ * the guard, and but for type 3 the reference tag: ILBRT is the LBA's low 32 bits), as for
+ * the kernel's own I/O without an integrity buffer; no metadata: 0. Other metadata, which
+ * this module does not move: -EOPNOTSUPP (the caller answers Invalid Namespace or Format).
+ */
+static int csd_prinfo(const struct nvme_ns_head *head, u16 *control)
+{
+	*control = 0;
+	if (!head->ms)
+		return 0;
+	if (!head->pi_type || head->ms != head->pi_size || (head->features & NVME_NS_EXT_LBAS) ||
+	    head->guard_type != NVME_NVM_NS_16B_GUARD)
+		return -EOPNOTSUPP;
+	*control = NVME_RW_PRINFO_PRACT | NVME_RW_PRINFO_PRCHK_GUARD;
+	if (head->pi_type != NVME_NS_DPS_PI_TYPE3)
+		*control |= NVME_RW_PRINFO_PRCHK_REF;
+	return 0;
+}
+
 static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 {
 	struct csd_dev *cd = cf->cd;
@@ -406,6 +428,7 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	struct csd_ioc_ns_io r;
 	struct nvme_command c;
 	u64 done = 0, bytes, last, first;
+	u16 control = 0;
 	int ret = 0;
 
 	if (copy_from_user(&r, argp, sizeof(r)))
@@ -413,6 +436,11 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 	r.status = 0;
 	if (r.write > CSD_NS_IO_COMPARE_WRITE)
 		return -EINVAL;
+	/* an NVM Read or Write of metadata this module does not move: refused */
+	if (r.nlb && r.write != CSD_NS_IO_COMPARE_WRITE && csd_prinfo(cd->ns->head, &control)) {
+		r.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
+		return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
+	}
 	if (csd_format_changed(cf)) {
 		r.status = CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR;
 		return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
@@ -445,7 +473,9 @@ static int csd_ioc_ns_io(struct csd_file *cf, void __user *argp)
 			u64 slba = first + (done >> shift);
 
 			csd_cmd(&c, r.write ? nvme_cmd_write : nvme_cmd_read, cd->ns->head->ns_id,
-				lower_32_bits(slba), upper_32_bits(slba), (n >> shift) - 1, 0, 0);
+				lower_32_bits(slba), upper_32_bits(slba),
+				((n >> shift) - 1) | (u32)control << 16, 0,
+				control ? lower_32_bits(slba) : 0);
 			ret = csd_submit_user(cd, &c, u64_to_user_ptr(r.buf + done), n, NULL);
 			if (ret)
 				break;

@@ -39,6 +39,27 @@ void set_lo_hi(uint32_t &lo, uint32_t &hi, uint64_t v)
     hi = static_cast<uint32_t>(v >> 32);
 }
 
+// CDW12's protection information field (PRINFO, bits 29:26) for an NVM Read or Write of a
+// namespace whose LBA format carries metadata: where it is the 8-byte protection
+// information alone (a separate buffer), PRACT, so that the controller makes it on a Write
+// and checks (guard, and the reference tag but for type 3) and strips it on a Read, as for
+// the kernel's own I/O without an integrity buffer; 0 without metadata. Any other metadata
+// would need a buffer libcsd does not move: EOPNOTSUPP, naming it.
+uint32_t protection_info(const NamespaceInfo &ns, const char *what)
+{
+    constexpr uint32_t kPract = 1u << 29, kGuard = 1u << 28, kRefTag = 1u << 26;
+    if (ns.metadata == 0) return 0;
+    if (ns.pi_type == 0 || ns.metadata != 8 || ns.extended_lba) {
+        throw Error(std::string(what) + ": namespace " + std::to_string(ns.nsid) + " carries " +
+                        std::to_string(ns.metadata) + " bytes of metadata per LBA" +
+                        (ns.extended_lba ? " within the LBA" : "") +
+                        (ns.pi_type ? "" : " without protection information") +
+                        ", which libcsd does not move (only protection information alone, made by the controller)",
+                    EOPNOTSUPP);
+    }
+    return kPract | kGuard | (ns.pi_type == 3 ? 0 : kRefTag);
+}
+
 }  // namespace
 
 std::vector<uint8_t> make_descriptor(uint16_t program, const std::vector<Range> &ranges, const void *params,
@@ -479,13 +500,16 @@ void Device::slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
 
 void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what)
 {
-    const uint32_t lba = ns().lba_size;
+    const NamespaceInfo info = ns();
+    const uint32_t lba = info.lba_size;
+    const uint32_t prinfo = protection_info(info, what);
     const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(transport_->max_transfer() / lba, kMaxNlb));
     while (nlb > 0) {
         const uint64_t n = std::min(nlb, per);
-        Command c = io(opcode, ns().nsid);
+        Command c = io(opcode, info.nsid);
         set_lo_hi(c.cdw10, c.cdw11, slba);
-        c.cdw12 = static_cast<uint32_t>(n - 1);
+        c.cdw12 = static_cast<uint32_t>(n - 1) | prinfo;
+        if (prinfo && info.pi_type != 3) c.cdw14 = static_cast<uint32_t>(slba);  // ILBRT: type 1/2 reference tag
         c.data = p;
         c.data_len = static_cast<uint32_t>(n * lba);
         run(c, what);

@@ -73,6 +73,9 @@ NvmeDev::NvmeDev(const std::string &path, bool want_generic, bool read_only) : p
                     ENODEV);
     }
     ns_.lba_size = 1u << lbads;
+    ns_.metadata = static_cast<uint32_t>(id[128 + 4 * flbas]) | static_cast<uint32_t>(id[128 + 4 * flbas + 1]) << 8;
+    ns_.pi_type = ns_.metadata ? (id[29] & 0x7) : 0;
+    ns_.extended_lba = ns_.metadata && (id[26] & 0x10);
     // The kernel's limit for one passthrough transfer: max_hw_sectors_kb, and one page
     // less than max_segments pages, since a user buffer that is not page-aligned spans
     // one page more than its length.

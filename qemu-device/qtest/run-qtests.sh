@@ -89,6 +89,22 @@ check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "csd.nvme-cs.mem-
 check_refused "csd.slm-size=1M" "csd.slm-size needs csd=on"
 check_refused "csd=on,csd.nvme-cs=maybe" "csd.nvme-cs: on, off, not 'maybe'"
 
+# An nvme-ns may not take a csd.nvme-cs namespace's NSID (patch 0015): nvme-ns devices are
+# realized after their controller, and one with nsid=1 was shadowed by the memory namespace
+# the controller had put there (QEMU started; the guest saw no NVM namespace).
+cs_subsys() {  # cs_subsys CTRL-OPTIONS NS-OPTIONS: QEMU with an nvme-subsys, one controller, one nvme-ns
+    echo quit | timeout 20 "$qemu" -M pc -nodefaults -display none -S -monitor stdio \
+        -drive if=none,id=d,file=null-co://,format=raw -device nvme-subsys,id=s0 \
+        -device "nvme,id=c0,serial=x,subsys=s0,csd=on,csd.nvme-cs=on$1" -device "nvme-ns,drive=d,bus=c0$2" 2>&1
+}
+out=$(cs_subsys "" ",nsid=1"); rc=$?
+[ $rc != 0 ] && grep -q "namespace id '1' is a controller's csd.nvme-cs memory or compute namespace" <<<"$out"
+result $? "refused: an nvme-ns on a csd.nvme-cs NSID" "$out"
+out=$(cs_subsys ",csd.nvme-cs.mem-nsid=2" ",nsid=1")
+result $? "an nvme-ns beside the csd.nvme-cs namespaces moved past it starts" "$out"
+out=$(cs_subsys "" "")
+result $? "an nvme-ns without nsid skips the csd.nvme-cs NSIDs" "$out"
+
 # One option table (core/src/config.cc): QEMU's csd.<name> properties and the
 # in-process device's emu: options are the core's rows, name for name, and a bad value is
 # refused by both with the core's one message (QEMU's after "csd.", the emu: one's after

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs the host-side test programs: device-core GoogleTest suites, libcsd's integration
-# suite against the in-process device, the C API test, and what libcsd links
+# suite against the in-process device, the C API test, what libcsd links
 # (tests/host/linkage.sh), libcsd-snia's call-by-call test and the SNIA API's usage flow
-# (examples/snia/flow.c) on each kind of in-process drive, and the fio engine's example jobs
-# on the host's fio (tests/host/fio-engine.sh). Prints 'unit: N passed, N failed'.
+# (examples/snia/flow.c) on each kind of in-process drive, the fio engine's example jobs
+# on the host's fio (tests/host/fio-engine.sh) and the feature matrix's in-process cells
+# (tests/matrix/run-host.py). Prints 'unit: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mb="$top/build/meson"
@@ -23,7 +24,7 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
            "$mb/tests/host/csd-snia-test" "$mb/examples/snia/snia-flow@vendor" "$mb/examples/snia/snia-flow@standard-only" \
            "$mb/examples/snia/snia-flow@host" \
            "$top/tests/host/linkage.sh" "$top/tests/host/fio-engine.sh" \
-           "$top/tests/host/test_csdctl.py" \
+           "$top/tests/host/test_csdctl.py" "$top/tests/matrix/run-host.py" \
            $( [ -x "$mb/tests/gpu/csd-gpu-tests" ] && echo "$mb/tests/gpu/csd-gpu-tests"); do
     bin=${run%@*}
     front_end=$([ "$run" != "$bin" ] && echo "${run#*@}")
@@ -43,9 +44,10 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
     out=$(CSD_FRONT_END=$front_end CSD_TEST_STANDARD_ONLY=$std_only "$bin" "${args[@]}" 2>&1); rc=$?
     [ -z "$tmp" ] || rm -f "$tmp"
     echo "$out" | grep -v '^\[ *\(RUN\|OK\) *\]\|^ok   '
-    # GoogleTest's summary, or the plain closing line of a C test, linkage.sh or test_csdctl.py
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\): \([0-9]*\) passed.*/\2/p' <<<"$out")
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
+    # GoogleTest's summary, or the plain closing line of a C test, linkage.sh, test_csdctl.py
+    # or the feature matrix's host cells (run-host.py)
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\|matrix-host\): \([0-9]*\) passed.*/\2/p' <<<"$out")
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^\(c-api\|linkage\|csdctl\|snia\|snia-flow\|fio-engine\|matrix-host\): [0-9]* passed, \([0-9]*\) failed.*/\2/p' <<<"$out")
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
     [ $rc = 0 ] || [ "${f:-0}" != 0 ] || fail=$((fail + 1))
 done

@@ -9,7 +9,7 @@
 
 Guest tests declare their device with a header line, e.g. ``# vm: csd=on lbads=12``
 (keys: csd, slm, cu, disk, lbads, memory, timeout, device, alone, solo, peer, plugins, drives,
-partner, subsys, exact, icount, throttle). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
+partner, subsys, ns, exact, icount, throttle). Tests whose lines ask for the same device share one boot (``alone``: a boot of its
 own); the boots run side by side, ``--jobs`` at a time (default: one per core; a partner guest
 takes a place of its own, ``solo`` runs with no other guest beside it), the longest first by
 the times of earlier runs (~/.cache/nvme-csd/vm-times.json). The harness streams guest output, enforces a
@@ -73,6 +73,8 @@ class VmConfig:
     net: str = ""          # "server:PORT" / "client:PORT": virtio-net on a QEMU stream netdev
     subsys: bool = False   # the controller in an nvme-subsys, its namespace an nvme-ns device
                            # (nsid 1): Namespace Attachment works (nvme detach-ns / attach-ns)
+    ns: str = ""           # more properties of that nvme-ns device (ns=ms=8,pi=1: protection
+                           # information type 1; ns=zoned=on: a zoned namespace); implies subsys
     exact: bool = False    # csd.exact=on: completions exactly at the model's time (docs/timing-model.md)
     icount: str = ""       # QEMU -icount shift (a number or "auto"), sleep=off: guest time in instructions
     throttle: int = 0      # the namespace's backing file slowed to this many bytes/s (a planted host stall)
@@ -80,7 +82,7 @@ class VmConfig:
     def key(self) -> tuple:
         return (self.csd, self.slm, self.cu, self.disk, self.lbads, self.memory,
                 self.extra_device, tuple(self.extra_qemu), self.peer, self.plugins, self.write_log, self.drives,
-                self.partner, self.subsys, self.exact, self.icount, self.throttle)
+                self.partner, self.subsys, self.ns, self.exact, self.icount, self.throttle)
 
     def describe(self) -> str:
         s = f"csd={'on' if self.csd else 'off'}"
@@ -88,7 +90,7 @@ class VmConfig:
             s += f" slm={self.slm} cu={self.cu}"
         s += " exact" if self.exact else ""
         s += f" icount={self.icount}" if self.icount else ""
-        return s + f" disk={self.disk} lba={1 << self.lbads}"
+        return s + f" disk={self.disk} lba={1 << self.lbads}" + (f" ns={self.ns}" if self.ns else "")
 
     def apply(self, items: list[str]) -> "VmConfig":
         """A copy with ``key=value`` settings applied (keys: csd slm cu disk lbads memory timeout)."""
@@ -115,6 +117,8 @@ class VmConfig:
                 cfg.plugins = True
             elif k == "subsys":
                 cfg.subsys = True
+            elif k == "ns":
+                cfg.ns, cfg.subsys = v, True
             elif k == "exact":
                 cfg.exact = True
             elif k == "throttle":
@@ -241,6 +245,10 @@ def project_files() -> dict[str, Path]:
         files[f"/csd/bench/{p.name}"] = p
     for p in sorted((TOP / "host" / "demo").glob("*.py")):  # make demo
         files[f"/csd/demo/{p.name}"] = p
+    for p in sorted((TOP / "tests" / "matrix").glob("*.py")):  # the feature matrix's description
+        files[f"/csd/matrix/{p.name}"] = p
+    for p in sorted((TOP / "tests" / "matrix" / "results").glob("*.jsonl")):  # and its committed results
+        files[f"/csd/matrix/results/{p.name}"] = p
     guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
     if guest_dir.is_dir():
         for p in sorted(guest_dir.rglob("*")):
@@ -331,7 +339,7 @@ class Vm:
             if self.cfg.drives != 1:
                 raise SystemExit("csdvm: subsys takes one drive")
             argv += ["-device", "nvme-subsys,id=subsys0,nqn=csd-subsys0", "-device", dev,
-                     "-device", f"nvme-ns,drive=nvm0,nsid=1,bus=nvme0,{blocks}"]
+                     "-device", f"nvme-ns,drive=nvm0,nsid=1,bus=nvme0,{blocks}" + (f",{self.cfg.ns}" if self.cfg.ns else "")]
         else:
             argv += ["-device", dev]
         for i in range(1, self.cfg.drives):  # more controllers, alike, each over its own file
@@ -481,6 +489,26 @@ done < /csd/tests/list
 """
 
 
+# Results a guest test reports ('@@CSD RESULT NAME JSON'), one file of JSON lines per NAME
+# under RESULTS (the feature matrix's, tests/matrix/), each begun anew by the run.
+RESULTS = Path(os.environ.get("CSD_RESULTS_DIR") or BUILD / "results")
+RESULTS_BEGUN: set[str] = set()
+RESULTS_LOCK = threading.Lock()
+
+
+def keep_result(line: str) -> None:
+    """Appends a guest's '@@CSD RESULT NAME JSON' line's JSON to RESULTS/NAME.jsonl."""
+    words = line[len(MARK + "RESULT "):].split(" ", 1)
+    if len(words) != 2 or not re.fullmatch(r"[A-Za-z0-9_.-]+", words[0]):
+        return
+    with RESULTS_LOCK:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        mode = "a" if words[0] in RESULTS_BEGUN else "w"
+        RESULTS_BEGUN.add(words[0])
+        with open(RESULTS / f"{words[0]}.jsonl", mode) as f:
+            f.write(words[1].strip() + "\n")
+
+
 def run_host_check(line: str, vm: Vm) -> int:
     """Runs tests/vm/host/NAME.sh ARGS for a guest's '@@CSD HOSTCHECK NAME ARGS' line."""
     words = line[len(MARK + "HOSTCHECK "):].split()
@@ -606,6 +634,8 @@ def run_group(cfg: VmConfig, tests: list[str], log=print,
                     log(f"{'PASS' if ok else 'FAIL'} {name} ({now - began:.1f} s, QEMU CPU {cpu:.1f} s)")
                     current = None
                     deadline = now + cfg.test_timeout + 15
+                elif line.startswith(MARK + "RESULT "):
+                    keep_result(line)
                 elif line.startswith(MARK + "HOSTCHECK "):
                     rc = run_host_check(line, vm)
                     vm.send(f"@@HOST {rc}")
@@ -819,7 +849,8 @@ def cli_config(args) -> VmConfig:
         raise SystemExit(f"csdvm: --drives must be 1..8 (got {args.drives})")
     return VmConfig(csd=not args.no_csd, slm=args.slm, cu=args.compute_units, disk=args.disk_size,
                     lbads=args.lbads, memory=args.memory, extra_device=props, drives=args.drives,
-                    plugins=args.plugins, subsys=args.subsys, exact=args.exact, icount=args.icount)
+                    plugins=args.plugins, subsys=args.subsys or bool(args.ns), ns=args.ns, exact=args.exact,
+                    icount=args.icount)
 
 
 def cmd_run(args) -> int:
@@ -906,6 +937,8 @@ def main() -> int:
         c.add_argument("--subsys", action="store_true",
                        help="the controller in an nvme-subsys and its namespace an nvme-ns device "
                             "(nvme detach-ns / attach-ns work)")
+        c.add_argument("--ns", default="",
+                       help="more properties of that nvme-ns device, e.g. 'ms=8,pi=1' or 'zoned=on' (implies --subsys)")
     args = ap.parse_args()
     # SIGTERM (a CI job's timeout, kill) ends the run through its cleanup: no QEMU left behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

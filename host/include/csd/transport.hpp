@@ -37,6 +37,12 @@ struct NamespaceInfo {
     uint32_t nsid = 1;
     uint32_t lba_size = 512;
     uint64_t lba_count = 0;
+    // Metadata of the LBA format in use (Identify Namespace), where the transport knows it:
+    // bytes per LBA (0: none), the protection information type (DPS bits 2:0, 0: none) and
+    // whether the metadata extends the LBA (FLBAS bit 4) instead of a buffer of its own.
+    uint32_t metadata = 0;
+    uint8_t pi_type = 0;
+    bool extended_lba = false;
 };
 
 // A way to send NVMe commands to one namespace of one drive, and to the other namespaces

@@ -62,8 +62,9 @@ as csdother "kmod_check partition /dev/csd0 $part B" || fail "csdother's partiti
 [ "$(dd if=/dev/nvme0n1 iflag=direct bs=512 skip=$part count=1 2>/dev/null | head -c 4)" = BBBB ] || fail "csdother's LBA 0 is not namespace LBA $part"
 [ "$(dd if=/dev/nvme0n1 iflag=direct bs=512 skip=$((2 * part - 1)) count=1 2>/dev/null | head -c 4)" = BBBB ] || fail "csdother's last LBA"
 echo "tenants' LBAs are disjoint ranges of the namespace; nothing past a partition is reachable"
-# one object store per partition
-as csduser "csdctl -d /dev/csd0?slm=4M format >/dev/null && echo a > /tmp/a && csdctl -d /dev/csd0?slm=4M put mine-a /tmp/a" || fail "csduser's store"
+# one object store per partition (csduser's partition holds the store the whole-namespace
+# suites above made: format over it, --force)
+as csduser "csdctl -d /dev/csd0?slm=4M format --force >/dev/null && echo a > /tmp/a && csdctl -d /dev/csd0?slm=4M put mine-a /tmp/a" || fail "csduser's store"
 as csdother "csdctl -d /dev/csd0?slm=4M ls" 2>/dev/null && fail "csdother sees a store it never formatted"
 as csdother "csdctl -d /dev/csd0?slm=4M format >/dev/null && echo b > /tmp/b && csdctl -d /dev/csd0?slm=4M put mine-b /tmp/b" || fail "csdother's store"
 [ "$(as csduser "csdctl -d /dev/csd0?slm=4M --json ls" | python3 -c 'import json,sys; print([o["name"] for o in json.load(sys.stdin)])')" = "['mine-a']" ] || fail "csduser's store holds another's object"

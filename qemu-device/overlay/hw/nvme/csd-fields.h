@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QEMU NVM Express computational storage (CSD): the fields hw/nvme's structures carry for
- * it, included by nvme.h (patch 0001 puts each macro in its structure), so that a new
+ * it (and the one function of the glue hw/nvme/ns.c calls), included by nvme.h (patch 0001 puts each macro in its structure), so that a new
  * field is an edit of this file, not of a patch. The csd.<name> properties are not here:
  * they come from the device core's option table (csd_config.h, csd.c.inc).
  */
@@ -21,5 +21,10 @@ typedef struct NvmeCsd NvmeCsd;     /* csd.c.inc */
 /* NvmeCtrl: the computational storage state (csd=on), csd.c.inc. */
 #define NVME_CSD_CTRL_FIELDS                                                            \
     NvmeCsd *csd;
+
+/* Whether a controller of subsys answers nsid as a csd.nvme-cs namespace (csd-cs.c.inc):
+ * hw/nvme/ns.c gives no nvme-ns that NSID. */
+struct NvmeSubsystem;
+bool nvme_csd_subsys_nsid_reserved(struct NvmeSubsystem *subsys, uint32_t nsid);
 
 #endif /* HW_NVME_CSD_FIELDS_H */

@@ -2035,6 +2035,159 @@ static void test_equivalence_trace(void)
     stop(t.n);
 }
 
+/* CRC-16 T10-DIF (polynomial 8BB7h, MSB first): the guard of a protection information tuple. */
+static uint16_t crc_t10dif(const uint8_t *p, size_t n)
+{
+    uint16_t crc = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++) {
+            crc = crc & 0x8000 ? (uint16_t)(crc << 1) ^ 0x8BB7 : (uint16_t)(crc << 1);
+        }
+    }
+    return crc;
+}
+
+#define PRINFO_PRACT   (1u << 29)
+#define PRINFO_GUARD   (1u << 28)
+#define PRINFO_REFTAG  (1u << 26)
+
+/* An NVM Read (02h) or Write (01h) of one LBA of namespace nsid with PRINFO bits, its
+ * reference tag (ILBRT) the LBA's low 32 bits; mptr: a separate metadata buffer or 0. */
+static Sqe nvm_rw(Nvme *n, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t prinfo, uint64_t mptr)
+{
+    return (Sqe){ .opc = opc, .nsid = nsid, .prp1 = n->buf, .mptr = mptr, .cdw10 = (uint32_t)slba,
+                  .cdw11 = (uint32_t)(slba >> 32), .cdw12 = prinfo, .cdw14 = (uint32_t)slba };
+}
+
+/*
+ * Issue 40 item 4: on a namespace formatted with protection information (type 1, 8 bytes of
+ * separate metadata) and on one with extended metadata (8 bytes after each LBA's data), the
+ * command set moves no blocks it would write without their metadata or read past it: SLM
+ * Load and Store, Compare and Write, Copy format 4h, Memory Copy from it and a gather
+ * answer Invalid Namespace or Format and leave the namespace as it was; NVM Read and Write
+ * stay QEMU's own (PRACT makes a PI tuple whose guard is the data's CRC-16 and whose
+ * reference tag is the LBA; a Read naming another reference tag is Invalid Protection
+ * Information, one of a block whose tuple is wrong End-to-end Guard Check Error).
+ */
+static void test_metadata_formats(void)
+{
+    g_autofree char *pfile = NULL, *xfile = NULL, *opts = NULL;
+    int pfd = g_file_open_tmp("csd-pi-XXXXXX", &pfile, NULL);
+    int xfd = g_file_open_tmp("csd-xmeta-XXXXXX", &xfile, NULL);
+    const char *files[2];
+    uint8_t data[LBA + 8], got[LBA + 8], pi[8];
+    struct csd_gather_entry ent = { .lba = 2, .offset = 0, .length = 16 };
+    struct csd_gather_params gp = { 1, 0 };
+    uint64_t gr[4] = { 0, sizeof(ent), 4096, 16 };
+    struct nvme_cs_mem_range mem = { .nsid = 4, .len = LBA, .sb = 0 };
+    struct nvme_cs_copy_src src = { .slba = 2, .nlb = 0 };
+    QTestState *qts;
+    Nvme *n;
+
+    g_assert_cmpint(ftruncate(pfd, 1024 * 1024), ==, 0);
+    g_assert_cmpint(ftruncate(xfd, 1024 * 1024), ==, 0);
+    close(pfd);
+    close(xfd);
+    files[0] = pfile;
+    files[1] = xfile;
+    /* NSID 1: the plain namespace; 2: PI type 1; 3: extended metadata; memory 4, compute 5 */
+    opts = g_strdup_printf(",csd=on,csd.slm-size=1M,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=4"
+                           " -drive id=p0,if=none,file=%s,format=raw"
+                           " -device nvme-ns,drive=p0,nsid=2,ms=8,pi=1"
+                           " -drive id=x0,if=none,file=%s,format=raw"
+                           " -device nvme-ns,drive=x0,nsid=3,ms=8,mset=1", pfile, xfile);
+    n = start(opts);
+    qts = n->qs->qts;
+    for (int i = 0; i < (int)sizeof(data); i++) {
+        data[i] = (uint8_t)(i * 11 + 3);
+    }
+    qtest_memwrite(qts, n->buf, &ent, sizeof(ent));
+    g_assert_cmphex(run(n, 1, slm_xfer(CSD_OPC_SLM_WRITE, n->buf, 0, sizeof(ent))).status, ==, 0);
+    for (uint32_t nsid = 2; nsid <= 3; nsid++) {
+        Sqe s;
+
+        /* SLM Load and Store */
+        s = slm_lba(CSD_OPC_SLM_LOAD, 2, 1, 8192);
+        s.nsid = nsid;
+        g_assert_cmphex(run(n, 1, s).status, ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        s = slm_lba(CSD_OPC_SLM_STORE, 2, 1, 8192);
+        s.nsid = nsid;
+        g_assert_cmphex(run(n, 1, s).status, ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        /* Compare and Write of zeros (what the namespace holds) with new bytes */
+        qtest_memset(qts, n->buf, 0, 2 * LBA);
+        qtest_memset(qts, n->buf + LBA, 0x5a, LBA);
+        s = compare_write(n, 2, 1);
+        s.nsid = nsid;
+        g_assert_cmphex(run(n, 1, s).status, ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        /* the standard front end: Copy format 4h into it, Memory Copy from it */
+        qtest_memwrite(qts, n->buf, &mem, sizeof(mem));
+        g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_NVM_COPY, .nsid = nsid, .prp1 = n->buf,
+                                         .cdw10 = 2,
+                                         .cdw12 = NVME_CS_COPY_FORMAT_MEMORY << 8 }).status,
+                        ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        src.snsid = nsid;
+        qtest_memwrite(qts, n->buf, &src, sizeof(src));
+        g_assert_cmphex(run(n, 1, (Sqe){ .opc = NVME_CS_MEM_COPY, .nsid = 4, .prp1 = n->buf,
+                                         .cdw10 = 8192,
+                                         .cdw12 = NVME_CS_COPY_FORMAT_2 << 8 }).status,
+                        ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+        /* a gather of its LBA 2 */
+        s = execute(n, CSD_PROG_GATHER, 2, gr, &gp, sizeof(gp));
+        s.nsid = nsid;
+        g_assert_cmphex(run(n, 1, s).status, ==, CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR);
+    }
+    /* nothing was written: both files still all zeros */
+    g_assert_cmphex(run(n, 1, (Sqe){ .opc = 0x00, .nsid = 0xffffffff }).status, ==, 0);
+    for (int f = 0; f < 2; f++) {
+        g_autofree gchar *file = NULL;
+        gsize flen;
+
+        g_assert(g_file_get_contents(files[f], &file, &flen, NULL));
+        for (gsize i = 0; i < flen; i++) {
+            g_assert_cmpint(file[i], ==, 0);
+        }
+    }
+
+    /* NVM Write and Read stay QEMU's: PRACT makes the tuple, a Read checks it */
+    qtest_memwrite(qts, n->buf, data, LBA);
+    g_assert_cmphex(run(n, 1, nvm_rw(n, 0x01, 2, 5, PRINFO_PRACT | PRINFO_GUARD | PRINFO_REFTAG, 0)).status,
+                    ==, 0);
+    qtest_memset(qts, n->buf, 0, LBA);
+    g_assert_cmphex(run(n, 1, nvm_rw(n, 0x02, 2, 5, PRINFO_PRACT | PRINFO_GUARD | PRINFO_REFTAG, 0)).status,
+                    ==, 0);
+    qtest_memread(qts, n->buf, got, LBA);
+    g_assert_cmpmem(got, LBA, data, LBA);
+    g_assert_cmphex(run(n, 1, nvm_rw(n, 0x02, 2, 5, 0, n->buf + 8192)).status, ==, 0);
+    qtest_memread(qts, n->buf + 8192, pi, sizeof(pi));
+    g_assert_cmphex(pi[0] << 8 | pi[1], ==, crc_t10dif(data, LBA));
+    g_assert_cmphex((uint32_t)pi[4] << 24 | pi[5] << 16 | pi[6] << 8 | pi[7], ==, 5);
+    {
+        Sqe wrong = nvm_rw(n, 0x02, 2, 5, PRINFO_GUARD | PRINFO_REFTAG, n->buf + 8192);
+        const uint8_t bad[8] = { 0x12, 0x34, 0, 0, 0, 0, 0, 6 };  /* a guard that is no CRC */
+
+        wrong.cdw14 = 6;    /* a reference tag that is not the LBA: Invalid Protection Information */
+        g_assert_cmphex(run(n, 1, wrong).status, ==, 0x0181 | CSD_STATUS_DNR);
+        /* a block written with a bad tuple (no PRACT, no checks) fails the guard check */
+        qtest_memwrite(qts, n->buf, data, LBA);
+        qtest_memwrite(qts, n->buf + 8192, bad, sizeof(bad));
+        g_assert_cmphex(run(n, 1, nvm_rw(n, 0x01, 2, 6, 0, n->buf + 8192)).status, ==, 0);
+        g_assert_cmphex(code(run(n, 1, nvm_rw(n, 0x02, 2, 6, PRINFO_PRACT | PRINFO_GUARD | PRINFO_REFTAG, 0))),
+                        ==, 0x0282);
+    }
+    /* extended LBAs: the 8 bytes of metadata travel after the data */
+    qtest_memwrite(qts, n->buf, data, sizeof(data));
+    g_assert_cmphex(run(n, 1, nvm_rw(n, 0x01, 3, 7, 0, 0)).status, ==, 0);
+    qtest_memset(qts, n->buf, 0, sizeof(data));
+    g_assert_cmphex(run(n, 1, nvm_rw(n, 0x02, 3, 7, 0, 0)).status, ==, 0);
+    qtest_memread(qts, n->buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    stop(n);
+    unlink(pfile);
+    unlink(xfile);
+}
+
 static void test_csd_off(void)
 {
     Nvme *n = start("");
@@ -2085,5 +2238,6 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
     qtest_add_func("/csd/equivalence-trace", test_equivalence_trace);
     qtest_add_func("/csd/csd-off", test_csd_off);
+    qtest_add_func("/csd/metadata-formats", test_metadata_formats);
     return g_test_run();
 }
