@@ -37,15 +37,11 @@ if [ ! -f "$dl/$dsc" ]; then
     say "fetching fio source $version with apt"
     (cd "$dl" && apt-get source --download-only -qq "fio=$version") || die "apt-get source fio=$version failed"
 fi
-files=$(awk '/^Checksums-Sha256:/ {on = 1; next} /^[^ ]/ {on = 0} on {print $1, $3}' "$dl/$dsc")
-[ -n "$files" ] || die "$dsc lists no files"
-while read -r sum name; do
-    [ -f "$dl/$name" ] || die "$name missing from $dl: delete $dl/$dsc and retry"
-    [ "$(sha256sum "$dl/$name" | cut -d' ' -f1)" = "$sum" ] ||
-        die "checksum mismatch for $name; delete $dl/fio_* and retry"
-done <<< "$files"
-orig=$(awk '{print $2}' <<< "$files" | grep '\.orig\.tar\.[a-z]*$')
-debian=$(awk '{print $2}' <<< "$files" | grep '\.debian\.tar\.')
+# The files the .dsc lists, checked against its SHA-256 sums (ci/dsc-files.sh).
+. "$top/ci/dsc-files.sh"
+dsc_files "$dl" "$dsc" fio > /dev/null  # sets dsc_orig, dsc_debian
+orig=$dsc_orig
+debian=$dsc_debian
 
 # ---------------------------------------------------------------- configured tree
 # Unpacked, patched and configured again only when the source, this script or the

@@ -43,16 +43,11 @@ if [ ! -f "$dl/$dsc" ]; then
     (cd "$dl" && apt-get source --download-only -qq "nvme-cli=$version") ||
         die "apt-get source nvme-cli=$version failed"
 fi
-# The files the .dsc lists, checked against its SHA-256 sums: "SUM NAME" lines.
-files=$(awk '/^Checksums-Sha256:/ {on = 1; next} /^[^ ]/ {on = 0} on {print $1, $3}' "$dl/$dsc")
-[ -n "$files" ] || die "$dsc lists no files"
-while read -r sum name; do
-    [ -f "$dl/$name" ] || die "$name missing from $dl: delete $dl/$dsc and retry"
-    [ "$(sha256sum "$dl/$name" | cut -d' ' -f1)" = "$sum" ] ||
-        die "checksum mismatch for $name; delete $dl/nvme-cli_* and retry"
-done <<< "$files"
-orig=$(awk '{print $2}' <<< "$files" | grep '\.orig\.tar\.')
-debian=$(awk '{print $2}' <<< "$files" | grep '\.debian\.tar\.')
+# The files the .dsc lists, checked against its SHA-256 sums (ci/dsc-files.sh).
+. "$top/ci/dsc-files.sh"
+dsc_files "$dl" "$dsc" nvme-cli > /dev/null  # sets dsc_orig, dsc_debian
+orig=$dsc_orig
+debian=$dsc_debian
 
 # ---------------------------------------------------------------- staged tree
 # The tree is unpacked and patched again only when the source or a patch changes; the
