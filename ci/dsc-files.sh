@@ -17,3 +17,18 @@ dsc_files() {
     dsc_debian=$(awk '{print $2}' <<< "$files" | grep '\.debian\.tar\.')
     echo "$files"
 }
+
+# dsc_unpack SRC DIR: the upstream tarball (dsc_orig) and the Debian one (dsc_debian) from
+# DIR into a new SRC, with Debian's patches applied as dpkg-source applies them.
+dsc_unpack() {
+    local src=$1 dl=$2 p
+    mkdir -p "$src"
+    tar -xf "$dl/$dsc_orig" -C "$src" --strip-components=1
+    tar -xf "$dl/$dsc_debian" -C "$src"
+    if [ -f "$src/debian/patches/series" ]; then
+        grep -v '^\s*#' "$src/debian/patches/series" | while read -r p _; do
+            [ -n "$p" ] || continue
+            patch -d "$src" -p1 -N -s < "$src/debian/patches/$p" || die "Debian patch $p does not apply"
+        done
+    fi
+}

@@ -40,8 +40,6 @@ fi
 # The files the .dsc lists, checked against its SHA-256 sums (ci/dsc-files.sh).
 . "$top/ci/dsc-files.sh"
 dsc_files "$dl" "$dsc" fio > /dev/null  # sets dsc_orig, dsc_debian
-orig=$dsc_orig
-debian=$dsc_debian
 
 # ---------------------------------------------------------------- configured tree
 # Unpacked, patched and configured again only when the source, this script or the
@@ -49,17 +47,9 @@ debian=$dsc_debian
 stamp=$({ echo "$version"; sha256sum "$0" | cut -d' ' -f1; ${CC:-cc} --version 2>&1 | head -n 1; } | sha256sum | cut -c1-16)
 src="$work/src"
 if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$src/config-host.h" ]; then
-    say "unpacking $orig"
+    say "unpacking $dsc_orig"
     rm -rf "$src" "$work/stamp"
-    mkdir -p "$src"
-    tar -xf "$dl/$orig" -C "$src" --strip-components=1
-    tar -xf "$dl/$debian" -C "$src"
-    if [ -f "$src/debian/patches/series" ]; then
-        grep -v '^\s*#' "$src/debian/patches/series" | while read -r p _; do
-            [ -n "$p" ] || continue
-            patch -d "$src" -p1 -N -s < "$src/debian/patches/$p" || die "Debian patch $p does not apply"
-        done
-    fi
+    dsc_unpack "$src" "$dl"
     # Debian: ./configure --disable-native --prefix=/usr --enable-gfio --enable-libnbd
     (cd "$src" && ./configure --disable-native --prefix=/usr > "$work/configure.log" 2>&1) ||
         die "fio's configure failed (log: $work/configure.log)"

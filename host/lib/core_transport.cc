@@ -21,7 +21,6 @@ namespace csd {
 namespace {
 
 constexpr uint16_t kInvalidField = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR;
-constexpr uint32_t kMaxNsid = 256;  // NN: NSIDs 1..256, as QEMU's (the standard front end's too)
 constexpr uint64_t kSpinNs = 50000;  // waits up to this long spin
 
 std::future<Completion> ready(Completion c)
@@ -74,7 +73,7 @@ CoreTransport::CoreTransport(const char *name, csd_core *core, std::unique_ptr<C
     const bool whole = backing_->whole_controller();
     // no timer: a held completion's thread waits (wait_until); nvm_io: the core answers NVM
     // Read / Write / Flush and Identify too, where it is the whole controller
-    port_ = csd_port{from_host, to_host, ns_info, port_now, this, backing_->max_transfer(), kMaxNsid,
+    port_ = csd_port{from_host, to_host, ns_info, port_now, this, backing_->max_transfer(), kCoreMaxNsid,
                      ns_read, ns_write, port_complete, exclusive, run, nullptr,
                      nullptr, nullptr, whole ? port_nvm_io : nullptr, serial, model};
     virtual_clock_ = csd_core_exact(core_) != 0;

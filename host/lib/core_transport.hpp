@@ -21,6 +21,10 @@
 
 namespace csd {
 
+// NN of a core embedded in this process: NSIDs 1..256, as QEMU's (the port's max_nsid, and
+// where the standard front end's namespaces may go).
+constexpr uint32_t kCoreMaxNsid = 256;
+
 // Where a CoreTransport's namespace lives, and who answers what its core does not.
 class CoreBacking {
 public:

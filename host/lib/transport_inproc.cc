@@ -37,7 +37,6 @@ namespace {
 
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
-constexpr uint32_t kMaxNsid = 256;          // NN: NSIDs 1..256, as QEMU's (the standard front end's too)
 constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 
 // The emu: options, one line each (the core's option table, as QEMU's -device nvme,help).
@@ -192,7 +191,7 @@ std::unique_ptr<Transport> make_inproc_transport(const std::string &spec, bool r
     csd_core *core = csd_core_new_config(&cfg, why, sizeof why);
     const uint32_t nsid = backing->ns().nsid;
     const auto taken = [](void *n, uint32_t id) { return id == *static_cast<const uint32_t *>(n) ? 1 : 0; };
-    if (!core || csd_core_cs_attach_config(core, &cfg, kMaxNsid, taken, const_cast<uint32_t *>(&nsid), why, sizeof why) != 0) {
+    if (!core || csd_core_cs_attach_config(core, &cfg, kCoreMaxNsid, taken, const_cast<uint32_t *>(&nsid), why, sizeof why) != 0) {
         if (core) csd_core_free(core);
         throw Error(std::string("emu: ") + why, EINVAL);
     }

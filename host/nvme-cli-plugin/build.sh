@@ -46,8 +46,6 @@ fi
 # The files the .dsc lists, checked against its SHA-256 sums (ci/dsc-files.sh).
 . "$top/ci/dsc-files.sh"
 dsc_files "$dl" "$dsc" nvme-cli > /dev/null  # sets dsc_orig, dsc_debian
-orig=$dsc_orig
-debian=$dsc_debian
 
 # ---------------------------------------------------------------- staged tree
 # The tree is unpacked and patched again only when the source or a patch changes; the
@@ -65,18 +63,9 @@ base_hash=$(
 src="$work/src"
 bld="$work/build"
 if [ "$(cat "$work/base-stamp" 2>/dev/null)" != "$base_hash" ] || [ ! -f "$bld/build.ninja" ]; then
-    say "unpacking $orig"
+    say "unpacking $dsc_orig"
     rm -rf "$src" "$bld" "$work/base-stamp"
-    mkdir -p "$src"
-    tar -xf "$dl/$orig" -C "$src" --strip-components=1
-    tar -xf "$dl/$debian" -C "$src"
-    # Debian's patches, as dpkg-source applies them
-    if [ -f "$src/debian/patches/series" ]; then
-        grep -v '^\s*#' "$src/debian/patches/series" | while read -r p _; do
-            [ -n "$p" ] || continue
-            patch -d "$src" -p1 -N -s < "$src/debian/patches/$p" || die "Debian patch $p does not apply"
-        done
-    fi
+    dsc_unpack "$src" "$dl"  # with Debian's patches, as dpkg-source applies them
     for p in "$here"/patches/*.patch; do
         patch -d "$src" -p1 -N -s --dry-run < "$p" >/dev/null ||
             die "$(basename "$p") does not apply to nvme-cli $version"
