@@ -30,6 +30,7 @@ struct csd_file {
 	int p2p_ok; /* 1: [p2p_start, p2p_end) of the peer's BAR may receive; else -errno */
 	u64 p2p_start;
 	u64 p2p_end;
+	struct list_head *agents; /* this file's agent queue pairs (csd_agent.c), or NULL */
 };
 
 /* Sets the file's LBA partition for the opener: 0, -EACCES or -EINVAL (bad parameter). */
@@ -133,5 +134,16 @@ void csd_programs_release(struct csd_file *cf);
 
 /* CSD_IOC_P2P_READ: an SLM Read into the configured window of the peer's BAR. */
 int csd_ioc_p2p(struct csd_file *cf, void __user *argp);
+/*
+ * The configured peer (referenced; pci_dev_put it), its BAR's physical address in *base
+ * and the administrator's window of it as physical addresses [*start, *end), or NULL if
+ * none is configured.
+ */
+struct pci_dev *csd_p2p_peer(u64 *base, u64 *start, u64 *end);
+
+/* CSD_IOC_AGENT_QUEUE: a queue pair in the peer's BAR for an agent (csd_agent.c). */
+int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp);
+/* Deletes the agent queue pairs of a file being closed. */
+void csd_agents_release(struct csd_file *cf);
 
 #endif /* _CSD_KMOD_H */

@@ -679,6 +679,9 @@ static long csd_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CSD_IOC_PROGRAM_UNLOAD:
 		ret = csd_ioc_program_unload(cf, argp);
 		break;
+	case CSD_IOC_AGENT_QUEUE:
+		ret = csd_ioc_agent_queue(cf, argp);
+		break;
 	default:
 		ret = -ENOTTY;
 	}
@@ -714,6 +717,7 @@ static int csd_release(struct inode *inode, struct file *file)
 {
 	struct csd_file *cf = file->private_data;
 
+	csd_agents_release(cf);
 	csd_programs_release(cf);
 	csd_free(cf, 0, true);
 	kfree(cf);

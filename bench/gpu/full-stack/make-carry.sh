@@ -4,7 +4,9 @@
 # cannot install packages) into build/gpu-stack.tar.xz, small enough to travel with the
 # checkout: the project's QEMU (stripped) with the shared libraries it needs beyond glibc
 # and libstdc++, its firmware, the guest kernel, and a minimal initramfs holding static
-# busybox, csd.ko, virtio_blk.ko and the static guest program (p2p_guest.c).
+# busybox, csd.ko, virtio_blk.ko and the static guest programs (p2p_guest.c; agent_guest.c,
+# with STACK_AGENT=PAIRS on the kernel command line), and the host's agents: the CPU agent
+# (csd-agent-check) and the CUDA agent (agent_gpu.cu, built with nvcc where it is found).
 # Needs 'make qemu image kmod' first.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -44,6 +46,16 @@ krel=$(cat "$top/build/images/kernel-release")
 xz -dc "$top/build/images/kernel-root/lib/modules/$krel/kernel/drivers/block/virtio_blk.ko.xz" > "$root/virtio_blk.ko"
 cp "$top/build/kmod/csd.ko" "$root/csd.ko"
 gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/p2p_guest.c" -o "$root/p2p_guest"
+gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/agent_guest.c" -o "$root/agent_guest"
+# the host's agents (built here: the GPU machine has no meson build of the project)
+if [ -x "$top/build/meson/tests/agent/csd-agent-check" ]; then
+    cp "$top/build/meson/tests/agent/csd-agent-check" "$out/"
+fi
+nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ -x "$nvcc" ]; then
+    "$nvcc" -O2 -std=c++17 -arch=sm_90 -I"$top/spec" -I"$top/host/include" \
+        "$top/bench/gpu/full-stack/agent_gpu.cu" -o "$out/agent_gpu"
+fi
 cat > "$root/init" <<'INIT'
 #!/bin/sh
 # STACK_LEN and STACK_ROUNDS come from the kernel command line.
@@ -51,6 +63,18 @@ export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 # kvm-probe.sh boots with STACK_PROBE=1: it needs only to know the guest reached user space.
 if [ -n "$STACK_PROBE" ]; then echo "@@STACK BOOTED $(cat /proc/uptime)"; poweroff -f; fi
+# STACK_AGENT=PAIRS: agent queue pairs in the peer's BAR for the host's agents (agent_guest.c)
+if [ -n "$STACK_AGENT" ]; then
+    for d in /sys/bus/pci/devices/*; do
+        [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ] && peer=$(basename $d)
+    done
+    insmod /csd.ko p2p_peer=$peer p2p_bar=2 || echo "@@STACK FAIL insmod csd.ko"
+    i=0
+    while [ ! -e /dev/csd0 ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
+    /agent_guest /dev/csd0 "$STACK_AGENT" 64 1048576
+    echo "@@STACK END"
+    poweroff -f
+fi
 insmod /virtio_blk.ko
 peer=""
 for d in /sys/bus/pci/devices/*; do

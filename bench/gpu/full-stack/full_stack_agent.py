@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""GPU kernels drive the emulated NVMe controller in QEMU: the project's QEMU (TCG) boots the
+guest with a CSD drive (agent-poll-us: the controller polls agent queues' shadow doorbells)
+and an ivshmem-plain peer whose BAR 2 is a host file; in the guest csd.ko creates agent queue
+pairs in that BAR (agent_guest.c) and prints their layouts. This process then runs the
+agents on the same file: the CUDA agent (agent_gpu.cu: Reads, SLM Write/Read, Execute and bad
+SQEs from kernels, checked on the GPU; a rate run over several pairs), once under
+compute-sanitizer on pairs of its own, and the CPU agent (csd-agent-check) on another pair,
+then lets the guest go. The namespace's first 16 MiB are random bytes written here before
+the boot (the agents compare their Reads with this file).
+Usage: full_stack_agent.py STACK_DIR [READS_PER_PAIR] [PAIRS]   (STACK_DIR: build/gpu-stack)"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    stack = os.path.abspath(sys.argv[1])
+    reads = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
+    rate_pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+    pairs = rate_pairs + 2  # [0]: compute-sanitizer, [1..rate_pairs]: the rate run, last: the CPU agent
+    bar = 1 << ((pairs << 20) - 1).bit_length()  # a power of two, as a BAR is
+    work = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    peer, ns = os.path.join(work, "peer.mem"), os.path.join(work, "ns.img")
+    with open(peer, "wb") as f:
+        f.truncate(bar)
+    with open(ns, "wb") as f:
+        f.write(os.urandom(16 << 20))
+        f.truncate(64 << 20)
+    argv = [f"{stack}/qemu-system-x86_64", "-L", f"{stack}/share", "-machine", "q35,accel=tcg", "-cpu", "max",
+            "-m", "1G", "-smp", "2", "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
+            "-bios", f"{stack}/share/qboot.rom", "-kernel", f"{stack}/vmlinuz", "-initrd", f"{stack}/initramfs.cpio.gz",
+            "-append", f"console=ttyS0 quiet loglevel=3 panic=-1 STACK_AGENT={pairs}", "-no-reboot",
+            "-drive", f"if=none,id=nvm0,file={ns},format=raw,cache=writeback",
+            "-device", "nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size=67108864,agent-poll-us=10",
+            "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
+            "-device", "ivshmem-plain,memdev=peer",
+            "-serial", "stdio", "-monitor", "none"]
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{stack}/lib")
+    t0 = time.perf_counter()
+    q = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                         text=True)
+    layouts, failed = [], False
+    for line in q.stdout:
+        line = line.rstrip()
+        if not line.startswith("@@STACK"):
+            print(f"    guest| {line}", flush=True)
+            continue
+        print(line, flush=True)
+        w = line.split()
+        if w[1] == "FAIL":
+            failed = True
+        elif w[1] == "AGENT":
+            layouts.append(w[2])
+        elif w[1] == "READY":
+            break
+        elif w[1] == "END":
+            break
+    print(f"guest booted, {len(layouts)} agent queue pairs, {time.perf_counter() - t0:.1f} s", flush=True)
+
+    def agent(title, cmd):
+        print(f"\n== {title}\n$ {' '.join(os.path.basename(c) if c.startswith(stack) else c for c in cmd)}", flush=True)
+        t = time.perf_counter()
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400)
+        print(r.stdout, end="")
+        print(f"({time.perf_counter() - t:.1f} s, exit {r.returncode})", flush=True)
+        return r.returncode == 0
+
+    slm = str(32 << 20)
+    if len(layouts) == pairs:
+        gpu = f"{stack}/agent_gpu"
+        san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        ok = agent("CUDA agent under compute-sanitizer (check, then 2,000 Reads on its pair)",
+                   [san, "--tool", "memcheck", "--error-exitcode", "9", gpu, peer, ns, slm, "2000", "4096",
+                    layouts[0]])
+        ok &= agent(f"CUDA agent: check, then {reads} random 4 KiB and 512 B Reads on each of {rate_pairs} pairs",
+                    [gpu, peer, ns, slm, str(reads), "4096,512", *layouts[1:1 + rate_pairs]])
+        ok &= agent("CPU agent (csd-agent-check) on the last pair",
+                    [f"{stack}/csd-agent-check", peer, ns, slm, layouts[-1], "reads", "slm", "execute", "bad",
+                     "rate", str(reads)])
+        failed |= not ok
+    else:
+        failed = True
+    q.stdin.write("done\n")
+    q.stdin.flush()
+    for line in q.stdout:
+        line = line.rstrip()
+        print(f"    guest| {line}" if not line.startswith("@@STACK") else line, flush=True)
+        if line.startswith("@@STACK FAIL"):
+            failed = True
+    q.wait(timeout=60)
+    shutil.rmtree(work)
+    print("full-stack agent: FAILED" if failed else "full-stack agent: ok")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
