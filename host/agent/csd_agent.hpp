@@ -84,6 +84,21 @@ CSD_AGENT_FN volatile uint32_t *doorbells(const QueuePair &q, const Layout &l)
     return reinterpret_cast<volatile uint32_t *>(q.base + l.db_offset);
 }
 
+// The queue pair as an earlier agent left it, read from the shared memory itself: the SQ
+// tail and CQ head its shadow doorbells hold, and the phase the entry at the head does not
+// have (an entry of the lap before, or a zeroed one: csd.ko zeroes a new pair's queues).
+// Valid when that agent left no command outstanding; on a new pair it is make_pair's state.
+CSD_AGENT_FN QueuePair resume_pair(uint8_t *base, const Layout &l)
+{
+    QueuePair q = make_pair(base, l);
+    const uint32_t tail = doorbells(q, l)[0], head = doorbells(q, l)[1];
+    q.sq_tail = tail < l.depth ? tail : 0;
+    q.cq_head = head < l.depth ? head : 0;
+    const volatile NvmeCqe *cqe = reinterpret_cast<const volatile NvmeCqe *>(base + l.cq_offset) + q.cq_head;
+    q.phase = (cqe->status_phase & 1u) ^ 1u;
+    return q;
+}
+
 // The drive's address of the region's byte at offset off.
 CSD_AGENT_FN uint64_t bus_of(const QueuePair &q, uint64_t off) { return q.bus + off; }
 

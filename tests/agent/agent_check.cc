@@ -186,7 +186,11 @@ void step_bad(Agent &a)
     bad(a, e, CSD_STATUS_INVALID_OPCODE, "opcode 7Eh");
     e = read_sqe(0x77, 0, 1);
     set_prps(a.q, e, a.buf_a(), a.l.lba_size, a.list0());
-    bad(a, e, CSD_STATUS_INVALID_NAMESPACE, "Read of NSID 77h");
+    bad(a, e, CSD_STATUS_INVALID_FIELD, "Read of NSID 77h (no such namespace: QEMU's Invalid Field)");
+    e.nsid = 0x1000;
+    bad(a, e, CSD_STATUS_INVALID_NAMESPACE, "Read of NSID 1000h (past the controller's NSIDs)");
+    e.nsid = 0;
+    bad(a, e, CSD_STATUS_INVALID_NAMESPACE, "Read of NSID 0");
     e = slm_sqe(false, 0xFFFFFFFF, a.slm, 4096);
     set_prps(a.q, e, a.buf_a(), 4096, a.list0());
     bad(a, e, CSD_STATUS_INVALID_NAMESPACE, "SLM Read of the broadcast NSID");
@@ -289,7 +293,7 @@ int main(int argc, char **argv)
         return 2;
     }
     a.region = static_cast<uint8_t *>(m);
-    a.q = make_pair(a.region, a.l);
+    a.q = resume_pair(a.region, a.l);  // a pair an earlier run of this program drove goes on
     for (int i = 5; i < argc; i++) {
         const std::string s = argv[i];
         if (s == "reads") step_reads(a);

@@ -172,6 +172,8 @@ __global__ void check(uint8_t *region, Layout l, QueuePair *state, uint64_t slm,
     bad_one(q, l, e, CSD_STATUS_INVALID_OPCODE, r);
     e = read_sqe(0x77, 0, 1);
     set_prps(q, e, ar.a, l.lba_size, ar.list0);
+    bad_one(q, l, e, CSD_STATUS_INVALID_FIELD, r);  // no such namespace: QEMU's Invalid Field
+    e.nsid = 0x1000;
     bad_one(q, l, e, CSD_STATUS_INVALID_NAMESPACE, r);
     e = read_sqe(l.nsid, 1ull << 40, 1);
     set_prps(q, e, ar.a, l.lba_size, ar.list0);
@@ -299,7 +301,11 @@ int main(int argc, char **argv)
     int failures = 0;
     // each pair's agent state (tails, heads, phases), kept across the kernels
     std::vector<QueuePair> hs;
-    for (const Layout &l : ls) hs.push_back(make_pair(dregion + l.region, l));
+    for (const Layout &l : ls) {  // read through the host mapping, then pointed at the device's
+        QueuePair q = resume_pair(static_cast<uint8_t *>(m) + l.region, l);
+        q.base = dregion + l.region;
+        hs.push_back(q);
+    }
     QueuePair *dstates = nullptr;
     CK(cudaMalloc(&dstates, hs.size() * sizeof(QueuePair)));
     CK(cudaMemcpy(dstates, hs.data(), hs.size() * sizeof(QueuePair), cudaMemcpyHostToDevice));
@@ -320,7 +326,7 @@ int main(int argc, char **argv)
     line(r.reads_ok == r.reads && r.reads == 32, "GPU kernel: %d of %d random Reads (4-16 KiB) equal the namespace's bytes (compared on the GPU)", r.reads_ok, r.reads);
     line(r.slm_ok == 1, "GPU kernel: SLM Write of 64 KiB made on the GPU, SLM Read back, equal on the GPU (%d/%d)", r.slm_ok, 1);
     line(r.execs_ok == r.execs && r.execs == 16, "GPU kernel: %d of %d Executes (CRC-32C of 4 KiB of SLM) equal the CRC computed on the GPU", r.execs_ok, r.execs);
-    line(r.bad_ok == r.bad && r.bad == 8, "GPU kernel: %d of %d bad SQEs answered with the expected error completion", r.bad_ok, r.bad);
+    line(r.bad_ok == r.bad && r.bad == 9, "GPU kernel: %d of %d bad SQEs answered with the expected error completion", r.bad_ok, r.bad);
     std::printf("     statuses:");
     for (int i = 0; i < r.bad && i < 16; i++) std::printf(" 0x%x", r.bad_status[i]);
     std::printf("\n");

@@ -7,9 +7,24 @@
 # busybox, csd.ko, virtio_blk.ko and the static guest programs (p2p_guest.c; agent_guest.c,
 # with STACK_AGENT=PAIRS on the kernel command line), and the host's agents: the CPU agent
 # (csd-agent-check) and the CUDA agent (agent_gpu.cu, built with nvcc where it is found).
-# Needs 'make qemu image kmod' first.
+# Needs 'make qemu image kmod' first. With --gpu-queues, also build/gpu-queues.tar.xz: the
+# meson build's gpu_io (GpuQueues on the in-process device) with the libraries it loads, for
+# run-agent.sh's comparison (needs 'make build' where CUDA is found).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ "${1:-}" = --gpu-queues ]; then
+    mb="$top/build/meson"
+    q="$top/build/gpu-queues"
+    rm -rf "$q" && mkdir -p "$q/lib"
+    [ -x "$mb/bench/gpu/gpu_io" ] || { echo "make-carry: $mb/bench/gpu/gpu_io is missing (make build with CUDA)"; exit 1; }
+    cp "$mb/bench/gpu/gpu_io" "$q/"
+    cp -L "$mb/host/libcsd.so.0" "$mb/host/libcsd_gpu.so" "$mb/host/libcsd-emu.so" "$q/lib/"
+    bash "$top/ci/carry-libs.sh" "$mb/host/libcsd-emu.so" "$q/lib"
+    bash "$top/ci/carry-libs.sh" "$mb/bench/gpu/gpu_io" "$q/lib"
+    rm -f "$q"/lib/libcudart*   # the GPU machine's own CUDA runtime
+    tar -C "$top/build" -cJf "$top/build/gpu-queues.tar.xz" gpu-queues
+    echo "make-carry: build/gpu-queues.tar.xz $(du -h "$top/build/gpu-queues.tar.xz" | cut -f1)"
+fi
 out="$top/build/gpu-stack"
 rm -rf "$out" && mkdir -p "$out/lib" "$out/share" "$out/initramfs"
 for need in "$top/build/qemu/qemu-system-x86_64" "$top/build/images/vmlinuz" "$top/build/kmod/csd.ko"; do
