@@ -11,7 +11,7 @@
 //           computed on the GPU, bad SQEs (data or PRP lists outside the region, unknown
 //           opcodes, bad NSIDs, LBAs and SLM past the end) answered with error completions,
 //           and a good Read after them
-//   rate    every queue pair, one thread each: N random Reads of BYTES kept depth - 1 deep,
+//   rate    every queue pair, one warp each: N random Reads of BYTES kept depth - 1 deep,
 //           each Read's bytes compared on the GPU; commands per second over all pairs
 // Usage: agent_gpu PEER_FILE DISK_FILE SLM_OFFSET N BYTES[,BYTES] LAYOUT...  (LAYOUT as kmod_check
 // agent prints it; one per queue pair). Without a GPU it says so and exits 0 ("skipped").
@@ -188,44 +188,69 @@ __global__ void check(uint8_t *region, Layout l, QueuePair *state, uint64_t slm,
     *state = q;
 }
 
-// Every queue pair, one thread: n random Reads of `bytes`, depth - 1 deep, each compared.
+// Every queue pair, one warp (a block of 32 threads): lane 0 keeps n random Reads of `bytes`
+// depth - 1 deep (SQEs, doorbell, completions); the warp compares each completed Read's
+// bytes with the namespace's, 8 bytes a lane at a time (reads of mapped host memory cross
+// PCIe: one lane comparing byte by byte, not the drive, would set the rate).
 __global__ void rate(uint8_t *region, const Layout *ls, QueuePair *states, uint32_t pairs, uint64_t n,
                      uint32_t bytes, const uint8_t *disk, unsigned long long *counters)
 {
-    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t p = blockIdx.x;
+    const unsigned lane = threadIdx.x & 31, all = 0xFFFFFFFFu;
     if (p >= pairs) return;
+    __shared__ uint64_t lba_of[1024];  // by slot (cid)
+    __shared__ uint16_t cids[32], sts[32];
     const Layout l = ls[p];
-    QueuePair q = states[p];
+    QueuePair q = states[p];  // lane 0's is the one that moves
     const uint32_t nlb = bytes / l.lba_size;
     const uint64_t slots = l.data_offset;
     const uint32_t room = static_cast<uint32_t>((l.len - slots) / kPage);
     const uint32_t depth = min(l.depth - 1, room);
     uint64_t sent = 0, done = 0, failed = 0, wrong = 0;
     uint32_t out = 0;
-    uint64_t lba_of[1024];  // by slot (cid)
     const uint64_t end = now_ns() + 120000000000ull;
-    while (done < n && now_ns() < end) {
-        bool rang = false;
-        while (out < depth && sent < n) {
-            const uint64_t slba = (mix(sent * 1315423911ull + p) % (kCheckBytes / bytes)) * nlb;
-            NvmeSqe e = read_sqe(l.nsid, slba, nlb);
-            e.prp1 = bus_of(q, slots + uint64_t(q.sq_tail) * kPage);
-            lba_of[q.sq_tail] = slba;
-            push(q, l, e);
-            sent++, out++, rang = true;
+    bool stop = false;
+    while (!stop) {
+        uint32_t got = 0;
+        if (lane == 0) {
+            bool rang = false;
+            while (out < depth && sent < n) {
+                const uint64_t slba = (mix(sent * 1315423911ull + p) % (kCheckBytes / bytes)) * nlb;
+                NvmeSqe e = read_sqe(l.nsid, slba, nlb);
+                e.prp1 = bus_of(q, slots + uint64_t(q.sq_tail) * kPage);
+                lba_of[q.sq_tail] = slba;
+                push(q, l, e);
+                sent++, out++, rang = true;
+            }
+            if (rang) ring(q, l);
+            Completion c;
+            while (got < 32 && poll(q, l, &c)) {
+                cids[got] = c.cid;
+                sts[got] = c.status;
+                got++;
+            }
+            done += got, out -= got;
+            stop = done >= n || now_ns() > end;
         }
-        if (rang) ring(q, l);
-        Completion c;
-        while (poll(q, l, &c)) {
-            done++, out--;
-            if (c.status) {
-                failed++;
+        __syncwarp(all);
+        got = __shfl_sync(all, got, 0);
+        stop = __shfl_sync(all, stop, 0);
+        for (uint32_t k = 0; k < got; k++) {
+            const uint16_t cid = cids[k];
+            if (sts[k]) {
+                failed += lane == 0;
                 continue;
             }
-            const volatile uint8_t *got = region + l.region + slots + uint64_t(c.cid) * kPage;
-            wrong += !equal(got, disk + lba_of[c.cid] * l.lba_size, bytes);
+            const volatile uint64_t *have =
+                reinterpret_cast<const volatile uint64_t *>(region + l.region + slots + uint64_t(cid) * kPage);
+            const uint64_t *want = reinterpret_cast<const uint64_t *>(disk + lba_of[cid] * l.lba_size);
+            bool bad = false;
+            for (uint32_t w = lane; w < bytes / 8; w += 32) bad |= have[w] != want[w];
+            wrong += __any_sync(all, bad) && lane == 0;
         }
+        __syncwarp(all);
     }
+    if (lane != 0) return;
     while (out) {  // a timeout: wait for what is still out so the state stays true
         Completion c;
         if (poll(q, l, &c)) out--;
@@ -340,7 +365,7 @@ int main(int argc, char **argv)
         CK(cudaMalloc(&dc, sizeof(c)));
         CK(cudaMemset(dc, 0, sizeof(c)));
         const auto t0 = std::chrono::steady_clock::now();
-        rate<<<1, static_cast<unsigned>(ls.size())>>>(dregion, dls, dstates, static_cast<uint32_t>(ls.size()), n, bytes, ddisk, dc);
+        rate<<<static_cast<unsigned>(ls.size()), 32>>>(dregion, dls, dstates, static_cast<uint32_t>(ls.size()), n, bytes, ddisk, dc);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

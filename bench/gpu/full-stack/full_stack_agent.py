@@ -61,11 +61,12 @@ def main():
             break
     print(f"guest booted, {len(layouts)} agent queue pairs, {time.perf_counter() - t0:.1f} s", flush=True)
 
-    def agent(title, cmd):
+    def agent(title, cmd, lib_env=None):
         print(f"\n== {title}\n$ {' '.join(os.path.basename(c) if c.startswith(stack) else c for c in cmd)}", flush=True)
         t = time.perf_counter()
         try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400)
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
+                               env=lib_env)
         except (OSError, subprocess.TimeoutExpired) as e:
             print(f"failed to run: {e}", flush=True)
             return False
@@ -79,14 +80,14 @@ def main():
         san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
         if not os.path.exists(san):
             san = None
-        ok = san is None or agent("CUDA agent under compute-sanitizer (check, then 2,000 Reads on its pair)",
-                   [san, "--tool", "memcheck", "--error-exitcode", "9", gpu, peer, ns, slm, "2000", "4096",
+        ok = san is None or agent("CUDA agent under compute-sanitizer (check, then 500 4 KiB Reads on its pair)",
+                   [san, "--tool", "memcheck", "--error-exitcode", "9", gpu, peer, ns, slm, "500", "4096",
                     layouts[0]])
         ok &= agent(f"CUDA agent: check, then {reads} random 4 KiB and 512 B Reads on each of {rate_pairs} pairs",
                     [gpu, peer, ns, slm, str(reads), "4096,512", *layouts[1:1 + rate_pairs]])
         ok &= agent("CPU agent (csd-agent-check) on the last pair",
                     [f"{stack}/csd-agent-check", peer, ns, slm, layouts[-1], "reads", "slm", "execute", "bad",
-                     "rate", str(reads)])
+                     "rate", str(reads)], lib_env=env)
         failed |= not ok
     else:
         failed = True

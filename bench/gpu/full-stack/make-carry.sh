@@ -65,6 +65,7 @@ gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/agent_guest.
 # the host's agents (built here: the GPU machine has no meson build of the project)
 if [ -x "$top/build/meson/tests/agent/csd-agent-check" ]; then
     cp "$top/build/meson/tests/agent/csd-agent-check" "$out/"
+    bash "$top/ci/carry-libs.sh" "$out/csd-agent-check" "$out/lib"   # ISA-L
 fi
 nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 if [ -x "$nvcc" ]; then
