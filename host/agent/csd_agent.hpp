@@ -105,17 +105,16 @@ CSD_AGENT_FN uint64_t bus_of(const QueuePair &q, uint64_t off) { return q.bus + 
 // Whether another command fits (at most depth - 1 outstanding).
 CSD_AGENT_FN bool sq_full(const QueuePair &q, uint32_t outstanding) { return outstanding + 1 >= q.depth; }
 
-// Writes e into the SQ slot at the tail (cid: the slot) and advances the local tail; the
-// drive sees it only at ring(). Returns the cid.
-CSD_AGENT_FN uint16_t push(QueuePair &q, const Layout &l, NvmeSqe e)
+// Writes e into the SQ slot at the tail and advances the local tail; the drive sees it only
+// at ring(). e.cid is the caller's: unique among its commands outstanding, since the drive
+// may complete them in any order (so is a data buffer: tie it to the cid, not to the slot).
+CSD_AGENT_FN void push(QueuePair &q, const Layout &l, const NvmeSqe &e)
 {
-    e.cid = static_cast<uint16_t>(q.sq_tail);
     uint64_t words[8];
     memcpy(words, &e, sizeof(words));
     volatile uint64_t *dst = reinterpret_cast<volatile uint64_t *>(q.base + l.sq_offset + uint64_t(q.sq_tail) * 64);
     for (int i = 0; i < 8; i++) dst[i] = words[i];
     q.sq_tail = q.sq_tail + 1 == q.depth ? 0 : q.sq_tail + 1;
-    return e.cid;
 }
 
 // Rings the shadow SQ tail doorbell: every entry pushed so far is the drive's.

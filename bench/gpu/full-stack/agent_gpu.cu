@@ -73,7 +73,8 @@ __device__ uint32_t crc32c(const volatile uint8_t *p, uint64_t n)
 // One command, waited for up to two seconds; false if no completion came.
 __device__ bool run(QueuePair &q, const Layout &l, NvmeSqe e, Completion *c)
 {
-    const uint16_t cid = push(q, l, e);
+    const uint16_t cid = e.cid = static_cast<uint16_t>(q.sq_tail);  // one outstanding at a time
+    push(q, l, e);
     ring(q, l);
     const uint64_t end = now_ns() + 2000000000ull;
     while (now_ns() < end)
@@ -198,7 +199,8 @@ __global__ void rate(uint8_t *region, const Layout *ls, QueuePair *states, uint3
     const uint32_t p = blockIdx.x;
     const unsigned lane = threadIdx.x & 31, all = 0xFFFFFFFFu;
     if (p >= pairs) return;
-    __shared__ uint64_t lba_of[1024];  // by slot (cid)
+    __shared__ uint64_t lba_of[1024];  // by cid, which names the data buffer too: completions
+    __shared__ uint16_t free_ids[1024];  // come in any order, so not by SQ slot
     __shared__ uint16_t cids[32], sts[32];
     const Layout l = ls[p];
     QueuePair q = states[p];  // lane 0's is the one that moves
@@ -210,24 +212,30 @@ __global__ void rate(uint8_t *region, const Layout *ls, QueuePair *states, uint3
     uint32_t out = 0;
     const uint64_t end = now_ns() + 120000000000ull;
     bool stop = false;
+    uint32_t nfree = 0, got = 0;
+    if (lane == 0)
+        for (uint32_t i = 0; i < depth; i++) free_ids[nfree++] = static_cast<uint16_t>(i);
     while (!stop) {
-        uint32_t got = 0;
         if (lane == 0) {
+            for (uint32_t k = 0; k < got; k++) free_ids[nfree++] = cids[k];  // compared: free again
+            got = 0;
             bool rang = false;
-            while (out < depth && sent < n) {
+            while (nfree && sent < n) {
                 const uint64_t slba = (mix(sent * 1315423911ull + p) % (kCheckBytes / bytes)) * nlb;
                 NvmeSqe e = read_sqe(l.nsid, slba, nlb);
-                e.prp1 = bus_of(q, slots + uint64_t(q.sq_tail) * kPage);
-                lba_of[q.sq_tail] = slba;
+                e.cid = free_ids[--nfree];
+                e.prp1 = bus_of(q, slots + uint64_t(e.cid) * kPage);
+                lba_of[e.cid] = slba;
                 push(q, l, e);
                 sent++, out++, rang = true;
             }
             if (rang) ring(q, l);
             Completion c;
             while (got < 32 && poll(q, l, &c)) {
-                cids[got] = c.cid;
-                sts[got] = c.status;
-                got++;
+                cids[got] = c.cid < depth ? c.cid : 0;
+                sts[got] = c.cid < depth ? c.status : 0xFFFF;
+                if (c.cid < depth) got++;
+                else failed++;  // a cid we never sent
             }
             done += got, out -= got;
             stop = done >= n || now_ns() > end;
