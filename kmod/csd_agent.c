@@ -39,6 +39,7 @@ struct csd_agent {
 static DEFINE_MUTEX(csd_agent_lock); /* csd_agents_all and every file's list */
 static LIST_HEAD(csd_agents_all);
 
+/* Whether another file's pair holds qid on cd's controller (csd_agent_lock held). */
 static bool csd_agent_qid_taken(struct csd_dev *cd, u16 qid)
 {
 	struct csd_agent *a;
@@ -49,6 +50,7 @@ static bool csd_agent_qid_taken(struct csd_dev *cd, u16 qid)
 	return false;
 }
 
+/* Deletes I/O queue qid (opcode: Delete I/O SQ or CQ); 0, an NVMe status or -errno. */
 static int csd_agent_delete(struct csd_dev *cd, u8 opcode, u16 qid)
 {
 	struct nvme_command c = {};

@@ -37,6 +37,7 @@ namespace {
 
 int passed = 0, failed = 0;
 
+// Counts and prints one check.
 void expect(bool ok, const std::string &what)
 {
     (ok ? passed : failed)++;
@@ -44,6 +45,7 @@ void expect(bool ok, const std::string &what)
     std::fflush(stdout);
 }
 
+// The pair, its mapping and the namespace's file.
 struct Agent {
     Layout l;
     QueuePair q;
@@ -76,6 +78,7 @@ bool run(Agent &a, NvmeSqe e, Completion *c, double wait_s = 2.0)
     return false;
 }
 
+// A status as 0x...
 std::string hex(uint32_t v)
 {
     char b[16];
@@ -83,6 +86,7 @@ std::string hex(uint32_t v)
     return b;
 }
 
+// reads: random Reads compared with the namespace's host file.
 void step_reads(Agent &a)
 {
     std::mt19937_64 rng(44);
@@ -108,12 +112,14 @@ void step_reads(Agent &a)
                           " random Reads (4-16 KiB, PRP lists) equal the namespace's host file");
 }
 
+// n pseudo-random bytes from seed.
 void fill(uint8_t *p, uint64_t n, uint32_t seed)
 {
     std::mt19937 rng(seed);
     for (uint64_t i = 0; i < n; i++) p[i] = static_cast<uint8_t>(rng());
 }
 
+// slm: SLM Write of a pattern, SLM Read back, compared.
 void step_slm(Agent &a)
 {
     const uint32_t n = 64 << 10;
@@ -129,6 +135,7 @@ void step_slm(Agent &a)
     expect(std::memcmp(a.at(a.buf_a()), a.at(a.buf_b()), n) == 0, "slm: the bytes read back are the bytes written");
 }
 
+// execute: CRC-32C of SLM by the checksum program against ours.
 void step_execute(Agent &a)
 {
     const uint32_t n = 64 << 10;
@@ -155,6 +162,7 @@ void bad(Agent &a, NvmeSqe e, uint16_t want, const std::string &what)
            "bad: " + what + " -> " + (done ? hex(c.status) : "no completion") + " (want " + hex(want) + ")");
 }
 
+// bad: bad SQEs answered with error completions; the pair works after them.
 void step_bad(Agent &a)
 {
     const uint64_t guest_ram = 0x100000;  // guest RAM, outside the region
@@ -220,6 +228,7 @@ void step_bad(Agent &a)
     expect(run(a, e, &c) && c.status == 0, "bad: after them a good Read completes with Success");
 }
 
+// rate N: N random 4 KiB Reads kept deep, each compared; commands per second.
 void step_rate(Agent &a, uint64_t n)
 {
     const uint32_t nlb = static_cast<uint32_t>(kPage / a.l.lba_size);
@@ -267,6 +276,7 @@ void step_rate(Agent &a, uint64_t n)
                " differ)");
 }
 
+// silent: no completion comes (the pair is gone after a controller reset).
 void step_silent(Agent &a)
 {
     NvmeSqe e = read_sqe(a.l.nsid, 0, 1);
@@ -275,6 +285,7 @@ void step_silent(Agent &a)
     expect(!run(a, e, &c), "silent: after the reset the pair is gone: no completion");
 }
 
+// A LAYOUT argument (as kmod_check agent prints it) into l.
 bool parse_layout(const char *s, Layout &l)
 {
     unsigned long long v[11];

@@ -44,6 +44,7 @@ constexpr uint64_t kCheckBytes = 16u << 20;  // the namespace bytes the Reads ad
         }                                                                                  \
     } while (0)
 
+// The GPU's global timer, in ns.
 __device__ uint64_t now_ns()
 {
     uint64_t t;
@@ -51,6 +52,7 @@ __device__ uint64_t now_ns()
     return t;
 }
 
+// A 64-bit mixer (splitmix64's finaliser) for random LBAs and patterns.
 __device__ uint64_t mix(uint64_t x)
 {
     x ^= x >> 33;
@@ -60,6 +62,7 @@ __device__ uint64_t mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
+// CRC-32C, bitwise (the GPU's own, to check the drive's).
 __device__ uint32_t crc32c(const volatile uint8_t *p, uint64_t n)
 {
     uint32_t c = 0xFFFFFFFFu;
@@ -82,6 +85,7 @@ __device__ bool run(QueuePair &q, const Layout &l, NvmeSqe e, Completion *c)
     return false;
 }
 
+// What the check kernel found.
 struct CheckResult {
     int reads, reads_ok, slm_ok, execs, execs_ok, bad, bad_ok, after_ok;
     uint16_t bad_status[16];
@@ -95,6 +99,7 @@ struct Area {
           b(l.data_offset + 2 * kPage + (64 << 10)), desc(l.data_offset + 2 * kPage + (128 << 10)) {}
 };
 
+// Whether n bytes of mapped memory equal n bytes of GPU memory.
 __device__ bool equal(const volatile uint8_t *x, const uint8_t *y, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
@@ -102,6 +107,7 @@ __device__ bool equal(const volatile uint8_t *x, const uint8_t *y, uint64_t n)
     return true;
 }
 
+// One bad SQE: its completion's status code must be want.
 __device__ void bad_one(QueuePair &q, const Layout &l, NvmeSqe e, uint16_t want, CheckResult *r)
 {
     Completion c;
@@ -111,6 +117,7 @@ __device__ void bad_one(QueuePair &q, const Layout &l, NvmeSqe e, uint16_t want,
     r->bad_ok += done && (c.status & 0x7FF) == want;
 }
 
+// check: see the top of this file (one thread, pair 0).
 __global__ void check(uint8_t *region, Layout l, QueuePair *state, uint64_t slm, const uint8_t *disk, CheckResult *r)
 {
     QueuePair q = *state;
@@ -270,6 +277,7 @@ __global__ void rate(uint8_t *region, const Layout *ls, QueuePair *states, uint3
     atomicAdd(&counters[2], wrong);
 }
 
+// A LAYOUT argument into l.
 bool parse_layout(const char *s, Layout &l)
 {
     unsigned long long v[11];

@@ -18,6 +18,7 @@ import time
 
 
 def main():
+    """Boots the stack, runs the agents on the pairs the guest made, lets the guest go; 0 if all passed."""
     stack = os.path.abspath(sys.argv[1])
     reads = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
     rate_pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
@@ -62,6 +63,7 @@ def main():
     print(f"guest booted, {len(layouts)} agent queue pairs, {time.perf_counter() - t0:.1f} s", flush=True)
 
     def agent(title, cmd, lib_env=None):
+        """Runs one agent, printing its output; whether it passed."""
         print(f"\n== {title}\n$ {' '.join(os.path.basename(c) if c.startswith(stack) else c for c in cmd)}", flush=True)
         t = time.perf_counter()
         try:
