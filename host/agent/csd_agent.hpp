@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "csd/nvme_queue.hpp"
@@ -37,6 +38,21 @@ struct Layout {
     uint32_t lba_size = 0;
     uint16_t qid = 0;
 };
+
+// A layout as the guest prints it (kmod_check agent, agent_guest): region, len, bus, sq,
+// cq, db and data offsets in hex, then depth, nsid, lba_size and qid, comma-separated.
+// False if malformed or if depth (2-1024) or lba_size are out of range. Host code.
+inline bool parse_layout(const char *s, Layout &l)
+{
+    unsigned long long v[11];
+    if (std::sscanf(s, "%llx,%llx,%llx,%llx,%llx,%llx,%llx,%llu,%llu,%llu,%llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) != 11)
+        return false;
+    l.region = v[0], l.len = v[1], l.bus = v[2], l.sq_offset = v[3], l.cq_offset = v[4], l.db_offset = v[5];
+    l.data_offset = v[6], l.depth = static_cast<uint32_t>(v[7]), l.nsid = static_cast<uint32_t>(v[8]);
+    l.lba_size = static_cast<uint32_t>(v[9]), l.qid = static_cast<uint16_t>(v[10]);
+    return l.depth >= 2 && l.depth <= 1024 && l.lba_size >= 512 && l.data_offset < l.len;
+}
 
 // One queue pair as its agent sees it: `base` is the region's first byte in the agent's
 // address space (a host mapping, or the device pointer of its registration with CUDA).

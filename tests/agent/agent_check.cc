@@ -285,25 +285,13 @@ void step_silent(Agent &a)
     expect(!run(a, e, &c), "silent: after the reset the pair is gone: no completion");
 }
 
-// A LAYOUT argument (as kmod_check agent prints it) into l.
-bool parse_layout(const char *s, Layout &l)
-{
-    unsigned long long v[11];
-    if (std::sscanf(s, "%llx,%llx,%llx,%llx,%llx,%llx,%llx,%llu,%llu,%llu,%llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) != 11)
-        return false;
-    l.region = v[0], l.len = v[1], l.bus = v[2], l.sq_offset = v[3], l.cq_offset = v[4], l.db_offset = v[5];
-    l.data_offset = v[6], l.depth = static_cast<uint32_t>(v[7]), l.nsid = static_cast<uint32_t>(v[8]);
-    l.lba_size = static_cast<uint32_t>(v[9]), l.qid = static_cast<uint16_t>(v[10]);
-    return l.depth >= 2 && l.lba_size >= 512 && l.len > l.data_offset + (200u << 10);
-}
 
 }  // namespace
 
 int main(int argc, char **argv)
 {
     Agent a;
-    if (argc < 6 || !parse_layout(argv[4], a.l)) {
+    if (argc < 6 || !parse_layout(argv[4], a.l) || a.l.len <= a.l.data_offset + (200u << 10)) {
         std::fprintf(stderr, "usage: csd-agent-check PEER_FILE DISK_FILE SLM_OFFSET LAYOUT STEP...\n");
         return 2;
     }

@@ -277,18 +277,6 @@ __global__ void rate(uint8_t *region, const Layout *ls, QueuePair *states, uint3
     atomicAdd(&counters[2], wrong);
 }
 
-// A LAYOUT argument into l.
-bool parse_layout(const char *s, Layout &l)
-{
-    unsigned long long v[11];
-    if (std::sscanf(s, "%llx,%llx,%llx,%llx,%llx,%llx,%llx,%llu,%llu,%llu,%llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) != 11)
-        return false;
-    l.region = v[0], l.len = v[1], l.bus = v[2], l.sq_offset = v[3], l.cq_offset = v[4], l.db_offset = v[5];
-    l.data_offset = v[6], l.depth = static_cast<uint32_t>(v[7]), l.nsid = static_cast<uint32_t>(v[8]);
-    l.lba_size = static_cast<uint32_t>(v[9]), l.qid = static_cast<uint16_t>(v[10]);
-    return l.depth >= 2 && l.depth <= 1024 && l.lba_size >= 512 && l.len > l.data_offset + (200u << 10);
-}
 
 }  // namespace
 
@@ -312,7 +300,7 @@ int main(int argc, char **argv)
     }
     std::vector<Layout> ls(argc - 6);
     for (int i = 6; i < argc; i++)
-        if (!parse_layout(argv[i], ls[i - 6])) {
+        if (!parse_layout(argv[i], ls[i - 6]) || ls[i - 6].len <= ls[i - 6].data_offset + (200u << 10)) {
             std::fprintf(stderr, "agent_gpu: bad layout %s\n", argv[i]);
             return 2;
         }

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from stack import qemu_argv, qemu_env
+
 
 def main():
     """Boots the stack, runs the agents on the pairs the guest made, lets the guest go; 0 if all passed."""
@@ -31,16 +33,12 @@ def main():
     with open(ns, "wb") as f:
         f.write(os.urandom(16 << 20))
         f.truncate(64 << 20)
-    argv = [f"{stack}/qemu-system-x86_64", "-L", f"{stack}/share", "-machine", "q35,accel=tcg", "-cpu", "max",
-            "-m", "1G", "-smp", "2", "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
-            "-bios", f"{stack}/share/qboot.rom", "-kernel", f"{stack}/vmlinuz", "-initrd", f"{stack}/initramfs.cpio.gz",
-            "-append", f"console=ttyS0 quiet loglevel=3 panic=-1 STACK_AGENT={pairs}", "-no-reboot",
-            "-drive", f"if=none,id=nvm0,file={ns},format=raw,cache=writeback",
-            "-device", "nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size=67108864,agent-poll-us=10",
-            "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
-            "-device", "ivshmem-plain,memdev=peer",
-            "-serial", "stdio", "-monitor", "none"]
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{stack}/lib")
+    argv = qemu_argv(stack, f"STACK_AGENT={pairs}", [
+        "-drive", f"if=none,id=nvm0,file={ns},format=raw,cache=writeback",
+        "-device", "nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size=67108864,agent-poll-us=10",
+        "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
+        "-device", "ivshmem-plain,memdev=peer"])
+    env = qemu_env(stack)
     t0 = time.perf_counter()
     q = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                          text=True)

@@ -9,7 +9,7 @@
 # (csd-agent-check) and the CUDA agent (agent_gpu.cu, built with nvcc where it is found).
 # Needs 'make qemu image kmod' first. With --gpu-queues, also build/gpu-queues.tar.xz: the
 # meson build's gpu_io (GpuQueues on the in-process device) with the libraries it loads, for
-# run-agent.sh's comparison (needs 'make build' where CUDA is found).
+# run.sh agent's comparison (needs 'make build' where CUDA is found).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 if [ "${1:-}" = --gpu-queues ]; then

@@ -7,11 +7,7 @@
 # guest and the drive working.
 # vm: csd=on slm=64M peer=4M device=agent-poll-us=20 alone
 . /csd/tests/lib.sh
-peer=""
-for d in /sys/bus/pci/devices/*; do
-    [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ] && peer=$(basename $d)
-done
-[ -n "$peer" ] || fail "no ivshmem peer device"
+peer=$(peer_device) || fail "no ivshmem peer device"
 mib=1048576
 insmod /csd/kmod/csd.ko group=990 p2p_peer=$peer p2p_bar=2 p2p_offset=0 p2p_size=$((4 * mib)) || fail "insmod"
 # random bytes in the namespace's first 16 MiB: the host compares the agent's Reads with its file
@@ -25,6 +21,18 @@ kmod_check agent /dev/csd0 0 $mib 64 $((32 * mib)) host:reads,slm,execute,bad,ra
 kmod_check agent /dev/csd0 $mib $mib 32 $((32 * mib)) host:reads reset host:silent || fail "agent queue pair and a reset"
 dd if=/dev/nvme0n1 of=/dev/null bs=1M count=4 iflag=direct 2>/dev/null || fail "the namespace after the reset"
 kmod_check zero-race /dev/csd0 || fail "csd.ko's own commands after the reset"
+# a hostile guest's CSD Agent Queue (C8h) straight to the drive: refused, and nothing breaks
+c8() {  # c8 EXPECTED-STATUS-HEX ARGS...: the command must fail with that status
+    want=$1; shift
+    out=$(nvme admin-passthru /dev/nvme0 --opcode=0xc8 "$@" 2>&1) && fail "C8h $* accepted"
+    echo "$out" | grep -qi "$want" || { echo "$out"; fail "C8h $*: want status $want"; }
+}
+c8 0x4101 --cdw10=99                                  # no such queue
+c8 0x4101 --cdw10=$((1 | 1 << 16))                    # reserved bits
+c8 0x4101 --cdw10=0                                   # the admin queue
+c8 0x4002 --cdw10=1 --cdw12=0 --cdw14=4096            # nvme-core's queue 1: interrupts on
+dd if=/dev/nvme0n1 of=/dev/null bs=1M count=4 iflag=direct 2>/dev/null || fail "the namespace after the bad C8h"
+echo "bad CSD Agent Queue commands: refused"
 rmmod csd || fail "rmmod"
 if dmesg | grep -E 'WARNING|BUG|Oops' ; then fail "kernel log has a WARN, BUG or oops"; fi
 echo "agent queue pairs driven from the host: Reads, SLM Write/Read, Execute, bad SQEs, a reset"

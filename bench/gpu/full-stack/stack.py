@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: MIT
+"""What the full-stack runs share (full_stack_p2p.py, full_stack_agent.py): QEMU's command line
+and environment for the carried stack (make-carry.sh's build/gpu-stack)."""
+import os
+
+
+def qemu_argv(stack, append, devices):
+    """The carried QEMU (TCG, q35, qboot) booting the guest kernel and initramfs with kernel
+    command line words `append` and the extra `devices` arguments; serial console on stdio."""
+    return [f"{stack}/qemu-system-x86_64", "-L", f"{stack}/share", "-machine", "q35,accel=tcg", "-cpu", "max",
+            "-m", "1G", "-smp", "2", "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
+            "-bios", f"{stack}/share/qboot.rom", "-kernel", f"{stack}/vmlinuz", "-initrd", f"{stack}/initramfs.cpio.gz",
+            "-append", f"console=ttyS0 quiet loglevel=3 panic=-1 {append}", "-no-reboot", *devices,
+            "-serial", "stdio", "-monitor", "none"]
+
+
+def qemu_env(stack):
+    """The environment the carried QEMU runs in (its libraries beside it)."""
+    return dict(os.environ, LD_LIBRARY_PATH=f"{stack}/lib")
