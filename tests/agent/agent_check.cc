@@ -11,6 +11,7 @@
 //             each an error completion (or ignored), and the queue pair works after them
 //   rate N    N 4 KiB Reads kept depth - 1 deep; prints commands per second
 //   silent    nothing completes within 2 s (the controller was reset: the pair is gone)
+//   detached  a Read of the namespace completes with an error (it is detached meanwhile)
 // Usage: csd-agent-check PEER_FILE DISK_FILE SLM_OFFSET LAYOUT STEP...
 //   LAYOUT: region,len,bus,sq,cq,db,data,depth,nsid,lba_size,qid (as kmod_check agent prints)
 // Prints 'agent-check: N passed, N failed'; exits 1 on any failure.
@@ -276,6 +277,17 @@ void step_rate(Agent &a, uint64_t n)
                " differ)");
 }
 
+// detached: a Read of the detached namespace completes with an error, and nothing else.
+void step_detached(Agent &a)
+{
+    NvmeSqe e = read_sqe(a.l.nsid, 0, 1);
+    set_prps(a.q, e, a.buf_a(), a.l.lba_size, a.list0());
+    Completion c;
+    const bool done = run(a, e, &c);
+    expect(done && c.status != 0, "detached: a Read of the detached namespace -> " +
+                                      (done ? hex(c.status) : std::string("no completion")));
+}
+
 // silent: no completion comes (the pair is gone after a controller reset).
 void step_silent(Agent &a)
 {
@@ -316,6 +328,7 @@ int main(int argc, char **argv)
         else if (s == "execute") step_execute(a);
         else if (s == "bad") step_bad(a);
         else if (s == "silent") step_silent(a);
+        else if (s == "detached") step_detached(a);
         else if (s == "rate" && i + 1 < argc) step_rate(a, std::strtoull(argv[++i], nullptr, 0));
         else {
             std::fprintf(stderr, "unknown step %s\n", s.c_str());

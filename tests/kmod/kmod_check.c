@@ -42,7 +42,8 @@
  *                                  arguments; then each ACTION in order, the file held open:
  *                                  host:STEP,STEP the host's CPU agent drives the pair
  *                                  (tests/vm/host/agent-run.sh SLM LAYOUT STEP...); reset:
- *                                  the controller is reset (nvme-core recovers it)
+ *                                  the controller is reset (nvme-core recovers it);
+ *                                  sh:SCRIPT: the shell script SCRIPT runs and must succeed
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
@@ -766,6 +767,11 @@ static int agent(int fd, char **argv, int argc)
 	for (i = 7; i < argc; i++) {
 		if (!strcmp(argv[i], "reset")) {
 			expect(reset_controller(), "controller reset with the agent queue pair live: live again");
+			continue;
+		}
+		if (!strncmp(argv[i], "sh:", 3)) {
+			snprintf(line, sizeof(line), "sh %s", argv[i] + 3);
+			expect(system(line) == 0, argv[i]);
 			continue;
 		}
 		if (strncmp(argv[i], "host:", 5)) {
