@@ -48,6 +48,22 @@ def models(m: dict) -> dict:
             "gemm_1024": desc * link + 2 * 1024 ** 3 / flops + lat}
 
 
+def device_latencies(trace: str) -> list:
+    """Each modelled command's arrival-to-completion time on the virtual clock, in order, from
+    QEMU's trace: its held completion's post, or the end of its work when that came later."""
+    arrived, took = {}, []
+    for line in trace.splitlines():
+        m = re.search(r"pci_nvme_csd_model_arrival cid (\d+) arrived at (\d+)", line)
+        if m:
+            arrived[m.group(1)] = int(m.group(2))
+            continue
+        m = (re.search(r"pci_nvme_csd_model_post cid (\d+) held completion posted at (\d+)", line)
+             or re.search(r"pci_nvme_csd_model_overrun cid (\d+) modelled finish \d+ ns, work done later at (\d+)", line))
+        if m and m.group(1) in arrived:
+            took.append(int(m.group(2)) - arrived.pop(m.group(1)))
+    return took
+
+
 def boot(stack: Path, props: dict, repeat: int) -> dict:
     """One boot: returns {command: [ns, ...], 'counters': {...}, 'wall_s': s}."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,12 +81,18 @@ def boot(stack: Path, props: dict, repeat: int) -> dict:
                 "-no-reboot", "-serial", "stdio", "-monitor", "none",
                 "-drive", f"if=none,id=nvm0,file={disk},format=raw,cache=writeback,"
                           f"throttling.bps-total={size(props['throttle'])}",
-                "-device", dev, "-icount", "shift=0,sleep=off"]
+                "-device", dev, "-icount", "shift=0,sleep=off",
+                # the drive's own side: each command's arrival and completion on the virtual clock
+                "-trace", "pci_nvme_csd_model_arrival", "-trace", "pci_nvme_csd_model_post",
+                "-trace", "pci_nvme_csd_model_overrun"] + os.environ.get("EXACT_QEMU_ARGS", "").split()
         env = dict(os.environ, LD_LIBRARY_PATH=str(stack / "lib"))
         t0 = time.monotonic()
-        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900).stdout
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        out = p.stdout
+        if os.environ.get("EXACT_QEMU_ARGS"):
+            sys.stderr.write(p.stderr)
         wall = time.monotonic() - t0
-    res: dict = {"wall_s": wall}
+    res: dict = {"wall_s": wall, "device_ns": device_latencies(p.stderr)}
     for line in out.splitlines():
         m = re.match(r"@@EXACT (\S+) (\d+)$", line)
         if m:
@@ -101,20 +123,30 @@ def main() -> int:
         print(f"boot {b + 1}/{boots}: {r['wall_s']:.1f} s wall, {r['counters']}", flush=True)
     ok = True
     print(f"{'command':16} {'model ms':>10} " + " ".join(f"{'boot ' + str(i + 1):>11}" for i in range(boots))
-          + f" {'spread':>9} {'vs model':>9}")
+          + f" {'medians':>9} {'samples':>9} {'vs model':>9}")
     for cmd, m in model.items():
         meds = [statistics.median(r[cmd]) for r in runs]
         every = [t for r in runs for t in r[cmd]]
-        spread = (max(every) - min(every)) / min(every)
+        spread_med = (max(meds) - min(meds)) / min(meds)
+        spread_all = (max(every) - min(every)) / min(every)
         dev = statistics.median(every) / m - 1
-        ok &= spread < 0.001 and abs(dev) < 0.005
+        ok &= spread_med < 0.001 and abs(dev) < 0.005
         print(f"{cmd:16} {m / 1e6:10.3f} " + " ".join(f"{x / 1e6:11.3f}" for x in meds)
-              + f" {spread * 100:8.4f}% {dev * 100:+8.3f}%")
+              + f" {spread_med * 100:8.4f}% {spread_all * 100:8.4f}% {dev * 100:+8.3f}%")
+    print("(guest-observed, ms: each boot's median; spread of the medians across boots and of every sample)")
+    # The drive's side: the same sequence of arrival-to-completion times in every boot.
+    dev = [r["device_ns"] for r in runs]
+    same = all(len(d) == len(dev[0]) and max(abs(a - b) for a, b in zip(d, dev[0])) <= 1 for d in dev)
+    ok &= same and len(dev[0]) >= 3 * repeat
+    print(f"drive side (QEMU trace, arrival to completion on the virtual clock): {len(dev[0])} commands a boot, "
+          + ("the same to 1 ns in every boot" if same else "DIFFERENT across boots: "
+             + "; ".join(",".join(str(x) for x in d[:8]) for d in dev)))
     overruns = sum(r["counters"]["model_overruns"] for r in runs)
     holds = sum(r["counters"]["model_holds"] for r in runs)
     ok &= overruns == 0
     print(f"C1h over {boots} boots: model_holds {holds}, model_overruns {overruns}; "
-          f"{'PASS' if ok else 'FAIL'} (every time within 0.1 % of every other, medians within 0.5 % of the model)")
+          f"{'PASS' if ok else 'FAIL'} (the guest's medians within 0.1 % boot to boot and within 0.5 % of "
+          f"the model; the drive's times the same to 1 ns)")
     if out_json:
         Path(out_json).write_text(json.dumps({"model": model, "runs": runs, "ok": ok}, indent=1))
     return 0 if ok else 1
