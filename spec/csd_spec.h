@@ -327,6 +327,14 @@ struct csd_gemm_params {
     uint32_t m, n, k, flags;
     float alpha, beta;
 };
+/* The rows of C the gemm program computes at a time (each one OpenBLAS call, a cancellation
+ * check between): at most 2^30 flops and 256 rows, a function of n and k alone. A host that
+ * tiles a gemm by rows in multiples of it gets the bits of one Execute over the whole. */
+static inline uint64_t csd_gemm_block_rows(uint64_t n, uint64_t k)
+{
+    const uint64_t by_flops = (1ull << 30) / (2 * n * k);
+    return by_flops == 0 ? 1 : by_flops < 256 ? by_flops : 256;
+}
 
 enum csd_elementwise_op {
     CSD_EW_ADD = 0, CSD_EW_SUB = 1, CSD_EW_MUL = 2, CSD_EW_DIV = 3, CSD_EW_MAX = 4,

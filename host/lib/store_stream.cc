@@ -12,8 +12,8 @@
 //                                 sums carried on in element order (csd_reduce_carry_params),
 //                                 extremes combined keeping the first
 //   eBPF reduce                   wrapping u64 sums added
-//   gemm                          rows of A and C per piece, B resident, or B's column panels
-//                                 gathered from the namespace where B does not fit
+//   gemm                          rows of A and C per piece (a multiple of the drive's own
+//                                 block of rows: the same OpenBLAS calls), B resident
 //   decompress                    whole frames per piece (found from their headers)
 // Pieces are cut on record, row or element boundaries; a piece's LBAs may begin and end
 // inside records, which the program never sees (it is given the piece's exact bytes).
@@ -614,78 +614,30 @@ void ObjectStore::gemm(const std::string &a, const std::string &b, const std::st
     const uint64_t b_buf = PieceLoader::buffer_bytes(b_bytes, static_cast<uint32_t>(lba));
     // The drive runs gemm in blocks of this many rows of C (gemm.cc): pieces of a multiple of
     // it make the same calls of the same sizes as one Execute over the whole.
-    const uint64_t drive_rows = std::max<uint64_t>(1, (1ull << 30) / (2 * n * k));
+    const uint64_t drive_rows = csd_gemm_block_rows(n, k);
     const uint64_t cap = UINT32_MAX / c_row;  // DW0: a piece's C bytes
     auto align_rows = [&](uint64_t per) { return per < m && per >= drive_rows ? round_down(per, drive_rows) : per; };
-    StreamOptions::Stats *stats = opt.stats;
-    if (budget > b_buf + slack && (budget - b_buf - slack) / (2 * a_row + c_row) >= 1 && cap >= 1) {
-        // B resident, A and C by rows
-        uint64_t per = std::min(cap, (budget - b_buf - slack) / (a_row + c_row));
-        if (per < m) per = align_rows(std::min(cap, (budget - b_buf - 2 * slack) / (2 * a_row + c_row)));
-        if (per == 0) too_small(what, budget, b_buf + 2 * slack + 2 * a_row + c_row);
-        const std::vector<Piece> pieces = cut(m, a_row, per);
-        record_stats(opt, pieces);
-        SlmBuffer bb = dev_.slm().alloc(b_buf, kAlign);
-        dev_.slm_load(first_lba(bi), (b_bytes + lba - 1) / lba, bb.offset());
-        StreamedOutput out(*this, c, m * c_row, per * c_row);
-        PieceLoader loader(dev_, first_lba(ai), static_cast<uint32_t>(lba), per * a_row, buffers_for(pieces.size()));
-        loader.run(pieces, ai.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-            programs::gemm(dev_, r, Range{bb.offset(), b_bytes}, Range{out.space().offset, p.count * c_row},
-                           static_cast<uint32_t>(p.count), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
-            out.commit(p.count * c_row);
-        });
-        out.finish("<f4", {m, n});
-        return;
-    }
-    // B does not fit: column panels of B gathered from the namespace (k rows of nj columns),
-    // multiplied by a block of rows of A into a tile, whose rows are copied into C's rows.
-    // Half the budget for the panel and its gather entries, half for A, the tile and C.
-    const uint64_t half = budget / 2;
-    uint64_t nj = half > slack ? std::min<uint64_t>(n, (half - slack) / (k * 4 + 1)) : 0;
-    while (nj > 0 && round_up(k * nj * 4, kAlign) + round_up(k * sizeof(csd_gather_entry), kAlign) + slack > half) nj--;
-    const uint64_t per_row = 2 * a_row + c_row + nj * 4;
-    const uint64_t rest = budget - std::min(budget, half + 2 * slack);
-    uint64_t per = nj ? std::min(cap, rest / per_row) : 0;
-    if (nj == 0 || per == 0) {
-        throw Error(what + ": a row of A and a column of B (" + bytes_text(2 * k * 4) + " with their buffers) do not fit in "
-                        "the SLM it may use (" + bytes_text(budget) + "), and the sum over k cannot be split: one Execute "
-                        "adds each element's k products in the order OpenBLAS blocks them",
+    // B resident, A and C by rows: pieces of a multiple of the drive's block of rows
+    const uint64_t one = std::min(cap, budget > b_buf + slack ? (budget - b_buf - slack) / (a_row + c_row) : 0);
+    uint64_t per = one >= m ? m
+                            : align_rows(std::min(cap, budget > b_buf + 2 * slack ? (budget - b_buf - 2 * slack) / (2 * a_row + c_row) : 0));
+    if (per < m && per < drive_rows) {
+        throw Error(what + ": B (" + bytes_text(b_bytes) + ") and " + std::to_string(drive_rows) + " rows of A and C (" +
+                        bytes_text(drive_rows * (2 * a_row + c_row)) + ", with their buffers) do not fit in the SLM it "
+                        "may use (" + bytes_text(budget) + "): the drive computes C " + std::to_string(drive_rows) +
+                        " rows at a time (csd_gemm_block_rows), and OpenBLAS's bits depend on the shape of each call, "
+                        "so smaller pieces, or column panels of B, would not give one Execute's result",
                     EINVAL);
     }
-    per = std::min(per, m);
     const std::vector<Piece> pieces = cut(m, a_row, per);
-    if (stats) {
-        record_stats(opt, pieces);
-    }
-    const uint64_t b_lba = first_lba(bi);
-    SlmBuffer panel = dev_.slm().alloc(round_up(k * nj * 4, kAlign), kAlign);
-    SlmBuffer entries = dev_.slm().alloc(round_up(k * sizeof(csd_gather_entry), kAlign), kAlign);
-    SlmBuffer tile = dev_.slm().alloc(round_up(per * nj * 4, kAlign), kAlign);
-    // rows of B per gather: the drive stages at most CSD_MEDIA_MAX_STAGE bytes of blocks at once
-    const uint64_t gather_rows = std::max<uint64_t>(1, CSD_MEDIA_MAX_STAGE / (nj * 4 + 2 * lba));
-    std::vector<csd_gather_entry> ents(k);
+    record_stats(opt, pieces);
+    SlmBuffer bb = dev_.slm().alloc(b_buf, kAlign);
+    dev_.slm_load(first_lba(bi), (b_bytes + lba - 1) / lba, bb.offset());
     StreamedOutput out(*this, c, m * c_row, per * c_row);
     PieceLoader loader(dev_, first_lba(ai), static_cast<uint32_t>(lba), per * a_row, buffers_for(pieces.size()));
     loader.run(pieces, ai.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-        const Range crows = out.space();
-        for (uint64_t j0 = 0; j0 < n; j0 += nj) {
-            const uint64_t w = std::min(nj, n - j0);
-            for (uint64_t row = 0; row < k; row++) {
-                const uint64_t at = (row * n + j0) * 4;
-                ents[row] = {b_lba + at / lba, static_cast<uint32_t>(at % lba), static_cast<uint32_t>(w * 4)};
-            }
-            dev_.slm_write(entries.offset(), ents.data(), k * sizeof(csd_gather_entry));
-            for (uint64_t r0 = 0; r0 < k; r0 += gather_rows) {
-                const uint64_t rn = std::min(gather_rows, k - r0);
-                programs::gather(dev_, Range{entries.offset() + r0 * sizeof(csd_gather_entry), rn * sizeof(csd_gather_entry)},
-                                 static_cast<uint32_t>(rn), Range{panel.offset() + r0 * w * 4, rn * w * 4});
-            }
-            programs::gemm(dev_, r, Range{panel.offset(), k * w * 4}, Range{tile.offset(), p.count * w * 4},
-                           static_cast<uint32_t>(p.count), static_cast<uint32_t>(w), static_cast<uint32_t>(k));
-            for (uint64_t i = 0; i < p.count; i++) {
-                programs::copy(dev_, Range{tile.offset() + i * w * 4, w * 4}, Range{crows.offset + i * c_row + j0 * 4, w * 4});
-            }
-        }
+        programs::gemm(dev_, r, Range{bb.offset(), b_bytes}, Range{out.space().offset, p.count * c_row},
+                       static_cast<uint32_t>(p.count), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
         out.commit(p.count * c_row);
     });
     out.finish("<f4", {m, n});

@@ -207,10 +207,11 @@ public:
     // dst (a blob); pieces are whole frames (a frame larger than the budget, compressed or
     // not, is EINVAL naming why: a frame's blocks refer back into its own window). Returns bytes.
     uint64_t decompress(const std::string &src, Codec codec, const std::string &dst, const StreamOptions &opt = {});
-    // gemm: object c = a (m x k) * b (k x n), 2-D <f4 tensors, in the drive; tiled by rows of A
-    // and C, and by column panels of B (gathered from the namespace) where B does not fit, so
-    // that each element of C is computed over the whole of k as one Execute would (a row of A
-    // and a column of B that do not fit together: EINVAL).
+    // gemm: object c = a (m x k) * b (k x n), 2-D <f4 tensors, in the drive; A and C of any size,
+    // tiled by rows in multiples of the drive's block of rows (csd_gemm_block_rows), so that
+    // each block is the OpenBLAS call one Execute makes. B, and that many rows of A and C, must
+    // fit in SLM together (EINVAL naming why otherwise: OpenBLAS's bits depend on each call's
+    // shape, so column panels of B would not give one Execute's result).
     void gemm(const std::string &a, const std::string &b, const std::string &c, const StreamOptions &opt = {});
     // A downloaded program over the records of object src: filter (into dst), map (one u64 per
     // record into dst, <u8), reduce (the wrapping u64 sum; dst unused). Pieces are cut on
