@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from stack import qemu_argv, qemu_env
+from stack import qemu_argv, qemu_env, stack_lines
 
 
 def main():
@@ -43,13 +43,7 @@ def main():
     q = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                          text=True)
     layouts, failed = [], False
-    for line in q.stdout:
-        line = line.rstrip()
-        if not line.startswith("@@STACK"):
-            print(f"    guest| {line}", flush=True)
-            continue
-        print(line, flush=True)
-        w = line.split()
+    for w in stack_lines(q.stdout):
         if w[1] == "FAIL":
             failed = True
         elif w[1] == "AGENT":
@@ -94,11 +88,8 @@ def main():
     try:
         q.stdin.write("done\n")
         q.stdin.flush()
-        for line in q.stdout:
-            line = line.rstrip()
-            print(f"    guest| {line}" if not line.startswith("@@STACK") else line, flush=True)
-            if line.startswith("@@STACK FAIL"):
-                failed = True
+        for w in stack_lines(q.stdout):
+            failed |= w[1] == "FAIL"
         q.wait(timeout=60)
     finally:
         if q.poll() is None:

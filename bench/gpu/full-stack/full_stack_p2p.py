@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from stack import qemu_argv, qemu_env
+from stack import qemu_argv, qemu_env, stack_lines
 
 try:
     import torch
@@ -76,13 +76,7 @@ def main():
     rows, failed = [], False
     dst = torch.empty(n, dtype=torch.uint8, device="cuda") if cuda else None
     pinned = torch.empty(n, dtype=torch.uint8).pin_memory() if cuda else None
-    for line in q.stdout:
-        line = line.rstrip()
-        if not line.startswith("@@STACK"):
-            print(f"    guest| {line}", flush=True)
-            continue
-        print(line, flush=True)
-        w = line.split()
+    for w in stack_lines(q.stdout):
         if w[1] == "FAIL":
             failed = True
         elif w[1] == "p2p":

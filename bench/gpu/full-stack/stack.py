@@ -17,3 +17,15 @@ def qemu_argv(stack, append, devices):
 def qemu_env(stack):
     """The environment the carried QEMU runs in (its libraries beside it)."""
     return dict(os.environ, LD_LIBRARY_PATH=f"{stack}/lib")
+
+
+def stack_lines(stream):
+    """The guest's "@@STACK ..." lines from QEMU's output, as lists of words, each printed;
+    every other line printed as the guest's."""
+    for line in stream:
+        line = line.rstrip()
+        if not line.startswith("@@STACK"):
+            print(f"    guest| {line}", flush=True)
+            continue
+        print(line, flush=True)
+        yield line.split()
