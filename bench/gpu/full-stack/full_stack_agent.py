@@ -33,11 +33,7 @@ def main():
     with open(ns, "wb") as f:
         f.write(os.urandom(16 << 20))
         f.truncate(64 << 20)
-    argv = qemu_argv(stack, f"STACK_AGENT={pairs}", [
-        "-drive", f"if=none,id=nvm0,file={ns},format=raw,cache=writeback",
-        "-device", "nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size=67108864,agent-poll-us=10",
-        "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
-        "-device", "ivshmem-plain,memdev=peer"])
+    argv = qemu_argv(stack, f"STACK_AGENT={pairs}", ns, "csd.slm-size=67108864,agent-poll-us=10", peer, bar)
     env = qemu_env(stack)
     t0 = time.perf_counter()
     q = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,

@@ -63,13 +63,9 @@ def main():
         rc = torch.cuda.cudart().cudaHostRegister(view.ctypes.data, bar, 0)
         if int(rc) != 0:
             sys.exit(f"cudaHostRegister of the peer mapping failed: {rc}")
-    argv = qemu_argv(stack, f"STACK_LEN={n} STACK_ROUNDS={rounds}", [
-        "-drive", f"if=none,id=nvm0,file={ns},format=raw",
-        "-device", f"nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size={max(64 << 20, 2 * n)}",
-        "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
-        "-device", "ivshmem-plain,memdev=peer",
-        "-drive", f"if=none,id=out,file={out},format=raw,cache=writeback",
-        "-device", "virtio-blk-pci,drive=out,romfile="])
+    argv = qemu_argv(stack, f"STACK_LEN={n} STACK_ROUNDS={rounds}", ns, f"csd.slm-size={max(64 << 20, 2 * n)}",
+                     peer, bar, ["-drive", f"if=none,id=out,file={out},format=raw,cache=writeback",
+                                 "-device", "virtio-blk-pci,drive=out,romfile="])
     env = qemu_env(stack)
     t_boot = time.perf_counter()
     q = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)

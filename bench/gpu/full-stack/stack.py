@@ -4,9 +4,15 @@ and environment for the carried stack (make-carry.sh's build/gpu-stack)."""
 import os
 
 
-def qemu_argv(stack, append, devices):
+def qemu_argv(stack, append, ns, nvme_props, peer, bar, devices=()):
     """The carried QEMU (TCG, q35, qboot) booting the guest kernel and initramfs with kernel
-    command line words `append` and the extra `devices` arguments; serial console on stdio."""
+    command line words `append`: a CSD drive on namespace file `ns` (nvme properties
+    `nvme_props` added), an ivshmem-plain peer whose BAR 2 (`bar` bytes) is the file `peer`,
+    the extra `devices` arguments; serial console on stdio."""
+    devices = ["-drive", f"if=none,id=nvm0,file={ns},format=raw,cache=writeback",
+               "-device", f"nvme,serial=csd0001,drive=nvm0,csd=on,{nvme_props}",
+               "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
+               "-device", "ivshmem-plain,memdev=peer", *devices]
     return [f"{stack}/qemu-system-x86_64", "-L", f"{stack}/share", "-machine", "q35,accel=tcg", "-cpu", "max",
             "-m", "1G", "-smp", "2", "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
             "-bios", f"{stack}/share/qboot.rom", "-kernel", f"{stack}/vmlinuz", "-initrd", f"{stack}/initramfs.cpio.gz",
