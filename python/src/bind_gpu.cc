@@ -57,7 +57,6 @@ void bind_gpu(py::module_ &m)
     });
     m.def("gpu_configure", [no_gpu](PyDevice &, uint64_t, int, int) { throw no_gpu(); });
 #endif
-    bind_layer_loader(m);
 }
 
 // csd::gpu::LayerLoader for nvme_csd.gpu.LayerLoader: the same class with or without the GPU

@@ -20,7 +20,7 @@ struct BtreeArgs {
     uint32_t fanout = 31;
 };
 
-// A B+-tree (examples/bpf/btree.h) on the namespace: pairs "KEY VALUE" a line from a file
+// A B+-tree (spec/csd_btree.h) on the namespace: pairs "KEY VALUE" a line from a file
 // (- for stdin), or keys 1..count with value 10 x key.
 int cmd_btree_build(Device &d, const Opts &o, const BtreeArgs &a)
 {
