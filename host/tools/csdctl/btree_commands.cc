@@ -80,8 +80,7 @@ void add_btree_commands(Cli &c)
 {
     const Opts &o = c.o;
     BtreeCommandArgs &a = c.keep<BtreeCommandArgs>();
-    auto *btree = c.app.add_subcommand("btree", "a B+-tree on the namespace, looked up in the drive (examples/bpf/btree_lookup.c)");
-    btree->require_subcommand(1);
+    auto *btree = c.group("btree", "a B+-tree on the namespace, looked up in the drive (examples/bpf/btree_lookup.c)");
     BtreeArgs &bt = a.tree;
     auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA");
     c.writers.push_back({bbuild});

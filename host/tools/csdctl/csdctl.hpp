@@ -63,6 +63,13 @@ struct Cli {
     std::function<int(DriveSet &)> set_action;
     std::vector<WritingCommand> writers;  // the commands that write to the drive
     std::map<std::string, std::vector<std::string>> choices;  // for completion: option -> its names
+    // A command whose own subcommands are the commands (run, program, btree): one is required.
+    CLI::App *group(const std::string &name, const std::string &description)
+    {
+        CLI::App *g = app.add_subcommand(name, description);
+        g->require_subcommand(1);
+        return g;
+    }
     // A command's arguments, living as long as the command line (CLI11 writes into them).
     template <class T> T &keep()
     {

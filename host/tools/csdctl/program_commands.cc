@@ -117,8 +117,7 @@ void add_program_commands(Cli &c)
 {
     const Opts &o = c.o;
     ProgramArgs &a = c.keep<ProgramArgs>();
-    auto *program = c.app.add_subcommand("program", "your own programs in the drive (eBPF objects from clang)");
-    program->require_subcommand(1);
+    auto *program = c.group("program", "your own programs in the drive (eBPF objects from clang)");
     auto *pload = program->add_subcommand("load", "load FILE (clang -O2 -target bpf -c) into a slot");
     pload->add_option("file", a.file, "eBPF object")->required()->check(CLI::ExistingFile);
     pload->add_option("--record-size", a.record_size, "bytes per record the program reads")->required()

@@ -246,8 +246,7 @@ void add_run_commands(Cli &c)
 {
     const Opts &o = c.o;
     RunArgs &a = c.keep<RunArgs>();
-    auto *run = c.app.add_subcommand("run", "run a program on stored objects");
-    run->require_subcommand(1);
+    auto *run = c.group("run", "run a program on stored objects");
     auto *checksum = run->add_subcommand("checksum", "checksum of an object, computed in the drive");
     checksum->add_option("name", a.name, "object")->required();
     checksum->add_option("--algo", a.algo, "crc32c or xxh64")->check(CLI::IsMember(names(csd_checksum_algo_names)));
