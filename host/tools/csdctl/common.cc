@@ -157,4 +157,14 @@ std::string hex(uint64_t v, int width)
     return buf;
 }
 
+
+// How a program over an object streams: a bar, and a stop signal between two pieces.
+StreamOptions stream_options(const Opts &o, const Cancellable &c, const std::string &what, uint64_t bytes)
+{
+    StreamOptions s;
+    s.slm_budget = o.slm_budget;
+    s.progress = c.wrap(bar(o, what, bytes), "nothing stored, its SLM and reserved space freed");
+    return s;
+}
+
 }  // namespace csdctl

@@ -44,6 +44,7 @@ struct Opts {
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
     int progress = -1;       // progress bars: -1 where stderr is a terminal, 0 never, 1 always
+    uint64_t slm_budget = 0;  // --slm-budget: SLM a program over objects may use (0: all that is free)
 };
 
 // A command that writes to the drive, and whether it does so as given (program run --mode
@@ -164,6 +165,10 @@ std::string shape_str(const std::vector<uint64_t> &s);
 std::string hex(uint64_t v, int width);
 
 // ---------------------------------------------------------------- shared by areas
+// How a program over an object streams (docs/store.md): a bar for objects of 8 MiB and more,
+// and a stop signal stops it between two pieces (nothing stored, SLM and reserved space freed)
+// (common.cc).
+StreamOptions stream_options(const Opts &o, const Cancellable &c, const std::string &what, uint64_t bytes);
 // After a command that ran programs: where they ran, on stderr (device_commands.cc).
 void say_where(const Device &d, const Opts &o);
 // An object's catalog entry as JSON, and as one line (store_commands.cc).

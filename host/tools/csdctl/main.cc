@@ -87,6 +87,9 @@ int main(int argc, char **argv)
                           "progress for transfers of 8 MiB and more even where stderr is no terminal (lines, no \\r)");
     app.add_flag_callback("--no-progress", [&] { o.progress = 0; },
                           "no progress bars (default: a bar where stderr is a terminal)");
+    app.add_option("--slm-budget", o.slm_budget,
+                   "bytes of SLM a program over objects may use (default: all that is free); a larger object "
+                   "streams through it in pieces (docs/store.md)");
 
     std::string drives;
     app.add_option("--drives", drives, "several drives as one, comma-separated (docs/drive-set.md): "

@@ -50,32 +50,25 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
             std::to_string(a.record_size) + "-byte records");
     }
     const uint64_t count = info.bytes / a.record_size;
-    if (count > UINT32_MAX) die("more than 2^32-1 records");
     Program prog = Program::attach(d, slot, a.record_size);
     prog.keep();  // stays loaded
-    SlmBuffer in = st.load(name);
-    const Range records{in.offset(), info.bytes};
-    const uint32_t n = static_cast<uint32_t>(count);
     const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
-    // put_from_slm stores whole store blocks (4 KiB, or the LBA size if larger)
-    const uint64_t blk = std::max<uint64_t>(4096, d.ns().lba_size);
-    auto whole_blocks = [blk](uint64_t n) { return std::max<uint64_t>(blk, (n + blk - 1) / blk * blk); };
+    Cancellable c("program run over " + name);
+    const StreamOptions so = stream_options(o, c, "program " + name, info.bytes);
+    const unsigned long long n = count;
     if (a.mode == "reduce") {
-        const uint64_t sum = prog.run_reduce(records, n, params);
+        const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
         if (o.json) print({{"records", n}, {"sum", sum}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
-        SlmBuffer res = d.slm().alloc(whole_blocks(8 * count));
-        prog.run_map(records, range(res, 8 * count), n, params);
-        st.put_from_slm(out, res, 8 * count, "<u8", {count});
+        st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
         if (o.json) print({{"records", n}, {"object", out}});
-        else std::printf("%u values -> object %s\n", n, out.c_str());
+        else std::printf("%llu values -> object %s\n", n, out.c_str());
     } else {
-        SlmBuffer res = d.slm().alloc(whole_blocks(info.bytes));
-        const FilterResult r = prog.run_filter(records, range(res, info.bytes), n, params);
-        st.put_from_slm(out, res, r.bytes);
+        const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
         if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
-        else std::printf("%u of %u records matched (%u bytes) -> object %s\n", r.matches, n, r.bytes, out.c_str());
+        else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
+                         static_cast<unsigned long long>(r.bytes), out.c_str());
     }
     say_where(d, o);
     return 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "csd/programs.hpp"
 
@@ -101,9 +102,9 @@ int cmd_checksum(Device &d, const Opts &o, const std::string &name, const std::s
 {
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    SlmBuffer b = st.load(name);
-    const uint64_t sum = programs::checksum(d, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
-                                            Range{b.offset(), info.bytes});
+    Cancellable c("checksum of " + name);
+    const uint64_t sum = st.checksum(name, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
+                                     stream_options(o, c, "checksum " + name, info.bytes));
     if (o.json) print({{"object", info.name}, {"algo", algo}, {"checksum", hex(sum, 16)}, {"where", where_name(d.where())}});
     else std::printf("%s %s %s\n", algo.c_str(), info.name.c_str(), hex(sum, algo == "xxh64" ? 16 : 8).c_str());
     say_where(d, o);
@@ -141,32 +142,33 @@ int print_filter(const Opts &o, const FilterResult &r, const std::string &dst, c
 {
     if (o.json && where) print({{"matches", r.matches}, {"bytes", r.bytes}, {"where", where}});
     else if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
-    else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, dst.c_str());
+    else std::printf("%llu matching records (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches),
+                     static_cast<unsigned long long>(r.bytes), dst.c_str());
     return 0;
 }
 
 int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
 {
-    const int rc = print_filter(o, ObjectStore(d).filter(src, filter_spec(a), dst), dst, where_name(d.where()));
+    ObjectStore st(d);
+    Cancellable c("filter of " + src);
+    const FilterResult r = st.filter(src, filter_spec(a), dst, stream_options(o, c, "filter " + src, st.stat(src).bytes));
+    const int rc = print_filter(o, r, dst, where_name(d.where()));
     say_where(d, o);
     return rc;
 }
 
 int cmd_reduce(Device &d, const Opts &o, const std::string &name, const std::string &op_name)
 {
-    static const std::map<std::string, DType> dts = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<i4", DType::i32}, {"<i8", DType::i64}};
     const auto op = static_cast<ReduceOp>(names(csd_reduce_op_names).at(op_name));
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    auto dt = dts.find(info.dtype);
-    if (dt == dts.end()) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
-    const uint64_t rows = info.shape.size() > 1 ? info.shape[0] : 1;
-    const uint64_t cols = info.bytes / npy::itemsize(info.dtype) / rows;
-    SlmBuffer in = st.load(name);
-    SlmBuffer out = d.slm().alloc(rows * 8);
-    programs::reduce(d, op, dt->second, Range{in.offset(), info.bytes}, range(out), static_cast<uint32_t>(rows), static_cast<uint32_t>(cols));
+    static const std::set<std::string> dts = {"<f4", "<f8", "<i4", "<i8"};
+    if (!dts.count(info.dtype)) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
+    Cancellable c("reduce of " + name);
+    const std::vector<uint64_t> bits = st.reduce(name, op, stream_options(o, c, "reduce " + name, info.bytes));
+    const uint64_t rows = bits.size();
     std::vector<uint8_t> res(rows * 8);
-    d.slm_read(out.offset(), res.data(), res.size());
+    if (rows) std::memcpy(res.data(), bits.data(), rows * 8);
     const bool as_int = op == ReduceOp::argmax || op == ReduceOp::argmin;
     const bool int_in = info.dtype[1] == 'i' && op != ReduceOp::mean;
     json values = json::array();
@@ -213,12 +215,9 @@ int cmd_gemm(Device &d, const Opts &o, const std::string &an, const std::string 
     if (a.dtype != "<f4" || b.dtype != "<f4" || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0]) {
         die("gemm needs 2-D <f4 tensors A (m x k) and B (k x n)");
     }
-    const uint64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-    SlmBuffer sa = st.load(an), sb = st.load(bn);
-    SlmBuffer sc = d.slm().alloc((m * n * 4 + 4095) / 4096 * 4096);
-    programs::gemm(d, Range{sa.offset(), a.bytes}, Range{sb.offset(), b.bytes}, Range{sc.offset(), m * n * 4},
-                   static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
-    st.put_from_slm(cn, sc, m * n * 4, "<f4", {m, n});
+    const uint64_t m = a.shape[0], n = b.shape[1];
+    Cancellable c("gemm " + cn);
+    st.gemm(an, bn, cn, stream_options(o, c, "gemm " + cn, a.bytes));
     print_gemm(o, an, bn, cn, m, n, where_name(d.where()));
     say_where(d, o);
     return 0;
@@ -236,7 +235,9 @@ int set_reduce(DriveSet &s, const Opts &o, const std::string &name, const std::s
 
 // What the run commands take beyond their own structs.
 struct RunArgs {
-    std::string name, other, third, file, algo = "crc32c", op;
+    std::string name, other, third, file, algo = "crc32c", op, cvt_op, codec = "zstd";
+    float cvt_scale = 1.0f;
+    int32_t cvt_zero = 0;
     FilterArgs filter;
     BagArgs bag;
     std::vector<std::string> pieces;
@@ -289,6 +290,45 @@ void add_run_commands(Cli &c)
             s.gemm(a.name, a.other, a.third);
             const ObjectInfo ci = s.stat(a.third);
             print_gemm(o, a.name, a.other, a.third, ci.shape.at(0), ci.shape.at(1));
+            return 0;
+        };
+    });
+
+    auto *convert = run->add_subcommand("convert", "an object's elements converted (f32 to f16, ...) into object DST");
+    c.writers.push_back({convert});
+    convert->add_option("src", a.name, "tensor (or blob) object")->required();
+    convert->add_option("dst", a.other, "object to create")->required();
+    convert->add_option("--op", a.cvt_op, "conversion")->required()->check(CLI::IsMember(names(csd_convert_op_names)));
+    c.choices["csdctl run convert --op"] = choice_list(names(csd_convert_op_names));
+    convert->add_option("--scale", a.cvt_scale, "scale of f32_i8 and i8_f32 (default 1)");
+    convert->add_option("--zero-point", a.cvt_zero, "zero point of f32_i8 and i8_f32 (default 0)");
+    convert->callback([&] {
+        c.action = [&](Device &d) {
+            ObjectStore st(d);
+            Cancellable cancel("convert of " + a.name);
+            const uint64_t bytes = st.convert(a.name, static_cast<ConvertOp>(names(csd_convert_op_names).at(a.cvt_op)), a.other,
+                                              a.cvt_scale, a.cvt_zero, stream_options(o, cancel, "convert " + a.name, st.stat(a.name).bytes));
+            if (o.json) print({{"object", a.other}, {"bytes", bytes}, {"where", where_name(d.where())}});
+            else std::printf("%llu bytes -> object %s\n", static_cast<unsigned long long>(bytes), a.other.c_str());
+            say_where(d, o);
+            return 0;
+        };
+    });
+    auto *decomp = run->add_subcommand("decompress", "an object of zstd or LZ4 frames decompressed into object DST");
+    c.writers.push_back({decomp});
+    decomp->add_option("src", a.name, "object of compressed frames")->required();
+    decomp->add_option("dst", a.other, "object to create")->required();
+    decomp->add_option("--codec", a.codec, "zstd or lz4")->check(CLI::IsMember(names(csd_decompress_algo_names)));
+    c.choices["csdctl run decompress --codec"] = choice_list(names(csd_decompress_algo_names));
+    decomp->callback([&] {
+        c.action = [&](Device &d) {
+            ObjectStore st(d);
+            Cancellable cancel("decompress of " + a.name);
+            const uint64_t bytes = st.decompress(a.name, static_cast<Codec>(names(csd_decompress_algo_names).at(a.codec)), a.other,
+                                                 stream_options(o, cancel, "decompress " + a.name, st.stat(a.name).bytes));
+            if (o.json) print({{"object", a.other}, {"bytes", bytes}, {"where", where_name(d.where())}});
+            else std::printf("%llu bytes -> object %s\n", static_cast<unsigned long long>(bytes), a.other.c_str());
+            say_where(d, o);
             return 0;
         };
     });
