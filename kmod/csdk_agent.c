@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * csd_agent.c - agent queue pairs of csd.ko: an I/O queue pair of the drive whose queues,
+ * csdk_agent.c - agent queue pairs of csd.ko: an I/O queue pair of the drive whose queues,
  * doorbells and data buffers lie in a region of the configured peer's BAR, for an agent
  * outside the guest (a host process or a GPU kernel mapping that BAR's memory) to drive
  * with no interrupt and no MMIO doorbell write. The drive polls the pair's shadow
@@ -21,53 +21,53 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "csd.h"
+#include "csdk.h"
 
 #define CSD_ADM_AGENT_QUEUE 0xc8 /* QEMU's CSD Agent Queue (csd-agent.c.inc) */
 #define CSD_AGENT_MAX_DEPTH 1024
 #define CSD_AGENT_QIDS 32 /* qids tried above nvme-core's */
 
-struct csd_agent {
+struct csdk_agent {
 	struct list_head node; /* in the file's list, and ... */
-	struct list_head all;  /* ... in csd_agents_all */
-	struct csd_dev *cd;
+	struct list_head all;  /* ... in csdk_agents_all */
+	struct csdk_dev *cd;
 	u16 qid;
 	dma_addr_t bus;
 	u64 len;
 };
 
-static DEFINE_MUTEX(csd_agent_lock); /* csd_agents_all and every file's list */
-static LIST_HEAD(csd_agents_all);
+static DEFINE_MUTEX(csdk_agent_lock); /* csdk_agents_all and every file's list */
+static LIST_HEAD(csdk_agents_all);
 
-/* Whether another file's pair holds qid on cd's controller (csd_agent_lock held). */
-static bool csd_agent_qid_taken(struct csd_dev *cd, u16 qid)
+/* Whether another file's pair holds qid on cd's controller (csdk_agent_lock held). */
+static bool csdk_agent_qid_taken(struct csdk_dev *cd, u16 qid)
 {
-	struct csd_agent *a;
+	struct csdk_agent *a;
 
-	list_for_each_entry(a, &csd_agents_all, all)
+	list_for_each_entry(a, &csdk_agents_all, all)
 		if (a->cd->ctrl == cd->ctrl && a->qid == qid)
 			return true;
 	return false;
 }
 
 /* Deletes I/O queue qid (opcode: Delete I/O SQ or CQ); 0, an NVMe status or -errno. */
-static int csd_agent_delete(struct csd_dev *cd, u8 opcode, u16 qid)
+static int csdk_agent_delete(struct csdk_dev *cd, u8 opcode, u16 qid)
 {
 	struct nvme_command c = {};
 
 	c.delete_queue.opcode = opcode;
 	c.delete_queue.qid = cpu_to_le16(qid);
-	return csd_submit(cd, true, &c, NULL, 0, NULL);
+	return csdk_submit(cd, true, &c, NULL, 0, NULL);
 }
 
 /* Deletes the pair's queues (unless nvme-core may have taken the qid since) and unmaps. */
-static void csd_agent_free(struct csd_agent *a)
+static void csdk_agent_free(struct csdk_agent *a)
 {
-	struct csd_dev *cd = a->cd;
+	struct csdk_dev *cd = a->cd;
 
 	if (a->qid >= cd->ctrl->queue_count) {
-		csd_agent_delete(cd, nvme_admin_delete_sq, a->qid);
-		csd_agent_delete(cd, nvme_admin_delete_cq, a->qid);
+		csdk_agent_delete(cd, nvme_admin_delete_sq, a->qid);
+		csdk_agent_delete(cd, nvme_admin_delete_cq, a->qid);
 	}
 	dma_unmap_resource(cd->ctrl->dev, a->bus, a->len, DMA_BIDIRECTIONAL, 0);
 	list_del(&a->all);
@@ -76,7 +76,7 @@ static void csd_agent_free(struct csd_agent *a)
 }
 
 /* Creates the CQ and SQ of qid and marks them the agent's; 0, an NVMe status or -errno. */
-static int csd_agent_create(struct csd_dev *cd, struct csd_ioc_agent_queue *q, u16 qid,
+static int csdk_agent_create(struct csdk_dev *cd, struct csd_ioc_agent_queue *q, u16 qid,
 			    dma_addr_t bus)
 {
 	struct nvme_command c = {};
@@ -87,7 +87,7 @@ static int csd_agent_create(struct csd_dev *cd, struct csd_ioc_agent_queue *q, u
 	c.create_cq.cqid = cpu_to_le16(qid);
 	c.create_cq.qsize = cpu_to_le16(q->depth - 1);
 	c.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG); /* no interrupt */
-	ret = csd_submit(cd, true, &c, NULL, 0, NULL);
+	ret = csdk_submit(cd, true, &c, NULL, 0, NULL);
 	if (ret)
 		return ret;
 	memset(&c, 0, sizeof(c));
@@ -97,7 +97,7 @@ static int csd_agent_create(struct csd_dev *cd, struct csd_ioc_agent_queue *q, u
 	c.create_sq.qsize = cpu_to_le16(q->depth - 1);
 	c.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG | NVME_SQ_PRIO_MEDIUM);
 	c.create_sq.cqid = cpu_to_le16(qid);
-	ret = csd_submit(cd, true, &c, NULL, 0, NULL);
+	ret = csdk_submit(cd, true, &c, NULL, 0, NULL);
 	if (ret)
 		goto del_cq;
 	memset(&c, 0, sizeof(c));
@@ -108,17 +108,17 @@ static int csd_agent_create(struct csd_dev *cd, struct csd_ioc_agent_queue *q, u
 	c.common.cdw13 = cpu_to_le32(upper_32_bits(bus));
 	c.common.cdw14 = cpu_to_le32(lower_32_bits(q->len));
 	c.common.cdw15 = cpu_to_le32(upper_32_bits(q->len));
-	ret = csd_submit(cd, true, &c, NULL, 0, NULL);
+	ret = csdk_submit(cd, true, &c, NULL, 0, NULL);
 	if (!ret)
 		return 0;
-	csd_agent_delete(cd, nvme_admin_delete_sq, qid);
+	csdk_agent_delete(cd, nvme_admin_delete_sq, qid);
 del_cq:
-	csd_agent_delete(cd, nvme_admin_delete_cq, qid);
+	csdk_agent_delete(cd, nvme_admin_delete_cq, qid);
 	return ret;
 }
 
 /* Zeroes the region's queues and doorbell block through a mapping of the peer's BAR. */
-static int csd_agent_clear(u64 phys, u64 bytes)
+static int csdk_agent_clear(u64 phys, u64 bytes)
 {
 	void __iomem *p = ioremap(phys, bytes);
 
@@ -129,14 +129,14 @@ static int csd_agent_clear(u64 phys, u64 bytes)
 	return 0;
 }
 
-int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
+int csdk_ioc_agent_queue(struct csdk_file *cf, void __user *argp)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	struct device *dma_dev = cd->ctrl->dev;
 	struct csd_ioc_agent_queue q;
 	u64 base, start, end, phys, last;
 	struct pci_dev *peer;
-	struct csd_agent *a;
+	struct csdk_agent *a;
 	dma_addr_t bus;
 	int ret, i;
 
@@ -153,7 +153,7 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 	q.data_offset = q.db_offset + PAGE_SIZE;
 	if (q.len <= q.data_offset)
 		return -EINVAL;
-	peer = csd_p2p_peer(&base, &start, &end);
+	peer = csdk_p2p_peer(&base, &start, &end);
 	if (!peer)
 		return -EPERM; /* no peer configured by the administrator */
 	ret = -EPERM;
@@ -164,7 +164,7 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 	ret = -ENOMEM;
 	if (!a)
 		goto out_peer;
-	ret = csd_agent_clear(phys, q.data_offset);
+	ret = csdk_agent_clear(phys, q.data_offset);
 	if (ret)
 		goto out_free;
 	bus = dma_map_resource(dma_dev, phys, q.len, DMA_BIDIRECTIONAL, 0);
@@ -172,14 +172,14 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 	if (dma_mapping_error(dma_dev, bus))
 		goto out_free;
 
-	mutex_lock(&csd_agent_lock);
+	mutex_lock(&csdk_agent_lock);
 	ret = NVME_SC_QID_INVALID;
 	for (i = 0; i < CSD_AGENT_QIDS && (ret & 0x7ff) == NVME_SC_QID_INVALID; i++) {
 		u16 qid = cd->ctrl->queue_count + i;
 
-		if (csd_agent_qid_taken(cd, qid))
+		if (csdk_agent_qid_taken(cd, qid))
 			continue;
-		ret = csd_agent_create(cd, &q, qid, bus);
+		ret = csdk_agent_create(cd, &q, qid, bus);
 		if (!ret)
 			q.qid = qid;
 	}
@@ -190,13 +190,13 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 				INIT_LIST_HEAD(cf->agents);
 		}
 		if (!cf->agents) {
-			csd_agent_delete(cd, nvme_admin_delete_sq, q.qid);
-			csd_agent_delete(cd, nvme_admin_delete_cq, q.qid);
+			csdk_agent_delete(cd, nvme_admin_delete_sq, q.qid);
+			csdk_agent_delete(cd, nvme_admin_delete_cq, q.qid);
 			ret = -ENOMEM;
 		}
 	}
 	if (ret) {
-		mutex_unlock(&csd_agent_lock);
+		mutex_unlock(&csdk_agent_lock);
 		dma_unmap_resource(dma_dev, bus, q.len, DMA_BIDIRECTIONAL, 0);
 		kfree(a);
 		pci_dev_put(peer);
@@ -210,9 +210,9 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 	a->qid = q.qid;
 	a->bus = bus;
 	a->len = q.len;
-	list_add(&a->all, &csd_agents_all);
+	list_add(&a->all, &csdk_agents_all);
 	list_add(&a->node, cf->agents);
-	mutex_unlock(&csd_agent_lock);
+	mutex_unlock(&csdk_agent_lock);
 	pci_dev_put(peer);
 
 	q.bus_addr = bus;
@@ -220,9 +220,9 @@ int csd_ioc_agent_queue(struct csd_file *cf, void __user *argp)
 	q.lba_size = 1U << cd->ns->head->lba_shift;
 	q.status = 0;
 	if (copy_to_user(argp, &q, sizeof(q))) {
-		mutex_lock(&csd_agent_lock);
-		csd_agent_free(a);
-		mutex_unlock(&csd_agent_lock);
+		mutex_lock(&csdk_agent_lock);
+		csdk_agent_free(a);
+		mutex_unlock(&csdk_agent_lock);
 		return -EFAULT;
 	}
 	dev_info(&cd->dev, "agent queue pair %u, %u entries, in the peer at 0x%llx + %llu\n",
@@ -236,16 +236,16 @@ out_peer:
 	return ret;
 }
 
-void csd_agents_release(struct csd_file *cf)
+void csdk_agents_release(struct csdk_file *cf)
 {
-	struct csd_agent *a, *next;
+	struct csdk_agent *a, *next;
 
 	if (!cf->agents)
 		return;
-	mutex_lock(&csd_agent_lock);
+	mutex_lock(&csdk_agent_lock);
 	list_for_each_entry_safe(a, next, cf->agents, node)
-		csd_agent_free(a);
-	mutex_unlock(&csd_agent_lock);
+		csdk_agent_free(a);
+	mutex_unlock(&csdk_agent_lock);
 	kfree(cf->agents);
 	cf->agents = NULL;
 }
