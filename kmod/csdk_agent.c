@@ -77,7 +77,7 @@ static void csdk_agent_free(struct csdk_agent *a)
 
 /* Creates the CQ and SQ of qid and marks them the agent's; 0, an NVMe status or -errno. */
 static int csdk_agent_create(struct csdk_dev *cd, struct csd_ioc_agent_queue *q, u16 qid,
-			    dma_addr_t bus)
+			     dma_addr_t bus)
 {
 	struct nvme_command c = {};
 	int ret;

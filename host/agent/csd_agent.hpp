@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "csd/nvme_queue.hpp"
+#include "nvme_queue.hpp"  // host/cuda: NvmeSqe, NvmeCqe
 #include "csd_spec.h"
 
 #ifdef __CUDACC__

@@ -89,7 +89,7 @@ if [ -x "$top/build/meson/tests/agent/csd-agent-check" ]; then
 fi
 nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 if [ -x "$nvcc" ]; then
-    "$nvcc" -O2 -std=c++17 -arch=sm_90 -I"$top/spec" -I"$top/host/include" \
+    "$nvcc" -O2 -std=c++17 -arch=sm_90 -I"$top/spec" -I"$top/host/cuda" \
         "$top/bench/gpu/full-stack/agent_gpu.cu" -o "$out/agent_gpu"
 fi
 cat > "$root/init" <<'INIT'
