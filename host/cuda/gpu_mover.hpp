@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// gpu_mover.hpp - the part of the emulated drive behind csd::gpu::GpuQueues that lands a
+// kernel's Reads in GPU memory: a csd::Mover over a window of device memory. Each poller's
+// lane reads into pinned host staging and, once per polling round, moves the round's blocks
+// into the window as one batch (a copy kernel that reads the staging over PCIe, one
+// cudaMemcpyBatchAsync, or one cudaMemcpyAsync per block); the poller posts a command's
+// completion only after the event behind its batch has fired.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "csd/queue_processor.hpp"
+
+namespace csd::gpu {
+
+// Who moves the bytes from a lane's pinned staging into GPU memory.
+enum class MoveBy {
+    kernel,  // a copy kernel per batch: GPU threads load the staging (mapped) and store to VRAM
+    batch,   // cudaMemcpyBatchAsync per batch: the copy engines
+    memcpy,  // cudaMemcpyAsync per block: the copy engines, one call each
+};
+
+// Its name in tables ("copy kernel", "cudaMemcpyBatchAsync", "cudaMemcpyAsync").
+const char *move_by_name(MoveBy by);
+
+// GPU memory that a kernel's Reads (and SLM Reads) may name as their destination.
+struct GpuWindow {
+    void *base = nullptr;    // device memory (cudaMalloc); nullptr: none
+    uint64_t bytes = 0;
+    MoveBy by = MoveBy::kernel;
+    uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
+};
+
+class GpuMover : public Mover {
+public:
+    // Throws csd::Error (EINVAL) unless window.base..+bytes is device memory; max_transfer: the
+    // largest command the drive takes (a slab holds at least one, up to the window's size).
+    GpuMover(const GpuWindow &window, uint32_t max_transfer);
+    bool covers(uint64_t addr, uint64_t len) const override;
+    uint32_t max_transfer() const override { return max_transfer_; }
+    std::unique_ptr<MoverLane> lane() override;
+
+private:
+    GpuWindow w_;
+    uint64_t base_ = 0;
+    uint32_t max_transfer_ = 0;
+    uint64_t slab_ = 0;
+    int device_ = 0;
+};
+
+}  // namespace csd::gpu
