@@ -7,8 +7,9 @@
 // in GPU memory (moved there by the drive side before the completion) against Reads into the
 // arena, the arena plus the warp's own copy into GPU memory, and host threads issuing
 // cudaMemcpyAsync / cudaMemcpyBatchAsync of the same random blocks from pinned memory.
-// Usage: gpu_io check                 (every Read's bytes and every Execute's result checked
-//                                      on the GPU, where they landed; exit 1 on any difference)
+// Usage: gpu_io check [vram]          (every Read's bytes and every Execute's result checked
+//                                      on the GPU, where they landed; exit 1 on any difference;
+//                                      vram: only the Reads into GPU memory)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
 //        gpu_io vram [MAX_POLLERS]    (only the GPU-memory table)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
@@ -349,7 +350,9 @@ int main(int argc, char **argv)
         auto dev = pattern_device(64, "&cu=2", &path);
         unlink(path.c_str());
         const uint32_t lba = dev->ns().lba_size;
+        const bool vram_only = argc > 2 && std::string(argv[2]) == "vram";
         for (uint32_t bytes : {512u, 4096u}) {
+            if (vram_only) break;
             for (uint32_t q : {1u, 3u, 8u}) {
                 IoJob job;
                 job.nlb = bytes / lba;
@@ -418,6 +421,7 @@ int main(int argc, char **argv)
             bad += r.failed || r.commands != 2ull * 32 * job.rounds;
         }
         for (uint32_t q : {1u, 4u}) {
+            if (vram_only) break;
             IoJob job;
             job.kind = 1;
             job.blocks = 64;
