@@ -103,6 +103,17 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     const uint64_t before = gq.commands();
     const auto t0 = clk::now();
     check(launch_io(gq.device_view(), job, slot, counters, nullptr), "launch");
+    // a kernel that never finishes (its completions never posted) ends the run with a message
+    for (cudaError_t e; (e = cudaStreamQuery(nullptr)) != cudaSuccess;) {
+        if (e != cudaErrorNotReady) check(e, "io kernel");
+        if (since(t0) > 60) {
+            std::printf("gpu_io: the kernel did not finish within 60 s (%llu of its commands completed)\n",
+                        static_cast<unsigned long long>(gq.commands() - before));
+            std::fflush(stdout);
+            std::_Exit(3);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     check(cudaDeviceSynchronize(), "io kernel");
     Run r;
     r.seconds = since(t0);
@@ -321,6 +332,7 @@ void host_table(Device &dev, int max_threads)
 
 int main(int argc, char **argv)
 {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out at once (a log piped to tee)
     const std::string mode = argc > 1 ? argv[1] : "check";
     std::string path;
     if (mode == "host") {

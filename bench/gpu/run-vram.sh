@@ -21,6 +21,7 @@ b=build/gpu-host
     fi
     [ -f $b/build.ninja ] && grep -q "$top" $b/build.ninja &&
         meson compile -C $b csd:shared_library csd-emu:shared_library csd_gpu gpu_io csd-queue-processor-tests 2>&1 | grep -E "error|FAILED" | head -30
+    echo "== built at $(date +%T)"
     echo "== the queue processor's tests (a held mover: completions only once moved, bad destinations, full staging)"
     $b/tests/host/csd-queue-processor-tests --gtest_brief=1 2>&1 | tail -3
     echo "== gpu_io check: Reads (arena, GPU memory by each mover), SLM Reads, Executes, bad destinations"

@@ -34,6 +34,7 @@ struct Copy {
 // before its stores so that each thread has four PCIe reads in flight.
 __global__ void __launch_bounds__(kThreads) move_blocks(const Copy *copies)
 {
+    if (!copies) return;  // the launch that loads the kernel (GpuMover's constructor)
     __shared__ Copy c;
     if (threadIdx.x == 0) {
         const volatile Copy *from = &copies[blockIdx.x];
@@ -239,6 +240,22 @@ GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
         device_ = a.device;
     }
     if (w_.staging < kSlabs * uint64_t(kAlign)) throw Error("GPU mover: staging too small", EINVAL);
+    // The copy kernel loaded now, while nothing runs: CUDA loads a kernel's module at its first
+    // launch (lazy loading), which can wait for the kernels running; the first batch would then
+    // wait for the very kernel that waits for its completions.
+    int prev = 0;
+    check(cudaGetDevice(&prev), "cudaGetDevice");
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, move_blocks), "loading the copy kernel");
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    move_blocks<<<1, kThreads, 0, s>>>(nullptr);
+    const cudaError_t e = cudaGetLastError(), e2 = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    cudaSetDevice(prev);
+    check(e, "launching the copy kernel");
+    check(e2, "running the copy kernel");
     base_ = reinterpret_cast<uint64_t>(w_.base);
     max_transfer_ = static_cast<uint32_t>(std::min<uint64_t>(max_transfer, w_.bytes));
     slab_ = std::max<uint64_t>(w_.staging / kSlabs, max_transfer_);
