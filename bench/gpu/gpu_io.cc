@@ -80,26 +80,28 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::kernel, uint64_t vram_shift = 0)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
     const uint64_t slots_bytes = uint64_t(queues) * depth * slot;
     uint8_t *vram = nullptr;
     if (job.dest) check(cudaMalloc(reinterpret_cast<void **>(&vram), slots_bytes), "cudaMalloc (GPU memory)");
+    unsigned long long *counters = nullptr;
+    check(cudaMalloc(reinterpret_cast<void **>(&counters), 2 * sizeof *counters), "cudaMalloc");
+    check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
+    check(cudaDeviceSynchronize(), "sync");
     gpu::GpuWindow window;
     if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by;
     const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
-    gpu::GpuQueues gq(dev, queues, depth, arena + descs.size() + 64, pollers, window);
+    // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
+    auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
+    gpu::GpuQueues &gq = *gq_owner;
     job.vram = vram + vram_shift;
     if (!descs.empty()) {
         std::memcpy(gq.host_arena() + arena, descs.data(), descs.size());
         job.desc_offset = arena;
     }
-    unsigned long long *counters = nullptr;
-    check(cudaMalloc(reinterpret_cast<void **>(&counters), 2 * sizeof *counters), "cudaMalloc");
-    check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
-    check(cudaDeviceSynchronize(), "sync");
     const uint64_t before = gq.commands();
     const auto t0 = clk::now();
     check(launch_io(gq.device_view(), job, slot, counters, nullptr), "launch");
@@ -114,11 +116,11 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
         }
         std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    check(cudaDeviceSynchronize(), "io kernel");
     Run r;
     r.seconds = since(t0);
     r.commands = gq.commands() - before;
     r.timed = gq.timed();
+    gq_owner.reset();
     unsigned long long c[2];
     check(cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "cudaMemcpy");
     r.failed = c[0], r.wrong = c[1];
@@ -274,9 +276,10 @@ int vram_table(Device &dev, int max_pollers)
         gpu::MoveBy by;
     };
     const Path paths[] = {
-        {"arena (host memory; the kernel reads it over PCIe)", 0, gpu::MoveBy::kernel},
+        {"arena (host memory; not read here: no PCIe transfer)", 0, gpu::MoveBy::kernel},
         {"arena, then the warp copies its batch into GPU memory", 1, gpu::MoveBy::kernel},
-        {"GPU memory, moved by the drive side: copy kernel from pinned staging", 2, gpu::MoveBy::kernel},
+        {"GPU memory, moved by the drive side: resident copy kernel from pinned staging", 2, gpu::MoveBy::resident},
+        {"GPU memory, moved by the drive side: copy kernel launched per round", 2, gpu::MoveBy::kernel},
         {"GPU memory, moved by the drive side: cudaMemcpyBatchAsync per round", 2, gpu::MoveBy::batch},
         {"GPU memory, moved by the drive side: cudaMemcpyAsync per block", 2, gpu::MoveBy::memcpy},
     };
@@ -284,10 +287,13 @@ int vram_table(Device &dev, int max_pollers)
         const uint64_t target = std::min<uint64_t>(1u << 21, (8ull << 30) / bytes);
         for (uint32_t q : {128u, 256u}) {
             for (const Path &p : paths) {
+                const bool slow = p.dest == 2 && p.by != gpu::MoveBy::resident;  // one row each, fewer commands
+                if (slow && q != 256) continue;
                 IoJob job;
                 job.nlb = bytes / lba;
                 job.records = dev.ns().lba_count / job.nlb;
-                job.rounds = std::clamp<uint32_t>(static_cast<uint32_t>(target / (q * 32)), 16, 4096);
+                job.rounds = std::clamp<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(target, slow ? 1 << 18 : target) / (q * 32)),
+                                                  16, 4096);
                 job.seed = q * 7 + bytes;
                 job.dest = p.dest;
                 const int pollers = std::min<int>(max_pollers, q);
@@ -381,7 +387,7 @@ int main(int argc, char **argv)
         // Reads into GPU memory: copied there by the warp, or moved there by the drive side
         // (each way), checked there; an SLM Read (how an Execute's output comes back) the same
         for (uint32_t bytes : {512u, 4096u, 65536u}) {
-            for (int way = 0; way < 4; way++) {
+            for (int way = 0; way < 5; way++) {
                 for (uint32_t q : {1u, 8u}) {
                     IoJob job;
                     job.nlb = bytes / lba;
@@ -389,7 +395,8 @@ int main(int argc, char **argv)
                     job.rounds = 5;
                     job.verify = 1;
                     job.dest = way == 0 ? 1 : 2;
-                    const gpu::MoveBy by = way == 3 ? gpu::MoveBy::memcpy : way == 2 ? gpu::MoveBy::batch : gpu::MoveBy::kernel;
+                    const gpu::MoveBy by = std::array<gpu::MoveBy, 5>{gpu::MoveBy::resident, gpu::MoveBy::resident, gpu::MoveBy::kernel,
+                                                                      gpu::MoveBy::batch, gpu::MoveBy::memcpy}[way];
                     const Run r = run_kernel(*dev, q, 2, job, {}, by);
                     std::printf("gpu_io check: %u B Reads into GPU memory (%s), %u queue(s): %llu commands, %llu failed, "
                                 "%llu wrong words\n",
@@ -413,7 +420,7 @@ int main(int argc, char **argv)
             job.verify = 1;
             job.dest = 2;
             const Run r = run_kernel(*dev, 4, 2, job);
-            std::printf("gpu_io check: 4 KiB SLM Reads into GPU memory (copy kernel), 4 queues: %llu commands, %llu failed, "
+            std::printf("gpu_io check: 4 KiB SLM Reads into GPU memory (resident copy kernel), 4 queues: %llu commands, %llu failed, "
                         "%llu wrong words\n",
                         static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
                         static_cast<unsigned long long>(r.wrong));
@@ -426,7 +433,7 @@ int main(int argc, char **argv)
             job.rounds = 3;
             job.dest = 2;
             job.expect_status = 0x4004;
-            const Run r = run_kernel(*dev, 2, 2, job, {}, gpu::MoveBy::kernel, 2ull * 64 * 4096 - 2048);
+            const Run r = run_kernel(*dev, 2, 2, job, {}, gpu::MoveBy::resident, 2ull * 64 * 4096 - 2048);
             std::printf("gpu_io check: 4 KiB Reads naming GPU memory outside the window, 2 queues: %llu commands, "
                         "%llu without Data Transfer Error\n",
                         static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed));

@@ -3,6 +3,7 @@
 // Reads in pinned host memory, slab by slab, and moves each polling round's blocks into GPU
 // memory as one batch behind a CUDA event.
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,80 @@ __global__ void __launch_bounds__(kThreads) move_blocks(const Copy *copies)
     }
 }
 
+// Control words of a resident mover, in mapped host memory, each on a line of its own.
+struct Ctl {
+    alignas(64) volatile uint64_t head;  // copies published by the lane (the host writes)
+    alignas(64) volatile uint64_t done;  // copies done (the GPU writes, after their bytes)
+    alignas(64) volatile uint32_t stop;  // the host asks the kernel to return once idle
+};
+
+constexpr unsigned kResidentThreads = 512;  // 16 warps per lane
+
+// One warp copies c (16 bytes a lane, eight loads in flight per lane).
+__device__ inline void warp_copy(const Copy &c)
+{
+    const unsigned lane = threadIdx.x & 31;
+    const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
+    uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
+    if (((c.dst | c.src | c.len) & 15) == 0) {
+        const uint4 *s = reinterpret_cast<const uint4 *>(src);
+        uint4 *d = reinterpret_cast<uint4 *>(dst);
+        const uint32_t n = c.len / 16;
+        constexpr uint32_t kU = 8;
+        for (uint32_t base = 0; base < n; base += 32 * kU) {
+            uint4 v[kU];
+#pragma unroll
+            for (uint32_t k = 0; k < kU; k++) {
+                const uint32_t i = base + k * 32 + lane;
+                if (i < n) v[k] = __ldcv(&s[i]);
+            }
+#pragma unroll
+            for (uint32_t k = 0; k < kU; k++) {
+                const uint32_t i = base + k * 32 + lane;
+                if (i < n) d[i] = v[k];
+            }
+        }
+    } else {
+        for (uint32_t i = lane; i < c.len; i += 32) dst[i] = __ldcv(&src[i]);
+    }
+}
+
+// A lane's resident mover: thread 0 waits for the head to move (backing off up to 2 us), the
+// block's warps copy the published entries (ring[i % cap]) between them, and once all are
+// copied, thread 0 publishes done = head. Returns when asked to stop and idle.
+__global__ void __launch_bounds__(kResidentThreads) resident_mover(const Copy *ring, uint64_t cap, Ctl *ctl)
+{
+    if (!ring) return;  // the launch that loads the kernel (GpuMover's constructor)
+    __shared__ uint64_t head;
+    __shared__ int stop;
+    const unsigned warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (uint64_t tail = 0;;) {
+        if (threadIdx.x == 0) {
+            uint64_t h;
+            unsigned ns = 32;
+            int st = 0;
+            while ((h = ctl->head) == tail && !(st = ctl->stop)) {
+                __nanosleep(ns);
+                ns = min(ns * 2, 2048u);
+            }
+            head = h, stop = h == tail && st;
+        }
+        __syncthreads();
+        if (stop) return;
+        const uint64_t h = head;
+        for (uint64_t i = tail + warp; i < h; i += warps) {
+            const volatile Copy *e = &ring[i % cap];
+            Copy c;
+            c.src = e->src, c.dst = e->dst, c.len = e->len;
+            warp_copy(c);
+        }
+        __threadfence_system();  // the bytes before the count that lets the host post their completions
+        __syncthreads();
+        if (threadIdx.x == 0) ctl->done = h;
+        tail = h;
+    }
+}
+
 class Lane : public MoverLane {
 public:
     Lane(int device, uint64_t slab_bytes, MoveBy by) : device_(device), by_(by), slab_bytes_(slab_bytes)
@@ -85,6 +160,14 @@ public:
                 s.mem = staging_ + i * slab_bytes_;
                 s.copies = copies_ + size_t(i) * cap_;
                 check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+            }
+            if (by_ == MoveBy::resident) {  // its kernel runs from now until the lane stops
+                check(cudaHostAlloc(reinterpret_cast<void **>(&ctl_), sizeof(Ctl), flags), "cudaHostAlloc (control)");
+                ctl_->head = 0, ctl_->done = 0, ctl_->stop = 0;
+                Ctl *ctl_gpu = nullptr;
+                check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctl_gpu), ctl_, 0), "cudaHostGetDevicePointer");
+                resident_mover<<<1, kResidentThreads, 0, stream_>>>(copies_gpu_, uint64_t(kSlabs) * cap_, ctl_gpu);
+                check(cudaGetLastError(), "launching the resident mover");
             }
         } catch (...) {
             release();
@@ -108,7 +191,10 @@ public:
     {
         Slab &s = slabs_[cur_];
         const uint64_t src = staging_gpu_ + uint64_t(staged - staging_);
-        if (by_ == MoveBy::kernel) {
+        if (by_ == MoveBy::resident) {  // the ring: every slab's entries, in publishing order
+            copies_[seq_ % (uint64_t(kSlabs) * cap_)] = Copy{src, dst, len, 0};
+            seq_++;
+        } else if (by_ == MoveBy::kernel) {
             s.copies[s.n] = Copy{src, dst, len, 0};
         } else {
             s.dsts.push_back(reinterpret_cast<void *>(dst));
@@ -125,6 +211,14 @@ public:
         Slab &s = slabs_[cur_];
         if (s.n == 0) {
             s.used = 0;  // staged for commands that failed: nothing to move
+            return;
+        }
+        if (by_ == MoveBy::resident) {  // published: the kernel waiting on the head takes them
+            std::atomic_thread_fence(std::memory_order_release);
+            ctl_->head = seq_;
+            s.batch = next_batch_++, s.end = seq_;
+            s.used = 0, s.n = 0, s.max_len = 0;
+            cur_ = (cur_ + 1) % kSlabs;
             return;
         }
         bind();
@@ -159,6 +253,19 @@ public:
         if (b <= finished_) return State::done;
         Slab &s = slabs_[(b - 1) % kSlabs];
         if (s.batch != b) return State::running;  // not yet flushed
+        if (by_ == MoveBy::resident) {
+            if (ctl_->done >= s.end) {
+                finished_ = b;
+                s.batch = 0;
+                return State::done;
+            }
+            // now and then: whether the kernel still runs (an error ends it)
+            if (++polls_ % 4096 == 0 && cudaStreamQuery(stream_) != cudaErrorNotReady) {
+                failed_ = true;
+                return State::failed;
+            }
+            return State::running;
+        }
         const cudaError_t e = cudaEventQuery(s.done);
         if (e == cudaErrorNotReady) return State::running;
         if (e != cudaSuccess) {
@@ -179,6 +286,7 @@ private:
         std::vector<size_t> sizes;
         cudaEvent_t done = nullptr;
         uint64_t used = 0, batch = 0;  // batch: in flight (0: free)
+        uint64_t end = 0;              // resident: the copies published up to and with this batch
         uint32_t n = 0, max_len = 0;
     };
     // Whether a slab's previous batch is done, so that its staging may be written.
@@ -188,8 +296,13 @@ private:
     {
         if (!bound_) cudaSetDevice(device_), bound_ = true;
     }
+    void stop() override
+    {
+        if (ctl_) ctl_->stop = 1;  // the resident mover returns once idle
+    }
     void release()
     {
+        stop();
         if (stream_) cudaStreamSynchronize(stream_);
         for (Slab &s : slabs_) {
             if (s.done) cudaEventDestroy(s.done);
@@ -197,6 +310,8 @@ private:
         }
         if (stream_) cudaStreamDestroy(stream_);
         if (copies_) cudaFreeHost(copies_);
+        if (ctl_) cudaFreeHost(ctl_);
+        ctl_ = nullptr;
         if (staging_) cudaFreeHost(staging_);
         stream_ = nullptr, copies_ = nullptr, staging_ = nullptr;
     }
@@ -213,6 +328,8 @@ private:
     Slab slabs_[kSlabs];
     int cur_ = 0;
     uint64_t next_batch_ = 1, finished_ = 0;
+    Ctl *ctl_ = nullptr;  // resident: its control words
+    uint64_t seq_ = 0, polls_ = 0;
     bool failed_ = false, bound_ = false;
 };
 
@@ -221,6 +338,7 @@ private:
 const char *move_by_name(MoveBy by)
 {
     switch (by) {
+    case MoveBy::resident: return "resident copy kernel";
     case MoveBy::kernel: return "copy kernel";
     case MoveBy::batch: return "cudaMemcpyBatchAsync";
     case MoveBy::memcpy: return "cudaMemcpyAsync";
@@ -248,6 +366,7 @@ GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
     check(cudaSetDevice(device_), "cudaSetDevice");
     cudaFuncAttributes fa{};
     check(cudaFuncGetAttributes(&fa, move_blocks), "loading the copy kernel");
+    check(cudaFuncGetAttributes(&fa, resident_mover), "loading the resident copy kernel");
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     move_blocks<<<1, kThreads, 0, s>>>(nullptr);

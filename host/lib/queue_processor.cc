@@ -46,6 +46,7 @@ QueueProcessor::~QueueProcessor()
 {
     stop_ = true;
     for (auto &t : threads_) t.join();
+    for (auto &l : lanes_) l->stop();  // all stopped before any goes (freeing can wait for them all)
     lanes_.clear();  // each waits for its copies before its staging goes
 }
 
