@@ -363,6 +363,7 @@ int main(int argc, char **argv)
     cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);  // the launching thread sleeps: its core polls
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
+    check(load_io(), "loading the io kernel");
     int bad = 0;
     if (mode == "check") {
         auto dev = pattern_device(64, "&cu=2", &path);

@@ -87,6 +87,12 @@ __global__ void io(csd::NvmeQueueSet s, IoJob job, uint64_t slot_bytes, unsigned
 
 }  // namespace
 
+cudaError_t load_io()
+{
+    cudaFuncAttributes a{};
+    return cudaFuncGetAttributes(&a, io);
+}
+
 cudaError_t launch_io(const csd::NvmeQueueSet &s, const IoJob &job, uint64_t slot_bytes, unsigned long long *counters,
                       cudaStream_t stream)
 {

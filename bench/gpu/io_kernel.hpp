@@ -43,6 +43,10 @@ __host__ __device__ inline uint64_t pattern_word(uint64_t pos)
     return x;
 }
 
+// Loads the kernel's module now (CUDA loads it lazily at the first launch, which can wait for
+// kernels already running: a resident mover never ends while queues live).
+cudaError_t load_io();
+
 // Launches one warp per queue of s running job; counts failed commands in counters[0] and
 // wrong bytes or results in counters[1] (device memory, zeroed by the caller). Arena slot
 // of SQ slot k of queue q: (q * depth + k) * slot_bytes.

@@ -161,13 +161,10 @@ public:
                 s.copies = copies_ + size_t(i) * cap_;
                 check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
             }
-            if (by_ == MoveBy::resident) {  // its kernel runs from now until the lane stops
+            if (by_ == MoveBy::resident) {
                 check(cudaHostAlloc(reinterpret_cast<void **>(&ctl_), sizeof(Ctl), flags), "cudaHostAlloc (control)");
                 ctl_->head = 0, ctl_->done = 0, ctl_->stop = 0;
-                Ctl *ctl_gpu = nullptr;
-                check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctl_gpu), ctl_, 0), "cudaHostGetDevicePointer");
-                resident_mover<<<1, kResidentThreads, 0, stream_>>>(copies_gpu_, uint64_t(kSlabs) * cap_, ctl_gpu);
-                check(cudaGetLastError(), "launching the resident mover");
+                check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctl_gpu_), ctl_, 0), "cudaHostGetDevicePointer");
             }
         } catch (...) {
             release();
@@ -296,6 +293,14 @@ private:
     {
         if (!bound_) cudaSetDevice(device_), bound_ = true;
     }
+    // The resident mover's kernel, from now until the lane stops (a failed launch fails every batch).
+    void start() override
+    {
+        if (by_ != MoveBy::resident) return;
+        bind();
+        resident_mover<<<1, kResidentThreads, 0, stream_>>>(copies_gpu_, uint64_t(kSlabs) * cap_, ctl_gpu_);
+        if (cudaGetLastError() != cudaSuccess) failed_ = true;
+    }
     void stop() override
     {
         if (ctl_) ctl_->stop = 1;  // the resident mover returns once idle
@@ -328,7 +333,7 @@ private:
     Slab slabs_[kSlabs];
     int cur_ = 0;
     uint64_t next_batch_ = 1, finished_ = 0;
-    Ctl *ctl_ = nullptr;  // resident: its control words
+    Ctl *ctl_ = nullptr, *ctl_gpu_ = nullptr;  // resident: its control words (as host and GPU address them)
     uint64_t seq_ = 0, polls_ = 0;
     bool failed_ = false, bound_ = false;
 };

@@ -38,6 +38,7 @@ QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t a
     if (static_cast<uint32_t>(pollers) > set_.queues) pollers = static_cast<int>(set_.queues);
     pollers_ = pollers;
     for (int i = 0; mover_ && i < pollers; i++) lanes_.push_back(mover_->lane());
+    for (auto &l : lanes_) l->start();  // all made (and their memory allocated) before any starts
     counts_ = std::make_unique<Counts[]>(static_cast<size_t>(pollers));
     for (int i = 0; i < pollers; i++) threads_.emplace_back([this, i, pollers] { poll(i, pollers); });
 }

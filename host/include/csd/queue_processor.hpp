@@ -34,6 +34,8 @@ public:
     virtual void flush() = 0;
     // Whether batch b's copies are done (batches finish in order), or failed.
     virtual State state(uint64_t b) = 0;
+    // Starts what the lane runs beside the pollers (called on every lane once all are made).
+    virtual void start() {}
     // Stops what the lane runs beside the pollers (called on every lane before any is destroyed).
     virtual void stop() {}
 };
