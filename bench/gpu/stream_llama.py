@@ -235,8 +235,6 @@ def main():
     p.add_argument("--ring", type=int, default=2)
     p.add_argument("--models", default="gen4x4-8core,gen5x4-accel", help="timing-model presets ('' for none)")
     p.add_argument("--skip", default="", help="comma-separated methods to leave out")
-    p.add_argument("--pipeline-lanes", default="2",
-                   help="comma-separated lane counts of the pinned pipeline's rows (the first is the row's own)")
     p.add_argument("--work", default=None)
     p.add_argument("--out", default=os.environ.get("OUT") or "build/gpu-out")
     a = p.parse_args()
@@ -316,10 +314,8 @@ def main():
                 set_tensor(m, n, f.get_tensor(n).to(DEV))
 
     # --- the layer loader: the checkpoint in the drive's object store
-    lane_counts = [int(x) for x in a.pipeline_lanes.split(",") if x]
-    loader_rows = [("layer loader, p2p (simulated)", "", True, None), ("layer loader, pipeline", "", False, lane_counts[0])]
-    loader_rows += [(f"layer loader, pipeline ({n} lanes)", "", False, n) for n in lane_counts[1:]]
-    loader_rows += [(f"layer loader, {m} model", m, False, None) for m in filter(None, a.models.split(","))]
+    loader_rows = [("layer loader, p2p (simulated)", "", True), ("layer loader, pipeline", "", False)]
+    loader_rows += [(f"layer loader, {m} model", m, False) for m in filter(None, a.models.split(","))]
     if gpu.available() and not all(r[0] in skip for r in loader_rows):
         img = os.path.join(work, "ns.img")
         size_mib = int(total * 1.15) // (1 << 20) + 512
@@ -330,7 +326,7 @@ def main():
             stored = gpu.import_safetensors(dev, ckpt)
             print(f"# imported {len(stored)} tensors into the drive's object store in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
-        for name, preset, direct, lanes in loader_rows:
+        for name, preset, direct in loader_rows:
             if name in skip:
                 continue
             with nvme_csd.open(spec + (f"&model={preset}" if preset else "")) as dev:
@@ -339,7 +335,7 @@ def main():
                     set_tensor(m, n, dev.store.get(n, device="cuda"))
                 steps = a.decode if not preset else slow_decode
                 with gpu.LayerLoader(dev, layers, budget_layers=a.budget_layers, ring=a.ring,
-                                     direct=direct, lanes=lanes) as loader:
+                                     direct=direct) as loader:
                     loader.attach(m.model.layers)
                     run(m, ids[:, :16], 0)  # warm-up: the resident layers land, the namespace is registered
                     loader.clear_timings()
