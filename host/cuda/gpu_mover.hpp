@@ -36,7 +36,7 @@ const char *move_by_name(MoveBy by);
 struct GpuWindow {
     void *base = nullptr;    // device memory (cudaMalloc); nullptr: none
     uint64_t bytes = 0;
-    MoveBy by = MoveBy::resident;
+    MoveBy by = MoveBy::kernel;  // resident is faster (docs/perf.md) but holds cudaDeviceSynchronize
     uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
 };
 
