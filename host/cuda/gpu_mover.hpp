@@ -45,9 +45,9 @@ public:
     // Throws csd::Error (EINVAL) unless window.base..+bytes is device memory; max_transfer: the
     // largest command the drive takes (a slab holds at least one, up to the window's size).
     GpuMover(const GpuWindow &window, uint32_t max_transfer);
-    bool covers(uint64_t addr, uint64_t len) const override;
-    uint32_t max_transfer() const override { return max_transfer_; }
-    std::unique_ptr<MoverLane> lane() override;
+    bool covers(uint64_t addr, uint64_t len) const override;  // inside the window
+    uint32_t max_transfer() const override { return max_transfer_; }  // the drive's, at most the window
+    std::unique_ptr<MoverLane> lane() override;  // pinned staging, a stream, events (and the resident ring)
 
 private:
     GpuWindow w_;
