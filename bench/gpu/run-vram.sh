@@ -1,26 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Reads into GPU memory on a machine with an NVIDIA GPU: builds the host-only libcsd, its GPU
-# part, gpu_io and the queue processor's tests (unless a build that runs here is already in
-# build/gpu-host), runs the queue processor's tests, gpu_io check (every Read checked on the
+# part, gpu_io and the queue processor's tests in build/gpu-host, runs the queue processor's tests, gpu_io check (every Read checked on the
 # GPU where it landed: the arena, GPU memory moved by each mover, an SLM Read, destinations
 # outside the window), gpu_io vram (the rates of docs/perf.md), and the Reads into GPU memory
 # under compute-sanitizer memcheck. Logs to $OUT (default build/gpu-out).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-out=${OUT:-$top/build/gpu-out}
-mkdir -p "$out"
-cd "$top"
-b=build/gpu-host
-[ -d $b/extra-lib ] && export LD_LIBRARY_PATH=$PWD/$b/extra-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "$0")/gpu-machine-env.sh"
 {
     nvidia-smi -L
-    if [ ! -x $b/bench/gpu/gpu_io ] || ldd $b/bench/gpu/gpu_io | grep -q "not found"; then
-        rm -rf $b
-        meson setup $b -Dpassthru=disabled -Dbuildtype=release 2>&1 | grep -E "ERROR|cudart|nvcc"
-    fi
-    [ -f $b/build.ninja ] && grep -q "$top" $b/build.ninja &&
-        meson compile -C $b csd:shared_library csd-emu:shared_library csd_gpu gpu_io csd-queue-processor-tests 2>&1 | grep -E "error|FAILED" | head -30
+    [ -f $b/build.ninja ] || meson setup $b -Dpassthru=disabled -Dbuildtype=release 2>&1 | grep -E "ERROR|cudart|nvcc"
+    meson compile -C $b csd:shared_library csd-emu:shared_library csd_gpu gpu_io csd-queue-processor-tests 2>&1 | grep -E "error|FAILED" | head -30
     echo "== built at $(date +%T)"
     echo "== the queue processor's tests (a held mover: completions only once moved, bad destinations, full staging)"
     $b/tests/host/csd-queue-processor-tests --gtest_brief=1 2>&1 | tail -3
