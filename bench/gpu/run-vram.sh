@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Reads into GPU memory on a machine with an NVIDIA GPU: builds the host-only libcsd, its GPU
-# part, gpu_io and the queue processor's tests in build/gpu-host, runs the queue processor's tests, gpu_io check (every Read checked on the
-# GPU where it landed: the arena, GPU memory moved by each mover, an SLM Read, destinations
-# outside the window), gpu_io vram (the rates of docs/perf.md), and the Reads into GPU memory
+# part, gpu_io and the queue processor's tests in build/gpu-host, runs the queue processor's
+# tests, gpu_io check (every Read checked on the GPU where it landed: the arena, GPU memory
+# moved by each mover, an SLM Read, destinations outside the window), gpu_io vram (the rates of docs/perf.md), and the Reads into GPU memory
 # under compute-sanitizer memcheck. Logs to $OUT (default build/gpu-out).
 source "$(dirname "$0")/gpu-machine-env.sh"
 {
