@@ -15,8 +15,9 @@
 
 namespace csd {
 
-FdSource::FdSource(int fd, std::string what) : fd_(fd), what_(std::move(what))
+FdSource::FdSource(int fd, std::string what, uint64_t size) : fd_(fd), what_(std::move(what)), size_(size)
 {
+    if (size != kUnknownSize) return;
     struct stat st {};
     if (fstat(fd, &st) != 0) throw Error("cannot read " + what_, errno);
     if (S_ISREG(st.st_mode)) {

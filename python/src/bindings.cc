@@ -25,6 +25,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd/store_stream.hpp"
 #include "csd_spec.h"
 #include "nvme_cs.h"
 #ifdef CSD_HAVE_GPU
@@ -77,20 +78,24 @@ struct PyProgress {
     Progress callback()
     {
         if (fn.is_none()) return {};
-        return [this](uint64_t done, uint64_t total) {
-            {
-                py::gil_scoped_acquire g;
-                if (!err) {
-                    try {
-                        fn(done, total);
-                        return;
-                    } catch (py::error_already_set &e) {
-                        err = std::make_unique<py::error_already_set>(std::move(e));
-                    }
+        return [this](uint64_t done, uint64_t total) { call("progress", [&] { fn(done, total); }); };
+    }
+    // Runs f (Python code) with the GIL, from a libcsd call that released it; an exception it
+    // raises is kept and stops libcsd as the progress callback's does. `what` names it.
+    template <class F>
+    auto call(const char *what, F &&f) -> decltype(f())
+    {
+        {
+            py::gil_scoped_acquire g;
+            if (!err) {
+                try {
+                    return f();
+                } catch (py::error_already_set &e) {
+                    err = std::make_unique<py::error_already_set>(std::move(e));
                 }
             }
-            throw Error("cancelled by an exception from the progress callback", ECANCELED);
-        };
+        }
+        throw Error(std::string("cancelled by an exception from the ") + what + " callback", ECANCELED);
     }
     // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
     // callback raised if it did (that stopped op), else op's own error.
@@ -696,6 +701,24 @@ PYBIND11_MODULE(_core, m)
           "English name of an NVMe status value");
     m.def("canonical_dtype", [](const std::string &text) { return npy::canonical_dtype(text); },
           "A dtype's text as the object store records it (csd/npy.hpp); CsdError if it is none");
+    m.def("npy_header_size", [](const py::bytes &b) {
+        const std::string_view v(b);
+        return npy::header_size(reinterpret_cast<const uint8_t *>(v.data()), v.size());
+    }, "The length of a .npy header from the file's first 12 bytes; CsdError if they do not begin one");
+    m.def("npy_parse_header", [](const py::bytes &b) {
+        const std::string_view v(b);
+        const npy::Header h = npy::parse_header(reinterpret_cast<const uint8_t *>(v.data()), v.size());
+        py::dict d;
+        d["dtype"] = h.dtype;
+        d["shape"] = h.shape;
+        d["data_bytes"] = h.data_bytes;
+        d["size"] = h.size;
+        return d;
+    }, "A .npy header (the file's first npy_header_size bytes) as the store reads it: dtype, shape, data_bytes, size");
+    m.def("npy_header_bytes", [](const std::string &dtype, const std::vector<uint64_t> &shape) {
+        const std::vector<uint8_t> h = npy::header(dtype, shape);
+        return py::bytes(reinterpret_cast<const char *>(h.data()), h.size());
+    }, "The .npy header csdctl and the store write for an array of this dtype and shape");
 
     // csd::Error -> nvme_csd.errors.CsdError subclass chosen by status
     py::register_exception_translator([](std::exception_ptr p) {
@@ -888,6 +911,78 @@ PYBIND11_MODULE(_core, m)
             pr.run([&] { s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
+        .def("store_put_fd", [](PyDevice &p, const std::string &name, int fd, int64_t size, const std::string &dtype,
+                                const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            FdSource src(fd, "fd " + std::to_string(fd), size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("fd"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
+           py::arg("progress") = py::none(),
+           "streams an object from a file descriptor (size < 0: a regular file's rest, else until its end)")
+        .def("store_put_reader", [](PyDevice &p, const std::string &name, py::object read, int64_t size,
+                                    const std::string &dtype, const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            // read(n) -> bytes (b"" at the end), as a file object's read
+            struct Reader : ObjectSource {
+                PyProgress &pr;
+                py::object &fn;
+                uint64_t n;
+                Reader(PyProgress &p, py::object &f, uint64_t size) : pr(p), fn(f), n(size) {}
+                uint64_t size() const override { return n; }
+                uint64_t read(uint8_t *buf, uint64_t want) override
+                {
+                    return pr.call("read", [&]() -> uint64_t {
+                        const py::bytes b = fn(want);
+                        const std::string_view v(b);
+                        if (v.size() > want) throw Error("read(n) gave more than n bytes", EINVAL);
+                        std::memcpy(buf, v.data(), v.size());
+                        return v.size();
+                    });
+                }
+            } src(pr, read, size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("read"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
+           py::arg("progress") = py::none(), "streams an object from read(n) -> bytes (size < 0: until b\"\")")
+        .def("store_put_mapped", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
+                                    const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            InBuf in(b);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            MemorySource src(in.ptr(), in.size(), true);
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
+           "streams an object from a memory map, paging out what it has read")
+        .def("store_get_fd", [](PyDevice &p, const std::string &name, int fd, bool npy_header, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            FdSink sink(fd, "fd " + std::to_string(fd));
+            if (npy_header) {
+                sink.header = [](const ObjectInfo &o) {
+                    if (!o.is_tensor()) throw Error("object '" + o.name + "' is a blob, not a tensor: no .npy file", EINVAL);
+                    return npy::header(o.dtype, o.shape);
+                };
+            }
+            return object_info(pr.run([&] { return s->get_into(name, sink, pr.callback()); }));
+        }, py::arg("name"), py::arg("fd"), py::arg("npy_header"), py::arg("progress") = py::none(),
+           "streams a whole object to a file descriptor, checked (a .npy header first with npy_header)")
+        .def("store_get_writer", [](PyDevice &p, const std::string &name, py::object write, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            StreamSink sink([&](uint64_t pos, const uint8_t *data, uint64_t n) {
+                pr.call("write", [&] {
+                    write(pos, py::memoryview::from_memory(data, static_cast<py::ssize_t>(n)));
+                });
+            });
+            return object_info(pr.run([&] { return s->get_into(name, sink, pr.callback()); }));
+        }, py::arg("name"), py::arg("write"), py::arg("progress") = py::none(),
+           "streams a whole object through write(pos, memoryview), checked at its end")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
             const Use u(p);
             OutBuf out(b);

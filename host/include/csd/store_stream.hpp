@@ -37,8 +37,9 @@ public:
 // size is known from there, a pipe's or terminal's is not. Does not close fd.
 class FdSource : public ObjectSource {
 public:
-    // Reads fd; `what` names it in errors ("stdin", a path).
-    FdSource(int fd, std::string what);
+    // Reads fd; `what` names it in errors ("stdin", a path). size: the bytes it promises (a
+    // .npy header's count, checked by the put), else (kUnknownSize) a regular file's rest.
+    FdSource(int fd, std::string what, uint64_t size = kUnknownSize);
     // The bytes from the position at construction to the end, or kUnknownSize.
     uint64_t size() const override { return size_; }
     // read(2), again after EINTR unless interrupted() says stop; throws csd::Error on an error.
