@@ -285,6 +285,113 @@ class Csdctl(unittest.TestCase):
         self.assertEqual(p.stdout, data)
         self.assertEqual(json.loads(p.stderr)["bytes"], len(data))
 
+    # ------------------------------------------------------------ streaming put and get
+    def run_measured(self, args, stdin_file=None, feed=None, drain=False):
+        """Runs csdctl ARGS with stdin from stdin_file (a regular file), or from a pipe that
+        feed (a file) is written into a chunk at a time; drain: its stdout read a chunk at a
+        time and hashed. Returns (its peak resident memory in bytes, stderr, stdout's sha256)."""
+        import hashlib
+        import threading
+        stdin = open(stdin_file, "rb") if stdin_file else subprocess.PIPE if feed else subprocess.DEVNULL
+        p = subprocess.Popen([CSDCTL, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=self.env, cwd=self.dir)
+        errs, digest = [], hashlib.sha256()
+
+        def feeder():
+            with open(feed, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    p.stdin.write(chunk)
+            p.stdin.close()
+        threads = [threading.Thread(target=lambda: errs.append(p.stderr.read()))]
+        if feed:
+            threads.append(threading.Thread(target=feeder))
+        for t in threads:
+            t.start()
+        while chunk := p.stdout.read(1 << 20):
+            if drain:
+                digest.update(chunk)
+        for t in threads:
+            t.join()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if stdin_file:
+            stdin.close()
+        self.assertEqual(p.returncode, 0, f"csdctl {' '.join(args)}: {errs[0].decode()}")
+        return usage.ru_maxrss * 1024, errs[0], digest.hexdigest()
+
+    def test_put_and_get_stream_in_bounded_memory(self):
+        """put from a file and from a pipe, get to a file and to a pipe, of an object larger
+        than the memory any of them may use: each stays under 64 MiB resident, progress
+        comes from the first chunks on, and every byte arrives."""
+        import hashlib
+        size, limit = (320 << 20) + 12345, 64 << 20
+        self.env["CSD_DEVICE"] = f"emu:{self.dir}/big.img?size=1G&slm=32M"
+        self.run_ok("format")
+        src, digest = self.dir / "src.bin", hashlib.sha256()
+        with open(src, "wb") as f:
+            for i in range(0, size, 1 << 20):
+                chunk = os.urandom(min(1 << 20, size - i))
+                digest.update(chunk)
+                f.write(chunk)
+        rss, err, _ = self.run_measured(["--progress", "put", "file", "src.bin"])
+        self.assertLess(rss, limit, "put from a file")
+        self.assertRegex(err.decode(), r"^put file:  2\d% \(", "no progress line in the first quarter")
+        rss, err, _ = self.run_measured(["--progress", "put", "piped", "-"], feed=src)
+        self.assertLess(rss, limit, "put from a pipe")
+        self.assertIn(b"put piped: 256.0 MiB", err, "no progress line for a pipe")
+        rss, _, _ = self.run_measured(["put", "redirected", "-"], stdin_file=src)
+        self.assertLess(rss, limit, "put from stdin redirected from a file")
+        crcs = {self.json_ok("stat", n)["crc32c"] for n in ("file", "piped", "redirected")}
+        self.assertEqual(len(crcs), 1, crcs)
+        self.assertEqual(self.json_ok("stat", "piped")["bytes"], size)
+        rss, _, _ = self.run_measured(["get", "piped", "out.bin"])
+        self.assertLess(rss, limit, "get to a file")
+        with open(self.dir / "out.bin", "rb") as f:
+            back = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                back.update(chunk)
+        self.assertEqual(back.hexdigest(), digest.hexdigest())
+        rss, _, got = self.run_measured(["get", "file", "-"], drain=True)
+        self.assertLess(rss, limit, "get to a pipe")
+        self.assertEqual(got, digest.hexdigest())
+        self.assertEqual(sorted(os.listdir(self.dir)), ["big.img", "drive.img", "out.bin", "src.bin"],
+                         "a temporary file was left behind")
+
+    def test_streamed_npy_and_failed_get(self):
+        """A .npy streamed from a pipe keeps its dtype and shape; one whose data is shorter
+        than its header says stores nothing and leaves no reservation. A get that fails its
+        CRC-32C leaves an existing file as it was, and no temporary file."""
+        data = bytes(range(256)) * 4096 * 3  # 3 MiB of <u2, (1536, 1024)
+        t = npy("<u2", (1536, 1024), data)
+        self.run_ok("put", "t", "-", "--npy", stdin=t)
+        self.assertEqual((self.json_ok("stat", "t")["dtype"], self.json_ok("stat", "t")["shape"]), ("<u2", [1536, 1024]))
+        self.run_ok("get", "t", "t.npy")
+        self.assertEqual((self.dir / "t.npy").read_bytes(), t)
+        p = self.run_csdctl("put", "short", "-", "--npy", stdin=t[:-2])
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+        self.assertIn(b"nothing stored", p.stderr)
+        self.assertFalse(self.run_csdctl("stat", "short").returncode == 0)
+        self.assertEqual(self.json_ok("stat")["reservations"], [])
+        (self.dir / "short.npy").write_bytes(t[:-2])
+        p = self.run_csdctl("put", "short", "short.npy")
+        self.assertEqual(p.returncode, EXIT_USAGE, p.stderr)
+        self.assertIn(b"short.npy: .npy data is", p.stderr)
+        # damage the object behind the store: its bytes are in the image once
+        marker = b"damage me here, " * 4096
+        self.run_ok("put", "d", "-", stdin=marker)
+        img = self.dir / "drive.img"
+        raw = bytearray(img.read_bytes())
+        at = raw.find(marker)
+        self.assertGreater(at, 0)
+        raw[at + 1000] ^= 1
+        img.write_bytes(bytes(raw))
+        (self.dir / "keep.bin").write_bytes(b"precious")
+        p = self.run_csdctl("get", "d", "keep.bin")
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+        self.assertIn(b"CRC-32C", p.stderr)
+        self.assertEqual((self.dir / "keep.bin").read_bytes(), b"precious", "a failed get overwrote the file")
+        self.assertEqual([n for n in os.listdir(self.dir) if "csdctl-" in n], [], "a temporary file was left")
+
     # ------------------------------------------------------------ u64 values
     def test_u64_values_at_and_above_2_63(self):
         values = [1, 2**63 - 1, 2**63, 2**64 - 1]
