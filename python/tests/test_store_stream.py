@@ -144,6 +144,7 @@ def test_a_failed_get_file_leaves_the_file_as_it_was(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if "nvme_csd-" in p.name] == []
 
 
+@pytest.mark.skipif(bool(os.environ.get("CSD_TEST_DEVICE")), reason="host only: 1 GiB of files (the guest's /tmp is its RAM)")
 def test_host_memory_stays_bounded_whatever_the_size(tmp_path):
     """put_file from a path and from a memory map, get_file to a path, of a 320 MiB object,
     in a fresh interpreter: its peak resident memory grows by far less than the object."""
