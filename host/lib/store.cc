@@ -754,18 +754,28 @@ struct ObjectStore::StreamSpace {
 };
 
 // Space for at least `need` blocks of a put that has written `written` bytes into `sp`:
-// the blocks right after it where they are free, else a free range twice as large, to
-// which the bytes written so far are copied (through `scratch`, a chunk of host memory).
+// the blocks right after it where they are free (twice its size, else just enough), else a
+// free range twice as large (else just large enough), to which the bytes written so far are
+// copied (through `scratch`, a chunk of host memory).
 void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch)
 {
     const uint64_t want = std::max(need, 2 * sp.blocks);
     Reservation r;
-    if (reserve_at(sp.start + sp.blocks, want - sp.blocks, &r)) {
-        sp.ids.push_back(r.id);
-        sp.blocks = want;
-        return;
+    for (const uint64_t total : {want, need}) {
+        if (reserve_at(sp.start + sp.blocks, total - sp.blocks, &r)) {
+            sp.ids.push_back(r.id);
+            sp.blocks = total;
+            return;
+        }
     }
-    r = reserve(want);
+    uint64_t blocks = want;
+    try {
+        r = reserve(want);
+    } catch (const Error &e) {
+        if (e.errnum() != ENOSPC || want == need) throw;
+        r = reserve(need);  // no room for twice: just enough, this time
+        blocks = need;
+    }
     const uint32_t lba = dev_.ns().lba_size;
     try {
         for (uint64_t at = 0; at < written; at += scratch.size()) {  // written is whole blocks
@@ -778,7 +788,7 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
         throw;
     }
     release_quietly(sp.ids);
-    sp = {{r.id}, r.block, want};
+    sp = {{r.id}, r.block, blocks};
 }
 
 void ObjectStore::put(const std::string &name, ObjectSource &src, const std::string &type,
