@@ -1046,23 +1046,19 @@ bool format_multi_writer_store()
     return ObjectStore(*dev).multi_writer();
 }
 
-// Several processes (each its own Device, sharing nothing but the drive) put and remove
-// objects at once: every acknowledged update must be there afterwards with its bytes.
-// Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
-TEST(StoreWriters, ConcurrentProcessesLoseNothing)
+// Forks `writers` children, child w running write(w) (its exit status; an exception is
+// printed and fails it), and expects each to succeed.
+void run_writer_processes(int writers, const std::function<int(int)> &write)
 {
-    constexpr int kWriters = 4, kOps = 24;
-    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
     std::vector<pid_t> kids;
-    for (int w = 0; w < kWriters; w++) {
+    for (int w = 0; w < writers; w++) {
         const pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
+            alarm(120);  // a hang fails the test instead of stopping the suite
             int rc = 1;
             try {
-                auto dev = open_dev();
-                ObjectStore s(*dev);
-                rc = write_objects(s, w, kOps);
+                rc = write(w);
             } catch (const std::exception &e) {
                 std::fprintf(stderr, "writer %d: %s\n", w, e.what());
             }
@@ -1076,6 +1072,20 @@ TEST(StoreWriters, ConcurrentProcessesLoseNothing)
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above)";
     }
+}
+
+// Several processes (each its own Device, sharing nothing but the drive) put and remove
+// objects at once: every acknowledged update must be there afterwards with its bytes.
+// Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
+TEST(StoreWriters, ConcurrentProcessesLoseNothing)
+{
+    constexpr int kWriters = 4, kOps = 24;
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    run_writer_processes(kWriters, [](int w) {
+        auto dev = open_dev();
+        ObjectStore s(*dev);
+        return write_objects(s, w, kOps);
+    });
     expect_every_acknowledged_object(kWriters, kOps);
 }
 
@@ -2624,35 +2634,16 @@ TEST(StoreWriters, StreamingWritersLoseNothing)
         ASSERT_TRUE(format_multi_writer_store());
         auto dev = open_dev();
         ObjectStore shared(*dev);
-        std::vector<pid_t> kids;
-        for (int w = 0; w < kWriters; w++) {
-            const pid_t pid = fork();
-            ASSERT_GE(pid, 0);
-            if (pid == 0) {
-                alarm(120);
-                int rc = 1;
-                try {
-                    if (after_open) {
-                        stream_objects(shared, w);
-                    } else {
-                        auto own = open_dev();
-                        ObjectStore s(*own);
-                        stream_objects(s, w);
-                    }
-                    rc = 0;
-                } catch (const std::exception &e) {
-                    std::fprintf(stderr, "writer %d: %s\n", w, e.what());
-                }
-                std::fflush(nullptr);
-                _exit(rc);
+        run_writer_processes(kWriters, [&](int w) {
+            if (after_open) {
+                stream_objects(shared, w);
+            } else {
+                auto own = open_dev();
+                ObjectStore s(*own);
+                stream_objects(s, w);
             }
-            kids.push_back(pid);
-        }
-        for (pid_t pid : kids) {
-            int status = 0;
-            ASSERT_EQ(waitpid(pid, &status, 0), pid);
-            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above)";
-        }
+            return 0;
+        });
         expect_streamed(kWriters);
     }
 }
