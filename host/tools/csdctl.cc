@@ -667,8 +667,9 @@ int cmd_put(Device &d, const Opts &o, const std::string &name, const std::string
 }
 
 // Where a get writes: stdout for "-"; a new or regular file through a temporary file
-// beside it, renamed over it only once the object checked out (a failed get leaves an
-// existing file as it was); anything else (a FIFO, /dev/null) opened as it is.
+// beside it (beside a symbolic link's target), renamed over it only once the object
+// checked out (a failed get leaves an existing file as it was; a replaced one keeps its
+// mode); anything else (a FIFO, /dev/null) opened as it is.
 class OutputFile {
 public:
     // Opens the destination for file.
@@ -684,12 +685,22 @@ public:
             if (fd_ < 0) throw Error("cannot write " + file, errno);
             return;
         }
-        tmp_ = file + ".csdctl-XXXXXX";
+        if (char *real = realpath(file.c_str(), nullptr)) {  // an existing file, or a link's target
+            file_ = real;
+            std::free(real);
+        }
+        tmp_ = file_ + ".csdctl-XXXXXX";
         fd_ = mkostemp(&tmp_[0], O_CLOEXEC);
         if (fd_ < 0) throw Error("cannot write " + file + " (a temporary file beside it)", errno);
-        const mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd_, 0666 & ~mask);
+        mode_t mode = 0;
+        if (stat(file_.c_str(), &st) == 0) {
+            mode = st.st_mode & 07777;
+        } else {
+            mode = umask(0);
+            umask(mode);
+            mode = 0666 & ~mode;
+        }
+        fchmod(fd_, mode);
     }
     ~OutputFile()
     {

@@ -4,6 +4,7 @@
 import errno
 import mmap
 import os
+import tempfile
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union, cast
 
@@ -204,13 +205,16 @@ class Store(MutableMapping[str, Any]):
                         return self._get_fd(name, fd, want_npy, cb)
                     finally:
                         os.close(fd)
-                tmp = f"{path}.nvme_csd-{os.getpid()}"
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+                real = os.path.realpath(path)   # beside a symbolic link's target
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=os.path.basename(real) + ".nvme_csd-")
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fd, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
                 try:
                     info = self._get_fd(name, fd, want_npy, cb)
                     os.close(fd)
                     fd = -1
-                    os.replace(tmp, path)
+                    os.replace(tmp, real)
                     return info
                 finally:
                     if fd >= 0:

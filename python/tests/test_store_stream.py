@@ -170,3 +170,14 @@ def test_host_memory_stays_bounded_whatever_the_size(tmp_path):
         assert out.returncode == 0, out.stderr
         assert int(out.stdout) < 64 << 20, f"{how}: peak resident memory grew by {int(out.stdout) >> 20} MiB"
         assert (tmp_path / "out.bin").stat().st_size == size
+
+
+def test_get_file_through_a_link_writes_its_target_keeping_its_mode(dev, tmp_path):
+    dev.store["x"] = b"new bytes"
+    (tmp_path / "target.bin").write_bytes(b"old")
+    (tmp_path / "target.bin").chmod(0o600)
+    (tmp_path / "link.bin").symlink_to("target.bin")
+    dev.store.get_file("x", tmp_path / "link.bin")
+    assert (tmp_path / "link.bin").is_symlink()
+    assert (tmp_path / "target.bin").read_bytes() == b"new bytes"
+    assert (tmp_path / "target.bin").stat().st_mode & 0o777 == 0o600

@@ -397,6 +397,13 @@ class Csdctl(unittest.TestCase):
         self.assertIn(b"CRC-32C", p.stderr)
         self.assertEqual((self.dir / "keep.bin").read_bytes(), b"precious", "a failed get overwrote the file")
         self.assertEqual([n for n in os.listdir(self.dir) if "csdctl-" in n], [], "a temporary file was left")
+        # a get through a symbolic link writes its target, keeping the target's mode
+        (self.dir / "keep.bin").chmod(0o600)
+        (self.dir / "link.bin").symlink_to("keep.bin")
+        self.run_ok("get", "t", "link.bin")
+        self.assertTrue((self.dir / "link.bin").is_symlink(), "the link was replaced by a file")
+        self.assertEqual((self.dir / "keep.bin").read_bytes(), data)
+        self.assertEqual((self.dir / "keep.bin").stat().st_mode & 0o777, 0o600)
 
     # ------------------------------------------------------------ program run FILE.o
     def test_program_run_loads_runs_and_unloads_a_file(self):
