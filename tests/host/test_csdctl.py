@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -210,6 +211,26 @@ class Csdctl(unittest.TestCase):
             st = self.json_ok("-d", dev, "stat")
             self.assertEqual((st["reservations"], st["reserved_bytes"]), ([], 0), "the put left its reservation")
             self.assertEqual(self.run_ok("-d", dev, "get", "big", "-").stdout, b"the old version")
+
+    def test_interrupted_put_from_a_waiting_pipe_releases_its_reservation(self):
+        """SIGINT while a put from a pipe waits for more bytes (after its first chunks): the
+        blocked read ends, the put releases every reservation it grew into and stores nothing."""
+        p = subprocess.Popen([CSDCTL, "--progress", "put", "piped", "-"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=self.dir)
+        p.stdin.write(os.urandom(9 << 20))   # past two chunks: grown once at least
+        p.stdin.flush()
+        for _ in range(200):                 # until its space has grown past the first chunk
+            st = self.json_ok("stat")
+            if st["reserved_bytes"] > 4 << 20:
+                break
+            time.sleep(0.05)
+        self.assertGreater(st["reserved_bytes"], 4 << 20, st)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGINT, err)
+        self.assertIn(b"nothing stored", err)
+        st = self.json_ok("stat")
+        self.assertEqual((st["reservations"], st["reserved_bytes"], st["objects"]), ([], 0, 0), st)
 
     def test_ls_and_stat_show_a_killed_writers_reservation(self):
         """A put killed (SIGKILL: no chance to clean up) leaves its reservation: ls and stat
