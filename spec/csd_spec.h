@@ -327,6 +327,14 @@ struct csd_gemm_params {
     uint32_t m, n, k, flags;
     float alpha, beta;
 };
+/* The rows of C the gemm program computes at a time (each one OpenBLAS call, a cancellation
+ * check between): at most 2^30 flops and 256 rows, a function of n and k alone. A host that
+ * tiles a gemm by rows in multiples of it gets the bits of one Execute over the whole. */
+static inline uint64_t csd_gemm_block_rows(uint64_t n, uint64_t k)
+{
+    const uint64_t by_flops = (1ull << 30) / (2 * n * k);
+    return by_flops == 0 ? 1 : by_flops < 256 ? by_flops : 256;
+}
 
 enum csd_elementwise_op {
     CSD_EW_ADD = 0, CSD_EW_SUB = 1, CSD_EW_MUL = 2, CSD_EW_DIV = 3, CSD_EW_MAX = 4,
@@ -351,6 +359,13 @@ enum csd_dtype { CSD_DT_F32 = 0, CSD_DT_F64 = 1, CSD_DT_I32 = 2, CSD_DT_I64 = 3 
 struct csd_reduce_params {
     uint32_t op, dtype, rows, cols;
 };
+/* reduce's parameters with a carry (24 bytes, project extension): op sum of f32 or f64 only,
+ * row 0's sum starts from sum0 instead of 0 (the sum so far of a row streamed in pieces, so
+ * that the pieces add in element order exactly as one Execute over the whole row would). */
+struct csd_reduce_carry_params {
+    struct csd_reduce_params base;
+    double sum0;
+};
 
 enum csd_field_type {
     CSD_FT_I32 = 0, CSD_FT_I64 = 1, CSD_FT_U32 = 2, CSD_FT_U64 = 3, CSD_FT_F32 = 4,
@@ -364,6 +379,8 @@ enum csd_filter_output { CSD_FILTER_RECORDS = 0, CSD_FILTER_INDICES = 1 };
 struct csd_filter_params {
     uint32_t record_size, count, field_offset;
     uint16_t field_type, op;
+    /* reserved: 0, or in indices mode the index of the range's first record (project
+     * extension: a piece of a larger table streamed through SLM), added to every index */
     uint32_t output_mode, reserved;
     uint8_t lo[8], hi[8]; /* i64, u64 or f64 by field type */
 };

@@ -132,6 +132,44 @@ int csd_store_put_fd(csd_dev *dev, const char *name, int fd);
  * a pipe cannot start over: a replacement meanwhile gives -EAGAIN. */
 int csd_store_get_fd(csd_dev *dev, const char *name, int fd, uint64_t *len);
 
+/* Programs over stored objects of any size (docs/store.md, "Objects larger than SLM"): an
+ * object larger than the SLM a call may use streams through SLM in pieces, the SLM Load of
+ * the next overlapping the Execute of this one, with the results one Execute over the whole
+ * would give. opts may be NULL (all free SLM, no progress). */
+typedef struct csd_stream_opts {
+    uint64_t slm_budget; /* SLM bytes the call may use; 0: the largest free range */
+    /* called after each piece with the input bytes done and the total (may be NULL); a
+     * non-zero return cancels: the call returns -ECANCELED, stores nothing, frees its SLM */
+    int (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *arg;
+} csd_stream_opts;
+/* filter program over object src into object dst (p as the program takes it: count 0 for
+ * every record; output_mode CSD_FILTER_INDICES for u32 indices). matches/bytes may be NULL. */
+int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struct csd_filter_params *p,
+                     const csd_stream_opts *opts, uint64_t *matches, uint64_t *bytes);
+/* checksum (CSD_CKSUM_CRC32C of any size; CSD_CKSUM_XXH64 of an object that fits in SLM
+ * whole, else -EINVAL saying why) of an object. */
+int csd_store_checksum(csd_dev *dev, const char *name, uint32_t algo, const csd_stream_opts *opts, uint64_t *sum);
+/* reduce (CSD_RED_*) of a tensor of <f4, <f8, <i4 or <i8: one 8-byte result per row (rows:
+ * shape[0] of a tensor of two or more dimensions, else 1) into out, as the reduce program
+ * writes them; *rows = the rows (-ENOSPC, nothing run, if more than cap). */
+int csd_store_reduce(csd_dev *dev, const char *name, uint32_t op, const csd_stream_opts *opts, uint64_t *out,
+                     uint64_t cap, uint64_t *rows);
+/* convert (CSD_CVT_*) of object src into object dst; *bytes (may be NULL) = its size. */
+int csd_store_convert(csd_dev *dev, const char *src, uint32_t op, const char *dst, float scale, int32_t zero_point,
+                      const csd_stream_opts *opts, uint64_t *bytes);
+/* decompress (CSD_DECOMP_ZSTD or _LZ4 frames) of object src into object dst. */
+int csd_store_decompress(csd_dev *dev, const char *src, uint32_t codec, const char *dst, const csd_stream_opts *opts,
+                         uint64_t *bytes);
+/* gemm: object c = a (m x k) x b (k x n), 2-D <f4 tensors. */
+int csd_store_gemm(csd_dev *dev, const char *a, const char *b, const char *c, const csd_stream_opts *opts);
+/* A loaded eBPF program (slot, records of record_size bytes) over the records of object src,
+ * mode CSD_BPF_FILTER or _MAP into object dst, or _REDUCE: res[0] = matches (filter) or
+ * records, res[1] = bytes written or (reduce) the wrapping u64 sum. */
+int csd_store_program_run(csd_dev *dev, uint16_t slot, uint32_t record_size, uint32_t mode, const char *src,
+                          const char *dst, const uint64_t *params, uint32_t nr_params, const csd_stream_opts *opts,
+                          uint64_t res[2]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
-#include "csd/store_stream.hpp"
+#include "csd/store_io.hpp"
 
 struct csd_dev {
     std::unique_ptr<csd::Device> dev;
@@ -58,6 +58,23 @@ csd::ObjectStore &store_of(csd_dev *d)
 {
     if (!d->store) d->store = std::make_unique<csd::ObjectStore>(*d->dev);
     return *d->store;
+}
+
+// The C++ StreamOptions of a csd_stream_opts (NULL: the defaults); a progress that returns
+// non-zero cancels with ECANCELED.
+csd::StreamOptions stream_of(const csd_stream_opts *o)
+{
+    csd::StreamOptions s;
+    if (!o) return s;
+    s.slm_budget = o->slm_budget;
+    if (o->progress) {
+        auto fn = o->progress;
+        void *arg = o->arg;
+        s.progress = [fn, arg](uint64_t done, uint64_t total) {
+            if (fn(arg, done, total)) throw csd::Error("cancelled by the progress callback", ECANCELED);
+        };
+    }
+    return s;
 }
 
 }  // namespace
@@ -368,6 +385,97 @@ int csd_store_remove(csd_dev *dev, const char *name)
 {
     if (!dev || !name) return bad_arg("csd_store_remove: NULL dev or name");
     return guard([&] { store_of(dev).remove(name); });
+}
+
+int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struct csd_filter_params *p,
+                     const csd_stream_opts *opts, uint64_t *matches, uint64_t *bytes)
+{
+    if (!dev || !src || !dst || !p) return bad_arg("csd_store_filter: NULL dev, src, dst or params");
+    return guard([&] {
+        csd::FilterSpec s;
+        s.record_size = p->record_size;
+        s.count = p->count;
+        s.field_offset = p->field_offset;
+        s.field_type = static_cast<csd::FieldType>(p->field_type);
+        s.op = static_cast<csd::CmpOp>(p->op);
+        s.indices = p->output_mode == CSD_FILTER_INDICES;
+        std::memcpy(&s.lo_int, p->lo, 8);
+        std::memcpy(&s.hi_int, p->hi, 8);
+        if (p->field_type == CSD_FT_F32 || p->field_type == CSD_FT_F64) {
+            std::memcpy(&s.lo, p->lo, 8);
+            std::memcpy(&s.hi, p->hi, 8);
+        }
+        const csd::FilterResult r = store_of(dev).filter(src, s, dst, stream_of(opts));
+        if (matches) *matches = r.matches;
+        if (bytes) *bytes = r.bytes;
+    });
+}
+
+int csd_store_checksum(csd_dev *dev, const char *name, uint32_t algo, const csd_stream_opts *opts, uint64_t *sum)
+{
+    if (!dev || !name || !sum) return bad_arg("csd_store_checksum: NULL dev, name or sum");
+    return guard([&] { *sum = store_of(dev).checksum(name, static_cast<csd::ChecksumAlgo>(algo), stream_of(opts)); });
+}
+
+int csd_store_reduce(csd_dev *dev, const char *name, uint32_t op, const csd_stream_opts *opts, uint64_t *out,
+                     uint64_t cap, uint64_t *rows)
+{
+    if (!dev || !name || !rows || (!out && cap)) return bad_arg("csd_store_reduce: NULL dev, name, rows or out");
+    return guard([&] {
+        auto &s = store_of(dev);
+        const csd::ObjectInfo o = s.stat(name);
+        *rows = o.shape.size() > 1 ? o.shape[0] : 1;
+        if (*rows > cap) {
+            throw csd::Error("csd_store_reduce: room for " + std::to_string(cap) + " results, object '" +
+                                 std::string(name) + "' has " + std::to_string(*rows) + " rows",
+                             ENOSPC);
+        }
+        const std::vector<uint64_t> r = s.reduce(name, static_cast<csd::ReduceOp>(op), stream_of(opts));
+        *rows = r.size();
+        if (!r.empty()) std::memcpy(out, r.data(), r.size() * 8);
+    });
+}
+
+int csd_store_convert(csd_dev *dev, const char *src, uint32_t op, const char *dst, float scale, int32_t zero_point,
+                      const csd_stream_opts *opts, uint64_t *bytes)
+{
+    if (!dev || !src || !dst) return bad_arg("csd_store_convert: NULL dev, src or dst");
+    return guard([&] {
+        const uint64_t n = store_of(dev).convert(src, static_cast<csd::ConvertOp>(op), dst, scale, zero_point, stream_of(opts));
+        if (bytes) *bytes = n;
+    });
+}
+
+int csd_store_decompress(csd_dev *dev, const char *src, uint32_t codec, const char *dst, const csd_stream_opts *opts,
+                         uint64_t *bytes)
+{
+    if (!dev || !src || !dst) return bad_arg("csd_store_decompress: NULL dev, src or dst");
+    return guard([&] {
+        const uint64_t n = store_of(dev).decompress(src, static_cast<csd::Codec>(codec), dst, stream_of(opts));
+        if (bytes) *bytes = n;
+    });
+}
+
+int csd_store_gemm(csd_dev *dev, const char *a, const char *b, const char *c, const csd_stream_opts *opts)
+{
+    if (!dev || !a || !b || !c) return bad_arg("csd_store_gemm: NULL dev, a, b or c");
+    return guard([&] { store_of(dev).gemm(a, b, c, stream_of(opts)); });
+}
+
+int csd_store_program_run(csd_dev *dev, uint16_t slot, uint32_t record_size, uint32_t mode, const char *src,
+                          const char *dst, const uint64_t *params, uint32_t nr_params, const csd_stream_opts *opts,
+                          uint64_t res[2])
+{
+    if (!dev || !src || !res || (!params && nr_params)) return bad_arg("csd_store_program_run: NULL dev, src, res or params");
+    return guard([&] {
+        csd::Program prog = csd::Program::attach(*dev->dev, slot, record_size);
+        prog.keep();  // loaded until csd_program_unload
+        const csd::FilterResult r = store_of(dev).run_program(prog, mode, src, dst ? dst : "",
+                                                              std::vector<uint64_t>(params, params + nr_params),
+                                                              stream_of(opts));
+        res[0] = r.matches;
+        res[1] = r.bytes;
+    });
 }
 
 }  // extern "C"

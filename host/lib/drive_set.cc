@@ -311,20 +311,12 @@ double DriveSet::reduce(const std::string &name, ReduceOp op)
         const uint64_t n = store(i).stat(part).bytes / esize;
         parts[i].n = n;
         if (n == 0) return;
-        if (n > std::numeric_limits<uint32_t>::max()) throw Error("reduce: a block of more than 2^32 elements", EINVAL);
-        SlmBuffer x = store(i).load(part);
-        SlmBuffer out = drive(i).slm().alloc(16);
+        // each block streams through its drive's SLM (ObjectStore::reduce: any size)
         auto run = [&](ReduceOp o) {
-            programs::reduce(drive(i), o, dt, Range{x.offset(), n * esize}, range(out), 1, static_cast<uint32_t>(n));
-            uint8_t r[8];
-            drive(i).slm_read(out.offset(), r, 8);
-            if (o == ReduceOp::argmax || o == ReduceOp::argmin) {
-                uint64_t idx;
-                std::memcpy(&idx, r, 8);
-                return static_cast<double>(idx);
-            }
+            const uint64_t bits = store(i).reduce(part, o, {}, true).at(0);
+            if (o == ReduceOp::argmax || o == ReduceOp::argmin) return static_cast<double>(bits);
             double v;
-            std::memcpy(&v, r, 8);
+            std::memcpy(&v, &bits, 8);
             return v;
         };
         parts[i].value = run(op);
@@ -380,14 +372,7 @@ void DriveSet::gemm(const std::string &a, const std::string &b, const std::strin
             store(i).put(pc, nullptr, 0, "<f4", {0, n});
             return;
         }
-        SlmBuffer sa = store(i).load(part_name(a, i));
-        SlmBuffer sb = store(i).load(b);
-        const uint64_t cbytes = m * n * 4;
-        SlmBuffer sc = drive(i).slm().alloc((cbytes + 4095) / 4096 * 4096, 4096);
-        programs::gemm(drive(i), Range{sa.offset(), m * k * 4}, Range{sb.offset(), k * n * 4},
-                       Range{sc.offset(), cbytes}, static_cast<uint32_t>(m), static_cast<uint32_t>(n),
-                       static_cast<uint32_t>(k));
-        store(i).put_from_slm(pc, sc, cbytes, "<f4", {m, n});
+        store(i).gemm(part_name(a, i), b, pc);  // tiled through the drive's SLM where it must be
     });
 }
 

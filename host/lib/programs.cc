@@ -24,6 +24,7 @@ csd_filter_params filter_params(const FilterSpec &s)
     p.field_type = static_cast<uint16_t>(s.field_type);
     p.op = static_cast<uint16_t>(s.op);
     p.output_mode = s.indices ? CSD_FILTER_INDICES : CSD_FILTER_RECORDS;
+    p.reserved = s.indices ? s.index_base : 0;
     if (s.field_type == FieldType::f32 || s.field_type == FieldType::f64) {
         std::memcpy(p.lo, &s.lo, 8);
         std::memcpy(p.hi, &s.hi, 8);
@@ -72,6 +73,12 @@ void softmax(Device &d, Range x, Range out, uint32_t rows, uint32_t cols)
 void reduce(Device &d, ReduceOp op, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols)
 {
     csd_reduce_params p{static_cast<uint32_t>(op), static_cast<uint32_t>(dtype), rows, cols};
+    exec(d, CSD_PROG_REDUCE, {x, out}, p);
+}
+
+void reduce_sum_from(Device &d, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols, double sum0)
+{
+    csd_reduce_carry_params p{{CSD_RED_SUM, static_cast<uint32_t>(dtype), rows, cols}, sum0};
     exec(d, CSD_PROG_REDUCE, {x, out}, p);
 }
 

@@ -38,10 +38,11 @@
 #include <thread>
 
 #include "csd/npy.hpp"
+#include "store_internal.hpp"
 #include "csd_crc32c.h"
 #include "fork_hold.hpp"
 #include "store_catalog.hpp"
-#include "csd/store_stream.hpp"
+#include "csd/store_io.hpp"
 
 namespace csd {
 
@@ -283,6 +284,8 @@ std::string signature_found(const std::vector<uint8_t> &head, const std::vector<
     return "";
 }
 
+}  // namespace
+
 // Throws EROFS for what (a write of the store) where the device was opened read-only.
 void refuse_read_only(const Device &dev, const std::string &what)
 {
@@ -292,8 +295,6 @@ void refuse_read_only(const Device &dev, const std::string &what)
                     EROFS);
     }
 }
-
-}  // namespace
 
 void ObjectStore::check_blank(Device &dev)
 {
@@ -1155,38 +1156,6 @@ void ObjectStore::put_from_slm(const std::string &name, const SlmBuffer &src, ui
         }
         throw;
     }
-}
-
-FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec, const std::string &dst)
-{
-    refuse_read_only(dev_, "filter into object '" + dst + "'");
-    const ObjectInfo in = stat(src);
-    FilterSpec s = spec;
-    if (s.record_size == 0 || in.bytes % s.record_size != 0) {
-        throw Error("filter on object '" + src + "': its " + std::to_string(in.bytes) +
-                        " bytes are not whole records of " + std::to_string(s.record_size),
-                    EINVAL);
-    }
-    if (s.count == 0) s.count = static_cast<uint32_t>(in.bytes / s.record_size);
-    SlmBuffer records = load(src);
-    const uint64_t guess = std::max<uint64_t>(block_, (in.bytes / 8 + block_ - 1) / block_ * block_);
-    SlmBuffer out = dev_.slm().alloc(guess, block_);
-    FilterResult r = programs::filter(dev_, Range{records.offset(), in.bytes}, out, s);
-    records.reset();
-    if (out.size() % block_ != 0) {  // regrown by filter: round to whole blocks for SLM Store
-        SlmBuffer bigger = dev_.slm().alloc((out.size() + block_ - 1) / block_ * block_, block_);
-        programs::copy(dev_, Range{out.offset(), r.bytes ? r.bytes : 4}, Range{bigger.offset(), bigger.size()});
-        out = std::move(bigger);
-    }
-    const std::string dtype = s.indices ? "<u4" : in.dtype;
-    std::vector<uint64_t> shape;
-    if (s.indices) shape = {r.matches};
-    else if (!in.shape.empty()) {
-        shape = in.shape;
-        shape[0] = r.matches;
-    }
-    put_from_slm(dst, out, r.bytes, dtype, shape);
-    return r;
 }
 
 }  // namespace csd

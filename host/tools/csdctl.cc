@@ -25,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,7 +37,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
-#include "csd/store_stream.hpp"
+#include "csd/store_io.hpp"
 #include "csd.h"
 #include "csd_spec.h"
 
@@ -69,6 +70,7 @@ struct Opts {
     bool json = false;
     bool bus_stats = false;  // print the data moved across the bus to stderr at exit
     int progress = -1;       // progress bars: -1 where stderr is a terminal, 0 never, 1 always
+    uint64_t slm_budget = 0;  // --slm-budget: SLM a program over objects may use (0: all that is free)
 };
 
 // A command line that does not fit the command (exit code 2).
@@ -840,13 +842,23 @@ int cmd_embedding_bag(Device &d, const Opts &o, BagArgs &a)
     return 0;
 }
 
+// How a program over an object streams (docs/store.md): a bar for objects of 8 MiB and more,
+// and a stop signal stops it between two pieces (nothing stored, SLM and reserved space freed).
+StreamOptions stream_options(const Opts &o, const Cancellable &c, const std::string &what, uint64_t bytes)
+{
+    StreamOptions s;
+    s.slm_budget = o.slm_budget;
+    s.progress = c.wrap(bar(o, what, bytes), "nothing stored, its SLM and reserved space freed");
+    return s;
+}
+
 int cmd_checksum(Device &d, const Opts &o, const std::string &name, const std::string &algo)
 {
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    SlmBuffer b = st.load(name);
-    const uint64_t sum = programs::checksum(d, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
-                                            Range{b.offset(), info.bytes});
+    Cancellable c("checksum of " + name);
+    const uint64_t sum = st.checksum(name, static_cast<ChecksumAlgo>(names(csd_checksum_algo_names).at(algo)),
+                                     stream_options(o, c, "checksum " + name, info.bytes));
     if (o.json) print({{"object", info.name}, {"algo", algo}, {"checksum", hex(sum, 16)}, {"where", where_name(d.where())}});
     else std::printf("%s %s %s\n", algo.c_str(), info.name.c_str(), hex(sum, algo == "xxh64" ? 16 : 8).c_str());
     say_where(d, o);
@@ -884,32 +896,33 @@ int print_filter(const Opts &o, const FilterResult &r, const std::string &dst, c
 {
     if (o.json && where) print({{"matches", r.matches}, {"bytes", r.bytes}, {"where", where}});
     else if (o.json) print({{"matches", r.matches}, {"bytes", r.bytes}});
-    else std::printf("%u matching records (%u bytes) -> object %s\n", r.matches, r.bytes, dst.c_str());
+    else std::printf("%llu matching records (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches),
+                     static_cast<unsigned long long>(r.bytes), dst.c_str());
     return 0;
 }
 
 int cmd_filter(Device &d, const Opts &o, const std::string &src, const std::string &dst, const FilterArgs &a)
 {
-    const int rc = print_filter(o, ObjectStore(d).filter(src, filter_spec(a), dst), dst, where_name(d.where()));
+    ObjectStore st(d);
+    Cancellable c("filter of " + src);
+    const FilterResult r = st.filter(src, filter_spec(a), dst, stream_options(o, c, "filter " + src, st.stat(src).bytes));
+    const int rc = print_filter(o, r, dst, where_name(d.where()));
     say_where(d, o);
     return rc;
 }
 
 int cmd_reduce(Device &d, const Opts &o, const std::string &name, const std::string &op_name)
 {
-    static const std::map<std::string, DType> dts = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<i4", DType::i32}, {"<i8", DType::i64}};
     const auto op = static_cast<ReduceOp>(names(csd_reduce_op_names).at(op_name));
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    auto dt = dts.find(info.dtype);
-    if (dt == dts.end()) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
-    const uint64_t rows = info.shape.size() > 1 ? info.shape[0] : 1;
-    const uint64_t cols = info.bytes / npy::itemsize(info.dtype) / rows;
-    SlmBuffer in = st.load(name);
-    SlmBuffer out = d.slm().alloc(rows * 8);
-    programs::reduce(d, op, dt->second, Range{in.offset(), info.bytes}, range(out), static_cast<uint32_t>(rows), static_cast<uint32_t>(cols));
+    static const std::set<std::string> dts = {"<f4", "<f8", "<i4", "<i8"};
+    if (!dts.count(info.dtype)) die("reduce needs a tensor of <f4, <f8, <i4 or <i8 (object '" + info.name + "' is " + (info.dtype.empty() ? "a blob" : info.dtype) + ")");
+    Cancellable c("reduce of " + name);
+    const std::vector<uint64_t> bits = st.reduce(name, op, stream_options(o, c, "reduce " + name, info.bytes));
+    const uint64_t rows = bits.size();
     std::vector<uint8_t> res(rows * 8);
-    d.slm_read(out.offset(), res.data(), res.size());
+    if (rows) std::memcpy(res.data(), bits.data(), rows * 8);
     const bool as_int = op == ReduceOp::argmax || op == ReduceOp::argmin;
     const bool int_in = info.dtype[1] == 'i' && op != ReduceOp::mean;
     json values = json::array();
@@ -956,12 +969,9 @@ int cmd_gemm(Device &d, const Opts &o, const std::string &an, const std::string 
     if (a.dtype != "<f4" || b.dtype != "<f4" || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0]) {
         die("gemm needs 2-D <f4 tensors A (m x k) and B (k x n)");
     }
-    const uint64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-    SlmBuffer sa = st.load(an), sb = st.load(bn);
-    SlmBuffer sc = d.slm().alloc((m * n * 4 + 4095) / 4096 * 4096);
-    programs::gemm(d, Range{sa.offset(), a.bytes}, Range{sb.offset(), b.bytes}, Range{sc.offset(), m * n * 4},
-                   static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
-    st.put_from_slm(cn, sc, m * n * 4, "<f4", {m, n});
+    const uint64_t m = a.shape[0], n = b.shape[1];
+    Cancellable c("gemm " + cn);
+    st.gemm(an, bn, cn, stream_options(o, c, "gemm " + cn, a.bytes));
     print_gemm(o, an, bn, cn, m, n, where_name(d.where()));
     say_where(d, o);
     return 0;
@@ -1026,8 +1036,8 @@ Program program_for_run(Device &d, const std::string &target, uint32_t record_si
                 e);
 }
 
-int run_program(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
-                const std::vector<uint64_t> &params);
+int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
+               const std::vector<uint64_t> &params);
 
 int cmd_program_run(Device &d, const Opts &o, const std::string &target, const std::string &name, const ProgramRunArgs &a)
 {
@@ -1039,11 +1049,9 @@ int cmd_program_run(Device &d, const Opts &o, const std::string &target, const s
         die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
             std::to_string(a.record_size) + "-byte records");
     }
-    const uint64_t count = info.bytes / a.record_size;
-    if (count > UINT32_MAX) die("more than 2^32-1 records");
     Program prog = program_for_run(d, target, a.record_size);
     try {
-        return run_program(d, o, prog, st, info, a, params);
+        return run_loaded(d, o, prog, st, info, a, params);
     } catch (const Error &e) {
         if (e.code() == CSD_STATUS_INVALID_PROGRAM || status_name(e.code()) == "Invalid Program Index") {
             no_program(d, target, e);
@@ -1053,34 +1061,28 @@ int cmd_program_run(Device &d, const Opts &o, const std::string &target, const s
 }
 
 // cmd_program_run's run of prog over object info with params, its result stored or printed.
-int run_program(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
-                const std::vector<uint64_t> &params)
+int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
+               const std::vector<uint64_t> &params)
 {
     const std::string &name = info.name;
     const uint64_t count = info.bytes / a.record_size;
-    SlmBuffer in = st.load(name);
-    const Range records{in.offset(), info.bytes};
-    const uint32_t n = static_cast<uint32_t>(count);
     const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
-    // put_from_slm stores whole store blocks (4 KiB, or the LBA size if larger)
-    const uint64_t blk = std::max<uint64_t>(4096, d.ns().lba_size);
-    auto whole_blocks = [blk](uint64_t n) { return std::max<uint64_t>(blk, (n + blk - 1) / blk * blk); };
+    Cancellable c("program run over " + name);
+    const StreamOptions so = stream_options(o, c, "program " + name, info.bytes);
+    const unsigned long long n = count;
     if (a.mode == "reduce") {
-        const uint64_t sum = prog.run_reduce(records, n, params);
+        const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
         if (o.json) print({{"records", n}, {"sum", sum}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
-        SlmBuffer res = d.slm().alloc(whole_blocks(8 * count));
-        prog.run_map(records, range(res, 8 * count), n, params);
-        st.put_from_slm(out, res, 8 * count, "<u8", {count});
+        st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
         if (o.json) print({{"records", n}, {"object", out}});
-        else std::printf("%u values -> object %s\n", n, out.c_str());
+        else std::printf("%llu values -> object %s\n", n, out.c_str());
     } else {
-        SlmBuffer res = d.slm().alloc(whole_blocks(info.bytes));
-        const FilterResult r = prog.run_filter(records, range(res, info.bytes), n, params);
-        st.put_from_slm(out, res, r.bytes);
+        const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
         if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
-        else std::printf("%u of %u records matched (%u bytes) -> object %s\n", r.matches, n, r.bytes, out.c_str());
+        else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
+                         static_cast<unsigned long long>(r.bytes), out.c_str());
     }
     say_where(d, o);
     return 0;
@@ -1417,6 +1419,9 @@ int main(int argc, char **argv)
                           "progress for transfers of 8 MiB and more even where stderr is no terminal (lines, no \\r)");
     app.add_flag_callback("--no-progress", [&] { o.progress = 0; },
                           "no progress bars (default: a bar where stderr is a terminal)");
+    app.add_option("--slm-budget", o.slm_budget,
+                   "bytes of SLM a program over objects may use (default: all that is free); a larger object "
+                   "streams through it in pieces (docs/store.md)");
 
     std::function<int(Device &)> action;
     std::vector<const CLI::App *> writers;  // the commands that write to the drive
@@ -1546,6 +1551,49 @@ int main(int argc, char **argv)
             s.gemm(name, other, third);
             const ObjectInfo c = s.stat(third);
             print_gemm(o, name, other, third, c.shape.at(0), c.shape.at(1));
+            return 0;
+        };
+    });
+
+    std::string cvt_op;
+    float cvt_scale = 1.0f;
+    int32_t cvt_zero = 0;
+    auto *convert = run->add_subcommand("convert", "an object's elements converted (f32 to f16, ...) into object DST");
+    writers.push_back(convert);
+    convert->add_option("src", name, "tensor (or blob) object")->required();
+    convert->add_option("dst", other, "object to create")->required();
+    convert->add_option("--op", cvt_op, "conversion")->required()->check(CLI::IsMember(names(csd_convert_op_names)));
+    choices["csdctl run convert --op"] = choice_list(names(csd_convert_op_names));
+    convert->add_option("--scale", cvt_scale, "scale of f32_i8 and i8_f32 (default 1)");
+    convert->add_option("--zero-point", cvt_zero, "zero point of f32_i8 and i8_f32 (default 0)");
+    convert->callback([&] {
+        action = [&](Device &d) {
+            ObjectStore st(d);
+            Cancellable c("convert of " + name);
+            const uint64_t bytes = st.convert(name, static_cast<ConvertOp>(names(csd_convert_op_names).at(cvt_op)), other,
+                                              cvt_scale, cvt_zero, stream_options(o, c, "convert " + name, st.stat(name).bytes));
+            if (o.json) print({{"object", other}, {"bytes", bytes}, {"where", where_name(d.where())}});
+            else std::printf("%llu bytes -> object %s\n", static_cast<unsigned long long>(bytes), other.c_str());
+            say_where(d, o);
+            return 0;
+        };
+    });
+    std::string codec = "zstd";
+    auto *decomp = run->add_subcommand("decompress", "an object of zstd or LZ4 frames decompressed into object DST");
+    writers.push_back(decomp);
+    decomp->add_option("src", name, "object of compressed frames")->required();
+    decomp->add_option("dst", other, "object to create")->required();
+    decomp->add_option("--codec", codec, "zstd or lz4")->check(CLI::IsMember(names(csd_decompress_algo_names)));
+    choices["csdctl run decompress --codec"] = choice_list(names(csd_decompress_algo_names));
+    decomp->callback([&] {
+        action = [&](Device &d) {
+            ObjectStore st(d);
+            Cancellable c("decompress of " + name);
+            const uint64_t bytes = st.decompress(name, static_cast<Codec>(names(csd_decompress_algo_names).at(codec)), other,
+                                                 stream_options(o, c, "decompress " + name, st.stat(name).bytes));
+            if (o.json) print({{"object", other}, {"bytes", bytes}, {"where", where_name(d.where())}});
+            else std::printf("%llu bytes -> object %s\n", static_cast<unsigned long long>(bytes), other.c_str());
+            say_where(d, o);
             return 0;
         };
     });

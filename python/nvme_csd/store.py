@@ -14,7 +14,7 @@ from . import _core
 from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
 from .errors import CsdError, InvalidArgument, InvalidArgumentType, NotFound
 from .progress import ProgressArg, reporter
-from .wire import CMP_OPS, FIELD_TYPES
+from .wire import CHECKSUM_ALGOS, CMP_OPS, CODECS, FIELD_TYPES, PROGRAM_MODES, REDUCE_OPS, _W
 
 if TYPE_CHECKING:
     from .device import Device
@@ -314,13 +314,83 @@ class Store(MutableMapping[str, Any]):
             return SlmArray(self._device, buf, numpy_dtype(info["dtype"], f"store.load({name!r})"), info["shape"])
         return SlmArray(self._device, buf, np.uint8, (info["bytes"],))
 
+    # ---------------------------------------------------------------- programs over objects
+    # Each runs inside the drive over an object of any size: one larger than the SLM it may use
+    # (slm_budget bytes; 0: all that is free) streams through SLM in pieces, the next piece's
+    # SLM Load overlapping this one's Execute, and gives exactly what one Execute over the
+    # whole would (docs/store.md, "Objects larger than SLM"). progress(done, total) is called
+    # after each piece (progress=True: a tqdm bar); an exception it raises (KeyboardInterrupt
+    # included) stops the run: nothing is stored, SLM and reserved space are freed, and the
+    # exception propagates.
+
     def filter(self, src: str, dst: str, *, record_size: int, field_offset: int, field_type: Any, op: str,
-               lo: Union[int, float], hi: Union[int, float] = 0, indices: bool = False) -> int:
+               lo: Union[int, float], hi: Union[int, float] = 0, indices: bool = False, slm_budget: int = 0,
+               progress: ProgressArg = None) -> int:
         """filter object src into object dst inside the drive; returns the match count."""
         code = FIELD_TYPES[np.dtype(field_type)]
-        matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
-                                            float(lo), float(hi), int(lo), int(hi), indices)
+        with reporter(progress, f"filter {src}") as cb:
+            matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
+                                                float(lo), float(hi), int(lo), int(hi), indices, slm_budget, cb)
         return int(matches)
+
+    def checksum(self, name: str, algo: str = "crc32c", *, slm_budget: int = 0, progress: ProgressArg = None) -> int:
+        """The checksum of an object (crc32c or xxh64), computed in the drive. crc32c of any
+        size; xxh64 only of an object that fits in SLM whole (InvalidArgument otherwise: its
+        digest cannot be combined from its pieces')."""
+        with reporter(progress, f"checksum {name}") as cb:
+            return int(self._dev.store_checksum(name, CHECKSUM_ALGOS[algo], slm_budget, cb))
+
+    def reduce(self, name: str, op: str, *, whole: bool = False, slm_budget: int = 0,
+               progress: ProgressArg = None) -> np.ndarray:
+        """One result per row of a tensor of float32/float64/int32/int64 (rows: shape[0] of a
+        tensor of two or more dimensions, else one row; whole=True: one row of every element),
+        computed in the drive: float64 for float inputs and means, int64 for integer
+        sum/min/max, uint64 for argmin/argmax. A row wider than SLM streams too (an int64 mean
+        of such a row is InvalidArgument: its exact 128-bit sum cannot come back)."""
+        info = self.stat(name)
+        with reporter(progress, f"reduce {name}") as cb:
+            raw = self._dev.store_reduce(name, REDUCE_OPS[op], slm_budget, cb, whole)
+        if op in ("argmax", "argmin"):
+            kind = "<u8"
+        elif op != "mean" and info["dtype"] in ("<i4", "<i8"):
+            kind = "<i8"
+        else:
+            kind = "<f8"
+        return np.frombuffer(raw, dtype=kind).copy()
+
+    def convert(self, src: str, dst: str, op: str, *, scale: float = 1.0, zero_point: int = 0, slm_budget: int = 0,
+                progress: ProgressArg = None) -> int:
+        """Object dst = object src's elements converted by op (f32_f16, f32_bf16, f16_f32,
+        bf16_f32, i8_f32, f32_i8, u8_f32) in the drive, same shape; returns its bytes."""
+        with reporter(progress, f"convert {src}") as cb:
+            return int(self._dev.store_convert(src, dict(_W["convert_ops"])[op], dst, scale, zero_point,
+                                               slm_budget, cb))
+
+    def decompress(self, src: str, dst: str, codec: str = "zstd", *, slm_budget: int = 0,
+                   progress: ProgressArg = None) -> int:
+        """Object dst = object src's zstd (or lz4) frames decompressed in the drive; returns
+        its bytes. A piece is whole frames: a frame larger than the SLM it may use is
+        InvalidArgument (a frame cannot be split)."""
+        with reporter(progress, f"decompress {src}") as cb:
+            return int(self._dev.store_decompress(src, CODECS[codec], dst, slm_budget, cb))
+
+    def gemm(self, a: str, b: str, c: str, *, slm_budget: int = 0, progress: ProgressArg = None) -> None:
+        """Object c = a @ b for 2-D float32 tensors, in the drive (tiled by rows of A and C,
+        and by column panels of B where B does not fit)."""
+        with reporter(progress, f"gemm {c}") as cb:
+            self._dev.store_gemm(a, b, c, slm_budget, cb)
+
+    def run_program(self, program: Any, mode: str, src: str, dst: str = "", params: Iterable[int] = (), *,
+                    slm_budget: int = 0, progress: ProgressArg = None) -> Tuple[int, int]:
+        """A downloaded program (nvme_csd.Program) over the records of object src: mode
+        "filter" (kept records into object dst), "map" (one uint64 per record into dst) or
+        "reduce" (the wrapping u64 sum). Returns (matches, bytes) for filter, (records, bytes)
+        for map, (records, sum) for reduce."""
+        ps = [int(p) & (2 ** 64 - 1) for p in params]
+        with reporter(progress, f"program {src}") as cb:
+            a, b = self._dev.store_run_program(program.id, program.record_size, PROGRAM_MODES[mode], src, dst, ps,
+                                               slm_budget, cb)
+        return int(a), int(b)
 
     def __delitem__(self, name: str) -> None:
         if not self._dev.store_exists(name):

@@ -25,7 +25,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
-#include "csd/store_stream.hpp"
+#include "csd/store_io.hpp"
 #include "csd_spec.h"
 #include "nvme_cs.h"
 #ifdef CSD_HAVE_GPU
@@ -120,6 +120,15 @@ struct PyProgress {
         }
     }
 };
+
+// StreamOptions of a Python call: its SLM budget (0: all that is free) and progress.
+StreamOptions stream_options(uint64_t slm_budget, PyProgress &pr)
+{
+    StreamOptions o;
+    o.slm_budget = slm_budget;
+    o.progress = pr.callback();
+    return o;
+}
 
 // The device and what lives as long as it. Every call that uses it holds it (a Use, taken
 // before the GIL is released): close() lets no new call start (DeviceClosed), asks the drive
@@ -1047,19 +1056,75 @@ PYBIND11_MODULE(_core, m)
             s->buf = st->load(name);
             return s;
         })
+        // The store's programs over objects of any size (StreamOptions: SLM budget, progress).
         .def("store_filter", [](PyDevice &p, const std::string &src, const std::string &dst, uint32_t record_size,
                                 uint32_t field_offset, uint16_t field_type, uint16_t op, double lo, double hi,
-                                int64_t lo_int, int64_t hi_int, bool indices) {
+                                int64_t lo_int, int64_t hi_int, bool indices, uint64_t slm_budget, py::object progress) {
             const Use u(p);
             const FilterSpec s = filter_spec(record_size, field_offset, field_type, op, lo, hi, lo_int, hi_int, indices);
             const auto st = u.store();
-            FilterResult r;
-            {
-                py::gil_scoped_release g;
-                r = st->filter(src, s, dst);
-            }
+            PyProgress pr(std::move(progress));
+            const FilterResult r = pr.run([&] { return st->filter(src, s, dst, stream_options(slm_budget, pr)); });
             return py::make_tuple(r.matches, r.bytes);
-        });
+        }, py::arg("src"), py::arg("dst"), py::arg("record_size"), py::arg("field_offset"), py::arg("field_type"),
+           py::arg("op"), py::arg("lo"), py::arg("hi"), py::arg("lo_int"), py::arg("hi_int"), py::arg("indices"),
+           py::arg("slm_budget") = 0, py::arg("progress") = py::none())
+        .def("store_checksum", [](PyDevice &p, const std::string &name, uint32_t algo, uint64_t slm_budget,
+                                  py::object progress) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            return pr.run([&] { return st->checksum(name, static_cast<ChecksumAlgo>(algo), stream_options(slm_budget, pr)); });
+        }, py::arg("name"), py::arg("algo"), py::arg("slm_budget") = 0, py::arg("progress") = py::none())
+        .def("store_reduce", [](PyDevice &p, const std::string &name, uint32_t op, uint64_t slm_budget,
+                                py::object progress, bool whole) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            const std::vector<uint64_t> bits =
+                pr.run([&] { return st->reduce(name, static_cast<ReduceOp>(op), stream_options(slm_budget, pr), whole); });
+            return py::bytes(reinterpret_cast<const char *>(bits.data()), bits.size() * 8);
+        }, py::arg("name"), py::arg("op"), py::arg("slm_budget") = 0, py::arg("progress") = py::none(),
+           py::arg("whole") = false, "the reduce program's 8-byte results, one a row, as bytes")
+        .def("store_convert", [](PyDevice &p, const std::string &src, uint32_t op, const std::string &dst, float scale,
+                                 int32_t zero_point, uint64_t slm_budget, py::object progress) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            return pr.run([&] {
+                return st->convert(src, static_cast<ConvertOp>(op), dst, scale, zero_point, stream_options(slm_budget, pr));
+            });
+        }, py::arg("src"), py::arg("op"), py::arg("dst"), py::arg("scale") = 1.0f, py::arg("zero_point") = 0,
+           py::arg("slm_budget") = 0, py::arg("progress") = py::none())
+        .def("store_decompress", [](PyDevice &p, const std::string &src, uint32_t codec, const std::string &dst,
+                                    uint64_t slm_budget, py::object progress) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            return pr.run([&] { return st->decompress(src, static_cast<Codec>(codec), dst, stream_options(slm_budget, pr)); });
+        }, py::arg("src"), py::arg("codec"), py::arg("dst"), py::arg("slm_budget") = 0, py::arg("progress") = py::none())
+        .def("store_gemm", [](PyDevice &p, const std::string &a, const std::string &b, const std::string &c,
+                              uint64_t slm_budget, py::object progress) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            pr.run([&] { st->gemm(a, b, c, stream_options(slm_budget, pr)); });
+        }, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("slm_budget") = 0, py::arg("progress") = py::none())
+        .def("store_run_program", [](PyDevice &p, uint16_t slot, uint32_t record_size, uint32_t mode,
+                                     const std::string &src, const std::string &dst, std::vector<uint64_t> params,
+                                     uint64_t slm_budget, py::object progress) {
+            const Use u(p);
+            const auto st = u.store();
+            PyProgress pr(std::move(progress));
+            const FilterResult r = pr.run([&] {
+                Program prog = Program::attach(u.d(), slot, record_size);
+                prog.keep();  // the Python Program unloads it
+                return st->run_program(prog, mode, src, dst, params, stream_options(slm_budget, pr));
+            });
+            return py::make_tuple(r.matches, r.bytes);
+        }, py::arg("slot"), py::arg("record_size"), py::arg("mode"), py::arg("src"), py::arg("dst"), py::arg("params"),
+           py::arg("slm_budget") = 0, py::arg("progress") = py::none(),
+           "a downloaded program over an object's records: (matches or records, bytes or sum)");
 
     // several drives as one (csd::DriveSet, docs/drive-set.md)
     py::class_<DriveSet>(m, "DriveSet")

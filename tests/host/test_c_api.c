@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "csd.h"
+#include "csd_crc32c.h"
 #include "nvme_cs.h"
 
 static int passed, failed;
@@ -58,6 +59,21 @@ static int sink_write(void *ctx, uint64_t pos, const void *buf, uint64_t n)
     for (uint64_t i = 0; i < n; i++) s->bad += ((const uint8_t *)buf)[i] != gen_byte(pos + i);
     s->next += n;
     return 0;
+}
+
+/* csd_stream_opts' progress: counts the pieces. */
+static int count_piece(void *arg, uint64_t done, uint64_t total)
+{
+    (void)done, (void)total;
+    ++*(int *)arg;
+    return 0;
+}
+
+/* csd_stream_opts' progress: cancels at the first piece. */
+static int stop_piece(void *arg, uint64_t done, uint64_t total)
+{
+    (void)arg, (void)done, (void)total;
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -230,6 +246,37 @@ int main(int argc, char **argv)
     }
     CHECK(csd_store_put_stream(dev, "x", 1, NULL, NULL) == -EINVAL, "no read callback is -EINVAL");
     CHECK(csd_store_remove(dev, "greeting") == 0, "csd_store_remove");
+    {
+        /* programs over an object larger than the SLM they may use: streamed, as one Execute */
+        enum { N = 1 << 16 };
+        static float recs[N * 4];
+        for (int i = 0; i < N * 4; i++) recs[i] = (float)((i * 7919) % 1000) / 1000.0f;
+        CHECK(csd_store_put(dev, "recs", recs, sizeof recs) == 0, "csd_store_put of 1 MiB of records");
+        int pieces = 0;
+        csd_stream_opts so = {256u << 10, count_piece, &pieces};
+        uint64_t sum = 0, matches = 0, bytes = 0, want = 0;
+        for (int i = 0; i < N; i++) want += recs[i * 4 + 1] > 0.9f;
+        CHECK(csd_store_checksum(dev, "recs", CSD_CKSUM_CRC32C, &so, &sum) == 0 && sum == csd_crc32c(recs, sizeof recs) &&
+                  pieces > 1,
+              "csd_store_checksum streamed in pieces, with progress");
+        CHECK(csd_store_checksum(dev, "recs", CSD_CKSUM_XXH64, &so, &sum) == -EINVAL &&
+                  strstr(csd_last_error(), "cannot be combined") != NULL,
+              "csd_store_checksum xxh64 of an object larger than the budget is -EINVAL, saying why");
+        struct csd_filter_params fp;
+        memset(&fp, 0, sizeof fp);
+        fp.record_size = 16, fp.field_offset = 4, fp.field_type = CSD_FT_F32, fp.op = CSD_CMP_GT;
+        const double lo = 0.9;
+        memcpy(fp.lo, &lo, 8);
+        CHECK(csd_store_filter(dev, "recs", "hot", &fp, &so, &matches, &bytes) == 0 && matches == want && bytes == want * 16,
+              "csd_store_filter streamed");
+        uint64_t rows = 0, res[1];
+        CHECK(csd_store_reduce(dev, "recs", CSD_RED_MAX, &so, res, 1, &rows) == -EINVAL, "csd_store_reduce of a blob is -EINVAL");
+        csd_stream_opts stop = {256u << 10, stop_piece, NULL};
+        CHECK(csd_store_filter(dev, "recs", "hot2", &fp, &stop, NULL, NULL) == -ECANCELED &&
+                  csd_store_get(dev, "hot2", NULL, 0, &len) == -ENOENT,
+              "a progress that returns non-zero cancels: -ECANCELED, nothing stored");
+        (void)rows;
+    }
     CHECK(csd_store_get(dev, "greeting", got, sizeof got, &len) == -ENOENT, "removed object is -ENOENT");
     CHECK(csd_store_put(dev, "kept", msg, sizeof msg) == 0, "csd_store_put");
 

@@ -31,7 +31,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
-#include "csd/store_stream.hpp"
+#include "csd/store_io.hpp"
 #include "csd/transport.hpp"
 #include "csd_crc32c.h"
 #include "nvme_cs.h"

@@ -19,6 +19,7 @@ for run in "$mb/tests/unit/csd-core-tests" "$mb/tests/unit/csd-core-portable-tes
            "$mb/tests/unit/csd-crc32c-sse42-tests" "$mb/tests/unit/csd-crc32c-table-tests" \
            "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-library-tests@nvme-cs" \
            "$mb/tests/host/csd-library-tests@standard-only" "$mb/tests/host/csd-library-tests@host" \
+           "$mb/tests/host/csd-stream-tests" "$mb/tests/host/csd-stream-tests@nvme-cs" "$mb/tests/host/csd-stream-tests@host" \
            "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-queue-processor-tests" \
            "$mb/tests/host/csd-catalog-tests" "$mb/tests/host/csd-npy-tests" "$mb/tests/host/csd-c-api-test" "$mb/tests/host/csd-c-api-test@nvme-cs" \
            "$mb/tests/host/csd-snia-test" "$mb/examples/snia/snia-flow@vendor" "$mb/examples/snia/snia-flow@standard-only" \

@@ -152,8 +152,10 @@ TEST_F(Filter, Errors)
     EXPECT_STATUS(exec(CSD_PROG_FILTER, {{0, n}, {1 << 20, 4096}}, p), CSD_STATUS_INVALID_PARAMETERS);
     p = good; p.output_mode = 2;
     EXPECT_STATUS(exec(CSD_PROG_FILTER, {{0, n}, {1 << 20, 4096}}, p), CSD_STATUS_INVALID_PARAMETERS);
-    p = good; p.reserved = 1;
+    p = good; p.output_mode = CSD_FILTER_RECORDS; p.reserved = 1;  // an index base is for indices alone
     EXPECT_STATUS(exec(CSD_PROG_FILTER, {{0, n}, {1 << 20, 4096}}, p), CSD_STATUS_INVALID_PARAMETERS);
+    p = good; p.output_mode = CSD_FILTER_INDICES; p.reserved = UINT32_MAX;  // indices past 2^32 - 1
+    if (p.count > 1) EXPECT_STATUS(exec(CSD_PROG_FILTER, {{0, n}, {1 << 20, 4096}}, p), CSD_STATUS_INVALID_PARAMETERS);
     p = good; p.record_size = 0;
     EXPECT_STATUS(exec(CSD_PROG_FILTER, {{0, n}, {1 << 20, 4096}}, p), CSD_STATUS_INVALID_PARAMETERS);
     p = good; p.count = UINT32_MAX;  // records range too short

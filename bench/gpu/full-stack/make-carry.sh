@@ -5,10 +5,14 @@
 # checkout: the project's QEMU (stripped) with the shared libraries it needs beyond glibc
 # and libstdc++, its firmware, the guest kernel, and a minimal initramfs holding static
 # busybox, csd.ko, virtio_blk.ko and the static guest program (p2p_guest.c).
-# Needs 'make qemu image kmod' first.
+# 'make-carry.sh exact' packs build/exact-stack.tar.xz instead: the same QEMU and kernel with an
+# initramfs holding busybox and bench/exact-determinism/exact_guest.c (exact mode's determinism
+# run, bench/exact-determinism/run.sh). Needs 'make qemu image kmod' first.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
-out="$top/build/gpu-stack"
+kind=${1:-p2p}
+case "$kind" in p2p) stack=gpu-stack ;; exact) stack=exact-stack ;; *) echo "make-carry: p2p or exact, not $kind"; exit 2 ;; esac
+out="$top/build/$stack"
 rm -rf "$out" && mkdir -p "$out/lib" "$out/share" "$out/initramfs"
 for need in "$top/build/qemu/qemu-system-x86_64" "$top/build/images/vmlinuz" "$top/build/kmod/csd.ko"; do
     [ -f "$need" ] || { echo "make-carry: $need is missing (make qemu image kmod)"; exit 1; }
@@ -20,7 +24,7 @@ cp "$top/build/images/vmlinuz" "$out/"
 # The same kernel uncompressed, booted through its PVH entry (pvh.bin from Debian's
 # qemu-system-data): kvm-probe.sh tries it because the compressed kernel's decompressor
 # is where a nested KVM without hardware paging failed to emulate an instruction.
-if [ -f /usr/share/qemu/pvh.bin ]; then
+if [ "$kind" = p2p ] && [ -f /usr/share/qemu/pvh.bin ]; then
     cp /usr/share/qemu/pvh.bin "$out/share/"
     python3 - "$top/build/images/vmlinuz" "$out/vmlinux" <<'PY'
 import subprocess, sys
@@ -40,6 +44,20 @@ root="$out/initramfs"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 cp /usr/bin/busybox "$root/bin/busybox"   # Debian's busybox is statically linked
 for a in sh mount insmod cat basename sleep poweroff echo ls usleep; do ln -s busybox "$root/bin/$a"; done
+if [ "$kind" = exact ]; then
+    gcc -static -O2 -Wall "$top/bench/exact-determinism/exact_guest.c" -o "$root/exact_guest"
+    cat > "$root/init" <<'INIT'
+#!/bin/sh
+# EXACT_REPEAT comes from the kernel command line.
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+i=0
+while [ ! -e /dev/ng0n1 ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
+/exact_guest /dev/ng0n1 /dev/nvme0 "${EXACT_REPEAT:-5}"
+echo "@@EXACT END"
+poweroff -f
+INIT
+else
 krel=$(cat "$top/build/images/kernel-release")
 xz -dc "$top/build/images/kernel-root/lib/modules/$krel/kernel/drivers/block/virtio_blk.ko.xz" > "$root/virtio_blk.ko"
 cp "$top/build/kmod/csd.ko" "$root/csd.ko"
@@ -64,8 +82,9 @@ while { [ ! -e /dev/csd0 ] || [ ! -b /dev/vda ]; } && [ $i -lt 200 ]; do usleep 
 echo "@@STACK END"
 poweroff -f
 INIT
+fi
 chmod +x "$root/init"
 (cd "$root" && find . -print0 | sort -z | cpio --null -o -H newc --quiet --owner 0:0) | gzip -9 > "$out/initramfs.cpio.gz"
 rm -rf "$root"
-tar -C "$top/build" -cJf "$top/build/gpu-stack.tar.xz" gpu-stack
-echo "make-carry: build/gpu-stack.tar.xz $(du -h "$top/build/gpu-stack.tar.xz" | cut -f1)"
+tar -C "$top/build" -cJf "$top/build/$stack.tar.xz" "$stack"
+echo "make-carry: build/$stack.tar.xz $(du -h "$top/build/$stack.tar.xz" | cut -f1)"

@@ -171,7 +171,13 @@ ExecResult check_filter(const ProgramCall &call, ProgramWork *)
     static_assert(sizeof(csd_filter_params) == 40, "filter params are 40 bytes");
     if (call.nr_ranges != 2 || !read_params(call, &p) || p.record_size == 0 ||
         p.field_type > CSD_FT_F64 || p.op > CSD_CMP_BETWEEN || p.output_mode > CSD_FILTER_INDICES ||
-        p.reserved != 0 || static_cast<uint64_t>(p.field_offset) + field_size(p.field_type) > p.record_size) {
+        (p.reserved != 0 && p.output_mode != CSD_FILTER_INDICES) ||
+        static_cast<uint64_t>(p.field_offset) + field_size(p.field_type) > p.record_size) {
+        return fail(CSD_STATUS_INVALID_PARAMETERS);
+    }
+    // indices mode: reserved is the index of the range's first record (a piece of a larger
+    // table, streamed by the host), added to every index written; they must stay below 2^32
+    if (p.output_mode == CSD_FILTER_INDICES && p.count && uint64_t{p.reserved} + p.count - 1 > UINT32_MAX) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
     if (call.ranges[0].len < bytes_of(p.count, p.record_size)) {
@@ -207,6 +213,14 @@ ExecResult program_filter(const ProgramCall &call)
     if (written > out.len || written > UINT32_MAX) {
         uint32_t need = written > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(written);
         return fail(CSD_STATUS_OUTPUT_OVERFLOW, need, hits);
+    }
+    if (p.output_mode == CSD_FILTER_INDICES && p.reserved) {  // the index base (check_filter)
+        for (uint64_t at = 0; at < written; at += 4) {
+            uint32_t i;
+            std::memcpy(&i, out.data + at, 4);
+            i += p.reserved;
+            std::memcpy(out.data + at, &i, 4);
+        }
     }
     return ok(static_cast<uint32_t>(written), hits);
 }

@@ -67,8 +67,10 @@ ExecResult program_gemm(const ProgramCall &call)
     OutView<float> cv(c, c_elems);
     const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
     // Blocks of rows of C, each a bounded amount of work, with a cancellation check between.
-    const uint64_t row_flops = 2ull * p.n * p.k;
-    const int rows = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(p.m, kCancelFlops / row_flops)));
+    // Their size depends on n and k alone (not m): a host that streams A and C through SLM in
+    // pieces of a multiple of it (store_stream.cc) makes the same OpenBLAS calls, and so gets
+    // the same bits, as one Execute over the whole.
+    const int rows = static_cast<int>(csd_gemm_block_rows(p.n, p.k));
     for (int r0 = 0; r0 < m; r0 += rows) {
         if (cancelled(call)) {
             return fail(CSD_STATUS_ABORT_REQUESTED);

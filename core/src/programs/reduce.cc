@@ -168,10 +168,10 @@ bool extreme_row(const T *x, uint32_t n, bool want_max, CancelPoints &points, ui
 // run in element order, and an extreme replaces the one found so far only if strictly
 // beyond it, which keeps its first position.
 template <class T>
-bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint64_t *bits)
+bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint64_t *bits, double sum0 = 0.0)
 {
     if (op == CSD_RED_SUM || op == CSD_RED_MEAN) {
-        double fs = 0.0;
+        double fs = sum0;
         uint64_t s = 0;  // two's complement wrap
         __int128 exact = 0;
         for (uint64_t i0 = 0, piece; i0 < n; i0 += piece) {
@@ -224,14 +224,36 @@ bool reduce_row(const T *x, uint32_t n, uint32_t op, CancelPoints &points, uint6
 // One result per row; false if cancelled (checked every kCancelBytes of input).
 template <class T>
 bool reduce_all(const ProgramCall &call, const Span &in, uint64_t elems, uint32_t rows, uint32_t cols, uint32_t op,
-                uint64_t *out)
+                uint64_t *out, double sum0)
 {
     InView<T> x(in, elems);
     CancelPoints points(call, kCancelBytes / sizeof(T));
     for (uint64_t r = 0; r < rows; r++) {
-        if (!reduce_row(x.get() + r * cols, cols, op, points, &out[r])) return false;
+        if (!reduce_row(x.get() + r * cols, cols, op, points, &out[r], r == 0 ? sum0 : 0.0)) return false;
     }
     return true;
+}
+
+}  // namespace
+
+namespace {
+
+// The parameters: csd_reduce_params, or csd_reduce_carry_params (a float sum carried on from
+// an earlier piece of its first row: op sum, f32 or f64, where sum0 starts row 0's sum).
+bool reduce_params(const ProgramCall &call, csd_reduce_params *p, double *sum0)
+{
+    *sum0 = 0.0;
+    if (call.param_len == sizeof(csd_reduce_carry_params)) {
+        csd_reduce_carry_params c;
+        if (!read_params(call, &c) || c.base.op != CSD_RED_SUM ||
+            (c.base.dtype != CSD_DT_F32 && c.base.dtype != CSD_DT_F64)) {
+            return false;
+        }
+        *p = c.base;
+        *sum0 = c.sum0;
+        return true;
+    }
+    return read_params(call, p);
 }
 
 }  // namespace
@@ -239,7 +261,8 @@ bool reduce_all(const ProgramCall &call, const Span &in, uint64_t elems, uint32_
 ExecResult check_reduce(const ProgramCall &call, ProgramWork *)
 {
     csd_reduce_params p;
-    if (call.nr_ranges != 2 || !read_params(call, &p) || p.op > CSD_RED_ARGMIN ||
+    double sum0;
+    if (call.nr_ranges != 2 || !reduce_params(call, &p, &sum0) || p.op > CSD_RED_ARGMIN ||
         p.dtype > CSD_DT_I64 || p.rows == 0 || p.cols == 0) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
@@ -264,15 +287,16 @@ ExecResult program_reduce(const ProgramCall &call)
         return r;
     }
     csd_reduce_params p;
-    read_params(call, &p);
+    double sum0;
+    reduce_params(call, &p, &sum0);
     const uint64_t elems = uint64_t{p.rows} * p.cols, out_bytes = uint64_t{p.rows} * 8;  // checked: no overflow
     std::vector<uint64_t> res(p.rows);  // separate: the output may overlap the input
     bool done;
     switch (p.dtype) {
-    case CSD_DT_F32: done = reduce_all<float>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    case CSD_DT_F64: done = reduce_all<double>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    case CSD_DT_I32: done = reduce_all<int32_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
-    default: done = reduce_all<int64_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data()); break;
+    case CSD_DT_F32: done = reduce_all<float>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data(), sum0); break;
+    case CSD_DT_F64: done = reduce_all<double>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data(), sum0); break;
+    case CSD_DT_I32: done = reduce_all<int32_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data(), sum0); break;
+    default: done = reduce_all<int64_t>(call, call.ranges[0], elems, p.rows, p.cols, p.op, res.data(), sum0); break;
     }
     if (!done) {
         return fail(CSD_STATUS_ABORT_REQUESTED);

@@ -53,13 +53,14 @@ struct FilterSpec {
     FieldType field_type = FieldType::f32;
     CmpOp op = CmpOp::gt;
     bool indices = false;  // write u32 record indices instead of the records
+    uint32_t index_base = 0;  // indices mode: the index of the range's first record (a piece of a table)
     double lo = 0, hi = 0;  // for float fields
     int64_t lo_int = 0, hi_int = 0;  // for integer fields (u64 as two's complement)
 };
 
 struct FilterResult {
-    uint32_t bytes = 0;    // written to the output
-    uint32_t matches = 0;  // matching records
+    uint64_t bytes = 0;    // written to the output
+    uint64_t matches = 0;  // matching records
 };
 
 namespace programs {
@@ -79,6 +80,9 @@ void elementwise(Device &d, EwOp op, Range x, Range out, uint32_t count, float a
 void softmax(Device &d, Range x, Range out, uint32_t rows, uint32_t cols);
 // reduce (05h): one 8-byte result per row into out.
 void reduce(Device &d, ReduceOp op, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols);
+// reduce (05h) sum of f32/f64 whose first row's sum starts from sum0 (csd_reduce_carry_params:
+// a row streamed through SLM in pieces adds up in element order, as one Execute would).
+void reduce_sum_from(Device &d, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols, double sum0);
 // filter (06h) into out; on Output Overflow it grows `out` (reallocating it in SLM) and
 // runs again, so the call succeeds whenever SLM can hold the result.
 FilterResult filter(Device &d, Range records, SlmBuffer &out, const FilterSpec &spec);

@@ -44,6 +44,27 @@ struct Reservation {
 // Called during long transfers with bytes done so far and the total.
 using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
+class Program;
+
+// How a program over stored objects uses SLM (docs/store.md, "Objects larger than SLM").
+// Every program call of the store takes an object of any size: one larger than the SLM it may
+// use streams through SLM in pieces cut on record (row, element, frame) boundaries, the SLM
+// Load of the next piece running while the program runs on this one, and the pieces' answers
+// are combined exactly as one Execute over the whole object would give them.
+struct StreamOptions {
+    // SLM bytes the call may hold at once; 0: the largest free range of this process's SLM
+    // when the call starts (SlmAllocator::largest_free).
+    uint64_t slm_budget = 0;
+    // Called after each piece with the input bytes done and the total; an exception it throws
+    // (a cancel) stops the run: nothing is stored, the SLM and the space reserved are freed,
+    // and the exception propagates.
+    Progress progress;
+    // Where given: how the run went (pieces, their largest size in bytes).
+    struct Stats {
+        uint64_t pieces = 0, piece_bytes = 0;
+    } *stats = nullptr;
+};
+
 // Where a checked whole-object read (ObjectStore::get_into) puts the bytes: host memory,
 // GPU memory through pinned buffers (csd::gpu::Landing), ... The store owns the object's
 // layout on the namespace, the CRC-32C check and the retry; a destination only moves bytes.
@@ -125,7 +146,7 @@ public:
     // put killed without that chance stays reserved until reclaim().
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
              const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
-    // Stores (or replaces) an object read from src a chunk at a time (csd/store_stream.hpp),
+    // Stores (or replaces) an object read from src a chunk at a time (csd/store_io.hpp),
     // host memory bounded by two chunks whatever its size; its CRC-32C computed as it
     // streams; durable when it returns. A source of unknown size (a pipe) is given space that
     // grows as it is read (in place where the blocks after it are free, else moved to a
@@ -170,8 +191,43 @@ public:
     // Creates an object from bytes already in SLM (SLM Store), durable when it returns.
     void put_from_slm(const std::string &name, const SlmBuffer &src, uint64_t bytes, const std::string &dtype = "",
                       const std::vector<uint64_t> &shape = {});
-    // filter on object src into object dst, inside the drive.
-    FilterResult filter(const std::string &src, const FilterSpec &spec, const std::string &dst);
+    // --- programs over objects of any size (store_stream.cc; StreamOptions above) ---
+    // filter on object src into object dst, inside the drive (spec.count 0: every record);
+    // pieces are cut on record boundaries and their outputs appended in order.
+    FilterResult filter(const std::string &src, const FilterSpec &spec, const std::string &dst,
+                        const StreamOptions &opt = {});
+    // checksum of an object, computed in the drive: CRC-32C of any size (the pieces' CRCs
+    // combined); XXH64 only of an object that fits in one piece (EINVAL naming why: its
+    // digest cannot be combined from pieces' digests).
+    uint64_t checksum(const std::string &name, ChecksumAlgo algo, const StreamOptions &opt = {});
+    // reduce of a tensor of <f4, <f8, <i4 or <i8: one result per row (rows: shape[0] of a
+    // tensor of two or more dimensions, else one row), as the reduce program writes it (f64
+    // bits for float results and means, i64 for integer sum/min/max, u64 for argmin/argmax).
+    // Rows wider than a piece are split: sums carry on in element order (csd_reduce_carry_params),
+    // extremes combine keeping the first; an <i8 mean of such a row is EINVAL (its exact
+    // 128-bit sum cannot come back from the drive).
+    // whole: one row of every element, whatever the shape.
+    std::vector<uint64_t> reduce(const std::string &name, ReduceOp op, const StreamOptions &opt = {}, bool whole = false);
+    // convert (07h) of a tensor into object dst (same shape; f16 as <f2, bf16 as <u2, i8 as |i1,
+    // u8 and i8 in as f32 out); returns bytes written.
+    uint64_t convert(const std::string &src, ConvertOp op, const std::string &dst, float scale = 1.0f,
+                     int32_t zero_point = 0, const StreamOptions &opt = {});
+    // decompress (0Ah) of an object holding concatenated zstd frames or LZ4 frames into object
+    // dst (a blob); pieces are whole frames (a frame larger than the budget, compressed or
+    // not, is EINVAL naming why: a frame's blocks refer back into its own window). Returns bytes.
+    uint64_t decompress(const std::string &src, Codec codec, const std::string &dst, const StreamOptions &opt = {});
+    // gemm: object c = a (m x k) * b (k x n), 2-D <f4 tensors, in the drive; A and C of any size,
+    // tiled by rows in multiples of the drive's block of rows (csd_gemm_block_rows), so that
+    // each block is the OpenBLAS call one Execute makes. B, and that many rows of A and C, must
+    // fit in SLM together (EINVAL naming why otherwise: OpenBLAS's bits depend on each call's
+    // shape, so column panels of B would not give one Execute's result).
+    void gemm(const std::string &a, const std::string &b, const std::string &c, const StreamOptions &opt = {});
+    // A downloaded program over the records of object src: filter (into dst), map (one u64 per
+    // record into dst, <u8), reduce (the wrapping u64 sum; dst unused). Pieces are cut on
+    // record boundaries (the program's record size). The result of filter; map gives
+    // {bytes, records}; reduce gives {sum, records}.
+    FilterResult run_program(Program &prog, uint32_t mode, const std::string &src, const std::string &dst,
+                             const std::vector<uint64_t> &params = {}, const StreamOptions &opt = {});
 
 private:
     struct Extent {
@@ -211,6 +267,8 @@ private:
     void grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch);
     // Releases reservations, reporting none of their errors (a put giving up).
     void release_quietly(const std::vector<uint64_t> &ids);
+    friend class StreamedOutput;  // store_stream.cc: an object written from SLM a piece at a time
+    uint64_t stream_budget(const StreamOptions &opt) const;
 
     Device &dev_;
     mutable std::mutex mu_;  // one update at a time within this process

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// store_stream.hpp - sources and destinations for streaming an object into and out of the
+// store_io.hpp - sources and destinations for streaming an object into and out of the
 // store (ObjectStore::put from an ObjectSource, ObjectStore::get_into an ObjectSink) with
 // host memory bounded by a few chunks whatever the object's size: a file descriptor (a
 // file, stdin, a pipe, stdout), a callback, memory (a memory map given back as it is

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+"""The store's programs over objects larger than the SLM they may use (docs/store.md,
+"Objects larger than SLM"): streamed runs against numpy and against a run that fits in SLM
+whole, at sizes around multiples of the budget; a cancel from progress stores nothing."""
+import numpy as np
+import pytest
+
+import nvme_csd
+from nvme_csd.errors import CsdError
+
+BUDGET = 256 << 10  # the streamed runs' SLM: the fixture's device has 32 MiB
+
+
+def sizes(unit):
+    """Record counts around 1x, 2x and 3x of BUDGET bytes: just below, at, just above."""
+    return [k * BUDGET // unit + d for k in (1, 2, 3) for d in (-1, 0, 1)]
+
+
+def test_filter_streams_as_one_execute(dev):
+    rec = np.dtype([("id", "<u4"), ("score", "<f4"), ("pad", "<u4")])  # 12 bytes: records straddle pieces
+    for n in sizes(rec.itemsize):
+        a = np.zeros(n, dtype=rec)
+        a["id"] = np.arange(n)
+        a["score"] = np.random.default_rng(n).random(n, dtype=np.float32)
+        dev.store["recs"] = a
+        seen = []
+        m = dev.store.filter("recs", "hot", record_size=12, field_offset=4, field_type=np.float32, op=">", lo=0.7,
+                             slm_budget=BUDGET, progress=lambda d, t: seen.append((d, t)))
+        want = a[a["score"] > np.float32(0.7)]
+        assert m == len(want)
+        assert dev.store["hot"].tobytes() == want.tobytes()
+        assert len(seen) >= 2 and seen[-1] == (a.nbytes, a.nbytes)  # progress per piece
+        dev.store.filter("recs", "whole", record_size=12, field_offset=4, field_type=np.float32, op=">", lo=0.7)
+        assert dev.store["whole"].tobytes() == want.tobytes()
+        dev.store.filter("recs", "idx", record_size=12, field_offset=4, field_type=np.float32, op=">", lo=0.7,
+                         indices=True, slm_budget=BUDGET)
+        assert np.array_equal(dev.store["idx"], np.nonzero(a["score"] > np.float32(0.7))[0].astype("<u4"))
+
+
+def test_checksum_reduce_convert_stream(dev):
+    x = np.random.default_rng(3).standard_normal(3 * BUDGET // 4 + 5).astype(np.float32)
+    x[7] = np.nan
+    dev.store["x"] = x
+    crc = dev.store.stat("x")["crc32c"]
+    assert dev.store.checksum("x", slm_budget=BUDGET) == crc == dev.store.checksum("x")
+    with pytest.raises(nvme_csd.InvalidArgument, match="cannot be combined"):
+        dev.store.checksum("x", "xxh64", slm_budget=BUDGET)
+    for op in ("sum", "mean", "min", "max", "argmax", "argmin"):
+        streamed = dev.store.reduce("x", op, slm_budget=BUDGET)
+        whole = dev.store.reduce("x", op)
+        assert streamed.tobytes() == whole.tobytes(), op
+    assert dev.store.reduce("x", "argmax", slm_budget=BUDGET)[0] == np.nanargmax(x)
+    y = np.arange(5 * BUDGET // 8, dtype=np.int64).reshape(-1, 1024)
+    dev.store["y"] = y
+    assert np.array_equal(dev.store.reduce("y", "sum", slm_budget=BUDGET), y.sum(axis=1))
+    dev.store["z"] = y.reshape(-1)
+    with pytest.raises(nvme_csd.InvalidArgument, match="128-bit"):
+        dev.store.reduce("z", "mean", slm_budget=BUDGET)
+    assert dev.store.convert("x", "h", "f32_f16", slm_budget=BUDGET) == x.size * 2
+    assert np.array_equal(dev.store["h"].view(np.uint16), x.astype(np.float16).view(np.uint16))
+
+
+def test_gemm_streams(dev):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((900, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 48)).astype(np.float32)
+    dev.store["a"], dev.store["b"] = a, b
+    dev.store.gemm("a", "b", "c", slm_budget=BUDGET)
+    dev.store.gemm("a", "b", "c1")
+    assert dev.store["c"].tobytes() == dev.store["c1"].tobytes()
+    assert np.allclose(dev.store["c"], a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_cancel_from_progress_stores_nothing(dev):
+    a = np.random.default_rng(1).random(16 * BUDGET // 4, dtype=np.float32)
+    dev.store["a"] = a
+
+    def stop(done, total):
+        if done > total // 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        dev.store.filter("a", "b", record_size=4, field_offset=0, field_type=np.float32, op=">", lo=0.5,
+                         slm_budget=BUDGET, progress=stop)
+    assert "b" not in dev.store
+    assert dev.store.reservations() == []
+    with pytest.raises(KeyboardInterrupt):
+        dev.store.checksum("a", slm_budget=BUDGET, progress=stop)
+
+
+def test_budget_too_small_is_an_error(dev):
+    dev.store["a"] = np.zeros(1 << 16, dtype=np.uint8)
+    with pytest.raises(CsdError, match="cannot hold one piece"):
+        dev.store.filter("a", "b", record_size=1 << 15, field_offset=0, field_type=np.uint32, op="==", lo=0,
+                         slm_budget=1 << 15)

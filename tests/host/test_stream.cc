@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: MIT
+// The store's programs over objects larger than SLM (host/lib/store_stream.cc, docs/store.md
+// "Objects larger than SLM"): each streamed run against one Execute over the whole object,
+// byte for byte, at sizes around multiples of the SLM budget and of the pieces, with records
+// that straddle pieces; cancel and a device error mid-stream leave nothing behind. Runs on
+// $CSD_TEST_DEVICE, else on an in-process device of 8 MiB of SLM ($CSD_FRONT_END picks).
+#include <gtest/gtest.h>
+#include <lz4frame.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "csd/device.hpp"
+#include "csd/program.hpp"
+#include "csd/programs.hpp"
+#include "csd/store.hpp"
+#include "csd/transport.hpp"
+#include "csd_crc32c.h"
+
+using namespace csd;
+
+namespace {
+
+std::string g_path;
+std::string g_bpf_dir = CSD_BPF_EXAMPLES;
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
+{
+    std::mt19937 g(seed);
+    std::vector<uint8_t> v(n);
+    for (auto &b : v) b = static_cast<uint8_t>(g());
+    return v;
+}
+
+template <class T>
+std::vector<uint8_t> as_bytes(const std::vector<T> &v)
+{
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+class Stream : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dev = Device::open(g_path);
+        ObjectStore::format(*dev, true);
+        st = std::make_unique<ObjectStore>(*dev);
+    }
+    // The SLM range of an object loaded whole, and the budget a streamed run is given.
+    StreamOptions budget(uint64_t b, StreamOptions::Stats *stats = nullptr)
+    {
+        StreamOptions o;
+        o.slm_budget = b;
+        o.stats = stats;
+        return o;
+    }
+    // Every allocation returned and every reservation released after a run.
+    void expect_clean()
+    {
+        EXPECT_EQ(dev->slm().largest_free(), dev->slm().size());
+        EXPECT_TRUE(st->reservations().empty());
+    }
+    std::unique_ptr<Device> dev;
+    std::unique_ptr<ObjectStore> st;
+};
+
+constexpr uint64_t kBudget = 256 << 10;  // the streamed runs' SLM
+
+// Sizes in units of `unit` bytes around 1x, 2x and 3x of `step` bytes: just below, at, above.
+std::vector<uint64_t> sizes_around(uint64_t step, uint64_t unit)
+{
+    std::vector<uint64_t> v;
+    for (uint64_t k = 1; k <= 3; k++) {
+        const uint64_t at = k * step / unit;
+        for (uint64_t n : {at - 1, at, at + 1}) v.push_back(n);
+    }
+    return v;
+}
+
+// The one-Execute answer of filter: the object loaded whole, one filter into a buffer as big.
+std::vector<uint8_t> filter_once(Device &d, ObjectStore &st, const std::string &name, FilterSpec s)
+{
+    const ObjectInfo o = st.stat(name);
+    SlmBuffer in = st.load(name);
+    SlmBuffer out = d.slm().alloc(std::max<uint64_t>(4096, o.bytes * 4 / s.record_size + o.bytes));
+    s.count = static_cast<uint32_t>(o.bytes / s.record_size);
+    const FilterResult r = programs::filter(d, Range{in.offset(), o.bytes}, range(out), s);
+    std::vector<uint8_t> v(r.bytes);
+    if (r.bytes) d.slm_read(out.offset(), v.data(), v.size());
+    return v;
+}
+
+TEST_F(Stream, FilterMatchesOneExecuteAtSizesAroundSlmMultiples)
+{
+    for (uint32_t rs : {12u, 16u}) {
+        FilterSpec s;
+        s.record_size = rs;
+        s.field_offset = 4;
+        s.field_type = FieldType::f32;
+        s.op = CmpOp::gt;
+        s.lo = 0.5;
+        StreamOptions::Stats stats;
+        // the piece size of this record size, then objects around multiples of it and of the budget
+        st->put("probe", random_bytes(4 * kBudget / rs * rs, 1).data(), 4 * kBudget / rs * rs);
+        st->filter("probe", s, "out", budget(kBudget, &stats));
+        ASSERT_GT(stats.pieces, 1u);
+        std::vector<uint64_t> counts = sizes_around(stats.piece_bytes, rs);
+        for (uint64_t n : sizes_around(kBudget, rs)) counts.push_back(n);
+        for (uint64_t n : counts) {
+            std::vector<float> recs(n * rs / 4);
+            std::mt19937 g(static_cast<uint32_t>(n));
+            std::uniform_real_distribution<float> u(0, 1);
+            for (float &f : recs) f = u(g);
+            std::vector<uint8_t> bytes = as_bytes(recs);
+            bytes.resize(n * rs);
+            st->put("recs", bytes.data(), bytes.size(), "", {});
+            for (bool indices : {false, true}) {
+                s.indices = indices;
+                const std::vector<uint8_t> once = filter_once(*dev, *st, "recs", s);
+                const FilterResult r = st->filter("recs", s, "hot", budget(kBudget, &stats));
+                SCOPED_TRACE("records of " + std::to_string(rs) + " bytes, " + std::to_string(n) + " records, " +
+                             (indices ? "indices" : "records") + ", " + std::to_string(stats.pieces) + " pieces");
+                if (n * rs > kBudget) EXPECT_GE(stats.pieces, 2u);
+                EXPECT_EQ(st->get("hot"), once);  // get checks the CRC combined from the pieces'
+                EXPECT_EQ(r.bytes, once.size());
+                EXPECT_EQ(r.matches, once.size() / (indices ? 4 : rs));
+                if (indices) EXPECT_EQ(st->stat("hot").dtype, "<u4");
+            }
+        }
+    }
+    expect_clean();
+}
+
+TEST_F(Stream, ChecksumCombinesCrcAndRefusesXxh64)
+{
+    for (uint64_t n : sizes_around(kBudget, 1)) {
+        const std::vector<uint8_t> v = random_bytes(n, static_cast<uint32_t>(n));
+        st->put("x", v.data(), v.size());
+        StreamOptions::Stats stats;
+        EXPECT_EQ(st->checksum("x", ChecksumAlgo::crc32c, budget(kBudget, &stats)), csd_crc32c(v.data(), v.size()));
+        EXPECT_GE(stats.pieces, 2u);
+        EXPECT_EQ(st->checksum("x", ChecksumAlgo::crc32c), csd_crc32c(v.data(), v.size()));
+        EXPECT_EQ(st->checksum("x", ChecksumAlgo::crc32c), st->stat("x").crc32c);
+        try {
+            st->checksum("x", ChecksumAlgo::xxh64, budget(kBudget));
+            ADD_FAILURE() << "xxh64 streamed";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EINVAL);
+            EXPECT_NE(std::string(e.what()).find("cannot be combined"), std::string::npos) << e.what();
+        }
+        SlmBuffer b = st->load("x");
+        EXPECT_EQ(st->checksum("x", ChecksumAlgo::xxh64), programs::checksum(*dev, ChecksumAlgo::xxh64, Range{b.offset(), n}));
+    }
+    expect_clean();
+}
+
+// The one-Execute answer of reduce over rows x cols.
+std::vector<uint64_t> reduce_once(Device &d, ObjectStore &st, const std::string &name, ReduceOp op, DType dt,
+                                  uint64_t rows, uint64_t cols)
+{
+    const ObjectInfo o = st.stat(name);
+    SlmBuffer in = st.load(name);
+    SlmBuffer out = d.slm().alloc(rows * 8);
+    programs::reduce(d, op, dt, Range{in.offset(), o.bytes}, range(out), static_cast<uint32_t>(rows),
+                     static_cast<uint32_t>(cols));
+    std::vector<uint64_t> r(rows);
+    d.slm_read(out.offset(), r.data(), rows * 8);
+    return r;
+}
+
+template <class T>
+void put_values(ObjectStore &st, const std::string &name, const std::string &dtype, std::vector<uint64_t> shape,
+                uint64_t n, uint32_t seed)
+{
+    std::mt19937 g(seed);
+    std::vector<T> v(n);
+    for (uint64_t i = 0; i < n; i++) {
+        if constexpr (std::is_floating_point_v<T>) {
+            v[i] = static_cast<T>(std::uniform_real_distribution<double>(-1e3, 1e3)(g));
+            if (i % 97 == 5) v[i] = std::nan("");
+            if (i % 89 == 3) v[i] = (i & 1) ? T(-0.0) : T(0.0);
+        } else {
+            v[i] = static_cast<T>(static_cast<int64_t>(g() % 2000001) - 1000000) * (sizeof(T) == 8 ? 4000000000ll : 1);
+        }
+    }
+    if (n > 10) {  // ties at the ends of pieces, and a leading run of NaN
+        v[n / 2] = v[n - 1];
+        if constexpr (std::is_floating_point_v<T>) v[0] = v[1] = std::nan("");
+    }
+    st.put(name, v.data(), n * sizeof(T), dtype, shape);
+}
+
+TEST_F(Stream, ReduceMatchesOneExecuteRowsWholeAndSplit)
+{
+    struct Case {
+        const char *dtype;
+        DType dt;
+        uint64_t e;
+    };
+    const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::min, ReduceOp::max, ReduceOp::mean, ReduceOp::argmax, ReduceOp::argmin};
+    for (const Case c : {Case{"<f4", DType::f32, 4}, Case{"<f8", DType::f64, 8}, Case{"<i4", DType::i32, 4},
+                         Case{"<i8", DType::i64, 8}}) {
+        // 1-D: one row wider than a piece; 2-D: rows that fit (many per piece) and rows that do not
+        for (std::vector<uint64_t> shape : {std::vector<uint64_t>{kBudget / c.e + 77}, {3 * kBudget / c.e + 5},
+                                            {700, 129}, {3, kBudget / c.e + 13}}) {
+            uint64_t n = 1;
+            for (uint64_t d : shape) n *= d;
+            const uint32_t seed = static_cast<uint32_t>(n);
+            if (c.e == 4 && c.dt == DType::f32) put_values<float>(*st, "t", c.dtype, shape, n, seed);
+            if (c.dt == DType::f64) put_values<double>(*st, "t", c.dtype, shape, n, seed);
+            if (c.dt == DType::i32) put_values<int32_t>(*st, "t", c.dtype, shape, n, seed);
+            if (c.dt == DType::i64) put_values<int64_t>(*st, "t", c.dtype, shape, n, seed);
+            const uint64_t rows = shape.size() > 1 ? shape[0] : 1, cols = n / rows;
+            for (ReduceOp op : ops) {
+                SCOPED_TRACE(std::string(c.dtype) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " op " +
+                             std::to_string(static_cast<int>(op)));
+                StreamOptions::Stats stats;
+                const bool split = cols * c.e > kBudget / 4;
+                if (c.dt == DType::i64 && op == ReduceOp::mean && split) {
+                    EXPECT_THROW(st->reduce("t", op, budget(kBudget)), Error);
+                    continue;
+                }
+                const std::vector<uint64_t> got = st->reduce("t", op, budget(kBudget, &stats));
+                EXPECT_GE(stats.pieces, 2u);
+                EXPECT_EQ(got, reduce_once(*dev, *st, "t", op, c.dt, rows, cols));
+            }
+        }
+    }
+    expect_clean();
+}
+
+TEST_F(Stream, ConvertMatchesOneExecute)
+{
+    for (uint64_t n : sizes_around(kBudget, 4)) {
+        std::vector<float> v(n);
+        std::mt19937 g(static_cast<uint32_t>(n));
+        for (float &f : v) f = std::uniform_real_distribution<float>(-300, 300)(g);
+        st->put("f", v.data(), n * 4, "<f4", {n});
+        for (auto [op, out_e] : {std::pair{ConvertOp::f32_f16, 2u}, {ConvertOp::f32_bf16, 2u}, {ConvertOp::f32_i8, 1u}}) {
+            StreamOptions::Stats stats;
+            EXPECT_EQ(st->convert("f", op, "h", 2.5f, 3, budget(kBudget, &stats)), n * out_e);
+            EXPECT_GE(stats.pieces, 2u);
+            SlmBuffer in = st->load("f");
+            SlmBuffer out = dev->slm().alloc(n * out_e + 4096);
+            programs::convert(*dev, op, Range{in.offset(), n * 4}, range(out), static_cast<uint32_t>(n), 2.5f, 3);
+            std::vector<uint8_t> once(n * out_e);
+            dev->slm_read(out.offset(), once.data(), once.size());
+            EXPECT_EQ(st->get("h"), once);
+            EXPECT_EQ(st->stat("h").shape, std::vector<uint64_t>{n});
+        }
+    }
+    expect_clean();
+}
+
+TEST_F(Stream, DecompressStreamsWholeFramesAndRefusesOneTooLarge)
+{
+    const std::vector<uint8_t> text = [] {
+        std::vector<uint8_t> t;
+        std::mt19937 g(7);
+        while (t.size() < (3u << 20)) {
+            const std::string w = "word" + std::to_string(g() % 5000) + " ";
+            t.insert(t.end(), w.begin(), w.end());
+        }
+        return t;
+    }();
+    const uint64_t frame = 100000;  // bytes of text a frame
+    std::vector<uint8_t> z, l;
+    for (uint64_t at = 0; at < text.size(); at += frame) {
+        const uint64_t n = std::min<uint64_t>(frame, text.size() - at);
+        std::vector<uint8_t> buf(ZSTD_compressBound(n));
+        buf.resize(ZSTD_compress(buf.data(), buf.size(), text.data() + at, n, 3));
+        z.insert(z.end(), buf.begin(), buf.end());
+        LZ4F_preferences_t prefs{};
+        prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+        buf.assign(LZ4F_compressFrameBound(n, &prefs), 0);
+        buf.resize(LZ4F_compressFrame(buf.data(), buf.size(), text.data() + at, n, &prefs));
+        l.insert(l.end(), buf.begin(), buf.end());
+    }
+    for (auto [codec, data] : {std::pair{Codec::zstd, z}, {Codec::lz4, l}}) {
+        st->put("c", data.data(), data.size());
+        StreamOptions::Stats stats;
+        EXPECT_EQ(st->decompress("c", codec, "d", budget(1 << 20, &stats)), text.size());
+        EXPECT_GE(stats.pieces, 2u);
+        EXPECT_EQ(st->get("d"), text);
+    }
+    // one frame of all of it: refused, naming why
+    std::vector<uint8_t> one(ZSTD_compressBound(text.size()));
+    one.resize(ZSTD_compress(one.data(), one.size(), text.data(), text.size(), 3));
+    st->put("c1", one.data(), one.size());
+    try {
+        st->decompress("c1", Codec::zstd, "d1", budget(1 << 20));
+        ADD_FAILURE() << "one frame larger than the budget decompressed";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("cannot be split"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(st->exists("d1"));
+    expect_clean();
+}
+
+TEST_F(Stream, GemmTilesRowsAsOneExecute)
+{
+    struct Shape {
+        uint64_t m, k, n, budget;
+    };
+    // A and C larger than the budget (B resident), C larger than A, and m not a multiple of
+    // the drive's block of rows
+    for (const Shape s : {Shape{700, 64, 40, kBudget}, Shape{2000, 8, 40, kBudget}, Shape{600, 32, 300, 2 * kBudget + 7 * kBudget / 8}}) {
+        std::vector<float> a(s.m * s.k), b(s.k * s.n);
+        std::mt19937 g(static_cast<uint32_t>(s.m * s.n));
+        for (float &f : a) f = std::uniform_real_distribution<float>(-1, 1)(g);
+        for (float &f : b) f = std::uniform_real_distribution<float>(-1, 1)(g);
+        st->put("a", a.data(), a.size() * 4, "<f4", {s.m, s.k});
+        st->put("b", b.data(), b.size() * 4, "<f4", {s.k, s.n});
+        StreamOptions::Stats stats;
+        st->gemm("a", "b", "c", budget(s.budget, &stats));
+        EXPECT_GE(stats.pieces, 2u);
+        SlmBuffer sa = st->load("a"), sb = st->load("b");
+        SlmBuffer sc = dev->slm().alloc(s.m * s.n * 4);
+        programs::gemm(*dev, Range{sa.offset(), a.size() * 4}, Range{sb.offset(), b.size() * 4}, range(sc),
+                       static_cast<uint32_t>(s.m), static_cast<uint32_t>(s.n), static_cast<uint32_t>(s.k));
+        std::vector<uint8_t> once(s.m * s.n * 4);
+        dev->slm_read(sc.offset(), once.data(), once.size());
+        EXPECT_TRUE(st->get("c") == once) << s.m << "x" << s.k << " x " << s.k << "x" << s.n;
+        EXPECT_EQ(st->stat("c").shape, (std::vector<uint64_t>{s.m, s.n}));
+    }
+    // B larger than the budget: refused, naming why
+    try {
+        st->gemm("a", "b", "c2", budget(kBudget / 2));
+        ADD_FAILURE() << "gemm with B larger than SLM";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("OpenBLAS"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(st->exists("c2"));
+    expect_clean();
+}
+
+TEST_F(Stream, DownloadedProgramFilterMapReduceAsOneExecute)
+{
+    Program prog(*dev, g_bpf_dir + "/threshold.o", 12);
+    for (uint64_t n : sizes_around(kBudget, 12)) {
+        std::vector<int32_t> recs(n * 3);
+        std::mt19937 g(static_cast<uint32_t>(n));
+        for (int32_t &x : recs) x = static_cast<int32_t>(g() % 1000);
+        st->put("r", recs.data(), recs.size() * 4);
+        SlmBuffer in = st->load("r");
+        const Range all{in.offset(), n * 12};
+        const uint32_t count = static_cast<uint32_t>(n);
+        StreamOptions::Stats stats;
+        // filter
+        const FilterResult r = st->run_program(prog, CSD_BPF_FILTER, "r", "kept", {600}, budget(kBudget, &stats));
+        EXPECT_GE(stats.pieces, 2u);
+        SlmBuffer out = dev->slm().alloc(n * 12 + 4096);
+        const FilterResult once = prog.run_filter(all, range(out), count, {600});
+        std::vector<uint8_t> kept(once.bytes);
+        dev->slm_read(out.offset(), kept.data(), kept.size());
+        EXPECT_EQ(st->get("kept"), kept);
+        EXPECT_EQ(r.matches, once.matches);
+        // map
+        st->run_program(prog, CSD_BPF_MAP, "r", "mapped", {600}, budget(kBudget));
+        prog.run_map(all, Range{out.offset(), n * 8}, count, {600});
+        std::vector<uint8_t> mapped(n * 8);
+        dev->slm_read(out.offset(), mapped.data(), mapped.size());
+        EXPECT_EQ(st->get("mapped"), mapped);
+        // reduce
+        EXPECT_EQ(st->run_program(prog, CSD_BPF_REDUCE, "r", "", {600}, budget(kBudget)).bytes,
+                  prog.run_reduce(all, count, {600}));
+    }
+    expect_clean();
+}
+
+TEST_F(Stream, CancelFromProgressStoresNothingAndFreesAll)
+{
+    const std::vector<uint8_t> v = random_bytes(16 * kBudget, 3);
+    st->put("recs", v.data(), v.size());
+    const uint64_t free_before = st->free_bytes();
+    FilterSpec s;
+    s.record_size = 16;
+    s.field_type = FieldType::u32;
+    s.op = CmpOp::ge;
+    StreamOptions o = budget(kBudget);
+    int calls = 0;
+    o.progress = [&](uint64_t done, uint64_t total) {
+        EXPECT_LE(done, total);
+        if (++calls == 3) throw std::runtime_error("stop");
+    };
+    EXPECT_THROW(st->filter("recs", s, "all", o), std::runtime_error);
+    EXPECT_FALSE(st->exists("all"));
+    EXPECT_EQ(st->free_bytes(), free_before);
+    EXPECT_EQ(calls, 3);
+    expect_clean();
+}
+
+// A transport whose namespace goes away on demand: every command then answers Invalid
+// Namespace or Format, as a drive's does once the namespace is detached.
+class Detachable : public Transport {
+public:
+    explicit Detachable(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
+    const char *name() const override { return t_->name(); }
+    Completion submit(const Command &cmd) override
+    {
+        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE, 0};
+        return t_->submit(cmd);
+    }
+    uint32_t max_transfer() const override { return t_->max_transfer(); }
+    NamespaceInfo ns() const override { return t_->ns(); }
+    std::atomic<bool> detached{false};
+
+private:
+    std::unique_ptr<Transport> t_;
+};
+
+TEST_F(Stream, DetachMidStreamIsClearAndFreesSlm)
+{
+    const std::vector<uint8_t> v = random_bytes(32 * kBudget, 4);
+    st->put("recs", v.data(), v.size());
+    st.reset();
+    dev.reset();
+    auto t = std::make_unique<Detachable>(open_transport(g_path));
+    Detachable *ns = t.get();
+    Device d(std::move(t));
+    ObjectStore store(d);
+    FilterSpec s;
+    s.record_size = 16;
+    s.field_type = FieldType::u32;
+    s.op = CmpOp::ge;
+    StreamOptions o = budget(kBudget);
+    int pieces = 0;
+    o.progress = [&](uint64_t, uint64_t) {
+        if (++pieces == 2) ns->detached = true;  // between two pieces
+    };
+    try {
+        store.filter("recs", s, "all", o);
+        ADD_FAILURE() << "the stream went on after the detach";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), CSD_STATUS_INVALID_NAMESPACE) << e.what();
+    }
+    EXPECT_EQ(d.slm().largest_free(), d.slm().size());  // every piece's and the output's SLM freed
+    ns->detached = false;  // attached again: nothing stored, the output's space reserved until reclaimed
+    EXPECT_FALSE(store.exists("all"));
+    EXPECT_EQ(store.reservations().size(), 1u);
+    EXPECT_EQ(store.reclaim(0), 1u);
+}
+
+TEST_F(Stream, TooSmallABudgetSaysSo)
+{
+    const std::vector<uint8_t> v = random_bytes(1 << 20, 5);
+    st->put("x", v.data(), v.size());
+    FilterSpec s;
+    s.record_size = 64 << 10;
+    try {
+        st->filter("x", s, "y", budget(64 << 10));
+        ADD_FAILURE();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), ENOMEM);
+        EXPECT_NE(std::string(e.what()).find("cannot hold one piece"), std::string::npos) << e.what();
+    }
+    expect_clean();
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    if (const char *d = std::getenv("CSD_BPF_DIR")) g_bpf_dir = d;
+    ::testing::InitGoogleTest(&argc, argv);
+    std::string tmp;
+    if (const char *p = std::getenv("CSD_TEST_DEVICE")) {
+        g_path = p;
+    } else {
+        char name[] = "/tmp/csd-stream-XXXXXX";
+        const int fd = mkstemp(name);
+        close(fd);
+        unlink(name);
+        tmp = name;
+        g_path = "emu:" + tmp + "?size=64M&slm=8M&nvme-cs=1";
+        const char *fe = std::getenv("CSD_FRONT_END");
+        if (fe && std::string(fe) == "nvme-cs") g_path += "&vendor-io=0";
+    }
+    const int rc = RUN_ALL_TESTS();
+    if (!tmp.empty()) unlink(tmp.c_str());
+    return rc;
+}
