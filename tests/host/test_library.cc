@@ -2566,7 +2566,7 @@ uint64_t mapping_rss(const void *addr)
 TEST_F(Store, StreamingPutFromAMemoryMapPagesItOut)
 {
     ObjectStore s(*dev);
-    const auto data = random_bytes(24 * 1024 * 1024, 60);
+    const auto data = random_bytes(16 * 1024 * 1024, 60);
     char path[] = "/tmp/csd-stream-map-XXXXXX";
     const int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
@@ -2577,7 +2577,7 @@ TEST_F(Store, StreamingPutFromAMemoryMapPagesItOut)
     MemorySource src(m, data.size(), true);
     uint64_t most = 0;
     s.put("mapped", src, "", {}, [&](uint64_t, uint64_t) { most = std::max(most, mapping_rss(m)); });
-    EXPECT_LE(most, 3 * kStreamChunk) << "the mapping's resident memory grew with the object";
+    EXPECT_LE(most, 2 * kStreamChunk) << "the mapping's resident memory grew with the object";
     EXPECT_EQ(s.get("mapped"), data);
     munmap(m, data.size());
     close(fd);
