@@ -153,7 +153,11 @@ class Store(MutableMapping[str, Any]):
                 view = memoryview(src)
                 dtype, shape, skip = "", [], 0
                 if npy:
-                    head = _npy_header(lambda n, at=[0]: _take(view, at, n), repr(src))
+                    at = [0]
+
+                    def read(n: int) -> bytes:
+                        return _take(view, at, n)
+                    head = _npy_header(read, repr(src))
                     dtype, shape, skip = head["dtype"], head["shape"], head["size"]
                     if len(view) - skip != head["data_bytes"]:
                         raise InvalidArgument(f"memory map: .npy data is {len(view) - skip} bytes; its header's dtype and "
@@ -224,14 +228,14 @@ class Store(MutableMapping[str, Any]):
             if not hasattr(dst, "write"):
                 raise InvalidArgumentType(f"get_file({name!r}): a path or a binary file object, "
                                           f"not {type(dst).__name__}")
-            fd = _seekable_fd(dst)
-            if fd is not None:
+            out_fd = _seekable_fd(dst)
+            if out_fd is not None:
                 dst.flush()
-                os.lseek(fd, dst.tell(), os.SEEK_SET)
+                os.lseek(out_fd, dst.tell(), os.SEEK_SET)
                 try:
-                    return self._get_fd(name, fd, bool(npy), cb)
+                    return self._get_fd(name, out_fd, bool(npy), cb)
                 finally:
-                    dst.seek(os.lseek(fd, 0, os.SEEK_CUR))
+                    dst.seek(os.lseek(out_fd, 0, os.SEEK_CUR))
             return self._get_writer(name, dst, bool(npy), cb)
 
     def _get_fd(self, name: str, fd: int, npy: bool, cb: Any) -> Dict[str, Any]:
