@@ -3,6 +3,7 @@
 that can seek, a pipe, one without a descriptor) and a memory map, Store.get_file to a path
 and to file objects, .npy handled on the way, cancellation releasing the space, and host
 memory bounded whatever the object's size."""
+import errno
 import io
 import mmap
 import os
@@ -181,3 +182,16 @@ def test_get_file_through_a_link_writes_its_target_keeping_its_mode(dev, tmp_pat
     assert (tmp_path / "link.bin").is_symlink()
     assert (tmp_path / "target.bin").read_bytes() == b"new bytes"
     assert (tmp_path / "target.bin").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_read_only_open_streams_out_and_refuses_to_stream_in(tmp_path):
+    with nvme_csd.open(f"emu:{tmp_path}/ns.img?size=64M") as dev:
+        dev.store.format()
+        dev.store["x"] = b"kept"
+    (tmp_path / "src.bin").write_bytes(b"new")
+    with nvme_csd.open(f"emu:{tmp_path}/ns.img?size=64M", read_only=True) as dev:
+        with pytest.raises(nvme_csd.CsdError, match="read-only") as e:
+            dev.store.put_file("x", tmp_path / "src.bin")
+        assert e.value.errno == errno.EROFS
+        dev.store.get_file("x", tmp_path / "out.bin")
+    assert (tmp_path / "out.bin").read_bytes() == b"kept"
