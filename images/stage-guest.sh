@@ -51,7 +51,7 @@ cp -r "$top/python/tests" "$out.tmp/python/tests"
 # The example eBPF programs and the ones the device must refuse (compiled by clang at
 # build time; the guest has no clang), and the examples' sources for the recipes.
 mkdir -p "$out.tmp/bpf"
-cp "$mb"/examples/bpf/*.o "$mb"/tests/unit/*.o "$top"/examples/bpf/*.c "$top"/examples/bpf/*.h "$out.tmp/bpf/"
+cp "$mb"/examples/bpf/*.o "$mb"/tests/unit/*.o "$top"/examples/bpf/*.c "$top"/examples/bpf/*.h "$top"/spec/csd_btree.h "$out.tmp/bpf/"
 # nvme-cli with the `nvme csd` plugin, when built (host/nvme-cli-plugin/build.sh): the guest's
 # PATH has /csd/bin before /usr/sbin, so it is the guest's `nvme`.
 if [ -x "$top/build/nvme-cli/nvme" ]; then

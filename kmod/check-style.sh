@@ -20,7 +20,7 @@ done
 # tested instead of the broken source).
 tmp=$(mktemp -d)
 cp -r "$top/kmod" "$tmp/src"
-echo "this is not C;" >> "$tmp/src/csd_main.c"
+echo "this is not C;" >> "$tmp/src/csdk_core.c"
 mkdir -p "$tmp/out" && echo stale > "$tmp/out/csd.ko"
 if KMOD_SRC="$tmp/src" KMOD_OUT="$tmp/out" bash "$top/kmod/build.sh" > "$tmp/log" 2>&1; then
     fail=$((fail + 1)); echo "FAIL a broken module source built"

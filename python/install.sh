@@ -59,7 +59,7 @@ export CSD_LIBDIR="$mb/host"
 # One stamp per use, holding the hash of what was installed; the test install's serves the
 # demo as well (the demo's requirements are among the test's).
 stamp="$venv/nvme-csd-$want.stamp"
-hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/nvme_csd/*.py \
+hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/src/*.hpp "$top"/python/nvme_csd/*.py \
        "$top"/python/nvme_csd/py.typed "$top"/python/nvme_csd/_core/*.pyi \
        "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* "$top"/host/cuda/*.cc "$top"/host/cuda/*.hpp \
        "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)

@@ -32,7 +32,7 @@ def libcsd_dir():
 
 
 libdir = libcsd_dir()
-sources = ["src/bindings.cc"]
+sources = sorted(str(p.relative_to(here)) for p in (here / "src").glob("*.cc"))  # the module and its areas
 macros, ldflags = [], ["-Wl,-rpath,$ORIGIN"]
 include_dirs = [str(spec), str(host / "include")]
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "csd/nvme_queue.hpp"
+#include "nvme_queue.hpp"
 
 // Launches one warp per queue of s: record i (i < n, LBA records[i] * lbas_per_record) goes to
 // dst + i * record bytes. Failed commands are counted in *errors (device memory, zeroed by the caller).

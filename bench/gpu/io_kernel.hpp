@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "csd/nvme_queue.hpp"
+#include "nvme_queue.hpp"
 
 // What the kernel issues and how it checks what came back.
 struct IoJob {

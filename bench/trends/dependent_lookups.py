@@ -3,7 +3,7 @@
 the host issuing each read: modelled time per lookup against the tree's depth (XRP,
 OSDI'22), and across NVMe/TCP against the round-trip time (BPF-oF, 2023).
 
-A B+-tree of the chase example (examples/bpf/btree.h: one node per block, fanout F, the
+A B+-tree of the chase example (spec/csd_btree.h: one node per block, fanout F, the
 keys' count F^d so that its depth is exactly d) written on the namespace by libcsd
 (csd::btree_write), with random keys and values.
 - host: the host reads each node with an NVM Read (02h) and picks the child itself (the

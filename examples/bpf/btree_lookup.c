@@ -7,7 +7,7 @@
  * follows every path); every access is at a constant offset inside the 512-byte record.
  */
 #include "csd_bpf.h"
-#include "btree.h"
+#include "csd_btree.h"
 
 #define CHASE_DONE (1ull << 63)
 

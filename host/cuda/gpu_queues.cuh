@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "csd/nvme_queue.hpp"
+#include "nvme_queue.hpp"
 
 namespace csd::gpu {
 

@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "csd/device.hpp"
-#include "csd/nvme_queue.hpp"
-#include "csd/queue_processor.hpp"
+#include "nvme_queue.hpp"
+#include "queue_processor.hpp"
 
 namespace csd::gpu {
 

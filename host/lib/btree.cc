@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "btree.h"  // examples/bpf: the node format the program reads
+#include "csd_btree.h"  // spec: the node format the program reads
 
 namespace csd {
 

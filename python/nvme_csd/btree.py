@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The B+-tree of the chase example (examples/bpf/btree.h) on the namespace: written by
+"""The B+-tree of the chase example (spec/csd_btree.h) on the namespace: written by
 libcsd (csd::btree_write), looked up in the drive by one chase of btree_lookup.o per key,
 with no host round trip per level (XRP-style)."""
 

@@ -7,7 +7,7 @@
 # relocations, string tables; accepted ones run JIT-compiled and interpreted),
 # fuzz_catalog (the object store's catalog decoder and journal), fuzz_nvme_cs (the
 # standard front end's decoders: range sets, activation, Execute Program, memory commands)
-# and fuzz_npy (numpy dtype text and .npy files, host/lib/npy.cc).
+# and fuzz_npy (numpy dtype text and .npy files, host/store/npy.cc).
 # Prints 'fuzz: N passed, N failed'.
 # The targets and the instrumented core come from meson's fuzzing build (fuzz-build.sh).
 # Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET ...]  (FUZZ_JOBS: targets run at once)

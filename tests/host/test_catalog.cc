@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The object store's catalog and journal codec (host/lib/store_catalog.hpp), checked as
+// The object store's catalog and journal codec (host/store/store_catalog.hpp), checked as
 // properties over random contents against a plain std::map model: what is encoded decodes
 // to the same; a journal applies like the model's operations; no truncation or damaged
 // byte is ever read as a catalog it is not (a clear false, never a crash: the fuzzer

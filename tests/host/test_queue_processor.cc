@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "csd/queue_processor.hpp"
+#include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The store's programs over objects larger than SLM (host/lib/store_stream.cc, docs/store.md
+// The store's programs over objects larger than SLM (host/store/store_stream.cc, docs/store.md
 // "Objects larger than SLM"): each streamed run against one Execute over the whole object,
 // byte for byte, at sizes around multiples of the SLM budget and of the pieces, with records
 // that straddle pieces; cancel and a device error mid-stream leave nothing behind. Runs on

@@ -7,7 +7,7 @@
 // between hops and the timing model's one media read per hop.
 #include <map>
 
-#include "btree.h"
+#include "csd_btree.h"
 #include "core_fixture.h"
 
 namespace {

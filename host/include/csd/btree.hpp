@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// btree.hpp - the B+-tree of the chase example (examples/bpf/btree.h, btree_lookup.c) on
+// btree.hpp - the B+-tree of the chase example (spec/csd_btree.h, btree_lookup.c) on
 // the namespace: built by the host in one pass over sorted keys, looked up in the drive by
 // one chase per key (Program::run_chase), with no host round trip per level.
 #pragma once

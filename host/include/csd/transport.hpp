@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // transport.hpp - how libcsd reaches a drive: one NVMe command in, one completion out.
-// Backends (one file each in host/lib/): ioctl passthrough (libnvme), io_uring
-// passthrough, and the in-process device built on the device core.
+// Backends (one file each in host/lib/transports/: ioctl passthrough (libnvme), io_uring
+// passthrough, csd.ko; in host/emu/: the in-process device and host mode, built on the
+// device core).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * csd_partition.c - each tenant's share of the namespace. The administrator maps users
+ * csdk_partition.c - each tenant's share of the namespace. The administrator maps users
  * and groups to LBA ranges with the `partitions` parameter (at load time or later through
  * /sys/module/csd/parameters/partitions; it applies to files opened afterwards):
  *
@@ -15,7 +15,7 @@
  * With no entries, every file sees the whole namespace; with entries, a user that matches
  * none cannot open the device unless it has CAP_SYS_ADMIN (then: the whole namespace).
  *
- * The same tenant lists serve the peer-to-peer windows (p2p_windows, csd_p2p.c).
+ * The same tenant lists serve the peer-to-peer windows (p2p_windows, csdk_p2p.c).
  */
 #include <linux/capability.h>
 #include <linux/kernel.h>
@@ -25,7 +25,7 @@
 #include <linux/string.h>
 #include <linux/uidgid.h>
 
-#include "csd.h"
+#include "csdk.h"
 
 static char *partitions;
 module_param(partitions, charp, 0644);
@@ -33,7 +33,7 @@ MODULE_PARM_DESC(partitions,
 		 "tenants' LBA partitions: uid:N=FIRST+COUNT,gid:N=FIRST+COUNT,... (default: none)");
 
 /* Whether entry `tok` (uid:N=FIRST+COUNT or gid:N=...) is well formed; fills its fields. */
-static bool csd_tenant_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *count)
+static bool csdk_tenant_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *count)
 {
 	char *eq, *plus;
 
@@ -54,7 +54,7 @@ static bool csd_tenant_parse(char *tok, bool *is_gid, u32 *id, u64 *first, u64 *
  * administrator's, so they are read in the initial user namespace: read in the opener's,
  * a user could map another tenant's id onto its own uid in a namespace of its own.
  */
-static bool csd_tenant_matches(bool is_gid, u32 id)
+static bool csdk_tenant_matches(bool is_gid, u32 id)
 {
 	if (is_gid) {
 		kgid_t g = make_kgid(&init_user_ns, id);
@@ -68,8 +68,8 @@ static bool csd_tenant_matches(bool is_gid, u32 id)
  * Parses entry i of the list (0-based, empty entries skipped) into its range; 1 if
  * there is one, 0 past the last, -EINVAL if malformed or outside [lo, hi).
  */
-static int csd_tenant_nth(const char *list, int i, const char *what, u64 lo, u64 hi,
-			  bool *is_gid, u32 *id, u64 *first, u64 *count)
+static int csdk_tenant_nth(const char *list, int i, const char *what, u64 lo, u64 hi,
+			   bool *is_gid, u32 *id, u64 *first, u64 *count)
 {
 	char *copy = kstrdup(list, GFP_KERNEL), *cur, *tok, shown[64];
 	u64 last;
@@ -84,7 +84,7 @@ static int csd_tenant_nth(const char *list, int i, const char *what, u64 lo, u64
 			continue;
 		strscpy(shown, tok, sizeof(shown));
 		ret = 1;
-		if (!csd_tenant_parse(tok, is_gid, id, first, count) ||
+		if (!csdk_tenant_parse(tok, is_gid, id, first, count) ||
 		    check_add_overflow(*first, *count, &last) || *first < lo || last > hi) {
 			pr_warn_ratelimited("csd: %s: bad entry '%s' (allowed: %llu up to %llu)\n",
 					    what, shown, lo, hi);
@@ -96,8 +96,8 @@ static int csd_tenant_nth(const char *list, int i, const char *what, u64 lo, u64
 	return ret;
 }
 
-int csd_tenant_entry(char *const *list, const char *what, u64 lo, u64 hi, bool disjoint,
-		     u64 *first, u64 *count, bool *any)
+int csdk_tenant_entry(char *const *list, const char *what, u64 lo, u64 hi, bool disjoint,
+		      u64 *first, u64 *count, bool *any)
 {
 	u64 f, c, f2, c2;
 	bool is_gid, found = false;
@@ -112,17 +112,17 @@ int csd_tenant_entry(char *const *list, const char *what, u64 lo, u64 hi, bool d
 		return -ENOMEM;
 	*any = false;
 	for (i = 0; !found || disjoint; i++) {
-		ret = csd_tenant_nth(copy, i, what, lo, hi, &is_gid, &id, &f, &c);
+		ret = csdk_tenant_nth(copy, i, what, lo, hi, &is_gid, &id, &f, &c);
 		if (ret <= 0)
 			break;
 		*any = true;
-		if (!found && csd_tenant_matches(is_gid, id)) {
+		if (!found && csdk_tenant_matches(is_gid, id)) {
 			*first = f;
 			*count = c;
 			found = true;
 		}
 		for (j = 0; disjoint && j < i; j++) {
-			csd_tenant_nth(copy, j, what, lo, hi, &is_gid, &id, &f2, &c2);
+			csdk_tenant_nth(copy, j, what, lo, hi, &is_gid, &id, &f2, &c2);
 			if (f < f2 + c2 && f2 < f + c) {
 				pr_warn_ratelimited("csd: %s: entries %d and %d overlap\n", what,
 						    j + 1, i + 1);
@@ -139,15 +139,15 @@ int csd_tenant_entry(char *const *list, const char *what, u64 lo, u64 hi, bool d
 	return found ? 1 : 0;
 }
 
-int csd_partition_open(struct csd_file *cf, u64 ns_lbas)
+int csdk_partition_open(struct csdk_file *cf, u64 ns_lbas)
 {
 	bool any;
 	int ret;
 
 	cf->part_start = 0;
 	cf->part_lbas = ns_lbas;
-	ret = csd_tenant_entry(&partitions, "partitions", 0, ns_lbas, false, &cf->part_start,
-			       &cf->part_lbas, &any);
+	ret = csdk_tenant_entry(&partitions, "partitions", 0, ns_lbas, false, &cf->part_start,
+				&cf->part_lbas, &any);
 	if (ret < 0)
 		return ret;
 	if (!ret && any && !capable(CAP_SYS_ADMIN))

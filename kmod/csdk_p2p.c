@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * csd_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into a window of one
+ * csdk_p2p.c - peer-to-peer delivery of csd.ko: SLM Reads straight into a window of one
  * BAR of the PCI device the administrator named, with PRPs built here and no host memory
  * buffer.
  *
@@ -19,7 +19,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "csd.h"
+#include "csdk.h"
 
 static char *p2p_peer;
 module_param(p2p_peer, charp, 0444);
@@ -38,7 +38,7 @@ module_param(p2p_windows, charp, 0644);
 MODULE_PARM_DESC(p2p_windows,
 		 "tenants' disjoint sub-windows: uid:N=OFFSET+BYTES,gid:N=OFFSET+BYTES,... (default: none; then only CAP_SYS_ADMIN)");
 
-void csd_p2p_open(struct csd_file *cf)
+void csdk_p2p_open(struct csdk_file *cf)
 {
 	u64 lo = p2p_offset, hi, first, count;
 	bool any;
@@ -47,7 +47,7 @@ void csd_p2p_open(struct csd_file *cf)
 	if (!p2p_size || check_add_overflow(lo, (u64)p2p_size, &hi))
 		hi = U64_MAX; /* to the BAR's end, checked at each transfer */
 
-	ret = csd_tenant_entry(&p2p_windows, "p2p_windows", lo, hi, true, &first, &count, &any);
+	ret = csdk_tenant_entry(&p2p_windows, "p2p_windows", lo, hi, true, &first, &count, &any);
 	if (ret == 0 && capable(CAP_SYS_ADMIN)) {
 		first = lo; /* the administrator: the whole window */
 		count = hi - lo;
@@ -67,23 +67,23 @@ void csd_p2p_open(struct csd_file *cf)
 #define CSD_P2P_CHUNK (512 * 1024) /* at most 128 pages: one PRP list page */
 
 /* Where the peer's 4 KiB page `page` (from the transfer's start) is, for the drive. */
-typedef dma_addr_t (*csd_page_addr_t)(void *ctx, u64 page);
+typedef dma_addr_t (*csdk_page_addr_t)(void *ctx, u64 page);
 
-static dma_addr_t csd_linear_page(void *ctx, u64 page)
+static dma_addr_t csdk_linear_page(void *ctx, u64 page)
 {
 	return *(dma_addr_t *)ctx + (page << PAGE_SHIFT);
 }
 
 /* One SLM Read of len bytes into the peer pages first.. first+len/4K, PRPs built here. */
-static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, u32 len,
-			 csd_page_addr_t addr, void *ctx, u64 first, __le64 *prp_list,
+static int csdk_p2p_chunk(struct csdk_dev *cd, struct device *dma_dev, u64 slm, u32 len,
+			  csdk_page_addr_t addr, void *ctx, u64 first, __le64 *prp_list,
 			 dma_addr_t prp_list_dma)
 {
 	struct nvme_command c;
 	u32 pages = len >> PAGE_SHIFT, i;
 
-	csd_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
-		len, 0, 0);
+	csdk_cmd(&c, CSD_OPC_SLM_READ, cd->ns->head->ns_id, lower_32_bits(slm), upper_32_bits(slm),
+		 len, 0, 0);
 	c.common.dptr.prp1 = cpu_to_le64(addr(ctx, first));
 	if (pages == 2) {
 		c.common.dptr.prp2 = cpu_to_le64(addr(ctx, first + 1));
@@ -93,12 +93,12 @@ static int csd_p2p_chunk(struct csd_dev *cd, struct device *dma_dev, u64 slm, u3
 		dma_sync_single_for_device(dma_dev, prp_list_dma, PAGE_SIZE, DMA_TO_DEVICE);
 		c.common.dptr.prp2 = cpu_to_le64(prp_list_dma);
 	}
-	return csd_submit(cd, false, &c, NULL, 0, NULL);
+	return csdk_submit(cd, false, &c, NULL, 0, NULL);
 }
 
 /* Runs SLM Read chunks over [abs, abs + len) into the peer pages; counts p2p_bytes. */
-static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 len,
-		       csd_page_addr_t addr, void *ctx, u32 *status)
+static int csdk_p2p_run(struct csdk_dev *cd, struct device *dma_dev, u64 abs, u64 len,
+			csdk_page_addr_t addr, void *ctx, u32 *status)
 {
 	dma_addr_t prp_dma;
 	__le64 *prp_list = kzalloc(PAGE_SIZE, GFP_KERNEL);
@@ -116,8 +116,8 @@ static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 
 	while (done < len) {
 		u32 n = min_t(u64, len - done, CSD_P2P_CHUNK);
 
-		ret = csd_p2p_chunk(cd, dma_dev, abs + done, n, addr, ctx, done >> PAGE_SHIFT,
-				    prp_list, prp_dma);
+		ret = csdk_p2p_chunk(cd, dma_dev, abs + done, n, addr, ctx, done >> PAGE_SHIFT,
+				     prp_list, prp_dma);
 		if (ret > 0) {
 			*status = ret;
 			ret = 0;
@@ -133,9 +133,9 @@ static int csd_p2p_run(struct csd_dev *cd, struct device *dma_dev, u64 abs, u64 
 	return ret;
 }
 
-int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
+int csdk_ioc_p2p(struct csdk_file *cf, void __user *argp)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	struct device *dma_dev = cd->ctrl->dev; /* the NVMe controller's PCI device */
 	unsigned int dom, bus, slot, fn;
 	struct pci_dev *peer = NULL;
@@ -150,7 +150,7 @@ int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 		return -EPERM; /* no peer configured by the administrator */
 	if (!p.len || p.len % PAGE_SIZE || p.bar_offset % PAGE_SIZE || p.bar >= PCI_STD_NUM_BARS)
 		return -EINVAL;
-	ret = csd_translate(cf, p.handle, p.offset, p.len, &abs);
+	ret = csdk_translate(cf, p.handle, p.offset, p.len, &abs);
 	if (ret)
 		return ret;
 	peer = pci_get_domain_bus_and_slot(dom, bus, PCI_DEVFN(slot, fn));
@@ -170,7 +170,7 @@ int csd_ioc_p2p(struct csd_file *cf, void __user *argp)
 	ret = -ENOMEM;
 	if (dma_mapping_error(dma_dev, dst))
 		goto out;
-	ret = csd_p2p_run(cd, dma_dev, abs, p.len, csd_linear_page, &dst, &p.status);
+	ret = csdk_p2p_run(cd, dma_dev, abs, p.len, csdk_linear_page, &dst, &p.status);
 	dma_unmap_resource(dma_dev, dst, p.len, DMA_FROM_DEVICE, 0);
 	if (!ret && copy_to_user(argp, &p, sizeof(p)))
 		ret = -EFAULT;

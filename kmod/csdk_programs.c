@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * csd_programs.c - downloadable programs through csd.ko: Program Load and Unload on
+ * csdk_programs.c - downloadable programs through csd.ko: Program Load and Unload on
  * behalf of an open file, which then owns the slot. Only the owner may run or unload it,
  * and closing the file (also when the process is killed) unloads it.
  *
@@ -23,7 +23,7 @@
 #include <linux/mutex.h>
 #include <linux/uaccess.h>
 
-#include "csd.h"
+#include "csdk.h"
 
 static unsigned int program_slots_per_user = 16;
 module_param(program_slots_per_user, uint, 0644);
@@ -34,60 +34,51 @@ module_param(program_loading_bytes_per_user, uint, 0644);
 MODULE_PARM_DESC(program_loading_bytes_per_user,
 		 "bytes of program images one user may be uploading at once (default 4 MiB; 0: no limit)");
 
-static bool csd_is_slot(u32 id)
+static bool csdk_is_slot(u32 id)
 {
 	return id >= CSD_SLOT_FIRST && id < CSD_SLOT_FIRST + CSD_NR_SLOTS;
 }
 
-static struct csd_slot *csd_slot(struct csd_dev *cd, u16 id)
+static struct csdk_slot *csdk_slot(struct csdk_dev *cd, u16 id)
 {
 	return &cd->slots[id - CSD_SLOT_FIRST];
 }
 
-void csd_programs_init(struct csd_dev *cd)
-{
-	int i;
-
-	mutex_init(&cd->programs_lock);
-	for (i = 0; i < CSD_NR_SLOTS; i++)
-		init_rwsem(&cd->slots[i].sem);
-}
-
 /* Whether cf owns slot id now (a hint unless its semaphore is held). */
-static bool csd_slot_ours(struct csd_file *cf, u16 id)
+static bool csdk_slot_ours(struct csdk_file *cf, u16 id)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	bool ours;
 
 	mutex_lock(&cd->programs_lock);
-	ours = csd_slot(cd, id)->owner == cf;
+	ours = csdk_slot(cd, id)->owner == cf;
 	mutex_unlock(&cd->programs_lock);
 	return ours;
 }
 
 /* Program Unload sent to the drive; returns the NVMe status or a negative errno. */
-static int csd_unload_slot(struct csd_dev *cd, u16 slot)
+static int csdk_unload_slot(struct csdk_dev *cd, u16 slot)
 {
 	struct nvme_command c;
 
-	csd_cmd(&c, CSD_OPC_PROGRAM_UNLOAD, cd->ns->head->ns_id, slot, 0, 0, 0, 0);
-	return csd_submit(cd, false, &c, NULL, 0, NULL);
+	csdk_cmd(&c, CSD_OPC_PROGRAM_UNLOAD, cd->ns->head->ns_id, slot, 0, 0, 0, 0);
+	return csdk_submit(cd, false, &c, NULL, 0, NULL);
 }
 
 /* Whether one more upload of size bytes keeps cf's tenant within its quotas (-EDQUOT if
  * not); programs_lock held.
  */
-static int csd_quota_check(struct csd_file *cf, u32 size)
+static int csdk_quota_check(struct csdk_file *cf, u32 size)
 {
 	unsigned int max_slots = READ_ONCE(program_slots_per_user);
 	unsigned int max_bytes = READ_ONCE(program_loading_bytes_per_user);
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	u64 bytes = size;
 	u32 slots = 1;
 	int i;
 
 	for (i = 0; i < CSD_NR_SLOTS; i++) {
-		const struct csd_slot *s = &cd->slots[i];
+		const struct csdk_slot *s = &cd->slots[i];
 
 		if (!s->owner || !uid_eq(s->owner->uid, cf->uid))
 			continue;
@@ -104,10 +95,10 @@ static int csd_quota_check(struct csd_file *cf, u32 size)
  * makes cf its owner. Returns 0 (claimed, semaphore held), Program Slot In Use if another
  * file owns it (as the drive answers), -EDQUOT or -EINTR.
  */
-static int csd_slot_claim(struct csd_file *cf, u16 id, u32 size)
+static int csdk_slot_claim(struct csdk_file *cf, u16 id, u32 size)
 {
-	struct csd_dev *cd = cf->cd;
-	struct csd_slot *s = csd_slot(cd, id);
+	struct csdk_dev *cd = cf->cd;
+	struct csdk_slot *s = csdk_slot(cd, id);
 	bool taken;
 	int ret;
 
@@ -122,7 +113,7 @@ static int csd_slot_claim(struct csd_file *cf, u16 id, u32 size)
 	mutex_lock(&cd->programs_lock);
 	ret = CSD_STATUS_PROGRAM_SLOT_IN_USE | CSD_STATUS_DNR;
 	if (!s->owner)
-		ret = csd_quota_check(cf, size);
+		ret = csdk_quota_check(cf, size);
 	if (!ret) {
 		s->owner = cf;
 		s->loading = size;
@@ -135,17 +126,17 @@ static int csd_slot_claim(struct csd_file *cf, u16 id, u32 size)
 
 /*
  * Picks and claims a slot no file owns and that is not in `tried`, lowest first, as
- * csd_slot_claim does; *id receives it. Program Slot In Use when there is none.
+ * csdk_slot_claim does; *id receives it. Program Slot In Use when there is none.
  */
-static int csd_slot_pick(struct csd_file *cf, u32 size, const unsigned long *tried, u16 *id)
+static int csdk_slot_pick(struct csdk_file *cf, u32 size, const unsigned long *tried, u16 *id)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	int i, ret;
 
 	mutex_lock(&cd->programs_lock);
-	ret = csd_quota_check(cf, size);
+	ret = csdk_quota_check(cf, size);
 	for (i = 0; i < CSD_NR_SLOTS && !ret; i++) {
-		struct csd_slot *s = &cd->slots[i];
+		struct csdk_slot *s = &cd->slots[i];
 
 		/* a free slot's semaphore is held only briefly (a claim that then fails) */
 		if (test_bit(i, tried) || s->owner || !down_write_trylock(&s->sem))
@@ -164,13 +155,13 @@ static int csd_slot_pick(struct csd_file *cf, u32 size, const unsigned long *tri
 /* Ends cf's upload into claimed slot id: keeps it (ok), or unloads it (unload) and gives
  * it up; releases the semaphore.
  */
-static void csd_slot_finish(struct csd_file *cf, u16 id, bool ok, bool unload)
+static void csdk_slot_finish(struct csdk_file *cf, u16 id, bool ok, bool unload)
 {
-	struct csd_dev *cd = cf->cd;
-	struct csd_slot *s = csd_slot(cd, id);
+	struct csdk_dev *cd = cf->cd;
+	struct csdk_slot *s = csdk_slot(cd, id);
 
 	if (!ok && unload)
-		csd_unload_slot(cd, id); /* still ours: no one else could load into it */
+		csdk_unload_slot(cd, id); /* still ours: no one else could load into it */
 	mutex_lock(&cd->programs_lock);
 	s->loading = 0;
 	if (!ok)
@@ -180,8 +171,8 @@ static void csd_slot_finish(struct csd_file *cf, u16 id, bool ok, bool unload)
 }
 
 /* Sends the image in chunks into claimed slot `slot`; *sent: bytes the drive accepted. */
-static int csd_upload(struct csd_dev *cd, const struct csd_ioc_program_load *p, u16 slot,
-		      u64 *result, u32 *sent)
+static int csdk_upload(struct csdk_dev *cd, const struct csd_ioc_program_load *p, u16 slot,
+		       u64 *result, u32 *sent)
 {
 	struct nvme_command c;
 	u32 off = 0, n;
@@ -189,9 +180,9 @@ static int csd_upload(struct csd_dev *cd, const struct csd_ioc_program_load *p, 
 
 	while (off < p->size) {
 		n = min_t(u32, p->size - off, CSD_CHUNK);
-		csd_cmd(&c, CSD_OPC_PROGRAM_LOAD, cd->ns->head->ns_id,
-			csd_program_load_cdw10(slot, p->type), p->size, off, n, p->record_size);
-		ret = csd_submit_user(cd, &c, u64_to_user_ptr(p->image + off), n, result);
+		csdk_cmd(&c, CSD_OPC_PROGRAM_LOAD, cd->ns->head->ns_id,
+			 csd_program_load_cdw10(slot, p->type), p->size, off, n, p->record_size);
+		ret = csdk_submit_user(cd, &c, u64_to_user_ptr(p->image + off), n, result);
 		if (ret)
 			break;
 		if (off == 0 && lower_32_bits(*result) != slot) {
@@ -204,9 +195,9 @@ static int csd_upload(struct csd_dev *cd, const struct csd_ioc_program_load *p, 
 	return ret;
 }
 
-int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
+int csdk_ioc_program_load(struct csdk_file *cf, void __user *argp)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	DECLARE_BITMAP(tried, CSD_NR_SLOTS);
 	struct csd_ioc_program_load p;
 	u64 result = 0;
@@ -216,7 +207,7 @@ int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
 
 	if (copy_from_user(&p, argp, sizeof(p)))
 		return -EFAULT;
-	if (!p.size || (p.slot && !csd_is_slot(p.slot)))
+	if (!p.size || (p.slot && !csdk_is_slot(p.slot)))
 		return -EINVAL;
 	ret = CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR; /* as the drive answers */
 	if (p.size > CSD_MAX_PROGRAM_BYTES)
@@ -225,16 +216,16 @@ int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
 	for (;;) {
 		slot = p.slot;
 		if (p.slot)
-			ret = csd_slot_claim(cf, slot, p.size);
+			ret = csdk_slot_claim(cf, slot, p.size);
 		else
-			ret = csd_slot_pick(cf, p.size, tried, &slot);
+			ret = csdk_slot_pick(cf, p.size, tried, &slot);
 		if (ret)
 			break;
-		ret = csd_upload(cd, &p, slot, &result, &sent);
+		ret = csdk_upload(cd, &p, slot, &result, &sent);
 		if (!p.slot && !sent && ret > 0 &&
 		    CSD_STATUS_CODE(ret) == CSD_STATUS_PROGRAM_SLOT_IN_USE) {
 			/* loaded outside the module (by root through /dev/nvme*): try another */
-			csd_slot_finish(cf, slot, false, false);
+			csdk_slot_finish(cf, slot, false, false);
 			set_bit(slot - CSD_SLOT_FIRST, tried);
 			continue;
 		}
@@ -243,7 +234,7 @@ int csd_ioc_program_load(struct csd_file *cf, void __user *argp)
 		 * after an accepted chunk, or an error that leaves the drive's state unknown,
 		 * the upload is abandoned, in a slot that is still this file's.
 		 */
-		csd_slot_finish(cf, slot, !ret, sent > 0 || ret < 0);
+		csdk_slot_finish(cf, slot, !ret, sent > 0 || ret < 0);
 		break;
 	}
 	if (ret < 0)
@@ -255,30 +246,30 @@ done:
 	return copy_to_user(argp, &p, sizeof(p)) ? -EFAULT : 0;
 }
 
-int csd_ioc_program_unload(struct csd_file *cf, void __user *argp)
+int csdk_ioc_program_unload(struct csdk_file *cf, void __user *argp)
 {
-	struct csd_dev *cd = cf->cd;
+	struct csdk_dev *cd = cf->cd;
 	struct csd_ioc_program_unload u;
-	struct csd_slot *s;
+	struct csdk_slot *s;
 	int ret;
 
 	if (copy_from_user(&u, argp, sizeof(u)))
 		return -EFAULT;
-	if (!csd_is_slot(u.slot))
+	if (!csdk_is_slot(u.slot))
 		return -EINVAL;
 	/*
 	 * Only cf itself can make a slot cf's, so a slot not cf's now may be refused at once;
 	 * one that is, is checked again once no command of another thread uses it.
 	 */
-	if (!csd_slot_ours(cf, u.slot))
+	if (!csdk_slot_ours(cf, u.slot))
 		return -EPERM;
-	s = csd_slot(cd, u.slot);
+	s = csdk_slot(cd, u.slot);
 	if (down_write_killable(&s->sem))
 		return -EINTR;
 	ret = -EPERM;
-	if (!csd_slot_ours(cf, u.slot))
+	if (!csdk_slot_ours(cf, u.slot))
 		goto out;
-	ret = csd_unload_slot(cd, u.slot);
+	ret = csdk_unload_slot(cd, u.slot);
 	if (ret < 0)
 		goto out;
 	/* unloaded, or already empty on the drive: nothing of cf's is there now */
@@ -294,42 +285,42 @@ out:
 	return ret;
 }
 
-int csd_program_get(struct csd_file *cf, u16 id)
+int csdk_program_get(struct csdk_file *cf, u16 id)
 {
-	struct csd_slot *s;
+	struct csdk_slot *s;
 
-	if (!csd_is_slot(id))
+	if (!csdk_is_slot(id))
 		return 0; /* device-defined programs and plug-ins are everyone's */
-	if (!csd_slot_ours(cf, id))
+	if (!csdk_slot_ours(cf, id))
 		return -EPERM; /* as in CSD_IOC_PROGRAM_UNLOAD */
-	s = csd_slot(cf->cd, id);
+	s = csdk_slot(cf->cd, id);
 	if (down_read_killable(&s->sem))
 		return -EINTR;
-	if (csd_slot_ours(cf, id))
+	if (csdk_slot_ours(cf, id))
 		return 0;
 	up_read(&s->sem);
 	return -EPERM;
 }
 
-void csd_program_put(struct csd_file *cf, u16 id)
+void csdk_program_put(struct csdk_file *cf, u16 id)
 {
-	if (csd_is_slot(id))
-		up_read(&csd_slot(cf->cd, id)->sem);
+	if (csdk_is_slot(id))
+		up_read(&csdk_slot(cf->cd, id)->sem);
 }
 
-void csd_programs_release(struct csd_file *cf)
+void csdk_programs_release(struct csdk_file *cf)
 {
-	struct csd_dev *cd = cf->cd;
-	struct csd_slot *s;
+	struct csdk_dev *cd = cf->cd;
+	struct csdk_slot *s;
 	int i, ret;
 
 	for (i = 0; i < CSD_NR_SLOTS; i++) {
 		s = &cd->slots[i];
-		if (!csd_slot_ours(cf, CSD_SLOT_FIRST + i))
+		if (!csdk_slot_ours(cf, CSD_SLOT_FIRST + i))
 			continue;
 		/* others hold it only briefly: none of them may use cf's program */
 		down_write(&s->sem);
-		ret = csd_unload_slot(cd, CSD_SLOT_FIRST + i);
+		ret = csdk_unload_slot(cd, CSD_SLOT_FIRST + i);
 		if (ret < 0 || (ret && CSD_STATUS_CODE(ret) != CSD_STATUS_INVALID_PROGRAM))
 			dev_warn(&cd->dev, "program slot %04x not unloaded (%d)\n",
 				 CSD_SLOT_FIRST + i, ret);

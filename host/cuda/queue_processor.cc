@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // queue_processor.cc - NVMe queue pairs in shared memory, served onto a Device by polling
 // host threads (the controller side of csd::gpu::GpuQueues).
-#include "csd/queue_processor.hpp"
+#include "queue_processor.hpp"
 
 #include <immintrin.h>
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "csd/device.hpp"
-#include "csd/nvme_queue.hpp"
+#include "nvme_queue.hpp"
 
 namespace csd {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // emu_entry.cc - libcsd-emu's entry point: the one symbol libcsd looks up (dlsym) after it
-// loads this library for an emu: path (host/lib/transport.cc).
+// loads this library for an emu: path (host/lib/transports/transport.cc).
 #include "transports.hpp"
 
 // Makes the in-process device for the part of an emu: path after "emu:"; throws csd::Error

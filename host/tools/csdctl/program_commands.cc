@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// program_commands.cc - csdctl program load|unload|list|run|chase: your own eBPF programs
+// in the drive.
+#include <algorithm>
+#include <cstdio>
+
+#include "csd/program.hpp"
+
+#include "csdctl.hpp"
+
+namespace csdctl {
+namespace {
+
+int cmd_program_load(Device &d, const Opts &o, const std::string &file, uint32_t record_size, uint16_t slot)
+{
+    Program p(d, file, record_size, slot);
+    p.keep();  // loaded until 'csdctl program unload'
+    if (o.json) print({{"slot", p.id()}, {"name", p.name()}, {"record_size", record_size}});
+    else std::printf("loaded %s into slot %04xh (records of %u bytes)\n", p.name().c_str(), p.id(), record_size);
+    return 0;
+}
+
+int cmd_program_list(Device &d, const Opts &o)
+{
+    json list = json::array();
+    for (const auto &p : d.caps().programs) {
+        if (p.type != CSD_PROGRAM_DOWNLOADED) continue;
+        if (o.json) list.push_back({{"slot", p.id}, {"name", p.name}});
+        else std::printf("%04xh  %s\n", p.id, p.name.c_str());
+    }
+    if (o.json) print(list);
+    return 0;
+}
+
+// What `program run` takes beyond the slot and the object.
+struct ProgramRunArgs {
+    std::string mode = "filter", out;
+    uint32_t record_size = 0;
+    std::vector<std::string> params;
+};
+
+int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &name, const ProgramRunArgs &a)
+{
+    std::vector<uint64_t> params;
+    for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
+    ObjectStore st(d);
+    const ObjectInfo info = st.stat(name);
+    if (info.bytes % a.record_size) {
+        die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
+            std::to_string(a.record_size) + "-byte records");
+    }
+    const uint64_t count = info.bytes / a.record_size;
+    Program prog = Program::attach(d, slot, a.record_size);
+    prog.keep();  // stays loaded
+    const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
+    Cancellable c("program run over " + name);
+    const StreamOptions so = stream_options(o, c, "program " + name, info.bytes);
+    const unsigned long long n = count;
+    if (a.mode == "reduce") {
+        const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
+        if (o.json) print({{"records", n}, {"sum", sum}});
+        else std::printf("%llu\n", static_cast<unsigned long long>(sum));
+    } else if (a.mode == "map") {
+        st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
+        if (o.json) print({{"records", n}, {"object", out}});
+        else std::printf("%llu values -> object %s\n", n, out.c_str());
+    } else {
+        const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
+        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
+        else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
+                         static_cast<unsigned long long>(r.bytes), out.c_str());
+    }
+    say_where(d, o);
+    return 0;
+}
+
+// What `program chase` takes beyond the slot.
+struct ChaseArgs {
+    uint32_t record_size = 0, max_hops = CSD_BPF_MAX_HOPS;
+    std::string start;
+    std::vector<std::string> params;
+};
+
+int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &a)
+{
+    std::vector<uint64_t> params;
+    for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
+    Program prog = Program::attach(d, slot, a.record_size);
+    prog.keep();
+    const ChaseResult r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
+    if (o.json) print({{"value", r.value}, {"hops", r.hops}});
+    else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
+                     static_cast<unsigned long long>(r.value), r.hops);
+    say_where(d, o);
+    return 0;
+}
+
+}  // namespace
+
+// What the program commands take.
+struct ProgramArgs {
+    std::string file, name;
+    uint32_t record_size = 0;
+    uint16_t slot = 0;
+    ProgramRunArgs run;
+    ChaseArgs chase;
+};
+
+void add_program_commands(Cli &c)
+{
+    const Opts &o = c.o;
+    ProgramArgs &a = c.keep<ProgramArgs>();
+    auto *program = c.group("program", "your own programs in the drive (eBPF objects from clang)");
+    auto *pload = program->add_subcommand("load", "load FILE (clang -O2 -target bpf -c) into a slot");
+    pload->add_option("file", a.file, "eBPF object")->required()->check(CLI::ExistingFile);
+    pload->add_option("--record-size", a.record_size, "bytes per record the program reads")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    pload->add_option("--slot", a.slot, "slot 0x100..0x1FF (default: the device picks)");
+    pload->callback([&] { c.action = [&](Device &d) { return cmd_program_load(d, o, a.file, a.record_size, a.slot); }; });
+    auto *punload = program->add_subcommand("unload", "unload the program in SLOT");
+    punload->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();
+    punload->callback([&] {
+        c.action = [&](Device &d) {
+            d.program_unload(a.slot);
+            if (o.json) print({{"unloaded", a.slot}});
+            return 0;
+        };
+    });
+    program->add_subcommand("list", "the loaded programs")
+        ->callback([&] { c.action = [&](Device &d) { return cmd_program_list(d, o); }; });
+    ProgramRunArgs &pr = a.run;
+    auto *prun = program->add_subcommand("run", "run the program in SLOT over the records of object NAME");
+    c.writers.push_back({prun, [&pr] { return pr.mode != "reduce"; }});  // --mode map and filter store their result
+    prun->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();
+    prun->add_option("name", a.name, "object of records")->required();
+    prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    const std::vector<std::string> record_modes{"filter", "map", "reduce"};  // chase: program chase
+    prun->add_option("--mode", pr.mode, "filter (records kept), map (one u64 each) or reduce (their sum)")
+        ->check(CLI::IsMember(record_modes));
+    c.choices["csdctl program run --mode"] = record_modes;
+    prun->add_option("--param", pr.params, "a u64 parameter, up to 2^64-1 (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
+    prun->add_option("--out", pr.out, "object for the result (default NAME.MODE)");
+    prun->callback([&] { c.action = [&](Device &d) { return cmd_program_run(d, o, a.slot, a.name, pr); }; });
+    ChaseArgs &ca = a.chase;
+    auto *pchase = program->add_subcommand("chase", "chase blocks of the namespace with the program in SLOT (1.2)");
+    pchase->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();
+    pchase->add_option("--record-size", ca.record_size, "bytes of each block the program reads (as loaded)")->required()
+        ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
+    pchase->add_option("--start", ca.start, "the first block's LBA (the program's params[0])")->required();
+    pchase->add_option("--param", ca.params, "a u64 parameter, params[1..] (repeat, at most 7)")->expected(0, CSD_BPF_MAX_PARAMS - 1);
+    pchase->add_option("--max-hops", ca.max_hops, "blocks it may read")->check(CLI::Range(1u, CSD_BPF_MAX_HOPS));
+    pchase->callback([&] { c.action = [&](Device &d) { return cmd_program_chase(d, o, a.slot, ca); }; });
+}
+
+}  // namespace csdctl
