@@ -191,6 +191,10 @@ public:
     static uint64_t buffer_bytes(uint64_t max_piece, uint64_t blk) { return round_up(max_piece, blk) + blk; }
     // Where the next piece's output goes.
     Range space() const { return {buf_.offset() + tail_, buf_.size() - tail_}; }
+    // The same, no longer than at_most (a piece's largest output): an Execute names no more
+    // SLM than it may write, so the timing model, which charges a program for the bytes of
+    // its ranges, charges a piece as one Execute over the same bytes would be.
+    Range space(uint64_t at_most) const { return {buf_.offset() + tail_, std::min(buf_.size() - tail_, at_most)}; }
     // The next n bytes of the object are at space().
     void commit(uint64_t n)
     {
@@ -303,7 +307,7 @@ FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec,
         FilterSpec s = spec;
         s.count = static_cast<uint32_t>(p.count);
         s.index_base = static_cast<uint32_t>(p.first);
-        const FilterResult fr = programs::filter(dev_, r, out.space(), s);
+        const FilterResult fr = programs::filter(dev_, r, out.space(p.count * out_unit), s);
         out.commit(fr.bytes);
         total.bytes += fr.bytes;
         total.matches += fr.matches;
@@ -539,7 +543,7 @@ uint64_t ObjectStore::convert(const std::string &src, ConvertOp op, const std::s
     StreamedOutput out(*this, dst, count * cs.out, per * cs.out);
     PieceLoader loader(dev_, first_lba(in), static_cast<uint32_t>(lba), per * cs.in, buffers_for(pieces.size()));
     loader.run(pieces, in.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-        out.commit(programs::convert(dev_, op, r, out.space(), static_cast<uint32_t>(p.count), scale, zero_point));
+        out.commit(programs::convert(dev_, op, r, out.space(p.count * cs.out), static_cast<uint32_t>(p.count), scale, zero_point));
     });
     return out.finish(cs.dtype, shape);
 }
@@ -576,7 +580,7 @@ FilterResult ObjectStore::run_program(Program &prog, uint32_t mode, const std::s
     loader.run(pieces, in.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
         const uint32_t n = static_cast<uint32_t>(p.count);
         if (mode == CSD_BPF_FILTER) {
-            const FilterResult fr = prog.run_filter(r, out->space(), n, params);
+            const FilterResult fr = prog.run_filter(r, out->space(p.count * out_unit), n, params);
             out->commit(fr.bytes);
             total.bytes += fr.bytes;
             total.matches += fr.matches;
