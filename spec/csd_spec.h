@@ -97,7 +97,7 @@ struct csd_bpf_params {
     uint32_t record_count;
     uint32_t mode;
     uint32_t nr_params;
-    uint32_t reserved;
+    uint32_t index_base; /* 1.3: csd_index() of the first record (filter, map, reduce; chase: 0) */
 };
 enum csd_bpf_mode { CSD_BPF_FILTER = 0, CSD_BPF_MAP = 1, CSD_BPF_REDUCE = 2, CSD_BPF_CHASE = 3 };
 /* chase (mode 3, 1.2): params[0] the start LBA, record_count the hop limit (1 to

@@ -20,14 +20,15 @@ std::vector<uint8_t> read_file(const std::string &path)
 
 }  // namespace
 
-std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params)
+std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params,
+                                               uint32_t index_base)
 {
     if (params.size() > CSD_BPF_MAX_PARAMS) {
         throw Error("a downloaded program takes at most " + std::to_string(CSD_BPF_MAX_PARAMS) + " parameters, not " +
                         std::to_string(params.size()),
                     EINVAL);
     }
-    const csd_bpf_params h{count, mode, static_cast<uint32_t>(params.size()), 0};
+    const csd_bpf_params h{count, mode, static_cast<uint32_t>(params.size()), index_base};
     std::vector<uint8_t> v(sizeof h + 8 * params.size());
     std::memcpy(v.data(), &h, sizeof h);
     if (!params.empty()) std::memcpy(v.data() + sizeof h, params.data(), 8 * params.size());
@@ -93,28 +94,31 @@ std::string Program::name() const
     return p ? p->name : std::string();
 }
 
-ExecResult Program::run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+ExecResult Program::run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params,
+                        uint32_t index_base)
 {
     if (!dev_) throw Error("program " + std::to_string(id_) + " was unloaded", EBADF);
-    const auto p = downloaded_program_params(count, mode, params);
+    const auto p = downloaded_program_params(count, mode, params, index_base);
     if (mode == CSD_BPF_CHASE) return dev_->execute(id_, {records}, p.data(), static_cast<uint32_t>(p.size()));  // out only
     return dev_->execute(id_, {records, out}, p.data(), static_cast<uint32_t>(p.size()));
 }
 
-FilterResult Program::run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+FilterResult Program::run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params,
+                                 uint32_t index_base)
 {
-    const ExecResult r = run(CSD_BPF_FILTER, records, out, count, params);
+    const ExecResult r = run(CSD_BPF_FILTER, records, out, count, params, index_base);
     return {r.dw0, r.dw1};
 }
 
-void Program::run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params)
+void Program::run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params,
+                      uint32_t index_base)
 {
-    run(CSD_BPF_MAP, records, out, count, params);
+    run(CSD_BPF_MAP, records, out, count, params, index_base);
 }
 
-uint64_t Program::run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params)
+uint64_t Program::run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params, uint32_t index_base)
 {
-    const ExecResult r = run(CSD_BPF_REDUCE, records, Range{}, count, params);
+    const ExecResult r = run(CSD_BPF_REDUCE, records, Range{}, count, params, index_base);
     return r.dw0 | static_cast<uint64_t>(r.dw1) << 32;
 }
 

@@ -3,6 +3,7 @@
 // file descriptors, memory (a memory map paged out as it is read), a writer callback.
 #include "csd/store_io.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +21,9 @@ FdSource::FdSource(int fd, std::string what, uint64_t size) : fd_(fd), what_(std
     if (size != kUnknownSize) return;
     struct stat st {};
     if (fstat(fd, &st) != 0) throw Error("cannot read " + what_, errno);
-    if (S_ISREG(st.st_mode)) {
+    // A regular file's size is what it holds, except where no block backs it: procfs and sysfs
+    // files say 0 or 4096 whatever they hold (and a file of holes is read as well either way).
+    if (S_ISREG(st.st_mode) && st.st_blocks > 0) {
         const off_t at = lseek(fd, 0, SEEK_CUR);
         if (at >= 0 && at <= st.st_size) size_ = static_cast<uint64_t>(st.st_size - at);
     }
@@ -68,8 +71,11 @@ void StreamSink::land(const ObjectInfo &o, const Fill &fill)
 
 FdSink::FdSink(int fd, std::string what) : fd_(fd), what_(std::move(what))
 {
+    // Where the object starts, to write it again if it is replaced meanwhile: nowhere for a
+    // pipe, nor for a file opened to append (its writes go to its end whatever the offset).
     const off_t at = lseek(fd, 0, SEEK_CUR);
-    start_ = at >= 0 ? at : -1;
+    const int flags = fcntl(fd, F_GETFL);
+    start_ = at >= 0 && flags >= 0 && !(flags & O_APPEND) ? at : -1;
 }
 
 void FdSink::land(const ObjectInfo &o, const Fill &fill)

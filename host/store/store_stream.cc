@@ -575,22 +575,25 @@ FilterResult ObjectStore::run_program(Program &prog, uint32_t mode, const std::s
         catalog::check_entry(dst, dtype, mode == CSD_BPF_MAP ? std::vector<uint64_t>{records} : std::vector<uint64_t>{});
         out = std::make_unique<StreamedOutput>(*this, dst, records * out_unit, per * out_unit);
     }
+    if (pieces.size() > 1 && pieces.back().first > UINT32_MAX) {  // csd_index()'s base is a u32
+        throw Error(what + ": it holds more than 2^32 records, past what a piece's csd_index() can start from", EINVAL);
+    }
     PieceLoader loader(dev_, first_lba(in), static_cast<uint32_t>(lba), per * rs, buffers_for(pieces.size()));
     FilterResult total;
     loader.run(pieces, in.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-        const uint32_t n = static_cast<uint32_t>(p.count);
+        const uint32_t n = static_cast<uint32_t>(p.count), base = static_cast<uint32_t>(p.first);
         if (mode == CSD_BPF_FILTER) {
-            const FilterResult fr = prog.run_filter(r, out->space(p.count * out_unit), n, params);
+            const FilterResult fr = prog.run_filter(r, out->space(p.count * out_unit), n, params, base);
             out->commit(fr.bytes);
             total.bytes += fr.bytes;
             total.matches += fr.matches;
         } else if (mode == CSD_BPF_MAP) {
             const Range s = out->space();
-            prog.run_map(r, Range{s.offset, p.count * 8}, n, params);
+            prog.run_map(r, Range{s.offset, p.count * 8}, n, params, base);
             out->commit(p.count * 8);
             total.bytes += p.count * 8;
         } else {
-            total.bytes += prog.run_reduce(r, n, params);  // wrapping, as the program's own sum
+            total.bytes += prog.run_reduce(r, n, params, base);  // wrapping, as the program's own sum
         }
     });
     if (mode == CSD_BPF_MAP) {

@@ -32,13 +32,17 @@ namespace {
 thread_local uint64_t tl_params[CSD_BPF_MAX_PARAMS];
 thread_local uint32_t tl_nr_params = 0;
 thread_local uint64_t tl_index = 0;
+thread_local uint64_t tl_index_base = 0;  // the Execute's first record's index (csd_bpf_params.index_base)
 
 // The helpers, with the five-argument signature DPDK calls external functions with.
 [[maybe_unused]] uint64_t helper_param(uint64_t i, uint64_t, uint64_t, uint64_t, uint64_t)
 {
     return static_cast<uint32_t>(i) < tl_nr_params ? tl_params[static_cast<uint32_t>(i)] : 0;
 }
-[[maybe_unused]] uint64_t helper_index(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t) { return tl_index; }
+[[maybe_unused]] uint64_t helper_index(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t)
+{
+    return tl_index_base + tl_index;
+}
 
 constexpr uint64_t kBatch = 4096;  // records between cancellation checks (fewer for long programs)
 constexpr size_t kSpecialisedKept = 4;  // rewrites kept per program (by mode and params)
@@ -277,7 +281,7 @@ ExecResult BpfProgram::read_call(const ProgramCall &call, csd_bpf_params *hp, ui
     if (call.param_len < sizeof(h)) return fail(CSD_STATUS_INVALID_PARAMETERS);
     std::memcpy(&h, call.params, sizeof(h));
     if (h.mode != CSD_BPF_CHASE && call.nr_ranges != 2) return fail(CSD_STATUS_INVALID_PARAMETERS);
-    if (h.mode > CSD_BPF_CHASE || h.reserved != 0 || h.nr_params > CSD_BPF_MAX_PARAMS ||
+    if (h.mode > CSD_BPF_CHASE || (h.mode == CSD_BPF_CHASE && h.index_base != 0) || h.nr_params > CSD_BPF_MAX_PARAMS ||
         call.param_len != sizeof(h) + 8 * h.nr_params) {
         return fail(CSD_STATUS_INVALID_PARAMETERS);
     }
@@ -308,6 +312,7 @@ uint64_t BpfProgram::hop(const ProgramCall &call, const uint8_t *record, uint32_
     std::memcpy(&h, call.params, sizeof(h));
     std::memcpy(tl_params, call.params + sizeof(h), 8 * h.nr_params);
     tl_nr_params = h.nr_params;
+    tl_index_base = 0;
     tl_index = hop;
     void *rec = const_cast<uint8_t *>(record);  // a program may write its record: the block is the job's copy
     return (jit_ && !interpret) ? jit_(rec) : rte_bpf_exec(bpf_, rec);
@@ -349,6 +354,7 @@ ExecResult BpfProgram::run(const ProgramCall &call, bool interpret) const
     const uint32_t map_dw0 = map_bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(map_bytes);
     std::memcpy(tl_params, params, 8 * h.nr_params);
     tl_nr_params = h.nr_params;
+    tl_index_base = h.index_base;
     // A long Execute runs the program rewritten for its params and mode (once per set of
     // them; see bpf/specialise.h), its records in batches where the rewrite allows.
     const bool long_run = jit_ && !interpret && h.record_count >= specialise_min_records_;

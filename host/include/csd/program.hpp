@@ -44,15 +44,20 @@ public:
     // Unloads it now.
     void unload();
 
+    // index_base (command set 1.3): what csd_index() answers for the first of the records.
     // filter: records for which the program returns non-zero, copied to out in order.
     // Output too small: csd::Error Output Overflow whose dw1() is the number of matches.
-    FilterResult run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {});
+    FilterResult run_filter(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {},
+                            uint32_t index_base = 0);
     // map: out[i] = the program's u64 for record i (out holds count * 8 bytes).
-    void run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {});
+    void run_map(Range records, Range out, uint32_t count, const std::vector<uint64_t> &params = {},
+                 uint32_t index_base = 0);
     // reduce: the wrapping u64 sum of the program's results over the records.
-    uint64_t run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params = {});
+    uint64_t run_reduce(Range records, uint32_t count, const std::vector<uint64_t> &params = {},
+                        uint32_t index_base = 0);
     // Any mode, returning the completion Dwords.
-    ExecResult run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params);
+    ExecResult run(uint32_t mode, Range records, Range out, uint32_t count, const std::vector<uint64_t> &params,
+                   uint32_t index_base = 0);
     // chase (mode 3, 1.2; XRP-style pointer chasing): the device reads the block at
     // start_lba of the namespace, calls the program on its first record_size() bytes, and
     // reads the block at the LBA it answers, until it answers "done" (bit 63) or max_hops
@@ -75,6 +80,7 @@ private:
 };
 
 // The Execute parameters of a downloaded program (command set §8).
-std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params);
+std::vector<uint8_t> downloaded_program_params(uint32_t count, uint32_t mode, const std::vector<uint64_t> &params,
+                                               uint32_t index_base = 0);
 
 }  // namespace csd
