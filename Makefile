@@ -75,7 +75,8 @@ fio-engine: build
 guest: image build kmod nvme-cli fio-engine
 	@bash images/stage-guest.sh
 
-# CMD is passed through the environment so any quoting survives; CSD_PROPS (more nvme
+# CMD reaches the guest's shell as written ($(value CMD): make expands no $ in it, so
+# CMD='x=hello; echo "[$x]"' prints [hello]) and any quoting survives; CSD_PROPS (more nvme
 # device properties, e.g. csd.nvme-cs=on,csd.model=gen4x4-8core) and DRIVES too; PLUGINS=1
 # loads the example operator plug-ins (csdvm.py --plugins: csd.plugin-dir); EXACT=1 holds the
 # guest to the timing model's time (csd.exact=on, needs a model in CSD_PROPS) and ICOUNT=N
@@ -83,6 +84,7 @@ guest: image build kmod nvme-cli fio-engine
 VM_FLAGS := $(if $(filter-out 0,$(PLUGINS)),--plugins)
 vm: qemu image build guest
 	@export CSD_PROPS="$(CSD_PROPS)" CSD_DRIVES="$(or $(DRIVES),1)" CSD_EXACT="$(EXACT)" CSD_ICOUNT="$(ICOUNT)"; \
+	CMD='$(subst ','\'',$(value CMD))'; \
 	if [ -n "$$CMD" ]; then $(PYTHON) tests/vm/csdvm.py cmd "$$CMD" $(VM_FLAGS); else $(PYTHON) tests/vm/csdvm.py shell $(VM_FLAGS); fi
 
 demo: qemu image build guest

@@ -15,6 +15,11 @@ bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-d
 # libcsd loads the in-process device (emu: paths) from its own folder: libcsd-emu.so goes
 # beside it with what it links (the device core's BLAS, compression and eBPF runtimes).
 emu="$mb/host/libcsd-emu.so"
+# One staging at a time in a tree (make vm in one terminal and make check in another both
+# stage): the second waits for the first, then stages anew; csdvm.py reads build/guest
+# under the same lock, shared, so it never packs a half-replaced folder.
+exec 9> "$top/build/guest.lock"
+flock 9
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/bin" "$out.tmp/lib"
 [ -f "$emu" ] || { echo "stage-guest: $emu missing (make build)" >&2; exit 1; }
 cp "$emu" "$out.tmp/lib/"

@@ -31,6 +31,7 @@ struct csdk_file {
 	int p2p_ok; /* 1: [p2p_start, p2p_end) of the peer's BAR may receive; else -errno */
 	u64 p2p_start;
 	u64 p2p_end;
+	struct list_head *agents; /* this file's agent queue pairs (csdk_agent.c), or NULL */
 };
 
 /* Sets the file's LBA partition for the opener: 0, -EACCES or -EINVAL (bad parameter). */
@@ -145,5 +146,16 @@ void csdk_programs_release(struct csdk_file *cf);
 
 /* CSD_IOC_P2P_READ: an SLM Read into the configured window of the peer's BAR. */
 int csdk_ioc_p2p(struct csdk_file *cf, void __user *argp);
+/*
+ * The configured peer (referenced; pci_dev_put it), its BAR's physical address in *base
+ * and the administrator's window of it as physical addresses [*start, *end), or NULL if
+ * none is configured.
+ */
+struct pci_dev *csdk_p2p_peer(u64 *base, u64 *start, u64 *end);
+
+/* CSD_IOC_AGENT_QUEUE: a queue pair in the peer's BAR for an agent (csdk_agent.c). */
+int csdk_ioc_agent_queue(struct csdk_file *cf, void __user *argp);
+/* Deletes the agent queue pairs of a file being closed. */
+void csdk_agents_release(struct csdk_file *cf);
 
 #endif /* _CSDK_H */

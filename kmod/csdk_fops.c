@@ -380,6 +380,9 @@ static long csdk_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CSD_IOC_PROGRAM_UNLOAD:
 		ret = csdk_ioc_program_unload(cf, argp);
 		break;
+	case CSD_IOC_AGENT_QUEUE:
+		ret = csdk_ioc_agent_queue(cf, argp);
+		break;
 	default:
 		ret = -ENOTTY;
 	}
@@ -415,6 +418,7 @@ static int csdk_release(struct inode *inode, struct file *file)
 {
 	struct csdk_file *cf = file->private_data;
 
+	csdk_agents_release(cf);
 	csdk_programs_release(cf);
 	csdk_free(cf, 0, true);
 	kfree(cf);

@@ -178,3 +178,27 @@ out:
 	pci_dev_put(peer);
 	return ret;
 }
+
+struct pci_dev *csdk_p2p_peer(u64 *base, u64 *start, u64 *end)
+{
+	unsigned int dom, bus, slot, fn;
+	struct pci_dev *peer;
+	u64 hi;
+
+	if (!p2p_peer || sscanf(p2p_peer, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4 ||
+	    p2p_bar >= PCI_STD_NUM_BARS)
+		return NULL;
+	peer = pci_get_domain_bus_and_slot(dom, bus, PCI_DEVFN(slot, fn));
+	if (!peer)
+		return NULL;
+	if (!(pci_resource_flags(peer, p2p_bar) & IORESOURCE_MEM)) {
+		pci_dev_put(peer);
+		return NULL;
+	}
+	if (!p2p_size || check_add_overflow((u64)p2p_offset, (u64)p2p_size, &hi))
+		hi = U64_MAX;
+	*base = pci_resource_start(peer, p2p_bar);
+	*start = *base + min_t(u64, p2p_offset, pci_resource_len(peer, p2p_bar));
+	*end = *base + min_t(u64, hi, pci_resource_len(peer, p2p_bar));
+	return peer;
+}

@@ -3,10 +3,15 @@
 // Execute (CRC-32C of one block in SLM) issued from CUDA kernels on 1-256 queue pairs
 // (csd::gpu::GpuQueues), served by host polling threads onto the in-process device; beside
 // them, the per-command cost of the in-process device alone (host threads calling the
-// transport), and the rate under a timing-model preset with its overruns.
-// Usage: gpu_io check                 (every Read's bytes and every Execute's result checked
-//                                      on the GPU; exit 1 on any difference)
+// transport), and the rate under a timing-model preset with its overruns; and Reads that land
+// in GPU memory (moved there by the drive side before the completion) against Reads into the
+// arena, the arena plus the warp's own copy into GPU memory, and host threads issuing
+// cudaMemcpyAsync / cudaMemcpyBatchAsync of the same random blocks from pinned memory.
+// Usage: gpu_io check [vram]          (every Read's bytes and every Execute's result checked
+//                                      on the GPU, where they landed; exit 1 on any difference;
+//                                      vram: only the Reads into GPU memory)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
+//        gpu_io vram [MAX_POLLERS]    (only the GPU-memory table)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
 #include <unistd.h>
@@ -71,33 +76,56 @@ struct Run {
 
 // One kernel of job over `queues` queue pairs (depth 64) served by `pollers` host threads.
 // Execute jobs: descriptors (desc, one per block, desc_stride apart) are copied into the
-// arena after the slots.
-Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {})
+// arena after the slots. Reads with job.dest 1 or 2: GPU memory of one slot per SQ entry
+// (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
+// it (a bad destination).
+Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0)
 {
     const uint32_t depth = 64;
-    const uint64_t slot = job.kind == 0 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
+    const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
     const uint64_t slots_bytes = uint64_t(queues) * depth * slot;
-    gpu::GpuQueues gq(dev, queues, depth, slots_bytes + descs.size() + 64, pollers);
-    if (!descs.empty()) {
-        std::memcpy(gq.host_arena() + slots_bytes, descs.data(), descs.size());
-        job.desc_offset = slots_bytes;
-    }
+    uint8_t *vram = nullptr;
+    if (job.dest) check(cudaMalloc(reinterpret_cast<void **>(&vram), slots_bytes), "cudaMalloc (GPU memory)");
     unsigned long long *counters = nullptr;
     check(cudaMalloc(reinterpret_cast<void **>(&counters), 2 * sizeof *counters), "cudaMalloc");
     check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
     check(cudaDeviceSynchronize(), "sync");
+    gpu::GpuWindow window;
+    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by;
+    const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
+    // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
+    auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
+    gpu::GpuQueues &gq = *gq_owner;
+    job.vram = vram + vram_shift;
+    if (!descs.empty()) {
+        std::memcpy(gq.host_arena() + arena, descs.data(), descs.size());
+        job.desc_offset = arena;
+    }
     const uint64_t before = gq.commands();
     const auto t0 = clk::now();
     check(launch_io(gq.device_view(), job, slot, counters, nullptr), "launch");
-    check(cudaDeviceSynchronize(), "io kernel");
+    // a kernel that never finishes (its completions never posted) ends the run with a message
+    for (cudaError_t e; (e = cudaStreamQuery(nullptr)) != cudaSuccess;) {
+        if (e != cudaErrorNotReady) check(e, "io kernel");
+        if (since(t0) > 60) {
+            std::printf("gpu_io: the kernel did not finish within 60 s (%llu of its commands completed)\n",
+                        static_cast<unsigned long long>(gq.commands() - before));
+            std::fflush(stdout);
+            std::_Exit(3);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     Run r;
     r.seconds = since(t0);
     r.commands = gq.commands() - before;
     r.timed = gq.timed();
+    gq_owner.reset();
     unsigned long long c[2];
     check(cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost), "cudaMemcpy");
     r.failed = c[0], r.wrong = c[1];
     cudaFree(counters);
+    if (vram) cudaFree(vram);
     return r;
 }
 
@@ -162,6 +190,139 @@ double host_rate(Device &dev, int threads, uint64_t n, uint32_t nlb)
     return threads * n / s;
 }
 
+// Pinned host memory holding the namespace's bytes (pattern_word), mib MiB.
+uint8_t *pinned_pattern(uint64_t mib)
+{
+    uint8_t *p = nullptr;
+    check(cudaHostAlloc(reinterpret_cast<void **>(&p), mib << 20, cudaHostAllocDefault), "cudaHostAlloc");
+    uint64_t *w = reinterpret_cast<uint64_t *>(p);
+    for (uint64_t k = 0; k < (mib << 20) / 8; k++) w[k] = pattern_word(8 * k);
+    return p;
+}
+
+// What a host program that has the namespace's bytes in pinned memory writes to land random
+// blocks in GPU memory: `threads` host threads, each with a stream of its own, copying n random
+// blocks of `bytes` each with cudaMemcpyAsync (or cudaMemcpyBatchAsync of 1024 at a time)
+// into GPU memory; blocks per second.
+double memcpy_rate(const uint8_t *pinned, uint64_t src_bytes, uint8_t *vram, uint64_t vram_bytes, uint32_t bytes,
+                   int threads, uint64_t n, bool batch)
+{
+    std::vector<std::thread> ts;
+    std::atomic<int> bad{0};
+    const uint64_t records = src_bytes / bytes, slots = vram_bytes / bytes;
+    const auto t0 = clk::now();
+    for (int t = 0; t < threads; t++) {
+        ts.emplace_back([&, t] {
+            cudaStream_t st;
+            cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+            uint64_t x = 88172645463325252ull + t * 7919;
+            std::vector<void *> dsts;
+            std::vector<const void *> srcs;
+            std::vector<size_t> sizes;
+            cudaMemcpyAttributes attr{};
+            attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+            attr.srcLocHint.type = cudaMemLocationTypeHost;
+            attr.dstLocHint.type = cudaMemLocationTypeDevice;
+            size_t idx = 0;
+            for (uint64_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                const uint8_t *src = pinned + (x % records) * bytes;
+                uint8_t *dst = vram + ((uint64_t(t) * n + i) % slots) * bytes;
+                if (!batch) {
+                    bad += cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st) != cudaSuccess;
+                    continue;
+                }
+                dsts.push_back(dst), srcs.push_back(src), sizes.push_back(bytes);
+                if (dsts.size() == 1024 || i + 1 == n) {
+                    bad += cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(), &attr, &idx, 1, st) !=
+                           cudaSuccess;
+                    dsts.clear(), srcs.clear(), sizes.clear();
+                }
+            }
+            bad += cudaStreamSynchronize(st) != cudaSuccess;
+            cudaStreamDestroy(st);
+        });
+    }
+    for (auto &t : ts) t.join();
+    const double s = since(t0);
+    if (bad) std::printf("(%d CUDA calls failed)\n", bad.load());
+    return threads * n / s;
+}
+
+// Reads that land in GPU memory, random 512 B / 4 KiB / 64 KiB over the 1 GiB namespace:
+// the drive side moving them (three ways) against the arena (host memory), the arena plus the
+// warp's own copy, and host threads' cudaMemcpyAsync of the same blocks; all against the
+// pinned ceiling (one 1 GiB cudaMemcpyAsync from pinned memory, the best of three).
+int vram_table(Device &dev, int max_pollers)
+{
+    int bad = 0;
+    const uint64_t mib = dev.ns().lba_count * dev.ns().lba_size >> 20;
+    uint8_t *pinned = pinned_pattern(mib), *vram = nullptr;
+    check(cudaMalloc(reinterpret_cast<void **>(&vram), mib << 20), "cudaMalloc");
+    double ceiling = 0;
+    for (int i = 0; i < 3; i++) {
+        const auto t0 = clk::now();
+        check(cudaMemcpy(vram, pinned, mib << 20, cudaMemcpyHostToDevice), "cudaMemcpy");
+        ceiling = std::max(ceiling, double(mib << 20) / since(t0) / 1e9);
+    }
+    std::printf("\npinned ceiling (one %llu MiB cudaMemcpy from pinned host memory, best of 3): %.1f GB/s\n",
+                static_cast<unsigned long long>(mib), ceiling);
+    std::printf("\n| Read | path: where it lands, who moves it | queues | pollers / threads | M reads/s | GB/s | %% of pinned ceiling | failed |\n"
+                "|---|---|---|---|---|---|---|---|\n");
+    const uint32_t lba = dev.ns().lba_size;
+    struct Path {
+        const char *name;
+        uint32_t dest;
+        gpu::MoveBy by;
+    };
+    const Path paths[] = {
+        {"arena (host memory; not read here: no PCIe transfer)", 0, gpu::MoveBy::kernel},
+        {"arena, then the warp copies its batch into GPU memory", 1, gpu::MoveBy::kernel},
+        {"GPU memory, moved by the drive side: resident copy kernel from pinned staging", 2, gpu::MoveBy::resident},
+        {"GPU memory, moved by the drive side: copy kernel launched per round", 2, gpu::MoveBy::kernel},
+        {"GPU memory, moved by the drive side: cudaMemcpyBatchAsync per round", 2, gpu::MoveBy::batch},
+        {"GPU memory, moved by the drive side: cudaMemcpyAsync per block", 2, gpu::MoveBy::memcpy},
+    };
+    for (uint32_t bytes : {512u, 4096u, 65536u}) {
+        const uint64_t target = std::min<uint64_t>(1u << 21, (8ull << 30) / bytes);
+        for (uint32_t q : {128u, 256u}) {
+            for (const Path &p : paths) {
+                const bool slow = p.dest == 2 && p.by != gpu::MoveBy::resident;  // one row each, fewer commands
+                if (slow && q != 256) continue;
+                IoJob job;
+                job.nlb = bytes / lba;
+                job.records = dev.ns().lba_count / job.nlb;
+                job.rounds = std::clamp<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(target, slow ? 1 << 18 : target) / (q * 32)),
+                                                  16, 4096);
+                job.seed = q * 7 + bytes;
+                job.dest = p.dest;
+                const int pollers = std::min<int>(max_pollers, q);
+                const Run r = run_kernel(dev, q, pollers, job, {}, p.by);
+                bad += r.failed != 0;
+                std::printf("| %s | %s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
+                            p.name, q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
+                            static_cast<unsigned long long>(r.failed));
+                std::fflush(stdout);
+            }
+        }
+        for (bool batch : {false, true}) {
+            for (int t : {4, 16}) {
+                const uint64_t n = std::min<uint64_t>(target / t, batch ? target : 200000 / t);
+                memcpy_rate(pinned, mib << 20, vram, mib << 20, bytes, t, std::min<uint64_t>(n, 2000), batch);  // warm
+                const double rate = memcpy_rate(pinned, mib << 20, vram, mib << 20, bytes, t, n, batch);
+                std::printf("| %s | host threads: %s of the same random blocks, pinned -> GPU memory | - | %d | %.2f | %.2f | %.0f %% | - |\n",
+                            bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
+                            batch ? "cudaMemcpyBatchAsync (1024 a call)" : "cudaMemcpyAsync", t, rate / 1e6, rate * bytes / 1e9,
+                            100 * rate * bytes / 1e9 / ceiling);
+                std::fflush(stdout);
+            }
+        }
+    }
+    cudaFree(vram);
+    cudaFreeHost(pinned);
+    return bad;
+}
+
 void host_table(Device &dev, int max_threads)
 {
     std::printf("\n| host threads calling the transport (no GPU) | 512 B Reads/s | 4 KiB Reads/s |\n|---|---|---|\n");
@@ -177,6 +338,7 @@ void host_table(Device &dev, int max_threads)
 
 int main(int argc, char **argv)
 {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out at once (a log piped to tee)
     const std::string mode = argc > 1 ? argv[1] : "check";
     std::string path;
     if (mode == "host") {
@@ -201,12 +363,15 @@ int main(int argc, char **argv)
     cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);  // the launching thread sleeps: its core polls
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
+    check(load_io(), "loading the io kernel");
     int bad = 0;
     if (mode == "check") {
         auto dev = pattern_device(64, "&cu=2", &path);
         unlink(path.c_str());
         const uint32_t lba = dev->ns().lba_size;
+        const bool vram_only = argc > 2 && std::string(argv[2]) == "vram";
         for (uint32_t bytes : {512u, 4096u}) {
+            if (vram_only) break;
             for (uint32_t q : {1u, 3u, 8u}) {
                 IoJob job;
                 job.nlb = bytes / lba;
@@ -220,7 +385,63 @@ int main(int argc, char **argv)
                 bad += r.failed || r.wrong || r.commands != uint64_t(q) * 32 * job.rounds;
             }
         }
+        // Reads into GPU memory: copied there by the warp, or moved there by the drive side
+        // (each way), checked there; an SLM Read (how an Execute's output comes back) the same
+        for (uint32_t bytes : {512u, 4096u, 65536u}) {
+            for (int way = 0; way < 5; way++) {
+                for (uint32_t q : {1u, 8u}) {
+                    IoJob job;
+                    job.nlb = bytes / lba;
+                    job.records = dev->ns().lba_count / job.nlb;
+                    job.rounds = 5;
+                    job.verify = 1;
+                    job.dest = way == 0 ? 1 : 2;
+                    const gpu::MoveBy by = std::array<gpu::MoveBy, 5>{gpu::MoveBy::resident, gpu::MoveBy::resident, gpu::MoveBy::kernel,
+                                                                      gpu::MoveBy::batch, gpu::MoveBy::memcpy}[way];
+                    const Run r = run_kernel(*dev, q, 2, job, {}, by);
+                    std::printf("gpu_io check: %u B Reads into GPU memory (%s), %u queue(s): %llu commands, %llu failed, "
+                                "%llu wrong words\n",
+                                bytes, way == 0 ? "the warp copies from the arena" : gpu::move_by_name(by), q,
+                                static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
+                                static_cast<unsigned long long>(r.wrong));
+                    bad += r.failed || r.wrong || r.commands != uint64_t(q) * 32 * job.rounds;
+                }
+            }
+        }
+        {
+            const uint64_t slm = 16 << 20;
+            std::vector<uint64_t> words(slm / 8);
+            for (uint64_t k = 0; k < words.size(); k++) words[k] = pattern_word(8 * k);
+            dev->slm_write(0, words.data(), slm);
+            IoJob job;
+            job.kind = 2;
+            job.nlb = 4096 / lba;
+            job.records = slm / 4096;
+            job.rounds = 5;
+            job.verify = 1;
+            job.dest = 2;
+            const Run r = run_kernel(*dev, 4, 2, job);
+            std::printf("gpu_io check: 4 KiB SLM Reads into GPU memory (resident copy kernel), 4 queues: %llu commands, %llu failed, "
+                        "%llu wrong words\n",
+                        static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
+                        static_cast<unsigned long long>(r.wrong));
+            bad += r.failed || r.wrong || r.commands != 4ull * 32 * job.rounds;
+        }
+        {  // destinations outside the window: every command completes with Data Transfer Error
+            IoJob job;
+            job.nlb = 4096 / lba;
+            job.records = dev->ns().lba_count / job.nlb;
+            job.rounds = 3;
+            job.dest = 2;
+            job.expect_status = 0x4004;
+            const Run r = run_kernel(*dev, 2, 2, job, {}, gpu::MoveBy::resident, 2ull * 64 * 4096 - 2048);
+            std::printf("gpu_io check: 4 KiB Reads naming GPU memory outside the window, 2 queues: %llu commands, "
+                        "%llu without Data Transfer Error\n",
+                        static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed));
+            bad += r.failed || r.commands != 2ull * 32 * job.rounds;
+        }
         for (uint32_t q : {1u, 4u}) {
+            if (vram_only) break;
             IoJob job;
             job.kind = 1;
             job.blocks = 64;
@@ -246,6 +467,11 @@ int main(int argc, char **argv)
                 " 32 commands per warp batch\n",
                 prop.name, std::thread::hardware_concurrency());
     const uint32_t lba = dev->ns().lba_size;
+    if (mode == "vram") {
+        bad += vram_table(*dev, max_pollers);
+        unlink(path.c_str());
+        return bad ? 1 : 0;
+    }
     const bool model_only = mode == "model";
     if (!model_only) std::printf("\n| command | queues | pollers | commands | M commands/s | GB/s | failed / wrong |\n|---|---|---|---|---|---|---|\n");
     for (uint32_t bytes : {512u, 4096u}) {
@@ -360,6 +586,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(path.c_str());
+    if (!model_only) bad += vram_table(*dev, max_pollers);
     if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }

@@ -7,12 +7,7 @@
 # Llama against what users do today; docs/perf.md). Logs, results and the plot go to $OUT
 # (default build/gpu-out). GPU_TESTS: the gtest filter (default Loader.*: the loader's; under
 # compute-sanitizer without the timed *WhileLanding* tests).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-out=${OUT:-$top/build/gpu-out}
-mkdir -p "$out"
-cd "$top"
-b=build/gpu-host
+source "$(dirname "$0")/gpu-machine-env.sh"
 {
     nvidia-smi -L
     python3 -c "import torch, transformers, accelerate, safetensors; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'safetensors', safetensors.__version__)"

@@ -13,6 +13,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd/store_io.hpp"
 
 struct csd_dev {
     std::unique_ptr<csd::Device> dev;
@@ -311,6 +312,73 @@ int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint6
         }
     });
     return rc;
+}
+
+namespace {
+
+// A C read callback as a source.
+class CallbackSource : public csd::ObjectSource {
+public:
+    // Reads through fn(ctx, ...); len may be CSD_SIZE_UNKNOWN.
+    CallbackSource(uint64_t len, csd_read_fn fn, void *ctx) : len_(len), fn_(fn), ctx_(ctx) {}
+    // The length the caller gave.
+    uint64_t size() const override { return len_ == CSD_SIZE_UNKNOWN ? kUnknownSize : len_; }
+    // What the callback gives; its negative errno as a csd::Error.
+    uint64_t read(uint8_t *buf, uint64_t n) override
+    {
+        const int64_t got = fn_(ctx_, buf, n);
+        if (got < 0) throw csd::Error("csd_store_put_stream: the read callback", static_cast<int>(-got));
+        if (static_cast<uint64_t>(got) > n) {
+            throw csd::Error("csd_store_put_stream: the read callback gave more bytes than asked", EINVAL);
+        }
+        return static_cast<uint64_t>(got);
+    }
+
+private:
+    uint64_t len_;
+    csd_read_fn fn_;
+    void *ctx_;
+};
+
+}  // namespace
+
+int csd_store_put_stream(csd_dev *dev, const char *name, uint64_t len, csd_read_fn read, void *ctx)
+{
+    if (!dev || !name || !read) return bad_arg("csd_store_put_stream: NULL dev, name or read");
+    return guard([&] {
+        CallbackSource src(len, read, ctx);
+        store_of(dev).put(name, src);
+    });
+}
+
+int csd_store_get_stream(csd_dev *dev, const char *name, csd_write_fn write, void *ctx, uint64_t *len)
+{
+    if (!dev || !name || !write || !len) return bad_arg("csd_store_get_stream: NULL dev, name, write or len");
+    return guard([&] {
+        csd::StreamSink sink([&](uint64_t pos, const uint8_t *data, uint64_t n) {
+            const int rc = write(ctx, pos, data, n);
+            if (rc < 0) throw csd::Error("csd_store_get_stream: the write callback", -rc);
+        });
+        *len = store_of(dev).get_into(name, sink).bytes;
+    });
+}
+
+int csd_store_put_fd(csd_dev *dev, const char *name, int fd)
+{
+    if (!dev || !name || fd < 0) return bad_arg("csd_store_put_fd: NULL dev or name, or no fd");
+    return guard([&] {
+        csd::FdSource src(fd, "fd " + std::to_string(fd));
+        store_of(dev).put(name, src);
+    });
+}
+
+int csd_store_get_fd(csd_dev *dev, const char *name, int fd, uint64_t *len)
+{
+    if (!dev || !name || fd < 0 || !len) return bad_arg("csd_store_get_fd: NULL dev, name or len, or no fd");
+    return guard([&] {
+        csd::FdSink sink(fd, "fd " + std::to_string(fd));
+        *len = store_of(dev).get_into(name, sink).bytes;
+    });
 }
 
 int csd_store_remove(csd_dev *dev, const char *name)

@@ -27,6 +27,12 @@ T *device_address(T *host)
 }  // namespace
 
 GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t arena_bytes, int pollers)
+    : GpuQueues(dev, queues, depth, arena_bytes, pollers, GpuWindow{})
+{
+}
+
+GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t arena_bytes, int pollers,
+                     const GpuWindow &window)
 {
     if (queues == 0 || queues > 4096) throw Error("GPU queues: 1..4096 queues", EINVAL);
     if (depth < 33 || depth > 4096) throw Error("GPU queues: depth must be 33..4096 (a warp submits 32)", EINVAL);
@@ -50,7 +56,8 @@ GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t aren
         gpu_ = host_;
         gpu_.sq = device_address(host_.sq), gpu_.cq = device_address(host_.cq), gpu_.db = device_address(host_.db);
         gpu_.arena = device_address(host_.arena);
-        proc_ = std::make_unique<QueueProcessor>(dev, host_, reinterpret_cast<uint64_t>(gpu_.arena), pollers);
+        if (window.base) mover_ = std::make_unique<GpuMover>(window, dev.transport().max_transfer());
+        proc_ = std::make_unique<QueueProcessor>(dev, host_, reinterpret_cast<uint64_t>(gpu_.arena), pollers, mover_.get());
     } catch (...) {
         if (arena_) cudaFreeHost(arena_);
         cudaFreeHost(mem_);
@@ -60,7 +67,8 @@ GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t aren
 
 GpuQueues::~GpuQueues()
 {
-    proc_.reset();  // the pollers stop before the memory they read goes
+    proc_.reset();  // the pollers stop (and their lanes finish their copies) before the memory they read goes
+    mover_.reset();
     cudaFreeHost(arena_);
     cudaFreeHost(mem_);
 }

@@ -86,4 +86,29 @@ __device__ inline NvmeSqe read_entry(const NvmeQueueSet &s, uint64_t slba, uint3
     return e;
 }
 
+// An NVMe Read of nlb LBAs from slba into GPU memory at dst, inside the window the queues
+// were made with (GpuWindow): the drive side moves the bytes there before it posts the
+// completion. Read them after the completion with loads that skip the SM's L1 (__ldcg, or
+// volatile): an earlier read of the same addresses may still be held there.
+__device__ inline NvmeSqe read_entry_to_gpu(const NvmeQueueSet &s, uint64_t slba, uint32_t nlb, const void *dst)
+{
+    NvmeSqe e = read_entry(s, slba, nlb, 0);
+    e.prp1 = reinterpret_cast<uint64_t>(dst);
+    return e;
+}
+
+// An SLM Read of len bytes at SLM offset off (an Execute's output, say) into GPU memory at
+// dst, inside the queues' window; read as read_entry_to_gpu's.
+__device__ inline NvmeSqe slm_read_entry_to_gpu(const NvmeQueueSet &s, uint64_t off, uint32_t len, const void *dst)
+{
+    NvmeSqe e{};
+    e.opcode = 0x82;  // CSD_OPC_SLM_READ
+    e.nsid = s.nsid;
+    e.prp1 = reinterpret_cast<uint64_t>(dst);
+    e.cdw10 = static_cast<uint32_t>(off);
+    e.cdw11 = static_cast<uint32_t>(off >> 32);
+    e.cdw12 = len;
+    return e;
+}
+
 }  // namespace csd::gpu

@@ -9,7 +9,8 @@
 namespace csd {
 
 // A submission queue entry as NVMe lays it out (64 bytes). PRP1 is an address in the
-// queue pair set's data arena (as the submitting agent sees it); PRP2 is unused.
+// queue pair set's data arena (as the submitting agent sees it) or, for a Read or SLM Read
+// served with a csd::Mover, in the mover's memory (GPU memory); PRP2 is unused.
 struct NvmeSqe {
     uint8_t opcode;
     uint8_t flags;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // queue_processor.cc - NVMe queue pairs in shared memory, served onto a Device by polling
-// host threads (the controller side of csd::gpu::GpuQueues).
+// host threads (the controller side of csd::gpu::GpuQueues); with a Mover, Reads into memory
+// the host cannot store into (a GPU's) are staged and moved before their completions post.
 #include "queue_processor.hpp"
 
 #include <immintrin.h>
@@ -25,8 +26,8 @@ constexpr uint16_t kInternalError = CSD_STATUS_INTERNAL_ERROR;
 
 }  // namespace
 
-QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers)
-    : dev_(dev), set_(host), agent_arena_(agent_arena)
+QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover)
+    : dev_(dev), set_(host), agent_arena_(agent_arena), mover_(mover)
 {
     if (!set_.sq || !set_.cq || !set_.db || set_.queues == 0) throw Error("queue processor: no queues", EINVAL);
     if (set_.depth < 2 || set_.depth > 65536) throw Error("queue processor: depth must be 2..65536", EINVAL);
@@ -36,6 +37,8 @@ QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t a
     if (pollers < 1) throw Error("queue processor: at least one poller", EINVAL);
     if (static_cast<uint32_t>(pollers) > set_.queues) pollers = static_cast<int>(set_.queues);
     pollers_ = pollers;
+    for (int i = 0; mover_ && i < pollers; i++) lanes_.push_back(mover_->lane());
+    for (auto &l : lanes_) l->start();  // all made (and their memory allocated) before any starts
     counts_ = std::make_unique<Counts[]>(static_cast<size_t>(pollers));
     for (int i = 0; i < pollers; i++) threads_.emplace_back([this, i, pollers] { poll(i, pollers); });
 }
@@ -44,6 +47,8 @@ QueueProcessor::~QueueProcessor()
 {
     stop_ = true;
     for (auto &t : threads_) t.join();
+    for (auto &l : lanes_) l->stop();  // all stopped before any goes (freeing can wait for them all)
+    lanes_.clear();  // each waits for its copies before its staging goes
 }
 
 uint64_t QueueProcessor::commands() const
@@ -77,7 +82,9 @@ Completion QueueProcessor::run(const NvmeSqe &e)
 {
     Command c;
     Completion refused;
-    if (!decode(e, &c, &refused)) return refused;
+    bool to_mover = false;
+    if (!decode(e, &c, &refused, &to_mover)) return refused;
+    if (to_mover) return Completion{kDataTransferError, 0};  // moving needs a poller's lane
     try {
         return dev_.transport().submit(c);
     } catch (const Error &) {
@@ -85,8 +92,9 @@ Completion QueueProcessor::run(const NvmeSqe &e)
     }
 }
 
-bool QueueProcessor::decode(const NvmeSqe &e, Command *out, Completion *refused)
+bool QueueProcessor::decode(const NvmeSqe &e, Command *out, Completion *refused, bool *to_mover)
 {
+    *to_mover = false;
     Command &c = *out;
     const uint64_t nlb = (e.cdw12 & 0xFFFFu) + 1;
     uint64_t len = 0;
@@ -126,14 +134,18 @@ bool QueueProcessor::decode(const NvmeSqe &e, Command *out, Completion *refused)
     c.cdw2 = e.cdw2, c.cdw3 = e.cdw3;
     c.cdw10 = e.cdw10, c.cdw11 = e.cdw11, c.cdw12 = e.cdw12, c.cdw13 = e.cdw13, c.cdw14 = e.cdw14, c.cdw15 = e.cdw15;
     if (len) {
-        // the whole buffer inside the arena, checked without overflow
-        if (e.prp1 < agent_arena_ || e.prp1 - agent_arena_ > set_.arena_bytes ||
-            len > set_.arena_bytes - (e.prp1 - agent_arena_)) {
+        // the whole buffer inside the arena, checked without overflow; or, for data the drive
+        // returns (Read, SLM Read), inside the mover's memory
+        const bool in_arena = e.prp1 >= agent_arena_ && e.prp1 - agent_arena_ <= set_.arena_bytes &&
+                              len <= set_.arena_bytes - (e.prp1 - agent_arena_);
+        const bool returns_data = e.opcode == 0x02 || e.opcode == CSD_OPC_SLM_READ;
+        if (!in_arena && !(mover_ && returns_data && len <= mover_->max_transfer() && mover_->covers(e.prp1, len))) {
             *refused = Completion{kDataTransferError, 0};
             return false;
         }
-        c.data = set_.arena + (e.prp1 - agent_arena_);
+        c.data = in_arena ? set_.arena + (e.prp1 - agent_arena_) : nullptr;
         c.data_len = static_cast<uint32_t>(len);
+        *to_mover = !in_arena;
     }
     return true;
 }
@@ -172,16 +184,23 @@ uint64_t steady_ns()
 
 }  // namespace
 
-bool QueueProcessor::post_due(std::vector<QueueState> &state, std::vector<Due> &due, Counts &counts)
+bool QueueProcessor::post_due(Poller &p, Counts &counts)
 {
+    std::vector<Due> &due = p.due;
     if (due.empty()) return false;
     const uint64_t now = steady_ns();
     bool posted = false;
     while (!due.empty() && due.front().finish <= now) {
         const Due &d = due.front();
-        QueueState &s = state[d.q];
+        QueueState &s = p.state[d.q];
         if (cq_full(d.q, s)) break;  // its consumer is behind: again next round
-        post(d.q, s, d.cid, d.c, counts);
+        Completion c = d.c;
+        if (d.batch) {  // its data is posted only once it has been moved
+            const MoverLane::State m = p.lane->state(d.batch);
+            if (m == MoverLane::State::running) break;
+            if (m == MoverLane::State::failed) c = Completion{kInternalError, 0};
+        }
+        post(d.q, s, d.cid, c, counts);
         s.due--;
         const uint64_t late = now - d.finish;
         counts.timed.store(counts.timed.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -194,8 +213,27 @@ bool QueueProcessor::post_due(std::vector<QueueState> &state, std::vector<Due> &
     return posted;
 }
 
-bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vector<Due> &due)
+bool QueueProcessor::post_moved(Poller &p, Counts &counts)
 {
+    bool posted = false;
+    while (!p.moving.empty()) {
+        const Moving &m = p.moving.front();
+        const MoverLane::State st = p.lane->state(m.batch);
+        if (st == MoverLane::State::running) break;
+        QueueState &s = p.state[m.q];
+        if (cq_full(m.q, s)) break;  // its consumer is behind: again next round
+        post(m.q, s, m.cid, st == MoverLane::State::done ? m.c : Completion{kInternalError, 0}, counts);
+        s.moving--;
+        p.moving.pop_front();
+        posted = true;
+    }
+    return posted;
+}
+
+bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
+{
+    QueueState &s = p.state[q];
+    std::vector<Due> &due = p.due;
     bool worked = false;
     // Executes handed to compute units earlier: completed when done, in any order (the
     // submitter matches completions by command ID)
@@ -222,14 +260,27 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vecto
     // queues and the completions falling due wait for no more than that.
     for (uint32_t taken = 0; s.sq_head != tail && taken < kBurst && !stop_.load(std::memory_order_relaxed); taken++) {
         // an entry is taken only with room for its completion (counting those in flight)
-        if (s.pending.size() + s.due + 1 >= set_.depth || cq_full(q, s)) break;
+        if (s.pending.size() + s.due + s.moving + 1 >= set_.depth || cq_full(q, s)) break;
         NvmeSqe e;
         std::memcpy(&e, const_cast<const NvmeSqe *>(&set_.sq[uint64_t(q) * set_.depth + s.sq_head]), sizeof e);
-        s.sq_head = (s.sq_head + 1) % set_.depth;
-        worked = true;
         Command cmd;
         Completion c;
-        if (decode(e, &cmd, &c)) {
+        bool to_mover = false;
+        const bool ok = decode(e, &cmd, &c, &to_mover);
+        if (ok && to_mover) {  // the drive reads into the lane's staging; the lane moves it
+            cmd.data = p.lane->stage(cmd.data_len);
+            if (!cmd.data) {
+                p.lane->flush();
+                cmd.data = p.lane->stage(cmd.data_len);
+            }
+            if (!cmd.data) {  // staging all in flight: this entry again at the next visit
+                worked = true;
+                break;
+            }
+        }
+        s.sq_head = (s.sq_head + 1) % set_.depth;
+        worked = true;
+        if (ok) {
             try {
                 if (e.opcode == CSD_OPC_EXECUTE) {
                     // a program runs on a compute unit: this poller goes on serving meanwhile
@@ -243,10 +294,16 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vecto
                     // under a timing model: posted at its modelled finish (post_due), not waited for here
                     uint64_t finish = 0;
                     c = dev_.transport().submit_deferred(cmd, &finish);
+                    const uint64_t batch = to_mover && c.status == 0 ? p.lane->copy(e.prp1, static_cast<const uint8_t *>(cmd.data), cmd.data_len) : 0;
                     if (finish) {
-                        due.push_back({finish, q, e.cid, c});
+                        due.push_back({finish, q, e.cid, c, batch});
                         std::push_heap(due.begin(), due.end(), std::greater<Due>());
                         s.due++;
+                        continue;
+                    }
+                    if (batch) {  // posted once its data has been moved (post_moved)
+                        p.moving.push_back({batch, q, e.cid, c});
+                        s.moving++;
                         continue;
                     }
                 }
@@ -261,17 +318,22 @@ bool QueueProcessor::serve(uint32_t q, QueueState &s, Counts &counts, std::vecto
 
 void QueueProcessor::poll(int index, int pollers)
 {
-    std::vector<QueueState> state(set_.queues);
-    std::vector<Due> due;  // a min-heap on the modelled finish
+    Poller p;
+    p.state.resize(set_.queues);
+    p.lane = lanes_.empty() ? nullptr : lanes_[static_cast<size_t>(index)].get();
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         bool worked = false;
         for (uint32_t q = index; q < set_.queues; q += pollers) {
             // the completions due are posted between queue visits, not once per round over the queues
-            worked |= post_due(state, due, counts_[index]);
-            worked |= serve(q, state[q], counts_[index], due) || !state[q].pending.empty();  // Executes in flight: keep spinning
+            worked |= post_due(p, counts_[index]);
+            worked |= serve(q, p, counts_[index]) || !p.state[q].pending.empty();  // Executes in flight: keep spinning
         }
-        worked |= post_due(state, due, counts_[index]) || !due.empty();  // completions due soon: keep spinning
+        if (p.lane) {
+            p.lane->flush();  // a round's copies go as one batch
+            worked |= post_moved(p, counts_[index]) || !p.moving.empty();  // copies in flight: keep spinning
+        }
+        worked |= post_due(p, counts_[index]) || !p.due.empty();  // completions due soon: keep spinning
         if (worked) {
             idle = 0;
         } else if (++idle < 4096) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <future>
 #include <utility>
 #include <memory>
@@ -18,13 +19,50 @@
 
 namespace csd {
 
+// One poller's share of a Mover: host staging that commands read into, and batches of copies
+// from it into the memory the submitter named. Used by one poller thread only.
+class MoverLane {
+public:
+    enum class State { running, done, failed };
+    virtual ~MoverLane() = default;
+    // Host staging for len bytes; nullptr when the lane has no room until earlier batches are done.
+    virtual uint8_t *stage(uint32_t len) = 0;
+    // Records a copy of len staged bytes to the submitter's address dst; returns the number of
+    // the batch it belongs to (the one the next flush() starts).
+    virtual uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) = 0;
+    // Starts the copies recorded since the last flush (and releases staging that no copy took).
+    virtual void flush() = 0;
+    // Whether batch b's copies are done (batches finish in order), or failed.
+    virtual State state(uint64_t b) = 0;
+    // Starts what the lane runs beside the pollers (called on every lane once all are made).
+    virtual void start() {}
+    // Stops what the lane runs beside the pollers (called on every lane before any is destroyed).
+    virtual void stop() {}
+};
+
+// Memory that the submitter may name as a Read's destination but that this process cannot
+// store into (a GPU's memory): the drive reads into host staging and the mover copies the
+// bytes there; the completion is posted only once the copy is done.
+class Mover {
+public:
+    virtual ~Mover() = default;
+    // Whether [addr, addr + len) lies inside the memory it moves into (no overflow).
+    virtual bool covers(uint64_t addr, uint64_t len) const = 0;
+    // The largest transfer a lane can stage at once.
+    virtual uint32_t max_transfer() const = 0;
+    // A lane for one poller thread (made on the caller's thread; throws csd::Error).
+    virtual std::unique_ptr<MoverLane> lane() = 0;
+};
+
 class QueueProcessor {
 public:
     // Serves `host` (the queue set as this process addresses it) with `pollers` threads,
     // each owning queues q with q % pollers == its index. `agent_arena` is the arena's
     // address as the submitter writes it into PRP1 (a GPU's view of mapped memory may
-    // differ from the host's). Starts polling at once; throws csd::Error on bad layouts.
-    QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers);
+    // differ from the host's). With a mover, a Read or SLM Read whose PRP1 lies in the mover's
+    // memory rather than the arena lands there (moved before its completion is posted).
+    // Starts polling at once; throws csd::Error on bad layouts.
+    QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover = nullptr);
     ~QueueProcessor();  // stops and joins the pollers
     QueueProcessor(const QueueProcessor &) = delete;
     QueueProcessor &operator=(const QueueProcessor &) = delete;
@@ -41,7 +79,8 @@ public:
     Timed timed() const;
 
     // Runs one submission queue entry against the device and returns its completion
-    // (status without the phase tag). Exposed so that the decoding can be tested alone.
+    // (status without the phase tag). Exposed so that the decoding can be tested alone; an
+    // entry for the mover's memory is refused here (Data Transfer Error).
     Completion run(const NvmeSqe &e);
 
 private:
@@ -51,6 +90,7 @@ private:
         uint16_t phase = 1;
         std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
         uint32_t due = 0;  // completions of this queue waiting for their modelled finish
+        uint32_t moving = 0;  // completions of this queue waiting for their data's copy
     };
     // A completion to post at its modelled finish; a poller keeps them in a min-heap.
     struct Due {
@@ -58,7 +98,22 @@ private:
         uint32_t q;
         uint16_t cid;
         Completion c;
+        uint64_t batch = 0;  // with a mover: the batch of copies its data waits for (0: none)
         bool operator>(const Due &o) const { return finish > o.finish; }
+    };
+    // A completion waiting for its data's copy into the mover's memory.
+    struct Moving {
+        uint64_t batch;
+        uint32_t q;
+        uint16_t cid;
+        Completion c;
+    };
+    // What one poller keeps: its queues' state, completions due and completions moving.
+    struct Poller {
+        std::vector<QueueState> state;
+        std::vector<Due> due;  // a min-heap on the modelled finish
+        std::deque<Moving> moving;  // in batch order
+        MoverLane *lane = nullptr;
     };
     // What one poller counted, on a cache line of its own (pollers share no written line).
     struct alignas(64) Counts {
@@ -66,11 +121,15 @@ private:
         std::atomic<uint64_t> timed{0}, late_ns{0}, max_late_ns{0};
     };
     void poll(int index, int pollers);
-    bool serve(uint32_t q, QueueState &s, Counts &counts, std::vector<Due> &due);
-    // Posts the completions in due whose modelled finish has passed; whether it posted any.
-    bool post_due(std::vector<QueueState> &state, std::vector<Due> &due, Counts &counts);
+    bool serve(uint32_t q, Poller &p, Counts &counts);
+    // Posts the completions in due whose modelled finish has passed (and whose data, if any,
+    // has been moved); whether it posted any.
+    bool post_due(Poller &p, Counts &counts);
+    // Posts the completions whose data the mover has moved, in order; whether it posted any.
+    bool post_moved(Poller &p, Counts &counts);
     // An entry as the Command it asks for; false with *refused set when it cannot be run.
-    bool decode(const NvmeSqe &e, Command *out, Completion *refused);
+    // *to_mover: its data goes to the mover's memory (c.data is then left for staging).
+    bool decode(const NvmeSqe &e, Command *out, Completion *refused, bool *to_mover);
     // Posts a completion for command cid at the CQ tail, phase tag last.
     void post(uint32_t q, QueueState &s, uint16_t cid, const Completion &c, Counts &counts);
     // Whether the CQ has no room for another entry.
@@ -79,6 +138,8 @@ private:
     Device &dev_;
     NvmeQueueSet set_;
     uint64_t agent_arena_;
+    Mover *mover_ = nullptr;
+    std::vector<std::unique_ptr<MoverLane>> lanes_;  // one per poller, with a mover
     std::atomic<bool> stop_{false};
     std::unique_ptr<Counts[]> counts_;  // one per poller
     int pollers_ = 0;

@@ -109,6 +109,29 @@ int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len
 int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len);
 int csd_store_remove(csd_dev *dev, const char *name);
 
+/* Streaming put and get: an object of any size through a few MiB of host memory, its
+ * CRC-32C computed as it streams (docs/store.md). */
+/* csd_store_put_stream's len for a source whose length is not known before its end (a pipe). */
+#define CSD_SIZE_UNKNOWN UINT64_MAX
+/* Gives up to n bytes of the object into buf: returns how many (0 only at its end), or a
+ * negative errno to cancel the put. */
+typedef int64_t (*csd_read_fn)(void *ctx, void *buf, uint64_t n);
+/* Takes bytes [pos, pos + n) of the object, in order; pos 0 again means another writer
+ * replaced it meanwhile and it starts over. Returns 0, or a negative errno to stop. */
+typedef int (*csd_write_fn)(void *ctx, uint64_t pos, const void *buf, uint64_t n);
+/* Stores (or replaces) an object of len bytes (CSD_SIZE_UNKNOWN: until read gives 0) read
+ * through read(ctx, ...) a chunk at a time. A read error or another length than len
+ * (-EIO) stores nothing and releases the space reserved. */
+int csd_store_put_stream(csd_dev *dev, const char *name, uint64_t len, csd_read_fn read, void *ctx);
+/* Gets an object a chunk at a time through write(ctx, ...), checked against its CRC-32C
+ * at the end (-EIO after write saw bytes that do not match it); *len: its size. */
+int csd_store_get_stream(csd_dev *dev, const char *name, csd_write_fn write, void *ctx, uint64_t *len);
+/* csd_store_put_stream from a file descriptor (a file from its position, a pipe, stdin). */
+int csd_store_put_fd(csd_dev *dev, const char *name, int fd);
+/* csd_store_get_stream to a file descriptor (a file from its position, a pipe, stdout);
+ * a pipe cannot start over: a replacement meanwhile gives -EAGAIN. */
+int csd_store_get_fd(csd_dev *dev, const char *name, int fd, uint64_t *len);
+
 /* Programs over stored objects of any size (docs/store.md, "Objects larger than SLM"): an
  * object larger than the SLM a call may use streams through SLM in pieces, the SLM Load of
  * the next overlapping the Execute of this one, with the results one Execute over the whole

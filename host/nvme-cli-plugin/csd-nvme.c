@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * csd-nvme.c - `nvme csd ...`: nvme-cli's plugin for the CSD command set 1.1
+ * csd-nvme.c - `nvme csd ...`: nvme-cli's plugin for the CSD command set 1.3
  * (spec/csd-command-set.md). The wire format comes from the project's one spec header,
  * csd_spec.h (opcodes, descriptor codec, log page layouts, status, program and parameter
  * names); the commands go through nvme-cli's device handling and libnvme's passthrough

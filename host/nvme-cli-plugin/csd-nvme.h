@@ -11,7 +11,7 @@
 
 #include "cmd.h"
 
-PLUGIN(NAME("csd", "nvme-csd computational storage (CSD command set 1.1)", NVME_VERSION),
+PLUGIN(NAME("csd", "nvme-csd computational storage (CSD command set 1.3)", NVME_VERSION),
 	COMMAND_LIST(
 		ENTRY("info", "Capabilities (log page C0h): SLM, compute units, limits, programs", csdp_info)
 		ENTRY("stats", "Statistics (log page C1h): command, byte and per-program counters", csdp_stats)

@@ -528,26 +528,25 @@ uint64_t array_bytes(const Dtype &dt, const std::vector<uint64_t> &shape)
     return n;
 }
 
-Array parse(const std::vector<uint8_t> &f)
+size_t header_size(const uint8_t *f, size_t n)
 {
-    if (f.size() < 10 || std::memcmp(f.data(), "\x93NUMPY", 6) != 0) bad("not a .npy file (no \\x93NUMPY magic)");
+    if (n < 10 || std::memcmp(f, "\x93NUMPY", 6) != 0) bad("not a .npy file (no \\x93NUMPY magic)");
     const int major = f[6], minor = f[7];
     if (major < 1 || major > 3 || minor != 0) {
         bad(".npy format version " + std::to_string(major) + "." + std::to_string(minor) +
             " is not one numpy writes (1.0, 2.0 or 3.0)");
     }
-    size_t hlen, hstart;
-    if (major == 1) {
-        hlen = f[8] | f[9] << 8;
-        hstart = 10;
-    } else {
-        if (f.size() < 12) bad("truncated .npy header");
-        hlen = f[8] | f[9] << 8 | f[10] << 16 | static_cast<size_t>(f[11]) << 24;
-        hstart = 12;
-    }
-    if (hlen > f.size() - hstart) bad("truncated .npy header");
-    std::string h(reinterpret_cast<const char *>(f.data()) + hstart, hlen);
-    if (major < 3) h = latin1_to_utf8(h);  // versions 1 and 2 are Latin-1, 3 is UTF-8
+    if (major == 1) return 10 + (f[8] | f[9] << 8);
+    if (n < 12) bad("truncated .npy header");
+    return 12 + (f[8] | f[9] << 8 | f[10] << 16 | static_cast<size_t>(f[11]) << 24);
+}
+
+Header parse_header(const uint8_t *f, size_t n)
+{
+    const size_t total = header_size(f, n), hstart = f[6] == 1 ? 10 : 12, hlen = total - hstart;
+    if (total > n) bad("truncated .npy header");
+    std::string h(reinterpret_cast<const char *>(f) + hstart, hlen);
+    if (f[6] < 3) h = latin1_to_utf8(h);  // versions 1 and 2 are Latin-1, 3 is UTF-8
     const Value v = LiteralParser(h, ".npy header").parse_all();
     if (v.kind != Value::kDict) bad(".npy header is not a dict");
     const Value *descr = nullptr, *fortran = nullptr, *shape = nullptr;
@@ -561,7 +560,7 @@ Array parse(const std::vector<uint8_t> &f)
         *slot = &v.items[i + 1];
     }
     if (!descr || !fortran || !shape) bad(".npy header lacks 'descr', 'fortran_order' or 'shape'");
-    Array out;
+    Header out;
     if (shape->kind != Value::kTuple) bad(".npy header: 'shape' is not a tuple of integers");
     for (const Value &dim : shape->items) {
         if (dim.kind != Value::kInt) bad(".npy header: 'shape' is not a tuple of integers");
@@ -580,27 +579,29 @@ Array parse(const std::vector<uint8_t> &f)
     } catch (const Error &e) {
         throw Error(".npy header", e);
     }
-    const uint64_t need = array_bytes(dt, out.shape), have = f.size() - hstart - hlen;
-    if (have != need) {
-        bad(".npy data is " + std::to_string(have) + " bytes; its header's dtype and shape describe " +
-            std::to_string(need));
-    }
+    out.data_bytes = array_bytes(dt, out.shape);
     out.dtype = to_text(dt);
-    out.data.assign(f.begin() + static_cast<long>(hstart + hlen), f.end());
+    out.size = total;
     return out;
 }
 
-std::vector<uint8_t> format(const std::string &dtype, const std::vector<uint64_t> &shape,
-                            const std::vector<uint8_t> &data)
+Array parse(const std::vector<uint8_t> &f)
+{
+    const Header h = parse_header(f.data(), f.size());
+    const uint64_t have = f.size() - h.size;
+    if (have != h.data_bytes) {
+        bad(".npy data is " + std::to_string(have) + " bytes; its header's dtype and shape describe " +
+            std::to_string(h.data_bytes));
+    }
+    Array out{h.dtype, h.shape, {}};
+    out.data.assign(f.begin() + static_cast<long>(h.size), f.end());
+    return out;
+}
+
+std::vector<uint8_t> header(const std::string &dtype, const std::vector<uint64_t> &shape)
 {
     const Dtype dt = from_text(dtype);
-    const uint64_t need = array_bytes(dt, shape);
-    if (need != data.size()) {
-        std::string s;
-        put_shape(s, shape);
-        bad("dtype '" + snippet(to_text(dt)) + "' and shape " + s + " describe " + std::to_string(need) +
-            " bytes, not " + std::to_string(data.size()));
-    }
+    array_bytes(dt, shape);  // throws on overflow
     std::string h = "{'descr': ";
     put_descr(h, dt, true);
     h += ", 'fortran_order': False, 'shape': ";
@@ -616,6 +617,21 @@ std::vector<uint8_t> format(const std::string &dtype, const std::vector<uint64_t
     std::vector<uint8_t> file = {0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<uint8_t>(version), 0};
     for (size_t i = 0; i < prefix - 8; i++) file.push_back(static_cast<uint8_t>(h.size() >> (8 * i)));
     file.insert(file.end(), h.begin(), h.end());
+    return file;
+}
+
+std::vector<uint8_t> format(const std::string &dtype, const std::vector<uint64_t> &shape,
+                            const std::vector<uint8_t> &data)
+{
+    const Dtype dt = from_text(dtype);
+    const uint64_t need = array_bytes(dt, shape);
+    if (need != data.size()) {
+        std::string s;
+        put_shape(s, shape);
+        bad("dtype '" + snippet(to_text(dt)) + "' and shape " + s + " describe " + std::to_string(need) +
+            " bytes, not " + std::to_string(data.size()));
+    }
+    std::vector<uint8_t> file = header(dtype, shape);
     file.insert(file.end(), data.begin(), data.end());
     return file;
 }

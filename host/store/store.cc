@@ -42,6 +42,7 @@
 #include "csd_crc32c.h"
 #include "fork_hold.hpp"
 #include "store_catalog.hpp"
+#include "csd/store_io.hpp"
 
 namespace csd {
 
@@ -661,18 +662,56 @@ static ObjectInfo new_entry(const std::string &name, uint64_t bytes, const std::
 }
 
 // Commits an object whose data is written and flushed into reserved space.
-void ObjectStore::commit_put(const ObjectInfo &obj, uint64_t reservation)
+void ObjectStore::commit_put(const ObjectInfo &obj, uint64_t reservation, const std::vector<uint64_t> &also)
 {
     ObjectInfo o = obj;
     update([&](const State &s) {
-        if (!s.contents.reservations.count(reservation)) {
+        bool held = s.contents.reservations.count(reservation) != 0;
+        for (const uint64_t id : also) held = held && s.contents.reservations.count(id) != 0;
+        if (!held) {
             throw Error("put of object '" + o.name +
                             "': its reserved space was reclaimed by another writer ('csdctl reclaim'); not stored",
                         EIO);
         }
         o.generation = s.generation + 1;
-        return catalog::put_entry(o, reservation);
+        Changes ch = catalog::put_entry(o, reservation);
+        for (const uint64_t id : also) {
+            const Changes e = catalog::release_entry(id);
+            ch.insert(ch.end(), e.begin(), e.end());
+        }
+        return ch;
     });
+}
+
+bool ObjectStore::reserve_at(uint64_t block, uint64_t blocks, Reservation *out)
+{
+    Reservation r;
+    r.id = random_id();
+    r.block = block;
+    r.blocks = blocks;
+    r.owner = writer_name();
+    bool free = false;
+    update([&](const State &s) {
+        std::vector<Extent> used{s.base};
+        for (const auto &[n, o] : s.contents.objects) used.push_back({o.block, blocks_for(o.bytes)});
+        for (const auto &[id, x] : s.contents.reservations) used.push_back({x.block, x.blocks});
+        free = block >= kFirstDataBlock && block <= s.total_blocks && s.total_blocks - block >= blocks;
+        for (const Extent &e : used) free = free && (e.block + e.blocks <= block || e.block >= block + blocks);
+        r.time = now_s();
+        return free ? catalog::reserve_entry(r) : Changes{};
+    });
+    if (free) *out = r;
+    return free;
+}
+
+void ObjectStore::release_quietly(const std::vector<uint64_t> &ids)
+{
+    for (const uint64_t id : ids) {
+        try {
+            release(id);
+        } catch (...) {  // the first error is the one to report
+        }
+    }
 }
 
 // The dtype as the catalog records it: numpy's canonical text (csd/npy.hpp), empty for a
@@ -703,10 +742,108 @@ void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes,
         dev_.flush();
         commit_put(o, r.id);
     } catch (...) {
-        try {
-            release(r.id);
-        } catch (...) {  // the first error is the one to report
+        release_quietly({r.id});
+        throw;
+    }
+}
+
+// A streaming put's space: reservations covering [start, start + blocks) store blocks,
+// grown as the bytes come (a source of unknown size).
+struct ObjectStore::StreamSpace {
+    std::vector<uint64_t> ids;  // ids[0] is the one the object's entry replaces
+    uint64_t start = 0, blocks = 0;
+};
+
+// Space for at least `need` blocks of a put that has written `written` bytes into `sp`:
+// the blocks right after it where they are free (twice its size, else just enough), else a
+// free range twice as large (else just large enough), to which the bytes written so far are
+// copied (through `scratch`, a chunk of host memory).
+void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch)
+{
+    const uint64_t want = std::max(need, 2 * sp.blocks);
+    Reservation r;
+    for (const uint64_t total : {want, need}) {
+        if (reserve_at(sp.start + sp.blocks, total - sp.blocks, &r)) {
+            sp.ids.push_back(r.id);
+            sp.blocks = total;
+            return;
         }
+    }
+    uint64_t blocks = want;
+    try {
+        r = reserve(want);
+    } catch (const Error &e) {
+        if (e.errnum() != ENOSPC || want == need) throw;
+        r = reserve(need);  // no room for twice: just enough, this time
+        blocks = need;
+    }
+    const uint32_t lba = dev_.ns().lba_size;
+    try {
+        for (uint64_t at = 0; at < written; at += scratch.size()) {  // written is whole blocks
+            const uint64_t n = std::min<uint64_t>(scratch.size(), written - at);
+            dev_.read_lbas(sp.start * lbas_per_block_ + at / lba, n / lba, scratch.data());
+            dev_.write_lbas(r.block * lbas_per_block_ + at / lba, n / lba, scratch.data());
+        }
+    } catch (...) {
+        release_quietly({r.id});
+        throw;
+    }
+    release_quietly(sp.ids);
+    sp = {{r.id}, r.block, blocks};
+}
+
+void ObjectStore::put(const std::string &name, ObjectSource &src, const std::string &type,
+                      const std::vector<uint64_t> &shape, const Progress &progress)
+{
+    refuse_read_only(dev_, "put of object '" + name + "'");
+    const std::string dtype = catalog_dtype(name, type);
+    catalog::check_entry(name, dtype, shape);
+    std::lock_guard<std::mutex> g(mu_);
+    const uint64_t size = src.size();
+    const bool known = size != ObjectSource::kUnknownSize;
+    ObjectInfo o = new_entry(name, 0, dtype, shape);
+    o.crc32c = csd_crc32c(nullptr, 0);
+    StreamSpace sp;
+    const Reservation r = reserve(blocks_for(known ? size : kStreamChunk));
+    sp = {{r.id}, r.block, r.blocks};
+    try {
+        std::vector<uint8_t> buf(kStreamChunk), scratch;
+        for (bool end = false; !end;) {
+            uint64_t got = 0;  // a whole chunk (whole blocks) unless the source ended
+            while (got < buf.size()) {
+                const uint64_t n = src.read(buf.data() + got, buf.size() - got);
+                if (n == 0) {
+                    end = true;
+                    break;
+                }
+                got += n;
+            }
+            if (known && got > size - o.bytes) {
+                throw Error("put of object '" + name + "': its source gave more than the " + std::to_string(size) +
+                                " bytes it promised; nothing stored",
+                            EIO);
+            }
+            if (got == 0) break;
+            if (blocks_for(o.bytes + got) > sp.blocks) {
+                if (scratch.empty()) scratch.resize(kStreamChunk);
+                grow(sp, blocks_for(o.bytes + got), o.bytes, scratch);
+            }
+            write_blocks(sp.start + o.bytes / block_, buf.data(), got);
+            o.crc32c = csd_crc32c_extend(o.crc32c, buf.data(), got);
+            o.bytes += got;
+            if (progress) progress(o.bytes, known ? size : 0);
+        }
+        if (known && o.bytes != size) {
+            throw Error("put of object '" + name + "': its source ended after " + std::to_string(o.bytes) + " of the " +
+                            std::to_string(size) + " bytes it promised; nothing stored",
+                        EIO);
+        }
+        if (o.bytes == 0) write_blocks(sp.start, nullptr, 0);  // an empty object's one zeroed block
+        dev_.flush();
+        o.block = sp.start;
+        commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end()));
+    } catch (...) {
+        release_quietly(sp.ids);
         throw;
     }
 }

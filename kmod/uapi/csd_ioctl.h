@@ -20,9 +20,9 @@
 /*
  * Version of this interface, in csd_ioc_info.api_version. 2: CSD_IOC_EXEC takes the
  * execute descriptor itself (version 1 took a list of ranges and built it). 3: program
- * load and unload; CSD_IOC_LOG fills 4352 bytes.
+ * load and unload; CSD_IOC_LOG fills 4352 bytes. 5: CSD_IOC_AGENT_QUEUE.
  */
-#define CSD_IOC_API_VERSION 4
+#define CSD_IOC_API_VERSION 5
 
 /* Device facts; free_bytes is SLM not allocated by anyone. */
 struct csd_ioc_info {
@@ -147,6 +147,39 @@ struct csd_ioc_program_load {
 	__u32 reserved2;
 };
 
+/*
+ * Agent queue pair (CAP_SYS_ADMIN only; docs/kmod.md): an I/O submission and completion
+ * queue pair of the drive, for an agent outside this guest (a host process or GPU kernel
+ * that maps the peer's BAR) to drive itself, with no interrupt and no MMIO doorbell: the
+ * drive polls the queue pair's shadow doorbells (QEMU's agent-poll-us). Everything lies
+ * in the region [bar_offset, bar_offset + len) of the configured peer BAR (p2p_peer,
+ * p2p_bar; inside the administrator's window p2p_offset/p2p_size), 4 KiB aligned: the SQ
+ * (depth 64-byte entries) at sq_offset, the CQ (depth 16-byte entries) at cq_offset, the
+ * doorbell block at db_offset (u32 SQ tail and u32 CQ head, written by the agent; u32 SQ
+ * and CQ event indexes, written by the drive), and data buffers from data_offset to the
+ * region's end. The agent addresses them for the drive as bus_addr + offset (PRPs and
+ * PRP lists); a command whose data lies outside the region completes with Data Transfer
+ * Error. The agent's commands reach the whole namespace nsid (no partition, no SLM
+ * allocation applies: hence the capability). The pair belongs to this open file and is
+ * deleted when it is closed; a controller reset ends it (the agent sees no completions).
+ */
+struct csd_ioc_agent_queue {
+	__u64 bar_offset; /* in */
+	__u64 len;        /* in */
+	__u32 depth;      /* in: entries per queue, 2 to 1024 */
+	__u16 qid;        /* out: the queue pair's SQ and CQ identifier */
+	__u16 reserved;
+	__u64 bus_addr;   /* out: the region's first byte as the drive addresses it */
+	__u64 sq_offset;  /* out: offsets in the region */
+	__u64 cq_offset;
+	__u64 db_offset;
+	__u64 data_offset;
+	__u32 nsid;       /* out: the namespace of the device's commands (SLM, Execute, I/O) */
+	__u32 lba_size;   /* out */
+	__u32 status;     /* out: the drive's status when it refused a queue command */
+	__u32 reserved2;
+};
+
 /* Program Unload of a slot this file loaded (EPERM otherwise); it waits for this file's
  * commands on the slot in flight (an upload, Executes).
  */
@@ -168,5 +201,6 @@ struct csd_ioc_program_unload {
 #define CSD_IOC_P2P_READ _IOWR(CSD_IOC_MAGIC, 0x0a, struct csd_ioc_p2p)
 #define CSD_IOC_PROGRAM_LOAD _IOWR(CSD_IOC_MAGIC, 0x0c, struct csd_ioc_program_load)
 #define CSD_IOC_PROGRAM_UNLOAD _IOWR(CSD_IOC_MAGIC, 0x0d, struct csd_ioc_program_unload)
+#define CSD_IOC_AGENT_QUEUE _IOWR(CSD_IOC_MAGIC, 0x0e, struct csd_ioc_agent_queue)
 
 #endif /* _UAPI_CSD_IOCTL_H */

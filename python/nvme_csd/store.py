@@ -2,13 +2,17 @@
 """The object store as a mapping: dev.store["w"] = array; dev.store["w"] -> array."""
 
 import errno
+import mmap
+import os
+import tempfile
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union, cast
 
 import numpy as np
 
+from . import _core
 from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
-from .errors import CsdError, InvalidArgumentType, NotFound
+from .errors import CsdError, InvalidArgument, InvalidArgumentType, NotFound
 from .progress import ProgressArg, reporter
 from .wire import CHECKSUM_ALGOS, CMP_OPS, CODECS, FIELD_TYPES, PROGRAM_MODES, REDUCE_OPS, _W
 
@@ -16,6 +20,7 @@ if TYPE_CHECKING:
     from .device import Device
 
 T = TypeVar("T")
+PathArg = Union[str, "os.PathLike[str]"]
 Value = Union[np.ndarray, bytes]  # what the store gives back: an array for tensors, bytes for blobs
 _MISSING: Any = object()
 
@@ -42,6 +47,50 @@ def land(store: "Store", name: str, alloc: Callable[[Dict[str, Any]], T], into: 
             return info, out
     raise CsdError(f"object {name!r} was replaced by another writer during each of {attempts} reads; try again",
                    errno=errno.EAGAIN)
+
+
+def _take(view: memoryview, at: List[int], n: int) -> bytes:
+    """n bytes of view from at[0] (fewer at its end), moving at[0] past them."""
+    out = bytes(view[at[0]:at[0] + n])
+    at[0] += len(out)
+    return out
+
+
+def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
+    """n bytes through read (fewer only at the end)."""
+    out = b""
+    while len(out) < n:
+        more = read(n - len(out))
+        if not more:
+            break
+        out += more
+    return out
+
+
+def _npy_header(read: Callable[[int], bytes], label: Any) -> Dict[str, Any]:
+    """Reads a .npy header through read(n) (nothing past it), parsed as the store reads
+    one: dtype, shape, data_bytes, size. CsdError (EINVAL) naming label if it is none."""
+    try:
+        head = _read_exactly(read, 10)
+        if len(head) == 10 and head[6] != 1:
+            head += _read_exactly(read, 2)
+        size = _core.npy_header_size(head)
+        head += _read_exactly(read, size - len(head))
+        return cast(Dict[str, Any], _core.npy_parse_header(head))
+    except CsdError as e:
+        raise InvalidArgument(f"{label}: {e}", errno=errno.EINVAL) from None
+
+
+def _seekable_fd(f: Any) -> Optional[int]:
+    """f's file descriptor where it has one and can seek, else None."""
+    try:
+        fd = f.fileno()
+        if not f.seekable():
+            return None
+        os.lseek(fd, 0, os.SEEK_CUR)
+        return int(fd)
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 class Store(MutableMapping[str, Any]):
@@ -87,6 +136,136 @@ class Store(MutableMapping[str, Any]):
             raise InvalidArgumentType(f"store[{name!r}]: store arrays, tensors or bytes, not {type(value).__name__}")
         with reporter(progress, f"put {name}") as cb:
             self._dev.store_put(name, data, dtype, shape, cb)
+
+    def put_file(self, name: str, src: Any, *, npy: Optional[bool] = None, progress: ProgressArg = None) -> None:
+        """Streams src into object `name` a few MiB at a time, host memory bounded whatever
+        its size, its CRC-32C computed as it goes: src is a path, a binary file object (read
+        from its position to its end; a pipe's length need not be known) or a memory map
+        (mmap.mmap, numpy.memmap), whose pages are handed back to the kernel as they are
+        read. A .npy file (by its name, or npy=True) or a numpy.memmap becomes a tensor with
+        its dtype and shape, anything else a blob. Progress and cancellation as put()."""
+        with reporter(progress, f"put {name}") as cb:
+            if isinstance(src, np.memmap):
+                a = np.ascontiguousarray(src) if not src.flags.c_contiguous else src
+                dtype = catalog_dtype(a.dtype, f"store[{name!r}]")
+                self._dev.store_put_mapped(name, byte_view(a), dtype, list(a.shape), cb)
+            elif isinstance(src, mmap.mmap):
+                view = memoryview(src)
+                dtype, shape, skip = "", [], 0
+                if npy:
+                    at = [0]
+
+                    def read(n: int) -> bytes:
+                        return _take(view, at, n)
+                    head = _npy_header(read, repr(src))
+                    dtype, shape, skip = head["dtype"], head["shape"], head["size"]
+                    if len(view) - skip != head["data_bytes"]:
+                        raise InvalidArgument(f"memory map: .npy data is {len(view) - skip} bytes; its header's dtype and "
+                                       f"shape describe {head['data_bytes']}", errno=errno.EINVAL)
+                self._dev.store_put_mapped(name, view[skip:], dtype, shape, cb)
+            elif isinstance(src, (str, os.PathLike)):
+                path = os.fspath(src)
+                with open(path, "rb", buffering=0) as f:
+                    self._put_fileobj(name, f, path, path.endswith(".npy") if npy is None else npy, cb)
+            elif hasattr(src, "read"):
+                self._put_fileobj(name, src, getattr(src, "name", repr(src)), bool(npy), cb)
+            else:
+                raise InvalidArgumentType(f"put_file({name!r}): a path, a binary file object or a memory map, "
+                                          f"not {type(src).__name__}")
+
+    def _put_fileobj(self, name: str, f: Any, label: Any, npy: bool, cb: Any) -> None:
+        """put_file from a binary file object: its descriptor where it has one it can seek
+        (positioned after what was read through f), else f.read in chunks."""
+        dtype, shape, size = "", [], -1
+        if npy:
+            head = _npy_header(f.read, label)
+            dtype, shape, size = head["dtype"], head["shape"], head["data_bytes"]
+        fd = _seekable_fd(f)
+        if fd is None:
+            self._dev.store_put_reader(name, f.read, size, dtype, shape, cb)
+            return
+        os.lseek(fd, f.tell(), os.SEEK_SET)
+        try:
+            self._dev.store_put_fd(name, fd, size, dtype, shape, cb)
+        finally:
+            f.seek(os.lseek(fd, 0, os.SEEK_CUR))
+
+    def get_file(self, name: str, dst: Any, *, npy: Optional[bool] = None,
+                 progress: ProgressArg = None) -> Dict[str, Any]:
+        """Streams object `name` into dst a few MiB at a time, host memory bounded whatever
+        its size, checked against its CRC-32C at the end: dst is a path (written beside it
+        and renamed over it once checked, so a failed get leaves an existing file as it
+        was) or a binary file object (written from its position; one that cannot seek
+        gets the bytes before the check, and an error after them if they fail it). A .npy
+        destination (by its name, or npy=True) gets the tensor's .npy header first. Returns
+        the catalog entry of the version written."""
+        with reporter(progress, f"get {name}") as cb:
+            if isinstance(dst, (str, os.PathLike)):
+                path = os.fspath(dst)
+                want_npy = path.endswith(".npy") if npy is None else npy
+                if os.path.exists(path) and not os.path.isfile(path):  # a FIFO, /dev/null: as it is
+                    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                    try:
+                        return self._get_fd(name, fd, want_npy, cb)
+                    finally:
+                        os.close(fd)
+                real = os.path.realpath(path)   # beside a symbolic link's target
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=os.path.basename(real) + ".nvme_csd-")
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fd, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
+                try:
+                    info = self._get_fd(name, fd, want_npy, cb)
+                    os.close(fd)
+                    fd = -1
+                    os.replace(tmp, real)
+                    return info
+                finally:
+                    if fd >= 0:
+                        os.close(fd)
+                    if os.path.exists(tmp):
+                        os.unlink(tmp)
+            if not hasattr(dst, "write"):
+                raise InvalidArgumentType(f"get_file({name!r}): a path or a binary file object, "
+                                          f"not {type(dst).__name__}")
+            out_fd = _seekable_fd(dst)
+            if out_fd is not None:
+                dst.flush()
+                os.lseek(out_fd, dst.tell(), os.SEEK_SET)
+                try:
+                    return self._get_fd(name, out_fd, bool(npy), cb)
+                finally:
+                    dst.seek(os.lseek(out_fd, 0, os.SEEK_CUR))
+            return self._get_writer(name, dst, bool(npy), cb)
+
+    def _get_fd(self, name: str, fd: int, npy: bool, cb: Any) -> Dict[str, Any]:
+        """get_file into a descriptor (a .npy header first with npy)."""
+        if npy and not self.stat(name)["dtype"]:
+            raise InvalidArgumentType(f"object {name!r} is a blob, not a tensor: write it to a raw file")
+        return cast(Dict[str, Any], self._dev.store_get_fd(name, fd, npy, cb))
+
+    def _get_writer(self, name: str, f: Any, npy: bool, cb: Any) -> Dict[str, Any]:
+        """get_file into a file object that cannot seek: through f.write, once."""
+        info = self.stat(name)
+        if npy:
+            if not info["dtype"]:
+                raise InvalidArgumentType(f"object {name!r} is a blob, not a tensor: write it to a raw file")
+            f.write(_core.npy_header_bytes(info["dtype"], info["shape"]))
+        written = [0]
+
+        def write(pos: int, data: memoryview) -> None:
+            if pos != written[0]:
+                raise CsdError(f"object {name!r} was replaced by another writer while it was written to {f!r}, "
+                               "which cannot be rewritten: what was written is not one version of it; get it again",
+                               errno=errno.EAGAIN)
+            f.write(data)
+            written[0] += len(data)
+
+        landed = cast(Dict[str, Any], self._dev.store_get_writer(name, write, cb))
+        if npy and (landed["dtype"], landed["shape"]) != (info["dtype"], info["shape"]):
+            raise CsdError(f"object {name!r} was replaced by one of another dtype or shape while it was written",
+                           errno=errno.EAGAIN)
+        return landed
 
     def __getitem__(self, name: str) -> Value:
         return self.read_object(name)

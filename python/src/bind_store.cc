@@ -6,6 +6,7 @@
 
 #include "csd/npy.hpp"
 #include "csd/program.hpp"
+#include "csd/store_io.hpp"
 
 #include "bindings.hpp"
 
@@ -84,6 +85,78 @@ void bind_device_store(PyDeviceClass &cls)
             pr.run([&] { s->put(name, in.ptr(), in.size(), dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
            "stores an object; progress(done, total) is called as its bytes are written")
+        .def("store_put_fd", [](PyDevice &p, const std::string &name, int fd, int64_t size, const std::string &dtype,
+                                const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            FdSource src(fd, "fd " + std::to_string(fd), size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("fd"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
+           py::arg("progress") = py::none(),
+           "streams an object from a file descriptor (size < 0: a regular file's rest, else until its end)")
+        .def("store_put_reader", [](PyDevice &p, const std::string &name, py::object read, int64_t size,
+                                    const std::string &dtype, const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            // read(n) -> bytes (b"" at the end), as a file object's read
+            struct Reader : ObjectSource {
+                PyProgress &pr;
+                py::object &fn;
+                uint64_t n;
+                Reader(PyProgress &p, py::object &f, uint64_t size) : pr(p), fn(f), n(size) {}
+                uint64_t size() const override { return n; }
+                uint64_t read(uint8_t *buf, uint64_t want) override
+                {
+                    return pr.call("read", [&]() -> uint64_t {
+                        const py::bytes b = fn(want);
+                        const std::string_view v(b);
+                        if (v.size() > want) throw Error("read(n) gave more than n bytes", EINVAL);
+                        std::memcpy(buf, v.data(), v.size());
+                        return v.size();
+                    });
+                }
+            } src(pr, read, size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("read"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
+           py::arg("progress") = py::none(), "streams an object from read(n) -> bytes (size < 0: until b\"\")")
+        .def("store_put_mapped", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
+                                    const std::vector<uint64_t> &shape, py::object progress) {
+            const Use u(p);
+            InBuf in(b);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            MemorySource src(in.ptr(), in.size(), true);
+            pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
+        }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("progress") = py::none(),
+           "streams an object from a memory map, paging out what it has read")
+        .def("store_get_fd", [](PyDevice &p, const std::string &name, int fd, bool npy_header, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            FdSink sink(fd, "fd " + std::to_string(fd));
+            if (npy_header) {
+                sink.header = [](const ObjectInfo &o) {
+                    if (!o.is_tensor()) throw Error("object '" + o.name + "' is a blob, not a tensor: no .npy file", EINVAL);
+                    return npy::header(o.dtype, o.shape);
+                };
+            }
+            return object_info(pr.run([&] { return s->get_into(name, sink, pr.callback()); }));
+        }, py::arg("name"), py::arg("fd"), py::arg("npy_header"), py::arg("progress") = py::none(),
+           "streams a whole object to a file descriptor, checked (a .npy header first with npy_header)")
+        .def("store_get_writer", [](PyDevice &p, const std::string &name, py::object write, py::object progress) {
+            const Use u(p);
+            const auto s = u.store();
+            PyProgress pr(std::move(progress));
+            StreamSink sink([&](uint64_t pos, const uint8_t *data, uint64_t n) {
+                pr.call("write", [&] {
+                    write(pos, py::memoryview::from_memory(data, static_cast<py::ssize_t>(n)));
+                });
+            });
+            return object_info(pr.run([&] { return s->get_into(name, sink, pr.callback()); }));
+        }, py::arg("name"), py::arg("write"), py::arg("progress") = py::none(),
+           "streams a whole object through write(pos, memoryview), checked at its end")
         .def("store_read_into", [](PyDevice &p, const std::string &name, uint64_t off, const py::buffer &b) {
             const Use u(p);
             OutBuf out(b);

@@ -62,6 +62,24 @@ PYBIND11_MODULE(_core, m)
           "English name of an NVMe status value");
     m.def("canonical_dtype", [](const std::string &text) { return npy::canonical_dtype(text); },
           "A dtype's text as the object store records it (csd/npy.hpp); CsdError if it is none");
+    m.def("npy_header_size", [](const py::bytes &b) {
+        const std::string_view v(b);
+        return npy::header_size(reinterpret_cast<const uint8_t *>(v.data()), v.size());
+    }, "The length of a .npy header from the file's first 12 bytes; CsdError if they do not begin one");
+    m.def("npy_parse_header", [](const py::bytes &b) {
+        const std::string_view v(b);
+        const npy::Header h = npy::parse_header(reinterpret_cast<const uint8_t *>(v.data()), v.size());
+        py::dict d;
+        d["dtype"] = h.dtype;
+        d["shape"] = h.shape;
+        d["data_bytes"] = h.data_bytes;
+        d["size"] = h.size;
+        return d;
+    }, "A .npy header (the file's first npy_header_size bytes) as the store reads it: dtype, shape, data_bytes, size");
+    m.def("npy_header_bytes", [](const std::string &dtype, const std::vector<uint64_t> &shape) {
+        const std::vector<uint8_t> h = npy::header(dtype, shape);
+        return py::bytes(reinterpret_cast<const char *>(h.data()), h.size());
+    }, "The .npy header csdctl and the store write for an array of this dtype and shape");
 
     // csd::Error -> nvme_csd.errors.CsdError subclass chosen by status
     py::register_exception_translator([](std::exception_ptr p) {

@@ -66,20 +66,24 @@ struct PyProgress {
     Progress callback()
     {
         if (fn.is_none()) return {};
-        return [this](uint64_t done, uint64_t total) {
-            {
-                py::gil_scoped_acquire g;
-                if (!err) {
-                    try {
-                        fn(done, total);
-                        return;
-                    } catch (py::error_already_set &e) {
-                        err = std::make_unique<py::error_already_set>(std::move(e));
-                    }
+        return [this](uint64_t done, uint64_t total) { call("progress", [&] { fn(done, total); }); };
+    }
+    // Runs f (Python code) with the GIL, from a libcsd call that released it; an exception it
+    // raises is kept and stops libcsd as the progress callback's does. `what` names it.
+    template <class F>
+    auto call(const char *what, F &&f) -> decltype(f())
+    {
+        {
+            py::gil_scoped_acquire g;
+            if (!err) {
+                try {
+                    return f();
+                } catch (py::error_already_set &e) {
+                    err = std::make_unique<py::error_already_set>(std::move(e));
                 }
             }
-            throw Error("cancelled by an exception from the progress callback", ECANCELED);
-        };
+        }
+        throw Error(std::string("cancelled by an exception from the ") + what + " callback", ECANCELED);
     }
     // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
     // callback raised if it did (that stopped op), else op's own error.

@@ -16,6 +16,10 @@ wrapdir=$(mktemp -d)
 trap 'rm -rf "$wrapdir"' EXIT
 printf '#!/bin/sh\nexec "%s" -global nvme.csd=on "$@"\n' "$qemu" > "$wrapdir/qemu-system-x86_64"
 chmod +x "$wrapdir/qemu-system-x86_64"
+# and with agent queues polled (agent-poll-us, patch 0016): QEMU's own tests pass alike
+mkdir -p "$wrapdir/agent"
+printf '#!/bin/sh\nexec "%s" -global nvme.csd=on -global nvme.agent-poll-us=50 "$@"\n' "$qemu" > "$wrapdir/agent/qemu-system-x86_64"
+chmod +x "$wrapdir/agent/qemu-system-x86_64"
 
 n=0 pass=0 fail=0
 result() {  # result RC NAME OUTPUT
@@ -29,8 +33,9 @@ result() {  # result RC NAME OUTPUT
 
 mapfile -t paths < <(QTEST_QEMU_BINARY="$qemu" "$qos" -l 2>/dev/null | grep '/nvme/')
 [ ${#paths[@]} -gt 0 ] || result 1 "qos-test lists nvme tests" ""
-for bin in "$qemu" "$wrapdir/qemu-system-x86_64"; do
+for bin in "$qemu" "$wrapdir/qemu-system-x86_64" "$wrapdir/agent/qemu-system-x86_64"; do
     label=$([ "$bin" = "$qemu" ] && echo "csd=off" || echo "csd=on")
+    [ "$bin" = "$wrapdir/agent/qemu-system-x86_64" ] && label="csd=on agent-poll-us=50"
     for p in "${paths[@]}"; do
         out=$(QTEST_QEMU_BINARY="$bin" timeout 120 "$qos" --tap -m quick -p "$p" 2>&1)
         rc=$?
@@ -88,6 +93,8 @@ check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=1" "NSIDs 1 and 2 must
 check_refused "csd=on,csd.nvme-cs=on,csd.nvme-cs.mem-nsid=256" "csd.nvme-cs.mem-nsid: 0 .. 255, not '256'"
 check_refused "csd.slm-size=1M" "csd.slm-size needs csd=on"
 check_refused "csd=on,csd.nvme-cs=maybe" "csd.nvme-cs: on, off, not 'maybe'"
+# agent queues (patch 0016): the poll period is bounded
+check_refused "agent-poll-us=100001" "agent-poll-us must be at most 100000"
 
 # An nvme-ns may not take a csd.nvme-cs namespace's NSID (patch 0015): nvme-ns devices are
 # realized after their controller, and one with nsid=1 was shadowed by the memory namespace

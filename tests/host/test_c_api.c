@@ -2,6 +2,7 @@
 /* The C API of libcsd, from C: open, SLM, Execute, errors in words, the store.
  * Device: argv[1] or a fresh in-process device. Prints 'c-api: N passed, N failed'. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,43 @@ static int passed, failed;
             printf("FAIL %s (line %d; last error: %s)\n", what, __LINE__, csd_last_error()); \
         }                                                                                  \
     } while (0)
+
+/* A source of n pseudo-random bytes given in reads of uneven size (a pipe's), failing with
+ * -EPIPE once `fail_at` bytes are given (UINT64_MAX: never). */
+struct gen {
+    uint64_t n, pos, fail_at;
+};
+
+/* The byte at i of the generated object. */
+static uint8_t gen_byte(uint64_t i) { return (uint8_t)(i * 2654435761u >> 13); }
+
+/* csd_read_fn over a struct gen. */
+static int64_t gen_read(void *ctx, void *buf, uint64_t want)
+{
+    struct gen *g = ctx;
+    if (g->pos >= g->fail_at) return -EPIPE;
+    uint64_t k = want < 100003 ? want : 100003;
+    if (k > g->n - g->pos) k = g->n - g->pos;
+    for (uint64_t i = 0; i < k; i++) ((uint8_t *)buf)[i] = gen_byte(g->pos + i);
+    g->pos += k;
+    return (int64_t)k;
+}
+
+/* What csd_store_get_stream wrote: the bytes checked against gen_byte, in order. */
+struct sink {
+    uint64_t next, bad;
+};
+
+/* csd_write_fn checking each byte (pos 0 again starts over). */
+static int sink_write(void *ctx, uint64_t pos, const void *buf, uint64_t n)
+{
+    struct sink *s = ctx;
+    if (pos == 0) s->next = s->bad = 0;
+    if (pos != s->next) return -EINVAL;
+    for (uint64_t i = 0; i < n; i++) s->bad += ((const uint8_t *)buf)[i] != gen_byte(pos + i);
+    s->next += n;
+    return 0;
+}
 
 /* csd_stream_opts' progress: counts the pieces. */
 static int count_piece(void *arg, uint64_t done, uint64_t total)
@@ -176,6 +214,37 @@ int main(int argc, char **argv)
     CHECK(csd_store_get(dev, "greeting", got, 4, &len) == -ENOSPC && len == sizeof msg, "small buffer is -ENOSPC");
     CHECK(csd_store_get(dev, "greeting", got, sizeof got, &len) == 0 && len == sizeof msg && strcmp(got, msg) == 0,
           "csd_store_get");
+    /* streaming: 5 MiB + 7 (past one 4 MiB chunk) through callbacks (length unknown, then
+     * promised), and file descriptors; the device holds 16 MiB */
+    const uint64_t big = (5u << 20) + 7;
+    struct gen g = {big, 0, UINT64_MAX};
+    CHECK(csd_store_put_stream(dev, "streamed", CSD_SIZE_UNKNOWN, gen_read, &g) == 0, "csd_store_put_stream of unknown length");
+    struct sink k = {0, 0};
+    CHECK(csd_store_get_stream(dev, "streamed", sink_write, &k, &len) == 0 && len == big && k.next == big && k.bad == 0,
+          "csd_store_get_stream gives every byte in order");
+    struct gen short_src = {big - 1, 0, UINT64_MAX};
+    CHECK(csd_store_put_stream(dev, "streamed", big, gen_read, &short_src) == -EIO &&
+              strstr(csd_last_error(), "nothing stored") != NULL,
+          "a source shorter than it promised is -EIO, nothing stored");
+    struct gen broken = {big, 0, (9u << 20) / 2};
+    CHECK(csd_store_put_stream(dev, "streamed", CSD_SIZE_UNKNOWN, gen_read, &broken) == -EPIPE,
+          "the read callback's error stops the put");
+    k.next = k.bad = 0;
+    CHECK(csd_store_get_stream(dev, "streamed", sink_write, &k, &len) == 0 && len == big && k.bad == 0,
+          "the older version stays after failed puts");
+    FILE *tmp = tmpfile();
+    CHECK(tmp && csd_store_get_fd(dev, "streamed", fileno(tmp), &len) == 0 && len == big, "csd_store_get_fd into a file");
+    if (tmp) {
+        rewind(tmp);
+        lseek(fileno(tmp), 0, SEEK_SET);
+        CHECK(csd_store_remove(dev, "streamed") == 0, "room for the next");
+        CHECK(csd_store_put_fd(dev, "from-fd", fileno(tmp)) == 0, "csd_store_put_fd from a file");
+        k.next = k.bad = 0;
+        CHECK(csd_store_get_stream(dev, "from-fd", sink_write, &k, &len) == 0 && len == big && k.bad == 0,
+              "what went through the file came back");
+        fclose(tmp);
+    }
+    CHECK(csd_store_put_stream(dev, "x", 1, NULL, NULL) == -EINVAL, "no read callback is -EINVAL");
     CHECK(csd_store_remove(dev, "greeting") == 0, "csd_store_remove");
     {
         /* programs over an object larger than the SLM they may use: streamed, as one Execute */

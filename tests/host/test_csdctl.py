@@ -10,6 +10,7 @@ Standard library only. csdctl from $CSDCTL, else this tree's build/meson/host/cs
 Prints 'csdctl: N passed, N failed' last (tests/unit/run-unit.sh reads it)."""
 
 import json
+import mmap
 import os
 import pty
 import fcntl
@@ -20,6 +21,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -210,6 +212,26 @@ class Csdctl(unittest.TestCase):
             self.assertEqual((st["reservations"], st["reserved_bytes"]), ([], 0), "the put left its reservation")
             self.assertEqual(self.run_ok("-d", dev, "get", "big", "-").stdout, b"the old version")
 
+    def test_interrupted_put_from_a_waiting_pipe_releases_its_reservation(self):
+        """SIGINT while a put from a pipe waits for more bytes (after its first chunks): the
+        blocked read ends, the put releases every reservation it grew into and stores nothing."""
+        p = subprocess.Popen([CSDCTL, "--progress", "put", "piped", "-"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, cwd=self.dir)
+        p.stdin.write(os.urandom(9 << 20))   # past two chunks: grown once at least
+        p.stdin.flush()
+        for _ in range(200):                 # until its space has grown past the first chunk
+            st = self.json_ok("stat")
+            if st["reserved_bytes"] > 4 << 20:
+                break
+            time.sleep(0.05)
+        self.assertGreater(st["reserved_bytes"], 4 << 20, st)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGINT, err)
+        self.assertIn(b"nothing stored", err)
+        st = self.json_ok("stat")
+        self.assertEqual((st["reservations"], st["reserved_bytes"], st["objects"]), ([], 0, 0), st)
+
     def test_ls_and_stat_show_a_killed_writers_reservation(self):
         """A put killed (SIGKILL: no chance to clean up) leaves its reservation: ls and stat
         show its bytes and its writer, gone; reclaim frees it."""
@@ -284,6 +306,147 @@ class Csdctl(unittest.TestCase):
         p = self.run_ok("--json", "get", "a", "-")
         self.assertEqual(p.stdout, data)
         self.assertEqual(json.loads(p.stderr)["bytes"], len(data))
+
+    # ------------------------------------------------------------ streaming put and get
+    def run_measured(self, args, stdin_file=None, feed=None, drain=False):
+        """Runs csdctl ARGS with stdin from stdin_file (a regular file), or from a pipe that
+        feed (a file) is written into a chunk at a time; drain: its stdout read a chunk at a
+        time and hashed. Returns (its peak resident memory in bytes beyond what csdctl
+        --version peaks at, stderr, stdout's sha256)."""
+        import hashlib
+        import threading
+        stdin = open(stdin_file, "rb") if stdin_file else subprocess.PIPE if feed else subprocess.DEVNULL
+        p = subprocess.Popen([CSDCTL, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=self.env, cwd=self.dir)
+        errs, digest = [], hashlib.sha256()
+
+        def feeder():
+            with open(feed, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    p.stdin.write(chunk)
+            p.stdin.close()
+        threads = [threading.Thread(target=lambda: errs.append(p.stderr.read()))]
+        if feed:
+            threads.append(threading.Thread(target=feeder))
+        for t in threads:
+            t.start()
+        while chunk := p.stdout.read(1 << 20):
+            if drain:
+                digest.update(chunk)
+        for t in threads:
+            t.join()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if stdin_file:
+            stdin.close()
+        self.assertEqual(p.returncode, 0, f"csdctl {' '.join(args)}: {errs[0].decode()}")
+        # A child's peak counts this process's resident memory it started as (fork, vfork
+        # and posix_spawn all begin in this address space): less what `csdctl --version`,
+        # started the same way now, peaks at.
+        q = subprocess.Popen([CSDCTL, "--version"], stdout=subprocess.DEVNULL, env=self.env)
+        _, _, base = os.wait4(q.pid, 0)
+        q.returncode = 0
+        return (usage.ru_maxrss - base.ru_maxrss) * 1024, errs[0], digest.hexdigest()
+
+    def test_put_and_get_stream_in_bounded_memory(self):
+        """put from a file and from a pipe, get to a file and to a pipe, of an object larger
+        than the memory any of them may use: each stays within 48 MiB resident, progress
+        comes from the first chunks on, and every byte arrives."""
+        import hashlib
+        size, limit = (320 << 20) + 12345, 48 << 20
+        self.env["CSD_DEVICE"] = f"emu:{self.dir}/big.img?size=1G&slm=32M"
+        self.run_ok("format")
+        src, digest = self.dir / "src.bin", hashlib.sha256()
+        with open(src, "wb") as f:
+            for i in range(0, size, 1 << 20):
+                chunk = os.urandom(min(1 << 20, size - i))
+                digest.update(chunk)
+                f.write(chunk)
+        rss, err, _ = self.run_measured(["--progress", "put", "file", "src.bin"])
+        self.assertLess(rss, limit, "put from a file")
+        self.assertRegex(err.decode(), r"^put file:  2\d% \(", "no progress line in the first quarter")
+        rss, err, _ = self.run_measured(["--progress", "put", "piped", "-"], feed=src)
+        self.assertLess(rss, limit, "put from a pipe")
+        self.assertIn(b"put piped: 256.0 MiB", err, "no progress line for a pipe")
+        rss, _, _ = self.run_measured(["put", "redirected", "-"], stdin_file=src)
+        self.assertLess(rss, limit, "put from stdin redirected from a file")
+        crcs = {self.json_ok("stat", n)["crc32c"] for n in ("file", "piped", "redirected")}
+        self.assertEqual(len(crcs), 1, crcs)
+        self.assertEqual(self.json_ok("stat", "piped")["bytes"], size)
+        rss, _, _ = self.run_measured(["get", "piped", "out.bin"])
+        self.assertLess(rss, limit, "get to a file")
+        with open(self.dir / "out.bin", "rb") as f:
+            back = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                back.update(chunk)
+        self.assertEqual(back.hexdigest(), digest.hexdigest())
+        rss, _, got = self.run_measured(["get", "file", "-"], drain=True)
+        self.assertLess(rss, limit, "get to a pipe")
+        self.assertEqual(got, digest.hexdigest())
+        self.assertEqual(sorted(os.listdir(self.dir)), ["big.img", "drive.img", "out.bin", "src.bin"],
+                         "a temporary file was left behind")
+
+    def test_streamed_npy_and_failed_get(self):
+        """A .npy streamed from a pipe keeps its dtype and shape; one whose data is shorter
+        than its header says stores nothing and leaves no reservation. A get that fails its
+        CRC-32C leaves an existing file as it was, and no temporary file."""
+        data = bytes(range(256)) * 4096 * 3  # 3 MiB of <u2, (1536, 1024)
+        t = npy("<u2", (1536, 1024), data)
+        self.run_ok("put", "t", "-", "--npy", stdin=t)
+        self.assertEqual((self.json_ok("stat", "t")["dtype"], self.json_ok("stat", "t")["shape"]), ("<u2", [1536, 1024]))
+        self.run_ok("get", "t", "t.npy")
+        self.assertEqual((self.dir / "t.npy").read_bytes(), t)
+        p = self.run_csdctl("put", "short", "-", "--npy", stdin=t[:-2])
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+        self.assertIn(b"nothing stored", p.stderr)
+        self.assertFalse(self.run_csdctl("stat", "short").returncode == 0)
+        self.assertEqual(self.json_ok("stat")["reservations"], [])
+        (self.dir / "short.npy").write_bytes(t[:-2])
+        p = self.run_csdctl("put", "short", "short.npy")
+        self.assertEqual(p.returncode, EXIT_USAGE, p.stderr)
+        self.assertIn(b"short.npy: .npy data is", p.stderr)
+        # damage the object behind the store: its bytes are in the image once
+        marker = b"damage me here, " * 4096
+        self.run_ok("put", "d", "-", stdin=marker)
+        with open(self.dir / "drive.img", "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+            at = m.find(marker)
+            self.assertGreater(at, 0)
+            m[at + 1000] ^= 1
+        (self.dir / "keep.bin").write_bytes(b"precious")
+        p = self.run_csdctl("get", "d", "keep.bin")
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stderr)
+        self.assertIn(b"CRC-32C", p.stderr)
+        self.assertEqual((self.dir / "keep.bin").read_bytes(), b"precious", "a failed get overwrote the file")
+        self.assertEqual([n for n in os.listdir(self.dir) if "csdctl-" in n], [], "a temporary file was left")
+        # a get through a symbolic link writes its target, keeping the target's mode
+        (self.dir / "keep.bin").chmod(0o600)
+        (self.dir / "link.bin").symlink_to("keep.bin")
+        self.run_ok("get", "t", "link.bin")
+        self.assertTrue((self.dir / "link.bin").is_symlink(), "the link was replaced by a file")
+        self.assertEqual((self.dir / "keep.bin").read_bytes(), data)
+        self.assertEqual((self.dir / "keep.bin").stat().st_mode & 0o777, 0o600)
+
+    # ------------------------------------------------------------ program run FILE.o
+    def test_program_run_loads_runs_and_unloads_a_file(self):
+        """program run FILE.o loads the program, runs it and unloads it in one csdctl (on
+        emu: the only way: a program loaded by one csdctl process is gone for the next, and
+        the error on its slot says so)."""
+        obj = TOP / "build" / "meson" / "examples" / "bpf" / "threshold.o"
+        if not obj.exists():
+            self.skipTest(f"{obj} not built (no clang)")
+        recs = bytearray()
+        for i in range(5000):
+            recs += struct.pack("<iIQ", i % 1000 - 500, 0, 0)
+        (self.dir / "recs.bin").write_bytes(bytes(recs))
+        self.run_ok("put", "recs", "recs.bin")
+        out = self.json_ok("program", "run", str(obj), "recs", "--record-size", "16", "--param", "250", "--out", "hot")
+        self.assertEqual((out["records"], out["matches"]), (5000, 1245))
+        self.assertEqual(self.json_ok("program", "list"), [])
+        self.run_ok("program", "load", str(obj), "--record-size", "16")
+        err = self.json_error(EXIT_STATUS, "program", "run", "0x100", "recs", "--record-size", "16")
+        self.assertIn("slot 0x100 holds no program (on emu:", err["error"])
+        self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
+        self.assertIn("name the FILE.o", err["error"])
 
     # ------------------------------------------------------------ u64 values
     def test_u64_values_at_and_above_2_63(self):

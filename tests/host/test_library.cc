@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <map>
@@ -30,6 +31,7 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
+#include "csd/store_io.hpp"
 #include "csd/transport.hpp"
 #include "csd_crc32c.h"
 #include "nvme_cs.h"
@@ -1044,23 +1046,19 @@ bool format_multi_writer_store()
     return ObjectStore(*dev).multi_writer();
 }
 
-// Several processes (each its own Device, sharing nothing but the drive) put and remove
-// objects at once: every acknowledged update must be there afterwards with its bytes.
-// Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
-TEST(StoreWriters, ConcurrentProcessesLoseNothing)
+// Forks `writers` children, child w running write(w) (its exit status; an exception is
+// printed and fails it), and expects each to succeed.
+void run_writer_processes(int writers, const std::function<int(int)> &write)
 {
-    constexpr int kWriters = 4, kOps = 24;
-    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
     std::vector<pid_t> kids;
-    for (int w = 0; w < kWriters; w++) {
+    for (int w = 0; w < writers; w++) {
         const pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
+            alarm(120);  // a hang fails the test instead of stopping the suite
             int rc = 1;
             try {
-                auto dev = open_dev();
-                ObjectStore s(*dev);
-                rc = write_objects(s, w, kOps);
+                rc = write(w);
             } catch (const std::exception &e) {
                 std::fprintf(stderr, "writer %d: %s\n", w, e.what());
             }
@@ -1074,6 +1072,20 @@ TEST(StoreWriters, ConcurrentProcessesLoseNothing)
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (see above)";
     }
+}
+
+// Several processes (each its own Device, sharing nothing but the drive) put and remove
+// objects at once: every acknowledged update must be there afterwards with its bytes.
+// Without the drive arbitrating commits, writers overwrite each other's catalogs and data.
+TEST(StoreWriters, ConcurrentProcessesLoseNothing)
+{
+    constexpr int kWriters = 4, kOps = 24;
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    run_writer_processes(kWriters, [](int w) {
+        auto dev = open_dev();
+        ObjectStore s(*dev);
+        return write_objects(s, w, kOps);
+    });
     expect_every_acknowledged_object(kWriters, kOps);
 }
 
@@ -2333,6 +2345,307 @@ TEST(Drives, ReadOnlyOpenServesReadsAndRefusesWrites)
         EXPECT_EQ(s.get("recs"), recs);
     }
     EXPECT_EQ(file_bytes(t.file), before) << "a read-only open changed the image";
+}
+
+
+// ---------------------------------------------------------------- streaming put and get
+
+// A source like a pipe: data in reads of uneven sizes, its length unknown unless promised;
+// `hook` runs once, when `hook_at` bytes have been given; `fail_at`: throws there.
+class PipeSource : public ObjectSource {
+public:
+    PipeSource(const std::vector<uint8_t> &data, uint64_t promised = kUnknownSize) : d_(data), promised_(promised) {}
+    uint64_t size() const override { return promised_; }
+    uint64_t read(uint8_t *buf, uint64_t n) override
+    {
+        if (hook && pos_ >= hook_at) {
+            auto h = std::move(hook);
+            hook = nullptr;
+            h();
+        }
+        if (pos_ >= fail_at) throw Error("the source broke", EPIPE);
+        n = std::min<uint64_t>({n, d_.size() - pos_, 1 + rng_() % 300000});
+        std::memcpy(buf, d_.data() + pos_, n);
+        pos_ += n;
+        return n;
+    }
+    std::function<void()> hook;
+    uint64_t hook_at = 0, fail_at = UINT64_MAX;
+
+private:
+    const std::vector<uint8_t> &d_;
+    uint64_t promised_, pos_ = 0;
+    std::mt19937 rng_{7};
+};
+
+// A store's free space, its objects' and its reservations' blocks: every block is one of them.
+void expect_no_space_leaked(ObjectStore &s, uint64_t free_when_empty)
+{
+    uint64_t objects = 0;
+    for (const ObjectInfo &o : s.list()) objects += (std::max<uint64_t>(o.bytes, 1) + s.block_size() - 1) / s.block_size();
+    EXPECT_TRUE(s.reservations().empty()) << "a put left space reserved";
+    // the catalog's own blocks grow with the objects: a few blocks either way
+    const int64_t lost = int64_t(free_when_empty) - int64_t(s.free_bytes()) - int64_t(objects * s.block_size());
+    EXPECT_LE(std::llabs(lost), 8 * int64_t(s.block_size())) << "space neither free nor an object's: " << lost;
+}
+
+// A put from a source of unknown length (stdin, a pipe) grows its space as the bytes come:
+// in place, and moved to a larger free range when another writer took the blocks after it
+// meanwhile. Every byte, the CRC-32C and the space are right either way, and progress is
+// reported from the first chunk on (total 0: unknown).
+TEST_F(Store, StreamingPutOfUnknownLengthGrowsInPlaceOrMoves)
+{
+    ObjectStore s(*dev);
+    const uint64_t empty_free = s.free_bytes();
+    const auto data = random_bytes(13 * 1024 * 1024 + 5, 21);
+    for (const bool neighbour : {false, true}) {
+        SCOPED_TRACE(neighbour ? "a neighbour took the blocks after it" : "alone");
+        PipeSource src(data);
+        const auto other = random_bytes(100000, 22);
+        if (neighbour) {
+            src.hook_at = 5 << 20;  // in the second chunk: first fit puts it right after the first
+            src.hook = [&] {
+                ObjectStore another(*dev);
+                another.put("neighbour", other.data(), other.size());
+            };
+        }
+        std::vector<std::pair<uint64_t, uint64_t>> reports;
+        s.put("piped", src, "", {}, [&](uint64_t done, uint64_t total) { reports.push_back({done, total}); });
+        EXPECT_EQ(s.get("piped"), data);
+        EXPECT_EQ(s.stat("piped").crc32c, csd_crc32c(data.data(), data.size()));
+        EXPECT_EQ(s.stat("piped").bytes, data.size());
+        ASSERT_FALSE(reports.empty());
+        EXPECT_EQ(reports.front().first, kStreamChunk) << "the first report comes after the first chunk";
+        EXPECT_EQ(reports.back().first, data.size());
+        for (const auto &r : reports) EXPECT_EQ(r.second, 0u) << "the total is unknown";
+        if (neighbour) EXPECT_EQ(s.get("neighbour"), other);
+        expect_no_space_leaked(s, empty_free);
+        s.remove("piped");
+    }
+    // an empty pipe: an empty object
+    const std::vector<uint8_t> none;
+    PipeSource empty(none);
+    s.put("empty", empty);
+    EXPECT_EQ(s.stat("empty").bytes, 0u);
+    EXPECT_TRUE(s.get("empty").empty());
+}
+
+// A source that gives fewer or more bytes than its size() promised stores nothing: the
+// older version stays and the space reserved is released.
+TEST_F(Store, StreamingPutRefusesASourceThatBreaksItsPromise)
+{
+    ObjectStore s(*dev);
+    const uint64_t empty_free = s.free_bytes();
+    const auto old = random_bytes(1000, 30), data = random_bytes(6 * 1024 * 1024 + 77, 31);
+    s.put("x", old.data(), old.size());
+    for (const int64_t delta : {-1, 1, -4097}) {
+        PipeSource src(data, data.size() + delta);
+        try {
+            s.put("x", src);
+            ADD_FAILURE() << "a source giving " << data.size() << " bytes after promising " << data.size() + delta
+                          << " was stored";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EIO) << e.what();
+            EXPECT_NE(std::string(e.what()).find("nothing stored"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(s.get("x"), old);
+        expect_no_space_leaked(s, empty_free);
+    }
+    PipeSource exact(data, data.size());
+    s.put("x", exact);
+    EXPECT_EQ(s.get("x"), data);
+}
+
+// A source or a progress callback that throws (a cancel) stops the put after its space has
+// grown: nothing stored, the older version kept, every reservation released.
+TEST_F(Store, StreamingPutCancelledReleasesEveryReservation)
+{
+    ObjectStore s(*dev);
+    const uint64_t empty_free = s.free_bytes();
+    const auto old = random_bytes(5000, 40), data = random_bytes(11 * 1024 * 1024, 41);
+    s.put("x", old.data(), old.size());
+    PipeSource broken(data);
+    broken.fail_at = 9 << 20;  // after growing twice (4, 8, 16 MiB)
+    EXPECT_THROW(s.put("x", broken), Error);
+    EXPECT_EQ(s.get("x"), old);
+    expect_no_space_leaked(s, empty_free);
+    PipeSource src(data);
+    struct Cancel {};
+    EXPECT_THROW(s.put("x", src, "", {}, [](uint64_t done, uint64_t) { if (done > (6 << 20)) throw Cancel{}; }),
+                 Cancel);
+    EXPECT_EQ(s.get("x"), old);
+    expect_no_space_leaked(s, empty_free);
+}
+
+// A get to a file descriptor writes the object a chunk at a time; replaced mid-read by a
+// shorter version, a file is rewritten with the new version alone (its old end cut), and a
+// pipe, which cannot be rewritten, fails with EAGAIN.
+TEST_F(Store, StreamingGetRewritesAFileAndRefusesAPipeWhenReplaced)
+{
+    ObjectStore s(*dev);
+    const auto first = random_bytes(9 * 1024 * 1024 + 3, 50), second = random_bytes(5 * 1024 * 1024 + 1, 51);
+    // replaces x with `second` during the first fill of the first landing
+    struct Replacing : ObjectSink {
+        ObjectSink &inner;
+        std::function<void()> replace;
+        Replacing(ObjectSink &i, std::function<void()> r) : inner(i), replace(std::move(r)) {}
+        void land(const ObjectInfo &o, const Fill &fill) override
+        {
+            inner.land(o, [&](uint64_t pos, uint64_t n, uint8_t *host) {
+                fill(pos, n, host);
+                if (replace) {
+                    auto r = std::move(replace);
+                    replace = nullptr;
+                    r();
+                }
+            });
+        }
+    };
+    auto replace = [&] {  // and the old version's freed space written over, as a reuse would
+        ObjectStore another(*dev);
+        const ObjectInfo was = another.stat("x");
+        another.put("x", second.data(), second.size());
+        const std::vector<uint8_t> zeros(first.size() / dev->ns().lba_size * dev->ns().lba_size, 0);
+        dev->write_lbas(another.first_lba(was), zeros.size() / dev->ns().lba_size, zeros.data());
+    };
+    char path[] = "/tmp/csd-stream-get-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    unlink(path);
+    ASSERT_EQ(write(fd, "npy?", 4), 4);  // written from the descriptor's position on
+    s.put("x", first.data(), first.size());
+    FdSink file(fd, "the test file");
+    Replacing r1(file, replace);
+    EXPECT_EQ(s.get_into("x", r1).bytes, second.size());
+    struct stat st {};
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(uint64_t(st.st_size), 4 + second.size()) << "the first version's end was not cut";
+    std::vector<uint8_t> back(second.size());
+    ASSERT_EQ(pread(fd, back.data(), back.size(), 4), ssize_t(back.size()));
+    EXPECT_EQ(back, second);
+    close(fd);
+
+    s.put("x", first.data(), first.size());
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    std::thread drain([&] {
+        char buf[1 << 16];
+        while (read(p[0], buf, sizeof buf) > 0) {
+        }
+    });
+    FdSink piped(p[1], "the test pipe");
+    Replacing r2(piped, replace);
+    try {
+        s.get_into("x", r2);
+        ADD_FAILURE() << "a pipe was written two versions";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EAGAIN) << e.what();
+    }
+    close(p[1]);
+    drain.join();
+    close(p[0]);
+}
+
+// The resident memory of a mapping of this process that starts at addr (from /proc/self/smaps).
+uint64_t mapping_rss(const void *addr)
+{
+    std::ifstream f("/proc/self/smaps");
+    std::string line;
+    char start[32];
+    std::snprintf(start, sizeof start, "%lx-", reinterpret_cast<unsigned long>(addr));
+    bool in = false;
+    while (std::getline(f, line)) {
+        if (line.rfind(start, 0) == 0) in = true;
+        else if (in && line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4)) * 1024;
+    }
+    return UINT64_MAX;
+}
+
+// A put from a memory-mapped file with release gives the pages it has read back to the
+// kernel: the mapping's resident memory stays a few chunks, not the object's size.
+TEST_F(Store, StreamingPutFromAMemoryMapPagesItOut)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(16 * 1024 * 1024, 60);
+    char path[] = "/tmp/csd-stream-map-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    unlink(path);
+    ASSERT_EQ(write(fd, data.data(), data.size()), ssize_t(data.size()));
+    void *m = mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    MemorySource src(m, data.size(), true);
+    uint64_t most = 0;
+    s.put("mapped", src, "", {}, [&](uint64_t, uint64_t) { most = std::max(most, mapping_rss(m)); });
+    EXPECT_LE(most, 2 * kStreamChunk) << "the mapping's resident memory grew with the object";
+    EXPECT_EQ(s.get("mapped"), data);
+    munmap(m, data.size());
+    close(fd);
+}
+
+// Several writers stream objects of unknown length at once, each growing its space past
+// the first chunk (so growing in place and moving both happen): threads on one device,
+// processes each with its own, children forked after open. Nothing acknowledged is lost and
+// no space stays reserved.
+void stream_objects(ObjectStore &s, int w)
+{
+    auto obj = [w](int k) { return random_bytes(kStreamChunk + 1 + 40000 * (w * 3 + k), 700 + w * 10 + k); };
+    for (int k = 0; k < 3; k++) {
+        const auto d = obj(k);
+        PipeSource src(d);
+        s.put("s" + std::to_string(w) + "-" + std::to_string(k), src);
+        if (k == 1) s.remove("s" + std::to_string(w) + "-0");
+    }
+}
+
+void expect_streamed(int writers)
+{
+    auto dev = open_dev();
+    ObjectStore s(*dev);
+    for (int w = 0; w < writers; w++) {
+        EXPECT_FALSE(s.exists("s" + std::to_string(w) + "-0"));
+        for (int k = 1; k < 3; k++) {
+            const auto want = random_bytes(kStreamChunk + 1 + 40000 * (w * 3 + k), 700 + w * 10 + k);
+            EXPECT_EQ(s.get("s" + std::to_string(w) + "-" + std::to_string(k)), want) << w << "-" << k;
+        }
+    }
+    EXPECT_TRUE(s.reservations().empty());
+}
+
+TEST(StoreWriters, StreamingWritersLoseNothing)
+{
+    constexpr int kWriters = 3;
+    if (!format_multi_writer_store()) GTEST_SKIP() << "this device has no Compare and Write";
+    {  // threads, each with its own ObjectStore on one Device
+        auto dev = open_dev();
+        std::vector<std::thread> t;
+        for (int w = 0; w < kWriters; w++) {
+            t.emplace_back([&, w] {
+                ObjectStore s(*dev);
+                stream_objects(s, w);
+            });
+        }
+        for (auto &x : t) x.join();
+        expect_streamed(kWriters);
+    }
+    for (const bool after_open : {false, true}) {  // processes; children forked after open
+        if (after_open && !fork_after_open_supported()) continue;
+        SCOPED_TRACE(after_open ? "children forked after open" : "processes");
+        ASSERT_TRUE(format_multi_writer_store());
+        auto dev = open_dev();
+        ObjectStore shared(*dev);
+        run_writer_processes(kWriters, [&](int w) {
+            if (after_open) {
+                stream_objects(shared, w);
+            } else {
+                auto own = open_dev();
+                ObjectStore s(*own);
+                stream_objects(s, w);
+            }
+            return 0;
+        });
+        expect_streamed(kWriters);
+    }
 }
 
 int main(int argc, char **argv)

@@ -315,6 +315,193 @@ TEST_F(QueueProcessorTest, AnExecuteDoesNotHoldUpTheQueue)
     EXPECT_EQ(proc.commands(), 2u);
 }
 
+namespace {
+
+// A Mover over memory the submitter addresses at `base` (here host memory the test reads,
+// standing in for GPU memory): a lane stages into slabs of its own and copies a batch into
+// the window only once the test has released it, so that the test sees when completions post.
+class HeldMover : public Mover {
+public:
+    HeldMover(uint64_t base, uint64_t bytes, uint32_t slab_blocks) : base_(base), mem_(bytes), slab_blocks_(slab_blocks) {}
+    bool covers(uint64_t addr, uint64_t len) const override
+    {
+        return addr >= base_ && addr - base_ <= mem_.size() && len <= mem_.size() - (addr - base_);
+    }
+    uint32_t max_transfer() const override { return 1 << 20; }
+    std::unique_ptr<MoverLane> lane() override { return std::make_unique<Lane>(*this); }
+    void release_all() { released = ~0ull >> 1; }
+    uint8_t *window() { return mem_.data(); }
+    std::atomic<uint64_t> released{0};  // batches the test lets finish
+    std::atomic<bool> fail{false};      // batches finish failed
+    std::atomic<uint64_t> flushed{0};   // batches started
+
+private:
+    class Lane : public MoverLane {
+    public:
+        explicit Lane(HeldMover &m) : m_(m), slabs_(2) {}
+        uint8_t *stage(uint32_t len) override
+        {
+            Slab &s = slabs_[cur_];
+            if ((s.batch && state(s.batch) == State::running) || s.staged >= m_.slab_blocks_) return nullptr;
+            s.staged++;
+            s.mem.push_back(std::vector<uint8_t>(len));
+            return s.mem.back().data();
+        }
+        uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) override
+        {
+            slabs_[cur_].blocks.push_back({dst, staged, len});
+            return next_;
+        }
+        void flush() override
+        {
+            Slab &s = slabs_[cur_];
+            if (s.batch) return;  // still in flight: nothing new staged in it
+            if (s.blocks.empty()) {
+                s.staged = 0, s.mem.clear();
+                return;
+            }
+            s.batch = next_++;
+            m_.flushed++;
+            cur_ = (cur_ + 1) % slabs_.size();
+        }
+        State state(uint64_t b) override
+        {
+            if (b > m_.released.load()) return State::running;
+            if (m_.fail) return State::failed;
+            Slab &s = slabs_[(b - 1) % slabs_.size()];
+            if (s.batch == b) {  // moved now, on the poller's thread
+                for (const Block &k : s.blocks) std::memcpy(m_.window() + (k.dst - m_.base_), k.src, k.len);
+                s.blocks.clear(), s.mem.clear(), s.staged = 0, s.batch = 0;
+            }
+            return State::done;
+        }
+
+    private:
+        struct Block {
+            uint64_t dst;
+            const uint8_t *src;
+            uint32_t len;
+        };
+        struct Slab {
+            std::vector<Block> blocks;
+            std::vector<std::vector<uint8_t>> mem;
+            uint32_t staged = 0;
+            uint64_t batch = 0;
+        };
+        HeldMover &m_;
+        std::vector<Slab> slabs_;
+        size_t cur_ = 0;
+        uint64_t next_ = 1;
+    };
+    uint64_t base_;
+    std::vector<uint8_t> mem_;
+    uint32_t slab_blocks_;
+};
+
+bool completion_posted(const Queues &qs, uint32_t q, uint32_t i) { return qs.cq_entry(q, i).status_phase & 1; }
+
+}  // namespace
+
+// Reads whose PRP1 names the mover's memory (a GPU's, for GpuQueues) run into the lane's
+// staging; their completions are posted only once the mover has moved the bytes, and then
+// the bytes are there. Before the mover existed these got Data Transfer Error at once.
+TEST_F(QueueProcessorTest, ReadsIntoTheMoversMemoryCompleteOnlyOnceMoved)
+{
+    const uint32_t nlb = 4096 / lba, rec = 4096;
+    std::vector<uint8_t> data(8 * rec);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7 + i / 1000);
+    dev->write_lbas(2000, 8 * nlb, data.data());
+    dev->slm_write(4096, data.data(), 1000);
+    const uint64_t window = 0x900000000000ull;
+    HeldMover m(window, 16 * rec, 64);
+    Queues qs(2, 16, 4096, lba);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 2, &m);
+    for (uint32_t i = 0; i < 8; i++) qs.put(i % 2, read_sqe(2000 + uint64_t(7 - i) * nlb, nlb, window + uint64_t(i) * rec));
+    NvmeSqe slm{};
+    slm.opcode = CSD_OPC_SLM_READ, slm.nsid = 1, slm.prp1 = window + 9 * rec + 16, slm.cdw10 = 4096, slm.cdw12 = 1000;
+    qs.put(0, slm);
+    qs.ring(0), qs.ring(1);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.flushed < 1 && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (uint32_t q = 0; q < 2; q++) EXPECT_FALSE(completion_posted(qs, q, 0)) << "posted before its data was moved";
+    EXPECT_EQ(proc.commands(), 0u);
+    m.release_all();
+    for (uint32_t q = 0; q < 2; q++) {
+        for (uint32_t k = 0; k < 4 + (q == 0); k++) EXPECT_EQ(status(qs.next(q)), 0);
+    }
+    for (uint32_t i = 0; i < 8; i++) {
+        EXPECT_EQ(std::memcmp(m.window() + size_t(i) * rec, data.data() + size_t(7 - i) * rec, rec), 0) << "read " << i;
+    }
+    EXPECT_EQ(std::memcmp(m.window() + 9 * rec + 16, data.data(), 1000), 0) << "the SLM Read";
+    EXPECT_EQ(proc.commands(), 9u);
+    EXPECT_EQ(proc.errors(), 0u);
+}
+
+// What the mover's memory is not for gets an error completion, and nothing is moved: a PRP
+// outside both the arena and the window, one running past the window's end, a Write or an
+// SLM Write from it (the drive reads no GPU memory), a Read that fails on the drive; a batch
+// the mover fails completes with Internal Error.
+TEST_F(QueueProcessorTest, BadMoverDestinationsGetAnErrorCompletion)
+{
+    const uint64_t window = 0x900000000000ull, bytes = 8 * 4096;
+    HeldMover m(window, bytes, 64);
+    m.release_all();
+    Queues qs(1, 16, 4096, lba);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1, &m);
+    const uint32_t nlb = 4096 / lba;
+    NvmeSqe w = read_sqe(0, nlb, window);
+    w.opcode = 0x01;
+    NvmeSqe slm_w{};
+    slm_w.opcode = CSD_OPC_SLM_WRITE, slm_w.nsid = 1, slm_w.prp1 = window, slm_w.cdw12 = 512;
+    qs.put(0, read_sqe(0, nlb, window - 4096));                 // below the window
+    qs.put(0, read_sqe(0, nlb, window + bytes - 512));          // runs past its end
+    qs.put(0, read_sqe(0, nlb, window + bytes + (1ull << 40)));  // far outside
+    qs.put(0, w);                                               // a Write from GPU memory
+    qs.put(0, slm_w);                                           // an SLM Write from it
+    qs.put(0, read_sqe(dev->ns().lba_count, 1, window));        // LBAs past the namespace
+    qs.put(0, read_sqe(0, nlb, window));                        // and a good one
+    qs.ring(0);
+    for (int i = 0; i < 5; i++) EXPECT_EQ(status(qs.next(0)), 0x4004) << "entry " << i;  // Data Transfer Error, DNR
+    EXPECT_EQ(status(qs.next(0)) & 0x7FF, 0x80);  // LBA Out of Range, from the device
+    EXPECT_EQ(status(qs.next(0)), 0);
+    m.fail = true;
+    qs.put(0, read_sqe(0, nlb, window));
+    qs.ring(0);
+    EXPECT_EQ(status(qs.next(0)), CSD_STATUS_INTERNAL_ERROR);
+    EXPECT_EQ(proc.errors(), 7u);
+    NvmeSqe e = read_sqe(0, nlb, window);
+    EXPECT_EQ(proc.run(e).status, 0x4004) << "run() has no lane to move with";
+}
+
+// A lane whose staging is all in flight leaves the entry in the SQ and takes it once a batch
+// is done: 12 Reads through a lane of two slabs of 2 blocks each, released one batch at a time.
+TEST_F(QueueProcessorTest, ALaneWithoutStagingTakesTheEntryLater)
+{
+    const uint32_t nlb = 1, n = 12;
+    std::vector<uint8_t> data(n * lba);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 13 + 5);
+    dev->write_lbas(300, n, data.data());
+    const uint64_t window = 0x900000000000ull;
+    HeldMover m(window, n * lba, 2);
+    Queues qs(1, 16, 4096, lba);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1, &m);
+    for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(300 + i, nlb, window + uint64_t(i) * lba));
+    qs.ring(0);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.flushed < 2 && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_EQ(m.flushed.load(), 2u) << "a third batch while both slabs were in flight";
+    for (uint64_t b = 1; m.released < ~0ull >> 1 && std::chrono::steady_clock::now() < end; b++) {
+        m.released = b;
+        if (b > 40) m.release_all();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
+    EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+    EXPECT_EQ(proc.commands(), n);
+}
+
 TEST_F(QueueProcessorTest, RefusesBadLayouts)
 {
     Queues qs(1, 4, 4096, lba);

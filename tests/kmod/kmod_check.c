@@ -37,6 +37,13 @@
  *                                  namespace I/O, SLM Store and Compare and Write, read back
  *                                  by namespace I/O and SLM Load; every LBA command past its
  *                                  end (and wrapping ones) fails as past the drive's end
+ *   kmod_check agent PATH BAR_OFFSET LEN DEPTH SLM ACTION...  as root: an agent queue pair
+ *                                  in the peer's BAR (CSD_IOC_AGENT_QUEUE), refused for bad
+ *                                  arguments; then each ACTION in order, the file held open:
+ *                                  host:STEP,STEP the host's CPU agent drives the pair
+ *                                  (tests/vm/host/agent-run.sh SLM LAYOUT STEP...); reset:
+ *                                  the controller is reset (nvme-core recovers it);
+ *                                  sh:SCRIPT: the shell script SCRIPT runs and must succeed
  * Prints 'kmod_check: N passed, N failed' (except hold and free).
  */
 #include <errno.h>
@@ -57,6 +64,8 @@
 #include "../../kmod/uapi/csd_ioctl.h"
 
 static int passed, failed;
+
+static int report(void);
 
 static void expect(int ok, const char *what)
 {
@@ -683,6 +692,105 @@ static struct csd_ioc_p2p p2p_source(int fd, uint64_t len, unsigned int mul, uns
 	return p;
 }
 
+/* Asks the host to run check NAME with ARGS; whether it answered success. */
+static int ask_host(const char *line)
+{
+	char reply[64] = "";
+
+	printf("@@CSD HOSTCHECK %s\n", line);
+	fflush(stdout);
+	if (!fgets(reply, sizeof(reply), stdin))
+		return 0;
+	return !strncmp(reply, "@@HOST 0", 8);
+}
+
+/* Resets the controller of the csd device and waits until it is live again. */
+static int reset_controller(void)
+{
+	char state[32] = "";
+	int i, fd = open("/sys/class/nvme/nvme0/reset_controller", O_WRONLY);
+
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	close(fd);
+	for (i = 0; i < 100; i++) {
+		FILE *f = fopen("/sys/class/nvme/nvme0/state", "r");
+
+		if (f && fgets(state, sizeof(state), f) && !strncmp(state, "live", 4)) {
+			fclose(f);
+			return 1;
+		}
+		if (f)
+			fclose(f);
+		usleep(100000);
+	}
+	return 0;
+}
+
+/* kmod_check agent: see the top of this file. */
+static int agent(int fd, char **argv, int argc)
+{
+	uint64_t off = strtoull(argv[3], NULL, 0), len = strtoull(argv[4], NULL, 0);
+	struct csd_ioc_agent_queue q = { .bar_offset = off, .len = len };
+	struct csd_ioc_agent_queue bad = q;
+	const char *slm = argv[6];
+	char line[1024];
+	int i;
+
+	q.depth = strtoul(argv[5], NULL, 0);
+	bad.depth = 1;
+	expect(fails_with(fd, CSD_IOC_AGENT_QUEUE, &bad, EINVAL), "agent queue of depth 1 refused");
+	bad.depth = q.depth;
+	bad.len = len - 512;
+	expect(fails_with(fd, CSD_IOC_AGENT_QUEUE, &bad, EINVAL), "agent queue of a length not a page multiple refused");
+	bad.len = 8192;
+	expect(fails_with(fd, CSD_IOC_AGENT_QUEUE, &bad, EINVAL), "agent queue with no room for data refused");
+	bad.len = len;
+	bad.bar_offset = 1ull << 40;
+	expect(fails_with(fd, CSD_IOC_AGENT_QUEUE, &bad, EPERM), "agent queue outside the peer's window refused");
+	bad.bar_offset = off;
+	bad.reserved = 1;
+	expect(fails_with(fd, CSD_IOC_AGENT_QUEUE, &bad, EINVAL), "agent queue with reserved bits set refused");
+	expect(ioctl(fd, CSD_IOC_AGENT_QUEUE, &q) == 0 && q.status == 0 && q.qid,
+	       "agent queue pair created");
+	if (!q.qid) {
+		printf("status 0x%x\n", q.status);
+		return report();
+	}
+	printf("agent queue pair %u: bus 0x%llx, SQ +%llu, CQ +%llu, doorbells +%llu, data +%llu, nsid %u\n",
+	       q.qid, (unsigned long long)q.bus_addr, (unsigned long long)q.sq_offset,
+	       (unsigned long long)q.cq_offset, (unsigned long long)q.db_offset,
+	       (unsigned long long)q.data_offset, q.nsid);
+	for (i = 7; i < argc; i++) {
+		if (!strcmp(argv[i], "reset")) {
+			expect(reset_controller(), "controller reset with the agent queue pair live: live again");
+			continue;
+		}
+		if (!strncmp(argv[i], "sh:", 3)) {
+			snprintf(line, sizeof(line), "sh %s", argv[i] + 3);
+			expect(system(line) == 0, argv[i]);
+			continue;
+		}
+		if (strncmp(argv[i], "host:", 5)) {
+			fprintf(stderr, "unknown action %s\n", argv[i]);
+			return 2;
+		}
+		snprintf(line, sizeof(line), "agent-run %s %llx,%llx,%llx,%llx,%llx,%llx,%llx,%u,%u,%u,%u %s", slm,
+			 (unsigned long long)off, (unsigned long long)len, (unsigned long long)q.bus_addr,
+			 (unsigned long long)q.sq_offset, (unsigned long long)q.cq_offset,
+			 (unsigned long long)q.db_offset, (unsigned long long)q.data_offset, q.depth,
+			 q.nsid, q.lba_size, q.qid, argv[i] + 5);
+		for (char *c = line; *c; c++)
+			if (*c == ',' && c > line + strlen(line) - strlen(argv[i] + 5))
+				*c = ' ';
+		expect(ask_host(line), argv[i]);
+	}
+	return report();
+}
+
 static int report(void)
 {
 	printf("kmod_check: %d passed, %d failed\n", passed, failed);
@@ -721,6 +829,8 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	}
+	if (!strcmp(what, "agent") && argc >= 7)
+		return agent(fd, argv, argc);
 	if (!strcmp(what, "zero-race")) {
 		struct csd_ioc_alloc a = { .size = 32 << 20 }, b = { .size = 32 << 20 };
 		struct csd_ioc_xfer x = { .len = sizeof(buf), .buf = (uintptr_t)buf };

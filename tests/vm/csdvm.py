@@ -20,6 +20,7 @@ and exits non-zero on any failure.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import queue
@@ -212,8 +213,35 @@ def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(out)
 
 
+def guest_files() -> dict[str, Path]:
+    """build/guest's files (filled by images/stage-guest.sh: bin/, lib/, python/) by guest path."""
+    guest_dir = BUILD / "guest"
+    if not guest_dir.is_dir():
+        return {}
+    return {f"/csd/{p.relative_to(guest_dir)}": p for p in sorted(guest_dir.rglob("*")) if p.is_file()}
+
+
 def run_archive(main: str | None, env: dict[str, str], files: dict[str, Path]) -> bytes:
-    """The per-run archive: /csd/main (none: a shell), /csd/env and files (guest -> host path)."""
+    """The per-run archive: /csd/main (none: a shell), /csd/env and files (guest -> host path).
+    build/guest is read under images/stage-guest.sh's lock (shared): a staging under way in
+    another terminal is waited for, and the folder it leaves is listed anew."""
+    lock = None
+    if (BUILD / "guest").is_dir():
+        BUILD.mkdir(parents=True, exist_ok=True)
+        lock = open(BUILD / "guest.lock", "a")
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        staged = str(BUILD / "guest") + os.sep
+        files = {g: h for g, h in files.items() if not str(h).startswith(staged)}
+        files.update(guest_files())
+    try:
+        return _archive(main, env, files)
+    finally:
+        if lock:
+            lock.close()
+
+
+def _archive(main: str | None, env: dict[str, str], files: dict[str, Path]) -> bytes:
+    """run_archive's cpio of files as they are now."""
     dirs: set[str] = {"csd"}
     entries: list[tuple[str, int, bytes]] = []
     for gpath, hpath in sorted(files.items()):
@@ -249,11 +277,7 @@ def project_files() -> dict[str, Path]:
         files[f"/csd/matrix/{p.name}"] = p
     for p in sorted((TOP / "tests" / "matrix" / "results").glob("*.jsonl")):  # and its committed results
         files[f"/csd/matrix/results/{p.name}"] = p
-    guest_dir = BUILD / "guest"          # filled by 'make build': bin/, lib/, python/
-    if guest_dir.is_dir():
-        for p in sorted(guest_dir.rglob("*")):
-            if p.is_file():
-                files[f"/csd/{p.relative_to(guest_dir)}"] = p
+    files.update(guest_files())
     return files
 
 

@@ -30,6 +30,18 @@ out=$(CSD_PROPS='csd.nvme-cs=on,csd.model=gen4x4-8core' CSD_DRIVES=2 timeout 120
 grep -q 'ng0n1 ng0n2 ng0n3 ng1n1 ng1n2 ng1n3' <<<"$out"; result $? "CSD_PROPS and CSD_DRIVES shape the device (got: $(tail -n 1 <<<"$out"))"
 out=$(timeout 60 python3 "$here/csdvm.py" cmd --device-props 'csd.no-such-property=1' true 2>&1); rc=$?
 [ $rc != 0 ] && grep -q "no-such-property" <<<"$out"; result $? "a property QEMU does not know fails the boot with QEMU's reason (exit $rc)"
+# Two stagings of the guest's files at once (make vm in one terminal, make check in another)
+# both succeed, and a guest packed meanwhile gets a whole build/guest.
+top=$(cd "$here/../.." && pwd)
+if [ -f "$top/build/images/usr.list" ] && [ -d "$top/build/guest" ]; then
+    bash "$top/images/stage-guest.sh" > "$TMPDIR/stage1" 2>&1 & p1=$!
+    bash "$top/images/stage-guest.sh" > "$TMPDIR/stage2" 2>&1 & p2=$!
+    out=$(timeout 120 python3 "$here/csdvm.py" cmd 'ls /csd/bin/csdctl' 2>&1); rc=$?
+    wait $p1; r1=$?
+    wait $p2; r2=$?
+    [ $r1 = 0 ] && [ $r2 = 0 ]; result $? "two stagings at once both succeed (exit $r1, $r2: $(tail -n 1 "$TMPDIR/stage1") / $(tail -n 1 "$TMPDIR/stage2"))"
+    [ $rc = 0 ]; result $? "a guest started during them has the staged files (exit $rc: $(tail -n 1 <<<"$out"))"
+fi
 # A QEMU of this run still alive (/proc read directly: a fresh Debian root has no pgrep).
 left=
 for f in /proc/[0-9]*/cmdline; do

@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from stack import qemu_argv, qemu_env, stack_lines
+
 try:
     import torch
     cuda = torch.cuda.is_available()
@@ -61,30 +63,16 @@ def main():
         rc = torch.cuda.cudart().cudaHostRegister(view.ctypes.data, bar, 0)
         if int(rc) != 0:
             sys.exit(f"cudaHostRegister of the peer mapping failed: {rc}")
-    argv = [f"{stack}/qemu-system-x86_64", "-L", f"{stack}/share", "-machine", "q35,accel=tcg", "-cpu", "max",
-            "-m", "1G", "-smp", "2", "-nodefaults", "-no-user-config", "-vga", "none", "-display", "none",
-            "-bios", f"{stack}/share/qboot.rom", "-kernel", f"{stack}/vmlinuz", "-initrd", f"{stack}/initramfs.cpio.gz",
-            "-append", f"console=ttyS0 quiet loglevel=3 panic=-1 STACK_LEN={n} STACK_ROUNDS={rounds}", "-no-reboot",
-            "-drive", f"if=none,id=nvm0,file={ns},format=raw",
-            "-device", f"nvme,serial=csd0001,drive=nvm0,csd=on,csd.slm-size={max(64 << 20, 2 * n)}",
-            "-object", f"memory-backend-file,id=peer,size={bar},mem-path={peer},share=on",
-            "-device", "ivshmem-plain,memdev=peer",
-            "-drive", f"if=none,id=out,file={out},format=raw,cache=writeback",
-            "-device", "virtio-blk-pci,drive=out,romfile=",
-            "-serial", "stdio", "-monitor", "none"]
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{stack}/lib")
+    argv = qemu_argv(stack, f"STACK_LEN={n} STACK_ROUNDS={rounds}", ns, f"csd.slm-size={max(64 << 20, 2 * n)}",
+                     peer, bar, ["-drive", f"if=none,id=out,file={out},format=raw,cache=writeback",
+                                 "-device", "virtio-blk-pci,drive=out,romfile="])
+    env = qemu_env(stack)
     t_boot = time.perf_counter()
     q = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
     rows, failed = [], False
     dst = torch.empty(n, dtype=torch.uint8, device="cuda") if cuda else None
     pinned = torch.empty(n, dtype=torch.uint8).pin_memory() if cuda else None
-    for line in q.stdout:
-        line = line.rstrip()
-        if not line.startswith("@@STACK"):
-            print(f"    guest| {line}", flush=True)
-            continue
-        print(line, flush=True)
-        w = line.split()
+    for w in stack_lines(q.stdout):
         if w[1] == "FAIL":
             failed = True
         elif w[1] == "p2p":

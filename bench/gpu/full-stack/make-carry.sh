@@ -4,12 +4,31 @@
 # cannot install packages) into build/gpu-stack.tar.xz, small enough to travel with the
 # checkout: the project's QEMU (stripped) with the shared libraries it needs beyond glibc
 # and libstdc++, its firmware, the guest kernel, and a minimal initramfs holding static
-# busybox, csd.ko, virtio_blk.ko and the static guest program (p2p_guest.c).
+# busybox, csd.ko, virtio_blk.ko and the static guest programs (p2p_guest.c; agent_guest.c,
+# with STACK_AGENT=PAIRS on the kernel command line), and the host's agents: the CPU agent
+# (csd-agent-check) and the CUDA agent (agent_gpu.cu, built with nvcc where it is found).
 # 'make-carry.sh exact' packs build/exact-stack.tar.xz instead: the same QEMU and kernel with an
 # initramfs holding busybox and bench/exact-determinism/exact_guest.c (exact mode's determinism
 # run, bench/exact-determinism/run.sh). Needs 'make qemu image kmod' first.
+# 'make-carry.sh --gpu-queues [p2p|exact]' also packs build/gpu-queues.tar.xz: the meson
+# build's gpu_io (GpuQueues on the in-process device) with the libraries it loads, for
+# 'run.sh agent's comparison (needs 'make build' where CUDA is found).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ "${1:-}" = --gpu-queues ]; then
+    shift
+    mb="$top/build/meson"
+    q="$top/build/gpu-queues"
+    rm -rf "$q" && mkdir -p "$q/lib"
+    [ -x "$mb/bench/gpu/gpu_io" ] || { echo "make-carry: $mb/bench/gpu/gpu_io is missing (make build with CUDA)"; exit 1; }
+    cp "$mb/bench/gpu/gpu_io" "$q/"
+    cp -L "$mb/host/libcsd.so.0" "$mb/host/libcsd_gpu.so" "$mb/host/libcsd-emu.so" "$q/lib/"
+    bash "$top/ci/carry-libs.sh" "$mb/host/libcsd-emu.so" "$q/lib"
+    bash "$top/ci/carry-libs.sh" "$mb/bench/gpu/gpu_io" "$q/lib"
+    rm -f "$q"/lib/libcudart*   # the GPU machine's own CUDA runtime
+    tar -C "$top/build" -cJf "$top/build/gpu-queues.tar.xz" gpu-queues
+    echo "make-carry: build/gpu-queues.tar.xz $(du -h "$top/build/gpu-queues.tar.xz" | cut -f1)"
+fi
 kind=${1:-p2p}
 case "$kind" in p2p) stack=gpu-stack ;; exact) stack=exact-stack ;; *) echo "make-carry: p2p or exact, not $kind"; exit 2 ;; esac
 out="$top/build/$stack"
@@ -62,6 +81,17 @@ krel=$(cat "$top/build/images/kernel-release")
 xz -dc "$top/build/images/kernel-root/lib/modules/$krel/kernel/drivers/block/virtio_blk.ko.xz" > "$root/virtio_blk.ko"
 cp "$top/build/kmod/csd.ko" "$root/csd.ko"
 gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/p2p_guest.c" -o "$root/p2p_guest"
+gcc -static -O2 -Wall -I"$top/kmod/uapi" "$top/bench/gpu/full-stack/agent_guest.c" -o "$root/agent_guest"
+# the host's agents (built here: the GPU machine has no meson build of the project)
+if [ -x "$top/build/meson/tests/agent/csd-agent-check" ]; then
+    cp "$top/build/meson/tests/agent/csd-agent-check" "$out/"
+    bash "$top/ci/carry-libs.sh" "$out/csd-agent-check" "$out/lib"   # ISA-L
+fi
+nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ -x "$nvcc" ]; then
+    "$nvcc" -O2 -std=c++17 -arch=sm_90 -I"$top/spec" -I"$top/host/cuda" \
+        "$top/bench/gpu/full-stack/agent_gpu.cu" -o "$out/agent_gpu"
+fi
 cat > "$root/init" <<'INIT'
 #!/bin/sh
 # STACK_LEN and STACK_ROUNDS come from the kernel command line.
@@ -69,6 +99,18 @@ export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 # kvm-probe.sh boots with STACK_PROBE=1: it needs only to know the guest reached user space.
 if [ -n "$STACK_PROBE" ]; then echo "@@STACK BOOTED $(cat /proc/uptime)"; poweroff -f; fi
+# STACK_AGENT=PAIRS: agent queue pairs in the peer's BAR for the host's agents (agent_guest.c)
+if [ -n "$STACK_AGENT" ]; then
+    for d in /sys/bus/pci/devices/*; do
+        [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ] && peer=$(basename $d)
+    done
+    insmod /csd.ko p2p_peer=$peer p2p_bar=2 || echo "@@STACK FAIL insmod csd.ko"
+    i=0
+    while [ ! -e /dev/csd0 ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
+    /agent_guest /dev/csd0 "$STACK_AGENT" 64 1048576
+    echo "@@STACK END"
+    poweroff -f
+fi
 insmod /virtio_blk.ko
 peer=""
 for d in /sys/bus/pci/devices/*; do

@@ -54,6 +54,23 @@ struct Array {
     std::vector<uint8_t> data;
 };
 
+// A .npy file's header: the array's dtype (canonical text), shape and bytes, and the
+// header's own length (where the data starts).
+struct Header {
+    std::string dtype;
+    std::vector<uint64_t> shape;
+    uint64_t data_bytes = 0;
+    size_t size = 0;
+};
+// The length of a .npy file's header from its first n bytes (12 suffice; 10 for version
+// 1.0); throws csd::Error (EINVAL) if they do not begin a .npy file numpy writes.
+size_t header_size(const uint8_t *file, size_t n);
+// Parses the header at the start of file[0, n) (n at least header_size()); throws
+// csd::Error (EINVAL) saying what is wrong with it. Streaming readers read the data after it.
+Header parse_header(const uint8_t *file, size_t n);
+// The .npy header (as format() writes it) of an array of this dtype and shape; the data follows it.
+std::vector<uint8_t> header(const std::string &dtype, const std::vector<uint64_t> &shape);
+
 // Parses a .npy file; throws csd::Error (EINVAL) saying what is wrong with it.
 Array parse(const std::vector<uint8_t> &file);
 

@@ -146,6 +146,15 @@ public:
     // put killed without that chance stays reserved until reclaim().
     void put(const std::string &name, const void *data, uint64_t bytes, const std::string &dtype = "",
              const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
+    // Stores (or replaces) an object read from src a chunk at a time (csd/store_io.hpp),
+    // host memory bounded by two chunks whatever its size; its CRC-32C computed as it
+    // streams; durable when it returns. A source of unknown size (a pipe) is given space that
+    // grows as it is read (in place where the blocks after it are free, else moved to a
+    // larger free range). progress(done, total) after each chunk, total 0 where the size is
+    // unknown; an exception from it or from src cancels as put() above does; a source that
+    // gives other than the bytes its size() promised fails (EIO) and stores nothing.
+    void put(const std::string &name, class ObjectSource &src, const std::string &dtype = "",
+             const std::vector<uint64_t> &shape = {}, const Progress &progress = {});
     // The whole object, checked against its CRC-32C.
     std::vector<uint8_t> get(const std::string &name, const Progress &progress = {});
     // The whole object into a destination, checked against its CRC-32C (the CRCs of the
@@ -248,7 +257,16 @@ private:
     // One landing of o into sink; returns the CRC-32C of the bytes the sink was given.
     // *mapped: whether it landed from the mapped namespace (ObjectSink::land_mapped).
     uint32_t land_once(const ObjectInfo &o, ObjectSink &sink, const Progress &progress, bool *mapped);
-    void commit_put(const ObjectInfo &o, uint64_t reservation);
+    // Commits o into reservation's space; also releases `also` (reservations a streaming put
+    // grew into) in the same commit.
+    void commit_put(const ObjectInfo &o, uint64_t reservation, const std::vector<uint64_t> &also = {});
+    // Reserves blocks [block, block + blocks) if they are free in the newest state; false if not.
+    bool reserve_at(uint64_t block, uint64_t blocks, Reservation *out);
+    struct StreamSpace;  // a streaming put's reservations (store.cc)
+    // Makes sp hold at least need blocks, keeping the `written` bytes already in it.
+    void grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch);
+    // Releases reservations, reporting none of their errors (a put giving up).
+    void release_quietly(const std::vector<uint64_t> &ids);
     friend class StreamedOutput;  // store_stream.cc: an object written from SLM a piece at a time
     uint64_t stream_budget(const StreamOptions &opt) const;
 

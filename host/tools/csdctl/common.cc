@@ -64,28 +64,37 @@ void print(const json &j, FILE *to)
     std::fputs((j.dump() + "\n").c_str(), to);
 }
 
-// A progress bar on stderr for transfers of 8 MiB and more: redrawn in place (\r) on a
-// terminal; where stderr is not one (a log, a pipe) only with --progress, and then as
-// whole lines at each quarter, so no \r reaches a log.
+// A progress bar on stderr for transfers of 8 MiB and more (total: kUnknownSize for a
+// source of unknown size, which the store then reports as total 0): redrawn in place (\r)
+// on a terminal; where stderr is not one (a log, a pipe) only with --progress, and then as
+// whole lines at each quarter (each 256 MiB where the total is unknown), so no \r reaches a log.
 Progress bar(const Opts &o, const std::string &what, uint64_t total)
 {
     const bool tty = isatty(STDERR_FILENO);
     if (total < (8u << 20) || o.progress == 0 || (o.progress < 0 && !tty)) return {};
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
-    auto quarter = std::make_shared<int>(0);  // lines printed so far (not a terminal)
+    auto quarter = std::make_shared<uint64_t>(0);  // lines printed so far (not a terminal)
     return [what, start, tty, quarter](uint64_t done, uint64_t all) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
-        const uint64_t whole = std::max<uint64_t>(all, 1);
-        const int pct = static_cast<int>(100 * done / whole);
         const double rate = s > 0 ? done / s / 1048576.0 : 0.0;
+        if (all == 0) {  // the size is not known before the end
+            if (tty) {
+                std::fprintf(stderr, "\r%s %.1f MiB %.1f MiB/s", what.c_str(), done / 1048576.0, rate);
+            } else if (done >= (*quarter + 1) << 28) {
+                *quarter = done >> 28;
+                std::fprintf(stderr, "%s: %.1f MiB (%.1f MiB/s)\n", what.c_str(), done / 1048576.0, rate);
+            }
+            return;
+        }
+        const int pct = static_cast<int>(100 * done / all);
         if (!tty) {
-            if (pct < 25 * (*quarter + 1) && done != all) return;
+            if (pct < 25 * static_cast<int>(*quarter + 1) && done != all) return;
             *quarter = pct / 25;
             std::fprintf(stderr, "%s: %3d%% (%.1f of %.1f MiB, %.1f MiB/s)\n", what.c_str(), pct, done / 1048576.0,
                          all / 1048576.0, rate);
             return;
         }
-        const int width = 30, fill = static_cast<int>(width * done / whole);
+        const int width = 30, fill = static_cast<int>(width * done / all);
         std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %.1f MiB/s", what.c_str(), fill, "##############################",
                      width - fill, "", pct, rate);
         if (done == all) std::fputc('\n', stderr);

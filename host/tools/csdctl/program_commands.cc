@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // program_commands.cc - csdctl program load|unload|list|run|chase: your own eBPF programs
 // in the drive.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "csd/program.hpp"
@@ -39,7 +42,40 @@ struct ProgramRunArgs {
     std::vector<std::string> params;
 };
 
-int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &name, const ProgramRunArgs &a)
+// The program `program run` names: a slot holding a downloaded program (kept loaded), or
+// an eBPF object file loaded for this run and unloaded after it.
+Program program_for_run(Device &d, const std::string &target, uint32_t record_size)
+{
+    const bool number = !target.empty() && std::isdigit(static_cast<unsigned char>(target[0])) &&
+                        target.find_first_not_of("0123456789abcdefABCDEFxX") == std::string::npos;
+    if (!number) {
+        if (access(target.c_str(), R_OK) != 0) die("program run: " + target + " is neither a slot nor a readable eBPF object file");
+        return Program(d, target, record_size);  // unloaded when it goes
+    }
+    const uint64_t slot = parse_u64("slot", target);
+    if (slot > 0xFFFF) die("program run: slot " + target + " is out of range (0x100..0x1FF)");
+    Program prog = Program::attach(d, static_cast<uint16_t>(slot), record_size);
+    prog.keep();  // stays loaded
+    return prog;
+}
+
+// An error of a run on slot `target` that found no program there, said with why: on the
+// in-process device (emu:) a program lives only as long as the process that loaded it.
+[[noreturn]] void no_program(Device &d, const std::string &target, const Error &e)
+{
+    const bool emu = d.transport().name() == std::string("inproc");
+    throw Error("program run: slot " + target + " holds no program" +
+                    (emu ? " (on emu: the in-process device lives in the process that opened it, so a program loaded "
+                           "by an earlier csdctl went with it: name the FILE.o instead of the slot to load, run and "
+                           "unload it in one csdctl)"
+                         : " (csdctl program list shows the loaded ones)"),
+                e);
+}
+
+int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
+               const std::vector<uint64_t> &params);
+
+int cmd_program_run(Device &d, const Opts &o, const std::string &target, const std::string &name, const ProgramRunArgs &a)
 {
     std::vector<uint64_t> params;
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
@@ -49,9 +85,23 @@ int cmd_program_run(Device &d, const Opts &o, uint16_t slot, const std::string &
         die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
             std::to_string(a.record_size) + "-byte records");
     }
+    Program prog = program_for_run(d, target, a.record_size);
+    try {
+        return run_loaded(d, o, prog, st, info, a, params);
+    } catch (const Error &e) {
+        if (e.code() == CSD_STATUS_INVALID_PROGRAM || status_name(e.code()) == "Invalid Program Index") {
+            no_program(d, target, e);
+        }
+        throw;
+    }
+}
+
+// cmd_program_run's run of prog over object info with params, its result stored or printed.
+int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
+               const std::vector<uint64_t> &params)
+{
+    const std::string &name = info.name;
     const uint64_t count = info.bytes / a.record_size;
-    Program prog = Program::attach(d, slot, a.record_size);
-    prog.keep();  // stays loaded
     const std::string out = a.out.empty() ? name + "." + a.mode : a.out;
     Cancellable c("program run over " + name);
     const StreamOptions so = stream_options(o, c, "program " + name, info.bytes);
@@ -102,6 +152,7 @@ struct ProgramArgs {
     std::string file, name;
     uint32_t record_size = 0;
     uint16_t slot = 0;
+    std::string run_target;  // program run: a slot, or an eBPF object file
     ProgramRunArgs run;
     ChaseArgs chase;
 };
@@ -129,9 +180,9 @@ void add_program_commands(Cli &c)
     program->add_subcommand("list", "the loaded programs")
         ->callback([&] { c.action = [&](Device &d) { return cmd_program_list(d, o); }; });
     ProgramRunArgs &pr = a.run;
-    auto *prun = program->add_subcommand("run", "run the program in SLOT over the records of object NAME");
+    auto *prun = program->add_subcommand("run", "run the program in SLOT, or FILE loaded for this run alone, over the records of object NAME");
     c.writers.push_back({prun, [&pr] { return pr.mode != "reduce"; }});  // --mode map and filter store their result
-    prun->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();
+    prun->add_option("slot", a.run_target, "slot (e.g. 0x100), or an eBPF object FILE: loaded, run and unloaded")->required();
     prun->add_option("name", a.name, "object of records")->required();
     prun->add_option("--record-size", pr.record_size, "bytes per record (as loaded)")->required()
         ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
@@ -141,7 +192,7 @@ void add_program_commands(Cli &c)
     c.choices["csdctl program run --mode"] = record_modes;
     prun->add_option("--param", pr.params, "a u64 parameter, up to 2^64-1 (repeat, at most 8; 0x.. for hex)")->expected(0, CSD_BPF_MAX_PARAMS);
     prun->add_option("--out", pr.out, "object for the result (default NAME.MODE)");
-    prun->callback([&] { c.action = [&](Device &d) { return cmd_program_run(d, o, a.slot, a.name, pr); }; });
+    prun->callback([&] { c.action = [&](Device &d) { return cmd_program_run(d, o, a.run_target, a.name, pr); }; });
     ChaseArgs &ca = a.chase;
     auto *pchase = program->add_subcommand("chase", "chase blocks of the namespace with the program in SLOT (1.2)");
     pchase->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT
 // store_commands.cc - csdctl format, ls, stat, rm, reclaim, put, get: the object store,
 // on one drive or on several (--drives).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <optional>
 
+#include "csd/store_io.hpp"
 #include "csdctl.hpp"
 
 namespace csdctl {
@@ -209,26 +215,187 @@ void print_transfer(const Opts &o, const ObjectInfo &info, const std::string &fi
     print(j, got && file == "-" ? stderr : stdout);
 }
 
+// Reads up to n bytes from src into buf, fewer only at its end.
+size_t read_full(ObjectSource &src, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    for (size_t k; got < n && (k = src.read(buf + got, n - got)) > 0;) got += k;
+    return got;
+}
+
+// What a .npy file's header said, and the data bytes read with it.
+struct NpyStart {
+    npy::Header header;
+    std::vector<uint8_t> data;  // the first bytes of the data, read with the header
+};
+
+// Reads a .npy header from in (a usage error naming `label` if it is not one); a regular
+// file's length must match what the header describes.
+NpyStart read_npy_header(int fd, FdSource &in, const std::string &label)
+{
+    try {
+        std::vector<uint8_t> head(12);
+        head.resize(read_full(in, head.data(), head.size()));
+        const size_t had = head.size();
+        head.resize(std::max(npy::header_size(head.data(), head.size()), had));
+        head.resize(had + read_full(in, head.data() + had, head.size() - had));
+        NpyStart s{npy::parse_header(head.data(), head.size()), {}};
+        s.data.assign(head.begin() + static_cast<long>(s.header.size), head.end());
+        const uint64_t rest = FdSource(fd, label).size();
+        if (rest != ObjectSource::kUnknownSize && rest + s.data.size() != s.header.data_bytes) {
+            throw Error(".npy data is " + std::to_string(rest + s.data.size()) +
+                            " bytes; its header's dtype and shape describe " + std::to_string(s.header.data_bytes),
+                        EINVAL);
+        }
+        return s;
+    } catch (const Error &e) {
+        die(label + ": " + e.what());
+    }
+}
+
+// A .npy file's data: the bytes read with its header, then the rest of the file, promising
+// the size the header describes.
+class NpyDataSource : public ObjectSource {
+public:
+    // start.data, then rest's bytes.
+    NpyDataSource(NpyStart start, ObjectSource &rest) : s_(std::move(start)), rest_(rest) {}
+    // What the header describes.
+    uint64_t size() const override { return s_.header.data_bytes; }
+    // The header.
+    const npy::Header &header() const { return s_.header; }
+    // From the bytes read with the header, then from the rest.
+    uint64_t read(uint8_t *buf, uint64_t n) override
+    {
+        if (pos_ == s_.data.size()) return rest_.read(buf, n);
+        n = std::min<uint64_t>(n, s_.data.size() - pos_);
+        std::memcpy(buf, s_.data.data() + pos_, n);
+        pos_ += n;
+        return n;
+    }
+
+private:
+    NpyStart s_;
+    ObjectSource &rest_;
+    size_t pos_ = 0;
+};
+
+// Streams a file (or stdin, "-") into the store a chunk at a time: a .npy file's header
+// read first (its dtype and shape), then its data, which must be as long as the header says.
 int cmd_put(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
 {
     const Cancellable c("put of '" + name + "'");
-    const npy::Array a = read_object_file(file, npy_flag, &c);
+    const std::string label = file == "-" ? "stdin" : file;
+    const int fd = file == "-" ? STDIN_FILENO : open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error("cannot read " + file, errno);
+    struct Closer {
+        int fd;
+        ~Closer()
+        {
+            if (fd != STDIN_FILENO) close(fd);
+        }
+    } closer{fd};
+    FdSource in(fd, label);
+    in.interrupted = [&c] { c.check("nothing stored"); };  // a stop signal ends a blocked read (EINTR)
+    std::optional<NpyDataSource> npy;
+    ObjectSource *src = &in;
+    if (is_npy(file, npy_flag)) src = &npy.emplace(read_npy_header(fd, in, label), in);
+    const std::string dtype = npy ? npy->header().dtype : "";
+    const std::vector<uint64_t> shape = npy ? npy->header().shape : std::vector<uint64_t>{};
     ObjectStore st(d);
     c.check("nothing stored");
-    st.put(name, a.data.data(), a.data.size(), a.dtype, a.shape,
-           c.wrap(bar(o, "put " + name, a.data.size()), "nothing stored, its reserved space released"));
+    st.put(name, *src, dtype, shape,
+           c.wrap(bar(o, "put " + name, src->size()), "nothing stored, its reserved space released"));
     if (o.json) print_transfer(o, st.stat(name), file, false);
     return 0;
 }
 
+// Where a get writes: stdout for "-"; a new or regular file through a temporary file
+// beside it (beside a symbolic link's target), renamed over it only once the object
+// checked out (a failed get leaves an existing file as it was; a replaced one keeps its
+// mode); anything else (a FIFO, /dev/null) opened as it is.
+class OutputFile {
+public:
+    // Opens the destination for file.
+    explicit OutputFile(const std::string &file) : file_(file)
+    {
+        if (file == "-") {
+            fd_ = STDOUT_FILENO;
+            return;
+        }
+        struct stat st {};
+        if (stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+            fd_ = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd_ < 0) throw Error("cannot write " + file, errno);
+            return;
+        }
+        if (char *real = realpath(file.c_str(), nullptr)) {  // an existing file, or a link's target
+            file_ = real;
+            std::free(real);
+        }
+        tmp_ = file_ + ".csdctl-XXXXXX";
+        fd_ = mkostemp(&tmp_[0], O_CLOEXEC);
+        if (fd_ < 0) throw Error("cannot write " + file + " (a temporary file beside it)", errno);
+        mode_t mode = 0;
+        if (stat(file_.c_str(), &st) == 0) {
+            mode = st.st_mode & 07777;
+        } else {
+            mode = umask(0);
+            umask(mode);
+            mode = 0666 & ~mode;
+        }
+        fchmod(fd_, mode);
+    }
+    ~OutputFile()
+    {
+        if (fd_ != STDOUT_FILENO) close(fd_);
+        if (!tmp_.empty()) unlink(tmp_.c_str());  // still there: the get failed
+    }
+    OutputFile(const OutputFile &) = delete;
+    OutputFile &operator=(const OutputFile &) = delete;
+    // The descriptor to write.
+    int fd() const { return fd_; }
+    // Puts the written file in place (a temporary one renamed over file).
+    void commit()
+    {
+        if (tmp_.empty()) return;
+        if (rename(tmp_.c_str(), file_.c_str()) != 0) throw Error("cannot write " + file_, errno);
+        tmp_.clear();
+    }
+
+private:
+    std::string file_, tmp_;
+    int fd_ = -1;
+};
+
+// Streams an object to a file (or stdout, "-") a chunk at a time, a .npy header first for
+// a tensor written as .npy.
 int cmd_get(Device &d, const Opts &o, const std::string &name, const std::string &file, bool npy_flag)
 {
     const Cancellable c("get of '" + name + "'");
     ObjectStore st(d);
     const ObjectInfo info = st.stat(name);
-    write_object_file(file, info, st.get(name, c.wrap(bar(o, "get " + name, info.bytes), "nothing written")),
-                      npy_flag);
-    print_transfer(o, info, file, true);
+    const bool npy = is_npy(file, npy_flag);
+    auto npy_header = [&](const ObjectInfo &i) {
+        if (!i.is_tensor()) die("object '" + i.name + "' is a blob, not a tensor: write it to a raw file");
+        try {
+            if (npy::array_bytes(npy::parse_dtype(i.dtype), i.shape) != i.bytes) {
+                throw Error("its dtype and shape do not describe its " + std::to_string(i.bytes) + " bytes", EINVAL);
+            }
+            return npy::header(i.dtype, i.shape);
+        } catch (const Error &e) {
+            die("object '" + i.name + "' cannot be a .npy file (" + e.what() +
+                "): write its bytes to a file not ending in .npy");
+        }
+    };
+    if (npy) npy_header(info);  // refused before anything is written
+    OutputFile out(file);
+    FdSink sink(out.fd(), file == "-" ? "stdout" : file);
+    sink.interrupted = [&c] { c.check("nothing written"); };
+    if (npy) sink.header = npy_header;
+    const ObjectInfo got =
+        st.get_into(name, sink, c.wrap(bar(o, "get " + name, info.bytes), "nothing written"));
+    out.commit();
+    print_transfer(o, got, file, true);
     return 0;
 }
 

@@ -7,7 +7,7 @@ import collections.abc
 import typing
 import typing_extensions
 from . import programs
-__all__: list[str] = ['Device', 'DriveSet', 'GpuLayerLoader', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'programs', 'status_name']
+__all__: list[str] = ['Device', 'DriveSet', 'GpuLayerLoader', 'SlmBuffer', 'SlmView', 'WIRE', 'canonical_dtype', 'gpu_available', 'gpu_configure', 'gpu_object_to_gpu', 'gpu_slm_to_gpu', 'has_gpu_part', 'npy_header_bytes', 'npy_header_size', 'npy_parse_header', 'programs', 'status_name']
 class SlmView:
     """
     a zero-copy view of SLM bytes; it keeps the device's memory while it lives
@@ -71,9 +71,17 @@ class Device:
         ...
     def store_generation(self) -> int:
         ...
+    def store_get_fd(self, name: str, fd: typing.SupportsInt | typing.SupportsIndex, npy_header: bool, progress: typing.Any = None) -> dict:
+        """
+        streams a whole object to a file descriptor, checked (a .npy header first with npy_header)
+        """
     def store_get_into(self, name: str, out: typing_extensions.Buffer, progress: typing.Any = None) -> int:
         """
         reads a whole object into out, checked; progress(done, total) as its bytes land
+        """
+    def store_get_writer(self, name: str, write: typing.Any, progress: typing.Any = None) -> dict:
+        """
+        streams a whole object through write(pos, memoryview), checked at its end
         """
     def store_list(self) -> list:
         ...
@@ -82,6 +90,18 @@ class Device:
     def store_put(self, name: str, data: typing_extensions.Buffer, dtype: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], progress: typing.Any = None) -> None:
         """
         stores an object; progress(done, total) is called as its bytes are written
+        """
+    def store_put_fd(self, name: str, fd: typing.SupportsInt | typing.SupportsIndex, size: typing.SupportsInt | typing.SupportsIndex, dtype: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], progress: typing.Any = None) -> None:
+        """
+        streams an object from a file descriptor (size < 0: a regular file's rest, else until its end)
+        """
+    def store_put_mapped(self, name: str, data: typing_extensions.Buffer, dtype: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], progress: typing.Any = None) -> None:
+        """
+        streams an object from a memory map, paging out what it has read
+        """
+    def store_put_reader(self, name: str, read: typing.Any, size: typing.SupportsInt | typing.SupportsIndex, dtype: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], progress: typing.Any = None) -> None:
+        """
+        streams an object from read(n) -> bytes (size < 0: until b"")
         """
     def store_read_into(self, arg0: str, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
         ...
@@ -192,6 +212,18 @@ def gpu_object_to_gpu(arg0: Device, arg1: str, arg2: typing.SupportsInt | typing
     ...
 def gpu_slm_to_gpu(arg0: Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex, arg5: bool) -> tuple[str, int, float]:
     ...
+def npy_header_bytes(arg0: str, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> bytes:
+    """
+    The .npy header csdctl and the store write for an array of this dtype and shape
+    """
+def npy_header_size(arg0: bytes) -> int:
+    """
+    The length of a .npy header from the file's first 12 bytes; CsdError if they do not begin one
+    """
+def npy_parse_header(arg0: bytes) -> dict:
+    """
+    A .npy header (the file's first npy_header_size bytes) as the store reads it: dtype, shape, data_bytes, size
+    """
 def status_name(arg0: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
     English name of an NVMe status value

@@ -6,11 +6,7 @@
 # (CAP_SYS_ADMIN) into the whole window.
 # vm: csd=on slm=64M peer=4M alone
 . /csd/tests/lib.sh
-peer=""
-for d in /sys/bus/pci/devices/*; do
-    [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ] && peer=$(basename $d)
-done
-[ -n "$peer" ] || fail "no ivshmem peer device"
+peer=$(peer_device) || fail "no ivshmem peer device"
 echo "peer device $peer"
 as() { user=$1; shift; su -s /bin/sh "$user" -c "$*"; }
 a=$(id -u csduser); b=$(id -u csdother); mib=1048576

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Helpers for guest tests (sourced): fail, check, host_check, hexle.
+# Helpers for guest tests (sourced): fail, check, host_check, hexle, peer_device.
 set -eu
 
 # Prints a message and fails the test.
@@ -30,6 +30,14 @@ host_check() {
     read -r reply || fail "no answer from the host for check $1"
     [ "$reply" = "@@HOST 0" ] || fail "host check '$*' failed ($reply)"
     echo "host check $1: ok"
+}
+
+# Prints the PCI address of the ivshmem-plain peer (csdvm's peer=SIZE); 1 if there is none.
+peer_device() {
+    for d in /sys/bus/pci/devices/*; do
+        if [ "$(cat $d/vendor):$(cat $d/device)" = "0x1af4:0x1110" ]; then basename $d; return 0; fi
+    done
+    return 1
 }
 
 # Number of a namespace's LBA bytes (from sysfs).

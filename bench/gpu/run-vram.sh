@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Reads into GPU memory on a machine with an NVIDIA GPU: builds the host-only libcsd, its GPU
+# part, gpu_io and the queue processor's tests in build/gpu-host, runs the queue processor's
+# tests, gpu_io check (every Read checked on the GPU where it landed: the arena, GPU memory
+# moved by each mover, an SLM Read, destinations outside the window), gpu_io vram (the rates of docs/perf.md), and the Reads into GPU memory
+# under compute-sanitizer memcheck. Logs to $OUT (default build/gpu-out).
+source "$(dirname "$0")/gpu-machine-env.sh"
+{
+    nvidia-smi -L
+    [ -f $b/build.ninja ] || meson setup $b -Dpassthru=disabled -Dbuildtype=release 2>&1 | grep -E "ERROR|cudart|nvcc"
+    meson compile -C $b csd:shared_library csd-emu:shared_library csd_gpu gpu_io csd-queue-processor-tests 2>&1 | grep -E "error|FAILED" | head -30
+    echo "== built at $(date +%T)"
+    echo "== the queue processor's tests (a held mover: completions only once moved, bad destinations, full staging)"
+    $b/tests/host/csd-queue-processor-tests --gtest_brief=1 2>&1 | tail -3
+    echo "== gpu_io check: Reads (arena, GPU memory by each mover), SLM Reads, Executes, bad destinations"
+    timeout 200 $b/bench/gpu/gpu_io check
+} 2>&1 | tee "$out/vram-tests.log"
+{
+    echo "== gpu_io vram ${VRAM_POLLERS:-16}: random Reads into GPU memory against the arena and cudaMemcpyAsync"
+    timeout 300 $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}"
+} 2>&1 | tee "$out/vram-bench.log"
+{
+    echo "== the Reads into GPU memory under compute-sanitizer memcheck"
+    timeout ${SANITIZER_TIMEOUT:-300} /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full $b/bench/gpu/gpu_io check vram 2>&1 |
+        grep -vE "^=========  +(Host Frame|Saved host)" | tail -8
+} 2>&1 | tee "$out/vram-sanitizer.log"

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+// gpu_mover.cu - csd::gpu::GpuMover (gpu_mover.hpp): a poller's lane stages the drive's
+// Reads in pinned host memory, slab by slab, and moves each polling round's blocks into GPU
+// memory as one batch behind a CUDA event.
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "csd/error.hpp"
+#include "gpu_mover.hpp"
+
+namespace csd::gpu {
+
+namespace {
+
+constexpr int kSlabs = 4;           // staging slabs per lane: one fills while others move
+constexpr uint32_t kAlign = 256;    // each block's place in a slab
+constexpr unsigned kThreads = 128;  // copy kernel: threads per block
+constexpr uint32_t kPiece = 8192;   // copy kernel: bytes per thread block (4 x 16 B per thread)
+
+void check(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) throw Error(std::string("GPU mover: ") + what + ": " + cudaGetErrorString(e), EIO);
+}
+
+// One block to move: len bytes from staging (as the GPU addresses it) to dst.
+struct Copy {
+    uint64_t src, dst;
+    uint32_t len, pad;
+};
+
+// blockIdx.x: the copy, blockIdx.y: its piece of kPiece bytes. The staging (mapped host
+// memory, rewritten between batches) is loaded uncached; all of a thread's loads are issued
+// before its stores so that each thread has four PCIe reads in flight.
+__global__ void __launch_bounds__(kThreads) move_blocks(const Copy *copies)
+{
+    if (!copies) return;  // the launch that loads the kernel (GpuMover's constructor)
+    __shared__ Copy c;
+    if (threadIdx.x == 0) {
+        const volatile Copy *from = &copies[blockIdx.x];
+        c.src = from->src, c.dst = from->dst, c.len = from->len;
+    }
+    __syncthreads();
+    const uint32_t begin = blockIdx.y * kPiece;
+    if (begin >= c.len) return;
+    const uint32_t end = min(begin + kPiece, c.len);
+    const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
+    uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
+    if (((c.dst | c.src | begin | end) & 15) == 0) {
+        const uint4 *s = reinterpret_cast<const uint4 *>(src + begin);
+        uint4 *d = reinterpret_cast<uint4 *>(dst + begin);
+        const uint32_t n = (end - begin) / 16;
+        uint4 v[kPiece / 16 / kThreads];
+#pragma unroll
+        for (uint32_t k = 0; k < kPiece / 16 / kThreads; k++) {
+            const uint32_t i = threadIdx.x + k * kThreads;
+            if (i < n) v[k] = __ldcv(&s[i]);
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < kPiece / 16 / kThreads; k++) {
+            const uint32_t i = threadIdx.x + k * kThreads;
+            if (i < n) d[i] = v[k];
+        }
+    } else {
+        for (uint32_t i = begin + threadIdx.x; i < end; i += kThreads) dst[i] = __ldcv(&src[i]);
+    }
+}
+
+// Control words of a resident mover, in mapped host memory, each on a line of its own.
+struct Ctl {
+    alignas(64) volatile uint64_t head;  // copies published by the lane (the host writes)
+    alignas(64) volatile uint64_t done;  // copies done (the GPU writes, after their bytes)
+    alignas(64) volatile uint32_t stop;  // the host asks the kernel to return once idle
+};
+
+constexpr unsigned kResidentThreads = 512;  // 16 warps per lane
+
+// One warp copies c (16 bytes a lane, eight loads in flight per lane).
+__device__ inline void warp_copy(const Copy &c)
+{
+    const unsigned lane = threadIdx.x & 31;
+    const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
+    uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
+    if (((c.dst | c.src | c.len) & 15) == 0) {
+        const uint4 *s = reinterpret_cast<const uint4 *>(src);
+        uint4 *d = reinterpret_cast<uint4 *>(dst);
+        const uint32_t n = c.len / 16;
+        constexpr uint32_t kU = 8;
+        for (uint32_t base = 0; base < n; base += 32 * kU) {
+            uint4 v[kU];
+#pragma unroll
+            for (uint32_t k = 0; k < kU; k++) {
+                const uint32_t i = base + k * 32 + lane;
+                if (i < n) v[k] = __ldcv(&s[i]);
+            }
+#pragma unroll
+            for (uint32_t k = 0; k < kU; k++) {
+                const uint32_t i = base + k * 32 + lane;
+                if (i < n) d[i] = v[k];
+            }
+        }
+    } else {
+        for (uint32_t i = lane; i < c.len; i += 32) dst[i] = __ldcv(&src[i]);
+    }
+}
+
+// A lane's resident mover: thread 0 waits for the head to move (backing off up to 2 us), the
+// block's warps copy the published entries (ring[i % cap]) between them, and once all are
+// copied, thread 0 publishes done = head. Returns when asked to stop and idle.
+__global__ void __launch_bounds__(kResidentThreads) resident_mover(const Copy *ring, uint64_t cap, Ctl *ctl)
+{
+    if (!ring) return;  // the launch that loads the kernel (GpuMover's constructor)
+    __shared__ uint64_t head;
+    __shared__ int stop;
+    const unsigned warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (uint64_t tail = 0;;) {
+        if (threadIdx.x == 0) {
+            uint64_t h;
+            unsigned ns = 32;
+            int st = 0;
+            while ((h = ctl->head) == tail && !(st = ctl->stop)) {
+                __nanosleep(ns);
+                ns = min(ns * 2, 2048u);
+            }
+            head = h, stop = h == tail && st;
+        }
+        __syncthreads();
+        if (stop) return;
+        const uint64_t h = head;
+        for (uint64_t i = tail + warp; i < h; i += warps) {
+            const volatile Copy *e = &ring[i % cap];
+            Copy c;
+            c.src = e->src, c.dst = e->dst, c.len = e->len;
+            warp_copy(c);
+        }
+        __threadfence_system();  // the bytes before the count that lets the host post their completions
+        __syncthreads();
+        if (threadIdx.x == 0) ctl->done = h;
+        tail = h;
+    }
+}
+
+class Lane : public MoverLane {
+public:
+    Lane(int device, uint64_t slab_bytes, MoveBy by) : device_(device), by_(by), slab_bytes_(slab_bytes)
+    {
+        cap_ = static_cast<uint32_t>(slab_bytes / kAlign);
+        try {
+            check(cudaSetDevice(device_), "cudaSetDevice");
+            const unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;
+            check(cudaHostAlloc(reinterpret_cast<void **>(&staging_), kSlabs * slab_bytes_, flags), "cudaHostAlloc (staging)");
+            check(cudaHostAlloc(reinterpret_cast<void **>(&copies_), kSlabs * size_t(cap_) * sizeof(Copy), flags),
+                  "cudaHostAlloc (copies)");
+            check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&staging_gpu_), staging_, 0), "cudaHostGetDevicePointer");
+            check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&copies_gpu_), copies_, 0), "cudaHostGetDevicePointer");
+            check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+            for (int i = 0; i < kSlabs; i++) {
+                Slab &s = slabs_[i];
+                s.mem = staging_ + i * slab_bytes_;
+                s.copies = copies_ + size_t(i) * cap_;
+                check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+            }
+            if (by_ == MoveBy::resident) {
+                check(cudaHostAlloc(reinterpret_cast<void **>(&ctl_), sizeof(Ctl), flags), "cudaHostAlloc (control)");
+                ctl_->head = 0, ctl_->done = 0, ctl_->stop = 0;
+                check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctl_gpu_), ctl_, 0), "cudaHostGetDevicePointer");
+            }
+        } catch (...) {
+            release();
+            throw;
+        }
+    }
+    ~Lane() override { release(); }
+
+    uint8_t *stage(uint32_t len) override
+    {
+        Slab &s = slabs_[cur_];
+        if (!free(s)) return nullptr;
+        const uint64_t need = (uint64_t(len) + kAlign - 1) / kAlign * kAlign;
+        if (s.used + need > slab_bytes_ || len == 0) return nullptr;
+        uint8_t *p = s.mem + s.used;
+        s.used += need;
+        return p;
+    }
+
+    uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) override
+    {
+        Slab &s = slabs_[cur_];
+        const uint64_t src = staging_gpu_ + uint64_t(staged - staging_);
+        if (by_ == MoveBy::resident) {  // the ring: every slab's entries, in publishing order
+            copies_[seq_ % (uint64_t(kSlabs) * cap_)] = Copy{src, dst, len, 0};
+            seq_++;
+        } else if (by_ == MoveBy::kernel) {
+            s.copies[s.n] = Copy{src, dst, len, 0};
+        } else {
+            s.dsts.push_back(reinterpret_cast<void *>(dst));
+            s.srcs.push_back(staged);
+            s.sizes.push_back(len);
+        }
+        s.n++;
+        s.max_len = std::max(s.max_len, len);
+        return next_batch_;
+    }
+
+    void flush() override
+    {
+        Slab &s = slabs_[cur_];
+        if (s.n == 0) {
+            s.used = 0;  // staged for commands that failed: nothing to move
+            return;
+        }
+        if (by_ == MoveBy::resident) {  // published: the kernel waiting on the head takes them
+            std::atomic_thread_fence(std::memory_order_release);
+            ctl_->head = seq_;
+            s.batch = next_batch_++, s.end = seq_;
+            s.used = 0, s.n = 0, s.max_len = 0;
+            cur_ = (cur_ + 1) % kSlabs;
+            return;
+        }
+        bind();
+        cudaError_t e = cudaSuccess;
+        if (by_ == MoveBy::kernel) {
+            const dim3 grid(s.n, (s.max_len + kPiece - 1) / kPiece);
+            move_blocks<<<grid, kThreads, 0, stream_>>>(reinterpret_cast<const Copy *>(copies_gpu_ + (s.copies - copies_)));
+            e = cudaGetLastError();
+        } else if (by_ == MoveBy::batch) {
+            cudaMemcpyAttributes attr{};
+            attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+            attr.srcLocHint.type = cudaMemLocationTypeHost;
+            attr.dstLocHint.type = cudaMemLocationTypeDevice, attr.dstLocHint.id = device_;
+            size_t idx = 0;
+            e = cudaMemcpyBatchAsync(s.dsts.data(), s.srcs.data(), s.sizes.data(), s.n, &attr, &idx, 1, stream_);
+        } else {
+            for (uint32_t i = 0; i < s.n && e == cudaSuccess; i++) {
+                e = cudaMemcpyAsync(s.dsts[i], s.srcs[i], s.sizes[i], cudaMemcpyHostToDevice, stream_);
+            }
+        }
+        if (e == cudaSuccess) e = cudaEventRecord(s.done, stream_);
+        if (e != cudaSuccess) failed_ = true;  // every command of this batch and after completes with an error
+        s.batch = next_batch_++;
+        s.used = 0, s.n = 0, s.max_len = 0;
+        s.dsts.clear(), s.srcs.clear(), s.sizes.clear();
+        cur_ = (cur_ + 1) % kSlabs;
+    }
+
+    State state(uint64_t b) override
+    {
+        if (failed_) return State::failed;
+        if (b <= finished_) return State::done;
+        Slab &s = slabs_[(b - 1) % kSlabs];
+        if (s.batch != b) return State::running;  // not yet flushed
+        if (by_ == MoveBy::resident) {
+            if (ctl_->done >= s.end) {
+                finished_ = b;
+                s.batch = 0;
+                return State::done;
+            }
+            // now and then: whether the kernel still runs (an error ends it)
+            if (++polls_ % 4096 == 0 && cudaStreamQuery(stream_) != cudaErrorNotReady) {
+                failed_ = true;
+                return State::failed;
+            }
+            return State::running;
+        }
+        const cudaError_t e = cudaEventQuery(s.done);
+        if (e == cudaErrorNotReady) return State::running;
+        if (e != cudaSuccess) {
+            failed_ = true;
+            return State::failed;
+        }
+        finished_ = b;  // batches finish in stream order
+        s.batch = 0;
+        return State::done;
+    }
+
+private:
+    struct Slab {
+        uint8_t *mem = nullptr;
+        Copy *copies = nullptr;  // kernel: the batch's copies, read by the kernel
+        std::vector<void *> dsts;  // copy engines: the batch's copies
+        std::vector<const void *> srcs;
+        std::vector<size_t> sizes;
+        cudaEvent_t done = nullptr;
+        uint64_t used = 0, batch = 0;  // batch: in flight (0: free)
+        uint64_t end = 0;              // resident: the copies published up to and with this batch
+        uint32_t n = 0, max_len = 0;
+    };
+    // Whether a slab's previous batch is done, so that its staging may be written.
+    bool free(Slab &s) { return s.batch == 0 || failed_ || state(s.batch) != State::running; }
+    // The lane's device, current on the poller's thread.
+    void bind()
+    {
+        if (!bound_) cudaSetDevice(device_), bound_ = true;
+    }
+    // The resident mover's kernel, from now until the lane stops (a failed launch fails every batch).
+    void start() override
+    {
+        if (by_ != MoveBy::resident) return;
+        bind();
+        resident_mover<<<1, kResidentThreads, 0, stream_>>>(copies_gpu_, uint64_t(kSlabs) * cap_, ctl_gpu_);
+        if (cudaGetLastError() != cudaSuccess) failed_ = true;
+    }
+    void stop() override
+    {
+        if (ctl_) ctl_->stop = 1;  // the resident mover returns once idle
+    }
+    void release()
+    {
+        stop();
+        if (stream_) cudaStreamSynchronize(stream_);
+        for (Slab &s : slabs_) {
+            if (s.done) cudaEventDestroy(s.done);
+            s.done = nullptr;
+        }
+        if (stream_) cudaStreamDestroy(stream_);
+        if (copies_) cudaFreeHost(copies_);
+        if (ctl_) cudaFreeHost(ctl_);
+        ctl_ = nullptr;
+        if (staging_) cudaFreeHost(staging_);
+        stream_ = nullptr, copies_ = nullptr, staging_ = nullptr;
+    }
+
+    int device_;
+    MoveBy by_;
+    uint64_t slab_bytes_;
+    uint32_t cap_ = 0;
+    uint8_t *staging_ = nullptr;
+    Copy *copies_ = nullptr;
+    uint64_t staging_gpu_ = 0;
+    Copy *copies_gpu_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    Slab slabs_[kSlabs];
+    int cur_ = 0;
+    uint64_t next_batch_ = 1, finished_ = 0;
+    Ctl *ctl_ = nullptr, *ctl_gpu_ = nullptr;  // resident: its control words (as host and GPU address them)
+    uint64_t seq_ = 0, polls_ = 0;
+    bool failed_ = false, bound_ = false;
+};
+
+}  // namespace
+
+const char *move_by_name(MoveBy by)
+{
+    switch (by) {
+    case MoveBy::resident: return "resident copy kernel";
+    case MoveBy::kernel: return "copy kernel";
+    case MoveBy::batch: return "cudaMemcpyBatchAsync";
+    case MoveBy::memcpy: return "cudaMemcpyAsync";
+    }
+    return "?";
+}
+
+GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
+{
+    if (!w_.base || w_.bytes == 0) throw Error("GPU mover: a window of GPU memory is needed", EINVAL);
+    for (const uint8_t *p : {static_cast<const uint8_t *>(w_.base), static_cast<const uint8_t *>(w_.base) + w_.bytes - 1}) {
+        cudaPointerAttributes a{};
+        if (cudaPointerGetAttributes(&a, p) != cudaSuccess || a.type != cudaMemoryTypeDevice) {
+            cudaGetLastError();
+            throw Error("GPU mover: the window must be device memory (cudaMalloc), all of it", EINVAL);
+        }
+        device_ = a.device;
+    }
+    if (w_.staging < kSlabs * uint64_t(kAlign)) throw Error("GPU mover: staging too small", EINVAL);
+    // The copy kernel loaded now, while nothing runs: CUDA loads a kernel's module at its first
+    // launch (lazy loading), which can wait for the kernels running; the first batch would then
+    // wait for the very kernel that waits for its completions.
+    int prev = 0;
+    check(cudaGetDevice(&prev), "cudaGetDevice");
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, move_blocks), "loading the copy kernel");
+    check(cudaFuncGetAttributes(&fa, resident_mover), "loading the resident copy kernel");
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    move_blocks<<<1, kThreads, 0, s>>>(nullptr);
+    const cudaError_t e = cudaGetLastError(), e2 = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    cudaSetDevice(prev);
+    check(e, "launching the copy kernel");
+    check(e2, "running the copy kernel");
+    base_ = reinterpret_cast<uint64_t>(w_.base);
+    max_transfer_ = static_cast<uint32_t>(std::min<uint64_t>(max_transfer, w_.bytes));
+    slab_ = std::max<uint64_t>(w_.staging / kSlabs, max_transfer_);
+    slab_ = (slab_ + kAlign - 1) / kAlign * kAlign;
+}
+
+bool GpuMover::covers(uint64_t addr, uint64_t len) const
+{
+    return addr >= base_ && addr - base_ <= w_.bytes && len <= w_.bytes - (addr - base_);
+}
+
+std::unique_ptr<MoverLane> GpuMover::lane() { return std::make_unique<Lane>(device_, slab_, w_.by); }
+
+}  // namespace csd::gpu

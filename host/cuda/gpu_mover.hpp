@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// gpu_mover.hpp - the part of the emulated drive behind csd::gpu::GpuQueues that lands a
+// kernel's Reads in GPU memory: a csd::Mover over a window of device memory. Each poller's
+// lane reads into pinned host staging and, once per polling round, moves the round's blocks
+// into the window as one batch (published to a copy kernel resident on the GPU, or a copy
+// kernel launched per batch that reads the staging over PCIe, one cudaMemcpyBatchAsync, or one
+// cudaMemcpyAsync per block); the poller posts a command's completion only once the batch is
+// done (the resident kernel's count, or the event behind the batch).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "queue_processor.hpp"
+
+namespace csd::gpu {
+
+// Who moves the bytes from a lane's pinned staging into GPU memory.
+enum class MoveBy {
+    // a copy kernel per lane that stays resident from the queues' making to their end: the lane
+    // publishes a round's copies in a ring (no CUDA call per batch) and the kernel's 16 warps
+    // load the staging (mapped) and store to GPU memory. While it runs, cudaDeviceSynchronize
+    // and calls that synchronize the device (cudaFree among them) wait for the queues' end.
+    resident,
+    kernel,  // a copy kernel launched per batch: GPU threads load the staging (mapped) and store to VRAM
+    batch,   // cudaMemcpyBatchAsync per batch: the copy engines
+    memcpy,  // cudaMemcpyAsync per block: the copy engines, one call each
+};
+
+// Its name in tables ("resident copy kernel", "copy kernel", "cudaMemcpyBatchAsync", "cudaMemcpyAsync").
+const char *move_by_name(MoveBy by);
+
+// GPU memory that a kernel's Reads (and SLM Reads) may name as their destination.
+struct GpuWindow {
+    void *base = nullptr;    // device memory (cudaMalloc); nullptr: none
+    uint64_t bytes = 0;
+    MoveBy by = MoveBy::kernel;  // resident is faster (docs/perf.md) but holds cudaDeviceSynchronize
+    uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
+};
+
+class GpuMover : public Mover {
+public:
+    // Throws csd::Error (EINVAL) unless window.base..+bytes is device memory; max_transfer: the
+    // largest command the drive takes (a slab holds at least one, up to the window's size).
+    GpuMover(const GpuWindow &window, uint32_t max_transfer);
+    bool covers(uint64_t addr, uint64_t len) const override;  // inside the window
+    uint32_t max_transfer() const override { return max_transfer_; }  // the drive's, at most the window
+    std::unique_ptr<MoverLane> lane() override;  // pinned staging, a stream, events (and the resident ring)
+
+private:
+    GpuWindow w_;
+    uint64_t base_ = 0;
+    uint32_t max_transfer_ = 0;
+    uint64_t slab_ = 0;
+    int device_ = 0;
+};
+
+}  // namespace csd::gpu
