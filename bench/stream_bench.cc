@@ -3,7 +3,7 @@
 // pieces, store_stream.cc) against the same program over an object that fits, per byte, on the
 // in-process device (emu:); the bytes that crossed the bus in each; and SLM Load / SLM Store of
 // N MiB against a direct copy of the same bytes between the backing file and host memory
-// (pread / pwrite). Prints markdown (docs/perf.md).
+// (pread / pwrite, each pair run alternately). Prints markdown (docs/perf.md).
 // Usage: stream_bench [--gib G] [--slm MIB] [--dir DIR] [--reps N]
 //   --gib: the large object's size in GiB (default 4; its backing file is sparse, about twice
 //   that: the filter's output is reserved for its largest size); --slm: the device's SLM in
@@ -19,6 +19,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csd/device.hpp"
@@ -45,6 +46,34 @@ double median_seconds(int reps, F &&f)
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
+}
+
+// Medians of f and g run alternately, reps times each: neither pays for the other's leftovers
+// (dirty pages written back, page cache evicted) more than the other does.
+template <class F, class G>
+std::pair<double, double> median_pair(int reps, F &&f, G &&g)
+{
+    std::vector<double> a, b;
+    auto time_f = [&] {
+        const double t0 = now();
+        f();
+        a.push_back(now() - t0);
+    };
+    auto time_g = [&] {
+        const double t0 = now();
+        g();
+        b.push_back(now() - t0);
+    };
+    for (int i = 0; i < reps; i++) {
+        if (i % 2) {
+            time_g(), time_f();
+        } else {
+            time_f(), time_g();
+        }
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    return {a[a.size() / 2], b[b.size() / 2]};
 }
 
 double load_average()
@@ -152,20 +181,20 @@ int main(int argc, char **argv)
     const ObjectInfo o = st.stat("big");
     const uint32_t lba = dev->ns().lba_size;
     const int fd = open(file.c_str(), O_RDWR);
-    for (uint64_t mib : {uint64_t{8}, uint64_t{16}, uint64_t{32}}) {
+    for (uint64_t mib : {uint64_t{8}, uint64_t{16}, uint64_t{32}, uint64_t{64}}) {
         const uint64_t n = mib << 20;
+        if (n > dev->slm().largest_free() || n > o.bytes) continue;
         SlmBuffer b = dev->slm().alloc(n);
-        std::vector<uint8_t> host(n);
+        std::vector<uint8_t> host(n, 1);
         const uint64_t slba = st.first_lba(o);
         const off_t at = static_cast<off_t>(slba * lba);
-        const double load = median_seconds(reps * 2, [&] { dev->slm_load(slba, n / lba, b.offset()); });
-        const double rd = median_seconds(reps * 2, [&] {
+        // each pair alternately, so that neither is measured after the other's writes only
+        const auto [load, rd] = median_pair(reps * 2, [&] { dev->slm_load(slba, n / lba, b.offset()); }, [&] {
             if (pread(fd, host.data(), n, at) != static_cast<ssize_t>(n)) std::perror("pread");
         });
         // stores into the free space after the objects (the reservation of nothing: bench only)
         const uint64_t scratch = (o.block + (o.bytes + 4095) / 4096 + 1024) * (4096 / lba);
-        const double store = median_seconds(reps * 2, [&] { dev->slm_store(scratch, n / lba, b.offset()); });
-        const double wr = median_seconds(reps * 2, [&] {
+        const auto [store, wr] = median_pair(reps * 2, [&] { dev->slm_store(scratch, n / lba, b.offset()); }, [&] {
             if (pwrite(fd, host.data(), n, static_cast<off_t>(scratch * lba)) != static_cast<ssize_t>(n)) std::perror("pwrite");
         });
         std::printf("| %llu | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", static_cast<unsigned long long>(mib),

@@ -327,14 +327,40 @@ struct csd_gemm_params {
     uint32_t m, n, k, flags;
     float alpha, beta;
 };
-/* The rows of C the gemm program computes at a time (each one OpenBLAS call, a cancellation
- * check between): at most 2^30 flops and 256 rows, a function of n and k alone. A host that
- * tiles a gemm by rows in multiples of it gets the bits of one Execute over the whole. */
+/* The depth (rows of op(B), columns of op(A)) the gemm program takes at a time: all of k when
+ * B holds at most 2^20 elements, else blocks of max(64, 2^20 / n rounded down to 64) — at most
+ * 4 MiB of B while n <= 16384 — a function of n and k alone. Each block after the first adds
+ * into C (beta 1). A host that splits k at multiples of it (csd_gemm_tile_params) makes the
+ * same OpenBLAS calls, and so gets the same bits, as one Execute over the whole. */
+static inline uint64_t csd_gemm_block_k(uint64_t n, uint64_t k)
+{
+    if (k * n <= (1ull << 20)) return k;
+    uint64_t kb = ((1ull << 20) / n) & ~63ull;
+    if (kb < 64) kb = 64;
+    return kb < k ? kb : k;
+}
+/* The rows of C the gemm program computes at a time (each block of them one OpenBLAS call per
+ * block of depth, a cancellation check between): at most 256 rows, 2^30 flops a call and 2^20
+ * elements of A's and of C's rows, at least 1 — a function of n and k alone. A host that tiles a
+ * gemm by rows in multiples of it gets the bits of one Execute over the whole. */
 static inline uint64_t csd_gemm_block_rows(uint64_t n, uint64_t k)
 {
-    const uint64_t by_flops = (1ull << 30) / (2 * n * k);
-    return by_flops == 0 ? 1 : by_flops < 256 ? by_flops : 256;
+    const uint64_t kb = csd_gemm_block_k(n, k);
+    uint64_t rows = (1ull << 30) / (2 * n * kb);
+    if ((1ull << 20) / k < rows) rows = (1ull << 20) / k;
+    if ((1ull << 20) / n < rows) rows = (1ull << 20) / n;
+    return rows == 0 ? 1 : rows < 256 ? rows : 256;
 }
+/* gemm's parameters for a piece of the depth (32 bytes, project extension; neither TRANS flag):
+ * base.k columns of A from column k_first of rows k_total wide, times B's rows k_first ..
+ * k_first + base.k (the B range holds only those), into C. The blocks are those of the whole,
+ * csd_gemm_block_rows/_k(n, k_total): k_first must be a multiple of csd_gemm_block_k(n,
+ * k_total), and base.k one too unless the piece ends at k_total. Pass beta 1 for a piece after
+ * the first, so that it adds into C as one Execute's later blocks do. */
+struct csd_gemm_tile_params {
+    struct csd_gemm_params base;
+    uint32_t k_total, k_first;
+};
 
 enum csd_elementwise_op {
     CSD_EW_ADD = 0, CSD_EW_SUB = 1, CSD_EW_MUL = 2, CSD_EW_DIV = 3, CSD_EW_MAX = 4,

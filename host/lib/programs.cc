@@ -52,6 +52,13 @@ std::future<ExecResult> gemm_async(Device &d, Range a, Range b, Range c, uint32_
     return d.execute_async(CSD_PROG_GEMM, {a, b, c}, &p, sizeof p);
 }
 
+void gemm_depth_piece(Device &d, Range a, Range b, Range c, uint32_t m, uint32_t n, uint32_t k, uint32_t k_total,
+                      uint32_t k_first, float alpha, float beta)
+{
+    csd_gemm_tile_params p{{m, n, k, 0, alpha, beta}, k_total, k_first};
+    exec(d, CSD_PROG_GEMM, {a, b, c}, p);
+}
+
 void elementwise(Device &d, EwOp op, Range x, Range y, Range out, uint32_t count)
 {
     csd_elementwise_params p{static_cast<uint32_t>(op), count, 0, 0};

@@ -90,7 +90,8 @@ public:
     static uint64_t buffer_bytes(uint64_t max_len, uint32_t lba) { return round_up(max_len + 2ull * lba, kAlign); }
 
     // Runs fn(k, piece, range in SLM) for each piece in order, the next piece's load running
-    // meanwhile; progress(done bytes, total) after each.
+    // meanwhile when there are two buffers (with one, each piece loads after the one before
+    // has run); progress(done bytes, total) after each.
     template <class Fn>
     void run(const std::vector<Piece> &pieces, uint64_t total, const Progress &progress, Fn &&fn)
     {
@@ -108,10 +109,14 @@ public:
             return std::async(std::launch::async, [this, slba, nlb, at] { d_.slm_load(slba, nlb, at); });
         };
         const bool overlap = pieces.size() > 1 && n_ > 1;
-        if (!pieces.empty()) next = load(0, overlap);
+        if (!pieces.empty() && overlap) next = load(0, true);
         for (size_t k = 0; k < pieces.size(); k++) {
             if (next.valid()) next.get();
-            if (k + 1 < pieces.size()) next = load(k + 1, overlap);
+            if (!overlap) {
+                load(k, false);  // one buffer: each piece in turn, once the one before is done with it
+            } else if (k + 1 < pieces.size()) {
+                next = load(k + 1, true);
+            }
             const Piece &p = pieces[k];
             fn(k, p, Range{buf_[k % n_].offset() + p.pos % lba_, p.len});
             done += p.len;
@@ -186,6 +191,10 @@ public:
     static uint64_t buffer_bytes(uint64_t max_piece, uint64_t blk) { return round_up(max_piece, blk) + blk; }
     // Where the next piece's output goes.
     Range space() const { return {buf_.offset() + tail_, buf_.size() - tail_}; }
+    // The same, no longer than at_most (a piece's largest output): an Execute names no more
+    // SLM than it may write, so the timing model, which charges a program for the bytes of
+    // its ranges, charges a piece as one Execute over the same bytes would be.
+    Range space(uint64_t at_most) const { return {buf_.offset() + tail_, std::min(buf_.size() - tail_, at_most)}; }
     // The next n bytes of the object are at space().
     void commit(uint64_t n)
     {
@@ -298,10 +307,7 @@ FilterResult ObjectStore::filter(const std::string &src, const FilterSpec &spec,
         FilterSpec s = spec;
         s.count = static_cast<uint32_t>(p.count);
         s.index_base = static_cast<uint32_t>(p.first);
-        // the output range is the piece's worst case (every record), not the whole buffer:
-        // the timing model charges a program's ranges (unit-gbps), so a buffer sized for
-        // the SLM budget's pieces would cost a small object's filter the budget's time
-        const FilterResult fr = programs::filter(dev_, r, Range{out.space().offset, p.count * out_unit}, s);
+        const FilterResult fr = programs::filter(dev_, r, out.space(p.count * out_unit), s);
         out.commit(fr.bytes);
         total.bytes += fr.bytes;
         total.matches += fr.matches;
@@ -537,7 +543,7 @@ uint64_t ObjectStore::convert(const std::string &src, ConvertOp op, const std::s
     StreamedOutput out(*this, dst, count * cs.out, per * cs.out);
     PieceLoader loader(dev_, first_lba(in), static_cast<uint32_t>(lba), per * cs.in, buffers_for(pieces.size()));
     loader.run(pieces, in.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-        out.commit(programs::convert(dev_, op, r, out.space(), static_cast<uint32_t>(p.count), scale, zero_point));
+        out.commit(programs::convert(dev_, op, r, out.space(p.count * cs.out), static_cast<uint32_t>(p.count), scale, zero_point));
     });
     return out.finish(cs.dtype, shape);
 }
@@ -574,7 +580,7 @@ FilterResult ObjectStore::run_program(Program &prog, uint32_t mode, const std::s
     loader.run(pieces, in.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
         const uint32_t n = static_cast<uint32_t>(p.count);
         if (mode == CSD_BPF_FILTER) {
-            const FilterResult fr = prog.run_filter(r, out->space(), n, params);
+            const FilterResult fr = prog.run_filter(r, out->space(p.count * out_unit), n, params);
             out->commit(fr.bytes);
             total.bytes += fr.bytes;
             total.matches += fr.matches;
@@ -613,36 +619,75 @@ void ObjectStore::gemm(const std::string &a, const std::string &b, const std::st
     }
     catalog::check_entry(c, "<f4", {m, n});
     const uint64_t lba = dev_.ns().lba_size, budget = stream_budget(opt), slack = 6 * kAlign + 6 * lba + block_;
-    const uint64_t a_row = k * 4, c_row = n * 4, b_bytes = k * n * 4;
+    const uint64_t a_row = k * 4, c_row = n * 4, b_row = n * 4, b_bytes = k * n * 4;
     const uint64_t b_buf = PieceLoader::buffer_bytes(b_bytes, static_cast<uint32_t>(lba));
-    // The drive runs gemm in blocks of this many rows of C (gemm.cc): pieces of a multiple of
-    // it make the same calls of the same sizes as one Execute over the whole.
-    const uint64_t drive_rows = csd_gemm_block_rows(n, k);
+    // The drive runs gemm in blocks of this many rows of C by this much depth (gemm.cc): pieces
+    // of multiples of them make the same calls of the same sizes as one Execute over the whole.
+    const uint64_t drive_rows = csd_gemm_block_rows(n, k), drive_depth = csd_gemm_block_k(n, k);
     const uint64_t cap = UINT32_MAX / c_row;  // DW0: a piece's C bytes
     auto align_rows = [&](uint64_t per) { return per < m && per >= drive_rows ? round_down(per, drive_rows) : per; };
+    auto abuf = [&](uint64_t rows) { return PieceLoader::buffer_bytes(rows * a_row, static_cast<uint32_t>(lba)); };
+    auto bbuf = [&](uint64_t depth) { return PieceLoader::buffer_bytes(depth * b_row, static_cast<uint32_t>(lba)); };
+    auto cbuf = [&](uint64_t rows) { return StreamedOutput::buffer_bytes(rows * c_row, block_); };
     // B resident, A and C by rows: pieces of a multiple of the drive's block of rows
     const uint64_t one = std::min(cap, budget > b_buf + slack ? (budget - b_buf - slack) / (a_row + c_row) : 0);
     uint64_t per = one >= m ? m
                             : align_rows(std::min(cap, budget > b_buf + 2 * slack ? (budget - b_buf - 2 * slack) / (2 * a_row + c_row) : 0));
+    uint64_t depth = k;  // B's rows a piece of B holds (k: B resident)
+    int b_bufs = 1;
     if (per < m && per < drive_rows) {
-        throw Error(what + ": B (" + bytes_text(b_bytes) + ") and " + std::to_string(drive_rows) + " rows of A and C (" +
-                        bytes_text(drive_rows * (2 * a_row + c_row)) + ", with their buffers) do not fit in the SLM it "
-                        "may use (" + bytes_text(budget) + "): the drive computes C " + std::to_string(drive_rows) +
-                        " rows at a time (csd_gemm_block_rows), and OpenBLAS's bits depend on the shape of each call, "
-                        "so smaller pieces, or column panels of B, would not give one Execute's result",
-                    EINVAL);
+        // B by rows of depth too, loaded once per piece of A (one buffer of A, two of B when
+        // they fit, so that the next piece of B loads while this one runs)
+        const uint64_t rows0 = std::min(m, drive_rows), fixed = 4 * slack + abuf(rows0) + cbuf(rows0);
+        if (budget < fixed + bbuf(std::min(k, drive_depth))) {
+            throw Error(what + ": one block of the drive's gemm (" + std::to_string(rows0) + " rows of A, " +
+                            std::to_string(std::min(k, drive_depth)) + " rows of B and " + std::to_string(rows0) +
+                            " rows of C: " + bytes_text(fixed + bbuf(std::min(k, drive_depth))) +
+                            " with their buffers) does not fit in the SLM it may use (" + bytes_text(budget) +
+                            "): the drive computes C csd_gemm_block_rows(n, k) rows by csd_gemm_block_k(n, k) "
+                            "of depth at a time, and OpenBLAS's bits depend on the shape of each call, so smaller "
+                            "pieces would not give one Execute's result; give it more SLM",
+                        EINVAL);
+        }
+        depth = std::min(k, drive_depth);
+        b_bufs = budget >= fixed + 2 * bbuf(depth) ? 2 : 1;
+        // the most rows of A and C beside that
+        const uint64_t left = budget - 4 * slack - b_bufs * bbuf(depth);
+        per = std::max(rows0, align_rows(std::min(cap, left / (a_row + c_row))));
+        if (per >= m) {  // all of A fits: grow B's pieces with what is left
+            per = m;
+            const uint64_t room = budget - 4 * slack - abuf(m) - cbuf(m);
+            depth = std::min(k, std::max(depth, round_down(room / b_bufs / b_row, drive_depth)));
+        }
     }
     const std::vector<Piece> pieces = cut(m, a_row, per);
     record_stats(opt, pieces);
-    SlmBuffer bb = dev_.slm().alloc(b_buf, kAlign);
-    dev_.slm_load(first_lba(bi), (b_bytes + lba - 1) / lba, bb.offset());
     StreamedOutput out(*this, c, m * c_row, per * c_row);
-    PieceLoader loader(dev_, first_lba(ai), static_cast<uint32_t>(lba), per * a_row, buffers_for(pieces.size()));
-    loader.run(pieces, ai.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
-        programs::gemm(dev_, r, Range{bb.offset(), b_bytes}, Range{out.space().offset, p.count * c_row},
-                       static_cast<uint32_t>(p.count), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
-        out.commit(p.count * c_row);
-    });
+    if (depth == k) {
+        SlmBuffer bb = dev_.slm().alloc(b_buf, kAlign);
+        dev_.slm_load(first_lba(bi), (b_bytes + lba - 1) / lba, bb.offset());
+        PieceLoader loader(dev_, first_lba(ai), static_cast<uint32_t>(lba), per * a_row, buffers_for(pieces.size()));
+        loader.run(pieces, ai.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
+            programs::gemm(dev_, r, Range{bb.offset(), b_bytes}, Range{out.space().offset, p.count * c_row},
+                           static_cast<uint32_t>(p.count), static_cast<uint32_t>(n), static_cast<uint32_t>(k));
+            out.commit(p.count * c_row);
+        });
+    } else {
+        const std::vector<Piece> b_pieces = cut(k, b_row, depth);
+        if (opt.stats) opt.stats->pieces += pieces.size() * (b_pieces.size() - 1);  // each A piece by each B piece
+        PieceLoader a_loader(dev_, first_lba(ai), static_cast<uint32_t>(lba), per * a_row, 1);
+        PieceLoader b_loader(dev_, first_lba(bi), static_cast<uint32_t>(lba), depth * b_row, b_bufs);
+        a_loader.run(pieces, ai.bytes, opt.progress, [&](size_t, const Piece &p, Range r) {
+            const Range cr{out.space().offset, p.count * c_row};
+            b_loader.run(b_pieces, b_bytes, nullptr, [&](size_t, const Piece &bp, Range br) {
+                const uint64_t k_first = bp.pos / b_row;
+                programs::gemm_depth_piece(dev_, r, br, cr, static_cast<uint32_t>(p.count), static_cast<uint32_t>(n),
+                                           static_cast<uint32_t>(bp.count), static_cast<uint32_t>(k),
+                                           static_cast<uint32_t>(k_first), 1.0f, k_first == 0 ? 0.0f : 1.0f);
+            });
+            out.commit(p.count * c_row);
+        });
+    }
     out.finish("<f4", {m, n});
 }
 

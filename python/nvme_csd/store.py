@@ -380,7 +380,7 @@ class Store(MutableMapping[str, Any]):
 
     def gemm(self, a: str, b: str, c: str, *, slm_budget: int = 0, progress: ProgressArg = None) -> None:
         """Object c = a @ b for 2-D float32 tensors, in the drive (tiled by rows of A and C,
-        and by column panels of B where B does not fit)."""
+        and by rows of depth of B where B does not fit beside them; bits equal to one Execute)."""
         with reporter(progress, f"gemm {c}") as cb:
             self._dev.store_gemm(a, b, c, slm_budget, cb)
 

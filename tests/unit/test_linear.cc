@@ -46,7 +46,7 @@ TEST_P(GemmCases, MatchesReference)
     const GemmCase gc = GetParam();
     auto a = random_vector<float>(gc.m * gc.k, 1), b = random_vector<float>(gc.k * gc.n, 2),
          c = random_vector<float>(gc.m * gc.n, 3);
-    const uint64_t A = 0, B = 1 << 20, C = 2 << 20;
+    const uint64_t A = 0, B = (a.size() * 4 + 4095) / 4096 * 4096, C = B + (b.size() * 4 + 4095) / 4096 * 4096;
     put(A, a);
     put(B, b);
     put(C, c);
@@ -63,7 +63,61 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmCases,
                                            GemmCase{33, 17, 65, 1, 1, 0}, GemmCase{16, 31, 9, 2, 0.5f, 0},
                                            GemmCase{12, 12, 12, 3, -2.0f, 1.5f},
                                            GemmCase{64, 48, 80, 0, 1.0f, 1.0f},
-                                           GemmCase{5, 9, 4, 0, 0.0f, 2.0f}));
+                                           GemmCase{5, 9, 4, 0, 0.0f, 2.0f},
+                                           // k * n > 2^20: blocks of depth (csd_gemm_block_k), beta
+                                           // applied once, and blocks of rows (csd_gemm_block_rows)
+                                           GemmCase{300, 300, 4000, 0, 1.0f, 0.5f},
+                                           GemmCase{270, 300, 4000, 3, -1.5f, 2.0f},
+                                           GemmCase{70, 20000, 70, 1, 1.0f, 0.0f}));
+
+// The blocks: depth all of k while B holds at most 2^20 elements, else multiples of 64 of at most
+// 4 MiB of B (n <= 16384); rows at most 256, 2^30 flops a call and 2^20 elements of A's and C's rows.
+TEST_F(Linear, GemmBlocks)
+{
+    EXPECT_EQ(csd_gemm_block_k(1024, 1024), 1024u);
+    EXPECT_EQ(csd_gemm_block_k(300, 4000), 3456u);
+    EXPECT_EQ(csd_gemm_block_k(4096, 4096), 256u);
+    EXPECT_EQ(csd_gemm_block_k(1u << 20, 4096), 64u);
+    EXPECT_EQ(csd_gemm_block_k(20000, 70), 64u);
+    EXPECT_EQ(csd_gemm_block_rows(1024, 1024), 256u);
+    EXPECT_EQ(csd_gemm_block_rows(256, 12388), 84u);  // 2^20 / k
+    EXPECT_EQ(csd_gemm_block_rows(1u << 21, 64), 1u);
+}
+
+// A piece of the depth (csd_gemm_tile_params) in the drive's blocks adds up, bit for bit, as the
+// whole does in one Execute; pieces that would cut a block, or transposes, are refused.
+TEST_F(Linear, GemmDepthPieces)
+{
+    const uint32_t m = 40, n = 300, k = 4000, kb = static_cast<uint32_t>(csd_gemm_block_k(n, k));
+    ASSERT_LT(kb, k);
+    auto a = random_vector<float>(m * k, 11), b = random_vector<float>(k * n, 12);
+    const uint64_t A = 0, B = 1 << 20, C1 = 6 << 20, C2 = 7 << 20, B2 = 8 << 20;
+    put(A, a);
+    put(B, b);
+    csd_gemm_params whole{m, n, k, 0, 1.0f, 0.0f};
+    EXPECT_OK(exec(CSD_PROG_GEMM, {{A, a.size() * 4}, {B, b.size() * 4}, {C1, m * n * 4}}, whole));
+    for (uint32_t k0 = 0; k0 < k; k0 += kb) {
+        const uint32_t kr = std::min(kb, k - k0);
+        std::memcpy(slm(B2), b.data() + static_cast<size_t>(k0) * n, static_cast<size_t>(kr) * n * 4);  // B's rows alone
+        csd_gemm_tile_params t{{m, n, kr, 0, 1.0f, k0 == 0 ? 0.0f : 1.0f}, k, k0};
+        EXPECT_OK(exec(CSD_PROG_GEMM, {{A, a.size() * 4}, {B2, uint64_t{kr} * n * 4}, {C2, m * n * 4}}, t));
+    }
+    EXPECT_EQ(std::memcmp(slm(C1), slm(C2), m * n * 4), 0);
+    expect_near_all(get<float>(C2, m * n), ref_gemm(a, b, std::vector<float>(m * n), m, n, k, false, false, 1, 0), 1e-4);
+    // refused: a first column not at a block, a piece that ends inside one, past k, transposes
+    for (const csd_gemm_tile_params bad : {csd_gemm_tile_params{{m, n, kb, 0, 1, 0}, k, 64},
+                                          csd_gemm_tile_params{{m, n, kb - 64, 0, 1, 0}, k, 0},
+                                          csd_gemm_tile_params{{m, n, kb, 0, 1, 0}, k, kb},
+                                          csd_gemm_tile_params{{m, n, kb, CSD_GEMM_TRANS_B, 1, 0}, k, 0}}) {
+        EXPECT_STATUS(exec(CSD_PROG_GEMM, {{A, a.size() * 4}, {B, b.size() * 4}, {C2, m * n * 4}}, bad),
+                      CSD_STATUS_INVALID_PARAMETERS);
+    }
+    // A shorter than m rows of k_total
+    const csd_gemm_tile_params last{{m, n, k - kb, 0, 1, 1}, k, kb};
+    EXPECT_STATUS(exec(CSD_PROG_GEMM, {{A, a.size() * 4 - 4}, {B, b.size() * 4}, {C2, m * n * 4}}, last),
+                  CSD_STATUS_INVALID_PARAMETERS);
+    EXPECT_OK(exec(CSD_PROG_GEMM, {{A, a.size() * 4}, {B, b.size() * 4}, {C2, m * n * 4}}, last));
+}
 
 TEST_F(Linear, GemmUnalignedRanges)
 {

@@ -80,6 +80,11 @@ void elementwise(Device &d, EwOp op, Range x, Range out, uint32_t count, float a
 void softmax(Device &d, Range x, Range out, uint32_t rows, uint32_t cols);
 // reduce (05h): one 8-byte result per row into out.
 void reduce(Device &d, ReduceOp op, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols);
+// gemm (02h) over a piece of the depth (csd_gemm_tile_params): C (m x n) = alpha A[:, k_first ..
+// k_first + k] B_piece + beta C, where a holds m rows of k_total and b B's rows k_first .. k_first
+// + k; the drive's blocks are those of the whole (a B streamed in pieces adds up as one Execute).
+void gemm_depth_piece(Device &d, Range a, Range b, Range c, uint32_t m, uint32_t n, uint32_t k, uint32_t k_total,
+                      uint32_t k_first, float alpha = 1.0f, float beta = 0.0f);
 // reduce (05h) sum of f32/f64 whose first row's sum starts from sum0 (csd_reduce_carry_params:
 // a row streamed through SLM in pieces adds up in element order, as one Execute would).
 void reduce_sum_from(Device &d, DType dtype, Range x, Range out, uint32_t rows, uint32_t cols, double sum0);

@@ -216,11 +216,12 @@ public:
     // dst (a blob); pieces are whole frames (a frame larger than the budget, compressed or
     // not, is EINVAL naming why: a frame's blocks refer back into its own window). Returns bytes.
     uint64_t decompress(const std::string &src, Codec codec, const std::string &dst, const StreamOptions &opt = {});
-    // gemm: object c = a (m x k) * b (k x n), 2-D <f4 tensors, in the drive; A and C of any size,
-    // tiled by rows in multiples of the drive's block of rows (csd_gemm_block_rows), so that
-    // each block is the OpenBLAS call one Execute makes. B, and that many rows of A and C, must
-    // fit in SLM together (EINVAL naming why otherwise: OpenBLAS's bits depend on each call's
-    // shape, so column panels of B would not give one Execute's result).
+    // gemm: object c = a (m x k) * b (k x n), 2-D <f4 tensors, in the drive; A, B and C of any
+    // size: A and C tiled by rows in multiples of the drive's block of rows (csd_gemm_block_rows)
+    // and, when B does not fit beside them, B by rows of depth in multiples of the drive's block
+    // of depth (csd_gemm_block_k; B is then loaded once per piece of A), so that each block is the
+    // OpenBLAS call one Execute makes and the bits agree. EINVAL naming why when one block of
+    // each does not fit in the SLM it may use.
     void gemm(const std::string &a, const std::string &b, const std::string &c, const StreamOptions &opt = {});
     // A downloaded program over the records of object src: filter (into dst), map (one u64 per
     // record into dst, <u8), reduce (the wrapping u64 sum; dst unused). Pieces are cut on
