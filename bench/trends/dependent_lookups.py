@@ -16,10 +16,13 @@ keys' count F^d so that its depth is exactly d) written on the namespace by libc
   latency once, each hop a media read of one block and a program record (docs/timing-model.md).
 - libcsd's lookup (nvme_csd.btree.BTree.lookup, csd::btree_lookup): the same one Execute,
   its value from the completion (the hop count is read back only when asked for).
+Times are the model's clock (exact=on, see modelled.py): the advance of the drive's virtual
+clock over each lookup, the sum of its commands' modelled times (the host's numpy choosing
+a child between two reads is not on it: the host's path is host-latency-ns).
 Every lookup's answer is checked three ways: the drive's, the host walk's, the key's value
 (and the drive's hop count against d); a key that is absent, untimed, likewise.
 
-Usage: python3 bench/trends/dependent_lookups.py [--fabric] [--lookups N] [--scale S]
+Usage: python3 bench/trends/dependent_lookups.py [--fabric] [--lookups N] [--depths 1,2,3]
 """
 import argparse
 import os
@@ -39,7 +42,6 @@ TOP = pathlib.Path(__file__).resolve().parents[2]
 BPF = pathlib.Path(os.environ.get("CSD_BPF_DIR") or TOP / "build/meson/examples/bpf")
 FANOUT_MAX = 31  # entries a node holds (btree.h BT_FANOUT): keys, then values, after kind and count
 FOUND, VALUE_MASK = 1 << 62, (1 << 61) - 1
-BEST_OF = 3  # each lookup timed three times, the longest kept (modelled.clock)
 
 
 def tree_pairs(fanout, depth):
@@ -89,77 +91,68 @@ def build(work, fanout, depth, lba):
     return path, BTree(None, root, got), keys, values
 
 
-def measure(p, fanout, depth, lookups, scale, work, lba, libcsd=True):
-    """Modelled seconds per lookup: host, in drive, libcsd's lookup (None unless asked);
-    the host overhead per lookup (host, in drive); overruns left."""
+def measure(p, fanout, depth, lookups, work, lba, libcsd=True):
+    """Modelled seconds per lookup: host, in drive, libcsd's lookup (None unless asked)."""
     path, tree, keys, values = build(work, fanout, depth, lba)
     pick = np.random.default_rng(depth + 100).integers(0, keys.size, size=lookups)
     absent = int(keys[0]) - 1 if int(keys[0]) else int(keys[-1]) + 1
-    out = {}
-    for name, q, s in (("model", p, scale), ("off", None, 1)):
-        spec = M.spec(path, q, s, slm="4M", lba=lba) if q else f"emu:{path}?slm=4M&lba={lba}"
-        with nvme_csd.open(spec) as dev, dev.load_program(BPF / "btree_lookup.o", RECORD_SIZE) as prog:
-            t = BTree(prog, tree.root_lba, tree.depth)
-            buf = np.empty(lba, np.uint8)
-            res = dev.alloc(16)
-            devs = (dev,) if q else ()
-            # untimed: an absent key each way, and a walk of each kind (the drive's threads start)
-            assert host_walk(dev, t.root_lba, absent, buf)[0] is None
-            assert drive_walk(dev, prog, t, absent, res)[0] is None and t.lookup(absent) is None
-            o0 = M.left_overruns
-            th = td = tl = 0.0
-            for i in pick:
-                key, want = int(keys[i]), int(values[i])
-                (v, hops), dt = M.clock(lambda: host_walk(dev, t.root_lba, key, buf), s, devs, best_of=BEST_OF)
-                assert (v, hops) == (want, depth), ("the host's walk", key, v, hops)
-                th += dt
-                (v, hops), dt = M.clock(lambda: drive_walk(dev, prog, t, key, res), s, devs, best_of=BEST_OF)
-                assert (v, hops) == (want, depth), ("the drive's chase", key, v, hops)
-                td += dt
-                if libcsd and q:
-                    v, dt = M.clock(lambda: t.lookup(key), s, devs, best_of=BEST_OF)
-                    assert v == want, ("BTree.lookup", key, v)
-                    tl += dt
-            overruns = M.left_overruns - o0
-            res.free()
-        out[name] = (th / lookups, td / lookups, tl / lookups if libcsd and q else None, overruns)
-    (th, td, tl, overruns), (oh, od, _, _) = out["model"], out["off"]
-    return th, td, tl, (oh / scale, od / scale), overruns
+    with nvme_csd.open(M.spec(path, p, slm="4M", lba=lba)) as dev, \
+            dev.load_program(BPF / "btree_lookup.o", RECORD_SIZE) as prog:
+        t = BTree(prog, tree.root_lba, tree.depth)
+        buf = np.empty(lba, np.uint8)
+        res = dev.alloc(16)
+        # untimed: an absent key each way, and a walk of each kind (the drive's threads start)
+        assert host_walk(dev, t.root_lba, absent, buf)[0] is None
+        assert drive_walk(dev, prog, t, absent, res)[0] is None and t.lookup(absent) is None
+        th = td = tl = 0.0
+        for i in pick:
+            key, want = int(keys[i]), int(values[i])
+            (v, hops), dt = M.clock(lambda: host_walk(dev, t.root_lba, key, buf), (dev,))
+            assert (v, hops) == (want, depth), ("the host's walk", key, v, hops)
+            th += dt
+            (v, hops), dt = M.clock(lambda: drive_walk(dev, prog, t, key, res), (dev,))
+            assert (v, hops) == (want, depth), ("the drive's chase", key, v, hops)
+            td += dt
+            if libcsd:
+                v, dt = M.clock(lambda: t.lookup(key), (dev,))
+                assert v == want, ("BTree.lookup", key, v)
+                tl += dt
+        res.free()
+    return th / lookups, td / lookups, tl / lookups if libcsd else None
 
 
-def sweep_depth(drives, depths, fanout, lookups, scale, host_ns, lba):
+def sweep_depth(drives, depths, fanout, lookups, host_ns, lba):
+    """Rows (drive, depth, host, in drive, libcsd's lookup), seconds per lookup."""
     rows = []
     work = M.workdir()
     for drive in drives:
         p = M.params(drive, host_latency_ns=host_ns)
         for d in depths:
-            th, td, tl, ov, overruns = measure(p, fanout, d, lookups, scale, work, lba)
-            rows.append((drive, d, th, td, tl, ov, overruns))
+            th, td, tl = measure(p, fanout, d, lookups, work, lba)
+            rows.append((drive, d, th, td, tl))
             print(f"{drive:14s} depth {d}: host {M.us(th):>12s}  in drive {M.us(td):>12s}  gain {th / td:4.2f}x"
-                  f"  (libcsd lookup {M.us(tl)}; host overhead {M.us(ov[0])} / {M.us(ov[1])}, overruns {overruns})",
-                  flush=True)
+                  f"  (libcsd lookup {M.us(tl)})", flush=True)
     return rows
 
 
-def sweep_rtt(drive, depth, fanout, rtts_us, lookups, scale, lba):
+def sweep_rtt(drive, depth, fanout, rtts_us, lookups, lba):
+    """Rows (round trip in us, host, in drive), seconds per lookup."""
     rows = []
     work = M.workdir()
     for rtt in rtts_us:
         p = M.params(drive, host_latency_ns=int(rtt * 1000))
-        s = min(scale, 1e9 / max(p["media-read-latency-ns"], p["host-latency-ns"], 1))  # latencies <= 1 s
-        th, td, _, ov, overruns = measure(p, fanout, depth, lookups, s, work, lba, libcsd=False)
-        rows.append((rtt, th, td, ov, overruns, s))
+        th, td, _ = measure(p, fanout, depth, lookups, work, lba, libcsd=False)
+        rows.append((rtt, th, td))
         print(f"{drive} RTT {rtt:7.1f} us depth {depth}: host {M.us(th):>12s}  in drive {M.us(td):>12s}"
-              f"  gain {th / td:4.2f}x  (x{s:g}, host overhead {M.us(ov[0])} / {M.us(ov[1])}, overruns {overruns})",
-              flush=True)
+              f"  gain {th / td:4.2f}x", flush=True)
     return rows
 
 
 def main(argv=None):
+    """Prints the depth table, or with --fabric the round-trip one (docs/perf.md); returns its rows."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabric", action="store_true", help="across NVMe/TCP: the gain against the round trip")
     ap.add_argument("--lookups", type=int, default=10)
-    ap.add_argument("--scale", type=float, default=1000)
     ap.add_argument("--depths", default="1,2,3,4,5,6", help="tree depths (--fabric: the last)")
     ap.add_argument("--fanout", type=int, default=8, help="entries per node (2-31); a tree of depth d holds fanout^d keys")
     ap.add_argument("--lba", type=int, default=512, help="block size: one node a block (BPF-KV's 512-byte nodes)")
@@ -170,22 +163,22 @@ def main(argv=None):
         sys.exit(f"dependent_lookups: no {BPF}/btree_lookup.o (meson compile -C build/meson bpf-example-btree_lookup, "
                  "or CSD_BPF_DIR)")
     depths = [int(x) for x in args.depths.split(",")]
-    print(f"modelled time per lookup (timing model, dilated; docs/perf.md); B+-tree fanout {args.fanout}, "
-          f"{args.lba}-byte nodes, {args.lookups} lookups per row")
+    print(f"modelled time per lookup (timing model, exact=on: the drive's virtual clock; docs/perf.md); "
+          f"B+-tree fanout {args.fanout}, {args.lba}-byte nodes, {args.lookups} lookups per row")
     if args.fabric:
         rows = sweep_rtt("nvme-tcp-gen4", depths[-1], args.fanout, [float(x) for x in args.rtts.split(",")],
-                         args.lookups, args.scale, args.lba)
+                         args.lookups, args.lba)
         print("\n| round trip (host-latency-ns) | host: a command per level | in drive: one chase | gain |")
         print("|---|---|---|---|")
-        for rtt, th, td, ov, overruns, s in rows:
+        for rtt, th, td in rows:
             print(f"| {rtt:g} µs | {M.us(th)} | {M.us(td)} | **{th / td:.2f}×** |")
         return rows
-    rows = sweep_depth(["ll-nand-gen5", "gen4x4-8core"], depths, args.fanout, args.lookups, args.scale,
-                       args.host_ns, args.lba)
+    rows = sweep_depth(["ll-nand-gen5", "gen4x4-8core"], depths, args.fanout, args.lookups, args.host_ns,
+                       args.lba)
     print("\n| drive | depth (keys) | host: a command per level | in drive: one chase | gain "
           "| libcsd's lookup (+ result read) |")
     print("|---|---|---|---|---|---|")
-    for drive, d, th, td, tl, ov, overruns in rows:
+    for drive, d, th, td, tl in rows:
         print(f"| {drive} | {d} ({args.fanout ** d:,}) | {M.us(th)} | {M.us(td)} | **{th / td:.2f}×** | {M.us(tl)} |")
     return rows
 

@@ -12,11 +12,12 @@ each batch is B bags of L uniformly random lookups, pooled with mode sum.
   the sum of each bag's rows; its CPU time (time.thread_time: the pooling thread's own,
   so other work on this shared machine does not count), the best of 5 runs). (The host's best case: one command reads every row;
   a host issuing a Read per row would pay a command each.)
-Both read the same blocks from the media. The drive's time is modelled (dilated, see
-modelled.py); the host's pooling is this machine's CPU time, measured, and added.
+Both read the same blocks from the media. The drive's time is the model's clock (exact=on,
+see modelled.py: the advance of the drive's virtual clock over each call); the host's
+pooling is this machine's CPU time, measured, and added.
 The answers are checked equal (to 1e-4 relative: the drive and torch sum in other orders).
 
-Usage: python3 bench/trends/embedding_bags.py [--drive gen4x4-8core] [--batch 64] [--scale S]
+Usage: python3 bench/trends/embedding_bags.py [--drive gen4x4-8core] [--batch 64]
 """
 import argparse
 import sys
@@ -31,41 +32,36 @@ import nvme_csd.nn
 import modelled as M
 
 
-def measure(drive, rows, dim, bag, batch, batches, scale, work):
-    """(in drive, host gather + pool, host pooling alone, host overhead, overruns), seconds per batch."""
+def measure(drive, rows, dim, bag, batch, batches, work):
+    """(in drive, host gather + pool, host pooling alone), seconds per batch."""
     table = torch.randn(rows, dim)
     path = M.namespace(work, f"emb{dim}", rows * dim * 4 + (4 << 20))
     rng = np.random.default_rng(dim * 1000 + bag)
     batches_idx = [torch.from_numpy(rng.integers(0, rows, size=batch * bag)) for _ in range(batches)]
     offsets = torch.arange(0, batch * bag, bag)
-    out = {}
-    for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
-        spec = M.spec(path, p, s, slm="64M", lba=4096) if p else f"emu:{path}?slm=64M&lba=4096"
-        with nvme_csd.open(spec) as dev:
-            emb = nvme_csd.nn.EmbeddingBag.from_pretrained(table, device=dev, mode="sum")
-            emb(batches_idx[0], offsets)  # a batch of each kind first: the compute units start
-            emb.rows(batches_idx[0])
-            o0 = M.left_overruns
-            td = th = tp = 0.0
-            for idx in batches_idx:
-                y, t = M.clock(lambda: emb(idx, offsets), s, (dev,) if p else ())
-                td += t
-                r, t = M.clock(lambda: emb.rows(idx), s, (dev,) if p else ())
-                rows_np = r.numpy()
-                pool = float("inf")
-                for _ in range(5):  # CPU time of this thread, best of 5: this machine is shared
-                    t0 = time.thread_time()
-                    ref = rows_np.reshape(batch, bag, dim).sum(axis=1, dtype=np.float32)
-                    pool = min(pool, time.thread_time() - t0)
-                th += t + pool
-                tp += pool
-                assert np.allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4), "the drive's bags differ from the host's"
-            out[name] = (td / batches, th / batches, tp / batches, M.left_overruns - o0)
-    (td, th, tp, overruns), (od, oh, op, _) = out["model"], out["off"]
-    return td, th, tp, ((od) / scale, (oh - op) / scale), overruns
+    with nvme_csd.open(M.spec(path, M.params(drive), slm="64M", lba=4096)) as dev:
+        emb = nvme_csd.nn.EmbeddingBag.from_pretrained(table, device=dev, mode="sum")
+        emb(batches_idx[0], offsets)  # a batch of each kind first, untimed, as a running model would be
+        emb.rows(batches_idx[0])
+        td = th = tp = 0.0
+        for idx in batches_idx:
+            y, t = M.clock(lambda: emb(idx, offsets), (dev,))
+            td += t
+            r, t = M.clock(lambda: emb.rows(idx), (dev,))
+            rows_np = r.numpy()
+            pool = float("inf")
+            for _ in range(5):  # CPU time of this thread, best of 5: this machine is shared
+                t0 = time.thread_time()
+                ref = rows_np.reshape(batch, bag, dim).sum(axis=1, dtype=np.float32)
+                pool = min(pool, time.thread_time() - t0)
+            th += t + pool
+            tp += pool
+            assert np.allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4), "the drive's bags differ from the host's"
+    return td / batches, th / batches, tp / batches
 
 
 def main(argv=None):
+    """Prints the table (docs/perf.md); returns its rows (dim, bag, in drive, host, pooling)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drive", default="gen4x4-8core")
     ap.add_argument("--rows", type=int, default=32768)
@@ -73,25 +69,22 @@ def main(argv=None):
     ap.add_argument("--bags", default="20,50,100")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--batches", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=100)
     args = ap.parse_args(argv)
     torch.manual_seed(31)
     work = M.workdir()
     rows = []
-    print(f"modelled time per batch of {args.batch} bags, {args.drive} (timing model, dilated x{args.scale:g}; "
-          "host pooling measured on this CPU)")
+    print(f"modelled time per batch of {args.batch} bags, {args.drive} (timing model, exact=on: the drive's "
+          "virtual clock; host pooling: its CPU time on this machine)")
     for dim in (int(x) for x in args.dims.split(",")):
         for bag in (int(x) for x in args.bags.split(",")):
-            td, th, tp, ov, overruns = measure(args.drive, args.rows, dim, bag, args.batch, args.batches,
-                                               args.scale, work)
-            rows.append((dim, bag, td, th, tp, ov, overruns))
+            td, th, tp = measure(args.drive, args.rows, dim, bag, args.batch, args.batches, work)
+            rows.append((dim, bag, td, th, tp))
             print(f"dim {dim:3d} bag {bag:3d}: in drive {M.us(td):>12s}  host {M.us(th):>12s} (pooling {M.us(tp)})"
-                  f"  gain {th / td:4.2f}x  (host overhead {M.us(ov[0])} / {M.us(ov[1])}, overruns {overruns})",
-                  flush=True)
+                  f"  gain {th / td:4.2f}x", flush=True)
     print(f"\n| row (f32) | lookups per bag | rows across the link: in drive / host | in drive | host gather + pool "
           "(pooling) | gain |")
     print("|---|---|---|---|---|---|")
-    for dim, bag, td, th, tp, ov, overruns in rows:
+    for dim, bag, td, th, tp in rows:
         kib = dim * 4 * args.batch / 1024
         print(f"| {dim} | {bag} | {kib:g} / {kib * bag:g} KiB | {M.us(td)} | {M.us(th)} ({M.us(tp)}) | "
               f"**{th / td:.2f}×** |")

@@ -11,15 +11,13 @@ records with value < s for selectivity s.
   by numpy on this machine's CPU (its time added: the CPU time of the thread running it,
   time.thread_time, the least of NUMPY_RUNS runs: a wall clock on this shared 2-core
   machine counts the other programs' time too, 2-3x from one run to the next).
-The drives' time is the model's clock (dilated, see modelled.py): each step (the filter,
-the matches' read, the table's read) timed by the C1h model_delay_ns of every drive, the
-largest drive's (they work at once, each one command at a time), the median of BEST_OF
-runs kept. Answers checked equal.
+The drives' time is the model's clock (exact=on, see modelled.py): each step (the filter,
+the matches' read, the table's read) timed by the advance of every drive's virtual clock,
+the largest drive's (they work at once, each one command at a time). Answers checked equal.
 
-Usage: python3 bench/trends/filter_selectivity.py [--records N] [--drives 1,4] [--scale S]
+Usage: python3 bench/trends/filter_selectivity.py [--records N] [--drives 1,4] [--sels 0.001,0.5]
 """
 import argparse
-import statistics
 import sys
 import time
 
@@ -31,6 +29,7 @@ import modelled as M
 
 
 def table(n):
+    """n records of 4 f32 (id, value in [0, 1), region, amount), the same every run."""
     rng = np.random.default_rng(2025)
     t = np.empty((n, 4), np.float32)
     t[:, 0] = np.arange(n, dtype=np.float32)
@@ -40,31 +39,31 @@ def table(n):
     return t
 
 
-BEST_OF = 3      # each step timed three times, the median kept (modelled.clock)
 NUMPY_RUNS = 20  # the host's filter: the least CPU time of these
 
 
 class Drive:
-    """Drive i of a DriveSet as modelled.clock reads it (its statistics)."""
+    """Drive i of a DriveSet as modelled.clock reads it (its model clock)."""
 
     def __init__(self, ds, i):
         self.ds, self.i = ds, i
 
     @property
-    def stats(self):
-        return self.ds.stats(self.i)
+    def model_clock_ns(self):
+        """Drive i's virtual clock, ns."""
+        return self.ds.model_clock_ns(self.i)
 
 
-def step(fn, s, devs, undo=None):
-    """(fn(), modelled seconds): the median of BEST_OF runs, undo() between two."""
-    return M.clock(fn, s, devs, best_of=BEST_OF, parallel=True, undo=undo, pick=statistics.median)
+def step(fn, devs):
+    """(fn(), modelled seconds): the largest drive's clock advance over fn (modelled.clock)."""
+    return M.clock(fn, devs, parallel=True)
 
 
 def read(ds, name):
     """A striped table of 4 f32 columns read to the host: every drive's part at once
     (libcsd's DriveSet::get). Not DriveSet.get, whose stat for the dtype first reads each
     drive's catalog one drive after the other: commands in series on several drives,
-    which the largest drive's count (step) would not add up."""
+    which the largest drive's clock advance (step) would not add up."""
     return np.frombuffer(ds._set.get(name), np.float32).reshape(-1, 4)
 
 
@@ -78,44 +77,36 @@ def numpy_time(data, sel):
     return tn
 
 
-def measure(drive, ndrives, data, sels, scale, work, numpy_s=None):
-    """{selectivity: (in drives, host get + numpy, numpy alone, overhead (drives, host))};
+def measure(drive, ndrives, data, sels, work, numpy_s=None):
+    """{selectivity: (in drives, host read + numpy, numpy alone)}, seconds;
     numpy_s: {selectivity: the host's filter time} (measured here if not given)."""
     numpy_s = numpy_s or {sel: numpy_time(data, sel) for sel in sels}
     paths = [M.namespace(work, f"d{ndrives}-{i}", data.nbytes // ndrives + (64 << 20)) for i in range(ndrives)]
-    res = {}
-    for name, p, s in (("model", M.params(drive), scale), ("off", None, 1)):
-        specs = [M.spec(x, p, s, slm="64M", lba=4096) if p else f"emu:{x}?slm=64M&lba=4096" for x in paths]
-        with nvme_csd.open_many(specs) as ds:
-            ds.format(force=True)  # the second configuration formats over the first's store
-            ds.put("t", data, placement="striped")
-            devs = [Drive(ds, i) for i in range(ndrives)] if p else ()
-            for sel in sels:
-                def query():
-                    ds.filter("t", "hot", record_size=16, field_offset=4, field_type="f4", op="lt", lo=sel)
-                _, tf = step(query, s, devs, lambda: ds.remove("hot"))
-                got, tr = step(lambda: read(ds, "hot"), s, devs)
-                td = tf + tr
-                ds.remove("hot")
-                raw, tg = step(lambda: read(ds, "t"), s, devs)
-                tn = numpy_s[sel]
-                ref = raw[raw[:, 1].astype(np.float64) < sel]
-                assert np.array_equal(np.asarray(got).reshape(-1, 4), ref), "the drives' matches differ"
-                res.setdefault(sel, {})[name] = (td, tg + tn, tn)
     out = {}
-    for sel, r in res.items():
-        (td, th, tn), (od, oh, on) = r["model"], r["off"]
-        out[sel] = (td, th, tn, (od / scale, (oh - on) / scale))
+    with nvme_csd.open_many([M.spec(x, M.params(drive), slm="64M", lba=4096) for x in paths]) as ds:
+        ds.format(force=True)
+        ds.put("t", data, placement="striped")
+        devs = [Drive(ds, i) for i in range(ndrives)]
+        for sel in sels:
+            def query():
+                ds.filter("t", "hot", record_size=16, field_offset=4, field_type="f4", op="lt", lo=sel)
+            _, tf = step(query, devs)
+            got, tr = step(lambda: read(ds, "hot"), devs)
+            ds.remove("hot")
+            raw, tg = step(lambda: read(ds, "t"), devs)
+            ref = raw[raw[:, 1].astype(np.float64) < sel]
+            assert np.array_equal(np.asarray(got).reshape(-1, 4), ref), "the drives' matches differ"
+            out[sel] = (tf + tr, tg + numpy_s[sel], numpy_s[sel])
     return out
 
 
 def main(argv=None):
+    """Prints the table (docs/perf.md); returns {drives: measure's rows}."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drive", default="gen4x4-8core")
     ap.add_argument("--records", type=int, default=1 << 20)
     ap.add_argument("--drives", default="1,4")
     ap.add_argument("--sels", default="0.001,0.01,0.05,0.1,0.25,0.5")
-    ap.add_argument("--scale", type=float, default=100)
     args = ap.parse_args(argv)
     data = table(args.records)
     sels = [float(x) for x in args.sels.split(",")]
@@ -123,24 +114,20 @@ def main(argv=None):
     rows = {}
     numpy_s = {sel: numpy_time(data, sel) for sel in sels}  # the same host filter beside 1 and 4 drives
     print(f"modelled time of the query, {args.records} records ({data.nbytes >> 20} MiB), {args.drive} drives "
-          f"(timing model, dilated x{args.scale:g}; the host's numpy: its CPU time on this machine)")
+          "(timing model, exact=on: the drives' virtual clocks; the host's numpy: its CPU time on this machine)")
     for n in (int(x) for x in args.drives.split(",")):
-        o0 = M.left_overruns
-        r = measure(args.drive, n, data, sels, args.scale, work, numpy_s)
+        r = measure(args.drive, n, data, sels, work, numpy_s)
         rows[n] = r
-        if M.left_overruns > o0:
-            print(f"{n} drive(s): {M.left_overruns - o0} commands overran the model in every try: "
-                  "those times are short (a larger --scale)")
-        for sel, (td, th, tn, ov) in r.items():
+        for sel, (td, th, tn) in r.items():
             print(f"{n} drive(s) {sel * 100:5.1f} %: in drives {M.ms(td):>10s}  host {M.ms(th):>10s} (numpy "
-                  f"{M.ms(tn)})  gain {th / td:5.2f}x  (host overhead {M.ms(ov[0])} / {M.ms(ov[1])})", flush=True)
+                  f"{M.ms(tn)})  gain {th / td:5.2f}x", flush=True)
     print("\n| selectivity | " + " | ".join(f"{n} drive{'s' if n > 1 else ''}: in drives / host (numpy) | gain"
                                            for n in rows) + " |")
     print("|---|" + "---|---|" * len(rows))
     for sel in sels:
         cells = []
         for n in rows:
-            td, th, tn, ov = rows[n][sel]
+            td, th, tn = rows[n][sel]
             cells.append(f"{M.ms(td)} / {M.ms(th)} ({M.ms(tn)}) | **{th / td:.1f}×**")
         print(f"| {sel * 100:g} % | " + " | ".join(cells) + " |")
     return rows

@@ -2,19 +2,17 @@
 """Shared by the trend scripts (bench/trends/*.py): drives described by the timing model's
 parameters (docs/timing-model.md), and modelled time measured on the in-process device.
 
-Modelled time, dilated. The in-process device completes each command no earlier than the
-modelled drive would (host clock). A low-latency drive's read takes 4 us in the model,
-less than this machine's Python spends around one command, so a run at real speed would
-time Python. Every run here uses the model slowed down uniformly by a factor S (every
-latency x S, every rate / S): the model is linear in time, so each modelled time is the
-dilated one / S. Where one command runs at a time, the time is read from the drive itself
-(C1h model_delay_ns, see `clock`), so neither Python nor the host's sleep overshooting a
-finish counts; what it leaves out, each command's real work, is bounded by the same calls
-with the model off, divided by S, printed as "host overhead". A run with model_overruns
-(the emulator slower than the dilated model) is flagged."""
+Modelled time, exact. Every drive is opened with exact=on (docs/timing-model.md, "Exact
+mode"): the in-process device keeps a virtual clock, a command arrives at the clock's time
+and its completion moves the clock to its modelled finish at once, whatever this machine's
+speed or load. The time of a step is the advance of the drive's clock over it
+(Device.model_clock_ns, DriveSet.model_clock_ns(i); see `clock`): the modelled time of its
+commands, one after the other. Neither Python around a command nor the emulator's own work
+counts (the host's storage stack is the model's host-latency-ns), and no command overruns,
+so one run gives the model's time and a rerun the same. The host's own compute, where a
+script adds it, is measured apart as the CPU time of the thread that runs it."""
 import os
 import tempfile
-import time
 
 # Drives, as the model's parameters (these are the presets' values, docs/timing-model.md).
 DRIVES = {
@@ -40,16 +38,12 @@ def params(drive, **changes):
     return p
 
 
-def spec(path, p, scale, **options):
-    """emu: spec of a namespace file under the model p slowed down scale times."""
+def spec(path, p, **options):
+    """emu: spec of a namespace file under the model p, exact (its virtual clock)."""
     opts = dict(options)
     for k, v in p.items():
-        if k == "compute-units":
-            opts["model." + k] = int(v)
-        elif k in _RATES:
-            opts["model." + k] = repr(v / scale)
-        else:
-            opts["model." + k] = int(round(v * scale))
+        opts["model." + k] = repr(float(v)) if k in _RATES else int(v)
+    opts["exact"] = "on"
     return f"emu:{path}?" + "&".join(f"{k}={v}" for k, v in opts.items())
 
 
@@ -62,70 +56,27 @@ def namespace(work, name, size):
 
 
 def workdir():
+    """A new temporary folder for the namespace files."""
     return tempfile.mkdtemp(prefix="csd-trends-")
 
 
-def clock(fn, scale, devs=(), best_of=1, parallel=False, undo=None, pick=max):
-    """(result, modelled seconds) of fn() on a drive slowed down scale times.
-
-    With devs (the drives fn's commands go to, one command at a time): the sum of the
-    time their completions were held back for the model (C1h model_delay_ns, counted when
-    each command's real work is done), / scale: each command's modelled latency less its
-    real work, which the same calls with the model off bound (the scripts' "host overhead"). Exact against
-    the host's sleep overshooting a modelled finish, which the host clock would count.
-    A call in which a command overran (the host slower than the dilated model, whose
-    delay is then not counted) is run again (after undo(), if fn's work must be undone
-    first, e.g. an object it made), up to RETRIES times; overruns left in the
-    last try are added to left_overruns, which the scripts print. The count is never over
-    the model (a command's real work, or its thread losing the CPU on this shared machine,
-    only shortens the time it is held back), so with best_of = k, fn (which must give the
-    same commands each time) runs k times and the largest count is kept: how much one
-    command was shortened then no longer changes the table from one run to the next.
-    pick=statistics.median instead, where a try can also come out long: fn's commands
-    change with the state a try leaves (the object store's catalog, rewritten now and then
-    as it grows, and a retry adds a generation), so one long try and one short one are
-    both left out.
-    parallel: devs work at once (a DriveSet's drives, each one command at a time): the
-    largest of their counts, not the sum. Without devs: the host clock / scale."""
-    if not devs:
-        t0 = time.perf_counter()
-        r = fn()
-        return r, (time.perf_counter() - t0) / scale
-    times = []
-    for _ in range(best_of):
-        if times and undo:
-            undo()
-        r, t = _held(fn, scale, devs, parallel, undo)
-        times.append(t)
-    return r, pick(times)
-
-
-def _held(fn, scale, devs, parallel, undo):
-    """(fn(), the time its commands were held back for the model / scale), see clock."""
-    for attempt in range(RETRIES):
-        if attempt and undo:
-            undo()
-        before = [(d.stats["model_delay_ns"], d.stats["model_overruns"]) for d in devs]
-        r = fn()
-        after = [(d.stats["model_delay_ns"], d.stats["model_overruns"]) for d in devs]
-        if all(a[1] == b[1] for a, b in zip(after, before)):
-            break  # no command overran: every one's modelled time was held and counted
-        # a command's real work outlasted its modelled time (a busy host): its delay is not
-        # counted, so the sum would be short; fn is run again
-    else:
-        global left_overruns
-        left_overruns += sum(a[1] - b[1] for a, b in zip(after, before))
-    held = (max if parallel else sum)(a[0] - b[0] for a, b in zip(after, before))
-    return r, held / 1e9 / scale
-
-
-RETRIES = 5
-left_overruns = 0  # commands that overran in a measurement kept after RETRIES tries
+def clock(fn, devs, parallel=False):
+    """(fn(), modelled seconds): how far fn's commands move the model's clock of the drives
+    devs (anything with model_clock_ns: a Device, or drive i of a DriveSet), exact=on.
+    One drive: its clock's advance. Several: the sum of their advances (one after the
+    other), or with parallel (they work at once, each one command at a time: a DriveSet's
+    drives) the largest."""
+    before = [d.model_clock_ns for d in devs]
+    r = fn()
+    moved = [d.model_clock_ns - b for d, b in zip(devs, before)]
+    return r, (max if parallel else sum)(moved) / 1e9
 
 
 def us(s):
+    """Seconds as microseconds, e.g. '9.6 us'."""
     return f"{s * 1e6:,.1f} us"
 
 
 def ms(s):
+    """Seconds as milliseconds, e.g. '3.35 ms'."""
     return f"{s * 1e3:,.2f} ms"

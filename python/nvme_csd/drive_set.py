@@ -58,6 +58,12 @@ class DriveSet:
             raise IndexError(f"drive {i} of a set of {len(self)}")
         return self._set.statistics(int(i))
 
+    def model_clock_ns(self, i: int) -> int:
+        """Drive i's timing-model clock in ns (Device.model_clock_ns: virtual with exact=on)."""
+        if not 0 <= i < len(self):
+            raise IndexError(f"drive {i} of a set of {len(self)}")
+        return self._set.model_clock_ns(int(i))
+
     def home(self, name: str) -> int:
         """The index of the drive a whole object named `name` lives on."""
         return self._set.home(name)

@@ -21,6 +21,8 @@ void bind_drive_set(py::module_ &m)
         .def("size", &DriveSet::size)
         .def("statistics", [](DriveSet &s, size_t i) { return statistics_dict(s.drive(i)); },
              "drive i's statistics log page as a dict")
+        .def("model_clock_ns", [](DriveSet &s, size_t i) { return s.drive(i).model_clock_ns(); },
+             "drive i's timing-model clock in ns (Device::model_clock_ns)")
         .def("bus", [](DriveSet &s) {
             BusCounters t;
             for (size_t i = 0; i < s.size(); i++) {

@@ -68,6 +68,31 @@ def test_each_drive_has_its_statistics(drives):
         drives.stats(len(drives))
 
 
+def test_each_drive_has_its_model_clock(tmp_path):
+    """exact=on: each drive's own virtual clock (DriveSet.model_clock_ns(i)) moves by the
+    model's time of its own commands only: a whole object read from its home drive moves that
+    drive's clock by at least a 0.2 s media read, in less host time, and a drive it does not
+    touch not at all."""
+    import time
+    if os.environ.get("CSD_TEST_DRIVES"):
+        pytest.skip("the in-process device's options")
+    paths = [f"emu:{tmp_path}/c{i}.img?size=64M&slm=32M&model=gen4x4-8core&"
+             "model.media-read-latency-ns=200000000&exact=on" for i in range(3)]
+    with nvme_csd.open_many(paths) as ds:
+        ds.format(force=True)
+        ds.put("w", b"a whole object")
+        home = ds.home("w")
+        v0, w0 = [ds.model_clock_ns(i) for i in range(len(ds))], time.monotonic()
+        assert ds.get("w") == b"a whole object"
+        took = [ds.model_clock_ns(i) - v0[i] for i in range(len(ds))]
+        assert took[home] >= 200_000_000, took
+        assert time.monotonic() - w0 < took[home] / 1e9
+        idle = [i for i in range(len(ds)) if i not in (0, home)]  # drive 0's catalog says if striped
+        assert idle and all(took[i] == 0 for i in idle), (home, took)
+        with pytest.raises(IndexError):
+            ds.model_clock_ns(len(ds))
+
+
 def test_a_failing_drive_is_named(drives, tmp_path):
     if len(drives) < 2:
         pytest.skip("needs two drives")

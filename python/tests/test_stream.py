@@ -37,6 +37,26 @@ def test_filter_streams_as_one_execute(dev):
         assert np.array_equal(dev.store["idx"], np.nonzero(a["score"] > np.float32(0.7))[0].astype("<u4"))
 
 
+def test_a_small_filter_costs_its_records_not_the_budget(tmp_path):
+    """On the timing model (exact=on) a filter that fits in one piece takes the same modelled
+    time whatever SLM it may use: its output range is its records' worst case, not the
+    buffer a budget's pieces would need (the model charges a program's ranges)."""
+    import os
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("the in-process device's options")
+    a = np.random.default_rng(5).random(16384 * 4, dtype=np.float32).reshape(-1, 4)  # 256 KiB of records
+    took = {}
+    for slm in ("4M", "64M"):
+        with nvme_csd.open(f"emu:{tmp_path}/f{slm}.img?size=64M&slm={slm}&model=gen4x4-8core&exact=on") as d:
+            d.store.format()
+            d.store["t"] = a
+            v0 = d.model_clock_ns
+            d.store.filter("t", "hot", record_size=16, field_offset=4, field_type=np.float32, op="<", lo=0.01)
+            took[slm] = d.model_clock_ns - v0
+            assert np.array_equal(d.store["hot"], a[a[:, 1] < np.float32(0.01)])
+    assert took["64M"] == took["4M"], took
+
+
 def test_checksum_reduce_convert_stream(dev):
     x = np.random.default_rng(3).standard_normal(3 * BUDGET // 4 + 5).astype(np.float32)
     x[7] = np.nan

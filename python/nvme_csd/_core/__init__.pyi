@@ -161,6 +161,10 @@ class DriveSet:
         ...
     def list(self) -> list:
         ...
+    def model_clock_ns(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """
+        drive i's timing-model clock in ns (Device::model_clock_ns)
+        """
     def name(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> str:
         ...
     def part_name(self, arg0: str, arg1: typing.SupportsInt | typing.SupportsIndex) -> str:
