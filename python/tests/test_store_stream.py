@@ -195,3 +195,38 @@ def test_a_read_only_open_streams_out_and_refuses_to_stream_in(tmp_path):
         assert e.value.errno == errno.EROFS
         dev.store.get_file("x", tmp_path / "out.bin")
     assert (tmp_path / "out.bin").read_bytes() == b"kept"
+
+
+def test_put_file_from_proc_and_sys_reads_what_they_hold(dev):
+    """procfs and sysfs files say a size (0, 4096) other than what they hold: read to the end."""
+    for path in ("/proc/self/status", "/proc/cpuinfo", "/sys/kernel/mm/transparent_hugepage/enabled"):
+        if not os.path.exists(path):
+            continue
+        want = open(path, "rb").read()
+        dev.store.put_file("p", path)
+        got = bytes(dev.store["p"])
+        if path == "/proc/self/status":  # this process's own: its figures move
+            assert got.startswith(b"Name:")
+        else:
+            assert got == want, path
+
+
+def test_get_file_into_an_append_file_refuses_a_replaced_object(dev, tmp_path, data):
+    """A file opened to append cannot be rewritten from the object's start: an object
+    replaced while it is read is an error there (EAGAIN, as for a pipe), never a silent mix."""
+    dev.store["x"] = data
+    log = tmp_path / "app.log"
+    log.write_bytes(b"PRIOR\n")
+    fired = []
+
+    def progress(done, total):
+        if not fired and 0 < done < total:
+            fired.append(1)
+            dev.store["x"] = data[: len(data) // 2]  # another writer replaces x ...
+            dev.store["filler"] = os.urandom(len(data))  # ... and its old space is reused
+
+    with open(log, "ab") as f:
+        with pytest.raises(nvme_csd.errors.CsdError) as e:
+            dev.store.get_file("x", f, progress=progress)
+    assert fired and e.value.errno == errno.EAGAIN
+    assert log.read_bytes().startswith(b"PRIOR\n")

@@ -113,3 +113,23 @@ def test_budget_too_small_is_an_error(dev):
     with pytest.raises(CsdError, match="cannot hold one piece"):
         dev.store.filter("a", "b", record_size=1 << 15, field_offset=0, field_type=np.uint32, op="==", lo=0,
                          slm_budget=1 << 15)
+
+
+def test_downloaded_program_numbers_records_across_pieces(dev):
+    """csd_index() counts from the object's first record in every piece (index_base, 1.3):
+    project.o maps each 13-byte record to field * param + its index."""
+    from pathlib import Path
+    import os
+    bpf = Path(os.environ.get("CSD_BPF_DIR") or Path(__file__).resolve().parents[2] / "build/meson/examples/bpf")
+    if not dev.caps["program_types"] & 2 or not (bpf / "project.o").exists():
+        pytest.skip("no eBPF runtime or no example programs")
+    n = 2 * BUDGET // 13 + 7  # records straddle the pieces
+    raw = np.random.default_rng(13).integers(0, 256, n * 13, dtype=np.uint8)
+    dev.store["r"] = raw.tobytes()
+    field = raw.reshape(-1, 13)[:, 4:8].copy().view("<u4").ravel().astype(np.uint64)
+    want = field * np.uint64(3) + np.arange(n, dtype=np.uint64)
+    with dev.load_program(bpf / "project.o", 13) as prog:
+        dev.store.run_program(prog, "map", "r", "m", [3], slm_budget=BUDGET)
+        assert np.array_equal(np.frombuffer(dev.store["m"].tobytes(), "<u8"), want)
+        _, total = dev.store.run_program(prog, "reduce", "r", params=[3], slm_budget=BUDGET)
+        assert total == int(want.sum(dtype=np.uint64))
