@@ -277,8 +277,8 @@ TEST_F(Bpf, BadExecuteParameters)
     p.pop_back();
     EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, p), CSD_STATUS_INVALID_PARAMETERS);  // length disagrees
     p = params(100, 0, {});
-    p[12] = 1;
-    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, p), CSD_STATUS_INVALID_PARAMETERS);  // reserved
+    p[12] = 1;  // index_base (1.3): what csd_index() answers for the first record, taken
+    EXPECT_STATUS(run(l.dw0, 0, 1600, 4096, 1600, p), CSD_STATUS_SUCCESS);
     EXPECT_STATUS(exec_raw(make_descriptor(l.dw0, {{0, 0}, {4096, 16}}, p.data(), 16)), CSD_STATUS_INVALID_PARAMETERS);
 }
 
