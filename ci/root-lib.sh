@@ -18,7 +18,8 @@ root_unmount_all() {
 # Unmounts and removes $root.
 root_cleanup() { root_unmount_all; rm -rf --one-file-system "$root"; }
 
-# debootstrap bookworm into $root: minbase plus the packages named (comma-separated).
+# debootstrap bookworm into $root: minbase plus the packages named (comma-separated; none
+# when empty).
 root_make() {
     local include=$1 uri start
     [ "$(id -u)" = 0 ] || { echo "root: needs root (debootstrap, chroot, mounts)" >&2; return 1; }
@@ -29,8 +30,8 @@ root_make() {
     [ -n "$uri" ] || { echo "root: no bookworm archive found in this machine's apt sources" >&2; return 1; }
     mkdir -p "$root_debs/archives/partial"
     start=$(date +%s)
-    echo "root: debootstrap bookworm from $uri (minbase + $include)"
-    debootstrap --variant=minbase --include="$include" --cache-dir="$root_debs/archives" \
+    echo "root: debootstrap bookworm from $uri (minbase${include:+ + $include})"
+    debootstrap --variant=minbase ${include:+--include="$include"} --cache-dir="$root_debs/archives" \
         bookworm "$root" "$uri" > "$root.debootstrap.log" 2>&1 || {
         tail -n 20 "$root.debootstrap.log" >&2; echo "root: debootstrap failed" >&2; return 1; }
     rm -f "$root.debootstrap.log"
