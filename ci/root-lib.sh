@@ -51,7 +51,9 @@ root_mount() {
     cp /etc/resolv.conf "$root/etc/resolv.conf"
     # Certificate authorities this machine adds to Debian's (a proxy in front of PyPI, say)
     # belong to the machine, not to the project: the new root trusts them too.
+    # (A root without ca-certificates yet gets them when it installs it: its postinst reads the folder.)
     if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        mkdir -p "$root/usr/local/share/ca-certificates"
         cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
         chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
     fi
