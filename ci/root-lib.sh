@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-# Sourced (bash) by ci/fresh-root.sh and tests/packages/test-packages.sh: a fresh Debian 12
-# root made by debootstrap from this machine's own apt archive, the machine's caches bound
-# into it, a command run in it with a clean environment, and its removal.
+# Sourced (bash) by ci/fresh-root.sh, tests/fresh/readme-first-ten-minutes.sh and
+# tests/packages/test-packages.sh: a fresh Debian 12 root made by debootstrap from this
+# machine's own apt archive, the machine's caches bound into it, what the README's
+# Requirements install first and a clone of this repository made in it, a command run in it
+# with a clean environment, and its removal.
 # Set before sourcing: root (the root's folder), top (the repository). Needs root.
 
 root_cache=${XDG_CACHE_HOME:-$HOME/.cache}
@@ -59,10 +61,50 @@ root_mount() {
     fi
 }
 
+# Binds the named folders of the project's cache (~/.cache/nvme-csd/NAME: dl, kernel, ccache,
+# ...) into $root's, each alone: what is not named starts empty there.
+root_mount_project_cache() {
+    local d
+    for d in "$@"; do
+        mkdir -p "$root_cache/nvme-csd/$d" "$root/root/.cache/nvme-csd/$d"
+        mount --bind "$root_cache/nvme-csd/$d" "$root/root/.cache/nvme-csd/$d"
+    done
+}
+
 # Runs a bash command line in $root with a clean environment (extra NAME=VALUE first).
 root_run() {
     local cmd=$1
     shift
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         TERM=dumb DEBIAN_FRONTEND=noninteractive "$@" chroot "$root" /bin/bash -c "$cmd"
+}
+
+# The packages the README's Requirements say a new user installs first (its `apt install
+# ...`), as README.md at COMMIT of $top names them.
+root_first_packages() {
+    local pkgs
+    pkgs=$(git -C "$top" show "$1:README.md" | grep -o '`apt install [a-z0-9 .+-]*`' | head -n 1 | tr -d '`')
+    [ -n "$pkgs" ] || { echo "root: the README's Requirements name no 'apt install' of the first packages" >&2; return 1; }
+    echo "${pkgs#apt install }"
+}
+
+# Installs in $root what the README's Requirements say to install first (root_first_packages
+# of COMMIT), with apt-get as a user's `apt install` (recommends included; -y, since no one answers).
+root_install_first() {
+    local pkgs
+    pkgs=$(root_first_packages "$1") || return 1
+    echo "root: apt install $pkgs (the README's Requirements)"
+    root_run "apt-get update -qq && apt-get install -y -q $pkgs"
+}
+
+# Clones this repository into $root's /root/nvme-csd with the root's own git (its git folder
+# bound read-only, so no build output or untracked file comes along) and checks out COMMIT.
+root_clone() {
+    local git_dir rc=0
+    git_dir=$(cd "$top" && cd "$(git rev-parse --git-common-dir)" && pwd)
+    mkdir -p "$root/mnt/origin.git"
+    mount --bind -o ro "$git_dir" "$root/mnt/origin.git" || return 1
+    root_run "git clone -q --no-local /mnt/origin.git /root/nvme-csd && git -C /root/nvme-csd checkout -q $1" || rc=$?
+    umount "$root/mnt/origin.git"
+    return $rc
 }

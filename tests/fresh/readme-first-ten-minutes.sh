@@ -17,7 +17,8 @@
 # Prints each step's time and 'fresh: N passed, N failed' last; the steps' whole output is in
 # LOG_DIR. Usage: tests/fresh/readme-first-ten-minutes.sh   (root; make test-fresh)
 # Environment: ROOT (default /var/tmp/nvme-csd-readme), LOG_DIR (default build/fresh),
-# KEEP=1 (leave the root in place, unmounted, for a look afterwards).
+# KEEP=1 (leave the root in place, unmounted, for a look afterwards), AFTER (a command run
+# next in the same checkout when the README's passed, as one more step: .ci/run's make test).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 root=${ROOT:-/var/tmp/nvme-csd-readme}
@@ -53,30 +54,18 @@ step() {
     fi
     return "$rc"
 }
-# in_root COMMAND: a bash command line in the root, as a user's shell there (nice: a shared machine).
-in_root() { nice -n 19 bash -c '. "$1/ci/root-lib.sh"; root=$2; root_run "$3"' _ "$top" "$root" "$1"; }
+# in_root_lib FUNCTION ARGS...: one of ci/root-lib.sh's functions, at low priority (a shared machine).
+in_root_lib() { nice -n 19 bash -c '. "$1/ci/root-lib.sh"; root=$2; top=$1; shift 2; "$@"' _ "$top" "$root" "$@"; }
 
 step "a fresh Debian 12 root (debootstrap minbase)" debootstrap.log root_make "" || { finish; exit 1; }
 root_mount pip ccache
-for d in dl kernel ccache; do   # the project's downloads and QEMU's ccache, not its build trees
-    mkdir -p "$root_cache/nvme-csd/$d" "$root/root/.cache/nvme-csd/$d"
-    mount --bind "$root_cache/nvme-csd/$d" "$root/root/.cache/nvme-csd/$d"
-done
+root_mount_project_cache dl kernel ccache   # the project's downloads and QEMU's ccache, not its build trees
 
-# The Requirements' first step: `apt install PACKAGES` (the README's words; -y, since no one answers).
-pkgs=$(git -C "$top" show "$commit:README.md" | grep -o '`apt install [a-z0-9 .+-]*`' | head -n 1 | tr -d '`')
-pkgs=${pkgs#apt install }
-[ -n "$pkgs" ] || { say "FAIL the README's Requirements name no 'apt install' of the first packages"; fail=1; finish; exit 1; }
-step "apt install $pkgs (the README's Requirements)" apt.log \
-    in_root "apt-get update -qq && apt-get install -y -q $pkgs" || { finish; exit 1; }
-
-# The clone, with the root's own git, from this repository (read-only) at the commit under test.
-mkdir -p "$root/mnt/origin.git"
-mount --bind -o ro "$(cd "$top" && cd "$(git rev-parse --git-common-dir)" && pwd)" "$root/mnt/origin.git"
-step "git clone at ${commit:0:12}" clone.log \
-    in_root "git clone -q --no-local /mnt/origin.git /root/nvme-csd && git -C /root/nvme-csd checkout -q $commit" ||
-    { finish; exit 1; }
-umount "$root/mnt/origin.git"
+# The Requirements' first step (`apt install git make`: the README's words), then the clone,
+# with the root's own git, from this repository at the commit under test.
+step "apt install $(root_first_packages "$commit") (the README's Requirements)" apt.log \
+    in_root_lib root_install_first "$commit" || { finish; exit 1; }
+step "git clone at ${commit:0:12}" clone.log in_root_lib root_clone "$commit" || { finish; exit 1; }
 
 # The README's commands, read from the clone's README.md.
 recipes=$root/root/readme-recipes
@@ -85,7 +74,7 @@ python3 "$top/tests/markdown_recipes.py" "$root/root/nvme-csd/README.md" "$recip
 for script in "$recipes"/*.sh; do
     n=$(basename "$script" .sh)
     first=$(grep -m1 -v '^\s*$' "$script" | cut -c1-50)
-    step "README recipe $n: $first" "recipe-$n.log" in_root "cd /root/nvme-csd && sh /root/readme-recipes/$n.sh" || break
+    step "README recipe $n: $first" "recipe-$n.log" in_root_lib root_run "cd /root/nvme-csd && sh /root/readme-recipes/$n.sh" || break
     if [ -f "$recipes/$n.expected" ]; then
         cut -c7- "$logs/recipe-$n.log" > "$logs/recipe-$n.out"   # the output without the step's times
         if python3 "$top/tests/markdown_recipes.py" --compare "$logs/recipe-$n.out" "$recipes/$n.expected"; then
@@ -95,4 +84,9 @@ for script in "$recipes"/*.sh; do
         fi
     fi
 done
+# AFTER (.ci/run: make test): one more command in the same checkout, once the README's passed.
+if [ -n "${AFTER:-}" ] && [ $fail = 0 ]; then
+    step "then '$AFTER' in the same checkout" after.log in_root_lib root_run "cd /root/nvme-csd && $AFTER" &&
+        tail -n 3 "$logs/after.log" | cut -c7- | sed 's/^/    /'   # its own summary
+fi
 finish
