@@ -34,7 +34,7 @@ help:
 	@echo "make deb       Debian packages and the Python wheel in build/deb (apt install ./build/deb/NAME.deb)"
 	@echo "make test-deb  install them in a fresh Debian 12 root and smoke-test them (root)"
 	@echo "make test-fresh  the README's first ten minutes as written (make demo, then the emu: recipe) in a"
-	@echo "               fresh Debian 12 root with only git and make, from a clone of HEAD (root; about 25 min)"
+	@echo "               fresh Debian 12 root with only git and make, from a clone of HEAD (root; 11-14 min)"
 
 deps:
 	@bash ci/deps.sh
