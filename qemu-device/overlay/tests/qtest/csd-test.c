@@ -71,21 +71,34 @@ static uint16_t submit(Nvme *n, int qid, Sqe *cmd)
     return cmd->cid;
 }
 
-/* Waits for the next completion on queue qid (10 s at most). */
-static Cqe reap(Nvme *n, int qid)
+/*
+ * Waits (10 s at most) for the completion at entry head of the CQ at guest address cq to
+ * carry phase tag phase, moving the virtual clock on by step_ns a try when step_ns > 0.
+ */
+static Cqe wait_cqe(Nvme *n, uint64_t cq, uint16_t head, uint16_t phase, int64_t step_ns)
 {
-    Queue *q = &n->q[qid];
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     Cqe cqe;
 
     for (;;) {
-        qtest_memread(n->qs->qts, q->cq + q->head * 16, &cqe, sizeof(cqe));
-        if ((cqe.status & 1) == q->phase) {
-            break;
+        qtest_memread(n->qs->qts, cq + head * 16, &cqe, sizeof(cqe));
+        if ((cqe.status & 1) == phase) {
+            return cqe;
         }
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        if (step_ns > 0) {
+            qtest_clock_step(n->qs->qts, step_ns);
+        }
         g_usleep(100);
     }
+}
+
+/* Waits for the next completion on queue qid (10 s at most). */
+static Cqe reap(Nvme *n, int qid)
+{
+    Queue *q = &n->q[qid];
+    Cqe cqe = wait_cqe(n, q->cq, q->head, q->phase, 0);
+
     q->head = (q->head + 1) % QDEPTH;
     if (q->head == 0) {
         q->phase ^= 1;
@@ -1624,18 +1637,8 @@ static void pair_submit(Nvme *n, PairQueue *q, Sqe *cmd, uint64_t tail_at, bool 
  */
 static Cqe pair_reap(Nvme *n, PairQueue *q, int64_t step_ns, uint64_t head_at, bool mmio)
 {
-    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-    Cqe cqe;
+    Cqe cqe = wait_cqe(n, q->cq, q->head, q->phase, step_ns);
 
-    for (;;) {
-        qtest_memread(n->qs->qts, q->cq + q->head * 16, &cqe, sizeof(cqe));
-        if ((cqe.status & 1) == q->phase) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        qtest_clock_step(n->qs->qts, step_ns);
-        g_usleep(100);
-    }
     q->head = (q->head + 1) % q->size;
     if (q->head == 0) {
         q->phase ^= 1;
