@@ -264,7 +264,7 @@ if oops:
 if FMT == "exact":  # every completion at its modelled time: the drives held the guest, never overran
     import nvme_csd  # noqa: E402
     for c in CTRLS:
-        st = nvme_csd.open(NODES[c][0]).stats()
+        st = nvme_csd.open(NODES[c][0]).stats
         print(f"matrix exact: {c}: {st['model_holds']} holds, {st['model_overruns']} overruns", flush=True)
         if st["model_overruns"]:
             results = [dict(r, outcome="fail", detail=f"{c} counted {st['model_overruns']} overruns of its model "
