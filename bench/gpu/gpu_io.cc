@@ -7,11 +7,14 @@
 // in GPU memory (moved there by the drive side before the completion) against Reads into the
 // arena, the arena plus the warp's own copy into GPU memory, and host threads issuing
 // cudaMemcpyAsync / cudaMemcpyBatchAsync of the same random blocks from pinned memory.
-// Usage: gpu_io check [vram]          (every Read's bytes and every Execute's result checked
+// Usage: gpu_io check [vram [resident]]  (every Read's bytes and every Execute's result checked
 //                                      on the GPU, where they landed; exit 1 on any difference;
-//                                      vram: only the Reads into GPU memory)
+//                                      vram: only the Reads into GPU memory; resident: only
+//                                      those the resident copy kernel moves)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
-//        gpu_io vram [MAX_POLLERS]    (only the GPU-memory table)
+//        gpu_io vram [MAX_POLLERS [WARPS [resident]]]  (only the GPU-memory table; WARPS: the
+//                                      resident copy kernel's per poller, default 16; resident:
+//                                      only its rows)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
 #include <unistd.h>
@@ -80,7 +83,7 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
@@ -92,7 +95,7 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
     check(cudaDeviceSynchronize(), "sync");
     gpu::GpuWindow window;
-    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by;
+    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by, window.warps = warps;
     const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
     // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
     auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
@@ -253,7 +256,7 @@ double memcpy_rate(const uint8_t *pinned, uint64_t src_bytes, uint8_t *vram, uin
 // the drive side moving them (three ways) against the arena (host memory), the arena plus the
 // warp's own copy, and host threads' cudaMemcpyAsync of the same blocks; all against the
 // pinned ceiling (one 1 GiB cudaMemcpyAsync from pinned memory, the best of three).
-int vram_table(Device &dev, int max_pollers)
+int vram_table(Device &dev, int max_pollers, unsigned warps, bool resident_only)
 {
     int bad = 0;
     const uint64_t mib = dev.ns().lba_count * dev.ns().lba_size >> 20;
@@ -288,7 +291,7 @@ int vram_table(Device &dev, int max_pollers)
         for (uint32_t q : {128u, 256u}) {
             for (const Path &p : paths) {
                 const bool slow = p.dest == 2 && p.by != gpu::MoveBy::resident;  // one row each, fewer commands
-                if (slow && q != 256) continue;
+                if ((slow && q != 256) || (resident_only && (p.dest != 2 || p.by != gpu::MoveBy::resident))) continue;
                 IoJob job;
                 job.nlb = bytes / lba;
                 job.records = dev.ns().lba_count / job.nlb;
@@ -297,15 +300,16 @@ int vram_table(Device &dev, int max_pollers)
                 job.seed = q * 7 + bytes;
                 job.dest = p.dest;
                 const int pollers = std::min<int>(max_pollers, q);
-                const Run r = run_kernel(dev, q, pollers, job, {}, p.by);
+                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps);
                 bad += r.failed != 0;
-                std::printf("| %s | %s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
-                            p.name, q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
+                std::printf("| %s | %s%s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
+                            p.name, p.by == gpu::MoveBy::resident && p.dest == 2 ? (" (" + std::to_string(warps) + " warps a poller)").c_str() : "", q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
                             static_cast<unsigned long long>(r.failed));
                 std::fflush(stdout);
             }
         }
         for (bool batch : {false, true}) {
+            if (resident_only) break;
             for (int t : {4, 16}) {
                 const uint64_t n = std::min<uint64_t>(target / t, batch ? target : 200000 / t);
                 memcpy_rate(pinned, mib << 20, vram, mib << 20, bytes, t, std::min<uint64_t>(n, 2000), batch);  // warm
@@ -370,6 +374,7 @@ int main(int argc, char **argv)
         unlink(path.c_str());
         const uint32_t lba = dev->ns().lba_size;
         const bool vram_only = argc > 2 && std::string(argv[2]) == "vram";
+        const bool resident_only = vram_only && argc > 3 && std::string(argv[3]) == "resident";
         for (uint32_t bytes : {512u, 4096u}) {
             if (vram_only) break;
             for (uint32_t q : {1u, 3u, 8u}) {
@@ -389,6 +394,7 @@ int main(int argc, char **argv)
         // (each way), checked there; an SLM Read (how an Execute's output comes back) the same
         for (uint32_t bytes : {512u, 4096u, 65536u}) {
             for (int way = 0; way < 5; way++) {
+                if (resident_only && way != 1) continue;
                 for (uint32_t q : {1u, 8u}) {
                     IoJob job;
                     job.nlb = bytes / lba;
@@ -468,7 +474,8 @@ int main(int argc, char **argv)
                 prop.name, std::thread::hardware_concurrency());
     const uint32_t lba = dev->ns().lba_size;
     if (mode == "vram") {
-        bad += vram_table(*dev, max_pollers);
+        const unsigned warps = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 16;
+        bad += vram_table(*dev, max_pollers, warps, argc > 4 && std::string(argv[4]) == "resident");
         unlink(path.c_str());
         return bad ? 1 : 0;
     }
@@ -586,7 +593,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(path.c_str());
-    if (!model_only) bad += vram_table(*dev, max_pollers);
+    if (!model_only) bad += vram_table(*dev, max_pollers, 16, false);
     if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }
