@@ -12,9 +12,9 @@
 //                                      vram: only the Reads into GPU memory; resident: only
 //                                      those the resident copy kernel moves)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
-//        gpu_io vram [MAX_POLLERS [WARPS [resident]]]  (only the GPU-memory table; WARPS: the
-//                                      resident copy kernel's per poller, default 16; resident:
-//                                      only its rows)
+//        gpu_io vram [MAX_POLLERS [WARPS [BLOCKS [resident]]]]  (only the GPU-memory table;
+//                                      the resident copy kernel's WARPS a block, default 16, and
+//                                      BLOCKS per poller, default 1; resident: only its rows)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
 #include <unistd.h>
@@ -83,7 +83,7 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
@@ -95,7 +95,7 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
     check(cudaDeviceSynchronize(), "sync");
     gpu::GpuWindow window;
-    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by, window.warps = warps;
+    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by, window.warps = warps, window.blocks = blocks;
     const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
     // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
     auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
@@ -256,7 +256,7 @@ double memcpy_rate(const uint8_t *pinned, uint64_t src_bytes, uint8_t *vram, uin
 // the drive side moving them (three ways) against the arena (host memory), the arena plus the
 // warp's own copy, and host threads' cudaMemcpyAsync of the same blocks; all against the
 // pinned ceiling (one 1 GiB cudaMemcpyAsync from pinned memory, the best of three).
-int vram_table(Device &dev, int max_pollers, unsigned warps, bool resident_only)
+int vram_table(Device &dev, int max_pollers, unsigned warps, unsigned blocks, bool resident_only)
 {
     int bad = 0;
     const uint64_t mib = dev.ns().lba_count * dev.ns().lba_size >> 20;
@@ -300,10 +300,10 @@ int vram_table(Device &dev, int max_pollers, unsigned warps, bool resident_only)
                 job.seed = q * 7 + bytes;
                 job.dest = p.dest;
                 const int pollers = std::min<int>(max_pollers, q);
-                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps);
+                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps, blocks);
                 bad += r.failed != 0;
                 std::printf("| %s | %s%s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
-                            p.name, p.by == gpu::MoveBy::resident && p.dest == 2 ? (" (" + std::to_string(warps) + " warps a poller)").c_str() : "", q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
+                            p.name, p.by == gpu::MoveBy::resident && p.dest == 2 ? (" (" + std::to_string(blocks) + " x " + std::to_string(warps) + " warps a poller)").c_str() : "", q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
                             static_cast<unsigned long long>(r.failed));
                 std::fflush(stdout);
             }
@@ -475,7 +475,8 @@ int main(int argc, char **argv)
     const uint32_t lba = dev->ns().lba_size;
     if (mode == "vram") {
         const unsigned warps = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 16;
-        bad += vram_table(*dev, max_pollers, warps, argc > 4 && std::string(argv[4]) == "resident");
+        const unsigned blocks = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 1;
+        bad += vram_table(*dev, max_pollers, warps, blocks, argc > 5 && std::string(argv[5]) == "resident");
         unlink(path.c_str());
         return bad ? 1 : 0;
     }
@@ -593,7 +594,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(path.c_str());
-    if (!model_only) bad += vram_table(*dev, max_pollers, 16, false);
+    if (!model_only) bad += vram_table(*dev, max_pollers, 16, 1, false);
     if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }

@@ -4,8 +4,8 @@
 # part, gpu_io and the queue processor's tests in build/gpu-host, runs the queue processor's
 # tests, gpu_io check (every Read checked on the GPU where it landed: the arena, GPU memory
 # moved by each mover, an SLM Read, destinations outside the window), the resident copy
-# kernel's rows with each number of warps in VRAM_WARPS (default: none), gpu_io vram (the
-# rates of docs/perf.md), and `gpu_io $SANITIZER_ARGS` (default: check vram, the Reads into GPU
+# kernel's rows with each shape in VRAM_SHAPES (BLOCKSxWARPS, default: none), gpu_io vram
+# (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x16), and `gpu_io $SANITIZER_ARGS` (default: check vram, the Reads into GPU
 # memory) under compute-sanitizer memcheck. Logs to $OUT (default build/gpu-out).
 source "$(dirname "$0")/gpu-machine-env.sh"
 {
@@ -18,13 +18,14 @@ source "$(dirname "$0")/gpu-machine-env.sh"
     echo "== gpu_io check ${CHECK_ARGS:-}: Reads (arena, GPU memory by each mover), SLM Reads, Executes, bad destinations"
     timeout ${CHECK_TIMEOUT:-200} $b/bench/gpu/gpu_io check ${CHECK_ARGS:-}
 } 2>&1 | tee "$out/vram-tests.log"
-for w in ${VRAM_WARPS:-}; do
-    echo "== gpu_io vram ${VRAM_POLLERS:-16} $w resident: the resident copy kernel with $w warps a poller"
-    timeout 120 $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}" "$w" resident
-done 2>&1 | tee "$out/vram-warps.log"
+for shape in ${VRAM_SHAPES:-}; do
+    echo "== gpu_io vram ${VRAM_POLLERS:-16} ${shape#*x} ${shape%x*} resident: the resident copy kernel, $shape warps a poller"
+    timeout 120 $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}" "${shape#*x}" "${shape%x*}" resident
+done 2>&1 | tee "$out/vram-shapes.log"
 {
     echo "== gpu_io vram ${VRAM_POLLERS:-16}: random Reads into GPU memory against the arena and cudaMemcpyAsync; $(date +%T)"
-    timeout ${VRAM_TIMEOUT:-300} $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}"
+    shape=${VRAM_SHAPE:-1x16}
+    timeout ${VRAM_TIMEOUT:-300} $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}" "${shape#*x}" "${shape%x*}"
     echo "== done at $(date +%T)"
 } 2>&1 | tee "$out/vram-bench.log"
 {

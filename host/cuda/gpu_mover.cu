@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <chrono>
 #include <vector>
 
 #include <cuda/atomic>
@@ -114,21 +116,23 @@ __device__ inline void warp_copy(const Copy &c)
     }
 }
 
-// A lane's resident mover: each warp takes the next few published copies (a share of those
-// waiting, 1 to 32) from a block-wide count, its lanes load their descriptors at once (one
+// A lane's resident mover, one or more blocks: block b of B moves copies b, b + B, b + 2B, ...
+// Each warp takes the block's next few published copies (a share of those waiting, 1 to 32)
+// from a block-wide count, its lanes load their descriptors at once (one
 // each), the warp moves all their bytes with every lane's loads in flight together, and each
 // lane then sets its copy's done flag (done[s % cap] = s + 1, mapped host memory) for the
-// poller, which posts that Read's completion at once. One warp at a time reads the host's
-// head over PCIe; the others wait on its copy in shared memory. Returns when asked to stop
+// poller, which posts that Read's completion at once. One warp of a block at a time reads the
+// host's head over PCIe; the others wait on its copy in shared memory. Returns when asked to stop
 // and everything published is taken.
 __global__ void __launch_bounds__(kMaxWarps * 32) resident_mover(const Copy *ring, uint64_t cap, Ctl *ctl, unsigned long long *done)
 {
     if (!ring) return;  // the launch that loads the kernel (GpuMover's constructor)
-    __shared__ unsigned long long next, head;  // copies taken by a warp; published, as last read
+    __shared__ unsigned long long next, head;  // the block's copies taken by a warp; published, as last read
     __shared__ int stop, reading;
     __shared__ uint64_t srcs[kMaxWarps][32], dsts[kMaxWarps][32];
     __shared__ uint32_t ends[kMaxWarps][32];  // per warp: its copies' 16-byte units, summed up to each
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const unsigned long long blocks = gridDim.x, block = blockIdx.x;  // copy s is this block's j-th: s = j * blocks + block
     if (threadIdx.x == 0) next = 0, head = 0, stop = 0, reading = 0;
     __syncthreads();
     BlockU64 taken(next), published(head);
@@ -151,7 +155,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) resident_mover(const Copy *rin
                 if (atomicExch(&reading, 1) == 0) {  // this warp reads the host's words
                     // stop before head: a stop seen means the head read after it is the last
                     const uint32_t st = SysU32(ctl->stop).load(cuda::memory_order_acquire);
-                    const unsigned long long hh = SysU64(ctl->head).load(cuda::memory_order_acquire);
+                    const unsigned long long all = SysU64(ctl->head).load(cuda::memory_order_acquire);
+                    const unsigned long long hh = (all + blocks - 1 - block) / blocks;  // this block's of them
                     if (hh > h) published.store(hh, cuda::memory_order_release);
                     else if (st) *static_cast<volatile int *>(&stop) = 1;
                     atomicExch(&reading, 0);
@@ -168,9 +173,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32) resident_mover(const Copy *rin
         first = __shfl_sync(0xFFFFFFFFu, first, 0);
         k = __shfl_sync(0xFFFFFFFFu, k, 0);
         if (k == 0) return;
+        const unsigned long long seq = (first + lane) * blocks + block;  // this lane's copy, when lane < k
         Copy c{};
         if (lane < k) {  // one descriptor a lane: two 16-byte loads, together
-            const uint4 *e = reinterpret_cast<const uint4 *>(&ring[(first + lane) % cap]);
+            const uint4 *e = reinterpret_cast<const uint4 *>(&ring[seq % cap]);
             const uint4 a = __ldcv(e), b = __ldcv(e + 1);
             c.src = uint64_t(a.y) << 32 | a.x, c.dst = uint64_t(a.w) << 32 | a.z, c.len = b.x;
             srcs[warp][lane] = c.src, dsts[warp][lane] = c.dst;
@@ -214,15 +220,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32) resident_mover(const Copy *rin
         }
         __threadfence_system();  // this lane's bytes before any lane's done flag
         __syncwarp();
-        if (lane < k) SysU64(done[(first + lane) % cap]).store(first + lane + 1, cuda::memory_order_relaxed);
+        if (lane < k) SysU64(done[seq % cap]).store(seq + 1, cuda::memory_order_relaxed);
         __syncwarp();  // srcs, dsts, ends read by every lane before the next copies overwrite them
     }
 }
 
 class Lane : public MoverLane {
 public:
-    Lane(int device, uint64_t slab_bytes, MoveBy by, unsigned warps)
-        : device_(device), by_(by), slab_bytes_(slab_bytes), warps_(warps)
+    Lane(int device, uint64_t slab_bytes, MoveBy by, unsigned warps, unsigned blocks)
+        : device_(device), by_(by), slab_bytes_(slab_bytes), warps_(warps), blocks_(blocks)
     {
         cap_ = static_cast<uint32_t>(slab_bytes / kAlign);
         try {
@@ -333,7 +339,7 @@ public:
         if (by_ == MoveBy::resident) {  // b: a copy's number (copy())
             if (b <= moved() || __atomic_load_n(&done_[(b - 1) % ring()], __ATOMIC_ACQUIRE) == b) return State::done;
             // now and then: whether the kernel still runs (an error ends it)
-            if (++polls_ % 4096 == 0 && cudaStreamQuery(stream_) != cudaErrorNotReady) {
+            if (gone()) {
                 failed_ = true;
                 return State::failed;
             }
@@ -370,12 +376,19 @@ private:
     bool free(Slab &s)
     {
         if (by_ == MoveBy::resident && s.batch && !failed_ && s.batch > moved()) {
-            if (++polls_ % 4096 == 0 && cudaStreamQuery(stream_) != cudaErrorNotReady) failed_ = true;
+            if (gone()) failed_ = true;
             return failed_;
         }
         return s.batch == 0 || failed_ || state(s.batch) != State::running;
     }
     bool moves_at_once() const override { return by_ == MoveBy::resident; }
+    // Resident, asked now and then: whether its kernel could not start or has ended (an error ends it).
+    bool gone()
+    {
+        if (++polls_ % 4096) return false;
+        const int l = launched_.load();
+        return l < 0 || (l > 0 && cudaStreamQuery(stream_) != cudaErrorNotReady);
+    }
     // Resident: the ring's slots (a slab's worth of the smallest copies, for each slab).
     uint64_t ring() const { return uint64_t(kSlabs) * cap_; }
     // Resident: the copies done, all of them up to this number (their flags read in order).
@@ -393,9 +406,16 @@ private:
     void start() override
     {
         if (by_ != MoveBy::resident) return;
-        bind();
-        resident_mover<<<1, warps_ * 32, 0, stream_>>>(copies_gpu_, ring(), ctl_gpu_, done_gpu_);
-        if (cudaGetLastError() != cudaSuccess) failed_ = true;
+        // launched from a thread of its own: under compute-sanitizer a launch can return only
+        // once the kernel has ended, which this one does only when the lane stops
+        launcher_ = std::thread([this] {
+            cudaSetDevice(device_);
+            resident_mover<<<blocks_, warps_ * 32, 0, stream_>>>(copies_gpu_, ring(), ctl_gpu_, done_gpu_);
+            launched_ = cudaGetLastError() == cudaSuccess ? 1 : -1;
+        });
+        // normally launched within microseconds: wait for it (a moment at most), so that the
+        // mover's blocks take their SMs before the caller's kernels do
+        for (int i = 0; i < 10000 && launched_ == 0; i++) std::this_thread::sleep_for(std::chrono::microseconds(10));
     }
     void stop() override
     {
@@ -404,6 +424,7 @@ private:
     void release()
     {
         stop();
+        if (launcher_.joinable()) launcher_.join();
         if (stream_) cudaStreamSynchronize(stream_);
         for (Slab &s : slabs_) {
             if (s.done) cudaEventDestroy(s.done);
@@ -433,7 +454,9 @@ private:
     Ctl *ctl_ = nullptr, *ctl_gpu_ = nullptr;  // resident: its control words (as host and GPU address them)
     unsigned long long *done_ = nullptr, *done_gpu_ = nullptr;  // resident: a flag per ring slot (copy s: s + 1)
     uint64_t seq_ = 0, low_ = 0, polls_ = 0;  // resident: copies published; all done up to low_
-    unsigned warps_;
+    unsigned warps_, blocks_;
+    std::thread launcher_;           // resident: launches the kernel (start())
+    std::atomic<int> launched_{0};   // resident: 1 once launched, -1 if the launch failed
     bool failed_ = false, bound_ = false;
 };
 
@@ -462,8 +485,8 @@ GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
         device_ = a.device;
     }
     if (w_.staging < kSlabs * uint64_t(kAlign)) throw Error("GPU mover: staging too small", EINVAL);
-    if (w_.by == MoveBy::resident && (w_.warps < 1 || w_.warps > kMaxWarps)) {
-        throw Error("GPU mover: the resident copy kernel takes 1 to 16 warps", EINVAL);
+    if (w_.by == MoveBy::resident && (w_.warps < 1 || w_.warps > kMaxWarps || w_.blocks < 1 || w_.blocks > 8)) {
+        throw Error("GPU mover: the resident copy kernel takes 1 to 16 warps a block, 1 to 8 blocks", EINVAL);
     }
     // The copy kernel loaded now, while nothing runs: CUDA loads a kernel's module at its first
     // launch (lazy loading), which can wait for the kernels running; the first batch would then
@@ -493,6 +516,6 @@ bool GpuMover::covers(uint64_t addr, uint64_t len) const
     return addr >= base_ && addr - base_ <= w_.bytes && len <= w_.bytes - (addr - base_);
 }
 
-std::unique_ptr<MoverLane> GpuMover::lane() { return std::make_unique<Lane>(device_, slab_, w_.by, w_.warps); }
+std::unique_ptr<MoverLane> GpuMover::lane() { return std::make_unique<Lane>(device_, slab_, w_.by, w_.warps, w_.blocks); }
 
 }  // namespace csd::gpu
