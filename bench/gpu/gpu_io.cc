@@ -7,10 +7,11 @@
 // in GPU memory (moved there by the drive side before the completion) against Reads into the
 // arena, the arena plus the warp's own copy into GPU memory, and host threads issuing
 // cudaMemcpyAsync / cudaMemcpyBatchAsync of the same random blocks from pinned memory.
-// Usage: gpu_io check [vram [resident]]  (every Read's bytes and every Execute's result checked
-//                                      on the GPU, where they landed; exit 1 on any difference;
-//                                      vram: only the Reads into GPU memory; resident: only
-//                                      those the resident copy kernel moves)
+// Usage: gpu_io check [vram [resident] | lane]  (every Read's bytes and every Execute's result
+//                                      checked on the GPU, where they landed; exit 1 on any
+//                                      difference; vram: only the Reads into GPU memory;
+//                                      resident: only those the resident copy kernel moves;
+//                                      lane: only its lanes driven directly, no queues)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
 //        gpu_io vram [MAX_POLLERS [WARPS [BLOCKS [resident]]]]  (only the GPU-memory table;
 //                                      the resident copy kernel's WARPS a block, default 16, and
@@ -159,6 +160,59 @@ std::vector<uint8_t> checksum_descriptors(Device &dev, uint32_t blocks, uint32_t
     check(cudaMalloc(reinterpret_cast<void **>(expect), blocks * 4), "cudaMalloc");
     check(cudaMemcpy(*expect, want.data(), blocks * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
     return descs;
+}
+
+// A resident mover's lane driven directly, with no queues and no other kernel: blocks of
+// every kind (512 B, 4 KiB, 64 KiB, unaligned lengths) staged, recorded and published while
+// the kernel is stopped, then the kernel started (it moves everything published, then
+// returns); each copy must finish and the window must hold exactly the staged bytes. The
+// form in which compute-sanitizer checks the copy kernel: under it, a kernel launched while
+// the resident kernel runs does not run (the io kernel's Reads would never complete).
+// Returns the wrong bytes plus unfinished copies.
+uint64_t lane_check(unsigned warps, unsigned blocks)
+{
+    const std::array<uint32_t, 5> sizes{512, 4096, 65536, 1000, 4096 + 48};
+    const uint32_t n = 300;
+    uint64_t bytes = 0;
+    std::vector<uint64_t> at(n);
+    for (uint32_t i = 0; i < n; i++) at[i] = bytes, bytes += (sizes[i % sizes.size()] + 255) / 256 * 256 + 16 * (i % 3 == 1);
+    uint8_t *vram = nullptr;
+    check(cudaMalloc(reinterpret_cast<void **>(&vram), bytes), "cudaMalloc");
+    check(cudaMemset(vram, 0, bytes), "cudaMemset");
+    gpu::GpuWindow w;
+    w.base = vram, w.bytes = bytes, w.by = gpu::MoveBy::resident, w.warps = warps, w.blocks = blocks;
+    std::vector<uint8_t> want(bytes, 0);
+    uint64_t bad = 0;
+    {
+        gpu::GpuMover mover(w, 1 << 20);
+        auto lane = mover.lane();
+        std::vector<uint64_t> tickets;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t len = sizes[i % sizes.size()];
+            uint8_t *s = lane->stage(len);
+            if (!s) {
+                std::printf("gpu_io check: lane: no staging for copy %u\n", i);
+                return 1;
+            }
+            for (uint32_t k = 0; k < len; k++) s[k] = want[at[i] + 16 * (i % 3 == 1) + k] = static_cast<uint8_t>(i * 31 + k * 7 + (k >> 8));
+            tickets.push_back(lane->copy(reinterpret_cast<uint64_t>(vram + at[i] + 16 * (i % 3 == 1)), s, len));
+            if (i % 100 == 99) lane->flush();  // three slabs of the four
+        }
+        lane->flush();
+        lane->stop();  // before it starts: it moves what is published, then returns
+        lane->start();
+        const auto t0 = clk::now();
+        for (uint64_t t : tickets) {
+            MoverLane::State st;
+            while ((st = lane->state(t)) == MoverLane::State::running && since(t0) < 60) std::this_thread::yield();
+            bad += st != MoverLane::State::done;
+        }
+    }
+    std::vector<uint8_t> got(bytes);
+    check(cudaMemcpy(got.data(), vram, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    for (uint64_t k = 0; k < bytes; k++) bad += got[k] != want[k];
+    cudaFree(vram);
+    return bad;
 }
 
 // Host threads calling the in-process device's transport directly: 512 B Reads at random
@@ -375,6 +429,17 @@ int main(int argc, char **argv)
         const uint32_t lba = dev->ns().lba_size;
         const bool vram_only = argc > 2 && std::string(argv[2]) == "vram";
         const bool resident_only = vram_only && argc > 3 && std::string(argv[3]) == "resident";
+        for (auto [warps, blocks] : {std::pair<unsigned, unsigned>{16, 1}, {8, 2}, {1, 3}}) {
+            const uint64_t wrong = lane_check(warps, blocks);
+            std::printf("gpu_io check: a resident copy kernel's lane driven directly (%u x %u warps): 300 copies of 512 B to 64 KiB, "
+                        "%llu wrong bytes or unfinished copies\n",
+                        blocks, warps, static_cast<unsigned long long>(wrong));
+            bad += wrong != 0;
+        }
+        if (argc > 2 && std::string(argv[2]) == "lane") {
+            std::printf("gpu_io check: %s\n", bad ? "FAILED" : "ok");
+            return bad ? 1 : 0;
+        }
         for (uint32_t bytes : {512u, 4096u}) {
             if (vram_only) break;
             for (uint32_t q : {1u, 3u, 8u}) {

@@ -81,6 +81,7 @@ struct Ctl {
     alignas(64) uint32_t stop;            // the host asks the kernel to return once idle
 };
 
+constexpr uint64_t kRing = 8192;     // resident: ring slots at most (copies in flight per lane)
 constexpr unsigned kMaxWarps = 16;  // resident: most warps per lane (GpuWindow::warps)
 constexpr uint32_t kUnroll = 8;     // resident: 16-byte loads in flight per thread
 
@@ -231,6 +232,7 @@ public:
         : device_(device), by_(by), slab_bytes_(slab_bytes), warps_(warps), blocks_(blocks)
     {
         cap_ = static_cast<uint32_t>(slab_bytes / kAlign);
+        ring_ = std::min<uint64_t>(uint64_t(kSlabs) * cap_, kRing);
         try {
             check(cudaSetDevice(device_), "cudaSetDevice");
             const unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;
@@ -265,6 +267,8 @@ public:
     {
         Slab &s = slabs_[cur_];
         if (!free(s)) return nullptr;
+        // resident: the next copy's ring slot must be free (its copy ring() before, done)
+        if (by_ == MoveBy::resident && seq_ - low_ >= ring_ && seq_ - moved() >= ring_ && !failed_) return nullptr;
         const uint64_t need = (uint64_t(len) + kAlign - 1) / kAlign * kAlign;
         if (s.used + need > slab_bytes_ || len == 0) return nullptr;
         uint8_t *p = s.mem + s.used;
@@ -276,10 +280,9 @@ public:
     {
         Slab &s = slabs_[cur_];
         const uint64_t src = staging_gpu_ + uint64_t(staged - staging_);
-        if (by_ == MoveBy::resident) {  // the ring: every slab's entries, in publishing order, taken at once
+        if (by_ == MoveBy::resident) {  // the ring, in order; the kernel takes them once published (publish())
             copies_[seq_ % ring()] = Copy{src, dst, len, 0, 0};
             s.end = ++seq_;
-            __atomic_store_n(&ctl_->head, seq_, __ATOMIC_RELEASE);
             s.n++;
             return seq_;  // copy by copy: its own number
         } else if (by_ == MoveBy::kernel) {
@@ -301,7 +304,8 @@ public:
             s.used = 0;  // staged for commands that failed: nothing to move
             return;
         }
-        if (by_ == MoveBy::resident) {  // already published (copy()): the next slab stages
+        if (by_ == MoveBy::resident) {  // published: the next slab stages
+            publish();
             s.batch = s.end;
             s.used = 0, s.n = 0;
             cur_ = (cur_ + 1) % kSlabs;
@@ -375,13 +379,21 @@ private:
     // every copy up to its last, as the ring's slots are taken in order).
     bool free(Slab &s)
     {
-        if (by_ == MoveBy::resident && s.batch && !failed_ && s.batch > moved()) {
-            if (gone()) failed_ = true;
-            return failed_;
+        if (by_ == MoveBy::resident) {  // the flags read only while the slab's last copy is not known done
+            if (s.batch && !failed_ && s.batch > low_ && s.batch > moved()) {
+                if (gone()) failed_ = true;
+                return failed_;
+            }
+            s.batch = 0;
+            return true;
         }
         return s.batch == 0 || failed_ || state(s.batch) != State::running;
     }
     bool moves_at_once() const override { return by_ == MoveBy::resident; }
+    void publish() override
+    {
+        if (by_ == MoveBy::resident && seq_ != published_) __atomic_store_n(&ctl_->head, published_ = seq_, __ATOMIC_RELEASE);
+    }
     // Resident, asked now and then: whether its kernel could not start or has ended (an error ends it).
     bool gone()
     {
@@ -389,8 +401,8 @@ private:
         const int l = launched_.load();
         return l < 0 || (l > 0 && cudaStreamQuery(stream_) != cudaErrorNotReady);
     }
-    // Resident: the ring's slots (a slab's worth of the smallest copies, for each slab).
-    uint64_t ring() const { return uint64_t(kSlabs) * cap_; }
+    // Resident: the ring's slots.
+    uint64_t ring() const { return ring_; }
     // Resident: the copies done, all of them up to this number (their flags read in order).
     uint64_t moved()
     {
@@ -443,6 +455,7 @@ private:
     MoveBy by_;
     uint64_t slab_bytes_;
     uint32_t cap_ = 0;
+    uint64_t ring_ = 0;  // resident: the ring's slots (a small ring stays in the CPU's caches)
     uint8_t *staging_ = nullptr;
     Copy *copies_ = nullptr;
     uint64_t staging_gpu_ = 0;
@@ -453,7 +466,8 @@ private:
     uint64_t next_batch_ = 1, finished_ = 0;
     Ctl *ctl_ = nullptr, *ctl_gpu_ = nullptr;  // resident: its control words (as host and GPU address them)
     unsigned long long *done_ = nullptr, *done_gpu_ = nullptr;  // resident: a flag per ring slot (copy s: s + 1)
-    uint64_t seq_ = 0, low_ = 0, polls_ = 0;  // resident: copies published; all done up to low_
+    uint64_t seq_ = 0, low_ = 0, polls_ = 0;  // resident: copies recorded; all done up to low_
+    uint64_t published_ = 0;                  // resident: copies handed to the kernel (its head)
     unsigned warps_, blocks_;
     std::thread launcher_;           // resident: launches the kernel (start())
     std::atomic<int> launched_{0};   // resident: 1 once launched, -1 if the launch failed

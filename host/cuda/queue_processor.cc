@@ -331,6 +331,7 @@ void QueueProcessor::poll(int index, int pollers)
             worked |= post_due(p, counts_[index]);
             if (eager) worked |= post_moved(p, counts_[index]);
             worked |= serve(q, p, counts_[index]) || !p.state[q].pending.empty();  // Executes in flight: keep spinning
+            if (eager) p.lane->publish();  // this visit's copies to the mover at once
         }
         if (p.lane) {
             p.lane->flush();  // a round's copies go as one batch

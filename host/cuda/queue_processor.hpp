@@ -33,6 +33,9 @@ public:
     virtual uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) = 0;
     // Starts the copies recorded since the last flush (and releases staging that no copy took).
     virtual void flush() = 0;
+    // With moves_at_once(): hands the copies recorded so far to the mover (after each queue
+    // visit; flush() does too).
+    virtual void publish() {}
     // Whether the copies numbered b (copy()) are done, or failed; batches finish in order.
     virtual State state(uint64_t b) = 0;
     // Whether copies start as copy() records them and finish one by one (flush() then only
