@@ -84,7 +84,7 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 8, unsigned blocks = 1)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;

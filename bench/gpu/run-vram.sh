@@ -5,8 +5,11 @@
 # tests, gpu_io check (every Read checked on the GPU where it landed: the arena, GPU memory
 # moved by each mover, an SLM Read, destinations outside the window), the resident copy
 # kernel's rows with each shape in VRAM_SHAPES (BLOCKSxWARPS, default: none), gpu_io vram
-# (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x8), and `gpu_io $SANITIZER_ARGS` (default: check vram, the Reads into GPU
-# memory) under compute-sanitizer memcheck. Logs to $OUT (default build/gpu-out).
+# (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x8), and
+# `gpu_io $SANITIZER_ARGS` under compute-sanitizer memcheck (default: check lane, the resident
+# copy kernel's lanes driven directly; `check vram` runs every mover's Reads through the
+# queues, but under compute-sanitizer those of the resident one do not complete). Logs to
+# $OUT (default build/gpu-out).
 source "$(dirname "$0")/gpu-machine-env.sh"
 {
     nvidia-smi -L
@@ -29,8 +32,8 @@ done 2>&1 | tee "$out/vram-shapes.log"
     echo "== done at $(date +%T)"
 } 2>&1 | tee "$out/vram-bench.log"
 {
-    echo "== gpu_io ${SANITIZER_ARGS:-check vram} under compute-sanitizer memcheck"
+    echo "== gpu_io ${SANITIZER_ARGS:-check lane} under compute-sanitizer memcheck"
     timeout ${SANITIZER_TIMEOUT:-300} /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full \
-        $b/bench/gpu/gpu_io ${SANITIZER_ARGS:-check vram} 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -30
+        $b/bench/gpu/gpu_io ${SANITIZER_ARGS:-check lane} 2>&1 | grep -vE "^=========  +(Host Frame|Saved host)" | tail -30
     echo "== done at $(date +%T)"
 } 2>&1 | tee "$out/vram-sanitizer.log"
