@@ -270,7 +270,12 @@ public:
         // resident: the next copy's ring slot must be free (its copy ring() before, done)
         if (by_ == MoveBy::resident && seq_ - low_ >= ring_ && seq_ - moved() >= ring_ && !failed_) return nullptr;
         const uint64_t need = (uint64_t(len) + kAlign - 1) / kAlign * kAlign;
-        if (s.used + need > slab_bytes_ || len == 0) return nullptr;
+        if (len == 0) return nullptr;
+        if (s.used + need > slab_bytes_) {
+            if (by_ != MoveBy::resident) return nullptr;  // the poller flushes and asks again
+            rotate();  // resident: this slab is full, the next one stages
+            return slabs_[cur_].used == 0 && free(slabs_[cur_]) ? stage(len) : nullptr;
+        }
         uint8_t *p = s.mem + s.used;
         s.used += need;
         return p;
@@ -304,11 +309,9 @@ public:
             s.used = 0;  // staged for commands that failed: nothing to move
             return;
         }
-        if (by_ == MoveBy::resident) {  // published: the next slab stages
+        if (by_ == MoveBy::resident) {  // published; the next slab stages once this one is half full
             publish();
-            s.batch = s.end;
-            s.used = 0, s.n = 0;
-            cur_ = (cur_ + 1) % kSlabs;
+            if (s.used >= slab_bytes_ / 2) rotate();
             return;
         }
         bind();
@@ -390,6 +393,17 @@ private:
         return s.batch == 0 || failed_ || state(s.batch) != State::running;
     }
     bool moves_at_once() const override { return by_ == MoveBy::resident; }
+    // Resident: the current slab's copies published, the next slab stages. A slab is used for
+    // many polling rounds (until half full), so that its copies are long done when it comes
+    // round again: a slab per round made the poller wait for the last round's copies.
+    void rotate()
+    {
+        Slab &s = slabs_[cur_];
+        publish();
+        s.batch = s.n ? s.end : 0;
+        s.used = 0, s.n = 0;
+        cur_ = (cur_ + 1) % kSlabs;
+    }
     void publish() override
     {
         if (by_ == MoveBy::resident && seq_ != published_) __atomic_store_n(&ctl_->head, published_ = seq_, __ATOMIC_RELEASE);
