@@ -14,7 +14,7 @@
 //                                      lane: only its lanes driven directly, no queues)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
 //        gpu_io vram [MAX_POLLERS [WARPS [BLOCKS [resident]]]]  (only the GPU-memory table;
-//                                      the resident copy kernel's WARPS a block, default 8, and
+//                                      the resident copy kernel's WARPS a block, default 16, and
 //                                      BLOCKS per poller, default 1; resident: only its rows)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
@@ -84,7 +84,7 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 8, unsigned blocks = 1)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
@@ -539,7 +539,7 @@ int main(int argc, char **argv)
                 prop.name, std::thread::hardware_concurrency());
     const uint32_t lba = dev->ns().lba_size;
     if (mode == "vram") {
-        const unsigned warps = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 8;
+        const unsigned warps = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 16;
         const unsigned blocks = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 1;
         bad += vram_table(*dev, max_pollers, warps, blocks, argc > 5 && std::string(argv[5]) == "resident");
         unlink(path.c_str());
@@ -659,7 +659,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(path.c_str());
-    if (!model_only) bad += vram_table(*dev, max_pollers, 8, 1, false);
+    if (!model_only) bad += vram_table(*dev, max_pollers, 16, 1, false);
     if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 # tests, gpu_io check (every Read checked on the GPU where it landed: the arena, GPU memory
 # moved by each mover, an SLM Read, destinations outside the window), the resident copy
 # kernel's rows with each shape in VRAM_SHAPES (BLOCKSxWARPS, default: none), gpu_io vram
-# (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x8), and
+# (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x16), and
 # `gpu_io $SANITIZER_ARGS` under compute-sanitizer memcheck (default: check lane, the resident
 # copy kernel's lanes driven directly; `check vram` runs every mover's Reads through the
 # queues, but under compute-sanitizer those of the resident one do not complete). Logs to
@@ -27,7 +27,7 @@ for shape in ${VRAM_SHAPES:-}; do
 done 2>&1 | tee "$out/vram-shapes.log"
 {
     echo "== gpu_io vram ${VRAM_POLLERS:-16}: random Reads into GPU memory against the arena and cudaMemcpyAsync; $(date +%T)"
-    shape=${VRAM_SHAPE:-1x8}
+    shape=${VRAM_SHAPE:-1x16}
     timeout ${VRAM_TIMEOUT:-300} $b/bench/gpu/gpu_io vram "${VRAM_POLLERS:-16}" "${shape#*x}" "${shape%x*}"
     echo "== done at $(date +%T)"
 } 2>&1 | tee "$out/vram-bench.log"

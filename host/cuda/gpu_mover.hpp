@@ -41,7 +41,7 @@ struct GpuWindow {
     uint64_t bytes = 0;
     MoveBy by = MoveBy::kernel;  // resident is faster (docs/perf.md) but holds cudaDeviceSynchronize
     uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
-    unsigned warps = 8;           // resident: warps a block of each poller's copy kernel (1..16)
+    unsigned warps = 16;          // resident: warps a block of each poller's copy kernel (1..16)
     unsigned blocks = 1;          // resident: its blocks (1..8), each on an SM of its own
 };
 
