@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -500,6 +504,96 @@ TEST_F(QueueProcessorTest, ALaneWithoutStagingTakesTheEntryLater)
     for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
     EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
     EXPECT_EQ(proc.commands(), n);
+}
+
+namespace {
+
+// A lane that moves each copy as copy() records it (into the test's memory) and says so
+// (moves_at_once), logging the poller's calls: c = copy, p = publish with copies since the
+// last one, f = flush.
+class EagerMover : public Mover {
+public:
+    EagerMover(uint64_t base, uint64_t bytes) : base_(base), mem_(bytes) {}
+    bool covers(uint64_t addr, uint64_t len) const override
+    {
+        return addr >= base_ && addr - base_ <= mem_.size() && len <= mem_.size() - (addr - base_);
+    }
+    uint32_t max_transfer() const override { return 1 << 20; }
+    std::unique_ptr<MoverLane> lane() override { return std::make_unique<Lane>(*this); }
+    uint8_t *window() { return mem_.data(); }
+    std::string log() const
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        return log_;
+    }
+
+private:
+    class Lane : public MoverLane {
+    public:
+        explicit Lane(EagerMover &m) : m_(m) {}
+        uint8_t *stage(uint32_t len) override
+        {
+            staged_.push_back(std::vector<uint8_t>(len));
+            return staged_.back().data();
+        }
+        uint64_t copy(uint64_t dst, const uint8_t *src, uint32_t len) override
+        {
+            std::memcpy(m_.window() + (dst - m_.base_), src, len);
+            add('c');
+            unpublished_ = true;
+            return ++n_;
+        }
+        void flush() override { add('f'); }
+        void publish() override
+        {
+            if (unpublished_) add('p');
+            unpublished_ = false;
+        }
+        State state(uint64_t) override { return State::done; }
+        bool moves_at_once() const override { return true; }
+
+    private:
+        void add(char c)
+        {
+            std::lock_guard<std::mutex> g(m_.mu_);
+            m_.log_ += c;
+        }
+        EagerMover &m_;
+        std::deque<std::vector<uint8_t>> staged_;
+        uint64_t n_ = 0;
+        bool unpublished_ = false;
+    };
+    uint64_t base_;
+    std::vector<uint8_t> mem_;
+    mutable std::mutex mu_;
+    std::string log_;
+};
+
+}  // namespace
+
+// A lane that moves copy by copy (the resident GPU mover) is handed each queue visit's copies
+// as the visit ends (publish), not once the poller has been round all its queues (flush): its
+// kernel starts on them while the poller serves the next queue. Before publish() existed the
+// log read "ccccf" (the copies of both queues, then the round's flush).
+TEST_F(QueueProcessorTest, ALaneThatMovesAtOnceGetsEachVisitsCopies)
+{
+    const uint32_t nlb = 4096 / lba, rec = 4096;
+    std::vector<uint8_t> data(4 * rec);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 11 + i / 700);
+    dev->write_lbas(600, 4 * nlb, data.data());
+    const uint64_t window = 0x900000000000ull;
+    EagerMover m(window, 4 * rec);
+    Queues qs(2, 16, 4096, lba);
+    for (uint32_t i = 0; i < 4; i++) qs.put(i / 2, read_sqe(600 + uint64_t(i) * nlb, nlb, window + uint64_t(i) * rec));
+    qs.ring(0), qs.ring(1);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1, &m);
+    for (uint32_t q = 0; q < 2; q++) {
+        for (int k = 0; k < 2; k++) EXPECT_EQ(status(qs.next(q)), 0);
+    }
+    EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+    std::string log = m.log();
+    log.erase(std::remove(log.begin(), log.end(), 'f'), log.end());
+    EXPECT_EQ(log, "ccpccp") << "the calls, flushes left out";
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)
