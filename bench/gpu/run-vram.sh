@@ -7,10 +7,9 @@
 # under compute-sanitizer memcheck (correctness before rates; see below), the resident copy
 # kernel's rows with each shape in VRAM_SHAPES (BLOCKSxWARPS, default: none), gpu_io vram
 # (the rates of docs/perf.md; its resident rows with VRAM_SHAPE, default 1x16). The
-# sanitizer's default: check lane, the resident
-# copy kernel's lanes driven directly; `check vram` runs every mover's Reads through the
-# queues, but under compute-sanitizer those of the resident one do not complete). Logs to
-# $OUT (default build/gpu-out).
+# sanitizer's default is check lane, the resident copy kernel's lanes driven directly
+# (`check vram` runs every mover's Reads through the queues, but under compute-sanitizer those
+# of the resident one do not complete). Logs to $OUT (default build/gpu-out).
 source "$(dirname "$0")/gpu-machine-env.sh"
 {
     nvidia-smi -L
