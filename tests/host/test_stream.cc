@@ -504,6 +504,155 @@ TEST_F(Stream, DetachMidStreamIsClearAndFreesSlm)
     EXPECT_EQ(store.reclaim(0), 1u);
 }
 
+// The smallest SLM budget (in steps of 512 bytes from `from`) a streamed run takes: below it,
+// run throws ENOMEM (too_small); the budget it ran at is returned.
+template <class F>
+uint64_t smallest_budget(uint64_t from, F &&run)
+{
+    for (uint64_t b = from;; b += 512) {
+        try {
+            run(b);
+            return b;
+        } catch (const Error &e) {
+            if (e.errnum() != ENOMEM) throw;
+        }
+    }
+}
+
+// Every record matches: the output is the whole input, larger than the SLM the run may use
+// (and, at the SLM-sized budget, than the drive's SLM), each piece's output its own worst
+// case; at the smallest budget that takes one record a piece, one record above it, and at
+// and above the whole SLM.
+TEST_F(Stream, FilterWhoseOutputExceedsTheBudgetEveryRecordMatching)
+{
+    for (uint32_t rs : {12u, 16u, 4100u}) {
+        FilterSpec s;
+        s.record_size = rs;
+        s.field_offset = 4;
+        s.field_type = FieldType::f32;
+        s.op = CmpOp::ge;
+        s.lo = -1;  // the field is in [0, 1): every record
+        auto put_records = [&](uint64_t n) {
+            std::vector<uint8_t> v = random_bytes(n * rs, static_cast<uint32_t>(n + rs));
+            for (uint64_t i = 0; i < n; i++) {
+                const float f = static_cast<float>(i % 1000) / 1000.0f;
+                std::memcpy(&v[i * rs + 4], &f, 4);
+            }
+            st->put("recs", v.data(), v.size());
+            return v;
+        };
+        auto check = [&](const std::vector<uint8_t> &v, uint64_t n, uint64_t b, const std::string &where) {
+            for (bool indices : {false, true}) {
+                s.indices = indices;
+                StreamOptions::Stats stats;
+                SCOPED_TRACE(std::to_string(rs) + "-byte records, " + std::to_string(n) + " of them, budget " +
+                             std::to_string(b) + " (" + where + "), " + (indices ? "indices" : "records"));
+                const FilterResult r = st->filter("recs", s, "all", budget(b, &stats));
+                EXPECT_EQ(r.matches, n);
+                EXPECT_GE(stats.pieces, 2u);
+                std::vector<uint8_t> want = v;
+                if (indices) {
+                    want.resize(n * 4);
+                    for (uint32_t i = 0; i < n; i++) std::memcpy(&want[i * 4], &i, 4);
+                }
+                EXPECT_EQ(r.bytes, want.size());
+                EXPECT_EQ(st->get("all"), want);  // get checks the CRC combined from the pieces'
+                st->remove("all");  // room for the next run's reservation on this small namespace
+            }
+        };
+        // near the record size: the smallest budget, and a record above it (an object of 48 KiB
+        // and more: more than one piece at these budgets)
+        {
+            const uint64_t n = (48 << 10) / rs + 7;
+            const std::vector<uint8_t> v = put_records(n);
+            s.indices = false;
+            const uint64_t b = smallest_budget(rs, [&](uint64_t b) { st->filter("recs", s, "all", budget(b)); });
+            check(v, n, b, "smallest");
+            check(v, n, b + rs, "smallest + one record");
+            check(v, n, b + 2 * rs + 4, "smallest + two records and an index");
+        }
+        // near the SLM's size: an object whose output is 1.5 times the whole SLM
+        {
+            const uint64_t slm = dev->slm().size(), n = slm * 3 / 2 / rs + 3;
+            const std::vector<uint8_t> v = put_records(n);
+            check(v, n, slm - 4096, "SLM - 4 KiB");
+            check(v, n, slm, "SLM");
+            check(v, n, 0, "all free SLM");
+            check(v, n, 4 * slm, "more than the SLM");
+        }
+    }
+    expect_clean();
+}
+
+// The one-Execute answer of convert over each 64 Ki-element chunk in turn (convert is
+// element by element, so the chunks' outputs side by side are the whole one's).
+std::vector<uint8_t> convert_by_chunks(Device &d, ObjectStore &st, const std::string &name, ConvertOp op,
+                                       uint64_t in_e, uint64_t out_e)
+{
+    const std::vector<uint8_t> in = st.get(name);
+    const uint64_t n = in.size() / in_e, chunk = 64 << 10;
+    std::vector<uint8_t> out(n * out_e);
+    SlmBuffer a = d.slm().alloc(chunk * in_e), b = d.slm().alloc(chunk * out_e);
+    for (uint64_t i = 0; i < n; i += chunk) {
+        const uint64_t c = std::min(chunk, n - i);
+        d.slm_write(a.offset(), &in[i * in_e], c * in_e);
+        programs::convert(d, op, Range{a.offset(), c * in_e}, Range{b.offset(), c * out_e}, static_cast<uint32_t>(c),
+                          0.5f, -3);
+        d.slm_read(b.offset(), &out[i * out_e], c * out_e);
+    }
+    return out;
+}
+
+// Converts to a wider type (output 2 and 4 times the input): the output of all pieces
+// together exceeds the budget and, near the SLM's size, the SLM; at the smallest budget that
+// takes one element a piece and an element above it, and at and above the whole SLM.
+TEST_F(Stream, ConvertToAWiderTypeAtBudgetsNearTheElementAndTheSlm)
+{
+    struct Case {
+        ConvertOp op;
+        uint64_t in_e, out_e;
+        const char *dtype;
+    };
+    for (const Case c : {Case{ConvertOp::f16_f32, 2, 4, "<f2"}, Case{ConvertOp::bf16_f32, 2, 4, "<u2"},
+                         Case{ConvertOp::i8_f32, 1, 4, "|i1"}, Case{ConvertOp::u8_f32, 1, 4, "|u1"}}) {
+        auto put_elements = [&](uint64_t n) {
+            std::vector<uint8_t> v = random_bytes(n * c.in_e, static_cast<uint32_t>(n));
+            if (c.in_e == 2) {  // finite halves: exponent below all ones
+                for (uint64_t i = 0; i < n; i++) v[i * 2 + 1] &= c.op == ConvertOp::f16_f32 ? 0xBB : 0xBF;
+            }
+            st->put("in", v.data(), v.size(), c.dtype, {n});
+        };
+        auto check = [&](uint64_t n, uint64_t b, const std::string &where) {
+            StreamOptions::Stats stats;
+            SCOPED_TRACE("convert " + std::to_string(static_cast<uint32_t>(c.op)) + ", " + std::to_string(n) +
+                         " elements, budget " + std::to_string(b) + " (" + where + ")");
+            EXPECT_EQ(st->convert("in", c.op, "out", 0.5f, -3, budget(b, &stats)), n * c.out_e);
+            EXPECT_GE(stats.pieces, 2u);
+            EXPECT_EQ(st->get("out"), convert_by_chunks(*dev, *st, "in", c.op, c.in_e, c.out_e));
+            EXPECT_EQ(st->stat("out").shape, std::vector<uint64_t>{n});
+            EXPECT_EQ(st->stat("out").dtype, "<f4");
+            st->remove("out");
+        };
+        {
+            const uint64_t n = 16 << 10;  // 16 Ki elements: more than one piece at these budgets
+            put_elements(n);
+            const uint64_t b =
+                smallest_budget(c.in_e, [&](uint64_t b) { st->convert("in", c.op, "out", 0.5f, -3, budget(b)); });
+            check(n, b, "smallest");
+            check(n, b + c.in_e + c.out_e, "smallest + one element");
+            check(n, b + 4096, "smallest + 4 KiB");
+        }
+        {
+            const uint64_t slm = dev->slm().size(), n = slm * 3 / 4 / c.in_e + 1;  // output 1.5-3 times the SLM
+            put_elements(n);
+            check(n, slm - 4096, "SLM - 4 KiB");
+            check(n, slm, "SLM");
+            check(n, 0, "all free SLM");
+        }
+    }
+    expect_clean();
+}
+
 TEST_F(Stream, TooSmallABudgetSaysSo)
 {
     const std::vector<uint8_t> v = random_bytes(1 << 20, 5);
