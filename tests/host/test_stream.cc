@@ -653,6 +653,105 @@ TEST_F(Stream, ConvertToAWiderTypeAtBudgetsNearTheElementAndTheSlm)
     expect_clean();
 }
 
+// The timing model's sum of pieces: on a drive whose compute units move 1 byte a ns (exact
+// mode: the model's own clock), a streamed filter's Executes cost the compute units exactly
+// what each piece's own ranges are worth (its input, its worst-case output, and the output
+// blocks' checksums and partial-block moves), as one Execute over the whole object would; a
+// piece handed more SLM than it may write (the whole output buffer: a bug once) costs more.
+// The run's modelled time is at least its busiest resource's and at most every command
+// one after another.
+TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
+{
+    if (!std::getenv("CSD_TEST_DEVICE") && g_big_path.empty()) GTEST_SKIP();
+    std::string path = g_path;
+    if (!std::getenv("CSD_TEST_DEVICE")) {
+        path = g_path.substr(0, g_path.find('?')) + "-model?size=64M&slm=8M&nvme-cs=1&exact=on&model.unit-gbps=1&model.unit-gflops=10"
+               "&model.slm-gbps=1000&model.media-read-gbps=2&model.media-write-gbps=2&model.link-gbps=100"
+               "&model.compute-units=2";
+        const char *fe = std::getenv("CSD_FRONT_END");
+        if (fe && std::string(fe) == "nvme-cs") path += "&vendor-io=0";
+    }
+    auto dev = Device::open(path);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor log C1h";
+    if (std::getenv("CSD_TEST_DEVICE")) GTEST_SKIP() << "needs a drive of the model this test sets (unit-gbps=1)";
+    ObjectStore::format(*dev, true);
+    ObjectStore st(*dev);
+    const uint64_t rs = 16, n = (3 << 20) / rs + 5, in_bytes = n * rs, blk = st.block_size();
+    std::vector<uint8_t> v = random_bytes(in_bytes, 7);
+    for (uint64_t i = 0; i < n; i++) {
+        const float f = static_cast<float>(i % 100) / 100.0f;  // field in [0, 1)
+        std::memcpy(&v[i * rs + 4], &f, 4);
+    }
+    st.put("recs", v.data(), v.size());
+    struct Case {
+        double lo;
+        bool indices;
+        const char *what;
+    };
+    for (const Case c : {Case{2.0, false, "no record matches"}, Case{2.0, true, "no record matches, indices"},
+                         Case{-1.0, false, "every record matches"}, Case{0.995, true, "1 % match, indices"}}) {
+        SCOPED_TRACE(c.what);
+        FilterSpec s;
+        s.record_size = rs;
+        s.field_offset = 4;
+        s.field_type = FieldType::f32;
+        s.op = CmpOp::ge;
+        s.lo = c.lo;
+        s.indices = c.indices;
+        const uint64_t out_unit = c.indices ? 4 : rs;
+        StreamOptions o;
+        o.slm_budget = 256 << 10;
+        StreamOptions::Stats stats;
+        o.stats = &stats;
+        const Statistics before = dev->stats();
+        const uint64_t t0 = dev->model_clock_ns();
+        const FilterResult r = st.filter("recs", s, "out", o);
+        const uint64_t took = dev->model_clock_ns() - t0;
+        const Statistics after = dev->stats();
+        ASSERT_GE(stats.pieces, 10u);
+        // What the pieces are worth at 1 byte a ns: each filter Execute its input and its own
+        // worst-case output; then the output, stored as it fills whole blocks: a checksum
+        // Execute over each stored run, a copy Execute (two ranges) moving a partial block's
+        // bytes to the front. A piece's matches are its records' in order (the field repeats
+        // every 100 records), so the test can count them.
+        const uint64_t per = stats.piece_bytes / rs;
+        uint64_t want = 0, tail = 0, written = 0;
+        for (uint64_t first = 0; first < n; first += per) {
+            const uint64_t count = std::min(per, n - first);
+            uint64_t matches = 0;
+            for (uint64_t i = first; i < first + count; i++) matches += static_cast<float>(i % 100) / 100.0f >= c.lo;
+            want += count * rs + count * out_unit;
+            const uint64_t total = tail + matches * out_unit, full = total / blk * blk;
+            if (full) {
+                want += full;  // the checksum of the blocks stored
+                written += full;
+                if (total - full) want += 2 * (total - full);  // the copy of the rest to the front
+                tail = total - full;
+            } else {
+                tail = total;
+            }
+        }
+        if (tail) want += tail, written += tail;
+        EXPECT_EQ(r.bytes, written);
+        EXPECT_EQ(after.model_compute_busy_ns - before.model_compute_busy_ns, want)
+            << stats.pieces << " pieces of " << stats.piece_bytes << " bytes";
+        uint64_t busiest = 0, serial = 0;
+        const uint64_t busy[] = {after.model_compute_busy_ns - before.model_compute_busy_ns,
+                                 after.model_media_busy_ns - before.model_media_busy_ns,
+                                 after.model_slm_busy_ns - before.model_slm_busy_ns,
+                                 after.model_link_in_busy_ns - before.model_link_in_busy_ns,
+                                 after.model_link_out_busy_ns - before.model_link_out_busy_ns};
+        for (uint64_t b : busy) busiest = std::max(busiest, b), serial += b;
+        const uint64_t commands = (after.slm_load_cmds - before.slm_load_cmds) + (after.exec_cmds - before.exec_cmds) +
+                                  (after.slm_store_cmds - before.slm_store_cmds) + 64;  // and the catalog's I/O
+        EXPECT_GE(took, busiest);
+        EXPECT_LE(took, serial + commands * 200000) << "at most every command after another, with its latencies";
+        EXPECT_GE(after.model_media_busy_ns - before.model_media_busy_ns, in_bytes / 2) << "the pieces' SLM Loads";
+        st.remove("out");
+    }
+}
+
 TEST_F(Stream, TooSmallABudgetSaysSo)
 {
     const std::vector<uint8_t> v = random_bytes(1 << 20, 5);
@@ -694,6 +793,6 @@ int main(int argc, char **argv)
         if (fe && std::string(fe) == "nvme-cs") g_big_path += "&vendor-io=0";
     }
     const int rc = RUN_ALL_TESTS();
-    if (!tmp.empty()) unlink(tmp.c_str()), unlink((tmp + "-big").c_str());
+    if (!tmp.empty()) unlink(tmp.c_str()), unlink((tmp + "-big").c_str()), unlink((tmp + "-model").c_str());
     return rc;
 }
