@@ -496,6 +496,12 @@ TEST_F(Stream, DetachMidStreamIsClearAndFreesSlm)
         ADD_FAILURE() << "the stream went on after the detach";
     } catch (const Error &e) {
         EXPECT_EQ(e.status(), CSD_STATUS_INVALID_NAMESPACE) << e.what();
+        // where it stopped, that nothing was stored, and the likely cause, with the drive's status
+        const std::string m = e.what();
+        EXPECT_NE(m.find("stopped at piece 3 of "), std::string::npos) << m;
+        EXPECT_NE(m.find("nothing stored"), std::string::npos) << m;
+        EXPECT_NE(m.find("namespace detached or formatted"), std::string::npos) << m;
+        EXPECT_NE(m.find("Invalid Namespace or Format"), std::string::npos) << m;
     }
     EXPECT_EQ(d.slm().largest_free(), d.slm().size());  // every piece's and the output's SLM freed
     ns->detached = false;  // attached again: nothing stored, the output's space reserved until reclaimed
