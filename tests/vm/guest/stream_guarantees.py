@@ -203,4 +203,15 @@ sh("rm -f /tmp/hot.bin")
 got = np.fromfile("/tmp/hot.bin", dtype=np.float32).reshape(-1, 4) if sh(f"csdctl {D} get hot /tmp/hot.bin")[0] == 0 else None
 c.ok(rc == 0 and got is not None and got.shape == want.shape and (got.view(np.uint32) == want.view(np.uint32)).all(),
      "after the attach the same filter streams again, numpy's records")
+# Loads and Stores of many MiB (QEMU runs each as 4 MiB pieces at once: csd-ns-io.c.inc), every
+# byte checked: the checksum of the whole object with all the SLM there is (pieces of up to 32
+# MiB a command), and a filter that keeps every record, stored back by SLM Store and read back
+rc, out, _ = sh(f"csdctl {D} --json run checksum big")
+crc = {o["name"]: int(o["crc32c"], 16) for o in json.loads(sh(f"csdctl {D} --json ls")[1])}
+c.ok(rc == 0 and int(json.loads(out)["checksum"], 16) == crc["big"], "a checksum over 64 MiB Loaded in 32 MiB commands")
+sh(f"csdctl {D} rm hot")
+rc, _, _ = sh(f"csdctl {D} run filter big all --record-size 16 --field-offset 4 --type f32 --op ge --lo -1")
+sh("rm -f /tmp/all.bin")
+c.ok(rc == 0 and sh(f"csdctl {D} get all /tmp/all.bin")[0] == 0 and sh("cmp /tmp/big /tmp/all.bin")[0] == 0,
+     "a filter keeping every record of 64 MiB: SLM Loads and Stores of MiBs, byte for byte")
 c.report()
