@@ -6,12 +6,10 @@ import json
 import os
 import re
 import subprocess
-import sys
-import time
 
 import numpy as np
 
-from csd_guest import Checks
+from csd_guest import Checks, cntlid, wait_for
 
 c = Checks()
 REC = 16  # bytes a record: id u32, then the f32 field the filter compares, then padding
@@ -136,20 +134,6 @@ with open("/sys/module/csd/parameters/partitions", "w") as f:
 sh("rmmod csd")
 
 # ---------------------------------------------------------------- detach mid-stream
-def cntlid():
-    out = subprocess.run(["nvme", "id-ctrl", "/dev/nvme0"], capture_output=True, text=True).stdout
-    return int(re.search(r"^cntlid\s*:\s*(\S+)", out, re.M).group(1), 0)
-
-
-def wait_for(path, present, seconds=30):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if os.path.exists(path) == present:
-            return True
-        time.sleep(0.2)
-    return False
-
-
 D = "-d /dev/ng0n1"
 c.ok(sh(f"csdctl {D} format --force")[0] == 0, "a store over the whole namespace")
 big = records((64 << 20) // REC, 2)
