@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -670,6 +671,54 @@ TEST_F(Stream, ConvertToAWiderTypeAtBudgetsNearTheElementAndTheSlm)
     expect_clean();
 }
 
+// What a streamed run's Executes are worth at 1 byte a ns, and the bytes it stores: each
+// piece's program its input and its own worst-case output (count x out_unit); then the output,
+// stored as it fills whole blocks of blk: a checksum Execute over each stored run, a copy
+// Execute (two ranges) moving a partial block's bytes to the front; the last partial block's
+// checksum. n units of in_unit bytes in pieces of per; outputs(first, count): a piece's output units.
+std::pair<uint64_t, uint64_t> pieces_worth(uint64_t n, uint64_t per, uint64_t in_unit, uint64_t out_unit, uint64_t blk,
+                                           const std::function<uint64_t(uint64_t, uint64_t)> &outputs)
+{
+    uint64_t want = 0, tail = 0, written = 0;
+    for (uint64_t first = 0; first < n; first += per) {
+        const uint64_t count = std::min(per, n - first);
+        want += count * in_unit + count * out_unit;
+        const uint64_t total = tail + outputs(first, count) * out_unit, full = total / blk * blk;
+        if (full) {
+            want += full;  // the checksum of the blocks stored
+            written += full;
+            if (total - full) want += 2 * (total - full);  // the copy of the rest to the front
+            tail = total - full;
+        } else {
+            tail = total;
+        }
+    }
+    if (tail) want += tail, written += tail;
+    return {want, written};
+}
+
+// A streamed run on the model: the compute units charged exactly want ns; its modelled time
+// at least its busiest resource's, at most every command after another with its latencies;
+// the media busy with its SLM Loads of in_bytes at 2 bytes a ns.
+void expect_model(const Statistics &before, const Statistics &after, uint64_t took, uint64_t want, uint64_t in_bytes,
+                  const StreamOptions::Stats &stats)
+{
+    EXPECT_EQ(after.model_compute_busy_ns - before.model_compute_busy_ns, want)
+        << stats.pieces << " pieces of " << stats.piece_bytes << " bytes";
+    uint64_t busiest = 0, serial = 0;
+    const uint64_t busy[] = {after.model_compute_busy_ns - before.model_compute_busy_ns,
+                             after.model_media_busy_ns - before.model_media_busy_ns,
+                             after.model_slm_busy_ns - before.model_slm_busy_ns,
+                             after.model_link_in_busy_ns - before.model_link_in_busy_ns,
+                             after.model_link_out_busy_ns - before.model_link_out_busy_ns};
+    for (uint64_t b : busy) busiest = std::max(busiest, b), serial += b;
+    const uint64_t commands = (after.slm_load_cmds - before.slm_load_cmds) + (after.exec_cmds - before.exec_cmds) +
+                              (after.slm_store_cmds - before.slm_store_cmds) + 64;  // and the catalog's I/O
+    EXPECT_GE(took, busiest);
+    EXPECT_LE(took, serial + commands * 200000) << "at most every command after another, with its latencies";
+    EXPECT_GE(after.model_media_busy_ns - before.model_media_busy_ns, in_bytes / 2) << "the pieces' SLM Loads";
+}
+
 // The timing model's sum of pieces: on a drive whose compute units move 1 byte a ns (exact
 // mode: the model's own clock), a streamed filter's Executes cost the compute units exactly
 // what each piece's own ranges are worth (its input, its worst-case output, and the output
@@ -727,45 +776,38 @@ TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
         const uint64_t took = dev->model_clock_ns() - t0;
         const Statistics after = dev->stats();
         ASSERT_GE(stats.pieces, 10u);
-        // What the pieces are worth at 1 byte a ns: each filter Execute its input and its own
-        // worst-case output; then the output, stored as it fills whole blocks: a checksum
-        // Execute over each stored run, a copy Execute (two ranges) moving a partial block's
-        // bytes to the front. A piece's matches are its records' in order (the field repeats
-        // every 100 records), so the test can count them.
         const uint64_t per = stats.piece_bytes / rs;
-        uint64_t want = 0, tail = 0, written = 0;
-        for (uint64_t first = 0; first < n; first += per) {
-            const uint64_t count = std::min(per, n - first);
-            uint64_t matches = 0;
+        const auto [want, written] = pieces_worth(n, per, rs, out_unit, blk, [&](uint64_t first, uint64_t count) {
+            uint64_t matches = 0;  // the field repeats every 100 records: the test counts a piece's matches
             for (uint64_t i = first; i < first + count; i++) matches += static_cast<float>(i % 100) / 100.0f >= c.lo;
-            want += count * rs + count * out_unit;
-            const uint64_t total = tail + matches * out_unit, full = total / blk * blk;
-            if (full) {
-                want += full;  // the checksum of the blocks stored
-                written += full;
-                if (total - full) want += 2 * (total - full);  // the copy of the rest to the front
-                tail = total - full;
-            } else {
-                tail = total;
-            }
-        }
-        if (tail) want += tail, written += tail;
+            return matches;
+        });
         EXPECT_EQ(r.bytes, written);
-        EXPECT_EQ(after.model_compute_busy_ns - before.model_compute_busy_ns, want)
-            << stats.pieces << " pieces of " << stats.piece_bytes << " bytes";
-        uint64_t busiest = 0, serial = 0;
-        const uint64_t busy[] = {after.model_compute_busy_ns - before.model_compute_busy_ns,
-                                 after.model_media_busy_ns - before.model_media_busy_ns,
-                                 after.model_slm_busy_ns - before.model_slm_busy_ns,
-                                 after.model_link_in_busy_ns - before.model_link_in_busy_ns,
-                                 after.model_link_out_busy_ns - before.model_link_out_busy_ns};
-        for (uint64_t b : busy) busiest = std::max(busiest, b), serial += b;
-        const uint64_t commands = (after.slm_load_cmds - before.slm_load_cmds) + (after.exec_cmds - before.exec_cmds) +
-                                  (after.slm_store_cmds - before.slm_store_cmds) + 64;  // and the catalog's I/O
-        EXPECT_GE(took, busiest);
-        EXPECT_LE(took, serial + commands * 200000) << "at most every command after another, with its latencies";
-        EXPECT_GE(after.model_media_busy_ns - before.model_media_busy_ns, in_bytes / 2) << "the pieces' SLM Loads";
+        expect_model(before, after, took, want, in_bytes, stats);
         st.remove("out");
+    }
+    // convert to a wider type: each piece's output range twice its input (f16 to f32)
+    {
+        const uint64_t elems = (2 << 20) / 2 + 3;
+        const std::vector<uint8_t> h = random_bytes(elems * 2, 9);
+        std::vector<uint8_t> f = h;
+        for (uint64_t i = 0; i < elems; i++) f[i * 2 + 1] &= 0xBB;  // finite halves
+        st.put("half", f.data(), f.size(), "<f2", {elems});
+        StreamOptions o;
+        o.slm_budget = 256 << 10;
+        StreamOptions::Stats stats;
+        o.stats = &stats;
+        const Statistics before = dev->stats();
+        const uint64_t t0 = dev->model_clock_ns();
+        EXPECT_EQ(st.convert("half", ConvertOp::f16_f32, "wide", 1.0f, 0, o), elems * 4);
+        const uint64_t took = dev->model_clock_ns() - t0;
+        const Statistics after = dev->stats();
+        ASSERT_GE(stats.pieces, 10u);
+        const auto [want, written] =
+            pieces_worth(elems, stats.piece_bytes / 2, 2, 4, blk, [](uint64_t, uint64_t count) { return count; });
+        EXPECT_EQ(written, elems * 4);
+        SCOPED_TRACE("convert f16 to f32");
+        expect_model(before, after, took, want, elems * 2, stats);
     }
 }
 
