@@ -697,12 +697,36 @@ std::pair<uint64_t, uint64_t> pieces_worth(uint64_t n, uint64_t per, uint64_t in
     return {want, written};
 }
 
+// A streamed run on the model: the device's statistics around it, its modelled time, its pieces.
+struct ModelRun {
+    Statistics before, after;
+    uint64_t took = 0;
+    StreamOptions::Stats stats;
+};
+
+// Runs run(options: 256 KiB of SLM) and measures it on the model's clock.
+ModelRun run_on_model(Device &d, const std::function<void(const StreamOptions &)> &run)
+{
+    ModelRun m;
+    StreamOptions o;
+    o.slm_budget = 256 << 10;
+    o.stats = &m.stats;
+    m.before = d.stats();
+    const uint64_t t0 = d.model_clock_ns();
+    run(o);
+    m.took = d.model_clock_ns() - t0;
+    m.after = d.stats();
+    return m;
+}
+
 // A streamed run on the model: the compute units charged exactly want ns; its modelled time
 // at least its busiest resource's, at most every command after another with its latencies;
 // the media busy with its SLM Loads of in_bytes at 2 bytes a ns.
-void expect_model(const Statistics &before, const Statistics &after, uint64_t took, uint64_t want, uint64_t in_bytes,
-                  const StreamOptions::Stats &stats)
+void expect_model(const ModelRun &m, uint64_t want, uint64_t in_bytes)
 {
+    const Statistics &before = m.before, &after = m.after;
+    const uint64_t took = m.took;
+    const StreamOptions::Stats &stats = m.stats;
     EXPECT_EQ(after.model_compute_busy_ns - before.model_compute_busy_ns, want)
         << stats.pieces << " pieces of " << stats.piece_bytes << " bytes";
     uint64_t busiest = 0, serial = 0;
@@ -766,24 +790,17 @@ TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
         s.lo = c.lo;
         s.indices = c.indices;
         const uint64_t out_unit = c.indices ? 4 : rs;
-        StreamOptions o;
-        o.slm_budget = 256 << 10;
-        StreamOptions::Stats stats;
-        o.stats = &stats;
-        const Statistics before = dev->stats();
-        const uint64_t t0 = dev->model_clock_ns();
-        const FilterResult r = st.filter("recs", s, "out", o);
-        const uint64_t took = dev->model_clock_ns() - t0;
-        const Statistics after = dev->stats();
-        ASSERT_GE(stats.pieces, 10u);
-        const uint64_t per = stats.piece_bytes / rs;
+        FilterResult r;
+        const ModelRun m = run_on_model(*dev, [&](const StreamOptions &o) { r = st.filter("recs", s, "out", o); });
+        ASSERT_GE(m.stats.pieces, 10u);
+        const uint64_t per = m.stats.piece_bytes / rs;
         const auto [want, written] = pieces_worth(n, per, rs, out_unit, blk, [&](uint64_t first, uint64_t count) {
             uint64_t matches = 0;  // the field repeats every 100 records: the test counts a piece's matches
             for (uint64_t i = first; i < first + count; i++) matches += static_cast<float>(i % 100) / 100.0f >= c.lo;
             return matches;
         });
         EXPECT_EQ(r.bytes, written);
-        expect_model(before, after, took, want, in_bytes, stats);
+        expect_model(m, want, in_bytes);
         st.remove("out");
     }
     // convert to a wider type: each piece's output range twice its input (f16 to f32)
@@ -793,21 +810,15 @@ TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
         std::vector<uint8_t> f = h;
         for (uint64_t i = 0; i < elems; i++) f[i * 2 + 1] &= 0xBB;  // finite halves
         st.put("half", f.data(), f.size(), "<f2", {elems});
-        StreamOptions o;
-        o.slm_budget = 256 << 10;
-        StreamOptions::Stats stats;
-        o.stats = &stats;
-        const Statistics before = dev->stats();
-        const uint64_t t0 = dev->model_clock_ns();
-        EXPECT_EQ(st.convert("half", ConvertOp::f16_f32, "wide", 1.0f, 0, o), elems * 4);
-        const uint64_t took = dev->model_clock_ns() - t0;
-        const Statistics after = dev->stats();
-        ASSERT_GE(stats.pieces, 10u);
+        const ModelRun m = run_on_model(*dev, [&](const StreamOptions &o) {
+            EXPECT_EQ(st.convert("half", ConvertOp::f16_f32, "wide", 1.0f, 0, o), elems * 4);
+        });
+        ASSERT_GE(m.stats.pieces, 10u);
         const auto [want, written] =
-            pieces_worth(elems, stats.piece_bytes / 2, 2, 4, blk, [](uint64_t, uint64_t count) { return count; });
+            pieces_worth(elems, m.stats.piece_bytes / 2, 2, 4, blk, [](uint64_t, uint64_t count) { return count; });
         EXPECT_EQ(written, elems * 4);
         SCOPED_TRACE("convert f16 to f32");
-        expect_model(before, after, took, want, elems * 2, stats);
+        expect_model(m, want, elems * 2);
     }
 }
 
