@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 
-from csd_guest import Checks, cntlid, wait_for
+from csd_guest import Checks, cntlid, slm_load, wait_for
 
 c = Checks()
 REC = 16  # bytes a record: id u32, then the f32 field the filter compares, then padding
@@ -140,6 +140,18 @@ big = records((64 << 20) // REC, 2)
 big.tofile("/tmp/big")
 c.ok(sh(f"csdctl {D} put big /tmp/big")[0] == 0, "64 MiB of records put")
 rc, ls_before, _ = sh(f"csdctl {D} --json ls")
+
+
+def host_read_commands():
+    """The SMART log's Host Read Commands (QEMU counts the block layer's read requests)."""
+    return int(json.loads(sh("nvme smart-log /dev/nvme0 --output-format=json")[1])["host_read_commands"])
+
+
+# an SLM Load of 16 MiB, which QEMU reads as 4 MiB pieces at once, is one command in the
+# SMART log, as it was when QEMU read it in one request
+reads0 = host_read_commands()
+c.status(slm_load(0, (16 << 20) // 512, 0), 0, "an SLM Load of 16 MiB")
+c.ok(host_read_commands() - reads0 == 1, "the SMART log counts it as one read command")
 ctrl = cntlid()
 # 128 KiB of SLM: pieces of 28 KiB, about 2,300 of them, seconds of work; the detach comes at
 # the first progress line (a quarter done), while pieces are still being loaded and stored
