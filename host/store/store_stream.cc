@@ -813,6 +813,10 @@ uint64_t ObjectStore::decompress(const std::string &src, Codec codec, const std:
         in_max = in.bytes, out_max = total_out;
     } else if (budget > 2 * slack) {
         in_max = (budget - 2 * slack) / 4, out_max = std::min<uint64_t>(UINT32_MAX, (budget - 2 * slack) / 2);
+    } else {
+        throw Error(what + ": the SLM it may use (" + bytes_text(budget) + ") leaves no room for a piece: two pieces' "
+                        "alignment and blocks take " + bytes_text(2 * slack) + " before any frame; give it more SLM",
+                    EINVAL);
     }
     std::vector<Piece> pieces;
     std::vector<uint64_t> piece_out;

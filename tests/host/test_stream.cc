@@ -304,6 +304,14 @@ TEST_F(Stream, DecompressStreamsWholeFramesAndRefusesOneTooLarge)
         EXPECT_EQ(e.errnum(), EINVAL);
         EXPECT_NE(std::string(e.what()).find("cannot be split"), std::string::npos) << e.what();
     }
+    // a budget that holds no piece at all: refused saying so (not "0 bytes in, 0 bytes out")
+    try {
+        st->decompress("c1", Codec::zstd, "d1", budget(4096));
+        ADD_FAILURE() << "decompressed in 4 KiB of SLM";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("leaves no room for a piece"), std::string::npos) << e.what();
+    }
     EXPECT_FALSE(st->exists("d1"));
     expect_clean();
 }
