@@ -99,13 +99,10 @@ private:
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
     static uint64_t port_now(void *self);
-    void settle(uint64_t finish);
-    uint64_t hold(void *req, uint64_t finish);
-    static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
-    static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
-                         void *arg);
+    static void ns_io(void *req, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done,
+                      void *arg);
     static void port_complete(void *req, uint16_t status, const csd_cpl *cpl);
-    static void run(void *req, void (*work)(void *), void (*done)(void *), void *arg);
+    static void run(void *req, int (*work)(void *), void (*done)(void *, int), void *arg);
     static int exclusive(void *req, uint32_t, uint64_t off, uint64_t len, int on);
     static uint16_t port_nvm_io(void *req, uint32_t, int write, uint64_t off, uint64_t len);
 
@@ -118,11 +115,6 @@ private:
     std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     InFlightGate gate_;  // commands in flight, for fork()
-    // exact=on: the model's own clock, not the host's: a command arrives at it and its
-    // completion moves it to the modelled finish, at once (csd_core_exact); one clock for
-    // every thread, so a thread's time includes what other threads' commands did meanwhile
-    bool virtual_clock_ = false;
-    std::atomic<uint64_t> vclock_{0};
 };
 
 }  // namespace csd

@@ -113,7 +113,7 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
     if (csd_config_set_list(&cfg, options.c_str(), why, sizeof why) != 0 || csd_config_finish(&cfg, why, sizeof why) != 0) {
         throw Error(std::string("host mode: ") + why, EINVAL);
     }
-    csd_core *core = csd_core_new_config(&cfg, why, sizeof why);
+    csd_core *core = csd_core_open(&cfg, kCoreMaxNsid, nullptr, nullptr, why, sizeof why);  // nvme-cs off
     if (!core) {
         throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: " + why, ENOMEM);
     }

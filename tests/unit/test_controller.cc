@@ -247,14 +247,9 @@ struct SlowNamespace {
 
 SlowNamespace *g_ns;
 
-void slow_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+void slow_io(void *, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
 {
-    g_ns->pending.push_back({false, off, buf, len, done, arg});
-}
-
-void slow_write(void *, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done, void *arg)
-{
-    g_ns->pending.push_back({true, off, const_cast<void *>(buf), len, done, arg});
+    g_ns->pending.push_back({write != 0, off, buf, len, done, arg});
 }
 
 void slow_complete(void *req, uint16_t status, const csd_cpl *) { g_ns->completed.push_back({req, status}); }
@@ -267,8 +262,7 @@ protected:
     {
         Controller::SetUp();
         g_ns = &ns;
-        port.ns_read = slow_read;
-        port.ns_write = slow_write;
+        port.ns_io = slow_io;
         port.complete = slow_complete;
     }
 
@@ -354,8 +348,8 @@ TEST_F(CompareWrite, SlmLoadAndStoreMoveThroughThePortsNamespaceIo)
 struct ManualUnits {
     struct Job {
         void *req;
-        void (*work)(void *);
-        void (*done)(void *);
+        int (*work)(void *);
+        void (*done)(void *, int);
         void *arg;
     };
     std::vector<Job> jobs;        // handed to the embedding's workers, in order
@@ -367,14 +361,13 @@ struct ManualUnits {
         ASSERT_LT(index, jobs.size());
         Job j = jobs[index];
         jobs.erase(jobs.begin() + static_cast<long>(index));
-        j.work(j.arg);
-        j.done(j.arg);
+        j.done(j.arg, j.work(j.arg));
     }
 };
 
 ManualUnits *g_units;
 
-void manual_run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
+void manual_run(void *req, int (*work)(void *), void (*done)(void *, int), void *arg)
 {
     g_units->jobs.push_back({req, work, done, arg});
 }
