@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "csd/error.hpp"
+#include "csd/in_process.hpp"
 #include "csd_spec.h"
 
 namespace csd {
@@ -293,7 +294,8 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
                 } else {
                     // under a timing model: posted at its modelled finish (post_due), not waited for here
                     uint64_t finish = 0;
-                    c = dev_.transport().submit_deferred(cmd, &finish);
+                    InProcess *in = in_process(dev_.transport());
+                    c = in ? in->submit_deferred(cmd, &finish) : dev_.transport().submit(cmd);
                     const uint64_t batch = to_mover && c.status == 0 ? p.lane->copy(e.prp1, static_cast<const uint8_t *>(cmd.data), cmd.data_len) : 0;
                     if (finish) {
                         due.push_back({finish, q, e.cid, c, batch});

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "csd/in_process.hpp"
 #include "csd/transport.hpp"
 #include "csd_core.h"
 #include "emu_threads.hpp"
@@ -47,7 +48,7 @@ public:
     virtual Completion forward(const Command &cmd) = 0;
     // The same, its completion in a future.
     virtual std::future<Completion> forward_async(const Command &cmd) = 0;
-    // The same as Transport::submit_deferred of the drive behind (its modelled finish).
+    // The same as InProcess::submit_deferred of the drive behind (its modelled finish).
     virtual Completion forward_deferred(const Command &cmd, uint64_t *finish_ns)
     {
         *finish_ns = 0;
@@ -64,8 +65,9 @@ public:
     virtual void after_fork(bool) {}
 };
 
-// The core, its compute units and its port over a CoreBacking, as a Transport.
-class CoreTransport : public Transport {
+// The core, its compute units and its port over a CoreBacking, as a Transport, with what a
+// device in this process offers beyond it (InProcess).
+class CoreTransport : public Transport, public InProcess {
 public:
     // Takes core (freed with this) and backing; `units` worker threads are the compute
     // units; serial and model answer Identify where the core is the whole controller.

@@ -34,7 +34,7 @@ public:
 
     NamespaceInfo ns() const override { return ns_; }
     uint32_t max_transfer() const override { return drive_->max_transfer(); }
-    std::string file() const override { return drive_->backing_file(); }
+    std::string file() const override { return in_ ? in_->backing_file() : std::string(); }
     bool whole_controller() const override { return false; }
 
     // NVM Reads or Writes of the drive, as large as it takes them; the first error's status
@@ -82,10 +82,12 @@ public:
     Completion forward_deferred(const Command &cmd, uint64_t *finish_ns) override
     {
         count(cmd);
-        return drive_->submit_deferred(cmd, finish_ns);
+        if (in_) return in_->submit_deferred(cmd, finish_ns);
+        *finish_ns = 0;
+        return drive_->submit(cmd);
     }
     bool abort_forwarded(const Command &cmd) override { return drive_->abort(cmd); }
-    const uint8_t *mapping() override { return drive_->namespace_host_pointer(); }
+    const uint8_t *mapping() override { return in_ ? in_->namespace_host_pointer() : nullptr; }
 
 private:
     // The bus counts I/O commands, as Device does (log pages and Identify are not counted).
@@ -95,6 +97,7 @@ private:
     }
 
     std::unique_ptr<Transport> drive_;
+    InProcess *in_ = in_process(*drive_);  // a drive in this process (emu:), else nullptr
     NamespaceInfo ns_;
     std::function<void(const Command &)> on_bus_;
 };
