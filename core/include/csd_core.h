@@ -321,7 +321,8 @@ void csd_core_read_sqe(const void *entry, int admin, struct csd_sqe *sqe);
 struct csd_cpl {
     uint32_t dw0, dw1;
     uint64_t finish_ns;     /* timing model: complete no earlier (port clock); 0: model off */
-    char why[128];          /* an error's reason for the embedding's trace, "" if none */
+    char why[128];          /* an error's reason for the embedding's trace: never "" for an
+                               error status (csd_core_submit's, port->complete's), else "" */
     uint16_t program;       /* an Execute's program id (the embedding's trace), else 0 */
 };
 

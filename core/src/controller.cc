@@ -318,6 +318,8 @@ uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *por
     const uint16_t st = submit(core, sqe, port, req, cpl, op);
     // exact mode: a command still working past its arrival may hold the port's clock at its finish
     if (st == CSD_CORE_LATER) csd_core_model_begin(core, port, req, cpl->finish_ns);
+    if (!st) cpl->why[0] = '\0';  // a reason only for an error (the embedding traces it)
+    else if (st != CSD_CORE_LATER && st != CSD_CORE_NOT_MINE && !cpl->why[0]) set_why(cpl, "command");
     return st;
 }
 
