@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 MESON_BUILD := build/meson
 
-.PHONY: all help deps qemu kernel image build kmod nvme-cli fio-engine guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb
+.PHONY: all help deps qemu kernel image build kmod nvme-cli fio-engine guest vm demo test check fuzz test-% examples clean distclean venv deb test-deb test-fresh
 
 all: qemu image build guest
 
@@ -33,6 +33,8 @@ help:
 	@echo "make examples  the example eBPF programs (examples/bpf/*.o) with Debian's clang"
 	@echo "make deb       Debian packages and the Python wheel in build/deb (apt install ./build/deb/NAME.deb)"
 	@echo "make test-deb  install them in a fresh Debian 12 root and smoke-test them (root)"
+	@echo "make test-fresh  the README's first ten minutes as written (make demo, then the emu: recipe) in a"
+	@echo "               fresh Debian 12 root with only git and make, from a clone of HEAD (root; 11-14 min)"
 
 deps:
 	@bash ci/deps.sh
@@ -45,6 +47,12 @@ deb: deps
 
 test-deb: deb guest
 	@$(PYTHON) tests/run_all.py packages
+
+# The README's first ten minutes in a fresh Debian 12 root: git and make, a clone of HEAD,
+# then its recipes as written (tests/fresh/readme-first-ten-minutes.sh). Builds everything
+# there itself, so it needs nothing built here.
+test-fresh:
+	@$(PYTHON) tests/run_all.py fresh
 
 CORE_LIB := $(MESON_BUILD)/core/libcsd_core.a
 qemu: build

@@ -11,7 +11,8 @@ out="$top/build/guest"
 list="$top/build/images/usr.list"
 [ -f "$list" ] || { echo "stage-guest: build the image first (make image)" >&2; exit 1; }
 bins=("$mb/host/csdctl" "$mb/tests/host/csd-library-tests" "$mb/tests/host/csd-drive-set-tests" "$mb/tests/host/csd-c-api-test"
-      "$mb/tests/kmod/kmod_check" "$mb/examples/snia/snia-flow" "$mb/tests/matrix/csd-matrix")
+      "$mb/tests/kmod/kmod_check" "$mb/examples/snia/snia-flow" "$mb/tests/matrix/csd-matrix"
+      "$mb/bench/slm_load_bench")
 # libcsd loads the in-process device (emu: paths) from its own folder: libcsd-emu.so goes
 # beside it with what it links (the device core's BLAS, compression and eBPF runtimes).
 emu="$mb/host/libcsd-emu.so"

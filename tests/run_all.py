@@ -37,11 +37,13 @@ SUITES = {
     "crash": [sys.executable, "tests/vm/crash_store.py"],
 }
 # Suites that `make test` does not run: `make check`'s smoke (its tests are in a suite
-# above) and `make test-deb`'s packages.
+# above), `make test-deb`'s packages and `make test-fresh`'s fresh machine.
 EXTRA_SUITES = {
     "smoke": [sys.executable, "tests/vm/csdvm.py", "test", "--suite-name", "smoke", "csd-recipes.sh"],
     # make deb's packages installed in a fresh Debian 12 root (root; make test-deb)
     "packages": ["tests/packages/test-packages.sh"],
+    # the README's first ten minutes as written in a fresh Debian 12 root (root; make test-fresh)
+    "fresh": ["tests/fresh/readme-first-ten-minutes.sh"],
 }
 CHECK = ["repo", "unit", "qtest", "python", "smoke"]
 # Suites asked for together run in lanes, side by side: the suites that boot guests in one,
@@ -49,7 +51,8 @@ CHECK = ["repo", "unit", "qtest", "python", "smoke"]
 # them keep one core busy, or wait), the harness self-test in its own (it mostly waits out
 # timeouts). The guests' lane streams its output; every other suite's output is printed
 # whole when it ends.
-LANES = {"vm": "guests", "crash": "guests", "smoke": "guests", "packages": "guests", "harness": "harness"}
+LANES = {"vm": "guests", "crash": "guests", "smoke": "guests", "packages": "guests", "fresh": "guests",
+         "harness": "harness"}
 STREAMING_LANE = "guests"
 CPU: dict[str, float] = {}   # CPU seconds each suite run so far took (its processes, all cores)
 

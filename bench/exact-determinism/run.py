@@ -19,33 +19,29 @@ import time
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
-KiB, MiB, LBA = 1 << 10, 1 << 20, 4096
+sys.path.insert(0, str(TOP / "tests" / "vm" / "guest"))
+import exact_models  # noqa: E402
+
+KiB, MiB, LBA = exact_models.KiB, exact_models.MiB, exact_models.LBA
 
 
 def header_props() -> dict:
     """The '# vm:' settings of timing-exact.sh: the device it is measured on, written once."""
-    line = next(l for l in (TOP / "tests/vm/guest/timing-exact.sh").read_text().splitlines() if l.startswith("# vm:"))
-    kv = dict(w.split("=", 1) if "=" in w else (w, "") for w in line[len("# vm:"):].split())
-    model = dict(p.split("=", 1) for p in kv["device"].split(","))
-    return {"slm": kv["slm"], "throttle": kv["throttle"], "disk": kv["disk"], "device": kv["device"], "model": model}
+    kv = exact_models.timing_exact_settings()
+    return {"slm": kv["slm"], "throttle": kv["throttle"], "disk": kv["disk"], "device": kv["device"],
+            "model": kv["model"]}
 
 
 def size(s: str) -> int:
+    """A size as csdvm's '# vm:' lines write it (4096, 64M, 1G) in bytes."""
     return int(s[:-1]) << {"K": 10, "M": 20, "G": 30}[s[-1]] if s[-1] in "KMG" else int(s)
 
 
 def models(m: dict) -> dict:
-    """The modelled time of each command (ns), as timing_exact.py computes it from the same settings."""
-    link = 1 / float(m["csd.model.link-gbps"])
-    lat = int(m["csd.model.link-latency-ns"])
-    media_r, media_rl = 1 / float(m["csd.model.media-read-gbps"]), int(m["csd.model.media-read-latency-ns"])
-    media_w, media_wl = 1 / float(m["csd.model.media-write-gbps"]), int(m["csd.model.media-write-latency-ns"])
-    slm = 1 / float(m["csd.model.slm-gbps"])
-    flops = float(m["csd.model.unit-gflops"])
-    desc = 16 + 3 * 16 + 24
-    return {"slm_load_4MiB": media_rl + 4 * MiB * media_r + 4 * MiB * slm + lat,
-            "slm_store_1MiB": MiB * slm + media_wl + MiB * media_w + lat,
-            "gemm_1024": desc * link + 2 * 1024 ** 3 / flops + lat}
+    """The modelled time of each command exact_guest.c times (ns): tests/vm/guest/exact_models.py's."""
+    model = exact_models.Model(m)
+    return {"slm_load_4MiB": model.slm_load(4 * MiB), "slm_store_1MiB": model.slm_store(MiB),
+            "gemm_1024": model.gemm(1024, 1024, 1024)}
 
 
 def device_latencies(trace: str) -> list:

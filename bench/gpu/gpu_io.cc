@@ -7,11 +7,15 @@
 // in GPU memory (moved there by the drive side before the completion) against Reads into the
 // arena, the arena plus the warp's own copy into GPU memory, and host threads issuing
 // cudaMemcpyAsync / cudaMemcpyBatchAsync of the same random blocks from pinned memory.
-// Usage: gpu_io check [vram]          (every Read's bytes and every Execute's result checked
-//                                      on the GPU, where they landed; exit 1 on any difference;
-//                                      vram: only the Reads into GPU memory)
+// Usage: gpu_io check [vram [resident] | lane]  (every Read's bytes and every Execute's result
+//                                      checked on the GPU, where they landed; exit 1 on any
+//                                      difference; vram: only the Reads into GPU memory;
+//                                      resident: only those the resident copy kernel moves;
+//                                      lane: only its lanes driven directly, no queues)
 //        gpu_io bench [MAX_POLLERS]   (the tables of docs/perf.md)
-//        gpu_io vram [MAX_POLLERS]    (only the GPU-memory table)
+//        gpu_io vram [MAX_POLLERS [WARPS [BLOCKS [resident]]]]  (only the GPU-memory table;
+//                                      the resident copy kernel's WARPS a block, default 16, and
+//                                      BLOCKS per poller, default 1; resident: only its rows)
 //        gpu_io model [MAX_POLLERS]   (only the timing-model table)
 //        gpu_io host                  (the device's per-command path alone; no GPU needed)
 #include <unistd.h>
@@ -80,7 +84,7 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
@@ -92,7 +96,7 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     check(cudaMemset(counters, 0, 2 * sizeof *counters), "cudaMemset");
     check(cudaDeviceSynchronize(), "sync");
     gpu::GpuWindow window;
-    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by;
+    if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by, window.warps = warps, window.blocks = blocks;
     const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
     // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
     auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
@@ -156,6 +160,59 @@ std::vector<uint8_t> checksum_descriptors(Device &dev, uint32_t blocks, uint32_t
     check(cudaMalloc(reinterpret_cast<void **>(expect), blocks * 4), "cudaMalloc");
     check(cudaMemcpy(*expect, want.data(), blocks * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
     return descs;
+}
+
+// A resident mover's lane driven directly, with no queues and no other kernel: blocks of
+// every kind (512 B, 4 KiB, 64 KiB, unaligned lengths) staged, recorded and published while
+// the kernel is stopped, then the kernel started (it moves everything published, then
+// returns); each copy must finish and the window must hold exactly the staged bytes. The
+// form in which compute-sanitizer checks the copy kernel: under it, the io kernel's Reads
+// through the queues did not complete beside the resident kernel (90 s on the H200).
+// Returns the wrong bytes plus unfinished copies.
+uint64_t lane_check(unsigned warps, unsigned blocks)
+{
+    const std::array<uint32_t, 5> sizes{512, 4096, 65536, 1000, 4096 + 48};
+    const uint32_t n = 300;
+    uint64_t bytes = 0;
+    std::vector<uint64_t> at(n);
+    for (uint32_t i = 0; i < n; i++) at[i] = bytes, bytes += (sizes[i % sizes.size()] + 255) / 256 * 256 + 16 * (i % 3 == 1);
+    uint8_t *vram = nullptr;
+    check(cudaMalloc(reinterpret_cast<void **>(&vram), bytes), "cudaMalloc");
+    check(cudaMemset(vram, 0, bytes), "cudaMemset");
+    gpu::GpuWindow w;
+    w.base = vram, w.bytes = bytes, w.by = gpu::MoveBy::resident, w.warps = warps, w.blocks = blocks;
+    std::vector<uint8_t> want(bytes, 0);
+    uint64_t bad = 0;
+    {
+        gpu::GpuMover mover(w, 1 << 20);
+        auto lane = mover.lane();
+        std::vector<uint64_t> tickets;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t len = sizes[i % sizes.size()];
+            uint8_t *s = lane->stage(len);
+            if (!s) {
+                std::printf("gpu_io check: lane: no staging for copy %u\n", i);
+                return 1;
+            }
+            for (uint32_t k = 0; k < len; k++) s[k] = want[at[i] + 16 * (i % 3 == 1) + k] = static_cast<uint8_t>(i * 31 + k * 7 + (k >> 8));
+            tickets.push_back(lane->copy(reinterpret_cast<uint64_t>(vram + at[i] + 16 * (i % 3 == 1)), s, len));
+            if (i % 100 == 99) lane->flush();  // three slabs of the four
+        }
+        lane->flush();
+        lane->stop();  // before it starts: it moves what is published, then returns
+        lane->start();
+        const auto t0 = clk::now();
+        for (uint64_t t : tickets) {
+            MoverLane::State st;
+            while ((st = lane->state(t)) == MoverLane::State::running && since(t0) < 60) std::this_thread::yield();
+            bad += st != MoverLane::State::done;
+        }
+    }
+    std::vector<uint8_t> got(bytes);
+    check(cudaMemcpy(got.data(), vram, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    for (uint64_t k = 0; k < bytes; k++) bad += got[k] != want[k];
+    cudaFree(vram);
+    return bad;
 }
 
 // Host threads calling the in-process device's transport directly: 512 B Reads at random
@@ -253,7 +310,7 @@ double memcpy_rate(const uint8_t *pinned, uint64_t src_bytes, uint8_t *vram, uin
 // the drive side moving them (three ways) against the arena (host memory), the arena plus the
 // warp's own copy, and host threads' cudaMemcpyAsync of the same blocks; all against the
 // pinned ceiling (one 1 GiB cudaMemcpyAsync from pinned memory, the best of three).
-int vram_table(Device &dev, int max_pollers)
+int vram_table(Device &dev, int max_pollers, unsigned warps, unsigned blocks, bool resident_only)
 {
     int bad = 0;
     const uint64_t mib = dev.ns().lba_count * dev.ns().lba_size >> 20;
@@ -288,7 +345,7 @@ int vram_table(Device &dev, int max_pollers)
         for (uint32_t q : {128u, 256u}) {
             for (const Path &p : paths) {
                 const bool slow = p.dest == 2 && p.by != gpu::MoveBy::resident;  // one row each, fewer commands
-                if (slow && q != 256) continue;
+                if ((slow && q != 256) || (resident_only && (p.dest != 2 || p.by != gpu::MoveBy::resident))) continue;
                 IoJob job;
                 job.nlb = bytes / lba;
                 job.records = dev.ns().lba_count / job.nlb;
@@ -297,15 +354,16 @@ int vram_table(Device &dev, int max_pollers)
                 job.seed = q * 7 + bytes;
                 job.dest = p.dest;
                 const int pollers = std::min<int>(max_pollers, q);
-                const Run r = run_kernel(dev, q, pollers, job, {}, p.by);
+                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps, blocks);
                 bad += r.failed != 0;
-                std::printf("| %s | %s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
-                            p.name, q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
+                std::printf("| %s | %s%s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
+                            p.name, p.by == gpu::MoveBy::resident && p.dest == 2 ? (" (" + std::to_string(blocks) + " x " + std::to_string(warps) + " warps a poller)").c_str() : "", q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
                             static_cast<unsigned long long>(r.failed));
                 std::fflush(stdout);
             }
         }
         for (bool batch : {false, true}) {
+            if (resident_only) break;
             for (int t : {4, 16}) {
                 const uint64_t n = std::min<uint64_t>(target / t, batch ? target : 200000 / t);
                 memcpy_rate(pinned, mib << 20, vram, mib << 20, bytes, t, std::min<uint64_t>(n, 2000), batch);  // warm
@@ -370,6 +428,18 @@ int main(int argc, char **argv)
         unlink(path.c_str());
         const uint32_t lba = dev->ns().lba_size;
         const bool vram_only = argc > 2 && std::string(argv[2]) == "vram";
+        const bool resident_only = vram_only && argc > 3 && std::string(argv[3]) == "resident";
+        for (auto [warps, blocks] : {std::pair<unsigned, unsigned>{16, 1}, {8, 2}, {1, 3}}) {
+            const uint64_t wrong = lane_check(warps, blocks);
+            std::printf("gpu_io check: a resident copy kernel's lane driven directly (%u x %u warps): 300 copies of 512 B to 64 KiB, "
+                        "%llu wrong bytes or unfinished copies\n",
+                        blocks, warps, static_cast<unsigned long long>(wrong));
+            bad += wrong != 0;
+        }
+        if (argc > 2 && std::string(argv[2]) == "lane") {
+            std::printf("gpu_io check: %s\n", bad ? "FAILED" : "ok");
+            return bad ? 1 : 0;
+        }
         for (uint32_t bytes : {512u, 4096u}) {
             if (vram_only) break;
             for (uint32_t q : {1u, 3u, 8u}) {
@@ -389,6 +459,7 @@ int main(int argc, char **argv)
         // (each way), checked there; an SLM Read (how an Execute's output comes back) the same
         for (uint32_t bytes : {512u, 4096u, 65536u}) {
             for (int way = 0; way < 5; way++) {
+                if (resident_only && way != 1) continue;
                 for (uint32_t q : {1u, 8u}) {
                     IoJob job;
                     job.nlb = bytes / lba;
@@ -468,7 +539,9 @@ int main(int argc, char **argv)
                 prop.name, std::thread::hardware_concurrency());
     const uint32_t lba = dev->ns().lba_size;
     if (mode == "vram") {
-        bad += vram_table(*dev, max_pollers);
+        const unsigned warps = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 16;
+        const unsigned blocks = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 1;
+        bad += vram_table(*dev, max_pollers, warps, blocks, argc > 5 && std::string(argv[5]) == "resident");
         unlink(path.c_str());
         return bad ? 1 : 0;
     }
@@ -586,7 +659,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(path.c_str());
-    if (!model_only) bad += vram_table(*dev, max_pollers);
+    if (!model_only) bad += vram_table(*dev, max_pollers, 16, 1, false);
     if (!model_only) host_table(*dev, 16);
     return bad ? 1 : 0;
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // gpu_mover.hpp - the part of the emulated drive behind csd::gpu::GpuQueues that lands a
 // kernel's Reads in GPU memory: a csd::Mover over a window of device memory. Each poller's
-// lane reads into pinned host staging and, once per polling round, moves the round's blocks
-// into the window as one batch (published to a copy kernel resident on the GPU, or a copy
-// kernel launched per batch that reads the staging over PCIe, one cudaMemcpyBatchAsync, or one
-// cudaMemcpyAsync per block); the poller posts a command's completion only once the batch is
-// done (the resident kernel's count, or the event behind the batch).
+// lane reads into pinned host staging; a copy kernel resident on the GPU takes each block as
+// soon as the lane publishes it in a ring and sets the block's done flag once its bytes are
+// in the window; the other movers move a polling round's blocks as one batch (a copy kernel
+// launched per batch that reads the staging over PCIe, one cudaMemcpyBatchAsync, or one
+// cudaMemcpyAsync per block). The poller posts a command's completion only once its bytes
+// are moved (the block's flag, or the event behind the batch).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,9 +21,11 @@ namespace csd::gpu {
 // Who moves the bytes from a lane's pinned staging into GPU memory.
 enum class MoveBy {
     // a copy kernel per lane that stays resident from the queues' making to their end: the lane
-    // publishes a round's copies in a ring (no CUDA call per batch) and the kernel's 16 warps
-    // load the staging (mapped) and store to GPU memory. While it runs, cudaDeviceSynchronize
-    // and calls that synchronize the device (cudaFree among them) wait for the queues' end.
+    // publishes each copy in a ring (no CUDA call per copy or batch); the kernel's warps each take
+    // a share of those waiting (up to 32, their descriptors loaded one per thread), load the
+    // staging (mapped) with every thread's loads in flight together, store to GPU memory and set
+    // each copy's done flag. While it runs, cudaDeviceSynchronize and calls that synchronize the
+    // device (cudaFree among them) wait for the queues' end.
     resident,
     kernel,  // a copy kernel launched per batch: GPU threads load the staging (mapped) and store to VRAM
     batch,   // cudaMemcpyBatchAsync per batch: the copy engines
@@ -38,6 +41,8 @@ struct GpuWindow {
     uint64_t bytes = 0;
     MoveBy by = MoveBy::kernel;  // resident is faster (docs/perf.md) but holds cudaDeviceSynchronize
     uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
+    unsigned warps = 16;          // resident: warps a block of each poller's copy kernel (1..16)
+    unsigned blocks = 1;          // resident: its blocks (1..8), each on an SM of its own
 };
 
 class GpuMover : public Mover {

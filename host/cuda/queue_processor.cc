@@ -323,13 +323,17 @@ void QueueProcessor::poll(int index, int pollers)
     Poller p;
     p.state.resize(set_.queues);
     p.lane = lanes_.empty() ? nullptr : lanes_[static_cast<size_t>(index)].get();
+    const bool eager = p.lane && p.lane->moves_at_once();
     unsigned idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         bool worked = false;
         for (uint32_t q = index; q < set_.queues; q += pollers) {
-            // the completions due are posted between queue visits, not once per round over the queues
+            // the completions due (and, from a lane that moves copy by copy, those moved) are
+            // posted between queue visits, not once per round over the queues
             worked |= post_due(p, counts_[index]);
+            if (eager) worked |= post_moved(p, counts_[index]);
             worked |= serve(q, p, counts_[index]) || !p.state[q].pending.empty();  // Executes in flight: keep spinning
+            if (eager) p.lane->publish();  // this visit's copies to the mover at once
         }
         if (p.lane) {
             p.lane->flush();  // a round's copies go as one batch

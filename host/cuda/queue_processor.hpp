@@ -27,13 +27,20 @@ public:
     virtual ~MoverLane() = default;
     // Host staging for len bytes; nullptr when the lane has no room until earlier batches are done.
     virtual uint8_t *stage(uint32_t len) = 0;
-    // Records a copy of len staged bytes to the submitter's address dst; returns the number of
-    // the batch it belongs to (the one the next flush() starts).
+    // Records a copy of len staged bytes to the submitter's address dst; returns the number
+    // state() takes for it (non-zero): the batch it belongs to (the one the next flush() starts),
+    // or with moves_at_once() the copy's own.
     virtual uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) = 0;
     // Starts the copies recorded since the last flush (and releases staging that no copy took).
     virtual void flush() = 0;
-    // Whether batch b's copies are done (batches finish in order), or failed.
+    // With moves_at_once(): hands the copies recorded so far to the mover (after each queue
+    // visit; flush() does too).
+    virtual void publish() {}
+    // Whether the copies numbered b (copy()) are done, or failed; batches finish in order.
     virtual State state(uint64_t b) = 0;
+    // Whether copies start as copy() records them and finish one by one (flush() then only
+    // ends a slab of staging): the poller checks for moved ones between queue visits.
+    virtual bool moves_at_once() const { return false; }
     // Starts what the lane runs beside the pollers (called on every lane once all are made).
     virtual void start() {}
     // Stops what the lane runs beside the pollers (called on every lane before any is destroyed).

@@ -111,17 +111,38 @@ public:
         const bool overlap = pieces.size() > 1 && n_ > 1;
         if (!pieces.empty() && overlap) next = load(0, true);
         for (size_t k = 0; k < pieces.size(); k++) {
-            if (next.valid()) next.get();
-            if (!overlap) {
-                load(k, false);  // one buffer: each piece in turn, once the one before is done with it
-            } else if (k + 1 < pieces.size()) {
-                next = load(k + 1, true);
+            try {
+                if (next.valid()) next.get();
+                if (!overlap) {
+                    load(k, false);  // one buffer: each piece in turn, once the one before is done with it
+                } else if (k + 1 < pieces.size()) {
+                    next = load(k + 1, true);
+                }
+                const Piece &p = pieces[k];
+                fn(k, p, Range{buf_[k % n_].offset() + p.pos % lba_, p.len});
+            } catch (const Error &e) {
+                if (next.valid()) next.wait();  // the next piece's load ends before its buffer goes
+                throw stopped(e, k, pieces.size(), done, total);
             }
-            const Piece &p = pieces[k];
-            fn(k, p, Range{buf_[k % n_].offset() + p.pos % lba_, p.len});
-            done += p.len;
-            if (progress) progress(done, total);
+            done += pieces[k].len;
+            if (progress) progress(done, total);  // its cancel is reported as it is
         }
+    }
+
+    // The error that stopped a run at piece k (of n, done of total bytes behind it): where,
+    // and that nothing was stored; a piece refused for its namespace after others were taken
+    // alike is most likely the namespace detached or formatted meanwhile (a drive answers
+    // Invalid Field in Command for an inactive NSID: QEMU's hw/nvme does).
+    static Error stopped(const Error &e, size_t k, size_t n, uint64_t done, uint64_t total)
+    {
+        std::string where = "stopped at piece " + std::to_string(k + 1) + " of " + std::to_string(n) + " (" +
+                            std::to_string(done) + " of " + std::to_string(total) + " bytes done), nothing stored";
+        const uint16_t code = e.code();
+        if (k > 0 && (code == CSD_STATUS_INVALID_NAMESPACE || code == CSD_STATUS_INVALID_FIELD)) {
+            where += "; the drive refused a piece like those it had taken: was the namespace detached or formatted "
+                     "meanwhile?";
+        }
+        return Error(where, e);
     }
 
 private:
@@ -792,6 +813,10 @@ uint64_t ObjectStore::decompress(const std::string &src, Codec codec, const std:
         in_max = in.bytes, out_max = total_out;
     } else if (budget > 2 * slack) {
         in_max = (budget - 2 * slack) / 4, out_max = std::min<uint64_t>(UINT32_MAX, (budget - 2 * slack) / 2);
+    } else {
+        throw Error(what + ": the SLM it may use (" + bytes_text(budget) + ") leaves no room for a piece: two pieces' "
+                        "alignment and blocks take " + bytes_text(2 * slack) + " before any frame; give it more SLM",
+                    EINVAL);
     }
     std::vector<Piece> pieces;
     std::vector<uint64_t> piece_out;

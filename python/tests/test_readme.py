@@ -14,35 +14,34 @@ import pytest
 
 TOP = Path(__file__).resolve().parents[2]
 README = (TOP / "README.md").read_text() if (TOP / "README.md").is_file() else ""
+sys.path.insert(0, str(TOP / "tests"))
+import markdown_recipes  # noqa: E402  (the README's blocks, read as tests/fresh/ and the guest read them)
+
 MB = Path(os.environ.get("CSD_MESON_BUILD", TOP / "build" / "meson"))
 pytestmark = pytest.mark.skipif(not README or not (MB / "host").is_dir() or bool(os.environ.get("CSD_TEST_DEVICE")),
                                 reason="host only, in a built tree (the README and build/meson)")
 
 
 def blocks(kind):
-    """The README's ```KIND blocks: (body, the line before the fence, the block after it)."""
-    found = [(m[1], m[2], README[:m.start()].rstrip("\n").rsplit("\n", 1)[-1])
-             for m in re.finditer(r"```(\w*)\n(.*?)```", README, re.S)]
-    return [(body, before, found[i + 1] if i + 1 < len(found) else None)
-            for i, (k, body, before) in enumerate(found) if k == kind]
+    """The README's ```KIND blocks' bodies."""
+    return [body for k, body, _ in markdown_recipes.blocks(README) if k == kind]
 
 
 def test_the_first_ten_minutes_run_as_written():
-    recipes = [(body, nxt[1] if nxt and nxt[0] == "text" else None)
-               for body, before, nxt in blocks("sh") if before.strip() == "<!-- host recipe -->"]
+    recipes = markdown_recipes.recipes(README, ["<!-- host recipe -->"])
     assert recipes, "the README has no host recipe"
     for body, want in recipes:
         env = {k: v for k, v in os.environ.items() if k not in ("CSD_DEVICE", "VIRTUAL_ENV")}
         out = subprocess.run(["sh", "-c", body], cwd=TOP, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, timeout=300).stdout
         if want is not None:
-            assert out.rstrip() == want.rstrip(), f"the recipe printed:\n{out}"
+            assert markdown_recipes.agrees(out, want), f"the recipe printed:\n{out}"
 
 
 def test_the_cpp_examples_compile_and_run(tmp_path):
     cpp = blocks("cpp")
     assert cpp, "the README has no C++ example"
-    for i, (body, _, _) in enumerate(cpp):
+    for i, body in enumerate(cpp):
         src, exe = tmp_path / f"example{i}.cc", tmp_path / f"example{i}"
         src.write_text(body)
         subprocess.run(["c++", "-std=c++17", "-I", str(TOP / "host" / "include"), "-I", str(TOP / "host" / "store" / "include"), "-I", str(TOP / "spec"), str(src),
@@ -69,7 +68,7 @@ nvme_csd.Device.gemm = _spy
 def test_the_python_examples_run_in_the_drive():
     py = blocks("python")
     assert py, "the README has no Python example"
-    for body, _, _ in py:
+    for body in py:
         out = subprocess.run([sys.executable, "-c", SPY + body], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(256, 256) 1", "the Python five lines printed " + out.stdout

@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -320,17 +324,30 @@ namespace {
 // A Mover over memory the submitter addresses at `base` (here host memory the test reads,
 // standing in for GPU memory): a lane stages into slabs of its own and copies a batch into
 // the window only once the test has released it, so that the test sees when completions post.
-class HeldMover : public Mover {
+// The memory a test's mover moves into: host memory the test reads, which the submitter
+// addresses at `base`.
+class WindowMover : public Mover {
 public:
-    HeldMover(uint64_t base, uint64_t bytes, uint32_t slab_blocks) : base_(base), mem_(bytes), slab_blocks_(slab_blocks) {}
+    WindowMover(uint64_t base, uint64_t bytes) : base_(base), mem_(bytes) {}
     bool covers(uint64_t addr, uint64_t len) const override
     {
         return addr >= base_ && addr - base_ <= mem_.size() && len <= mem_.size() - (addr - base_);
     }
     uint32_t max_transfer() const override { return 1 << 20; }
+    uint8_t *window() { return mem_.data(); }
+    // Where the submitter's address dst lies in the window.
+    uint8_t *at(uint64_t dst) { return mem_.data() + (dst - base_); }
+
+private:
+    uint64_t base_;
+    std::vector<uint8_t> mem_;
+};
+
+class HeldMover : public WindowMover {
+public:
+    HeldMover(uint64_t base, uint64_t bytes, uint32_t slab_blocks) : WindowMover(base, bytes), slab_blocks_(slab_blocks) {}
     std::unique_ptr<MoverLane> lane() override { return std::make_unique<Lane>(*this); }
     void release_all() { released = ~0ull >> 1; }
-    uint8_t *window() { return mem_.data(); }
     std::atomic<uint64_t> released{0};  // batches the test lets finish
     std::atomic<bool> fail{false};      // batches finish failed
     std::atomic<uint64_t> flushed{0};   // batches started
@@ -370,7 +387,7 @@ private:
             if (m_.fail) return State::failed;
             Slab &s = slabs_[(b - 1) % slabs_.size()];
             if (s.batch == b) {  // moved now, on the poller's thread
-                for (const Block &k : s.blocks) std::memcpy(m_.window() + (k.dst - m_.base_), k.src, k.len);
+                for (const Block &k : s.blocks) std::memcpy(m_.at(k.dst), k.src, k.len);
                 s.blocks.clear(), s.mem.clear(), s.staged = 0, s.batch = 0;
             }
             return State::done;
@@ -393,12 +410,19 @@ private:
         size_t cur_ = 0;
         uint64_t next_ = 1;
     };
-    uint64_t base_;
-    std::vector<uint8_t> mem_;
     uint32_t slab_blocks_;
 };
 
 bool completion_posted(const Queues &qs, uint32_t q, uint32_t i) { return qs.cq_entry(q, i).status_phase & 1; }
+
+// n records of 4 KiB, byte i = i * mul + i / div, written to dev from LBA slba; returns them.
+std::vector<uint8_t> write_records(Device &dev, uint64_t slba, uint32_t n, unsigned mul, unsigned div)
+{
+    std::vector<uint8_t> data(uint64_t(n) * 4096);
+    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * mul + i / div);
+    dev.write_lbas(slba, data.size() / dev.ns().lba_size, data.data());
+    return data;
+}
 
 }  // namespace
 
@@ -408,9 +432,7 @@ bool completion_posted(const Queues &qs, uint32_t q, uint32_t i) { return qs.cq_
 TEST_F(QueueProcessorTest, ReadsIntoTheMoversMemoryCompleteOnlyOnceMoved)
 {
     const uint32_t nlb = 4096 / lba, rec = 4096;
-    std::vector<uint8_t> data(8 * rec);
-    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7 + i / 1000);
-    dev->write_lbas(2000, 8 * nlb, data.data());
+    const std::vector<uint8_t> data = write_records(*dev, 2000, 8, 7, 1000);
     dev->slm_write(4096, data.data(), 1000);
     const uint64_t window = 0x900000000000ull;
     HeldMover m(window, 16 * rec, 64);
@@ -500,6 +522,86 @@ TEST_F(QueueProcessorTest, ALaneWithoutStagingTakesTheEntryLater)
     for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
     EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
     EXPECT_EQ(proc.commands(), n);
+}
+
+namespace {
+
+// A lane that moves each copy as copy() records it (into the test's memory) and says so
+// (moves_at_once), logging the poller's calls: c = copy, p = publish with copies since the
+// last one, f = flush.
+class EagerMover : public WindowMover {
+public:
+    using WindowMover::WindowMover;
+    std::unique_ptr<MoverLane> lane() override { return std::make_unique<Lane>(*this); }
+    std::string log() const
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        return log_;
+    }
+
+private:
+    class Lane : public MoverLane {
+    public:
+        explicit Lane(EagerMover &m) : m_(m) {}
+        uint8_t *stage(uint32_t len) override
+        {
+            staged_.push_back(std::vector<uint8_t>(len));
+            return staged_.back().data();
+        }
+        uint64_t copy(uint64_t dst, const uint8_t *src, uint32_t len) override
+        {
+            std::memcpy(m_.at(dst), src, len);
+            add('c');
+            unpublished_ = true;
+            return ++n_;
+        }
+        void flush() override { add('f'); }
+        void publish() override
+        {
+            if (unpublished_) add('p');
+            unpublished_ = false;
+        }
+        State state(uint64_t) override { return State::done; }
+        bool moves_at_once() const override { return true; }
+
+    private:
+        void add(char c)
+        {
+            std::lock_guard<std::mutex> g(m_.mu_);
+            m_.log_ += c;
+        }
+        EagerMover &m_;
+        std::deque<std::vector<uint8_t>> staged_;
+        uint64_t n_ = 0;
+        bool unpublished_ = false;
+    };
+    mutable std::mutex mu_;
+    std::string log_;
+};
+
+}  // namespace
+
+// A lane that moves copy by copy (the resident GPU mover) is handed each queue visit's copies
+// as the visit ends (publish), not once the poller has been round all its queues (flush): its
+// kernel starts on them while the poller serves the next queue. Before publish() existed the
+// log read "ccccf" (the copies of both queues, then the round's flush).
+TEST_F(QueueProcessorTest, ALaneThatMovesAtOnceGetsEachVisitsCopies)
+{
+    const uint32_t nlb = 4096 / lba, rec = 4096;
+    const std::vector<uint8_t> data = write_records(*dev, 600, 4, 11, 700);
+    const uint64_t window = 0x900000000000ull;
+    EagerMover m(window, 4 * rec);
+    Queues qs(2, 16, 4096, lba);
+    for (uint32_t i = 0; i < 4; i++) qs.put(i / 2, read_sqe(600 + uint64_t(i) * nlb, nlb, window + uint64_t(i) * rec));
+    qs.ring(0), qs.ring(1);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1, &m);
+    for (uint32_t q = 0; q < 2; q++) {
+        for (int k = 0; k < 2; k++) EXPECT_EQ(status(qs.next(q)), 0);
+    }
+    EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+    std::string log = m.log();
+    log.erase(std::remove(log.begin(), log.end(), 'f'), log.end());
+    EXPECT_EQ(log, "ccpccp") << "the calls, flushes left out";
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)

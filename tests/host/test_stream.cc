@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -303,6 +304,14 @@ TEST_F(Stream, DecompressStreamsWholeFramesAndRefusesOneTooLarge)
         EXPECT_EQ(e.errnum(), EINVAL);
         EXPECT_NE(std::string(e.what()).find("cannot be split"), std::string::npos) << e.what();
     }
+    // a budget that holds no piece at all: refused saying so (not "0 bytes in, 0 bytes out")
+    try {
+        st->decompress("c1", Codec::zstd, "d1", budget(4096));
+        ADD_FAILURE() << "decompressed in 4 KiB of SLM";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("leaves no room for a piece"), std::string::npos) << e.what();
+    }
     EXPECT_FALSE(st->exists("d1"));
     expect_clean();
 }
@@ -496,12 +505,329 @@ TEST_F(Stream, DetachMidStreamIsClearAndFreesSlm)
         ADD_FAILURE() << "the stream went on after the detach";
     } catch (const Error &e) {
         EXPECT_EQ(e.status(), CSD_STATUS_INVALID_NAMESPACE) << e.what();
+        // where it stopped, that nothing was stored, and the likely cause, with the drive's status
+        const std::string m = e.what();
+        EXPECT_NE(m.find("stopped at piece 3 of "), std::string::npos) << m;
+        EXPECT_NE(m.find("nothing stored"), std::string::npos) << m;
+        EXPECT_NE(m.find("namespace detached or formatted"), std::string::npos) << m;
+        EXPECT_NE(m.find("Invalid Namespace or Format"), std::string::npos) << m;
     }
     EXPECT_EQ(d.slm().largest_free(), d.slm().size());  // every piece's and the output's SLM freed
     ns->detached = false;  // attached again: nothing stored, the output's space reserved until reclaimed
     EXPECT_FALSE(store.exists("all"));
     EXPECT_EQ(store.reservations().size(), 1u);
     EXPECT_EQ(store.reclaim(0), 1u);
+}
+
+// The namespace's bytes.
+uint64_t ns_bytes(Device &d) { return d.ns().lba_count * d.ns().lba_size; }
+
+// The smallest SLM budget (in steps of 512 bytes from `from`) a streamed run takes: below it,
+// run throws ENOMEM (too_small); the budget it ran at is returned.
+template <class F>
+uint64_t smallest_budget(uint64_t from, F &&run)
+{
+    for (uint64_t b = from;; b += 512) {
+        try {
+            run(b);
+            return b;
+        } catch (const Error &e) {
+            if (e.errnum() != ENOMEM) throw;
+        }
+    }
+}
+
+// Every record matches: the output is the whole input, larger than the SLM the run may use
+// (and, at the SLM-sized budget, than the drive's SLM), each piece's output its own worst
+// case; at the smallest budget that takes one record a piece, one record above it, and at
+// and above the whole SLM.
+TEST_F(Stream, FilterWhoseOutputExceedsTheBudgetEveryRecordMatching)
+{
+    for (uint32_t rs : {12u, 16u, 4100u}) {
+        FilterSpec s;
+        s.record_size = rs;
+        s.field_offset = 4;
+        s.field_type = FieldType::f32;
+        s.op = CmpOp::ge;
+        s.lo = -1;  // the field is in [0, 1): every record
+        auto put_records = [&](uint64_t n) {
+            std::vector<uint8_t> v = random_bytes(n * rs, static_cast<uint32_t>(n + rs));
+            for (uint64_t i = 0; i < n; i++) {
+                const float f = static_cast<float>(i % 1000) / 1000.0f;
+                std::memcpy(&v[i * rs + 4], &f, 4);
+            }
+            st->put("recs", v.data(), v.size());
+            return v;
+        };
+        auto check = [&](const std::vector<uint8_t> &v, uint64_t n, uint64_t b, const std::string &where) {
+            for (bool indices : {false, true}) {
+                s.indices = indices;
+                StreamOptions::Stats stats;
+                SCOPED_TRACE(std::to_string(rs) + "-byte records, " + std::to_string(n) + " of them, budget " +
+                             std::to_string(b) + " (" + where + "), " + (indices ? "indices" : "records"));
+                const FilterResult r = st->filter("recs", s, "all", budget(b, &stats));
+                EXPECT_EQ(r.matches, n);
+                EXPECT_GE(stats.pieces, 2u);
+                std::vector<uint8_t> want = v;
+                if (indices) {
+                    want.resize(n * 4);
+                    for (uint32_t i = 0; i < n; i++) std::memcpy(&want[i * 4], &i, 4);
+                }
+                EXPECT_EQ(r.bytes, want.size());
+                EXPECT_EQ(st->get("all"), want);  // get checks the CRC combined from the pieces'
+                st->remove("all");  // room for the next run's reservation on this small namespace
+            }
+        };
+        // near the record size: the smallest budget, and a record above it (an object of 48 KiB
+        // and more: more than one piece at these budgets)
+        {
+            const uint64_t n = (48 << 10) / rs + 7;
+            const std::vector<uint8_t> v = put_records(n);
+            s.indices = false;
+            const uint64_t b = smallest_budget(rs, [&](uint64_t b) { st->filter("recs", s, "all", budget(b)); });
+            check(v, n, b, "smallest");
+            check(v, n, b + rs, "smallest + one record");
+            check(v, n, b + 2 * rs + 4, "smallest + two records and an index");
+        }
+        // near the SLM's size: an object whose output is 1.5 times the whole SLM (where the
+        // namespace holds it, its output and the next output's reservation: not host mode's
+        // 64 MiB of SLM on a 64 MiB file)
+        if (const uint64_t slm = dev->slm().size(); slm * 5 > ns_bytes(*dev)) {
+            std::printf("%u-byte records near the SLM's size: not run, %llu bytes of SLM on a namespace of %llu\n", rs,
+                        static_cast<unsigned long long>(slm), static_cast<unsigned long long>(ns_bytes(*dev)));
+        } else {
+            const uint64_t n = slm * 3 / 2 / rs + 3;
+            const std::vector<uint8_t> v = put_records(n);
+            check(v, n, slm - 4096, "SLM - 4 KiB");
+            check(v, n, slm, "SLM");
+            check(v, n, 0, "all free SLM");
+            check(v, n, 4 * slm, "more than the SLM");
+        }
+    }
+    expect_clean();
+}
+
+// The one-Execute answer of convert over each 64 Ki-element chunk in turn (convert is
+// element by element, so the chunks' outputs side by side are the whole one's).
+std::vector<uint8_t> convert_by_chunks(Device &d, ObjectStore &st, const std::string &name, ConvertOp op,
+                                       uint64_t in_e, uint64_t out_e)
+{
+    const std::vector<uint8_t> in = st.get(name);
+    const uint64_t n = in.size() / in_e, chunk = 64 << 10;
+    std::vector<uint8_t> out(n * out_e);
+    SlmBuffer a = d.slm().alloc(chunk * in_e), b = d.slm().alloc(chunk * out_e);
+    for (uint64_t i = 0; i < n; i += chunk) {
+        const uint64_t c = std::min(chunk, n - i);
+        d.slm_write(a.offset(), &in[i * in_e], c * in_e);
+        programs::convert(d, op, Range{a.offset(), c * in_e}, Range{b.offset(), c * out_e}, static_cast<uint32_t>(c),
+                          0.5f, -3);
+        d.slm_read(b.offset(), &out[i * out_e], c * out_e);
+    }
+    return out;
+}
+
+// Converts to a wider type (output 2 and 4 times the input): the output of all pieces
+// together exceeds the budget and, near the SLM's size, the SLM; at the smallest budget that
+// takes one element a piece and an element above it, and at and above the whole SLM.
+TEST_F(Stream, ConvertToAWiderTypeAtBudgetsNearTheElementAndTheSlm)
+{
+    struct Case {
+        ConvertOp op;
+        uint64_t in_e, out_e;
+        const char *dtype;
+    };
+    for (const Case c : {Case{ConvertOp::f16_f32, 2, 4, "<f2"}, Case{ConvertOp::bf16_f32, 2, 4, "<u2"},
+                         Case{ConvertOp::i8_f32, 1, 4, "|i1"}, Case{ConvertOp::u8_f32, 1, 4, "|u1"}}) {
+        auto put_elements = [&](uint64_t n) {
+            std::vector<uint8_t> v = random_bytes(n * c.in_e, static_cast<uint32_t>(n));
+            if (c.in_e == 2) {  // finite halves: exponent below all ones
+                for (uint64_t i = 0; i < n; i++) v[i * 2 + 1] &= c.op == ConvertOp::f16_f32 ? 0xBB : 0xBF;
+            }
+            st->put("in", v.data(), v.size(), c.dtype, {n});
+        };
+        auto check = [&](uint64_t n, uint64_t b, const std::string &where) {
+            StreamOptions::Stats stats;
+            SCOPED_TRACE("convert " + std::to_string(static_cast<uint32_t>(c.op)) + ", " + std::to_string(n) +
+                         " elements, budget " + std::to_string(b) + " (" + where + ")");
+            EXPECT_EQ(st->convert("in", c.op, "out", 0.5f, -3, budget(b, &stats)), n * c.out_e);
+            EXPECT_GE(stats.pieces, 2u);
+            EXPECT_EQ(st->get("out"), convert_by_chunks(*dev, *st, "in", c.op, c.in_e, c.out_e));
+            EXPECT_EQ(st->stat("out").shape, std::vector<uint64_t>{n});
+            EXPECT_EQ(st->stat("out").dtype, "<f4");
+            st->remove("out");
+        };
+        {
+            const uint64_t n = 16 << 10;  // 16 Ki elements: more than one piece at these budgets
+            put_elements(n);
+            const uint64_t b =
+                smallest_budget(c.in_e, [&](uint64_t b) { st->convert("in", c.op, "out", 0.5f, -3, budget(b)); });
+            check(n, b, "smallest");
+            check(n, b + c.in_e + c.out_e, "smallest + one element");
+            check(n, b + 4096, "smallest + 4 KiB");
+        }
+        if (const uint64_t slm = dev->slm().size(); slm * 4 > ns_bytes(*dev)) {
+            std::printf("convert near the SLM's size: not run, %llu bytes of SLM on a namespace of %llu\n",
+                        static_cast<unsigned long long>(slm), static_cast<unsigned long long>(ns_bytes(*dev)));
+        } else {
+            const uint64_t n = slm * 3 / 4 / c.in_e + 1;  // output 1.5-3 times the SLM
+            put_elements(n);
+            check(n, slm - 4096, "SLM - 4 KiB");
+            check(n, slm, "SLM");
+            check(n, 0, "all free SLM");
+        }
+    }
+    expect_clean();
+}
+
+// What a streamed run's Executes are worth at 1 byte a ns, and the bytes it stores: each
+// piece's program its input and its own worst-case output (count x out_unit); then the output,
+// stored as it fills whole blocks of blk: a checksum Execute over each stored run, a copy
+// Execute (two ranges) moving a partial block's bytes to the front; the last partial block's
+// checksum. n units of in_unit bytes in pieces of per; outputs(first, count): a piece's output units.
+std::pair<uint64_t, uint64_t> pieces_worth(uint64_t n, uint64_t per, uint64_t in_unit, uint64_t out_unit, uint64_t blk,
+                                           const std::function<uint64_t(uint64_t, uint64_t)> &outputs)
+{
+    uint64_t want = 0, tail = 0, written = 0;
+    for (uint64_t first = 0; first < n; first += per) {
+        const uint64_t count = std::min(per, n - first);
+        want += count * in_unit + count * out_unit;
+        const uint64_t total = tail + outputs(first, count) * out_unit, full = total / blk * blk;
+        if (full) {
+            want += full;  // the checksum of the blocks stored
+            written += full;
+            if (total - full) want += 2 * (total - full);  // the copy of the rest to the front
+            tail = total - full;
+        } else {
+            tail = total;
+        }
+    }
+    if (tail) want += tail, written += tail;
+    return {want, written};
+}
+
+// A streamed run on the model: the device's statistics around it, its modelled time, its pieces.
+struct ModelRun {
+    Statistics before, after;
+    uint64_t took = 0;
+    StreamOptions::Stats stats;
+};
+
+// Runs run(options: 256 KiB of SLM) and measures it on the model's clock.
+ModelRun run_on_model(Device &d, const std::function<void(const StreamOptions &)> &run)
+{
+    ModelRun m;
+    StreamOptions o;
+    o.slm_budget = 256 << 10;
+    o.stats = &m.stats;
+    m.before = d.stats();
+    const uint64_t t0 = d.model_clock_ns();
+    run(o);
+    m.took = d.model_clock_ns() - t0;
+    m.after = d.stats();
+    return m;
+}
+
+// A streamed run on the model: the compute units charged exactly want ns; its modelled time
+// at least its busiest resource's, at most every command after another with its latencies;
+// the media busy with its SLM Loads of in_bytes at 2 bytes a ns.
+void expect_model(const ModelRun &m, uint64_t want, uint64_t in_bytes)
+{
+    const Statistics &before = m.before, &after = m.after;
+    const uint64_t took = m.took;
+    const StreamOptions::Stats &stats = m.stats;
+    EXPECT_EQ(after.model_compute_busy_ns - before.model_compute_busy_ns, want)
+        << stats.pieces << " pieces of " << stats.piece_bytes << " bytes";
+    uint64_t busiest = 0, serial = 0;
+    const uint64_t busy[] = {after.model_compute_busy_ns - before.model_compute_busy_ns,
+                             after.model_media_busy_ns - before.model_media_busy_ns,
+                             after.model_slm_busy_ns - before.model_slm_busy_ns,
+                             after.model_link_in_busy_ns - before.model_link_in_busy_ns,
+                             after.model_link_out_busy_ns - before.model_link_out_busy_ns};
+    for (uint64_t b : busy) busiest = std::max(busiest, b), serial += b;
+    const uint64_t commands = (after.slm_load_cmds - before.slm_load_cmds) + (after.exec_cmds - before.exec_cmds) +
+                              (after.slm_store_cmds - before.slm_store_cmds) + 64;  // and the catalog's I/O
+    EXPECT_GE(took, busiest);
+    EXPECT_LE(took, serial + commands * 200000) << "at most every command after another, with its latencies";
+    EXPECT_GE(after.model_media_busy_ns - before.model_media_busy_ns, in_bytes / 2) << "the pieces' SLM Loads";
+}
+
+// The timing model's sum of pieces: on a drive whose compute units move 1 byte a ns (exact
+// mode: the model's own clock), a streamed filter's Executes cost the compute units exactly
+// what each piece's own ranges are worth (its input, its worst-case output, and the output
+// blocks' checksums and partial-block moves), as one Execute over the whole object would; a
+// piece handed more SLM than it may write (the whole output buffer: a bug once) costs more.
+// The run's modelled time is at least its busiest resource's and at most every command
+// one after another.
+TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
+{
+    if (!std::getenv("CSD_TEST_DEVICE") && g_big_path.empty()) GTEST_SKIP();
+    std::string path = g_path;
+    if (!std::getenv("CSD_TEST_DEVICE")) {
+        path = g_path.substr(0, g_path.find('?')) + "-model?size=64M&slm=8M&nvme-cs=1&exact=on&model.unit-gbps=1&model.unit-gflops=10"
+               "&model.slm-gbps=1000&model.media-read-gbps=2&model.media-write-gbps=2&model.link-gbps=100"
+               "&model.compute-units=2";
+        const char *fe = std::getenv("CSD_FRONT_END");
+        if (fe && std::string(fe) == "nvme-cs") path += "&vendor-io=0";
+    }
+    auto dev = Device::open(path);
+    if (dev->where() == Where::Host) GTEST_SKIP() << "host mode: the programs run on the host, not on the modelled drive";
+    if (!dev->stats().available) GTEST_SKIP() << "the model's counters are in the vendor log C1h";
+    if (std::getenv("CSD_TEST_DEVICE")) GTEST_SKIP() << "needs a drive of the model this test sets (unit-gbps=1)";
+    ObjectStore::format(*dev, true);
+    ObjectStore st(*dev);
+    const uint64_t rs = 16, n = (3 << 20) / rs + 5, in_bytes = n * rs, blk = st.block_size();
+    std::vector<uint8_t> v = random_bytes(in_bytes, 7);
+    for (uint64_t i = 0; i < n; i++) {
+        const float f = static_cast<float>(i % 100) / 100.0f;  // field in [0, 1)
+        std::memcpy(&v[i * rs + 4], &f, 4);
+    }
+    st.put("recs", v.data(), v.size());
+    struct Case {
+        double lo;
+        bool indices;
+        const char *what;
+    };
+    for (const Case c : {Case{2.0, false, "no record matches"}, Case{2.0, true, "no record matches, indices"},
+                         Case{-1.0, false, "every record matches"}, Case{0.995, true, "1 % match, indices"}}) {
+        SCOPED_TRACE(c.what);
+        FilterSpec s;
+        s.record_size = rs;
+        s.field_offset = 4;
+        s.field_type = FieldType::f32;
+        s.op = CmpOp::ge;
+        s.lo = c.lo;
+        s.indices = c.indices;
+        const uint64_t out_unit = c.indices ? 4 : rs;
+        FilterResult r;
+        const ModelRun m = run_on_model(*dev, [&](const StreamOptions &o) { r = st.filter("recs", s, "out", o); });
+        ASSERT_GE(m.stats.pieces, 10u);
+        const uint64_t per = m.stats.piece_bytes / rs;
+        const auto [want, written] = pieces_worth(n, per, rs, out_unit, blk, [&](uint64_t first, uint64_t count) {
+            uint64_t matches = 0;  // the field repeats every 100 records: the test counts a piece's matches
+            for (uint64_t i = first; i < first + count; i++) matches += static_cast<float>(i % 100) / 100.0f >= c.lo;
+            return matches;
+        });
+        EXPECT_EQ(r.bytes, written);
+        expect_model(m, want, in_bytes);
+        st.remove("out");
+    }
+    // convert to a wider type: each piece's output range twice its input (f16 to f32)
+    {
+        const uint64_t elems = (2 << 20) / 2 + 3;
+        const std::vector<uint8_t> h = random_bytes(elems * 2, 9);
+        std::vector<uint8_t> f = h;
+        for (uint64_t i = 0; i < elems; i++) f[i * 2 + 1] &= 0xBB;  // finite halves
+        st.put("half", f.data(), f.size(), "<f2", {elems});
+        const ModelRun m = run_on_model(*dev, [&](const StreamOptions &o) {
+            EXPECT_EQ(st.convert("half", ConvertOp::f16_f32, "wide", 1.0f, 0, o), elems * 4);
+        });
+        ASSERT_GE(m.stats.pieces, 10u);
+        const auto [want, written] =
+            pieces_worth(elems, m.stats.piece_bytes / 2, 2, 4, blk, [](uint64_t, uint64_t count) { return count; });
+        EXPECT_EQ(written, elems * 4);
+        SCOPED_TRACE("convert f16 to f32");
+        expect_model(m, want, elems * 2);
+    }
 }
 
 TEST_F(Stream, TooSmallABudgetSaysSo)
@@ -545,6 +871,6 @@ int main(int argc, char **argv)
         if (fe && std::string(fe) == "nvme-cs") g_big_path += "&vendor-io=0";
     }
     const int rc = RUN_ALL_TESTS();
-    if (!tmp.empty()) unlink(tmp.c_str()), unlink((tmp + "-big").c_str());
+    if (!tmp.empty()) unlink(tmp.c_str()), unlink((tmp + "-big").c_str()), unlink((tmp + "-model").c_str());
     return rc;
 }

@@ -5,7 +5,8 @@ namespace(s), sets each way up (csd.ko and its partition, the NVMe/TCP loopback)
 driver under a timeout (no line for a cell: it crashed or hung), reports each cell to the host
 ('@@CSD RESULT matrix-FORMAT JSON', kept in build/results/) and judges them against the
 description and the committed results. For 'detached' every cell detaches the namespace
-meanwhile: an Execute is queued behind busy compute units first, other commands come after.
+meanwhile: an Execute is queued behind busy compute units first, other commands come after;
+for 'exact' (a timing model, csd.exact=on) no drive may count an overrun of its model.
 
 Usage: python3 /csd/matrix/guest_run.py FORMAT"""
 import glob
@@ -259,6 +260,15 @@ if oops:
     print("matrix: the kernel reported a bug:\n  " + "\n  ".join(oops[:20]), flush=True)
     results = [dict(r, outcome="fail", detail="the kernel reported a bug during the run: " + oops[0])
                if r["way"] in ("kmod", "kmod-part", "tcp") else r for r in results]
+
+if FMT == "exact":  # every completion at its modelled time: the drives held the guest, never overran
+    import nvme_csd  # noqa: E402
+    for c in CTRLS:
+        st = nvme_csd.open(NODES[c][0]).stats
+        print(f"matrix exact: {c}: {st['model_holds']} holds, {st['model_overruns']} overruns", flush=True)
+        if st["model_overruns"]:
+            results = [dict(r, outcome="fail", detail=f"{c} counted {st['model_overruns']} overruns of its model "
+                                                     "(C1h) in exact mode") for r in results]
 
 path = f"/tmp/matrix-{FMT}.jsonl"
 with open(path, "w") as f:

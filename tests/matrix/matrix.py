@@ -64,6 +64,8 @@ FORMATS = [
      "csd=on ns=zoned=on,zoned.zone_size=4M device=csd.nvme-cs=on,csd.nvme-cs.mem-nsid=2"),
     ("detached", "detached meanwhile",
      "csd=on cu=1 subsys device=csd.nvme-cs=on,csd.nvme-cs.mem-nsid=2"),
+    ("exact", "exact timing (a timing model, csd.exact=on, -icount: completions at the model's time)",
+     "csd=on drives=2 exact icount=0 device=csd.nvme-cs=on,csd.model=gen4x4-8core"),
 ]
 ROW_IDS = [r[0] for r in ROWS]
 WAY_IDS = [w[0] for w in WAYS]

@@ -19,7 +19,8 @@ TOP = HERE.parents[1]
 BIN = TOP / "build" / "meson" / "tests" / "matrix" / "csd-matrix"
 BPF = TOP / "build" / "meson" / "examples" / "bpf"
 OUT = TOP / "build" / "results" / "matrix-host.jsonl"
-LBA = {"512": 512, "4k": 4096}  # the in-process device's formats (its option lba=)
+# the in-process device's formats: its options beyond size= and nvme-cs=
+OPTIONS = {"512": "lba=512", "4k": "lba=4096", "exact": "lba=512&model=gen4x4-8core&exact=on"}
 
 
 def main() -> int:
@@ -35,7 +36,7 @@ def main() -> int:
                 if not rows:
                     continue
                 img = Path(tmp) / f"{way}-{fmt}.img"
-                dev = f"emu:{img}?size=128M&lba={LBA[fmt]}&nvme-cs=1"
+                dev = f"emu:{img}?size=128M&{OPTIONS[fmt]}&nvme-cs=1"
                 subprocess.run([str(BIN), "--stamp", dev, "0"], check=True)
                 argv = [str(BIN), "--way", way, "--format", fmt, "--rows", ",".join(rows), "--device", dev,
                         "--check", str(img), "--bpf-dir", str(BPF)]

@@ -263,6 +263,7 @@ def project_files() -> dict[str, Path]:
     for p in sorted(GUEST_TESTS.glob("*")):
         if p.is_file():
             files[f"/csd/tests/{p.name}"] = p
+    files["/csd/tests/markdown_recipes.py"] = TOP / "tests" / "markdown_recipes.py"  # csd_recipes.py reads with it
     for p in sorted(PARTNERS.glob("*.sh")):  # what partner guests run
         files[f"/csd/partners/{p.name}"] = p
     for p in sorted((TOP / "docs").glob("*.md")):  # for the recipes test

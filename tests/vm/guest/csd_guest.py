@@ -7,7 +7,9 @@ import ctypes
 import fcntl
 import mmap
 import os
+import re
 import struct
+import subprocess
 import sys
 import time
 
@@ -115,6 +117,22 @@ def stats():
     d["per_program"] = list(struct.unpack_from("<256Q", page, 256))
     d["magic"] = page[:4]
     return d
+
+
+def cntlid():
+    """The controller's ID (Identify Controller's CNTLID), as attach-ns and detach-ns name it."""
+    out = subprocess.run(["nvme", "id-ctrl", "/dev/nvme0"], capture_output=True, text=True).stdout
+    return int(re.search(r"^cntlid\s*:\s*(\S+)", out, re.M).group(1), 0)
+
+
+def wait_for(path, present, seconds=30):
+    """Waits until path exists (present) or is gone; False if it did not within seconds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if os.path.exists(path) == present:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 class Checks:

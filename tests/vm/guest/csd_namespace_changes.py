@@ -1,7 +1,5 @@
 # SPDX-License-Identifier: MIT
 """Guest test: namespaces detached, formatted and given metadata under waiting commands."""
-import os
-import re
 import struct
 import subprocess
 import threading
@@ -15,26 +13,12 @@ GEMM = struct.pack("<4I2f", N, N, N, 0, 1.0, 0.0)
 INVALID_NS = 0x00B
 
 
-def cntlid():
-    out = subprocess.run(["nvme", "id-ctrl", "/dev/nvme0"], capture_output=True, text=True).stdout
-    return int(re.search(r"^cntlid\s*:\s*(\S+)", out, re.M).group(1), 0)
-
-
 def nvme(*args):
     r = subprocess.run(["nvme", *args], capture_output=True, text=True)
     print("$ nvme", " ".join(args), "->", r.returncode, (r.stdout + r.stderr).strip()[:200], flush=True)
     # a format of a namespace the kernel cannot read afterwards (metadata) succeeds, yet
     # nvme-cli's partition table re-read fails: exit 1 after "Success formatting"
     return 0 if "Success formatting" in r.stdout + r.stderr else r.returncode
-
-
-def wait_for(path, present, seconds=30):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if os.path.exists(path) == present:
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def gather_at(lba):

@@ -9,17 +9,11 @@ import subprocess
 import sys
 
 from csd_guest import Checks
+from markdown_recipes import agrees, recipes as marked_recipes
 
 doc = open(sys.argv[1]).read()
 mark = sys.argv[2] if len(sys.argv) > 2 else None
-# (kind, body, the line before the fence)
-blocks = [(m[1], m[2], doc[:m.start()].rstrip("\n").rsplit("\n", 1)[-1])
-          for m in re.finditer(r"```(\w*)\n(.*?)```", doc, re.S)]
-recipes = []  # (script, expected or None)
-for i, (kind, body, before) in enumerate(blocks):
-    if kind == "sh" and (mark is None or before.strip() == mark):
-        nxt = blocks[i + 1] if i + 1 < len(blocks) else None
-        recipes.append((body, nxt[1] if nxt and nxt[0] == "text" else None))
+recipes = marked_recipes(doc, [mark] if mark else None)  # (script, expected or None)
 
 script = "".join(f"echo '@@RECIPE {i}'\n{body}\n" for i, (body, _) in enumerate(recipes))
 out = subprocess.run(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -32,7 +26,7 @@ for i, (body, want) in enumerate(recipes):
     if want is None:
         c.ok(i in got, f"recipe {i} ran: {first}")
         continue
-    ok = got.get(i, "").rstrip() == want.rstrip()
+    ok = agrees(got.get(i, ""), want)
     if not ok:
         print(f"--- recipe {i} printed:\n{got.get(i, '<nothing>')}--- the document says:\n{want}")
     c.ok(ok, f"recipe {i} prints what the document says: {first}")

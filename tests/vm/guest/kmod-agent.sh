@@ -44,7 +44,8 @@ c8() {  # c8 EXPECTED-STATUS-HEX ARGS...: the command must fail with that status
     echo "$out" | grep -qi "$want" || { echo "$out"; fail "C8h $*: want status $want"; }
 }
 c8 0x4101 --cdw10=99                                  # no such queue
-c8 0x4101 --cdw10=$((1 | 1 << 16))                    # reserved bits
+c8 0x4002 --cdw10=$((1 | 1 << 16))                    # reserved bits of CDW10: Invalid Field
+c8 0x4002 --cdw10=1 --cdw11=1                         # CDW11 is reserved
 c8 0x4101 --cdw10=0                                   # the admin queue
 c8 0x4002 --cdw10=1 --cdw12=0 --cdw14=4096            # nvme-core's queue 1: interrupts on
 dd if=$b of=/dev/null bs=1M count=4 iflag=direct 2>/dev/null || fail "the namespace after the bad C8h"

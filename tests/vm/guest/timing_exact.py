@@ -16,6 +16,7 @@ import struct
 import subprocess
 
 from csd_guest import *
+import exact_models
 
 # The guest's own noise out of the measured time (-icount counts every instruction it
 # runs, and an idle wait for a page of its root disk lets QEMU warp the clock by a tick):
@@ -24,12 +25,8 @@ ctypes.CDLL(None, use_errno=True).mlockall(3)  # MCL_CURRENT | MCL_FUTURE
 gc.disable()
 
 c = Checks()
-KiB, MiB = 1 << 10, 1 << 20
-LBA = 4096
-LINK_NS_PER_B, LAT_NS = 1 / 7, 10_000              # 7 GB/s each way, 10 us a command
-MEDIA_NS_PER_B, MEDIA_LAT = 1 / 10, 100_000_000   # 10 GB/s after 100 ms, reads and writes
-SLM_NS_PER_B = 1 / 25
-UNIT_FLOPS_PER_NS = 20
+KiB, MiB, LBA = exact_models.KiB, exact_models.MiB, exact_models.LBA
+M = exact_models.Model(exact_models.timing_exact_settings()["model"])  # timing-exact.sh's '# vm:' line
 LOW, HIGH, SPREAD = 0.995, 1.005, 0.002
 REPEAT = 5
 
@@ -58,18 +55,18 @@ def measure(what, model_ns, fn, *a):
 
 # Media through the throttled file: SLM Load of 4 MiB (the host needs ~0.5 s).
 n = 4 * MiB
-measure("SLM Load 4 MiB", MEDIA_LAT + n * MEDIA_NS_PER_B + n * SLM_NS_PER_B + LAT_NS, slm_load, 0, n // LBA, 0)
+measure("SLM Load 4 MiB", M.slm_load(n), slm_load, 0, n // LBA, 0)
 
 # Media write through it: SLM Store of 1 MiB.
 n = 1 * MiB
-measure("SLM Store 1 MiB", n * SLM_NS_PER_B + MEDIA_LAT + n * MEDIA_NS_PER_B + LAT_NS, slm_store, 4096, n // LBA, 0)
+measure("SLM Store 1 MiB", M.slm_store(n), slm_store, 4096, n // LBA, 0)
 
 # Compute: gemm 1024^3 (2.1 GFLOP: 107 ms at 20 GFLOP/s; this host takes longer under load).
 m = 1024
 params = struct.pack("<4I2f", m, m, m, 0, 1.0, 0.0)
 ranges = [(0, m * m * 4), (4 * MiB, m * m * 4), (8 * MiB, m * m * 4)]
 desc = len(descriptor(0x02, ranges, params))
-measure("gemm 1024^3", desc * LINK_NS_PER_B + 2 * m ** 3 / UNIT_FLOPS_PER_NS + LAT_NS, execute, 0x02, ranges, params)
+measure("gemm 1024^3", M.gemm(m, m, m, desc), execute, 0x02, ranges, params)
 
 
 def fio(*args):
@@ -83,14 +80,14 @@ def fio(*args):
 # at most eight transfers' queueing (75 us): the throttled file (8 MB/s) needs 65 ms for eight.
 n = 64 * KiB
 r = fio("--rw=randread", "--bs=64k", "--iodepth=8")
-model = MEDIA_LAT + n * MEDIA_NS_PER_B + n * LINK_NS_PER_B + LAT_NS
-c.ok(model * LOW <= r["clat_ns"]["mean"] <= (model + 8 * n * LINK_NS_PER_B) * HIGH,
+model = M.nvm_read(n)
+c.ok(model * LOW <= r["clat_ns"]["mean"] <= (model + 8 * n * M.link_ns_per_b) * HIGH,
      f"fio randread 64 KiB QD8 ({r['total_ios']} reads): mean {r['clat_ns']['mean'] / 1e6:.3f} ms, "
-     f"model {model / 1e6:.3f} ms + queueing up to {8 * n * LINK_NS_PER_B / 1e3:.0f} us")
+     f"model {model / 1e6:.3f} ms + queueing up to {8 * n * M.link_ns_per_b / 1e3:.0f} us")
 
 # nvme-cli's own measure (io-passthru --latency, microseconds) of the same SLM Load of 4 MiB.
 n = 4 * MiB
-model = MEDIA_LAT + n * MEDIA_NS_PER_B + n * SLM_NS_PER_B + LAT_NS
+model = M.slm_load(n)
 p = subprocess.run(["nvme", "io-passthru", "/dev/ng0n1", "--opcode=0x80", "--namespace-id=1",
                     f"--cdw12={n // LBA - 1}", "--latency"], capture_output=True, text=True)
 m = re.search(r"latency:\s*(\d+)\s*us", p.stdout + p.stderr)

@@ -71,21 +71,34 @@ static uint16_t submit(Nvme *n, int qid, Sqe *cmd)
     return cmd->cid;
 }
 
-/* Waits for the next completion on queue qid (10 s at most). */
-static Cqe reap(Nvme *n, int qid)
+/*
+ * Waits (10 s at most) for the completion at entry head of the CQ at guest address cq to
+ * carry phase tag phase, moving the virtual clock on by step_ns a try when step_ns > 0.
+ */
+static Cqe wait_cqe(Nvme *n, uint64_t cq, uint16_t head, uint16_t phase, int64_t step_ns)
 {
-    Queue *q = &n->q[qid];
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     Cqe cqe;
 
     for (;;) {
-        qtest_memread(n->qs->qts, q->cq + q->head * 16, &cqe, sizeof(cqe));
-        if ((cqe.status & 1) == q->phase) {
-            break;
+        qtest_memread(n->qs->qts, cq + head * 16, &cqe, sizeof(cqe));
+        if ((cqe.status & 1) == phase) {
+            return cqe;
         }
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        if (step_ns > 0) {
+            qtest_clock_step(n->qs->qts, step_ns);
+        }
         g_usleep(100);
     }
+}
+
+/* Waits for the next completion on queue qid (10 s at most). */
+static Cqe reap(Nvme *n, int qid)
+{
+    Queue *q = &n->q[qid];
+    Cqe cqe = wait_cqe(n, q->cq, q->head, q->phase, 0);
+
     q->head = (q->head + 1) % QDEPTH;
     if (q->head == 0) {
         q->phase ^= 1;
@@ -1582,6 +1595,119 @@ static void test_dbbuf_invalid_value(void)
     stop(n);
 }
 
+/* An I/O queue pair whose SQ and CQ ids may differ (the agent tests). */
+typedef struct PairQueue {
+    uint64_t sq, cq;            /* guest addresses of the rings */
+    uint16_t sqid, cqid, size;  /* ids, entries in each ring */
+    uint16_t tail, head, phase;
+} PairQueue;
+
+/* Creates CQ q->cqid (polled: interrupts off) and SQ q->sqid on it. */
+static void create_pair(Nvme *n, PairQueue *q)
+{
+    qtest_memset(n->qs->qts, q->cq, 0, q->size * 16);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x05, .prp1 = q->cq,
+                                     .cdw10 = (q->size - 1) << 16 | q->cqid, .cdw11 = 1 }).status, ==, 0);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x01, .prp1 = q->sq,
+                                     .cdw10 = (q->size - 1) << 16 | q->sqid,
+                                     .cdw11 = (uint32_t)q->cqid << 16 | 1 }).status, ==, 0);
+    q->tail = q->head = 0;
+    q->phase = 1;
+}
+
+/*
+ * Writes cmd into q's ring and makes it the new tail: in the shadow doorbell at tail_at and,
+ * when mmio is set, in the MMIO doorbell too (an agent never writes MMIO).
+ */
+static void pair_submit(Nvme *n, PairQueue *q, Sqe *cmd, uint64_t tail_at, bool mmio)
+{
+    cmd->cid = ++n->cid;
+    qtest_memwrite(n->qs->qts, q->sq + q->tail * 64, cmd, sizeof(*cmd));
+    q->tail = (q->tail + 1) % q->size;
+    qtest_writel(n->qs->qts, tail_at, q->tail);
+    if (mmio) {
+        qpci_io_writel(n->dev, n->bar, 0x1000 + 8 * q->sqid, q->tail);
+    }
+}
+
+/*
+ * Waits for q's next completion (10 s at most), moving the virtual clock on by step_ns a
+ * try (the agent poll runs on it), then writes the new head to head_at and, when mmio is
+ * set, to the MMIO doorbell.
+ */
+static Cqe pair_reap(Nvme *n, PairQueue *q, int64_t step_ns, uint64_t head_at, bool mmio)
+{
+    Cqe cqe = wait_cqe(n, q->cq, q->head, q->phase, step_ns);
+
+    q->head = (q->head + 1) % q->size;
+    if (q->head == 0) {
+        q->phase ^= 1;
+    }
+    qtest_writel(n->qs->qts, head_at, q->head);
+    if (mmio) {
+        qpci_io_writel(n->dev, n->bar, 0x1000 + 8 * q->cqid + 4, q->head);
+    }
+    return cqe;
+}
+
+/*
+ * Doorbell Buffer Config after an agent queue pair (C8h, patch 0016) whose SQ and CQ ids
+ * differ: agent SQ 2 on CQ 3, beside a normal SQ 3 on CQ 2. The config must skip the
+ * agent's queues themselves, not the queues of their ids. Before (skipped by index), the
+ * normal CQ 2 kept no shadow addresses — its head read from and its event index written to
+ * guest address 0 — and the agent's CQ 3 got the shadow page's head, which nobody moves:
+ * its pair stalled once the CQ filled. Here both pairs run three times round their rings,
+ * and guest address 0 keeps what it held.
+ */
+static void test_agent_dbbuf_per_queue(void)
+{
+    Nvme *n = start(",agent-poll-us=10");
+    QTestState *qts = n->qs->qts;
+    uint64_t window = galloc(n, 3 * 4096), dbs = galloc(n, 4096), eis = galloc(n, 4096);
+    uint64_t agent_db = window + 2 * 4096;   /* SQ tail, CQ head, SQ and CQ event index */
+    PairQueue agent = { .sq = window, .cq = window + 4096, .sqid = 2, .cqid = 3, .size = 8 };
+    PairQueue normal = { .sq = galloc(n, 8 * 64), .cq = galloc(n, 8 * 16),
+                         .sqid = 3, .cqid = 2, .size = 8 };
+    uint8_t canary[16], now[16];
+
+    memset(canary, 0xa5, sizeof(canary));
+    qtest_memwrite(qts, 0, canary, sizeof(canary));
+    qtest_memset(qts, agent_db, 0, 16);
+    create_pair(n, &normal);
+    create_pair(n, &agent);
+    /* reserved bits set: Invalid Field; no such queue: Invalid Queue Identifier */
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0xc8, .prp1 = agent_db, .cdw10 = agent.sqid, .cdw11 = 1,
+                                     .cdw12 = (uint32_t)window, .cdw13 = window >> 32,
+                                     .cdw14 = 3 * 4096 }).status, ==, 0x2 | 0x4000);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0xc8, .prp1 = agent_db, .cdw10 = 9,
+                                     .cdw12 = (uint32_t)window, .cdw13 = window >> 32,
+                                     .cdw14 = 3 * 4096 }).status, ==, 0x101 | 0x4000);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0xc8, .prp1 = agent_db, .cdw10 = agent.sqid,
+                                     .cdw12 = (uint32_t)window, .cdw13 = window >> 32,
+                                     .cdw14 = 3 * 4096 }).status, ==, 0);
+    qtest_memset(qts, dbs, 0, 4096);
+    qtest_memset(qts, eis, 0, 4096);
+    g_assert_cmphex(run(n, 0, (Sqe){ .opc = 0x7c, .prp1 = dbs, .prp2 = eis }).status, ==, 0);
+
+    for (int i = 0; i < 3 * agent.size; i++) {
+        Sqe flush = { .opc = 0x00, .nsid = 1 };
+        Cqe c;
+
+        pair_submit(n, &normal, &flush, dbs + 8 * normal.sqid, true);
+        c = pair_reap(n, &normal, 1000, dbs + 8 * normal.cqid + 4, true);
+        g_assert_cmpint(c.cid, ==, flush.cid);
+        g_assert_cmphex(c.status >> 1, ==, 0);
+
+        pair_submit(n, &agent, &flush, agent_db, false);
+        c = pair_reap(n, &agent, 10 * 1000, agent_db + 4, false);
+        g_assert_cmpint(c.cid, ==, flush.cid);
+        g_assert_cmphex(c.status >> 1, ==, 0);
+    }
+    qtest_memread(qts, 0, now, sizeof(now));
+    g_assert_cmpmem(now, sizeof(now), canary, sizeof(canary));
+    stop(n);
+}
+
 /*
  * A controller reset with an Async Event Request outstanding and two Executes running,
  * while CQ 1's shadow head (Doorbell Buffer Config) lies beyond the queue. The reset drops
@@ -2234,6 +2360,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/nvme-cs-zoned-copy", test_nvme_cs_zoned_copy);
     qtest_add_func("/csd/dbbuf-invalid-value", test_dbbuf_invalid_value);
     qtest_add_func("/csd/reset-event-after-aers-dropped", test_reset_event_after_aers_dropped);
+    qtest_add_func("/csd/agent-dbbuf-per-queue", test_agent_dbbuf_per_queue);
     qtest_add_func("/csd/sgl-descriptor-budget", test_sgl_descriptor_budget);
     qtest_add_func("/csd/set-fdp-events-broadcast", test_set_fdp_events_broadcast);
     qtest_add_func("/csd/equivalence-trace", test_equivalence_trace);
