@@ -98,7 +98,7 @@ const uint8_t *QueueProcessor::direct_source(const NvmeSqe &e, uint32_t len) con
     // only a plain Read (no FUA, limited retry, protection or directive fields) of this
     // namespace, all of it inside; the drive answers anything else (and its errors)
     if (e.opcode != 0x02 || e.nsid != set_.nsid || (e.cdw12 >> 16) || e.cdw13 || e.cdw14 || e.cdw15) return nullptr;
-    const uint8_t *ns = dev_.transport().namespace_host_pointer();  // none under a timing model
+    const uint8_t *ns = dev_.namespace_host_pointer();  // none under a timing model
     if (!ns) return nullptr;
     const uint64_t slba = uint64_t(e.cdw11) << 32 | e.cdw10, nlb = (e.cdw12 & 0xFFFFu) + 1;
     const uint64_t count = dev_.ns().lba_count;
