@@ -29,7 +29,7 @@ void TimingModel::configure(const csd_model_params &p, uint32_t compute_units)
 void TimingModel::idle()
 {
     std::lock_guard<SpinLock> g(mu_);
-    for (Pipe *p : {&to_device_, &to_host_, &media_, &slm_}) p->free_at = 0;
+    for (Pipe *p : {&to_device_, &to_host_, &media_, &slm_}) p->busy.clear(), p->floor = 0;
     std::fill(units_free_at_.begin(), units_free_at_.end(), 0);
 }
 
@@ -55,12 +55,33 @@ uint64_t TimingModel::transfer_ns(double bytes, double gbps)
 uint64_t TimingModel::stage(Pipe &p, uint64_t t, uint64_t latency_ns, double bytes, double gbps)
 {
     const uint64_t d = transfer_ns(bytes, gbps);
-    const uint64_t start = std::max(add_ns(t, latency_ns), d ? p.free_at : 0);
-    if (d) {
-        p.free_at = add_ns(start, d);
-        p.busy_ns += d;
+    const uint64_t ready = add_ns(t, latency_ns);
+    if (!d) return ready;
+    // the first gap from ready that holds d
+    uint64_t start = std::max(ready, p.floor);
+    auto next = p.busy.upper_bound(start);
+    if (next != p.busy.begin() && std::prev(next)->second > start) start = std::prev(next)->second;
+    for (; next != p.busy.end() && next->first < add_ns(start, d); ++next) start = std::max(start, next->second);
+    const uint64_t end = add_ns(start, d);
+    // occupy [start, end), merged with the intervals it touches
+    auto at = next;  // the first interval after the gap
+    uint64_t from = start;
+    if (at != p.busy.begin() && std::prev(at)->second == start) {
+        from = std::prev(at)->first;
+        p.busy.erase(std::prev(at));
     }
-    return add_ns(start, d);
+    uint64_t to = end;
+    if (at != p.busy.end() && at->first == end) {
+        to = at->second;
+        at = p.busy.erase(at);
+    }
+    p.busy.emplace_hint(at, from, to);
+    while (p.busy.size() > kRemembered) {
+        p.floor = std::max(p.floor, p.busy.begin()->second);
+        p.busy.erase(p.busy.begin());
+    }
+    p.busy_ns += d;
+    return end;
 }
 
 uint64_t TimingModel::schedule(const csd_model_work &w, uint64_t now_ns)

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -58,15 +59,23 @@ public:
     void busy(uint64_t out[5]) const;
 
 private:
-    // A bandwidth resource: latency overlaps with others' transfers, transfers queue.
     static uint64_t duration_ns(double ns);
     // a + b, at most CSD_MODEL_MAX_NS: a finish that queues behind years of absurd work
     // stays on a signed clock (QEMU's timers) and never wraps.
     static uint64_t add_ns(uint64_t a, uint64_t b);
+    // A bandwidth resource: latency overlaps with others' transfers, transfers queue. Its
+    // busy intervals [start, end), merged where they touch: a transfer ready at t takes the
+    // first gap from t that holds it, so work that reaches the pipe earlier on the model's
+    // clock never waits behind work scheduled before it but reaching it later (an SLM Load's
+    // SLM stage, after its media read, reserved ahead of a short Execute that arrives
+    // meanwhile); what it costs then does not depend on which thread asked first. The
+    // earliest intervals past kRemembered are forgotten: before `floor` the pipe is busy.
     struct Pipe {
-        uint64_t free_at = 0;
+        std::map<uint64_t, uint64_t> busy;
+        uint64_t floor = 0;
         uint64_t busy_ns = 0;
     };
+    static constexpr size_t kRemembered = 1024;
     // Time to move bytes at gbps GB/s (0 GB/s: not modelled, no time).
     static uint64_t transfer_ns(double bytes, double gbps);
     // Work reaching a pipe at t: ready after latency, then queued behind earlier transfers.

@@ -137,6 +137,47 @@ TEST_F(Model, ExecutesQueueOnTheComputeUnits)
     EXPECT_EQ(counter(CSD_STAT_MODEL_COMPUTE_BUSY_NS), 5 * 200000u);
 }
 
+// A pipe serves work in the order it reaches it on the model's clock, not the order the
+// embedding asked: an SLM Load's SLM stage is reserved ahead (after its 50 us media read), and
+// a short Execute arriving meanwhile moves its ranges through SLM in the gap before it (its
+// unit busy for its own bytes only), whichever was scheduled first; a transfer too long for
+// the gap goes after. (A copy Execute once waited behind a Load's reservation: a streamed
+// convert's compute time then depended on which thread asked first, StreamModel in
+// tests/host/test_stream.cc.)
+TEST_F(Model, AnEarlierArrivalUsesThePipeBeforeALaterReservation)
+{
+    csd_model_work load{};
+    load.media_read = load.slm = 64 << 10;  // 50 us + 32768 ns out of the media, 8192 ns in SLM
+    load.media_read_op = 1;
+    csd_model_work copy{};
+    copy.compute = 1;
+    copy.slm = copy.stream_bytes = 8192;  // two 4 KiB ranges: 4096 ns on a unit, 1024 in SLM
+    const uint64_t load_done = 50000 + 32768 + 8192 + 1000, copy_done = 100 + 4096 + 1000;
+    for (bool load_first : {true, false}) {
+        SCOPED_TRACE(load_first ? "the Load scheduled first" : "the Execute scheduled first");
+        const csd_model_params p = simple();
+        csd_core_set_model(core, &p);  // an idle drive
+        const uint64_t busy0 = counter(CSD_STAT_MODEL_COMPUTE_BUSY_NS);
+        uint64_t l = 0, c = 0;
+        if (load_first) l = csd_core_model_schedule(core, &load, 0);
+        c = csd_core_model_schedule(core, &copy, 100);
+        if (!load_first) l = csd_core_model_schedule(core, &load, 0);
+        EXPECT_EQ(l, load_done);
+        EXPECT_EQ(c, copy_done);
+        EXPECT_EQ(counter(CSD_STAT_MODEL_COMPUTE_BUSY_NS) - busy0, 4096u);
+    }
+    // SLM is busy [100, 1124) with the copy and [82768, 90960) with the Load: an 80 KiB SLM
+    // Write (20480 ns on the link, then 10240 in SLM) takes the gap, [20480, 30720); a 64 KiB
+    // SLM Read arriving at 80000 (8192 ns in SLM) does not fit before the Load's and goes
+    // after it, then 16384 ns over the link.
+    csd_model_work w{};
+    w.to_device = w.slm = 80 << 10;
+    EXPECT_EQ(csd_core_model_schedule(core, &w, 0), 20480u + 10240 + 1000);
+    csd_model_work r{};
+    r.slm = r.to_host = 64 << 10;
+    EXPECT_EQ(csd_core_model_schedule(core, &r, 80000), 90960u + 8192 + 16384 + 1000);
+}
+
 TEST_F(Model, StreamingProgramsAndDownloadedOnesCostTheirBytesOrRecords)
 {
     csd_model_work w{};
