@@ -58,6 +58,13 @@ uint64_t QueueProcessor::commands() const
     return n;
 }
 
+uint64_t QueueProcessor::direct_reads() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].direct.load(std::memory_order_relaxed);
+    return n;
+}
+
 QueueProcessor::Timed QueueProcessor::timed() const
 {
     Timed t;
@@ -286,6 +293,7 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
             const uint64_t batch = p.lane->copy_from(e.prp1, src, cmd.data_len);
             worked = true;
             if (!batch) break;  // its ring full: this entry again at the next visit
+            counts.direct.fetch_add(1, std::memory_order_relaxed);
             s.sq_head = (s.sq_head + 1) % set_.depth;
             p.moving.push_back({batch, q, e.cid, Completion{0, 0}});
             s.moving++;

@@ -94,6 +94,7 @@ public:
 
     uint64_t commands() const;  // entries completed so far
     uint64_t errors() const;    // of those, with a non-zero status
+    uint64_t direct_reads() const;  // of those, Reads the mover copied straight from the namespace (copy_from)
     // Completions a timing model timed (Transport::submit_deferred), and how late after their
     // modelled finish they were posted: the mean and the largest, in nanoseconds.
     struct Timed {
@@ -142,7 +143,7 @@ private:
     };
     // What one poller counted, on a cache line of its own (pollers share no written line).
     struct alignas(64) Counts {
-        std::atomic<uint64_t> commands{0}, errors{0};
+        std::atomic<uint64_t> commands{0}, errors{0}, direct{0};
         std::atomic<uint64_t> timed{0}, late_ns{0}, max_late_ns{0};
     };
     void poll(int index, int pollers);
