@@ -84,8 +84,10 @@ public:
     // memory rather than the arena lands there (moved before its completion is posted).
     // A plain Read (no flags) of the namespace that the device maps into this process
     // (Transport::namespace_host_pointer: the simulated peer-to-peer drive) into the mover's
-    // memory is copied by the mover straight from those pages when it reaches them, as the
-    // store's landing does; every other command goes through the drive.
+    // memory is copied by the mover straight from those pages when it reaches them, after the
+    // drive has run it moving no bytes (Transport::submit_mapped_read: its checks, its
+    // counting, its error, which is posted with nothing copied); every other command goes
+    // through the drive.
     // Starts polling at once; throws csd::Error on bad layouts.
     QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover = nullptr);
     ~QueueProcessor();  // stops and joins the pollers
@@ -117,6 +119,9 @@ private:
         std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
         uint32_t due = 0;  // completions of this queue waiting for their modelled finish
         uint32_t moving = 0;  // completions of this queue waiting for their data's copy
+        // the entry at sq_head, a Read copied from the namespace's pages, has been run by the
+        // drive (Transport::submit_mapped_read) and waits for room in the mover's ring
+        bool head_read = false;
     };
     // A completion to post at its modelled finish; a poller keeps them in a min-heap.
     struct Due {

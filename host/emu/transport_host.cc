@@ -84,6 +84,11 @@ public:
         count(cmd);
         return drive_->submit_deferred(cmd, finish_ns);
     }
+    Completion forward_mapped_read(const Command &cmd) override
+    {
+        count(cmd);  // on the bus as the Read it is
+        return drive_->submit_mapped_read(cmd);
+    }
     bool abort_forwarded(const Command &cmd) override { return drive_->abort(cmd); }
     const uint8_t *mapping() override { return drive_->namespace_host_pointer(); }
 

@@ -91,6 +91,14 @@ public:
     // in-process device under a timing model). Writes go through commands; the mapping
     // sees them.
     virtual const uint8_t *namespace_host_pointer() { return nullptr; }
+    // A Read (opcode 02h) of the namespace whose bytes the caller copies itself from
+    // namespace_host_pointer() (a GPU mover's DMA from the simulated peer-to-peer drive): the
+    // drive runs it as any Read (its checks, its counting, its error where the namespace is
+    // gone or the LBAs are not there) but moves no data to cmd.data. Success: the caller may
+    // copy the Read's LBAs from the mapping now. Default: submit() into a buffer of its own,
+    // whose bytes are dropped (any transport gives the drive's answer; those that map their
+    // namespace skip the move).
+    virtual Completion submit_mapped_read(const Command &cmd);
     // The clock the device's timing model runs on, in ns: the in-process device's virtual
     // clock with exact=on (docs/timing-model.md), its host clock otherwise; 0 where the
     // device is elsewhere (its clock is not this process's).

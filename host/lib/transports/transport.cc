@@ -224,6 +224,7 @@ public:
     std::string backing_file() const override { return inner_->backing_file(); }
     bool read_only() const override { return true; }
     const uint8_t *namespace_host_pointer() override { return inner_->namespace_host_pointer(); }
+    Completion submit_mapped_read(const Command &cmd) override { return inner_->submit_mapped_read(cmd); }
 
 private:
     std::unique_ptr<Transport> inner_;
@@ -270,6 +271,14 @@ std::unique_ptr<Transport> open_host_mode(std::unique_ptr<Transport> drive, uint
     const auto make = reinterpret_cast<decltype(&csd_emu_make_host_transport)>(
         emu_symbol("csd_emu_make_host_transport", "host mode (programs run on the host)"));
     return std::unique_ptr<Transport>(make(drive.release(), slm_size, units, &on_bus));
+}
+
+Completion Transport::submit_mapped_read(const Command &cmd)
+{
+    std::vector<uint8_t> dropped(cmd.data_len);
+    Command c = cmd;
+    c.data = dropped.data();
+    return submit(c);
 }
 
 std::future<Completion> Transport::submit_async(const Command &cmd)
