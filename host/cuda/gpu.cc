@@ -447,8 +447,12 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
             }
-            if (!slm_reg_) {  // pin SLM once (throws csd::Error); later copies go straight from it
-                slm_reg_ = std::make_unique<HostRegistration>(slm, dev_.caps().slm_size);
+            if (!slm_reg_) {  // pin SLM once; later copies go straight from it
+                try {
+                    slm_reg_ = std::make_unique<HostRegistration>(slm, dev_.caps().slm_size);
+                } catch (const Error &e) {
+                    throw Error("SLM", e);
+                }
             }
             const auto t0 = std::chrono::steady_clock::now();
             check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
