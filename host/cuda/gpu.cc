@@ -267,7 +267,7 @@ const uint8_t *Landing::registered_namespace()
 {
     if (ns_tried_) return ns_reg_ ? ns_reg_->host() : nullptr;
     ns_tried_ = true;
-    const uint8_t *ns = dev_.transport().namespace_host_pointer();
+    const uint8_t *ns = dev_.namespace_host_pointer();
     if (!ns) return nullptr;
     try {  // shared with a GpuMover of the same device, if it holds it already
         ns_reg_ = std::make_unique<HostRegistration>(ns, dev_.ns().lba_count * dev_.ns().lba_size);

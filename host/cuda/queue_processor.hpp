@@ -85,7 +85,7 @@ public:
     // A plain Read (no flags) of the namespace that the device maps into this process
     // (Transport::namespace_host_pointer: the simulated peer-to-peer drive) into the mover's
     // memory is copied by the mover straight from those pages when it reaches them, after the
-    // drive has run it moving no bytes (Transport::submit_mapped_read: its checks, its
+    // drive has run it moving no bytes (InProcess::submit_mapped_read: its checks, its
     // counting, its error, which is posted with nothing copied); every other command goes
     // through the drive.
     // Starts polling at once; throws csd::Error on bad layouts.
@@ -97,7 +97,7 @@ public:
     uint64_t commands() const;  // entries completed so far
     uint64_t errors() const;    // of those, with a non-zero status
     uint64_t direct_reads() const;  // of those, Reads the mover copied straight from the namespace (copy_from)
-    // Completions a timing model timed (Transport::submit_deferred), and how late after their
+    // Completions a timing model timed (InProcess::submit_deferred), and how late after their
     // modelled finish they were posted: the mean and the largest, in nanoseconds.
     struct Timed {
         uint64_t completions = 0;
@@ -120,7 +120,7 @@ private:
         uint32_t due = 0;  // completions of this queue waiting for their modelled finish
         uint32_t moving = 0;  // completions of this queue waiting for their data's copy
         // the entry at sq_head, a Read copied from the namespace's pages, has been run by the
-        // drive (Transport::submit_mapped_read) and waits for room in the mover's ring
+        // drive (InProcess::submit_mapped_read) and waits for room in the mover's ring
         bool head_read = false;
     };
     // A completion to post at its modelled finish; a poller keeps them in a min-heap.

@@ -104,7 +104,7 @@ TEST_F(SharedRegistration, LandingAndGpuQueuesShareTheNamespacesRegistration)
     const uint32_t nlb = kRec / lba, n = 16;
     const std::vector<uint8_t> data = random_bytes(uint64_t(4) * n * kRec, 11);
     dev->write_lbas(1000, data.size() / lba, data.data());
-    const uint8_t *ns = dev->transport().namespace_host_pointer();
+    const uint8_t *ns = dev->namespace_host_pointer();
     ASSERT_NE(ns, nullptr) << "the in-process device without a timing model maps its namespace";
     const uint64_t ns_bytes = dev->ns().lba_count * lba;
     void *land_dst = nullptr, *win = nullptr;

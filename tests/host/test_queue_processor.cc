@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "csd/in_process.hpp"
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
@@ -632,7 +633,7 @@ TEST_F(QueueProcessorTest, PlainReadsOfAMappedNamespaceAreCopiedStraightFromIt)
 {
     const uint32_t nlb = 4096 / lba, rec = 4096;
     const std::vector<uint8_t> data = write_records(*dev, 800, 2, 13, 900);
-    const uint8_t *ns = dev->transport().namespace_host_pointer();
+    const uint8_t *ns = dev->namespace_host_pointer();
     ASSERT_NE(ns, nullptr) << "the in-process device without a timing model maps its namespace";
     const uint64_t window = 0xa00000000000ull;
     EagerMover m(window, 3 * rec, ns, dev->ns().lba_count * lba);
@@ -678,9 +679,9 @@ std::vector<uint16_t> read_through(Queues &qs, uint64_t slba, uint32_t n, uint32
 // The in-process device behind a namespace that goes away on demand (as the stream tests'):
 // every command then answers Invalid Namespace or Format, as a drive's does once the
 // namespace is detached; its mapping stays (a drive's pages outlive a detach).
-class Detachable : public Transport {
+class Detachable : public Transport, public InProcess {
 public:
-    explicit Detachable(Transport &t) : t_(t) {}
+    explicit Detachable(Transport &t) : t_(t), in_(*in_process(t)) {}
     const char *name() const override { return t_.name(); }
     Completion submit(const Command &cmd) override
     {
@@ -689,11 +690,25 @@ public:
     }
     uint32_t max_transfer() const override { return t_.max_transfer(); }
     NamespaceInfo ns() const override { return t_.ns(); }
-    const uint8_t *namespace_host_pointer() override { return t_.namespace_host_pointer(); }
+    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
+    std::string backing_file() const override { return in_.backing_file(); }
+    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
+    Completion submit_mapped_read(const Command &cmd) override
+    {
+        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
+        return in_.submit_mapped_read(cmd);
+    }
+    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
+    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
+    {
+        *finish_ns = 0;
+        return submit(cmd);
+    }
     std::atomic<bool> detached{false};
 
 private:
     Transport &t_;
+    InProcess &in_;
 };
 
 }  // namespace
@@ -709,7 +724,7 @@ TEST_F(QueueProcessorTest, DirectReadsAreCountedAsTheDrivesReads)
     OpenOptions o;
     o.front_end = FrontEnd::Host;
     auto host = Device::open(g_path, o);
-    const uint8_t *ns = host->transport().namespace_host_pointer();
+    const uint8_t *ns = host->namespace_host_pointer();
     ASSERT_NE(ns, nullptr) << "host mode over the in-process drive maps its namespace";
     const uint64_t window = 0xb00000000000ull;
     BusCounters moved[2];
@@ -745,7 +760,7 @@ TEST_F(QueueProcessorTest, ADirectReadAfterADetachGetsTheDrivesAnswer)
     auto t = std::make_unique<Detachable>(dev->transport());
     Detachable *ns = t.get();
     Device d(std::move(t));
-    const uint8_t *pages = d.transport().namespace_host_pointer();
+    const uint8_t *pages = d.namespace_host_pointer();
     ASSERT_NE(pages, nullptr);
     const uint64_t window = 0xc00000000000ull;
     EagerMover m(window, n * rec, pages, d.ns().lba_count * lba);
