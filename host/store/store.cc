@@ -732,17 +732,18 @@ void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes,
     refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
-    std::lock_guard<std::mutex> g(mu_);
     ObjectInfo o = new_entry(name, bytes, dtype, shape);
     o.crc32c = csd_crc32c(data, bytes);
-    const Reservation r = reserve(blocks_for(bytes));
+    // The store's lock only around its catalog updates: the reservation keeps the space this
+    // put's own, and progress may use the store (or wait on a thread that does).
+    const Reservation r = locked([&] { return reserve(blocks_for(bytes)); });
     try {
         o.block = r.block;
         write_blocks(o.block, data, bytes, progress);
         dev_.flush();
-        commit_put(o, r.id);
+        locked([&] { commit_put(o, r.id); });
     } catch (...) {
-        release_quietly({r.id});
+        locked([&] { release_quietly({r.id}); });
         throw;
     }
 }
@@ -763,7 +764,7 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
     const uint64_t want = std::max(need, 2 * sp.blocks);
     Reservation r;
     for (const uint64_t total : {want, need}) {
-        if (reserve_at(sp.start + sp.blocks, total - sp.blocks, &r)) {
+        if (locked([&] { return reserve_at(sp.start + sp.blocks, total - sp.blocks, &r); })) {
             sp.ids.push_back(r.id);
             sp.blocks = total;
             return;
@@ -771,10 +772,10 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
     }
     uint64_t blocks = want;
     try {
-        r = reserve(want);
+        r = locked([&] { return reserve(want); });
     } catch (const Error &e) {
         if (e.errnum() != ENOSPC || want == need) throw;
-        r = reserve(need);  // no room for twice: just enough, this time
+        r = locked([&] { return reserve(need); });  // no room for twice: just enough, this time
         blocks = need;
     }
     const uint32_t lba = dev_.ns().lba_size;
@@ -785,10 +786,10 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
             dev_.write_lbas(r.block * lbas_per_block_ + at / lba, n / lba, scratch.data());
         }
     } catch (...) {
-        release_quietly({r.id});
+        locked([&] { release_quietly({r.id}); });
         throw;
     }
-    release_quietly(sp.ids);
+    locked([&] { release_quietly(sp.ids); });
     sp = {{r.id}, r.block, blocks};
 }
 
@@ -798,13 +799,14 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
     refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
-    std::lock_guard<std::mutex> g(mu_);
     const uint64_t size = src.size();
     const bool known = size != ObjectSource::kUnknownSize;
     ObjectInfo o = new_entry(name, 0, dtype, shape);
     o.crc32c = csd_crc32c(nullptr, 0);
     StreamSpace sp;
-    const Reservation r = reserve(blocks_for(known ? size : kStreamChunk));
+    // The store's lock only around catalog updates (reserve, grow, commit, release), never
+    // while the source or progress runs: either may wait on another user of this store.
+    const Reservation r = locked([&] { return reserve(blocks_for(known ? size : kStreamChunk)); });
     sp = {{r.id}, r.block, r.blocks};
     try {
         std::vector<uint8_t> buf(kStreamChunk), scratch;
@@ -841,9 +843,9 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
         if (o.bytes == 0) write_blocks(sp.start, nullptr, 0);  // an empty object's one zeroed block
         dev_.flush();
         o.block = sp.start;
-        commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end()));
+        locked([&] { commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end())); });
     } catch (...) {
-        release_quietly(sp.ids);
+        locked([&] { release_quietly(sp.ids); });
         throw;
     }
 }

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <map>
 #include <random>
+#include <future>
 #include <thread>
 
 #include "csd/btree.hpp"
@@ -2475,6 +2476,44 @@ TEST_F(Store, StreamingPutCancelledReleasesEveryReservation)
                  Cancel);
     EXPECT_EQ(s.get("x"), old);
     expect_no_space_leaked(s, empty_free);
+}
+
+// One store serves its other callers while a streaming put waits on its source or reports
+// progress: a stat, a get and another put of the same ObjectStore from another thread (as
+// Python's threads share a device's store: a pipe fed by a get of another object), and from
+// the put's own progress callback (reservations() shows the put's own space). They waited
+// on the store's lock, held from the put's first chunk to its commit: the other thread
+// until the source ended (never, where it feeds the source), the callback for ever.
+TEST_F(Store, StreamingPutLetsItsStoreServeMeanwhile)
+{
+    ObjectStore s(*dev);
+    const auto old = random_bytes(70000, 60), data = random_bytes(9 * 1024 * 1024 + 11, 61);
+    s.put("old", old.data(), old.size());
+    PipeSource src(data);
+    src.hook_at = 5 << 20;
+    bool served = false;
+    std::future<uint64_t> other;  // outlives the hook: without the fix it ends after the put
+    src.hook = [&] {
+        other = std::async(std::launch::async, [&] {
+            const auto got = s.get("old");
+            s.put("beside", got.data(), got.size());
+            return s.stat("beside").bytes;
+        });
+        served = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;  // else: blocked
+    };
+    uint64_t seen_reserved = 0;
+    s.put("piped", src, "", {}, [&](uint64_t, uint64_t) {
+        if (!served) return;  // without the fix, this would never return: keep the test ending
+        uint64_t r = 0;
+        for (const Reservation &x : s.reservations()) r += x.blocks;
+        seen_reserved = std::max(seen_reserved, r);
+    });
+    EXPECT_TRUE(served) << "another thread's get, put and stat waited for the streaming put to end";
+    EXPECT_EQ(other.get(), old.size());
+    EXPECT_GT(seen_reserved, 0u) << "the put's progress callback saw no reservation";
+    EXPECT_EQ(s.get("piped"), data);
+    EXPECT_EQ(s.get("beside"), old);
+    EXPECT_TRUE(s.reservations().empty());
 }
 
 // A get to a file descriptor writes the object a chunk at a time; replaced mid-read by a
