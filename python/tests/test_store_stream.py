@@ -230,3 +230,38 @@ def test_get_file_into_an_append_file_refuses_a_replaced_object(dev, tmp_path, d
             dev.store.get_file("x", f, progress=progress)
     assert fired and e.value.errno == errno.EAGAIN
     assert log.read_bytes().startswith(b"PRIOR\n")
+
+
+def test_a_streaming_put_lets_its_store_serve_meanwhile(tmp_path):
+    """A put_file from a pipe fed by another thread that gets another object of the same
+    device (a transform between two objects), and a progress callback that lists the store's
+    reservations: both use the store while the put runs. The put held the store's lock from
+    its first chunk to its commit, and both waited for ever (run in a fresh interpreter, so
+    that a hang fails this test instead of stopping the suite)."""
+    script = textwrap.dedent(f"""
+        import os, threading, nvme_csd
+        with nvme_csd.open("emu:{tmp_path}/ns.img?size=256M") as dev:
+            dev.store.format(force=True)
+            src = os.urandom((9 << 20) + 7)
+            dev.store["src"] = src
+            r, w = os.pipe()
+            def feed():
+                with os.fdopen(w, "wb") as f:
+                    for _ in range(2):
+                        f.write(dev.store["src"])   # a get while the put reads the pipe
+            t = threading.Thread(target=feed)
+            t.start()
+            seen = []
+            with os.fdopen(r, "rb") as f:
+                dev.store.put_file("dst", f, progress=lambda done, total: seen.append(len(dev.store.reservations())))
+            t.join()
+            assert dev.store["dst"] == src + src
+            assert seen and max(seen) >= 1, seen
+            assert dev.store.reservations() == []
+        print("ok")
+    """)
+    try:
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the put and the other users of its store waited on each other for 120 s")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
