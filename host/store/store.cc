@@ -52,7 +52,8 @@ constexpr char kMagic[8] = {'C', 'S', 'D', 'S', 'T', 'O', 'R', '1'};
 constexpr uint32_t kVersion1 = 1;  // full catalog only; still read, replaced on first update
 constexpr uint32_t kVersion = 2;   // base catalog + journal
 constexpr uint64_t kFirstDataBlock = 2;
-constexpr uint64_t kSignatureBytes = 72 << 10;  // format looks for signatures in the first 72 KiB
+constexpr uint64_t kSignatureBytes = 256 << 10;  // format looks for signatures in the first 256 KiB
+constexpr uint64_t kTailBytes = 128 << 10;       // and in the last 128 KiB (a backup GPT, md 0.90 and 1.0)
 
 #pragma pack(push, 1)
 struct SuperblockV1 {
@@ -226,10 +227,17 @@ namespace {
 // byte) show it holds: a partition table, a filesystem or volume signature, an object store;
 // "" if none of those this knows (blkid's places for them). Two LBA sizes are tried for the
 // GPT, since a drive formatted to another LBA size keeps the table where it was written.
-std::string signature_found(const std::vector<uint8_t> &head, const std::vector<uint8_t> &tail, uint32_t store_block)
+std::string signature_found(const std::vector<uint8_t> &head, const std::vector<uint8_t> &tail, uint64_t total,
+                            uint32_t store_block)
 {
     auto at = [&](uint64_t pos, const std::string &magic) {
         return pos + magic.size() <= head.size() && std::memcmp(head.data() + pos, magic.data(), magic.size()) == 0;
+    };
+    // magic at byte pos of the namespace (total bytes), where the tail holds it
+    auto at_end = [&](uint64_t pos, const std::string &magic) {
+        const uint64_t from = total - tail.size();
+        return pos >= from && pos + magic.size() <= total &&
+               std::memcmp(tail.data() + (pos - from), magic.data(), magic.size()) == 0;
     };
     auto quoted = [](const std::string &magic, uint64_t pos) {
         return "'" + magic + "' at byte " + std::to_string(pos);
@@ -263,6 +271,26 @@ std::string signature_found(const std::vector<uint8_t> &head, const std::vector<
     }
     for (const uint64_t pos : {uint64_t{0}, uint64_t{4096}}) {
         if (at(pos, "\xfc\x4e\x2b\xa9")) return "a Linux RAID (md) member (magic A92B4EFCh at byte " + std::to_string(pos) + ")";
+    }
+    // md metadata 1.0 and 0.90 at the end: 8 to 12 KiB before it on a 4 KiB boundary, and the
+    // last whole 64 KiB
+    const uint64_t sectors = total / 512;
+    for (const uint64_t pos : {sectors >= 16 ? ((sectors - 16) & ~uint64_t{7}) * 512 : total,
+                               sectors >= 128 ? ((sectors & ~uint64_t{127}) - 128) * 512 : total}) {
+        if (at_end(pos, "\xfc\x4e\x2b\xa9")) {
+            return "a Linux RAID (md) member (magic A92B4EFCh at byte " + std::to_string(pos) + ", near its end)";
+        }
+    }
+    if (at(1024, "\x10\x20\xF5\xF2")) return "an F2FS filesystem (magic F2F52010h at byte 1024)";
+    if (at(0, "hsqs")) return "a squashfs filesystem (" + quoted("hsqs", 0) + ")";
+    if (at(0, "bluestore block device")) return "a Ceph BlueStore device (" + quoted("bluestore block device", 0) + ")";
+    if (at(4096 + 24, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")) {
+        return "a bcache device (its magic at byte 4120)";
+    }
+    for (uint64_t pos = 128 << 10; pos + 4 <= std::min<uint64_t>(head.size(), 256 << 10); pos += 1024) {
+        if (at(pos, std::string("\x0c\xb1\xba\x00", 4)) || at(pos, std::string("\x00\xba\xb1\x0c", 4))) {
+            return "a ZFS pool member (an uberblock, magic 00BAB10Ch, at byte " + std::to_string(pos) + ")";
+        }
     }
     if (at(3, "NTFS    ")) return "an NTFS filesystem (" + quoted("NTFS", 3) + ")";
     if (at(3, "EXFAT   ")) return "an exFAT filesystem (" + quoted("EXFAT", 3) + ")";
@@ -300,11 +328,11 @@ void ObjectStore::check_blank(Device &dev)
 {
     const uint32_t lba = dev.ns().lba_size;
     const uint64_t head_lbas = std::min<uint64_t>(dev.ns().lba_count, (kSignatureBytes + lba - 1) / lba);
-    const uint64_t tail_lbas = std::min<uint64_t>(dev.ns().lba_count, (4096 + lba - 1) / lba);
+    const uint64_t tail_lbas = std::min<uint64_t>(dev.ns().lba_count, (kTailBytes + lba - 1) / lba);
     std::vector<uint8_t> head(head_lbas * lba), tail(tail_lbas * lba);
     dev.read_lbas(0, head_lbas, head.data());
     dev.read_lbas(dev.ns().lba_count - tail_lbas, tail_lbas, tail.data());
-    const std::string found = signature_found(head, tail, block_size_for(dev));
+    const std::string found = signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
     if (!found.empty()) {
         throw Error("format: the namespace holds " + found +
                         "; formatting would overwrite it: format with force (csdctl format --force, "

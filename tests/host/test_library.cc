@@ -2179,6 +2179,14 @@ TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
         {"FAT", 512, {{3, "mkfs.fat"}, {82, "FAT32   "}, {510, "\x55\xAA"}}},
         {"NTFS", 512, {{3, "NTFS    "}, {510, "\x55\xAA"}}},
         {"ISO 9660", 512, {{32769, "CD001"}}},
+        // flash and volume formats whose signatures lie elsewhere (blkid's places); the file is 64 MiB
+        {"F2FS", 512, {{1024, "\x10\x20\xF5\xF2"}}},
+        {"squashfs", 4096, {{0, "hsqs"}}},
+        {"Ceph BlueStore", 512, {{0, "bluestore block device"}}},
+        {"bcache", 512, {{4096 + 24, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81"}}},
+        {"ZFS", 512, {{(128 << 10) + 5 * 1024, std::string("\x0c\xb1\xba\x00", 4)}}},
+        {"Linux RAID (md) member", 512, {{(64 << 20) - 8192, "\xfc\x4e\x2b\xa9"}}},   // metadata 1.0: at the end
+        {"Linux RAID (md) member", 4096, {{(64 << 20) - 65536, "\xfc\x4e\x2b\xa9"}}},  // 0.90: the last 64 KiB
     };
     unsetenv_scoped no_env("CSD_FRONT_END");  // the in-process device here speaks only the vendor commands
     for (const Case &c : cases) {
