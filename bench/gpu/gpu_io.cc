@@ -84,7 +84,8 @@ struct Run {
 // (for 2 the queues' window, moved by `by`); vram_shift moves the kernel's destinations off
 // it (a bad destination).
 Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::vector<uint8_t> &descs = {},
-               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1)
+               gpu::MoveBy by = gpu::MoveBy::resident, uint64_t vram_shift = 0, unsigned warps = 16, unsigned blocks = 1,
+               bool direct = true)
 {
     const uint32_t depth = 64;
     const uint64_t slot = job.kind != 1 ? uint64_t(job.nlb) * dev.ns().lba_size : 64;
@@ -97,6 +98,7 @@ Run run_kernel(Device &dev, uint32_t queues, int pollers, IoJob job, const std::
     check(cudaDeviceSynchronize(), "sync");
     gpu::GpuWindow window;
     if (job.dest == 2) window.base = vram, window.bytes = slots_bytes, window.by = by, window.warps = warps, window.blocks = blocks;
+    window.direct = direct;
     const uint64_t arena = job.dest == 2 ? 4096 : slots_bytes;
     // (a resident mover runs while gq lives: from here on, streams are synchronised, not the device)
     auto gq_owner = std::make_unique<gpu::GpuQueues>(dev, queues, depth, arena + descs.size() + 64, pollers, window);
@@ -168,6 +170,8 @@ std::vector<uint8_t> checksum_descriptors(Device &dev, uint32_t blocks, uint32_t
 // returns); each copy must finish and the window must hold exactly the staged bytes. The
 // form in which compute-sanitizer checks the copy kernel: under it, the io kernel's Reads
 // through the queues did not complete beside the resident kernel (90 s on the H200).
+// Every fourth copy is taken straight from registered host memory (copy_from: how Reads of a
+// simulated peer-to-peer drive's namespace are moved), not staged.
 // Returns the wrong bytes plus unfinished copies.
 uint64_t lane_check(unsigned warps, unsigned blocks)
 {
@@ -183,12 +187,32 @@ uint64_t lane_check(unsigned warps, unsigned blocks)
     w.base = vram, w.bytes = bytes, w.by = gpu::MoveBy::resident, w.warps = warps, w.blocks = blocks;
     std::vector<uint8_t> want(bytes, 0);
     uint64_t bad = 0;
+    const uint64_t host_bytes = (bytes + 4095) / 4096 * 4096;
+    auto *host = static_cast<uint8_t *>(std::aligned_alloc(4096, host_bytes));  // the "namespace": a copy's source at its own place
     {
-        gpu::GpuMover mover(w, 1 << 20);
+        gpu::GpuMover mover(w, 1 << 20, host, host_bytes);
+        if (!mover.reaches(host, host_bytes)) {
+            std::printf("gpu_io check: lane: the mover did not register the host memory\n");
+            std::free(host);
+            return 1;
+        }
         auto lane = mover.lane();
         std::vector<uint64_t> tickets;
         for (uint32_t i = 0; i < n; i++) {
             const uint32_t len = sizes[i % sizes.size()];
+            const uint64_t to = at[i] + 16 * (i % 3 == 1);
+            if (i % 4 == 3) {  // straight from the registered host memory
+                for (uint32_t k = 0; k < len; k++) host[to + k] = want[to + k] = static_cast<uint8_t>(i * 31 + k * 7 + (k >> 8));
+                const uint64_t t = lane->copy_from(reinterpret_cast<uint64_t>(vram + to), host + to, len);
+                if (!t) {
+                    std::printf("gpu_io check: lane: no ring slot for copy %u\n", i);
+                    std::free(host);
+                    return 1;
+                }
+                tickets.push_back(t);
+                if (i % 100 == 99) lane->flush();
+                continue;
+            }
             uint8_t *s = lane->stage(len);
             if (!s) {
                 std::printf("gpu_io check: lane: no staging for copy %u\n", i);
@@ -212,6 +236,7 @@ uint64_t lane_check(unsigned warps, unsigned blocks)
     check(cudaMemcpy(got.data(), vram, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
     for (uint64_t k = 0; k < bytes; k++) bad += got[k] != want[k];
     cudaFree(vram);
+    std::free(host);
     return bad;
 }
 
@@ -331,10 +356,13 @@ int vram_table(Device &dev, int max_pollers, unsigned warps, unsigned blocks, bo
         const char *name;
         uint32_t dest;
         gpu::MoveBy by;
+        bool direct = false;  // resident: plain Reads copied from the namespace's registered pages
     };
     const Path paths[] = {
         {"arena (host memory; not read here: no PCIe transfer)", 0, gpu::MoveBy::kernel},
         {"arena, then the warp copies its batch into GPU memory", 1, gpu::MoveBy::kernel},
+        {"GPU memory, moved by the drive side: resident copy kernel from the namespace's registered pages (simulated peer-to-peer drive)", 2,
+         gpu::MoveBy::resident, true},
         {"GPU memory, moved by the drive side: resident copy kernel from pinned staging", 2, gpu::MoveBy::resident},
         {"GPU memory, moved by the drive side: copy kernel launched per round", 2, gpu::MoveBy::kernel},
         {"GPU memory, moved by the drive side: cudaMemcpyBatchAsync per round", 2, gpu::MoveBy::batch},
@@ -354,7 +382,7 @@ int vram_table(Device &dev, int max_pollers, unsigned warps, unsigned blocks, bo
                 job.seed = q * 7 + bytes;
                 job.dest = p.dest;
                 const int pollers = std::min<int>(max_pollers, q);
-                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps, blocks);
+                const Run r = run_kernel(dev, q, pollers, job, {}, p.by, 0, warps, blocks, p.direct);
                 bad += r.failed != 0;
                 std::printf("| %s | %s%s | %u | %d | %.2f | %.2f | %.0f %% | %llu |\n", bytes == 65536 ? "64 KiB" : bytes == 4096 ? "4 KiB" : "512 B",
                             p.name, p.by == gpu::MoveBy::resident && p.dest == 2 ? (" (" + std::to_string(blocks) + " x " + std::to_string(warps) + " warps a poller)").c_str() : "", q, pollers, r.rate() / 1e6, r.rate() * bytes / 1e9, 100 * r.rate() * bytes / 1e9 / ceiling,
@@ -458,8 +486,8 @@ int main(int argc, char **argv)
         // Reads into GPU memory: copied there by the warp, or moved there by the drive side
         // (each way), checked there; an SLM Read (how an Execute's output comes back) the same
         for (uint32_t bytes : {512u, 4096u, 65536u}) {
-            for (int way = 0; way < 5; way++) {
-                if (resident_only && way != 1) continue;
+            for (int way = 0; way < 6; way++) {  // 1: from the namespace's pages; 5: from pinned staging
+                if (resident_only && way != 1 && way != 5) continue;
                 for (uint32_t q : {1u, 8u}) {
                     IoJob job;
                     job.nlb = bytes / lba;
@@ -467,12 +495,17 @@ int main(int argc, char **argv)
                     job.rounds = 5;
                     job.verify = 1;
                     job.dest = way == 0 ? 1 : 2;
-                    const gpu::MoveBy by = std::array<gpu::MoveBy, 5>{gpu::MoveBy::resident, gpu::MoveBy::resident, gpu::MoveBy::kernel,
-                                                                      gpu::MoveBy::batch, gpu::MoveBy::memcpy}[way];
-                    const Run r = run_kernel(*dev, q, 2, job, {}, by);
+                    const gpu::MoveBy by = std::array<gpu::MoveBy, 6>{gpu::MoveBy::resident, gpu::MoveBy::resident, gpu::MoveBy::kernel,
+                                                                      gpu::MoveBy::batch, gpu::MoveBy::memcpy, gpu::MoveBy::resident}[way];
+                    const Run r = run_kernel(*dev, q, 2, job, {}, by, 0, 16, 1, way != 5);
                     std::printf("gpu_io check: %u B Reads into GPU memory (%s), %u queue(s): %llu commands, %llu failed, "
                                 "%llu wrong words\n",
-                                bytes, way == 0 ? "the warp copies from the arena" : gpu::move_by_name(by), q,
+                                bytes,
+                                way == 0   ? "the warp copies from the arena"
+                                : way == 1 ? "resident copy kernel, from the namespace's registered pages"
+                                : way == 5 ? "resident copy kernel, from pinned staging"
+                                           : gpu::move_by_name(by),
+                                q,
                                 static_cast<unsigned long long>(r.commands), static_cast<unsigned long long>(r.failed),
                                 static_cast<unsigned long long>(r.wrong));
                     bad += r.failed || r.wrong || r.commands != uint64_t(q) * 32 * job.rounds;

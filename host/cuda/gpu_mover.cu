@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) resident_mover(const Copy *rin
 
 class Lane : public MoverLane {
 public:
-    Lane(int device, uint64_t slab_bytes, MoveBy by, unsigned warps, unsigned blocks)
-        : device_(device), by_(by), slab_bytes_(slab_bytes), warps_(warps), blocks_(blocks)
+    Lane(int device, uint64_t slab_bytes, MoveBy by, unsigned warps, unsigned blocks, const uint8_t *ns, uint64_t ns_gpu)
+        : device_(device), by_(by), slab_bytes_(slab_bytes), ns_(ns), ns_gpu_(ns_gpu), warps_(warps), blocks_(blocks)
     {
         cap_ = static_cast<uint32_t>(slab_bytes / kAlign);
         ring_ = std::min<uint64_t>(uint64_t(kSlabs) * cap_, kRing);
@@ -304,6 +304,15 @@ public:
         uint8_t *p = s.mem + s.used;
         s.used += need;
         return p;
+    }
+
+    uint64_t copy_from(uint64_t dst, const uint8_t *src, uint32_t len) override
+    {
+        // resident only (GpuMover::reaches); the next copy's ring slot must be free
+        if (by_ != MoveBy::resident || !ns_ || len == 0) return 0;
+        if (seq_ - low_ >= ring_ && seq_ - moved() >= ring_ && !failed_) return 0;
+        copies_[seq_ % ring()] = Copy{ns_gpu_ + uint64_t(src - ns_), dst, len, 0, 0};
+        return ++seq_;  // published with the visit's others (publish())
     }
 
     uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) override
@@ -495,6 +504,8 @@ private:
     int device_;
     MoveBy by_;
     uint64_t slab_bytes_;
+    const uint8_t *ns_;  // host memory copied from directly (copy_from), or nullptr
+    uint64_t ns_gpu_;    // its address as the GPU sees it
     uint32_t cap_ = 0;
     uint64_t ring_ = 0;  // resident: the ring's slots (a small ring stays in the CPU's caches)
     uint8_t *staging_ = nullptr;
@@ -528,7 +539,7 @@ const char *move_by_name(MoveBy by)
     return "?";
 }
 
-GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
+GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer, const uint8_t *ns, uint64_t ns_bytes) : w_(window)
 {
     if (!w_.base || w_.bytes == 0) throw Error("GPU mover: a window of GPU memory is needed", EINVAL);
     for (const uint8_t *p : {static_cast<const uint8_t *>(w_.base), static_cast<const uint8_t *>(w_.base) + w_.bytes - 1}) {
@@ -564,6 +575,43 @@ GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer) : w_(window)
     max_transfer_ = static_cast<uint32_t>(std::min<uint64_t>(max_transfer, w_.bytes));
     slab_ = std::max<uint64_t>(w_.staging / kSlabs, max_transfer_);
     slab_ = (slab_ + kAlign - 1) / kAlign * kAlign;
+    if (ns && ns_bytes && w_.direct && w_.by == MoveBy::resident) register_namespace(ns, ns_bytes);
+}
+
+void GpuMover::register_namespace(const uint8_t *ns, uint64_t bytes)
+{
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device_) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    // read-only where the platform pins so (the GPU only reads it), else as any host memory;
+    // already registered (a Landing of the same device): used as it is
+    uint8_t *p = const_cast<uint8_t *>(ns);
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterReadOnly | cudaHostRegisterMapped);
+    if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
+        cudaGetLastError();
+        e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
+    }
+    ns_registered_ = e == cudaSuccess;
+    if (e != cudaSuccess) cudaGetLastError();  // not sticky: the staging still works
+    void *gpu = nullptr;
+    if ((e == cudaSuccess || e == cudaErrorHostMemoryAlreadyRegistered) && cudaHostGetDevicePointer(&gpu, p, 0) == cudaSuccess) {
+        ns_ = ns, ns_bytes_ = bytes, ns_gpu_ = reinterpret_cast<uint64_t>(gpu);
+    } else {
+        cudaGetLastError();
+    }
+    cudaSetDevice(prev);
+}
+
+GpuMover::~GpuMover()
+{
+    if (ns_registered_) cudaHostUnregister(const_cast<uint8_t *>(ns_));
+}
+
+bool GpuMover::reaches(const uint8_t *src, uint64_t len) const
+{
+    return ns_ && src >= ns_ && uint64_t(src - ns_) <= ns_bytes_ && len <= ns_bytes_ - uint64_t(src - ns_);
 }
 
 bool GpuMover::covers(uint64_t addr, uint64_t len) const
@@ -571,6 +619,9 @@ bool GpuMover::covers(uint64_t addr, uint64_t len) const
     return addr >= base_ && addr - base_ <= w_.bytes && len <= w_.bytes - (addr - base_);
 }
 
-std::unique_ptr<MoverLane> GpuMover::lane() { return std::make_unique<Lane>(device_, slab_, w_.by, w_.warps, w_.blocks); }
+std::unique_ptr<MoverLane> GpuMover::lane()
+{
+    return std::make_unique<Lane>(device_, slab_, w_.by, w_.warps, w_.blocks, ns_, ns_gpu_);
+}
 
 }  // namespace csd::gpu

@@ -43,23 +43,36 @@ struct GpuWindow {
     uint64_t staging = 32 << 20;  // pinned staging per poller, in 4 slabs (each at least the largest transfer)
     unsigned warps = 16;          // resident: warps a block of each poller's copy kernel (1..16)
     unsigned blocks = 1;          // resident: its blocks (1..8), each on an SM of its own
+    // resident: Reads of a namespace mapped into this process (the simulated peer-to-peer
+    // drive) copied by the kernel straight from its pages, registered with CUDA: no staging
+    bool direct = true;
 };
 
 class GpuMover : public Mover {
 public:
     // Throws csd::Error (EINVAL) unless window.base..+bytes is device memory; max_transfer: the
     // largest command the drive takes (a slab holds at least one, up to the window's size).
-    GpuMover(const GpuWindow &window, uint32_t max_transfer);
+    // ns..+ns_bytes: host memory its resident lanes may copy from directly (the namespace's
+    // mapping, Transport::namespace_host_pointer), registered here unless CUDA has it already;
+    // none when window.direct is false, the mover is not resident, or registering fails.
+    GpuMover(const GpuWindow &window, uint32_t max_transfer, const uint8_t *ns = nullptr, uint64_t ns_bytes = 0);
+    ~GpuMover() override;  // unregisters what it registered
     bool covers(uint64_t addr, uint64_t len) const override;  // inside the window
+    bool reaches(const uint8_t *src, uint64_t len) const override;  // inside the registered namespace
     uint32_t max_transfer() const override { return max_transfer_; }  // the drive's, at most the window
     std::unique_ptr<MoverLane> lane() override;  // pinned staging, a stream, events (and the resident ring)
 
 private:
+    // Registers ns..+bytes with CUDA (mapped) and keeps its GPU address; leaves none on failure.
+    void register_namespace(const uint8_t *ns, uint64_t bytes);
     GpuWindow w_;
     uint64_t base_ = 0;
     uint32_t max_transfer_ = 0;
     uint64_t slab_ = 0;
     int device_ = 0;
+    const uint8_t *ns_ = nullptr;  // host memory copied from directly (nullptr: none)
+    uint64_t ns_bytes_ = 0, ns_gpu_ = 0;  // its size; its address as the GPU sees it
+    bool ns_registered_ = false;   // registered by this mover (unregistered at its end)
 };
 
 }  // namespace csd::gpu

@@ -54,7 +54,14 @@ __device__ inline uint16_t warp_submit_and_wait(const NvmeQueueSet &s, WarpQueue
     const NvmeCqe *c = &s.cq[size_t(w.q) * s.depth + idx];
     const volatile uint32_t *last = reinterpret_cast<const volatile uint32_t *>(&c->cid);
     uint32_t word;
-    while (((word = *last) >> 16 & 1) != phase) __nanosleep(256);
+    // only the batch's last completion is polled (the controller fills the CQ in order), one
+    // word, so that waiting warps do not fill PCIe with reads (every lane polling its own took
+    // a sixth of the link from the Reads' data); then every lane reads its own
+    if (rank == n - 1) {
+        while ((*last >> 16 & 1) != phase) __nanosleep(256);
+    }
+    __syncwarp(mask);
+    while (((word = *last) >> 16 & 1) != phase) __nanosleep(64);  // at once, normally
     const unsigned long long dws = *reinterpret_cast<const volatile unsigned long long *>(&c->dw0);
     // hand each completion to the lane whose slot its command ID names
     uint16_t status = 0xFFFF;

@@ -92,6 +92,20 @@ Completion QueueProcessor::run(const NvmeSqe &e)
     }
 }
 
+const uint8_t *QueueProcessor::direct_source(const NvmeSqe &e, uint32_t len) const
+{
+    // only a plain Read (no FUA, limited retry, protection or directive fields) of this
+    // namespace, all of it inside; the drive answers anything else (and its errors)
+    if (e.opcode != 0x02 || e.nsid != set_.nsid || (e.cdw12 >> 16) || e.cdw13 || e.cdw14 || e.cdw15) return nullptr;
+    const uint8_t *ns = dev_.transport().namespace_host_pointer();  // none under a timing model
+    if (!ns) return nullptr;
+    const uint64_t slba = uint64_t(e.cdw11) << 32 | e.cdw10, nlb = (e.cdw12 & 0xFFFFu) + 1;
+    const uint64_t count = dev_.ns().lba_count;
+    if (slba >= count || nlb > count - slba) return nullptr;
+    const uint8_t *src = ns + slba * set_.lba_size;
+    return mover_->reaches(src, len) ? src : nullptr;
+}
+
 bool QueueProcessor::decode(const NvmeSqe &e, Command *out, Completion *refused, bool *to_mover)
 {
     *to_mover = false;
@@ -267,6 +281,16 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
         Completion c;
         bool to_mover = false;
         const bool ok = decode(e, &cmd, &c, &to_mover);
+        if (const uint8_t *src = ok && to_mover ? direct_source(e, cmd.data_len) : nullptr) {
+            // the simulated peer-to-peer drive: the mover copies the namespace's bytes itself
+            const uint64_t batch = p.lane->copy_from(e.prp1, src, cmd.data_len);
+            worked = true;
+            if (!batch) break;  // its ring full: this entry again at the next visit
+            s.sq_head = (s.sq_head + 1) % set_.depth;
+            p.moving.push_back({batch, q, e.cid, Completion{0, 0}});
+            s.moving++;
+            continue;
+        }
         if (ok && to_mover) {  // the drive reads into the lane's staging; the lane moves it
             cmd.data = p.lane->stage(cmd.data_len);
             if (!cmd.data) {

@@ -31,6 +31,13 @@ public:
     // state() takes for it (non-zero): the batch it belongs to (the one the next flush() starts),
     // or with moves_at_once() the copy's own.
     virtual uint64_t copy(uint64_t dst, const uint8_t *staged, uint32_t len) = 0;
+    // Records a copy of len bytes straight from host memory the mover reaches (Mover::reaches),
+    // with no staging; returns its number as copy() does, or 0 when the lane has no room now.
+    virtual uint64_t copy_from(uint64_t dst, const uint8_t *src, uint32_t len)
+    {
+        (void)dst, (void)src, (void)len;
+        return 0;
+    }
     // Starts the copies recorded since the last flush (and releases staging that no copy took).
     virtual void flush() = 0;
     // With moves_at_once(): hands the copies recorded so far to the mover (after each queue
@@ -59,6 +66,13 @@ public:
     virtual uint32_t max_transfer() const = 0;
     // A lane for one poller thread (made on the caller's thread; throws csd::Error).
     virtual std::unique_ptr<MoverLane> lane() = 0;
+    // Whether its lanes copy straight from [src, src + len) of host memory (copy_from): the
+    // namespace's pages of a simulated peer-to-peer drive, registered with the mover.
+    virtual bool reaches(const uint8_t *src, uint64_t len) const
+    {
+        (void)src, (void)len;
+        return false;
+    }
 };
 
 class QueueProcessor {
@@ -68,6 +82,10 @@ public:
     // address as the submitter writes it into PRP1 (a GPU's view of mapped memory may
     // differ from the host's). With a mover, a Read or SLM Read whose PRP1 lies in the mover's
     // memory rather than the arena lands there (moved before its completion is posted).
+    // A plain Read (no flags) of the namespace that the device maps into this process
+    // (Transport::namespace_host_pointer: the simulated peer-to-peer drive) into the mover's
+    // memory is copied by the mover straight from those pages when it reaches them, as the
+    // store's landing does; every other command goes through the drive.
     // Starts polling at once; throws csd::Error on bad layouts.
     QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover = nullptr);
     ~QueueProcessor();  // stops and joins the pollers
@@ -137,6 +155,9 @@ private:
     // An entry as the Command it asks for; false with *refused set when it cannot be run.
     // *to_mover: its data goes to the mover's memory (c.data is then left for staging).
     bool decode(const NvmeSqe &e, Command *out, Completion *refused, bool *to_mover);
+    // For a decoded Read into the mover's memory: its bytes in the namespace's mapping when the
+    // mover copies straight from there (a plain Read inside the namespace), else nullptr.
+    const uint8_t *direct_source(const NvmeSqe &e, uint32_t len) const;
     // Posts a completion for command cid at the CQ tail, phase tag last.
     void post(uint32_t q, QueueState &s, uint16_t cid, const Completion &c, Counts &counts);
     // Whether the CQ has no room for another entry.

@@ -528,11 +528,20 @@ namespace {
 
 // A lane that moves each copy as copy() records it (into the test's memory) and says so
 // (moves_at_once), logging the poller's calls: c = copy, p = publish with copies since the
-// last one, f = flush.
+// last one, f = flush; and, where the mover reaches host memory [src, src + src_bytes) (a
+// namespace's mapping), d = copy_from, straight from there.
 class EagerMover : public WindowMover {
 public:
-    using WindowMover::WindowMover;
+    EagerMover(uint64_t base, uint64_t bytes, const uint8_t *src = nullptr, uint64_t src_bytes = 0)
+        : WindowMover(base, bytes), src_(src), src_bytes_(src_bytes)
+    {
+    }
     std::unique_ptr<MoverLane> lane() override { return std::make_unique<Lane>(*this); }
+    bool reaches(const uint8_t *p, uint64_t len) const override
+    {
+        return src_ && p >= src_ && uint64_t(p - src_) <= src_bytes_ && len <= src_bytes_ - uint64_t(p - src_);
+    }
+    const uint8_t *last_source = nullptr;  // copy_from's last src
     std::string log() const
     {
         std::lock_guard<std::mutex> g(mu_);
@@ -552,6 +561,14 @@ private:
         {
             std::memcpy(m_.at(dst), src, len);
             add('c');
+            unpublished_ = true;
+            return ++n_;
+        }
+        uint64_t copy_from(uint64_t dst, const uint8_t *src, uint32_t len) override
+        {
+            std::memcpy(m_.at(dst), src, len);
+            m_.last_source = src;
+            add('d');
             unpublished_ = true;
             return ++n_;
         }
@@ -575,6 +592,8 @@ private:
         uint64_t n_ = 0;
         bool unpublished_ = false;
     };
+    const uint8_t *src_;
+    uint64_t src_bytes_;
     mutable std::mutex mu_;
     std::string log_;
 };
@@ -602,6 +621,43 @@ TEST_F(QueueProcessorTest, ALaneThatMovesAtOnceGetsEachVisitsCopies)
     std::string log = m.log();
     log.erase(std::remove(log.begin(), log.end(), 'f'), log.end());
     EXPECT_EQ(log, "ccpccp") << "the calls, flushes left out";
+}
+
+// A plain Read of the in-process device's namespace (mapped into this process: the simulated
+// peer-to-peer drive) into the mover's memory is copied by the mover straight from the
+// namespace's pages (copy_from, no staging); a Read with flags (FUA) goes through the drive
+// and its staging, and one past the namespace's end gets the drive's LBA Out of Range. Before
+// copy_from existed every Read was staged: the log read "cc".
+TEST_F(QueueProcessorTest, PlainReadsOfAMappedNamespaceAreCopiedStraightFromIt)
+{
+    const uint32_t nlb = 4096 / lba, rec = 4096;
+    const std::vector<uint8_t> data = write_records(*dev, 800, 2, 13, 900);
+    const uint8_t *ns = dev->transport().namespace_host_pointer();
+    ASSERT_NE(ns, nullptr) << "the in-process device without a timing model maps its namespace";
+    const uint64_t window = 0xa00000000000ull;
+    EagerMover m(window, 3 * rec, ns, dev->ns().lba_count * lba);
+    Queues qs(1, 16, 4096, lba);
+    qs.put(0, read_sqe(800, nlb, window));
+    NvmeSqe fua = read_sqe(800 + nlb, nlb, window + rec);
+    fua.cdw12 |= 1u << 30;  // Force Unit Access: the drive's to answer
+    qs.put(0, fua);
+    qs.put(0, read_sqe(dev->ns().lba_count - 1, nlb, window + 2 * rec));  // past the end
+    qs.ring(0);
+    QueueProcessor proc(*dev, qs.set, 0x1000, 1, &m);
+    uint16_t st[3] = {1, 1, 1};  // by command ID (moved Reads complete after the refused one)
+    for (int i = 0; i < 3; i++) {
+        const NvmeCqe c = qs.next(0);
+        ASSERT_LT(c.cid, 3);
+        st[c.cid] = status(c);
+    }
+    EXPECT_EQ(st[0], 0);
+    EXPECT_EQ(st[1], 0);
+    EXPECT_EQ(st[2] & 0x7FF, 0x80);  // LBA Out of Range, from the device
+    EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+    std::string log = m.log();
+    log.erase(std::remove_if(log.begin(), log.end(), [](char c) { return c == 'f' || c == 'p'; }), log.end());
+    EXPECT_EQ(log, "dc") << "the copies, flushes and publishes left out";
+    EXPECT_EQ(m.last_source, ns + 800ull * lba);
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)
