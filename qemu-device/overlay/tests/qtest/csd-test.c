@@ -785,14 +785,22 @@ static void test_compare_write(void)
     stop(n);
 }
 
-static void test_backing_store_failure(void)
+/* A blkdebug configuration file holding rules (the caller unlinks and frees its path). */
+static char *blkdebug_conf(const char *rules)
 {
-    g_autofree char *conf = NULL;
+    char *conf = NULL;
     int fd = g_file_open_tmp("csd-blkdebug-XXXXXX", &conf, NULL);
-    const char *rules = "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"64\"\n"
-                        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\nsector = \"128\"\n";
+
     g_assert_cmpint(write(fd, rules, strlen(rules)), ==, (ssize_t)strlen(rules));
     close(fd);
+    return conf;
+}
+
+static void test_backing_store_failure(void)
+{
+    g_autofree char *conf = blkdebug_conf(
+        "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"64\"\n"
+        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\nsector = \"128\"\n");
     g_autofree char *drive = g_strdup_printf("-drive id=d0,if=none,driver=raw,file.driver=blkdebug,"
                                              "file.config=%s,file.image.filename=%%s", conf);
     Nvme *n = start_with(drive, ",csd=on,csd.slm-size=1M");
@@ -812,12 +820,9 @@ static void test_backing_store_failure(void)
  */
 static void test_slm_pieces_failure_and_reset(void)
 {
-    g_autofree char *conf = NULL;
-    int fd = g_file_open_tmp("csd-blkdebug-XXXXXX", &conf, NULL);
-    const char *rules = "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8200\"\n"
-                        "[inject-error]\nevent = \"write_aio\"\nerrno = \"28\"\nsector = \"32760\"\n";
-    g_assert_cmpint(write(fd, rules, strlen(rules)), ==, (ssize_t)strlen(rules));
-    close(fd);
+    g_autofree char *conf = blkdebug_conf(
+        "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8200\"\n"
+        "[inject-error]\nevent = \"write_aio\"\nerrno = \"28\"\nsector = \"32760\"\n");
     g_autofree char *drive = g_strdup_printf("-drive id=d0,if=none,driver=raw,file.driver=blkdebug,"
                                              "file.config=%s,file.image.driver=null-co,"
                                              "file.image.size=16M,file.image.read-zeroes=on", conf);
