@@ -2522,6 +2522,17 @@ TEST_F(Store, StreamingPutLetsItsStoreServeMeanwhile)
     EXPECT_EQ(s.get("piped"), data);
     EXPECT_EQ(s.get("beside"), old);
     EXPECT_TRUE(s.reservations().empty());
+    // a put from memory likewise: its progress waits on another thread's stat
+    std::future<uint64_t> stat_meanwhile;
+    bool stat_served = false;
+    s.put("memory", data.data(), data.size(), "", {}, [&](uint64_t done, uint64_t) {
+        if (stat_meanwhile.valid() || done < (4 << 20)) return;
+        stat_meanwhile = std::async(std::launch::async, [&] { return s.stat("old").bytes; });
+        stat_served = stat_meanwhile.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    });
+    EXPECT_TRUE(stat_served) << "another thread's stat waited for a put from memory to end";
+    EXPECT_EQ(stat_meanwhile.get(), old.size());
+    EXPECT_EQ(s.get("memory"), data);
 }
 
 // A get to a file descriptor writes the object a chunk at a time; replaced mid-read by a
