@@ -265,3 +265,46 @@ def test_a_streaming_put_lets_its_store_serve_meanwhile(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("the put and the other users of its store waited on each other for 120 s")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_signal_stops_a_get_file_blocked_on_a_fifo(tmp_path):
+    """Ctrl-C (SIGINT) while get_file writes to a FIFO whose reader has stopped reading
+    (or a put_file reads a pipe whose writer has gone quiet): KeyboardInterrupt, nothing
+    stored, no space reserved. get_file to a FIFO path writes the descriptor from libcsd,
+    which went on after EINTR without looking at Python's signals and waited for ever (a
+    fresh interpreter, so that a hang fails this test)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    script = textwrap.dedent(f"""
+        import os, signal, sys, threading, time, nvme_csd
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+        def interrupt_soon():
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with nvme_csd.open("emu:{tmp_path}/ns.img?size=256M") as dev:
+            dev.store.format(force=True)
+            r, w = os.pipe()
+            os.write(w, os.urandom(32 << 10))    # then nothing more, and w stays open
+            interrupt_soon()
+            try:
+                with os.fdopen(r, "rb") as f:
+                    dev.store.put_file("x", f)
+                sys.exit("put_file ended without its source's end")
+            except KeyboardInterrupt:
+                pass
+            assert "x" not in dev.store and dev.store.reservations() == []
+            dev.store["y"] = os.urandom(9 << 20)  # more than a FIFO holds
+            reader = os.open("{fifo}", os.O_RDONLY | os.O_NONBLOCK)  # open, never read
+            interrupt_soon()
+            try:
+                dev.store.get_file("y", "{fifo}")
+                sys.exit("get_file ended though nobody read the FIFO")
+            except KeyboardInterrupt:
+                pass
+            os.close(reader)
+        print("ok")
+    """)
+    try:
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("SIGINT did not stop put_file / get_file blocked on a pipe or a FIFO in 60 s")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

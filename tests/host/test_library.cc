@@ -2535,6 +2535,51 @@ TEST_F(Store, StreamingPutLetsItsStoreServeMeanwhile)
     EXPECT_EQ(s.get("memory"), data);
 }
 
+// A stop signal that comes while a get writes to a pipe nobody reads ends write(2) short
+// (the bytes that fit), not with EINTR: FdSink looks at it then (interrupted()), and the get
+// stops. It wrote on and blocked again, so csdctl get into a stalled FIFO ignored Ctrl-C
+// (its reader is closed after 30 s, so that without the check the test fails, not hangs).
+TEST_F(Store, StreamingGetStopsAtASignalThatEndsAWriteShort)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(5 * 1024 * 1024, 62);
+    s.put("x", data.data(), data.size());
+    static std::atomic<bool> signalled{false};
+    struct sigaction sa {}, old {};
+    sa.sa_handler = [](int) { signalled = true; };  // no SA_RESTART: a blocked write ends
+    ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    void (*old_pipe)(int) = std::signal(SIGPIPE, SIG_IGN);  // the end: EPIPE, not death
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    std::atomic<bool> stopped{false};
+    std::thread getter([&] {
+        FdSink sink(p[1], "a pipe nobody reads");
+        sink.interrupted = [] { if (signalled) throw Error("interrupted", EINTR); };
+        try {
+            s.get_into("x", sink);
+        } catch (const Error &e) {
+            stopped = e.errnum() == EINTR;
+        }
+    });
+    // one signal, once the getter's first write has filled the pipe and waits: that write
+    // then returns short (later signals would find a write that moved nothing: EINTR)
+    for (int queued = 0, i = 0; i < 3000 && queued < 65536; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        ioctl(p[0], FIONREAD, &queued);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    pthread_kill(getter.native_handle(), SIGUSR1);
+    for (int i = 0; i < 300 && !stopped; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool stopped_in_time = stopped;
+    close(p[0]);  // a write blocked still fails (EPIPE): the getter ends either way
+    getter.join();
+    close(p[1]);
+    sigaction(SIGUSR1, &old, nullptr);
+    std::signal(SIGPIPE, old_pipe);
+    signalled = false;
+    EXPECT_TRUE(stopped_in_time) << "the get went on writing after the signal";
+}
+
 // A get to a file descriptor writes the object a chunk at a time; replaced mid-read by a
 // shorter version, a file is rewritten with the new version alone (its old end cut), and a
 // pipe, which cannot be rewritten, fails with EAGAIN.
