@@ -276,10 +276,10 @@ def test_a_signal_stops_a_get_file_blocked_on_a_fifo(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     script = textwrap.dedent(f"""
-        import os, signal, sys, threading, time, nvme_csd
+        import os, signal, subprocess, sys, nvme_csd
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
-        def interrupt_soon():
-            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        def interrupt_soon():  # from another process, as Ctrl-C (a thread of this one takes its own kill)
+            subprocess.Popen(["sh", "-c", f"sleep 1; kill -INT {{os.getpid()}}"])
         with nvme_csd.open("emu:{tmp_path}/ns.img?size=256M") as dev:
             dev.store.format(force=True)
             r, w = os.pipe()
