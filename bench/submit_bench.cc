@@ -44,8 +44,8 @@ struct Req {
 
 // The port's worker jobs (port->run), held until the bench runs them.
 struct Job {
-    void (*work)(void *);
-    void (*done)(void *);
+    int (*work)(void *);
+    void (*done)(void *, int);
     void *arg;
 };
 std::deque<Job> g_jobs;
@@ -76,21 +76,18 @@ int ns_info(void *, uint32_t nsid, csd_ctx *ctx)
 // No timing model: any clock.
 uint64_t now_ns(void *) { return 0; }
 
-// A read ends at once with bytes that depend on the offset.
-void ns_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+// A read ends at once with bytes that depend on the offset; a write too (nothing is stored).
+void ns_io(void *, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
 {
-    std::memset(buf, static_cast<int>((off >> 9) & 0xFF), len);
+    if (!write) std::memset(buf, static_cast<int>((off >> 9) & 0xFF), len);
     done(arg, 0);
 }
-
-// A write ends at once (nothing is stored).
-void ns_write(void *, uint32_t, uint64_t, const void *, uint64_t, csd_io_done done, void *arg) { done(arg, 0); }
 
 // Keeps an Execute's final status.
 void complete(void *req, uint16_t status, const csd_cpl *) { static_cast<Req *>(req)->status = status; }
 
 // Holds a worker job until the bench releases the unit.
-void run(void *, void (*work)(void *), void (*done)(void *), void *arg) { g_jobs.push_back({work, done, arg}); }
+void run(void *, int (*work)(void *), void (*done)(void *, int), void *arg) { g_jobs.push_back({work, done, arg}); }
 
 // kB of a /proc/self/status field (VmRSS, VmHWM).
 long status_kb(const char *field)
@@ -203,8 +200,7 @@ int main(int argc, char **argv)
     port.now_ns = now_ns;
     port.max_transfer = 8u << 20;
     port.max_nsid = 1;
-    port.ns_read = ns_read;
-    port.ns_write = ns_write;
+    port.ns_io = ns_io;
     port.complete = complete;
     port.run = run;
 
@@ -252,8 +248,7 @@ int main(int argc, char **argv)
     while (!g_jobs.empty()) {
         Job j = g_jobs.front();
         g_jobs.pop_front();
-        j.work(j.arg);
-        j.done(j.arg);
+        j.done(j.arg, j.work(j.arg));
     }
     const double run_s = now_s() - t_run;
     const long peak_kb = status_kb("VmHWM:") - rss0;

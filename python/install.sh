@@ -61,7 +61,7 @@ export CSD_LIBDIR="$mb/host"
 stamp="$venv/nvme-csd-$want.stamp"
 hash=$(cat "$top"/python/setup.py "$top"/python/pyproject.toml "$top"/python/src/*.cc "$top"/python/src/*.hpp "$top"/python/nvme_csd/*.py \
        "$top"/python/nvme_csd/py.typed "$top"/python/nvme_csd/_core/*.pyi \
-       "$top"/host/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* "$top"/host/cuda/*.cc "$top"/host/cuda/*.hpp \
+       "$top"/host/include/csd/*.hpp "$top"/host/store/include/csd/*.hpp "$top"/host/include/*.h "$top"/spec/* "$top"/host/cuda/*.cc "$top"/host/cuda/*.hpp \
        "$CSD_LIBDIR"/libcsd.so "$CSD_LIBDIR"/libcsd-emu.so | sha256sum | cut -c1-16)
 satisfied_by=("$stamp")
 [ "$want" = test ] || satisfied_by+=("$venv/nvme-csd-test.stamp")

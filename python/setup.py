@@ -34,7 +34,7 @@ def libcsd_dir():
 libdir = libcsd_dir()
 sources = sorted(str(p.relative_to(here)) for p in (here / "src").glob("*.cc"))  # the module and its areas
 macros, ldflags = [], ["-Wl,-rpath,$ORIGIN"]
-include_dirs = [str(spec), str(host / "include")]
+include_dirs = [str(spec), str(host / "include"), str(host / "store" / "include")]
 
 # The GPU part (land data in GPU memory) where the CUDA runtime is found; never required.
 cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))

@@ -95,6 +95,16 @@ int csd_config_any_given(const struct csd_config *c);
 /* Frees what *c holds. */
 void csd_config_clear(struct csd_config *c);
 /*
+ * Fills *c (csd_config_init with prefix and embedding) from the options value(opaque, name)
+ * gives (NULL: not given; name without prefix) and finishes it (csd_config_finish). With
+ * needs non-NULL the device is off: any option given is refused, "<prefix><name> needs
+ * <needs>" (QEMU: "csd=on"), and nothing is finished. 0, or -1 with a message in err and *c
+ * cleared.
+ */
+int csd_config_read(struct csd_config *c, const char *prefix, unsigned embedding,
+                    const char *(*value)(void *opaque, const char *name), void *opaque, const char *needs,
+                    char *err, size_t err_len);
+/*
  * A core as a finished configuration describes it: its SLM and compute units, its
  * operator plug-ins, timing model and vendor switch. NULL with a message in err.
  */
@@ -109,6 +119,12 @@ csd_core *csd_core_new_config(const struct csd_config *c, char *err, size_t err_
 int csd_core_cs_attach_config(csd_core *core, const struct csd_config *c, uint32_t max_nsid,
                               int (*taken)(void *opaque, uint32_t nsid), void *opaque, char *err,
                               size_t err_len);
+/*
+ * The core an embedding runs: csd_core_new_config, then its standard front end attached
+ * (csd_core_cs_attach_config with max_nsid, taken and opaque). NULL with a message in err.
+ */
+csd_core *csd_core_open(const struct csd_config *c, uint32_t max_nsid, int (*taken)(void *opaque, uint32_t nsid),
+                        void *opaque, char *err, size_t err_len);
 /*
  * Commands Supported and Effects (log 05h) that the command sets add to a controller c
  * configures, ORed in (NVME_CS_EFFECTS_*): the vendor I/O opcodes in the NVM command set's

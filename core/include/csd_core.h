@@ -12,7 +12,7 @@
  *   csd_core_submit(sqe, port, req) -> status              every command; CSD_CORE_LATER:
  *                                                          port->complete posts it later
  *   csd_core_nvm_submit, csd_core_cancel                   NVM I/O, NVMe Abort
- *   csd_core_model_hold / _begin / _timer / _release       the timing model's held completions
+ *   csd_core_model_arrival / _hold / _timer / _release     the timing model's held completions
  *
  * The single steps csd_core_submit takes (decode, complete, Execute prepare and run, ...)
  * are in csd_core_steps.h, for the core's tests, fuzzers and benchmarks.
@@ -172,6 +172,9 @@ typedef int (*csd_cs_ns_info)(void *opaque, uint32_t nsid, struct csd_ctx *ctx);
  * the set does not have) and returns 0; -1 for another CSI, effects untouched.
  */
 int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256]);
+/* The same table of this core's memory or compute command set while its standard front end
+ * is on, NULL otherwise (another CSI, or the front end off). */
+const uint32_t *csd_core_cs_effects(const csd_core *core, uint8_t csi);
 
 /*
  * The controller: csd_core_submit answers one command of the command set through the
@@ -188,8 +191,8 @@ struct csd_cpl;
 typedef void (*csd_io_done)(void *arg, uint16_t status);
 
 struct csd_port {
-    /* Moves len bytes of the command's data from host memory into buf (PRP / SGL resolved
-     * by the embedding); an NVMe status (Success, or the transfer's error). */
+    /* Moves len bytes (never 0) of the command's data from host memory into buf (PRP / SGL
+     * resolved by the embedding); an NVMe status (Success, or the transfer's error). */
     uint16_t (*from_host)(void *req, void *buf, uint64_t len);
     /* Moves len bytes of buf into the command's host memory; an NVMe status. */
     uint16_t (*to_host)(void *req, const void *buf, uint64_t len);
@@ -200,30 +203,31 @@ struct csd_port {
     void *opaque;           /* ns_info's and now_ns's argument */
     uint64_t max_transfer;  /* largest data transfer of one command (MDTS), 0: no limit */
     uint32_t max_nsid;      /* ns_info is asked about NSIDs 1..max_nsid (log pages 1Ah, 1Bh) */
-    /* Reads len bytes at byte offset off of NVM namespace nsid (checked by the core) into
-     * buf for command req, asynchronously: calls done(arg, status) exactly once when it
+    /* Reads (write 0) len bytes at byte offset off of NVM namespace nsid (checked by the
+     * core) into buf, or writes (write 1) them from buf, for command req, asynchronously:
+     * calls done(arg, status) exactly once when it
      * ends, at once or later, on any thread (QEMU: its main loop). Status: Success, Internal
      * Error, Command Abort Requested when the command was cancelled, or Invalid Namespace or
      * Format when the namespace is no longer attached. A command may have
      * several under way at once (a media program's extents, a window of them); the
      * embedding cancels them all with the command. The dones of one command's I/O run one
      * at a time, never beside the call that issued another (QEMU: all in its main loop). */
-    void (*ns_read)(void *req, uint32_t nsid, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
-    /* Writes len bytes of buf at byte offset off of namespace nsid; as ns_read. */
-    void (*ns_write)(void *req, uint32_t nsid, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
-                     void *arg);
+    void (*ns_io)(void *req, uint32_t nsid, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done,
+                  void *arg);
     /* Posts the completion of a command csd_core_submit answered CSD_CORE_LATER (any thread,
-     * once): its final status, Dwords and modelled finish in *cpl. */
+     * once): its final status, Dwords and modelled finish in *cpl, and in cpl->why the
+     * reason of an error the embedding traces ("" for success and a Compare and Write's
+     * miscompare). */
     void (*complete)(void *req, uint16_t status, const struct csd_cpl *cpl);
     /* Optional (NULL: nothing to do): takes (on) or gives back (off) the bytes [off, off +
      * len) of namespace nsid against writers outside this core that share its backing store
      * (other processes); non-zero when it cannot be taken. The core orders its own. */
     int (*exclusive)(void *req, uint32_t nsid, uint64_t off, uint64_t len, int on);
     /* Runs work(arg) on a worker thread of the embedding (a compute unit's program: QEMU's
-     * thread pool, the in-process device's threads), then done(arg) where the embedding's
+     * thread pool, the in-process device's threads), then done(arg, its return) where the embedding's
      * namespace I/O completes (QEMU: its main loop; in-process: that worker). The core
      * hands it at most as many jobs at a time as it has compute units (csd_core_new). */
-    void (*run)(void *req, void (*work)(void *arg), void (*done)(void *arg), void *arg);
+    void (*run)(void *req, int (*work)(void *arg), void (*done)(void *arg, int ret), void *arg);
     /* Optional (NULL: always): whether command req, an Execute waiting for a compute unit,
      * may take one now; 0 while it is about to be cancelled (QEMU: its queue is being
      * deleted or the controller reset), so that none starts on the unit another gives back. */
@@ -277,6 +281,20 @@ uint64_t csd_core_model_hold(csd_core *core, const struct csd_port *port, void *
  * than the model says. Does nothing with exact mode off or finish_ns 0.
  */
 void csd_core_model_begin(csd_core *core, const struct csd_port *port, void *req, uint64_t finish_ns);
+/*
+ * The arrival of command req, once csd_core_submit or the embedding's own controller has
+ * taken it (QEMU's NVM Read, Write and Flush): finish_ns is the modelled finish the core
+ * gave it (a csd_cpl's, 0: none); a command that started (not refused at once) and has none
+ * is modelled as an NVM command of namespace cmd->nsid with lba_size-byte LBAs
+ * (csd_core_model_nvm); one still working (answered later) begins for exact mode
+ * (csd_core_model_begin). Returns its modelled finish (0: none), for csd_core_model_hold.
+ */
+uint64_t csd_core_model_arrival(csd_core *core, const struct csd_port *port, void *req, const struct csd_cmd *cmd,
+                                uint32_t lba_size, uint64_t finish_ns, int started, int working);
+/* The timing model's clock for the port (ns): exact mode's virtual clock where the port
+ * cannot hold its own (no hold_clock: a command's completion moves it to its modelled
+ * finish, and csd_core_model_hold then answers 0), else port->now_ns. */
+uint64_t csd_core_model_clock(csd_core *core, const struct csd_port *port);
 /* Exact mode on or off (csd_core_new_config: the exact option); off by default. */
 void csd_core_set_exact(csd_core *core, int on);
 /* Whether exact mode is on. */
@@ -293,13 +311,18 @@ struct csd_sqe {
     struct csd_cmd cmd;
     uint32_t cdw2, cdw3, cdw4; /* Execute Program: index and RSID, ranges, data length */
     uint8_t admin;             /* non-zero: from the admin queue */
+    uint8_t fuse;              /* FUSE (CDW0 bits 9:8): neither command set has fused operations */
 };
+
+/* Reads a 64-byte NVMe submission queue entry as it lies in the queue (little-endian). */
+void csd_core_read_sqe(const void *entry, int admin, struct csd_sqe *sqe);
 
 /* The completion of a command csd_core_submit answered or decoded. */
 struct csd_cpl {
     uint32_t dw0, dw1;
     uint64_t finish_ns;     /* timing model: complete no earlier (port clock); 0: model off */
-    char why[128];          /* an error's reason for the embedding's trace, "" if none */
+    char why[128];          /* an error's reason for the embedding's trace: never "" for an
+                               error status (csd_core_submit's, port->complete's), else "" */
     uint16_t program;       /* an Execute's program id (the embedding's trace), else 0 */
 };
 
@@ -307,9 +330,9 @@ struct csd_cpl {
 #define CSD_CORE_NOT_MINE 0xFFFFu
 /* csd_core_submit: under way in the core, which posts its completion through port->complete
  * (Compare and Write: ordered against the other writers of its LBAs, then read, compare,
- * write through port->ns_read / ns_write; SLM Load / Store and the copies: port->ns_read /
+ * write through port->ns_io; SLM Load / Store and the copies: port->ns_io /
  * ns_write; Execute: queued for a compute unit, a media program's reads through
- * port->ns_read, the program through port->run). */
+ * port->ns_io, the program through port->run). */
 #define CSD_CORE_LATER 0xFFFDu
 
 /*

@@ -98,7 +98,7 @@ void finish(CawCmd *c, uint16_t st)
         remove(core->caw.holding, c);
         promote(core);
     }
-    c->port->complete(c->req, st, &c->cpl);
+    end(c->core, c->port, c->req, st, &c->cpl);
     delete c;
     drain();
 }
@@ -113,7 +113,7 @@ void read_done(void *arg, uint16_t st)
         finish(c, st);
         return;
     }
-    c->port->ns_write(c->req, c->op.cmd.nsid, c->off, c->data.data() + c->half, c->half, written, c);
+    c->port->ns_io(c->req, c->op.cmd.nsid, 1, c->off, c->data.data() + c->half, c->half, written, c);
 }
 
 // The range is this command's: read it (if its namespace is still the one it was checked
@@ -133,7 +133,7 @@ void run(CawCmd *c)
         c->exclusive = true;
     }
     c->current.resize(c->half);
-    c->port->ns_read(c->req, c->op.cmd.nsid, c->off, c->current.data(), c->half, read_done, c);
+    c->port->ns_io(c->req, c->op.cmd.nsid, 0, c->off, c->current.data(), c->half, read_done, c);
 }
 
 }  // namespace
@@ -146,7 +146,7 @@ uint16_t compare_write(csd_core *core, const csd_op *op, const csd_ctx *ns, cons
     c->half = op->bytes / 2;
     c->lba_size = ns->lba_size;
     c->off = op->slba * ns->lba_size;
-    const uint16_t st = port->from_host(req, c->data.data(), op->bytes);
+    const uint16_t st = from_host(port, req, c->data.data(), op->bytes);
     if (st) {
         csd_core_complete(core, op, st);
         delete c;
@@ -186,7 +186,7 @@ extern "C" int csd_core_cancel(csd_core *core, void *req)
     if (!c) return exec_cancel(core, req);  // not a Compare and Write that waits: an Execute?
     const uint16_t st = CSD_STATUS_ABORT_REQUESTED;
     csd_core_complete(core, &c->op, st);
-    c->port->complete(c->req, st, &c->cpl);
+    end(c->core, c->port, c->req, st, &c->cpl);
     delete c;
     drain();
     return 1;

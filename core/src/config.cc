@@ -399,6 +399,42 @@ int csd_core_cs_attach_config(csd_core *core, const csd_config *c, uint32_t max_
     return 0;
 }
 
+csd_core *csd_core_open(const csd_config *c, uint32_t max_nsid, int (*taken)(void *opaque, uint32_t nsid),
+                        void *opaque, char *err, size_t err_len)
+{
+    csd_core *core = csd_core_new_config(c, err, err_len);
+    if (core && csd_core_cs_attach_config(core, c, max_nsid, taken, opaque, err, err_len) != 0) {
+        csd_core_free(core);
+        return nullptr;
+    }
+    return core;
+}
+
+int csd_config_read(csd_config *c, const char *prefix, unsigned embedding,
+                    const char *(*value)(void *opaque, const char *name), void *opaque, const char *needs, char *err,
+                    size_t err_len)
+{
+    csd_config_init(c, prefix, embedding);
+    for (const Row &r : kRows) {
+        const char *v = r.o.embeddings & embedding ? value(opaque, r.o.name) : nullptr;
+        if (!v) continue;
+        if (needs) {
+            fail(err, err_len, "%s%s needs %s", prefix, r.o.name, needs);
+            csd_config_clear(c);
+            return -1;
+        }
+        if (csd_config_set(c, r.o.name, v, err, err_len) != 0) {
+            csd_config_clear(c);
+            return -1;
+        }
+    }
+    if (!needs && csd_config_finish(c, err, err_len) != 0) {
+        csd_config_clear(c);
+        return -1;
+    }
+    return 0;
+}
+
 void csd_config_effects(const csd_config *c, uint32_t acs[256], uint32_t nvm[256])
 {
     for (int opc = 0; opc < 256 && c->vendor; opc++) {

@@ -79,14 +79,14 @@ void schedule(csd_core *core, const csd_port *port, const csd_op *op, csd_cpl *c
     csd_model_work w;
     csd_model_work_op(op, &w);
     if (op->job) csd_exec_model_work(op->job, &w);
-    cpl->finish_ns = csd_core_model_schedule(core, &w, port->now_ns(port->opaque));
+    cpl->finish_ns = csd_core_model_schedule(core, &w, model_now(core, port));
 }
 
 // Program Load (vendor, or the standard Load Program: standard) of a decoded chunk.
 uint16_t program_load(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl, bool standard)
 {
     std::vector<uint8_t> chunk(op->bytes ? op->bytes : 1);
-    uint16_t st = port->from_host(req, chunk.data(), op->bytes);
+    uint16_t st = from_host(port, req, chunk.data(), op->bytes);
     if (!st) {
         st = standard ? csd_core_cs_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why)
                       : csd_core_program_load(core, op, chunk.data(), &cpl->dw0, cpl->why, sizeof cpl->why);
@@ -124,7 +124,7 @@ uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
             set_why(cpl, "log page nsid or offset");
             return st;
         }
-        return port->to_host(req, page.data() + off, std::min<uint64_t>(len, avail));
+        return to_host(port, req, page.data() + off, std::min<uint64_t>(len, avail));
     }
     if (!core->cs_mem_nsid) return CSD_CORE_NOT_MINE;
     if (lid == NVME_CS_LOG_REACHABILITY_GROUPS || lid == NVME_CS_LOG_REACHABILITY_ASSOC) {
@@ -145,7 +145,7 @@ uint16_t get_log(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
         set_why(cpl, "log page offset");
         return st;
     }
-    return port->to_host(req, page.data(), std::min<uint64_t>(len, avail));
+    return to_host(port, req, page.data(), std::min<uint64_t>(len, avail));
 }
 
 // Identify of the standard front end's namespaces and command sets; NOT_MINE for the rest
@@ -189,7 +189,7 @@ uint16_t identify(csd_core *core, const csd_cmd *cmd, const csd_port *port, void
     default:
         return CSD_CORE_NOT_MINE;
     }
-    return port->to_host(req, buf, kIdentifySize);
+    return to_host(port, req, buf, kIdentifySize);
 }
 
 // Identify ASCII field: text, padded with spaces to len bytes.
@@ -277,7 +277,7 @@ uint16_t own_admin(csd_core *core, const csd_cmd *cmd, const csd_port *port, voi
         break;
     default: return kInvalidField;
     }
-    return port->to_host(req, id, kIdentifySize);
+    return to_host(port, req, id, kIdentifySize);
 }
 
 uint16_t submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op);
@@ -297,11 +297,29 @@ uint8_t csd_core_cs_csi(const csd_core *core, uint32_t nsid)
 
 uint32_t csd_core_cs_mem_nsid(const csd_core *core) { return core->cs_mem_nsid; }
 
+void csd_core_read_sqe(const void *entry, int admin, struct csd_sqe *sqe)
+{
+    const auto *b = static_cast<const uint8_t *>(entry);
+    const auto dw = [b](unsigned i) {  // little-endian, as the wire
+        return uint32_t{b[4 * i]} | uint32_t{b[4 * i + 1]} << 8 | uint32_t{b[4 * i + 2]} << 16 |
+               uint32_t{b[4 * i + 3]} << 24;
+    };
+    *sqe = csd_sqe{};
+    sqe->cmd = csd_cmd{b[0], dw(1), dw(10), dw(11), dw(12), dw(13), dw(14), dw(15)};
+    sqe->cdw2 = dw(2);
+    sqe->cdw3 = dw(3);
+    sqe->cdw4 = dw(4);
+    sqe->admin = admin != 0;
+    sqe->fuse = b[1] & 0x03;
+}
+
 uint16_t csd_core_submit(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
     const uint16_t st = submit(core, sqe, port, req, cpl, op);
     // exact mode: a command still working past its arrival may hold the port's clock at its finish
     if (st == CSD_CORE_LATER) csd_core_model_begin(core, port, req, cpl->finish_ns);
+    if (!st) cpl->why[0] = '\0';  // a reason only for an error (the embedding traces it)
+    else if (st != CSD_CORE_LATER && st != CSD_CORE_NOT_MINE && !cpl->why[0]) set_why(cpl, "command");
     return st;
 }
 
@@ -346,7 +364,7 @@ uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port 
 {
     *finish_ns = 0;
     const bool modelled = csd_core_model_on(core);  // model off: one test
-    const uint64_t arrived = modelled ? port->now_ns(port->opaque) : 0;
+    const uint64_t arrived = modelled ? model_now(core, port) : 0;
     csd_ctx ctx{};
     uint16_t st = CSD_STATUS_SUCCESS;
     if (cmd->opcode == kOpcFlush && cmd->nsid == kBroadcastNsid) {  // every attached namespace, as QEMU's nvme_flush

@@ -86,7 +86,21 @@ struct HeldState {
     bool clock_held = false;
     uint64_t armed_at = 0;  // the port's timer's deadline as last armed, 0: none (or fired)
     std::chrono::steady_clock::time_point held_since;  // host time, for model_hold_ns
+    // exact mode on a port that cannot hold its clock (no hold_clock: the in-process device):
+    // the model's own clock, which a command's arrival reads and its completion moves to its
+    // modelled finish (never back); one clock for every thread of the embedding
+    std::atomic<uint64_t> vclock{0};
 };
+
+// The timing model's clock for the port: the core's virtual one (exact mode on a port
+// without hold_clock), else the port's now_ns.
+uint64_t model_now(csd_core *core, const csd_port *port);
+// Ends a command the core answered CSD_CORE_LATER: an unmodelled one (cpl->finish_ns 0) is
+// no longer working for exact mode; then port->complete, with why "" or an error's reason.
+void end(csd_core *core, const csd_port *port, void *req, uint16_t status, const csd_cpl *cpl);
+// The port's moves of host memory; a zero-length move is no call of the port.
+uint16_t from_host(const csd_port *port, void *req, void *buf, uint64_t len);
+uint16_t to_host(const csd_port *port, void *req, const void *buf, uint64_t len);
 
 struct ExecCmd;
 // Execute on the compute units (exec_queue.cc): the commands waiting for one, in arrival

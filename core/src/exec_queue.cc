@@ -79,20 +79,21 @@ void finish(ExecCmd *c)
         c->status = CSD_STATUS_ABORT_REQUESTED;
     }
     csd_core_complete(core, &c->op, c->status);
-    c->port->complete(c->req, c->status, &c->cpl);
+    end(c->core, c->port, c->req, c->status, &c->cpl);
     delete c;
     for (ExecCmd *x : go) start(x);
 }
 
 // On the embedding's worker: the program itself.
-void work(void *arg)
+int work(void *arg)
 {
     auto *c = static_cast<ExecCmd *>(arg);
     c->status = csd_core_exec_run(c->core, c->job, &c->cancel, &c->cpl.dw0, &c->cpl.dw1);
     c->job = nullptr;
+    return 0;
 }
 
-void work_done(void *arg) { finish(static_cast<ExecCmd *>(arg)); }
+void work_done(void *arg, int) { finish(static_cast<ExecCmd *>(arg)); }
 
 void read_done(void *arg, uint16_t st);
 
@@ -132,7 +133,7 @@ void pump(ExecCmd *c)
             const csd_extent &e = c->ext[c->next++];
             c->inflight++;
             const uint64_t bs = c->media_ns.lba_size;
-            c->port->ns_read(c->req, c->op.cmd.nsid, (c->op.window_lba + e.slba) * bs, e.buf, uint64_t{e.nlb} * bs,
+            c->port->ns_io(c->req, c->op.cmd.nsid, 0, (c->op.window_lba + e.slba) * bs, e.buf, uint64_t{e.nlb} * bs,
                              read_done, c);
         }
     } while (c->again);
@@ -149,13 +150,14 @@ void read_done(void *arg, uint16_t st)
 
 // On the embedding's worker: a media program's plan (its entries or indices copied, checked
 // and sorted), then back to the pump.
-void plan_work(void *arg)
+int plan_work(void *arg)
 {
     auto *c = static_cast<ExecCmd *>(arg);
     csd_exec_set_namespace(c->job, &c->media_ns);
+    return 0;
 }
 
-void plan_done(void *arg) { pump(static_cast<ExecCmd *>(arg)); }
+void plan_done(void *arg, int) { pump(static_cast<ExecCmd *>(arg)); }
 
 // The command has a compute unit: its plan (if not made), its media reads (if any), then its
 // program.
@@ -220,7 +222,7 @@ int exec_cancel(csd_core *core, void *req)
     csd_core_exec_discard(c->job);
     c->status = CSD_STATUS_ABORT_REQUESTED;
     csd_core_complete(core, &c->op, c->status);
-    c->port->complete(c->req, c->status, &c->cpl);
+    end(c->core, c->port, c->req, c->status, &c->cpl);
     delete c;
     return 1;
 }

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 // held_completions.cc - completions the timing model holds until their modelled finish
-// (csd_core_model_hold, the port's timer, release when a queue goes), and exact mode's
-// commands still working past their arrival (csd_core_model_begin), whose finish holds the
-// port's clock (docs/timing-model.md). The model itself, which says when, is
-// timing_model.cc; this is the queue of what waits for it, once for every embedding.
+// (csd_core_model_hold, the port's timer, release when a queue goes), exact mode's commands
+// still working past their arrival (csd_core_model_begin), whose finish holds the port's
+// clock, the arrival of an NVM command the embedding answers itself
+// (csd_core_model_arrival), and exact mode's virtual clock for a port that cannot hold its
+// own (docs/timing-model.md). The model itself, which says when, is timing_model.cc; this is
+// the queue of what waits for it, once for every embedding.
 #include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <vector>
 
 #include "core_state.h"
+#include "front_end.h"
 
 namespace {
 
@@ -61,7 +64,40 @@ void forget_working(HeldState &h, void *req)
     h.working_at.erase(it);
 }
 
+// Exact mode on a port that cannot hold its clock: the core's own virtual clock.
+bool virtual_clock(const csd_core *core, const csd_port *port) { return core->held.exact && !port->hold_clock; }
+
 }  // namespace
+
+namespace csd::core {
+
+uint64_t model_now(csd_core *core, const csd_port *port)
+{
+    return virtual_clock(core, port) ? core->held.vclock.load() : port->now_ns(port->opaque);
+}
+
+void end(csd_core *core, const csd_port *port, void *req, uint16_t status, const csd_cpl *cpl)
+{
+    if (!cpl->finish_ns && port->hold_clock) csd_core_model_hold(core, port, req, 0);  // done, unmodelled
+    csd_cpl c = *cpl;
+    // an error's reason for the embedding's trace (a Compare and Write's miscompare is its answer)
+    const bool error = status && status != (CSD_STATUS_COMPARE_FAILURE | CSD_STATUS_DNR);
+    if (!error) c.why[0] = '\0';
+    else if (!c.why[0]) set_why(&c, c.program ? "program" : "namespace I/O");
+    port->complete(req, status, &c);
+}
+
+uint16_t from_host(const csd_port *port, void *req, void *buf, uint64_t len)
+{
+    return len ? port->from_host(req, buf, len) : CSD_STATUS_SUCCESS;
+}
+
+uint16_t to_host(const csd_port *port, void *req, const void *buf, uint64_t len)
+{
+    return len ? port->to_host(req, buf, len) : CSD_STATUS_SUCCESS;
+}
+
+}  // namespace csd::core
 
 extern "C" {
 
@@ -86,9 +122,25 @@ void csd_core_model_begin(csd_core *core, const csd_port *port, void *req, uint6
     arm_for_next(port, h, port->now_ns(port->opaque));
 }
 
+uint64_t csd_core_model_arrival(csd_core *core, const csd_port *port, void *req, const csd_cmd *cmd,
+                                uint32_t lba_size, uint64_t finish_ns, int started, int working)
+{
+    if (!finish_ns && started) finish_ns = csd_core_model_nvm(core, cmd, lba_size, csd::core::model_now(core, port));
+    if (working) csd_core_model_begin(core, port, req, finish_ns);
+    return finish_ns;
+}
+
+uint64_t csd_core_model_clock(csd_core *core, const csd_port *port) { return csd::core::model_now(core, port); }
+
 uint64_t csd_core_model_hold(csd_core *core, const csd_port *port, void *req, uint64_t finish_ns)
 {
     HeldState &h = core->held;
+    if (virtual_clock(core, port)) {  // its finish is by definition its time: the clock moves there
+        finish_ns = std::min<uint64_t>(finish_ns, CSD_MODEL_MAX_NS);
+        for (uint64_t at = h.vclock.load(); finish_ns > at && !h.vclock.compare_exchange_weak(at, finish_ns);) {
+        }
+        return 0;
+    }
     bool held = false;  // exact mode: the clock waited for this command's work
     if (port->hold_clock) {  // exact mode: its work is done (or it ends unmodelled)
         std::lock_guard<std::mutex> g(h.mu);

@@ -413,6 +413,16 @@ int csd_core_cs_io_effects(uint8_t csi, uint32_t effects[256])
     return 0;
 }
 
+const uint32_t *csd_core_cs_effects(const csd_core *core, uint8_t csi)
+{
+    static const struct Tables {
+        uint32_t mem[256], cp[256];
+        Tables() { csd_core_cs_io_effects(NVME_CS_CSI_SLM, mem), csd_core_cs_io_effects(NVME_CS_CSI_CP, cp); }
+    } tables;
+    if (!core->cs_mem_nsid) return nullptr;
+    return csi == NVME_CS_CSI_SLM ? tables.mem : csi == NVME_CS_CSI_CP ? tables.cp : nullptr;
+}
+
 uint16_t csd_core_cs_exec_prepare(csd_core *core, uint32_t mem_nsid, const struct csd_cs_exec_cmd *cmd,
                                   const void *data, uint32_t len, csd_exec **exec)
 {
@@ -496,7 +506,7 @@ uint16_t range_sets(csd_core *core, const csd_cmd *cmd, const csd_port *port, vo
         std::vector<uint8_t> ranges;
         if (cmd->cdw11 < NVME_CS_MAX_RANGES_PER_SET) {  // else the core refuses it unread
             ranges.resize((cmd->cdw11 + 1) * sizeof(nvme_cs_mem_range));
-            const uint16_t st = port->from_host(req, ranges.data(), ranges.size());
+            const uint16_t st = from_host(port, req, ranges.data(), ranges.size());
             if (st) return st;
         }
         uint16_t rsid = 0;
@@ -544,7 +554,7 @@ uint16_t cs_execute(csd_core *core, const csd_sqe *sqe, const csd_port *port, vo
     // inline ranges and a descriptor's worth of parameters at most
     if (len > NVME_CS_MAX_RANGES_PER_SET * sizeof(nvme_cs_mem_range) + CSD_MAX_DESC_LEN) return kInvalidField;
     std::vector<uint8_t> data(len ? len : 1);
-    uint16_t st = len ? port->from_host(req, data.data(), len) : CSD_STATUS_SUCCESS;
+    uint16_t st = from_host(port, req, data.data(), len);
     if (st) return st;
     st = csd_core_cs_exec_prepare(core, core->cs_mem_nsid, &x, data.data(), len, &op->job);
     if (st) {
@@ -564,7 +574,7 @@ uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
     const uint32_t size = nvme_cs_copy_desc_size(nvme_cs_copy_format(cmd->cdw12));
     if (!size) return NVME_CS_INCOMPATIBLE_NS_OR_FORMAT | CSD_STATUS_DNR;
     std::vector<uint8_t> descs(nvme_cs_copy_nr(cmd->cdw12) * size);
-    uint16_t st = port->from_host(req, descs.data(), descs.size());
+    uint16_t st = from_host(port, req, descs.data(), descs.size());
     if (st) return st;
     std::vector<csd_cs_copy_part> parts(NVME_CS_MAX_COPY_RANGES);
     uint32_t n = 0;
@@ -593,6 +603,7 @@ uint16_t cs_copy(csd_core *core, const csd_cmd *cmd, const csd_port *port, void 
 uint16_t cs_io(csd_core *core, const csd_sqe *sqe, const csd_port *port, void *req, csd_cpl *cpl, csd_op *op)
 {
     const csd_cmd *cmd = &sqe->cmd;
+    if (sqe->fuse) return CSD_STATUS_INVALID_FIELD;  // neither command set has fused operations
     if (cmd->nsid != core->cs_mem_nsid) {
         return cmd->opcode == NVME_CS_EXECUTE_PROGRAM ? cs_execute(core, sqe, port, req, cpl, op) : kInvalidOpcode;
     }

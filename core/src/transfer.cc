@@ -32,7 +32,7 @@ void part_done(void *arg, uint16_t st)
         return;
     }
     for (; t->i < t->parts.size(); t->i++) csd_core_complete(t->core, &t->parts[t->i].op, st);
-    t->port->complete(t->req, st, &t->cpl);
+    end(t->core, t->port, t->req, st, &t->cpl);
     delete t;
 }
 
@@ -48,9 +48,9 @@ void next(Transfer *t)
     }
     const uint64_t off = p.op.slba * lba_size;
     if (p.op.opcode == CSD_OPC_SLM_STORE) {
-        t->port->ns_write(t->req, p.nsid, off, p.op.slm, p.op.bytes, part_done, t);
+        t->port->ns_io(t->req, p.nsid, 1, off, p.op.slm, p.op.bytes, part_done, t);
     } else {
-        t->port->ns_read(t->req, p.nsid, off, p.op.slm, p.op.bytes, part_done, t);
+        t->port->ns_io(t->req, p.nsid, 0, off, p.op.slm, p.op.bytes, part_done, t);
     }
 }
 

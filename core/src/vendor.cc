@@ -249,8 +249,8 @@ constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
 // SLM Write / Read (and Memory Write / Read, decoded as them): host memory <-> SLM.
 uint16_t slm_xfer(csd_core *core, const csd_op *op, const csd_port *port, void *req, csd_cpl *cpl)
 {
-    const uint16_t st = op->opcode == CSD_OPC_SLM_WRITE ? port->from_host(req, op->slm, op->bytes)
-                                                        : port->to_host(req, op->slm, op->bytes);
+    const uint16_t st = op->opcode == CSD_OPC_SLM_WRITE ? from_host(port, req, op->slm, op->bytes)
+                                                        : to_host(port, req, op->slm, op->bytes);
     if (st) set_why(cpl, "SLM transfer");
     csd_core_complete(core, op, st);
     return st;
@@ -279,7 +279,7 @@ uint16_t vendor_io(csd_core *core, const csd_cmd *cmd, csd_ctx ctx, const csd_po
         return CSD_STATUS_SUCCESS;
     case CSD_OPC_EXECUTE: {
         std::vector<uint8_t> desc(op->bytes);
-        st = port->from_host(req, desc.data(), op->bytes);
+        st = from_host(port, req, desc.data(), op->bytes);
         if (st) {
             set_why(cpl, "descriptor transfer");
         } else {

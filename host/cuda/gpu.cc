@@ -270,7 +270,7 @@ const uint8_t *Landing::registered_namespace()
 {
     if (ns_tried_) return ns_registered_;
     ns_tried_ = true;
-    const uint8_t *ns = dev_.transport().namespace_host_pointer();
+    const uint8_t *ns = dev_.namespace_host_pointer();
     if (!ns) return nullptr;
     const uint64_t bytes = dev_.ns().lba_count * dev_.ns().lba_size;
     // read-only where the platform pins so (the GPU only reads it), else as any host memory

@@ -57,7 +57,7 @@ GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t aren
         gpu_.sq = device_address(host_.sq), gpu_.cq = device_address(host_.cq), gpu_.db = device_address(host_.db);
         gpu_.arena = device_address(host_.arena);
         if (window.base) {
-            mover_ = std::make_unique<GpuMover>(window, dev.transport().max_transfer(), dev.transport().namespace_host_pointer(),
+            mover_ = std::make_unique<GpuMover>(window, dev.transport().max_transfer(), dev.namespace_host_pointer(),
                                                 dev.ns().lba_count * dev.ns().lba_size);
         }
         proc_ = std::make_unique<QueueProcessor>(dev, host_, reinterpret_cast<uint64_t>(gpu_.arena), pollers, mover_.get());

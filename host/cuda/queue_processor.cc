@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "csd/error.hpp"
+#include "csd/in_process.hpp"
 #include "csd_spec.h"
 
 namespace csd {
@@ -97,7 +98,7 @@ const uint8_t *QueueProcessor::direct_source(const NvmeSqe &e, uint32_t len) con
     // only a plain Read (no FUA, limited retry, protection or directive fields) of this
     // namespace, all of it inside; the drive answers anything else (and its errors)
     if (e.opcode != 0x02 || e.nsid != set_.nsid || (e.cdw12 >> 16) || e.cdw13 || e.cdw14 || e.cdw15) return nullptr;
-    const uint8_t *ns = dev_.transport().namespace_host_pointer();  // none under a timing model
+    const uint8_t *ns = dev_.namespace_host_pointer();  // none under a timing model
     if (!ns) return nullptr;
     const uint64_t slba = uint64_t(e.cdw11) << 32 | e.cdw10, nlb = (e.cdw12 & 0xFFFFu) + 1;
     const uint64_t count = dev_.ns().lba_count;
@@ -317,7 +318,8 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
                 } else {
                     // under a timing model: posted at its modelled finish (post_due), not waited for here
                     uint64_t finish = 0;
-                    c = dev_.transport().submit_deferred(cmd, &finish);
+                    InProcess *in = in_process(dev_.transport());
+                    c = in ? in->submit_deferred(cmd, &finish) : dev_.transport().submit(cmd);
                     const uint64_t batch = to_mover && c.status == 0 ? p.lane->copy(e.prp1, static_cast<const uint8_t *>(cmd.data), cmd.data_len) : 0;
                     if (finish) {
                         due.push_back({finish, q, e.cid, c, batch});

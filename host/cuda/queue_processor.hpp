@@ -94,7 +94,7 @@ public:
 
     uint64_t commands() const;  // entries completed so far
     uint64_t errors() const;    // of those, with a non-zero status
-    // Completions a timing model timed (Transport::submit_deferred), and how late after their
+    // Completions a timing model timed (InProcess::submit_deferred), and how late after their
     // modelled finish they were posted: the mean and the largest, in nanoseconds.
     struct Timed {
         uint64_t completions = 0;

@@ -74,9 +74,8 @@ CoreTransport::CoreTransport(const char *name, csd_core *core, std::unique_ptr<C
     // no timer: a held completion's thread waits (wait_until); nvm_io: the core answers NVM
     // Read / Write / Flush and Identify too, where it is the whole controller
     port_ = csd_port{from_host, to_host, ns_info, port_now, this, backing_->max_transfer(), kCoreMaxNsid,
-                     ns_read, ns_write, port_complete, exclusive, run, nullptr,
+                     ns_io, port_complete, exclusive, run, nullptr,
                      nullptr, nullptr, whole ? port_nvm_io : nullptr, serial, model};
-    virtual_clock_ = csd_core_exact(core_) != 0;
     pool_ = std::make_unique<WorkerPool>(units);
     fork_hold_add(this, whole ? ForkLevel::device : ForkLevel::outer_device, [this] { hold_for_fork(); },
                   [this](bool child) { resume_after_fork(child); });
@@ -113,7 +112,7 @@ Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_n
     if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !port_.nvm_io) {
         return backing_->forward_deferred(cmd, finish_ns);  // the drive behind answers Reads
     }
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || virtual_clock_) {
+    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || csd_core_exact(core_)) {
         return submit(cmd);  // a virtual clock's finish is no host time to wait for
     }
     const InFlightGate::Scope counted(gate_);
@@ -191,7 +190,7 @@ std::future<Completion> CoreTransport::dispatch(const Command &cmd, bool sync)
     delete req;
     gate_.leave();
     if (st == CSD_CORE_NOT_MINE) return sync ? ready(backing_->forward(cmd)) : backing_->forward_async(cmd);
-    settle(hold(nullptr, cpl.finish_ns));
+    wait_until(csd_core_model_hold(core_, &port_, nullptr, cpl.finish_ns));
     return ready({st, static_cast<uint64_t>(cpl.dw1) << 32 | cpl.dw0});
 }
 
@@ -207,12 +206,7 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish)
 {
     Cmd c{this, &cmd};
     const csd_cmd dw = core_cmd(cmd);
-    const Completion r{csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
-    if (virtual_clock_ && *finish) {  // the virtual clock moves there now
-        settle(*finish);
-        *finish = 0;
-    }
-    return r;
+    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
 }
 
 // The port: host memory is the command's buffer.
@@ -220,7 +214,7 @@ uint16_t CoreTransport::from_host(void *req, void *buf, uint64_t len)
 {
     const Command *c = static_cast<Cmd *>(req)->cmd;
     if (len > c->data_len) return kInvalidField;
-    if (len) std::memcpy(buf, c->data, len);
+    std::memcpy(buf, c->data, len);
     return 0;
 }
 
@@ -228,7 +222,7 @@ uint16_t CoreTransport::to_host(void *req, const void *buf, uint64_t len)
 {
     const Command *c = static_cast<Cmd *>(req)->cmd;
     if (len > c->data_len) return kInvalidField;
-    if (len) std::memcpy(c->data, buf, len);
+    std::memcpy(c->data, buf, len);
     return 0;
 }
 
@@ -243,47 +237,16 @@ int CoreTransport::ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
     return 0;
 }
 
-uint64_t CoreTransport::port_now(void *self)
-{
-    const auto *t = static_cast<const CoreTransport *>(self);
-    return t->virtual_clock_ ? t->vclock_.load() : now_ns();
-}
+uint64_t CoreTransport::port_now(void *) { return now_ns(); }
 
-// Until when the model holds a completion of command req (0: post it now): the core's
-// hold on the host clock (it counts the delay, or an overrun); on a virtual clock its
-// finish, by definition its time (other threads' commands may have moved the clock past
-// it meanwhile: no overrun of this one).
-uint64_t CoreTransport::hold(void *req, uint64_t finish)
-{
-    return virtual_clock_ ? finish : csd_core_model_hold(core_, &port_, req, finish);
-}
-
-// A completion the model holds until finish (0: none): on the host clock its thread waits
-// until then; on a virtual clock the clock moves to it (never back) and it is posted now.
-void CoreTransport::settle(uint64_t finish)
-{
-    if (!virtual_clock_) {
-        wait_until(finish);
-        return;
-    }
-    uint64_t at = vclock_.load();
-    while (finish > at && !vclock_.compare_exchange_weak(at, finish)) {
-    }
-}
-
-// The timing model's clock: the virtual one (exact=on), else the host's steady clock.
-uint64_t CoreTransport::model_clock_ns() const { return port_now(const_cast<CoreTransport *>(this)); }
+// The timing model's clock: the core's virtual one (exact=on), else the host's steady clock.
+uint64_t CoreTransport::model_clock_ns() const { return csd_core_model_clock(core_, &port_); }
 
 // Namespace I/O of the port (the core checked the range): done at once, by the backing.
-void CoreTransport::ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+void CoreTransport::ns_io(void *req, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done,
+                          void *arg)
 {
-    done(arg, static_cast<Cmd *>(req)->t->backing_->io(false, off, static_cast<uint8_t *>(buf), len));
-}
-
-void CoreTransport::ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
-                             void *arg)
-{
-    done(arg, static_cast<Cmd *>(req)->t->backing_->io(true, off, static_cast<uint8_t *>(const_cast<void *>(buf)), len));
+    done(arg, static_cast<Cmd *>(req)->t->backing_->io(write != 0, off, static_cast<uint8_t *>(buf), len));
 }
 
 // A command the core ended later: no earlier than its modelled finish, and not abortable
@@ -293,19 +256,16 @@ void CoreTransport::port_complete(void *req, uint16_t status, const csd_cpl *cpl
     auto *r = static_cast<Req *>(static_cast<Cmd *>(req));
     CoreTransport *t = r->t;
     t->unlist(r);
-    t->settle(t->hold(req, cpl->finish_ns));
+    wait_until(csd_core_model_hold(t->core_, &t->port_, req, cpl->finish_ns));  // exact=on: the core's clock moves
     r->done.set_value({status, static_cast<uint64_t>(cpl->dw1) << 32 | cpl->dw0});
     delete r;
     t->gate_.leave();
 }
 
 // The port's compute unit: a worker thread runs work, then done.
-void CoreTransport::run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
+void CoreTransport::run(void *req, int (*work)(void *), void (*done)(void *, int), void *arg)
 {
-    static_cast<Cmd *>(req)->t->pool_->run([work, done, arg] {
-        work(arg);
-        done(arg);
-    });
+    static_cast<Cmd *>(req)->t->pool_->run([work, done, arg] { done(arg, work(arg)); });
 }
 
 // Compare and Write's range against the namespace's other writers: the backing's.

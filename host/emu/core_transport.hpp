@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "csd/in_process.hpp"
 #include "csd/transport.hpp"
 #include "csd_core.h"
 #include "emu_threads.hpp"
@@ -47,7 +48,7 @@ public:
     virtual Completion forward(const Command &cmd) = 0;
     // The same, its completion in a future.
     virtual std::future<Completion> forward_async(const Command &cmd) = 0;
-    // The same as Transport::submit_deferred of the drive behind (its modelled finish).
+    // The same as InProcess::submit_deferred of the drive behind (its modelled finish).
     virtual Completion forward_deferred(const Command &cmd, uint64_t *finish_ns)
     {
         *finish_ns = 0;
@@ -64,8 +65,9 @@ public:
     virtual void after_fork(bool) {}
 };
 
-// The core, its compute units and its port over a CoreBacking, as a Transport.
-class CoreTransport : public Transport {
+// The core, its compute units and its port over a CoreBacking, as a Transport, with what a
+// device in this process offers beyond it (InProcess).
+class CoreTransport : public Transport, public InProcess {
 public:
     // Takes core (freed with this) and backing; `units` worker threads are the compute
     // units; serial and model answer Identify where the core is the whole controller.
@@ -99,13 +101,10 @@ private:
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
     static uint64_t port_now(void *self);
-    void settle(uint64_t finish);
-    uint64_t hold(void *req, uint64_t finish);
-    static void ns_read(void *req, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg);
-    static void ns_write(void *req, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done,
-                         void *arg);
+    static void ns_io(void *req, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done,
+                      void *arg);
     static void port_complete(void *req, uint16_t status, const csd_cpl *cpl);
-    static void run(void *req, void (*work)(void *), void (*done)(void *), void *arg);
+    static void run(void *req, int (*work)(void *), void (*done)(void *, int), void *arg);
     static int exclusive(void *req, uint32_t, uint64_t off, uint64_t len, int on);
     static uint16_t port_nvm_io(void *req, uint32_t, int write, uint64_t off, uint64_t len);
 
@@ -118,11 +117,6 @@ private:
     std::recursive_mutex reqs_mu_;  // the requests the core holds (abort: its cancel may complete one)
     std::set<Req *> reqs_;
     InFlightGate gate_;  // commands in flight, for fork()
-    // exact=on: the model's own clock, not the host's: a command arrives at it and its
-    // completion moves it to the modelled finish, at once (csd_core_exact); one clock for
-    // every thread, so a thread's time includes what other threads' commands did meanwhile
-    bool virtual_clock_ = false;
-    std::atomic<uint64_t> vclock_{0};
 };
 
 }  // namespace csd

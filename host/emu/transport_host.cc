@@ -34,7 +34,7 @@ public:
 
     NamespaceInfo ns() const override { return ns_; }
     uint32_t max_transfer() const override { return drive_->max_transfer(); }
-    std::string file() const override { return drive_->backing_file(); }
+    std::string file() const override { return in_ ? in_->backing_file() : std::string(); }
     bool whole_controller() const override { return false; }
 
     // NVM Reads or Writes of the drive, as large as it takes them; the first error's status
@@ -82,10 +82,12 @@ public:
     Completion forward_deferred(const Command &cmd, uint64_t *finish_ns) override
     {
         count(cmd);
-        return drive_->submit_deferred(cmd, finish_ns);
+        if (in_) return in_->submit_deferred(cmd, finish_ns);
+        *finish_ns = 0;
+        return drive_->submit(cmd);
     }
     bool abort_forwarded(const Command &cmd) override { return drive_->abort(cmd); }
-    const uint8_t *mapping() override { return drive_->namespace_host_pointer(); }
+    const uint8_t *mapping() override { return in_ ? in_->namespace_host_pointer() : nullptr; }
 
 private:
     // The bus counts I/O commands, as Device does (log pages and Identify are not counted).
@@ -95,6 +97,7 @@ private:
     }
 
     std::unique_ptr<Transport> drive_;
+    InProcess *in_ = in_process(*drive_);  // a drive in this process (emu:), else nullptr
     NamespaceInfo ns_;
     std::function<void(const Command &)> on_bus_;
 };
@@ -113,7 +116,7 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
     if (csd_config_set_list(&cfg, options.c_str(), why, sizeof why) != 0 || csd_config_finish(&cfg, why, sizeof why) != 0) {
         throw Error(std::string("host mode: ") + why, EINVAL);
     }
-    csd_core *core = csd_core_new_config(&cfg, why, sizeof why);
+    csd_core *core = csd_core_open(&cfg, kCoreMaxNsid, nullptr, nullptr, why, sizeof why);  // nvme-cs off
     if (!core) {
         throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: " + why, ENOMEM);
     }

@@ -188,13 +188,10 @@ std::unique_ptr<Transport> make_inproc_transport(const std::string &spec, bool r
     if (path.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
     auto backing = std::make_unique<FileBacking>(path, static_cast<uint32_t>(cfg.lba_size), cfg.backing_size,
                                                   read_only);
-    csd_core *core = csd_core_new_config(&cfg, why, sizeof why);
-    const uint32_t nsid = backing->ns().nsid;
+    uint32_t nsid = backing->ns().nsid;
     const auto taken = [](void *n, uint32_t id) { return id == *static_cast<const uint32_t *>(n) ? 1 : 0; };
-    if (!core || csd_core_cs_attach_config(core, &cfg, kCoreMaxNsid, taken, const_cast<uint32_t *>(&nsid), why, sizeof why) != 0) {
-        if (core) csd_core_free(core);
-        throw Error(std::string("emu: ") + why, EINVAL);
-    }
+    csd_core *core = csd_core_open(&cfg, kCoreMaxNsid, taken, &nsid, why, sizeof why);
+    if (!core) throw Error(std::string("emu: ") + why, EINVAL);
     return std::make_unique<CoreTransport>("inproc", core, std::move(backing), cfg.compute_units, "csd-inproc",
                                            "nvme-csd in-process device");
 }

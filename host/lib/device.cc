@@ -2,6 +2,7 @@
 // device.cc - csd::Device: detection (and the front end), log pages, chunked data
 // movement, Execute, over the vendor commands or the standard ones (nvme_cs_commands).
 #include "csd/device.hpp"
+#include "csd/in_process.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -166,7 +167,23 @@ const char *Device::speaks() const
     return speaks_vendor_ ? "vendor" : speaks_nvme_cs() ? "standard" : "none";
 }
 
-uint8_t *Device::slm_host_pointer() { return transport_->slm_host_pointer(); }
+uint8_t *Device::slm_host_pointer()
+{
+    InProcess *in = in_process(*transport_);
+    return in ? in->slm_host_pointer() : nullptr;
+}
+
+uint64_t Device::model_clock_ns() const
+{
+    const InProcess *in = in_process(*transport_);
+    return in ? in->model_clock_ns() : 0;
+}
+
+const uint8_t *Device::namespace_host_pointer()
+{
+    InProcess *in = in_process(*transport_);
+    return in ? in->namespace_host_pointer() : nullptr;
+}
 
 // One command to the drive, counted on the bus (host mode counts what it sends the drive).
 Completion Device::send(const Command &cmd)

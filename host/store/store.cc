@@ -1049,7 +1049,7 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
     // the store checks the same bytes there, in parallel with the copy.
     *mapped = false;
     if (sink.checks_landed()) {  // the destination checks the landed copy (on the GPU)
-        const uint8_t *ns = dev_.transport().namespace_host_pointer();
+        const uint8_t *ns = dev_.namespace_host_pointer();
         sink.land_checked(
             o,
             [&](uint64_t pos, uint64_t n, uint8_t *host) {
@@ -1061,7 +1061,7 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
                 in_object(pos, n);
                 piece_done(pos, n, crc);
             });
-    } else if (const uint8_t *ns = sink.takes_mapped() ? dev_.transport().namespace_host_pointer() : nullptr) {
+    } else if (const uint8_t *ns = sink.takes_mapped() ? dev_.namespace_host_pointer() : nullptr) {
         *mapped = true;
         const uint8_t *bytes = ns + first_lba(o) * dev_.ns().lba_size;
         sink.land_mapped(o, bytes, [&](uint64_t pos, uint64_t n) {

@@ -44,7 +44,7 @@ def test_the_cpp_examples_compile_and_run(tmp_path):
     for i, body in enumerate(cpp):
         src, exe = tmp_path / f"example{i}.cc", tmp_path / f"example{i}"
         src.write_text(body)
-        subprocess.run(["c++", "-std=c++17", "-I", str(TOP / "host" / "include"), "-I", str(TOP / "spec"), str(src),
+        subprocess.run(["c++", "-std=c++17", "-I", str(TOP / "host" / "include"), "-I", str(TOP / "host" / "store" / "include"), "-I", str(TOP / "spec"), str(src),
                         "-o", str(exe), f"-L{MB / 'host'}", "-lcsd", f"-Wl,-rpath,{MB / 'host'}"],
                        check=True, capture_output=True, text=True)
         out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)

@@ -729,7 +729,7 @@ public:
 
 TEST_F(Store, MappedLandingCopiesCheckedBytesAndCatchesDamage)
 {
-    if (!dev->transport().namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
+    if (!dev->namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
     ObjectStore s(*dev);
     const auto data = random_bytes(5 * 1024 * 1024 + 4097, 21);
     s.put("t", data.data(), data.size());
@@ -761,7 +761,7 @@ TEST_F(Store, MappedLandingCopiesCheckedBytesAndCatchesDamage)
 // store sees the catalog changed and lands the new version, whose CRC then matches.
 TEST_F(Store, MappedLandingLandsTheNewVersionWhenReplacedMidRead)
 {
-    if (!dev->transport().namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
+    if (!dev->namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
     ObjectStore s(*dev);
     ObjectStore other(*dev);
     const auto a = random_bytes(4 * 1024 * 1024, 22), b = random_bytes(4 * 1024 * 1024 - 100, 23);
@@ -821,7 +821,7 @@ TEST_F(Store, LandedCheckCoversTheCopyNotTheSource)
         good.use_mapping = use_mapping;
         EXPECT_EQ(s.get_into("t", good).bytes, data.size());
         EXPECT_EQ(good.bytes, data);
-        EXPECT_EQ(good.through_fill, use_mapping && dev->transport().namespace_host_pointer() ? 0 : 1);
+        EXPECT_EQ(good.through_fill, use_mapping && dev->namespace_host_pointer() ? 0 : 1);
         LandedCheckSink bad;
         bad.use_mapping = use_mapping;
         bad.flip = static_cast<int64_t>(data.size() / 2);
@@ -838,9 +838,9 @@ TEST_F(Store, LandedCheckCoversTheCopyNotTheSource)
 // that could take one lands through the store's reads.
 TEST_F(Store, NoMappedLandingUnderATimingModel)
 {
-    if (!dev->transport().namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
+    if (!dev->namespace_host_pointer()) GTEST_SKIP() << "the namespace is not mapped into this process here";
     auto modelled = Device::open(g_path + (g_path.find('?') == std::string::npos ? "?" : "&") + "model=gen4x4-8core");
-    EXPECT_EQ(modelled->transport().namespace_host_pointer(), nullptr);
+    EXPECT_EQ(modelled->namespace_host_pointer(), nullptr);
     ObjectStore s(*modelled);
     const auto data = random_bytes(1000000, 24);
     s.put("t", data.data(), data.size());

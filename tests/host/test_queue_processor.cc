@@ -632,7 +632,7 @@ TEST_F(QueueProcessorTest, PlainReadsOfAMappedNamespaceAreCopiedStraightFromIt)
 {
     const uint32_t nlb = 4096 / lba, rec = 4096;
     const std::vector<uint8_t> data = write_records(*dev, 800, 2, 13, 900);
-    const uint8_t *ns = dev->transport().namespace_host_pointer();
+    const uint8_t *ns = dev->namespace_host_pointer();
     ASSERT_NE(ns, nullptr) << "the in-process device without a timing model maps its namespace";
     const uint64_t window = 0xa00000000000ull;
     EagerMover m(window, 3 * rec, ns, dev->ns().lba_count * lba);

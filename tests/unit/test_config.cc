@@ -209,3 +209,36 @@ TEST(Config, DocsCarryTheTable)
         << "docs/command-set.md's option table differs from the core's: regenerate it with "
            "build/meson/core/csd-options markdown";
 }
+
+// Issue 41: an embedding hands the core the options given (QEMU: its csd.<name>
+// properties) and the core reads, refuses and finishes them: an option given while the
+// device is off names the switch it needs, and the table's defaults hold for the rest.
+TEST(Config, ReadTakesTheGivenOptionsAndRefusesThemWhileTheDeviceIsOff)
+{
+    struct Given {
+        std::vector<std::pair<std::string, std::string>> v;
+        static const char *value(void *o, const char *name)
+        {
+            for (const auto &[n, val] : static_cast<Given *>(o)->v) {
+                if (n == name) return val.c_str();
+            }
+            return nullptr;
+        }
+    } given{{{"slm-size", "8M"}, {"model", "gen4x4-8core"}}};
+    csd_config c;
+    char err[512] = "";
+    ASSERT_EQ(csd_config_read(&c, "csd.", CSD_OPTION_QEMU, Given::value, &given, nullptr, err, sizeof err), 0) << err;
+    EXPECT_EQ(c.slm_size, 8u << 20);
+    EXPECT_EQ(c.compute_units, 8u) << "finished: the model's units";
+    EXPECT_EQ(c.vendor, 1) << "a default";
+    csd_config_clear(&c);
+    ASSERT_EQ(csd_config_read(&c, "csd.", CSD_OPTION_QEMU, Given::value, &given, "csd=on", err, sizeof err), -1);
+    EXPECT_STREQ(err, "csd.slm-size needs csd=on");
+    Given none;
+    EXPECT_EQ(csd_config_read(&c, "csd.", CSD_OPTION_QEMU, Given::value, &none, "csd=on", err, sizeof err), 0);
+    csd_config_clear(&c);
+    Given bad{{{"vendor", "off"}}};
+    EXPECT_EQ(csd_config_read(&c, "csd.", CSD_OPTION_QEMU, Given::value, &bad, nullptr, err, sizeof err), -1);
+    EXPECT_NE(std::string(err).find("csd.vendor=off needs csd.nvme-cs=on"), std::string::npos) << err;
+}
+

@@ -176,6 +176,54 @@ TEST_F(Controller, TheStandardNamespacesGoAfterTheTakenOnes)
     csd_config_clear(&off);
 }
 
+// Issue 41: the core reads a submission queue entry as it lies in the queue (QEMU's glue
+// hands it the 64 bytes), and refuses fused commands of the standard namespaces itself.
+TEST_F(Controller, TheCoreReadsTheSubmissionEntryAndRefusesFusedStandardCommands)
+{
+    uint8_t e[64] = {};
+    const auto put = [&e](unsigned dw, uint32_t v) { for (int i = 0; i < 4; i++) e[4 * dw + i] = uint8_t(v >> 8 * i); };
+    e[0] = NVME_CS_MEM_FILL;
+    e[1] = 0x01;  // FUSE: first of a fused pair
+    put(1, 5);
+    for (unsigned dw = 2; dw <= 4; dw++) put(dw, 0x1000u * dw + 1);
+    for (unsigned dw = 10; dw <= 15; dw++) put(dw, 0x01020300u + dw);
+    csd_sqe sqe;
+    csd_core_read_sqe(e, 1, &sqe);
+    EXPECT_EQ(sqe.cmd.opcode, NVME_CS_MEM_FILL);
+    EXPECT_EQ(sqe.cmd.nsid, 5u);
+    EXPECT_EQ(sqe.cdw2, 0x2001u);
+    EXPECT_EQ(sqe.cdw3, 0x3001u);
+    EXPECT_EQ(sqe.cdw4, 0x4001u);
+    EXPECT_EQ(sqe.cmd.cdw10, 0x0102030Au);
+    EXPECT_EQ(sqe.cmd.cdw15, 0x0102030Fu);
+    EXPECT_EQ(sqe.admin, 1);
+    EXPECT_EQ(sqe.fuse, 1);
+    csd_core_read_sqe(e, 0, &sqe);
+    csd_core_cs_attach(core, 5);
+    HostBuffer none;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &none, &cpl, &op), CSD_STATUS_INVALID_FIELD) << "fused";
+    sqe.cmd = csd_cmd{NVME_CS_MEM_FILL, 5, 0, 0, 64, 0, 0, 0};  // as MemoryAndComputeNamespaces' fill
+    sqe.cdw2 = sqe.cdw3 = sqe.cdw4 = 0;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &none, &cpl, &op), CSD_STATUS_INVALID_FIELD) << "still fused";
+    sqe.fuse = 0;
+    EXPECT_EQ(csd_core_submit(core, &sqe, &port, &none, &cpl, &op), CSD_STATUS_SUCCESS);
+}
+
+// Issue 41: the effects of the memory and compute command sets' I/O commands (log 05h) are
+// the core's tables while its standard front end is on, none otherwise.
+TEST_F(Controller, TheStandardCommandSetsEffectsAreTheCoresWhileTheFrontEndIsOn)
+{
+    EXPECT_EQ(csd_core_cs_effects(core, NVME_CS_CSI_SLM), nullptr) << "front end off";
+    csd_core_cs_attach(core, 2);
+    uint32_t mem[256], cp[256];
+    csd_core_cs_io_effects(NVME_CS_CSI_SLM, mem);
+    csd_core_cs_io_effects(NVME_CS_CSI_CP, cp);
+    ASSERT_NE(csd_core_cs_effects(core, NVME_CS_CSI_SLM), nullptr);
+    EXPECT_EQ(std::memcmp(csd_core_cs_effects(core, NVME_CS_CSI_SLM), mem, sizeof mem), 0);
+    EXPECT_EQ(std::memcmp(csd_core_cs_effects(core, NVME_CS_CSI_CP), cp, sizeof cp), 0);
+    EXPECT_EQ(csd_core_cs_effects(core, 0x00), nullptr) << "the NVM command set: the embedding's";
+}
+
 // Issue 29: the Commands Supported and Effects entries the command sets add (log 05h).
 TEST(Effects, TheVendorOpcodesAndTheStandardAdminCommands)
 {
@@ -247,14 +295,9 @@ struct SlowNamespace {
 
 SlowNamespace *g_ns;
 
-void slow_read(void *, uint32_t, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
+void slow_io(void *, uint32_t, int write, uint64_t off, void *buf, uint64_t len, csd_io_done done, void *arg)
 {
-    g_ns->pending.push_back({false, off, buf, len, done, arg});
-}
-
-void slow_write(void *, uint32_t, uint64_t off, const void *buf, uint64_t len, csd_io_done done, void *arg)
-{
-    g_ns->pending.push_back({true, off, const_cast<void *>(buf), len, done, arg});
+    g_ns->pending.push_back({write != 0, off, buf, len, done, arg});
 }
 
 void slow_complete(void *req, uint16_t status, const csd_cpl *) { g_ns->completed.push_back({req, status}); }
@@ -267,8 +310,7 @@ protected:
     {
         Controller::SetUp();
         g_ns = &ns;
-        port.ns_read = slow_read;
-        port.ns_write = slow_write;
+        port.ns_io = slow_io;
         port.complete = slow_complete;
     }
 
@@ -354,8 +396,8 @@ TEST_F(CompareWrite, SlmLoadAndStoreMoveThroughThePortsNamespaceIo)
 struct ManualUnits {
     struct Job {
         void *req;
-        void (*work)(void *);
-        void (*done)(void *);
+        int (*work)(void *);
+        void (*done)(void *, int);
         void *arg;
     };
     std::vector<Job> jobs;        // handed to the embedding's workers, in order
@@ -367,14 +409,13 @@ struct ManualUnits {
         ASSERT_LT(index, jobs.size());
         Job j = jobs[index];
         jobs.erase(jobs.begin() + static_cast<long>(index));
-        j.work(j.arg);
-        j.done(j.arg);
+        j.done(j.arg, j.work(j.arg));
     }
 };
 
 ManualUnits *g_units;
 
-void manual_run(void *req, void (*work)(void *), void (*done)(void *), void *arg)
+void manual_run(void *req, int (*work)(void *), void (*done)(void *, int), void *arg)
 {
     g_units->jobs.push_back({req, work, done, arg});
 }

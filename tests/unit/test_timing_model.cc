@@ -719,3 +719,54 @@ TEST_F(Model, AFinishNeverPassesTheEndOfASignedClock)
     EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, ~0ull), CSD_MODEL_MAX_NS);
     EXPECT_EQ(t.armed, (std::vector<uint64_t>{CSD_MODEL_MAX_NS}));
 }
+
+// Issue 41: an NVM command the embedding answers itself (QEMU's Read, Write and Flush) is
+// modelled at its arrival by the core, which also decides which commands count: one the
+// core gave a finish keeps it, one refused at once costs nothing, one still working begins
+// for exact mode (the glue only hands over what it took).
+TEST_F(Model, TheCoreModelsTheArrivalOfTheEmbeddingsOwnNvmCommands)
+{
+    ExactPort t;
+    csd_core_set_exact(core, 1);
+    csd_cmd rd{};
+    rd.opcode = 0x02;
+    rd.nsid = 1;
+    rd.cdw12 = 7;  // 4 KiB
+    int a = 1, b = 2, c = 3;
+    t.now = 1000;
+    EXPECT_EQ(csd_core_model_arrival(core, &t.port, &a, &rd, 512, 777, 1, 0), 777u) << "the core's own finish";
+    EXPECT_EQ(csd_core_model_arrival(core, &t.port, &b, &rd, 512, 0, 0, 0), 0u) << "refused at once: no media time";
+    const uint64_t f = csd_core_model_arrival(core, &t.port, &c, &rd, 512, 0, 1, 1);
+    EXPECT_EQ(f, 1000u + 50000 + 2048 + 1024 + 1000);
+    EXPECT_EQ(t.armed, (std::vector<uint64_t>{f})) << "still working: exact mode's deadline armed";
+    t.now = f;
+    csd_core_model_timer(core, &t.port);
+    EXPECT_EQ(t.holds, (std::vector<int>{1})) << "its finish came while it works: the clock held";
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &c, f), 0u);
+    EXPECT_EQ(t.holds, (std::vector<int>{1, 0}));
+}
+
+// Issue 41: exact mode on a port that cannot hold its clock (the in-process device) runs on
+// the core's own virtual clock: a completion moves it to its finish (never back) and is
+// posted at once; the port's own clock is not read for the model.
+TEST_F(Model, ExactModeWithoutAClockHoldRunsOnTheCoresVirtualClock)
+{
+    TimerPort t;
+    t.port.arm_timer = nullptr;
+    t.port.post = nullptr;
+    t.now = 123456789;  // the host's clock: not the model's
+    csd_core_set_exact(core, 1);
+    int a = 1;
+    EXPECT_EQ(csd_core_model_clock(core, &t.port), 0u);
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 5000), 0u) << "posted now";
+    EXPECT_EQ(csd_core_model_clock(core, &t.port), 5000u);
+    EXPECT_EQ(csd_core_model_hold(core, &t.port, &a, 3000), 0u);
+    EXPECT_EQ(csd_core_model_clock(core, &t.port), 5000u) << "never back";
+    csd_cmd rd{};
+    rd.opcode = 0x02;
+    rd.nsid = 1;
+    EXPECT_EQ(csd_core_model_arrival(core, &t.port, &a, &rd, 512, 0, 1, 0), 5000u + 50000 + 256 + 128 + 1000)
+        << "it arrives at the virtual clock";
+    csd_core_set_exact(core, 0);
+    EXPECT_EQ(csd_core_model_clock(core, &t.port), 123456789u) << "exact mode off: the port's clock";
+}

@@ -142,9 +142,13 @@ public:
     bool read_only() const { return read_only_; }
     // SLM as host memory where it is (the in-process device, host mode), else nullptr.
     uint8_t *slm_host_pointer();
-    // The timing model's clock in ns (Transport::model_clock_ns): the in-process device's
-    // virtual clock with exact=on, where a command's time is the model's whatever the host.
-    uint64_t model_clock_ns() const { return transport_->model_clock_ns(); }
+    // The timing model's clock in ns (InProcess::model_clock_ns): the in-process device's
+    // virtual clock with exact=on, where a command's time is the model's whatever the host;
+    // 0 for a drive elsewhere (its clock is not this process's).
+    uint64_t model_clock_ns() const;
+    // The namespace mapped into this process (InProcess::namespace_host_pointer: the
+    // simulated peer-to-peer drive), else nullptr.
+    const uint8_t *namespace_host_pointer();
 
     const Capabilities &caps() const { return caps_; }  // read at open and after program loads
     void refresh_capabilities();                         // reads C0h (or 82h/83h) again

@@ -63,38 +63,15 @@ public:
     // could still stop it. False if the transport cannot abort, or the command is not in
     // flight. Default: false.
     virtual bool abort(const Command &) { return false; }
-    // Runs one command (not an Execute) and returns its completion at once, with *finish_ns
-    // the steady-clock time before which a timing model says it must not be posted (0: at
-    // once): a queue's poller posts it then and serves on meanwhile (QueueProcessor).
-    // Default: submit(), finish 0.
-    virtual Completion submit_deferred(const Command &cmd, uint64_t *finish_ns)
-    {
-        *finish_ns = 0;
-        return submit(cmd);
-    }
     // Largest data transfer of one command, in bytes.
     virtual uint32_t max_transfer() const = 0;
     // The namespace commands go to.
     virtual NamespaceInfo ns() const = 0;
-    // SLM as host memory when the device lives in this process (in-process device),
-    // else nullptr: lets callers view SLM without copies where that is safe.
-    virtual uint8_t *slm_host_pointer() { return nullptr; }
-    // The file holding the namespace when the device lives in this process, else "".
-    virtual std::string backing_file() const { return {}; }
     // Whether it was opened read-only (OpenOptions::read_only): commands that would change
     // the namespace's data are refused (EROFS) before they reach the drive.
     virtual bool read_only() const { return false; }
-    // The namespace's bytes (LBA 0 on, ns().lba_count LBAs) mapped into this process, where
-    // a Read may be served by copying straight from them: the in-process device as a
-    // simulated peer-to-peer drive (its namespace registered with CUDA, a Read into GPU
-    // memory is one DMA). nullptr elsewhere, and where a Read must be a command (the
-    // in-process device under a timing model). Writes go through commands; the mapping
-    // sees them.
-    virtual const uint8_t *namespace_host_pointer() { return nullptr; }
-    // The clock the device's timing model runs on, in ns: the in-process device's virtual
-    // clock with exact=on (docs/timing-model.md), its host clock otherwise; 0 where the
-    // device is elsewhere (its clock is not this process's).
-    virtual uint64_t model_clock_ns() const { return 0; }
+    // What a device in this process offers beyond this (SLM and the namespace as host
+    // memory, its model's clock, deferred completions) is in_process.hpp's InProcess.
 };
 
 // The command set libcsd speaks to a drive with (docs/nvme-cs.md, docs/real-drives.md):

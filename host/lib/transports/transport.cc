@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "csd/error.hpp"
+#include "csd/in_process.hpp"
 #include "fork_hold.hpp"
 #include "csd_spec.h"
 #include "transports.hpp"
@@ -213,20 +214,34 @@ public:
         return inner_->submit_async(cmd);
     }
     bool abort(const Command &cmd) override { return inner_->abort(cmd); }
+    uint32_t max_transfer() const override { return inner_->max_transfer(); }
+    NamespaceInfo ns() const override { return inner_->ns(); }
+    bool read_only() const override { return true; }
+
+protected:
+    std::unique_ptr<Transport> inner_;
+};
+
+// The same over a device in this process: its InProcess side, deferred commands refused
+// alike.
+class ReadOnlyInProcess : public ReadOnlyTransport, public InProcess {
+public:
+    ReadOnlyInProcess(std::unique_ptr<Transport> inner, InProcess *in)
+        : ReadOnlyTransport(std::move(inner)), in_(in)
+    {
+    }
     Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
     {
         refuse_if_writes(cmd, inner_->ns().nsid);
-        return inner_->submit_deferred(cmd, finish_ns);
+        return in_->submit_deferred(cmd, finish_ns);
     }
-    uint32_t max_transfer() const override { return inner_->max_transfer(); }
-    NamespaceInfo ns() const override { return inner_->ns(); }
-    uint8_t *slm_host_pointer() override { return inner_->slm_host_pointer(); }
-    std::string backing_file() const override { return inner_->backing_file(); }
-    bool read_only() const override { return true; }
-    const uint8_t *namespace_host_pointer() override { return inner_->namespace_host_pointer(); }
+    uint8_t *slm_host_pointer() override { return in_->slm_host_pointer(); }
+    std::string backing_file() const override { return in_->backing_file(); }
+    const uint8_t *namespace_host_pointer() override { return in_->namespace_host_pointer(); }
+    uint64_t model_clock_ns() const override { return in_->model_clock_ns(); }
 
 private:
-    std::unique_ptr<Transport> inner_;
+    InProcess *in_;  // inner_'s
 };
 
 // The backend for path, opened as opts say.
@@ -271,6 +286,10 @@ std::unique_ptr<Transport> open_host_mode(std::unique_ptr<Transport> drive, uint
         emu_symbol("csd_emu_make_host_transport", "host mode (programs run on the host)"));
     return std::unique_ptr<Transport>(make(drive.release(), slm_size, units, &on_bus));
 }
+
+InProcess *in_process(Transport &t) { return dynamic_cast<InProcess *>(&t); }
+
+const InProcess *in_process(const Transport &t) { return dynamic_cast<const InProcess *>(&t); }
 
 std::future<Completion> Transport::submit_async(const Command &cmd)
 {
@@ -322,7 +341,11 @@ std::unique_ptr<Transport> open_transport(const std::string &path, const OpenOpt
                            "read_only=True), csd_open_flags(.., CSD_OPEN_READ_ONLY, ..), OpenOptions::read_only)",
                     e.errnum());
     }
-    if (opts.read_only) t = std::make_unique<ReadOnlyTransport>(std::move(t));
+    if (opts.read_only) {
+        InProcess *in = in_process(*t);
+        t = in ? std::unique_ptr<Transport>(new ReadOnlyInProcess(std::move(t), in))
+               : std::unique_ptr<Transport>(new ReadOnlyTransport(std::move(t)));
+    }
     return t;
 }
 

@@ -31,7 +31,14 @@ UNIT_FLOPS_PER_NS = 0.125
 # that the host finishes after its modelled time is an overrun (C1h), which would make the
 # measurement the host's, not the model's: none is allowed here but in fio's hundreds of
 # reads, where a host hiccup may cost one (at most 1%).
-LOW, HIGH = 0.995, 1.05
+# That guest cost is the host's: without exact mode it grows with the host's load (a 512 KiB
+# SLM Read measured +8.7% at load 11 with no overrun: the drive held its completion to the
+# model, the guest then took 9 ms to see it). So the free-running boot checks what is the
+# drive's — never shorter than the model, no overrun — and bounds the guest's share loosely;
+# the exact boot (CSD_VM_EXACT, -icount: guest time counted in instructions) checks the same
+# workloads within -0.5% .. +5%, whatever the host's load.
+EXACT = os.environ.get("CSD_VM_EXACT") == "1"
+LOW, HIGH = 0.995, 1.05 if EXACT else 1.30
 
 _overruns = [stats()["model_overruns"]]
 

@@ -85,7 +85,7 @@ public:
     // mapped namespace); safe to call from several threads at once.
     using Check = std::function<void(uint64_t pos, uint64_t n)>;
     // Whether this destination can copy straight from the namespace where the device maps it
-    // into this process (Transport::namespace_host_pointer: the simulated peer-to-peer drive).
+    // into this process (Device::namespace_host_pointer, InProcess: the simulated peer-to-peer drive).
     virtual bool takes_mapped() const { return false; }
     // One attempt at landing o from its bytes in place, `bytes` (o.bytes of them, read-only):
     // copy them where they belong and call check over pieces that cover [0, o.bytes) once
