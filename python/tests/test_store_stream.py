@@ -232,6 +232,15 @@ def test_get_file_into_an_append_file_refuses_a_replaced_object(dev, tmp_path, d
     assert log.read_bytes().startswith(b"PRIOR\n")
 
 
+def run_fresh(script: str, seconds: int, hang: str) -> None:
+    """Runs script in a fresh interpreter, which must print ok; a hang fails (hang, seconds)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{hang} for {seconds} s")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_a_streaming_put_lets_its_store_serve_meanwhile(tmp_path):
     """A put_file from a pipe fed by another thread that gets another object of the same
     device (a transform between two objects), and a progress callback that lists the store's
@@ -260,11 +269,7 @@ def test_a_streaming_put_lets_its_store_serve_meanwhile(tmp_path):
             assert dev.store.reservations() == []
         print("ok")
     """)
-    try:
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        pytest.fail("the put and the other users of its store waited on each other for 120 s")
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    run_fresh(script, 120, "the put and the other users of its store waited on each other")
 
 
 def test_a_signal_stops_a_get_file_blocked_on_a_fifo(tmp_path):
@@ -303,8 +308,4 @@ def test_a_signal_stops_a_get_file_blocked_on_a_fifo(tmp_path):
             os.close(reader)
         print("ok")
     """)
-    try:
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        pytest.fail("SIGINT did not stop put_file / get_file blocked on a pipe or a FIFO in 60 s")
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    run_fresh(script, 60, "SIGINT did not stop put_file / get_file blocked on a pipe or a FIFO")
