@@ -44,7 +44,7 @@ objects = []
 crc_kernel = libdir / "gpu_crc32c.o"
 if os.environ.get("NVME_CSD_NO_CUDA") is None and (cuda / "include" / "cuda_runtime_api.h").exists() \
         and crc_kernel.exists():
-    sources += [os.path.relpath(host / "cuda" / f, here) for f in ("gpu.cc", "layer_loader.cc")]
+    sources += [os.path.relpath(host / "cuda" / f, here) for f in ("gpu.cc", "host_registration.cc", "layer_loader.cc")]
     objects.append(str(crc_kernel))
     macros.append(("CSD_HAVE_GPU", "1"))
     include_dirs += [str(cuda / "include"), str(host / "cuda")]

@@ -260,31 +260,21 @@ Landing::~Landing()
         }
         if (b.host) cudaFreeHost(b.host);
     }
-    if (slm_registered_) {
-        cudaHostUnregister(dev_.slm_host_pointer());
-    }
-    if (ns_registered_) cudaHostUnregister(const_cast<uint8_t *>(ns_registered_));
+    // slm_reg_ and ns_reg_ let go of their registrations after the copies above finished
 }
 
 const uint8_t *Landing::registered_namespace()
 {
-    if (ns_tried_) return ns_registered_;
+    if (ns_tried_) return ns_reg_ ? ns_reg_->host() : nullptr;
     ns_tried_ = true;
     const uint8_t *ns = dev_.namespace_host_pointer();
     if (!ns) return nullptr;
-    const uint64_t bytes = dev_.ns().lba_count * dev_.ns().lba_size;
-    // read-only where the platform pins so (the GPU only reads it), else as any host memory
-    cudaError_t e = cudaHostRegister(const_cast<uint8_t *>(ns), bytes, cudaHostRegisterReadOnly);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        e = cudaHostRegister(const_cast<uint8_t *>(ns), bytes, cudaHostRegisterDefault);
-    }
-    if (e != cudaSuccess) {
-        cudaGetLastError();  // not sticky: the pipeline still works
-        ns_error_ = std::string("cudaHostRegister(namespace mapping): ") + cudaGetErrorString(e);
+    try {  // shared with a GpuMover of the same device, if it holds it already
+        ns_reg_ = std::make_unique<HostRegistration>(ns, dev_.ns().lba_count * dev_.ns().lba_size);
+    } catch (const Error &e) {  // the pipeline still works
+        ns_error_ = std::string("namespace mapping: ") + e.what();
         return nullptr;
     }
-    ns_registered_ = ns;
     return ns;
 }
 
@@ -457,9 +447,12 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
             }
-            if (!slm_registered_) {  // pin SLM once; later copies go straight from it
-                check(cudaHostRegister(slm, dev_.caps().slm_size, cudaHostRegisterDefault), "cudaHostRegister(SLM)");
-                slm_registered_ = true;
+            if (!slm_reg_) {  // pin SLM once; later copies go straight from it
+                try {
+                    slm_reg_ = std::make_unique<HostRegistration>(slm, dev_.caps().slm_size);
+                } catch (const Error &e) {
+                    throw Error("SLM", e);
+                }
             }
             const auto t0 = std::chrono::steady_clock::now();
             check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");

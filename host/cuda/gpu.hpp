@@ -20,6 +20,7 @@
 
 #include "csd/device.hpp"
 #include "csd/store.hpp"
+#include "host_registration.hpp"
 
 namespace csd::gpu {
 
@@ -111,9 +112,10 @@ private:
     // One DMA of n bytes from the registered namespace at src; waits for it.
     void copy_mapped(const uint8_t *src, uint64_t n, uint8_t *dst, cudaStream_t stream);
     std::mutex run_mu_;  // one pipeline at a time uses the pool
-    bool slm_registered_ = false;
+    // Holds on SLM's and the namespace's registrations, shared with any other user of this
+    // process (a GpuMover of the same device): none unregisters what another still reads.
+    std::unique_ptr<HostRegistration> slm_reg_, ns_reg_;
     bool ns_tried_ = false;
-    const uint8_t *ns_registered_ = nullptr;
     std::string ns_error_;
 };
 

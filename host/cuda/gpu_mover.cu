@@ -585,29 +585,15 @@ void GpuMover::register_namespace(const uint8_t *ns, uint64_t bytes)
         cudaGetLastError();
         return;
     }
-    // read-only where the platform pins so (the GPU only reads it), else as any host memory;
-    // already registered (a Landing of the same device): used as it is
-    uint8_t *p = const_cast<uint8_t *>(ns);
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterReadOnly | cudaHostRegisterMapped);
-    if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
-        cudaGetLastError();
-        e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
-    }
-    ns_registered_ = e == cudaSuccess;
-    if (e != cudaSuccess) cudaGetLastError();  // not sticky: the staging still works
-    void *gpu = nullptr;
-    if ((e == cudaSuccess || e == cudaErrorHostMemoryAlreadyRegistered) && cudaHostGetDevicePointer(&gpu, p, 0) == cudaSuccess) {
-        ns_ = ns, ns_bytes_ = bytes, ns_gpu_ = reinterpret_cast<uint64_t>(gpu);
-    } else {
-        cudaGetLastError();
+    try {  // shared with a Landing of the same device, if it holds it already
+        ns_reg_ = std::make_unique<HostRegistration>(ns, bytes);
+        ns_ = ns, ns_bytes_ = bytes, ns_gpu_ = ns_reg_->gpu();
+    } catch (const Error &) {  // the staging still works
     }
     cudaSetDevice(prev);
 }
 
-GpuMover::~GpuMover()
-{
-    if (ns_registered_) cudaHostUnregister(const_cast<uint8_t *>(ns_));
-}
+GpuMover::~GpuMover() = default;  // its lanes are gone (QueueProcessor): ns_reg_ lets go
 
 bool GpuMover::reaches(const uint8_t *src, uint64_t len) const
 {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "host_registration.hpp"
 #include "queue_processor.hpp"
 
 namespace csd::gpu {
@@ -53,17 +54,18 @@ public:
     // Throws csd::Error (EINVAL) unless window.base..+bytes is device memory; max_transfer: the
     // largest command the drive takes (a slab holds at least one, up to the window's size).
     // ns..+ns_bytes: host memory its resident lanes may copy from directly (the namespace's
-    // mapping, Transport::namespace_host_pointer), registered here unless CUDA has it already;
-    // none when window.direct is false, the mover is not resident, or registering fails.
+    // mapping, Transport::namespace_host_pointer), its registration held (HostRegistration,
+    // shared with a Landing of the same memory); none when window.direct is false, the mover
+    // is not resident, or registering fails.
     GpuMover(const GpuWindow &window, uint32_t max_transfer, const uint8_t *ns = nullptr, uint64_t ns_bytes = 0);
-    ~GpuMover() override;  // unregisters what it registered
+    ~GpuMover() override;  // lets go of its hold on the namespace's registration
     bool covers(uint64_t addr, uint64_t len) const override;  // inside the window
     bool reaches(const uint8_t *src, uint64_t len) const override;  // inside the registered namespace
     uint32_t max_transfer() const override { return max_transfer_; }  // the drive's, at most the window
     std::unique_ptr<MoverLane> lane() override;  // pinned staging, a stream, events (and the resident ring)
 
 private:
-    // Registers ns..+bytes with CUDA (mapped) and keeps its GPU address; leaves none on failure.
+    // Holds the registration of ns..+bytes with CUDA and keeps its GPU address; none on failure.
     void register_namespace(const uint8_t *ns, uint64_t bytes);
     GpuWindow w_;
     uint64_t base_ = 0;
@@ -72,7 +74,7 @@ private:
     int device_ = 0;
     const uint8_t *ns_ = nullptr;  // host memory copied from directly (nullptr: none)
     uint64_t ns_bytes_ = 0, ns_gpu_ = 0;  // its size; its address as the GPU sees it
-    bool ns_registered_ = false;   // registered by this mover (unregistered at its end)
+    std::unique_ptr<HostRegistration> ns_reg_;  // its hold on ns_'s registration
 };
 
 }  // namespace csd::gpu

@@ -33,11 +33,14 @@ public:
 
     // The queue set as kernels address it (pass it by value to a kernel).
     const NvmeQueueSet &device_view() const { return gpu_; }
+    // The queue set as host code addresses it (a submitter on the host: tests).
+    const NvmeQueueSet &host_view() const { return host_; }
     // The arena as host code addresses it.
     uint8_t *host_arena() const { return host_.arena; }
     uint64_t commands() const { return proc_->commands(); }  // completed so far
     QueueProcessor::Timed timed() const { return proc_->timed(); }  // posted at a timing model's finish
     uint64_t errors() const { return proc_->errors(); }
+    uint64_t direct_reads() const { return proc_->direct_reads(); }  // Reads copied straight from the namespace's pages
 
 private:
     NvmeQueueSet host_, gpu_;

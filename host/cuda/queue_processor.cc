@@ -59,6 +59,13 @@ uint64_t QueueProcessor::commands() const
     return n;
 }
 
+uint64_t QueueProcessor::direct_reads() const
+{
+    uint64_t n = 0;
+    for (int i = 0; i < pollers_; i++) n += counts_[i].direct.load(std::memory_order_relaxed);
+    return n;
+}
+
 QueueProcessor::Timed QueueProcessor::timed() const
 {
     Timed t;
@@ -283,10 +290,28 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
         bool to_mover = false;
         const bool ok = decode(e, &cmd, &c, &to_mover);
         if (const uint8_t *src = ok && to_mover ? direct_source(e, cmd.data_len) : nullptr) {
-            // the simulated peer-to-peer drive: the mover copies the namespace's bytes itself
-            const uint64_t batch = p.lane->copy_from(e.prp1, src, cmd.data_len);
+            // the simulated peer-to-peer drive: the drive runs the Read (its checks, its
+            // counting) moving no bytes, and the mover copies them from the namespace's pages
             worked = true;
-            if (!batch) break;  // its ring full: this entry again at the next visit
+            if (!s.head_read) {
+                Completion r;
+                try {
+                    InProcess *in = in_process(dev_.transport());  // a mapping: the device is in this process
+                    r = in ? in->submit_mapped_read(cmd) : Completion{kInternalError, 0};
+                } catch (const Error &) {
+                    r = Completion{kInternalError, 0};
+                }
+                if (r.status != 0) {  // the drive's answer; nothing is copied
+                    s.sq_head = (s.sq_head + 1) % set_.depth;
+                    post(q, s, e.cid, r, counts);
+                    continue;
+                }
+                s.head_read = true;
+            }
+            const uint64_t batch = p.lane->copy_from(e.prp1, src, cmd.data_len);
+            if (!batch) break;  // its ring full: this entry again at the next visit (read once)
+            s.head_read = false;
+            counts.direct.fetch_add(1, std::memory_order_relaxed);
             s.sq_head = (s.sq_head + 1) % set_.depth;
             p.moving.push_back({batch, q, e.cid, Completion{0, 0}});
             s.moving++;

@@ -84,8 +84,10 @@ public:
     // memory rather than the arena lands there (moved before its completion is posted).
     // A plain Read (no flags) of the namespace that the device maps into this process
     // (Transport::namespace_host_pointer: the simulated peer-to-peer drive) into the mover's
-    // memory is copied by the mover straight from those pages when it reaches them, as the
-    // store's landing does; every other command goes through the drive.
+    // memory is copied by the mover straight from those pages when it reaches them, after the
+    // drive has run it moving no bytes (InProcess::submit_mapped_read: its checks, its
+    // counting, its error, which is posted with nothing copied); every other command goes
+    // through the drive.
     // Starts polling at once; throws csd::Error on bad layouts.
     QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover = nullptr);
     ~QueueProcessor();  // stops and joins the pollers
@@ -94,6 +96,7 @@ public:
 
     uint64_t commands() const;  // entries completed so far
     uint64_t errors() const;    // of those, with a non-zero status
+    uint64_t direct_reads() const;  // of those, Reads the mover copied straight from the namespace (copy_from)
     // Completions a timing model timed (InProcess::submit_deferred), and how late after their
     // modelled finish they were posted: the mean and the largest, in nanoseconds.
     struct Timed {
@@ -116,6 +119,9 @@ private:
         std::vector<std::pair<uint16_t, std::future<Completion>>> pending;  // Executes in flight: (cid, completion)
         uint32_t due = 0;  // completions of this queue waiting for their modelled finish
         uint32_t moving = 0;  // completions of this queue waiting for their data's copy
+        // the entry at sq_head, a Read copied from the namespace's pages, has been run by the
+        // drive (InProcess::submit_mapped_read) and waits for room in the mover's ring
+        bool head_read = false;
     };
     // A completion to post at its modelled finish; a poller keeps them in a min-heap.
     struct Due {
@@ -142,7 +148,7 @@ private:
     };
     // What one poller counted, on a cache line of its own (pollers share no written line).
     struct alignas(64) Counts {
-        std::atomic<uint64_t> commands{0}, errors{0};
+        std::atomic<uint64_t> commands{0}, errors{0}, direct{0};
         std::atomic<uint64_t> timed{0}, late_ns{0}, max_late_ns{0};
     };
     void poll(int index, int pollers);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "fork_hold.hpp"
 
@@ -61,6 +62,7 @@ void wait_until(uint64_t finish)
 struct CoreTransport::Cmd {
     CoreTransport *t;
     const Command *cmd;
+    bool mapped = false;  // a Read whose bytes the caller copies from the mapping (no move)
 };
 struct CoreTransport::Req : Cmd {
     std::promise<Completion> done;
@@ -126,6 +128,38 @@ Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_n
 const uint8_t *CoreTransport::namespace_host_pointer()
 {
     return csd_core_model_on(core_) ? nullptr : backing_->mapping();
+}
+
+namespace {
+
+// run(cmd) with its data read into a buffer of its own, whose bytes are dropped.
+template <class Run>
+Completion with_data_dropped(const Command &cmd, Run &&run)
+{
+    std::vector<uint8_t> dropped(cmd.data_len);
+    Command c = cmd;
+    c.data = dropped.data();
+    return run(c);
+}
+
+}  // namespace
+
+Completion CoreBacking::forward_mapped_read(const Command &cmd)
+{
+    return with_data_dropped(cmd, [this](const Command &c) { return forward(c); });
+}
+
+// A Read the caller copies from the mapping itself: the core checks it as any Read (the
+// drive behind does in host mode, counted on the bus there) and nothing is moved.
+Completion CoreTransport::submit_mapped_read(const Command &cmd)
+{
+    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !namespace_host_pointer()) {
+        return with_data_dropped(cmd, [this](const Command &c) { return submit(c); });  // no mapped Read: as it is
+    }
+    if (!port_.nvm_io) return backing_->forward_mapped_read(cmd);  // the drive behind answers Reads
+    const InFlightGate::Scope counted(gate_);
+    uint64_t finish;
+    return nvm(cmd, &finish, false);
 }
 
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
@@ -202,9 +236,9 @@ void CoreTransport::unlist(Req *req)
 }
 
 // An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit).
-Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish)
+Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish, bool moved)
 {
-    Cmd c{this, &cmd};
+    Cmd c{this, &cmd, !moved};
     const csd_cmd dw = core_cmd(cmd);
     return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
 }
@@ -279,6 +313,7 @@ uint16_t CoreTransport::port_nvm_io(void *req, uint32_t, int write, uint64_t off
 {
     const Cmd *r = static_cast<Cmd *>(req);
     if (r->cmd->data_len < len) return kInvalidField;
+    if (r->mapped) return CSD_STATUS_SUCCESS;  // its bytes are copied from the mapping by the caller
     return r->t->backing_->nvm_io(*r->cmd, write != 0, off, len);
 }
 

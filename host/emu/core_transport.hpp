@@ -54,6 +54,10 @@ public:
         *finish_ns = 0;
         return forward(cmd);
     }
+    // A Read the caller copies from mapping() itself, sent to the drive behind
+    // (InProcess::submit_mapped_read): answered, no data moved to cmd.data. Default:
+    // forward() into a buffer of its own, whose bytes are dropped.
+    virtual Completion forward_mapped_read(const Command &cmd);
     // NVMe Abort of a forwarded command in flight; false if it cannot.
     virtual bool abort_forwarded(const Command &) { return false; }
     // The port's exclusive: takes (on) or gives back the bytes [off, off + len) against
@@ -83,6 +87,7 @@ public:
     Completion submit(const Command &cmd) override;
     Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override;
     const uint8_t *namespace_host_pointer() override;
+    Completion submit_mapped_read(const Command &cmd) override;
     std::future<Completion> submit_async(const Command &cmd) override;
     bool abort(const Command &cmd) override;
     uint64_t model_clock_ns() const override;
@@ -96,7 +101,9 @@ private:
     // on this thread, not through the drive's asynchronous path).
     std::future<Completion> dispatch(const Command &cmd, bool sync);
     void unlist(Req *req);
-    Completion nvm(const Command &cmd, uint64_t *finish);
+    // An NVM command through the core (csd_core_nvm_submit); moved: false for a mapped Read
+    // (the port's nvm_io checks it and moves nothing).
+    Completion nvm(const Command &cmd, uint64_t *finish, bool moved = true);
     static uint16_t from_host(void *req, void *buf, uint64_t len);
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);

@@ -86,6 +86,12 @@ public:
         *finish_ns = 0;
         return drive_->submit(cmd);
     }
+    Completion forward_mapped_read(const Command &cmd) override
+    {
+        if (!in_) return CoreBacking::forward_mapped_read(cmd);  // counted by forward()
+        count(cmd);  // on the bus as the Read it is
+        return in_->submit_mapped_read(cmd);
+    }
     bool abort_forwarded(const Command &cmd) override { return drive_->abort(cmd); }
     const uint8_t *mapping() override { return in_ ? in_->namespace_host_pointer() : nullptr; }
 

@@ -52,7 +52,8 @@ constexpr char kMagic[8] = {'C', 'S', 'D', 'S', 'T', 'O', 'R', '1'};
 constexpr uint32_t kVersion1 = 1;  // full catalog only; still read, replaced on first update
 constexpr uint32_t kVersion = 2;   // base catalog + journal
 constexpr uint64_t kFirstDataBlock = 2;
-constexpr uint64_t kSignatureBytes = 72 << 10;  // format looks for signatures in the first 72 KiB
+constexpr uint64_t kSignatureBytes = 256 << 10;  // format looks for signatures in the first 256 KiB
+constexpr uint64_t kTailBytes = 128 << 10;       // and in the last 128 KiB (a backup GPT, md 0.90 and 1.0)
 
 #pragma pack(push, 1)
 struct SuperblockV1 {
@@ -226,10 +227,17 @@ namespace {
 // byte) show it holds: a partition table, a filesystem or volume signature, an object store;
 // "" if none of those this knows (blkid's places for them). Two LBA sizes are tried for the
 // GPT, since a drive formatted to another LBA size keeps the table where it was written.
-std::string signature_found(const std::vector<uint8_t> &head, const std::vector<uint8_t> &tail, uint32_t store_block)
+std::string signature_found(const std::vector<uint8_t> &head, const std::vector<uint8_t> &tail, uint64_t total,
+                            uint32_t store_block)
 {
     auto at = [&](uint64_t pos, const std::string &magic) {
         return pos + magic.size() <= head.size() && std::memcmp(head.data() + pos, magic.data(), magic.size()) == 0;
+    };
+    // magic at byte pos of the namespace (total bytes), where the tail holds it
+    auto at_end = [&](uint64_t pos, const std::string &magic) {
+        const uint64_t from = total - tail.size();
+        return pos >= from && pos + magic.size() <= total &&
+               std::memcmp(tail.data() + (pos - from), magic.data(), magic.size()) == 0;
     };
     auto quoted = [](const std::string &magic, uint64_t pos) {
         return "'" + magic + "' at byte " + std::to_string(pos);
@@ -263,6 +271,26 @@ std::string signature_found(const std::vector<uint8_t> &head, const std::vector<
     }
     for (const uint64_t pos : {uint64_t{0}, uint64_t{4096}}) {
         if (at(pos, "\xfc\x4e\x2b\xa9")) return "a Linux RAID (md) member (magic A92B4EFCh at byte " + std::to_string(pos) + ")";
+    }
+    // md metadata 1.0 and 0.90 at the end: 8 to 12 KiB before it on a 4 KiB boundary, and the
+    // last whole 64 KiB
+    const uint64_t sectors = total / 512;
+    for (const uint64_t pos : {sectors >= 16 ? ((sectors - 16) & ~uint64_t{7}) * 512 : total,
+                               sectors >= 128 ? ((sectors & ~uint64_t{127}) - 128) * 512 : total}) {
+        if (at_end(pos, "\xfc\x4e\x2b\xa9")) {
+            return "a Linux RAID (md) member (magic A92B4EFCh at byte " + std::to_string(pos) + ", near its end)";
+        }
+    }
+    if (at(1024, "\x10\x20\xF5\xF2")) return "an F2FS filesystem (magic F2F52010h at byte 1024)";
+    if (at(0, "hsqs")) return "a squashfs filesystem (" + quoted("hsqs", 0) + ")";
+    if (at(0, "bluestore block device")) return "a Ceph BlueStore device (" + quoted("bluestore block device", 0) + ")";
+    if (at(4096 + 24, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")) {
+        return "a bcache device (its magic at byte 4120)";
+    }
+    for (uint64_t pos = 128 << 10; pos + 4 <= std::min<uint64_t>(head.size(), 256 << 10); pos += 1024) {
+        if (at(pos, std::string("\x0c\xb1\xba\x00", 4)) || at(pos, std::string("\x00\xba\xb1\x0c", 4))) {
+            return "a ZFS pool member (an uberblock, magic 00BAB10Ch, at byte " + std::to_string(pos) + ")";
+        }
     }
     if (at(3, "NTFS    ")) return "an NTFS filesystem (" + quoted("NTFS", 3) + ")";
     if (at(3, "EXFAT   ")) return "an exFAT filesystem (" + quoted("EXFAT", 3) + ")";
@@ -300,11 +328,11 @@ void ObjectStore::check_blank(Device &dev)
 {
     const uint32_t lba = dev.ns().lba_size;
     const uint64_t head_lbas = std::min<uint64_t>(dev.ns().lba_count, (kSignatureBytes + lba - 1) / lba);
-    const uint64_t tail_lbas = std::min<uint64_t>(dev.ns().lba_count, (4096 + lba - 1) / lba);
+    const uint64_t tail_lbas = std::min<uint64_t>(dev.ns().lba_count, (kTailBytes + lba - 1) / lba);
     std::vector<uint8_t> head(head_lbas * lba), tail(tail_lbas * lba);
     dev.read_lbas(0, head_lbas, head.data());
     dev.read_lbas(dev.ns().lba_count - tail_lbas, tail_lbas, tail.data());
-    const std::string found = signature_found(head, tail, block_size_for(dev));
+    const std::string found = signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
     if (!found.empty()) {
         throw Error("format: the namespace holds " + found +
                         "; formatting would overwrite it: format with force (csdctl format --force, "
@@ -732,17 +760,18 @@ void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes,
     refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
-    std::lock_guard<std::mutex> g(mu_);
     ObjectInfo o = new_entry(name, bytes, dtype, shape);
     o.crc32c = csd_crc32c(data, bytes);
-    const Reservation r = reserve(blocks_for(bytes));
+    // The store's lock only around its catalog updates: the reservation keeps the space this
+    // put's own, and progress may use the store (or wait on a thread that does).
+    const Reservation r = locked([&] { return reserve(blocks_for(bytes)); });
     try {
         o.block = r.block;
         write_blocks(o.block, data, bytes, progress);
         dev_.flush();
-        commit_put(o, r.id);
+        locked([&] { commit_put(o, r.id); });
     } catch (...) {
-        release_quietly({r.id});
+        locked([&] { release_quietly({r.id}); });
         throw;
     }
 }
@@ -763,7 +792,7 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
     const uint64_t want = std::max(need, 2 * sp.blocks);
     Reservation r;
     for (const uint64_t total : {want, need}) {
-        if (reserve_at(sp.start + sp.blocks, total - sp.blocks, &r)) {
+        if (locked([&] { return reserve_at(sp.start + sp.blocks, total - sp.blocks, &r); })) {
             sp.ids.push_back(r.id);
             sp.blocks = total;
             return;
@@ -771,10 +800,10 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
     }
     uint64_t blocks = want;
     try {
-        r = reserve(want);
+        r = locked([&] { return reserve(want); });
     } catch (const Error &e) {
         if (e.errnum() != ENOSPC || want == need) throw;
-        r = reserve(need);  // no room for twice: just enough, this time
+        r = locked([&] { return reserve(need); });  // no room for twice: just enough, this time
         blocks = need;
     }
     const uint32_t lba = dev_.ns().lba_size;
@@ -785,10 +814,10 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
             dev_.write_lbas(r.block * lbas_per_block_ + at / lba, n / lba, scratch.data());
         }
     } catch (...) {
-        release_quietly({r.id});
+        locked([&] { release_quietly({r.id}); });
         throw;
     }
-    release_quietly(sp.ids);
+    locked([&] { release_quietly(sp.ids); });
     sp = {{r.id}, r.block, blocks};
 }
 
@@ -798,13 +827,14 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
     refuse_read_only(dev_, "put of object '" + name + "'");
     const std::string dtype = catalog_dtype(name, type);
     catalog::check_entry(name, dtype, shape);
-    std::lock_guard<std::mutex> g(mu_);
     const uint64_t size = src.size();
     const bool known = size != ObjectSource::kUnknownSize;
     ObjectInfo o = new_entry(name, 0, dtype, shape);
     o.crc32c = csd_crc32c(nullptr, 0);
     StreamSpace sp;
-    const Reservation r = reserve(blocks_for(known ? size : kStreamChunk));
+    // The store's lock only around catalog updates (reserve, grow, commit, release), never
+    // while the source or progress runs: either may wait on another user of this store.
+    const Reservation r = locked([&] { return reserve(blocks_for(known ? size : kStreamChunk)); });
     sp = {{r.id}, r.block, r.blocks};
     try {
         std::vector<uint8_t> buf(kStreamChunk), scratch;
@@ -841,9 +871,9 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
         if (o.bytes == 0) write_blocks(sp.start, nullptr, 0);  // an empty object's one zeroed block
         dev_.flush();
         o.block = sp.start;
-        commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end()));
+        locked([&] { commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end())); });
     } catch (...) {
-        release_quietly(sp.ids);
+        locked([&] { release_quietly(sp.ids); });
         throw;
     }
 }

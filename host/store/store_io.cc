@@ -33,7 +33,12 @@ uint64_t FdSource::read(uint8_t *buf, uint64_t n)
 {
     for (;;) {
         const ssize_t got = ::read(fd_, buf, n);
-        if (got >= 0) return static_cast<uint64_t>(got);
+        if (got >= 0) {
+            // a signal that came once some bytes had moved ends read(2) short, not with EINTR:
+            // look now, before the next read blocks again (as Python's own I/O does)
+            if (got > 0 && static_cast<uint64_t>(got) < n && interrupted) interrupted();
+            return static_cast<uint64_t>(got);
+        }
         if (errno != EINTR) throw Error("cannot read " + what_, errno);
         if (interrupted) interrupted();
     }
@@ -115,6 +120,7 @@ void FdSink::write_all(const uint8_t *data, uint64_t n)
         }
         data += w;
         n -= static_cast<uint64_t>(w);
+        if (n > 0 && interrupted) interrupted();  // short: maybe a signal, as for read above
     }
 }
 

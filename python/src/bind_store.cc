@@ -91,6 +91,7 @@ void bind_device_store(PyDeviceClass &cls)
             const auto s = u.store();
             PyProgress pr(std::move(progress));
             FdSource src(fd, "fd " + std::to_string(fd), size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
+            src.interrupted = [&pr] { pr.check_signals(); };
             pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("fd"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
            py::arg("progress") = py::none(),
@@ -136,6 +137,7 @@ void bind_device_store(PyDeviceClass &cls)
             const auto s = u.store();
             PyProgress pr(std::move(progress));
             FdSink sink(fd, "fd " + std::to_string(fd));
+            sink.interrupted = [&pr] { pr.check_signals(); };
             if (npy_header) {
                 sink.header = [](const ObjectInfo &o) {
                     if (!o.is_tensor()) throw Error("object '" + o.name + "' is a blob, not a tensor: no .npy file", EINVAL);

@@ -85,6 +85,14 @@ struct PyProgress {
         }
         throw Error(std::string("cancelled by an exception from the ") + what + " callback", ECANCELED);
     }
+    // Runs Python's signal handlers (a read or write of a descriptor was interrupted, EINTR):
+    // an exception one raises (KeyboardInterrupt) stops libcsd as the callback's does.
+    void check_signals()
+    {
+        call("signal handler", [] {
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        });
+    }
     // Runs op (a libcsd call taking callback(), with the GIL released); raises what the
     // callback raised if it did (that stopped op), else op's own error.
     template <class F>

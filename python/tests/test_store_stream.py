@@ -230,3 +230,82 @@ def test_get_file_into_an_append_file_refuses_a_replaced_object(dev, tmp_path, d
             dev.store.get_file("x", f, progress=progress)
     assert fired and e.value.errno == errno.EAGAIN
     assert log.read_bytes().startswith(b"PRIOR\n")
+
+
+def run_fresh(script: str, seconds: int, hang: str) -> None:
+    """Runs script in a fresh interpreter, which must print ok; a hang fails (hang, seconds)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{hang} for {seconds} s")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_streaming_put_lets_its_store_serve_meanwhile(tmp_path):
+    """A put_file from a pipe fed by another thread that gets another object of the same
+    device (a transform between two objects), and a progress callback that lists the store's
+    reservations: both use the store while the put runs. The put held the store's lock from
+    its first chunk to its commit, and both waited for ever (run in a fresh interpreter, so
+    that a hang fails this test instead of stopping the suite)."""
+    script = textwrap.dedent(f"""
+        import os, threading, nvme_csd
+        with nvme_csd.open("emu:{tmp_path}/ns.img?size=256M") as dev:
+            dev.store.format(force=True)
+            src = os.urandom((9 << 20) + 7)
+            dev.store["src"] = src
+            r, w = os.pipe()
+            def feed():
+                with os.fdopen(w, "wb") as f:
+                    for _ in range(2):
+                        f.write(dev.store["src"])   # a get while the put reads the pipe
+            t = threading.Thread(target=feed)
+            t.start()
+            seen = []
+            with os.fdopen(r, "rb") as f:
+                dev.store.put_file("dst", f, progress=lambda done, total: seen.append(len(dev.store.reservations())))
+            t.join()
+            assert dev.store["dst"] == src + src
+            assert seen and max(seen) >= 1, seen
+            assert dev.store.reservations() == []
+        print("ok")
+    """)
+    run_fresh(script, 120, "the put and the other users of its store waited on each other")
+
+
+def test_a_signal_stops_a_get_file_blocked_on_a_fifo(tmp_path):
+    """Ctrl-C (SIGINT) while get_file writes to a FIFO whose reader has stopped reading
+    (or a put_file reads a pipe whose writer has gone quiet): KeyboardInterrupt, nothing
+    stored, no space reserved. get_file to a FIFO path writes the descriptor from libcsd,
+    which went on after EINTR without looking at Python's signals and waited for ever (a
+    fresh interpreter, so that a hang fails this test)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    script = textwrap.dedent(f"""
+        import os, signal, subprocess, sys, nvme_csd
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+        def interrupt_soon():  # from another process, as Ctrl-C (a thread of this one takes its own kill)
+            subprocess.Popen(["sh", "-c", f"sleep 1; kill -INT {{os.getpid()}}"])
+        with nvme_csd.open("emu:{tmp_path}/ns.img?size=256M") as dev:
+            dev.store.format(force=True)
+            r, w = os.pipe()
+            os.write(w, os.urandom(32 << 10))    # then nothing more, and w stays open
+            interrupt_soon()
+            try:
+                with os.fdopen(r, "rb") as f:
+                    dev.store.put_file("x", f)
+                sys.exit("put_file ended without its source's end")
+            except KeyboardInterrupt:
+                pass
+            assert "x" not in dev.store and dev.store.reservations() == []
+            dev.store["y"] = os.urandom(9 << 20)  # more than a FIFO holds
+            reader = os.open("{fifo}", os.O_RDONLY | os.O_NONBLOCK)  # open, never read
+            interrupt_soon()
+            try:
+                dev.store.get_file("y", "{fifo}")
+                sys.exit("get_file ended though nobody read the FIFO")
+            except KeyboardInterrupt:
+                pass
+            os.close(reader)
+        print("ok")
+    """)
+    run_fresh(script, 60, "SIGINT did not stop put_file / get_file blocked on a pipe or a FIFO")

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <map>
 #include <random>
+#include <future>
 #include <thread>
 
 #include "csd/btree.hpp"
@@ -2178,6 +2179,14 @@ TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
         {"FAT", 512, {{3, "mkfs.fat"}, {82, "FAT32   "}, {510, "\x55\xAA"}}},
         {"NTFS", 512, {{3, "NTFS    "}, {510, "\x55\xAA"}}},
         {"ISO 9660", 512, {{32769, "CD001"}}},
+        // flash and volume formats whose signatures lie elsewhere (blkid's places); the file is 64 MiB
+        {"F2FS", 512, {{1024, "\x10\x20\xF5\xF2"}}},
+        {"squashfs", 4096, {{0, "hsqs"}}},
+        {"Ceph BlueStore", 512, {{0, "bluestore block device"}}},
+        {"bcache", 512, {{4096 + 24, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81"}}},
+        {"ZFS", 512, {{(128 << 10) + 5 * 1024, std::string("\x0c\xb1\xba\x00", 4)}}},
+        {"Linux RAID (md) member", 512, {{(64 << 20) - 8192, "\xfc\x4e\x2b\xa9"}}},   // metadata 1.0: at the end
+        {"Linux RAID (md) member", 4096, {{(64 << 20) - 65536, "\xfc\x4e\x2b\xa9"}}},  // 0.90: the last 64 KiB
     };
     unsetenv_scoped no_env("CSD_FRONT_END");  // the in-process device here speaks only the vendor commands
     for (const Case &c : cases) {
@@ -2475,6 +2484,100 @@ TEST_F(Store, StreamingPutCancelledReleasesEveryReservation)
                  Cancel);
     EXPECT_EQ(s.get("x"), old);
     expect_no_space_leaked(s, empty_free);
+}
+
+// One store serves its other callers while a streaming put waits on its source or reports
+// progress: a stat, a get and another put of the same ObjectStore from another thread (as
+// Python's threads share a device's store: a pipe fed by a get of another object), and from
+// the put's own progress callback (reservations() shows the put's own space). They waited
+// on the store's lock, held from the put's first chunk to its commit: the other thread
+// until the source ended (never, where it feeds the source), the callback for ever.
+TEST_F(Store, StreamingPutLetsItsStoreServeMeanwhile)
+{
+    ObjectStore s(*dev);
+    const auto old = random_bytes(70000, 60), data = random_bytes(9 * 1024 * 1024 + 11, 61);
+    s.put("old", old.data(), old.size());
+    PipeSource src(data);
+    src.hook_at = 5 << 20;
+    bool served = false;
+    std::future<uint64_t> other;  // outlives the hook: without the fix it ends after the put
+    src.hook = [&] {
+        other = std::async(std::launch::async, [&] {
+            const auto got = s.get("old");
+            s.put("beside", got.data(), got.size());
+            return s.stat("beside").bytes;
+        });
+        served = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;  // else: blocked
+    };
+    uint64_t seen_reserved = 0;
+    s.put("piped", src, "", {}, [&](uint64_t, uint64_t) {
+        if (!served) return;  // without the fix, this would never return: keep the test ending
+        uint64_t r = 0;
+        for (const Reservation &x : s.reservations()) r += x.blocks;
+        seen_reserved = std::max(seen_reserved, r);
+    });
+    EXPECT_TRUE(served) << "another thread's get, put and stat waited for the streaming put to end";
+    EXPECT_EQ(other.get(), old.size());
+    EXPECT_GT(seen_reserved, 0u) << "the put's progress callback saw no reservation";
+    EXPECT_EQ(s.get("piped"), data);
+    EXPECT_EQ(s.get("beside"), old);
+    EXPECT_TRUE(s.reservations().empty());
+    // a put from memory likewise: its progress waits on another thread's stat
+    std::future<uint64_t> stat_meanwhile;
+    bool stat_served = false;
+    s.put("memory", data.data(), data.size(), "", {}, [&](uint64_t done, uint64_t) {
+        if (stat_meanwhile.valid() || done < (4 << 20)) return;
+        stat_meanwhile = std::async(std::launch::async, [&] { return s.stat("old").bytes; });
+        stat_served = stat_meanwhile.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    });
+    EXPECT_TRUE(stat_served) << "another thread's stat waited for a put from memory to end";
+    EXPECT_EQ(stat_meanwhile.get(), old.size());
+    EXPECT_EQ(s.get("memory"), data);
+}
+
+// A stop signal that comes while a get writes to a pipe nobody reads ends write(2) short
+// (the bytes that fit), not with EINTR: FdSink looks at it then (interrupted()), and the get
+// stops. It wrote on and blocked again, so csdctl get into a stalled FIFO ignored Ctrl-C
+// (its reader is closed after 30 s, so that without the check the test fails, not hangs).
+TEST_F(Store, StreamingGetStopsAtASignalThatEndsAWriteShort)
+{
+    ObjectStore s(*dev);
+    const auto data = random_bytes(5 * 1024 * 1024, 62);
+    s.put("x", data.data(), data.size());
+    static std::atomic<bool> signalled{false};
+    struct sigaction sa {}, old {};
+    sa.sa_handler = [](int) { signalled = true; };  // no SA_RESTART: a blocked write ends
+    ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    void (*old_pipe)(int) = std::signal(SIGPIPE, SIG_IGN);  // the end: EPIPE, not death
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    std::atomic<bool> stopped{false};
+    std::thread getter([&] {
+        FdSink sink(p[1], "a pipe nobody reads");
+        sink.interrupted = [] { if (signalled) throw Error("interrupted", EINTR); };
+        try {
+            s.get_into("x", sink);
+        } catch (const Error &e) {
+            stopped = e.errnum() == EINTR;
+        }
+    });
+    // one signal, once the getter's first write has filled the pipe and waits: that write
+    // then returns short (later signals would find a write that moved nothing: EINTR)
+    for (int queued = 0, i = 0; i < 3000 && queued < 65536; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        ioctl(p[0], FIONREAD, &queued);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    pthread_kill(getter.native_handle(), SIGUSR1);
+    for (int i = 0; i < 300 && !stopped; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool stopped_in_time = stopped;
+    close(p[0]);  // a write blocked still fails (EPIPE): the getter ends either way
+    getter.join();
+    close(p[1]);
+    sigaction(SIGUSR1, &old, nullptr);
+    std::signal(SIGPIPE, old_pipe);
+    signalled = false;
+    EXPECT_TRUE(stopped_in_time) << "the get went on writing after the signal";
 }
 
 // A get to a file descriptor writes the object a chunk at a time; replaced mid-read by a

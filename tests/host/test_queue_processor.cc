@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "csd/in_process.hpp"
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
@@ -658,6 +659,122 @@ TEST_F(QueueProcessorTest, PlainReadsOfAMappedNamespaceAreCopiedStraightFromIt)
     log.erase(std::remove_if(log.begin(), log.end(), [](char c) { return c == 'f' || c == 'p'; }), log.end());
     EXPECT_EQ(log, "dc") << "the copies, flushes and publishes left out";
     EXPECT_EQ(m.last_source, ns + 800ull * lba);
+}
+
+namespace {
+
+// Reads of 4 KiB from slba into the mover's memory at window through queue processor proc's
+// queues qs, one after another; their statuses.
+std::vector<uint16_t> read_through(Queues &qs, uint64_t slba, uint32_t n, uint32_t lba, uint64_t window)
+{
+    std::vector<uint16_t> st;
+    for (uint32_t i = 0; i < n; i++) {
+        qs.put(0, read_sqe(slba + uint64_t(i) * (4096 / lba), 4096 / lba, window + uint64_t(i) * 4096));
+        qs.ring(0);
+        st.push_back(status(qs.next(0)));
+    }
+    return st;
+}
+
+// The in-process device behind a namespace that goes away on demand (as the stream tests'):
+// every command then answers Invalid Namespace or Format, as a drive's does once the
+// namespace is detached; its mapping stays (a drive's pages outlive a detach).
+class Detachable : public Transport, public InProcess {
+public:
+    explicit Detachable(Transport &t) : t_(t), in_(*in_process(t)) {}
+    const char *name() const override { return t_.name(); }
+    Completion submit(const Command &cmd) override
+    {
+        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
+        return t_.submit(cmd);
+    }
+    uint32_t max_transfer() const override { return t_.max_transfer(); }
+    NamespaceInfo ns() const override { return t_.ns(); }
+    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
+    std::string backing_file() const override { return in_.backing_file(); }
+    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
+    Completion submit_mapped_read(const Command &cmd) override
+    {
+        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
+        return in_.submit_mapped_read(cmd);
+    }
+    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
+    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
+    {
+        *finish_ns = 0;
+        return submit(cmd);
+    }
+    std::atomic<bool> detached{false};
+
+private:
+    Transport &t_;
+    InProcess &in_;
+};
+
+}  // namespace
+
+// Plain Reads copied straight from the namespace (copy_from) still reach the drive, moving no
+// bytes there: in host mode over the in-process drive, the bus counts the same commands and
+// bytes as for Reads staged through the drive. Before the Reads went to the drive (they were
+// only copied), the direct ones were not counted: 0 commands.
+TEST_F(QueueProcessorTest, DirectReadsAreCountedAsTheDrivesReads)
+{
+    const uint32_t rec = 4096, n = 6;
+    const std::vector<uint8_t> data = write_records(*dev, 1200, n, 17, 300);
+    OpenOptions o;
+    o.front_end = FrontEnd::Host;
+    auto host = Device::open(g_path, o);
+    const uint8_t *ns = host->namespace_host_pointer();
+    ASSERT_NE(ns, nullptr) << "host mode over the in-process drive maps its namespace";
+    const uint64_t window = 0xb00000000000ull;
+    BusCounters moved[2];
+    for (bool direct : {false, true}) {
+        EagerMover m(window, n * rec, direct ? ns : nullptr, direct ? host->ns().lba_count * lba : 0);
+        Queues qs(1, 16, 4096, lba);
+        QueueProcessor proc(*host, qs.set, 0x1000, 1, &m);
+        const BusCounters b0 = host->bus();
+        EXPECT_EQ(read_through(qs, 1200, n, lba, window), std::vector<uint16_t>(n, 0));
+        const BusCounters b1 = host->bus();
+        moved[direct] = {b1.commands - b0.commands, b1.bytes_to_device - b0.bytes_to_device,
+                         b1.bytes_from_device - b0.bytes_from_device};
+        EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+        const std::string log = m.log();
+        EXPECT_EQ(std::count(log.begin(), log.end(), 'd'), direct ? long(n) : 0L) << log;
+        EXPECT_EQ(proc.direct_reads(), direct ? n : 0u);
+    }
+    EXPECT_EQ(moved[0].commands, n);
+    EXPECT_EQ(moved[0].bytes_from_device, uint64_t(n) * rec);
+    EXPECT_EQ(moved[1].commands, moved[0].commands) << "direct Reads on the bus";
+    EXPECT_EQ(moved[1].bytes_from_device, moved[0].bytes_from_device);
+    EXPECT_EQ(moved[1].bytes_to_device, moved[0].bytes_to_device);
+}
+
+// A plain Read of a mapped namespace that the drive no longer has (detached: it answers
+// Invalid Namespace or Format) gets the drive's answer, and nothing is copied from the pages
+// still mapped; attached again, Reads are copied straight from them as before. Before the
+// Reads went to the drive, the one after the detach was copied from the old pages: Success.
+TEST_F(QueueProcessorTest, ADirectReadAfterADetachGetsTheDrivesAnswer)
+{
+    const uint32_t rec = 4096, n = 2;
+    const std::vector<uint8_t> data = write_records(*dev, 1400, n, 19, 500);
+    auto t = std::make_unique<Detachable>(dev->transport());
+    Detachable *ns = t.get();
+    Device d(std::move(t));
+    const uint8_t *pages = d.namespace_host_pointer();
+    ASSERT_NE(pages, nullptr);
+    const uint64_t window = 0xc00000000000ull;
+    EagerMover m(window, n * rec, pages, d.ns().lba_count * lba);
+    Queues qs(1, 16, 4096, lba);
+    QueueProcessor proc(d, qs.set, 0x1000, 1, &m);
+    ns->detached = true;
+    const std::vector<uint16_t> st = read_through(qs, 1400, n, lba, window);
+    for (uint16_t s : st) EXPECT_EQ(s & 0x7FF, CSD_STATUS_INVALID_NAMESPACE) << "status " << std::hex << s;
+    EXPECT_EQ(m.log().find('d'), std::string::npos) << "copied from a detached namespace: " << m.log();
+    EXPECT_EQ(std::count(m.window(), m.window() + n * rec, 0), long(n * rec)) << "bytes landed";
+    ns->detached = false;
+    EXPECT_EQ(read_through(qs, 1400, n, lba, window), std::vector<uint16_t>(n, 0));
+    EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
+    EXPECT_EQ(proc.direct_reads(), n);
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)

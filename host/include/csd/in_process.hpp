@@ -26,6 +26,12 @@ public:
     // memory is one DMA). nullptr where a Read must be a command (under a timing model).
     // Writes go through commands; the mapping sees them.
     virtual const uint8_t *namespace_host_pointer() = 0;
+    // A Read (opcode 02h) of the namespace whose bytes the caller copies itself from
+    // namespace_host_pointer() (a GPU mover's DMA from the simulated peer-to-peer drive): the
+    // drive runs it as any Read (its checks, its counting, its error where the namespace is
+    // gone or the LBAs are not there) but moves no data to cmd.data. Success: the caller may
+    // copy the Read's LBAs from the mapping now.
+    virtual Completion submit_mapped_read(const Command &cmd) = 0;
     // The clock the device's timing model runs on, in ns: the core's virtual clock with
     // exact=on (docs/timing-model.md), the host's steady clock otherwise.
     virtual uint64_t model_clock_ns() const = 0;

@@ -238,6 +238,7 @@ public:
     uint8_t *slm_host_pointer() override { return in_->slm_host_pointer(); }
     std::string backing_file() const override { return in_->backing_file(); }
     const uint8_t *namespace_host_pointer() override { return in_->namespace_host_pointer(); }
+    Completion submit_mapped_read(const Command &cmd) override { return in_->submit_mapped_read(cmd); }
     uint64_t model_clock_ns() const override { return in_->model_clock_ns(); }
 
 private:

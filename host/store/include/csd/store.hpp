@@ -268,6 +268,13 @@ private:
     void grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch);
     // Releases reservations, reporting none of their errors (a put giving up).
     void release_quietly(const std::vector<uint64_t> &ids);
+    // fn() with mu_ held (a catalog update of a put, whose data moves without it).
+    template <class Fn>
+    auto locked(Fn &&fn) -> decltype(fn())
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        return fn();
+    }
     friend class StreamedOutput;  // store_stream.cc: an object written from SLM a piece at a time
     uint64_t stream_budget(const StreamOptions &opt) const;
 

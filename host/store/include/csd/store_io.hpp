@@ -44,7 +44,8 @@ public:
     uint64_t size() const override { return size_; }
     // read(2), again after EINTR unless interrupted() says stop; throws csd::Error on an error.
     uint64_t read(uint8_t *buf, uint64_t n) override;
-    // Called when read(2) returns EINTR (a signal): throw to stop, return to read again.
+    // Called when read(2) returns EINTR or short (a signal may have come after some bytes):
+    // throw to stop, return to read on.
     std::function<void()> interrupted;
 
 private:
@@ -104,7 +105,8 @@ public:
     FdSink(int fd, std::string what);
     // Writes the object a chunk at a time, each before the next is read.
     void land(const ObjectInfo &o, const Fill &fill) override;
-    // Called when write(2) returns EINTR (a signal): throw to stop, return to write again.
+    // Called when write(2) returns EINTR or short (a signal may have come after some bytes):
+    // throw to stop, return to write on.
     std::function<void()> interrupted;
     // Bytes written before each landing's object (a .npy header for the version landing:
     // npy::header); throw to refuse a version (a blob where a tensor is wanted).

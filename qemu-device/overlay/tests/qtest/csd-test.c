@@ -785,14 +785,22 @@ static void test_compare_write(void)
     stop(n);
 }
 
-static void test_backing_store_failure(void)
+/* A blkdebug configuration file holding rules (the caller unlinks and frees its path). */
+static char *blkdebug_conf(const char *rules)
 {
-    g_autofree char *conf = NULL;
+    char *conf = NULL;
     int fd = g_file_open_tmp("csd-blkdebug-XXXXXX", &conf, NULL);
-    const char *rules = "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"64\"\n"
-                        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\nsector = \"128\"\n";
+
     g_assert_cmpint(write(fd, rules, strlen(rules)), ==, (ssize_t)strlen(rules));
     close(fd);
+    return conf;
+}
+
+static void test_backing_store_failure(void)
+{
+    g_autofree char *conf = blkdebug_conf(
+        "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"64\"\n"
+        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\nsector = \"128\"\n");
     g_autofree char *drive = g_strdup_printf("-drive id=d0,if=none,driver=raw,file.driver=blkdebug,"
                                              "file.config=%s,file.image.filename=%%s", conf);
     Nvme *n = start_with(drive, ",csd=on,csd.slm-size=1M");
@@ -802,6 +810,49 @@ static void test_backing_store_failure(void)
     g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, 8, 0)).status, ==, 0);   /* elsewhere: fine */
     stop(n);
     unlink(conf);
+}
+
+/*
+ * An SLM Load or Store of several 4 MiB pieces (csd-ns-io.c.inc) whose backing store fails
+ * in one piece only (blkdebug, in the second of four and in the last): the command ends once,
+ * with Internal Error, after every piece has ended; the same range's pieces that do not fail,
+ * and the whole drive after a reset with every piece of a Load in flight, work.
+ */
+static void test_slm_pieces_failure_and_reset(void)
+{
+    g_autofree char *conf = blkdebug_conf(
+        "[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8200\"\n"
+        "[inject-error]\nevent = \"write_aio\"\nerrno = \"28\"\nsector = \"32760\"\n");
+    g_autofree char *drive = g_strdup_printf("-drive id=d0,if=none,driver=raw,file.driver=blkdebug,"
+                                             "file.config=%s,file.image.driver=null-co,"
+                                             "file.image.size=16M,file.image.read-zeroes=on", conf);
+    Nvme *n = start_with(drive, ",csd=on,csd.slm-size=16M");
+    const uint32_t all = 16 * 1024 * 1024 / LBA;
+
+    for (int i = 0; i < 3; i++) {
+        g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, all, 0)).status & 0x7ff, ==,
+                        CSD_STATUS_INTERNAL_ERROR);
+        g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_STORE, 0, all, 0)).status & 0x7ff, ==,
+                        CSD_STATUS_INTERNAL_ERROR);
+    }
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 16384, 16384, 0)).status, ==, 0);
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_STORE, 0, 16384, 0)).status, ==, 0);
+    stop(n);
+    unlink(conf);
+
+    /* every piece in flight (each takes 200 ms) when the controller is reset, twice */
+    n = start_with("-drive id=d0,if=none,format=raw,file=null-co://,file.size=64M,"
+                   "file.latency-ns=200000000", ",csd=on,csd.slm-size=64M");
+    for (int round = 0; round < 2; round++) {
+        submit(n, 1, &(Sqe){ .opc = CSD_OPC_SLM_LOAD, .nsid = 1, .cdw12 = 4 * all - 1 });
+        submit(n, 1, &(Sqe){ .opc = CSD_OPC_SLM_STORE, .nsid = 1, .cdw12 = 2 * all - 1,
+                             .cdw13 = 32 << 20 });
+        g_usleep(50 * 1000);
+        disable(n);
+        enable(n);
+    }
+    g_assert_cmphex(run(n, 1, slm_lba(CSD_OPC_SLM_LOAD, 0, all, 0)).status, ==, 0);
+    stop(n);
 }
 
 /* ---------------------------------------------------------- timing model */
@@ -2350,6 +2401,7 @@ int main(int argc, char **argv)
     qtest_add_func("/csd/reset-stops-a-bounced-transfer", test_reset_stops_a_bounced_transfer);
     qtest_add_func("/csd/compare-write", test_compare_write);
     qtest_add_func("/csd/backing-store-failure", test_backing_store_failure);
+    qtest_add_func("/csd/slm-pieces-failure-and-reset", test_slm_pieces_failure_and_reset);
     qtest_add_func("/csd/timing-model", test_timing_model);
     qtest_add_func("/csd/timing-model-abort-held", test_timing_model_abort_held);
     qtest_add_func("/csd/nvme-cs", test_nvme_cs);

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// host_registration.hpp - one process-wide, reference-counted registration of host memory
+// with CUDA (cudaHostRegister), shared by every part that copies from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace csd::gpu {
+
+// A hold on the registration of host memory [p, p + bytes) with CUDA, which the GPU only
+// reads (the in-process device's namespace mapping, its SLM): the first hold of a range
+// registers it, mapped, portable and read-only where the platform allows (else mapped and
+// portable), and the last one to go unregisters it. Several users of one range (a Landing
+// and a GpuMover of the same device) share one registration, so that neither unregisters
+// pages the other's copies still read. Thread-safe.
+class HostRegistration {
+public:
+    // Holds the registration of [p, p + bytes), registering it if nothing holds it yet;
+    // throws csd::Error (EIO) naming CUDA's error when it cannot be registered (or overlaps
+    // another registration of a different extent).
+    HostRegistration(const void *p, uint64_t bytes);
+    ~HostRegistration();  // the last hold of its range unregisters it
+    HostRegistration(const HostRegistration &) = delete;
+    HostRegistration &operator=(const HostRegistration &) = delete;
+    const uint8_t *host() const { return p_; }  // the registered memory
+    uint64_t bytes() const { return bytes_; }   // its size
+    uint64_t gpu() const { return gpu_; }       // its address as the GPU sees it (mapped)
+    // How many holds the registration of [p, p + bytes) has now (0: not registered here).
+    static unsigned holds(const void *p, uint64_t bytes);
+
+private:
+    const uint8_t *p_;
+    uint64_t bytes_;
+    uint64_t gpu_ = 0;
+};
+
+}  // namespace csd::gpu

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// One registration of the namespace's pages with CUDA shared by a Landing (the store's
+// simulated peer-to-peer path) and GpuQueues' resident mover (plain Reads copied straight
+// from those pages): both take their direct path whichever registers first, and either may
+// go first without unregistering pages the other still reads. Skips without a CUDA device.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "gpu.hpp"
+#include "gpu_queues.hpp"
+#include "host_registration.hpp"
+
+using namespace csd;
+
+namespace {
+
+constexpr uint32_t kRec = 4096;
+
+// A submitter on the host, playing the kernel's part: Reads into GPU memory through the
+// queues' first queue, each waited for (5 s at most).
+class HostSubmitter {
+public:
+    explicit HostSubmitter(const NvmeQueueSet &q) : q_(q) {}
+    // Reads nlb LBAs from slba to GPU address dst; its completion's status.
+    uint16_t read(uint64_t slba, uint32_t nlb, uint64_t dst)
+    {
+        NvmeSqe e{};
+        e.opcode = 0x02, e.nsid = q_.nsid, e.prp1 = dst, e.cid = static_cast<uint16_t>(tail_);
+        e.cdw10 = static_cast<uint32_t>(slba), e.cdw11 = static_cast<uint32_t>(slba >> 32), e.cdw12 = nlb - 1;
+        q_.sq[tail_] = e;
+        tail_ = (tail_ + 1) % q_.depth;
+        std::atomic_thread_fence(std::memory_order_release);
+        q_.db[0].sq_tail = tail_;
+        const volatile NvmeCqe *c = &q_.cq[head_];
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while ((c->status_phase & 1) != phase_) {
+            if (std::chrono::steady_clock::now() > end) throw std::runtime_error("no completion within 5 s");
+            std::this_thread::yield();
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const uint16_t st = c->status_phase >> 1;
+        if (++head_ == q_.depth) head_ = 0, phase_ ^= 1;
+        q_.db[0].cq_head = head_;
+        return st;
+    }
+
+private:
+    NvmeQueueSet q_;
+    uint32_t tail_ = 0, head_ = 0;
+    uint16_t phase_ = 1;
+};
+
+class SharedRegistration : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if (!gpu::available()) GTEST_SKIP() << "no CUDA device here";
+        char name[] = "/tmp/csd-gpu-reg-XXXXXX";
+        close(mkstemp(name));
+        unlink(name);
+        path_ = name;
+        dev = Device::open("emu:" + path_ + "?size=64M&slm=16M");
+        lba = dev->ns().lba_size;
+        ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    }
+    void TearDown() override
+    {
+        if (!path_.empty()) unlink(path_.c_str());
+        if (stream) cudaStreamDestroy(stream);
+    }
+    std::string path_;
+    std::unique_ptr<Device> dev;
+    uint32_t lba = 512;
+    cudaStream_t stream = nullptr;
+};
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
+{
+    std::mt19937_64 g(seed);
+    std::vector<uint8_t> v(n);
+    for (auto &b : v) b = static_cast<uint8_t>(g());
+    return v;
+}
+
+}  // namespace
+
+// For each order of registering (the Landing's first transfer or the queues' mover first) and
+// each order of going (the Landing or the queues first): the Landing lands by its direct
+// path with no peer-to-peer error, the queues' Reads are copied straight from the namespace,
+// the one left goes on doing so after the other went, and no CUDA error comes. Before the
+// registration was shared, the second to register either fell back (the Landing: "already
+// registered", the pipeline) or used the first's registration as it was, which its owner
+// then unregistered under the other's copies.
+TEST_F(SharedRegistration, LandingAndGpuQueuesShareTheNamespacesRegistration)
+{
+    const uint32_t nlb = kRec / lba, n = 16;
+    const std::vector<uint8_t> data = random_bytes(uint64_t(4) * n * kRec, 11);
+    dev->write_lbas(1000, data.size() / lba, data.data());
+    const uint8_t *ns = dev->namespace_host_pointer();
+    ASSERT_NE(ns, nullptr) << "the in-process device without a timing model maps its namespace";
+    const uint64_t ns_bytes = dev->ns().lba_count * lba;
+    void *land_dst = nullptr, *win = nullptr;
+    ASSERT_EQ(cudaMalloc(&land_dst, 2 * n * kRec), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&win, 2 * n * kRec), cudaSuccess);
+    for (bool landing_registers_first : {true, false}) {
+        for (bool landing_goes_first : {true, false}) {
+            SCOPED_TRACE(std::string(landing_registers_first ? "the Landing" : "the queues") + " registered first, " +
+                         (landing_goes_first ? "the Landing" : "the queues") + " went first");
+            ASSERT_EQ(cudaMemset(land_dst, 0, 2 * n * kRec), cudaSuccess);
+            ASSERT_EQ(cudaMemset(win, 0, 2 * n * kRec), cudaSuccess);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            auto land = std::make_unique<gpu::Landing>(*dev, 4 << 20, 2, 2);
+            auto lands = [&](uint64_t slba, uint64_t off) {
+                auto f = land->lbas_to_gpu(slba, uint64_t(n) * nlb, static_cast<uint8_t *>(land_dst) + off, stream, true);
+                ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the landing hangs";
+                EXPECT_EQ(f.get().path, gpu::kPeerToPeer) << land->peer_to_peer_error();
+                EXPECT_EQ(land->peer_to_peer_error(), "");
+            };
+            if (landing_registers_first) lands(1000, 0);
+            gpu::GpuWindow w;
+            w.base = win, w.bytes = 2 * n * kRec, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+            auto qs = std::make_unique<gpu::GpuQueues>(*dev, 1, 64, 1 << 20, 1, w);
+            HostSubmitter sub(qs->host_view());
+            const uint64_t base = reinterpret_cast<uint64_t>(win);
+            for (uint32_t i = 0; i < n; i++) EXPECT_EQ(sub.read(1000 + uint64_t(n + i) * nlb, nlb, base + uint64_t(i) * kRec), 0);
+            EXPECT_EQ(qs->direct_reads(), n) << "the queues' Reads were staged, not copied from the namespace";
+            if (!landing_registers_first) lands(1000, 0);
+            EXPECT_EQ(gpu::HostRegistration::holds(ns, ns_bytes), 2u);
+            // the first goes (a Landing's end waits for the resident kernel's: a thread of its own)
+            std::future<void> gone;
+            if (landing_goes_first) {
+                gone = std::async(std::launch::async, [&] { land.reset(); });
+                const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+                while (gpu::HostRegistration::holds(ns, ns_bytes) != 1 && std::chrono::steady_clock::now() < end) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                for (uint32_t i = 0; i < n; i++) {
+                    EXPECT_EQ(sub.read(1000 + uint64_t(2 * n + i) * nlb, nlb, base + uint64_t(n + i) * kRec), 0);
+                }
+                EXPECT_EQ(qs->direct_reads(), 2u * n);
+                EXPECT_EQ(qs->errors(), 0u);
+                qs.reset();
+                ASSERT_EQ(gone.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the Landing's end hangs";
+            } else {
+                EXPECT_EQ(qs->errors(), 0u);
+                qs.reset();
+                EXPECT_EQ(gpu::HostRegistration::holds(ns, ns_bytes), 1u);
+                lands(1000 + uint64_t(3) * n * nlb, uint64_t(n) * kRec);
+                land.reset();
+            }
+            EXPECT_EQ(gpu::HostRegistration::holds(ns, ns_bytes), 0u) << "the last to go unregisters";
+            EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+            std::vector<uint8_t> got(2 * n * kRec);
+            ASSERT_EQ(cudaMemcpy(got.data(), win, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+            EXPECT_EQ(std::memcmp(got.data(), data.data() + n * kRec, n * kRec), 0) << "the queues' first Reads";
+            if (landing_goes_first) {
+                EXPECT_EQ(std::memcmp(got.data() + n * kRec, data.data() + 2 * n * kRec, n * kRec), 0)
+                    << "the queues' Reads after the Landing went";
+            }
+            ASSERT_EQ(cudaMemcpy(got.data(), land_dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+            EXPECT_EQ(std::memcmp(got.data(), data.data(), n * kRec), 0) << "the Landing's first landing";
+            if (!landing_goes_first) {
+                EXPECT_EQ(std::memcmp(got.data() + n * kRec, data.data() + 3 * n * kRec, n * kRec), 0)
+                    << "the Landing's landing after the queues went";
+            }
+        }
+    }
+    cudaFree(land_dst);
+    cudaFree(win);
+}
