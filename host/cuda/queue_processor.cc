@@ -28,7 +28,7 @@ constexpr uint16_t kInternalError = CSD_STATUS_INTERNAL_ERROR;
 }  // namespace
 
 QueueProcessor::QueueProcessor(Device &dev, const NvmeQueueSet &host, uint64_t agent_arena, int pollers, Mover *mover)
-    : dev_(dev), set_(host), agent_arena_(agent_arena), mover_(mover)
+    : dev_(dev), in_(in_process(dev.transport())), set_(host), agent_arena_(agent_arena), mover_(mover)
 {
     if (!set_.sq || !set_.cq || !set_.db || set_.queues == 0) throw Error("queue processor: no queues", EINVAL);
     if (set_.depth < 2 || set_.depth > 65536) throw Error("queue processor: depth must be 2..65536", EINVAL);
@@ -105,7 +105,7 @@ const uint8_t *QueueProcessor::direct_source(const NvmeSqe &e, uint32_t len) con
     // only a plain Read (no FUA, limited retry, protection or directive fields) of this
     // namespace, all of it inside; the drive answers anything else (and its errors)
     if (e.opcode != 0x02 || e.nsid != set_.nsid || (e.cdw12 >> 16) || e.cdw13 || e.cdw14 || e.cdw15) return nullptr;
-    const uint8_t *ns = dev_.namespace_host_pointer();  // none under a timing model
+    const uint8_t *ns = in_ ? in_->namespace_host_pointer() : nullptr;  // none under a timing model
     if (!ns) return nullptr;
     const uint64_t slba = uint64_t(e.cdw11) << 32 | e.cdw10, nlb = (e.cdw12 & 0xFFFFu) + 1;
     const uint64_t count = dev_.ns().lba_count;
@@ -296,8 +296,7 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
             if (!s.head_read) {
                 Completion r;
                 try {
-                    InProcess *in = in_process(dev_.transport());  // a mapping: the device is in this process
-                    r = in ? in->submit_mapped_read(cmd) : Completion{kInternalError, 0};
+                    r = in_ ? in_->submit_mapped_read(cmd) : Completion{kInternalError, 0};
                 } catch (const Error &) {
                     r = Completion{kInternalError, 0};
                 }
@@ -343,8 +342,7 @@ bool QueueProcessor::serve(uint32_t q, Poller &p, Counts &counts)
                 } else {
                     // under a timing model: posted at its modelled finish (post_due), not waited for here
                     uint64_t finish = 0;
-                    InProcess *in = in_process(dev_.transport());
-                    c = in ? in->submit_deferred(cmd, &finish) : dev_.transport().submit(cmd);
+                    c = in_ ? in_->submit_deferred(cmd, &finish) : dev_.transport().submit(cmd);
                     const uint64_t batch = to_mover && c.status == 0 ? p.lane->copy(e.prp1, static_cast<const uint8_t *>(cmd.data), cmd.data_len) : 0;
                     if (finish) {
                         due.push_back({finish, q, e.cid, c, batch});

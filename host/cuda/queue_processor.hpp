@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "csd/device.hpp"
+#include "csd/in_process.hpp"
 #include "nvme_queue.hpp"
 
 namespace csd {
@@ -170,6 +171,7 @@ private:
     bool cq_full(uint32_t q, QueueState &s) const;
 
     Device &dev_;
+    InProcess *in_;  // the device's in-process side (its transport's for its life), else nullptr
     NvmeQueueSet set_;
     uint64_t agent_arena_;
     Mover *mover_ = nullptr;
