@@ -53,7 +53,8 @@ class Program;
 // are combined exactly as one Execute over the whole object would give them.
 struct StreamOptions {
     // SLM bytes the call may hold at once; 0: the largest free range of this process's SLM
-    // when the call starts (SlmAllocator::largest_free).
+    // when the call starts (SlmAllocator::largest_free). A call short of SLM that other
+    // streamed calls of the process hold waits for them to free some (docs/store.md).
     uint64_t slm_budget = 0;
     // Called after each piece with the input bytes done and the total; an exception it throws
     // (a cancel) stops the run: nothing is stored, the SLM and the space reserved are freed,
