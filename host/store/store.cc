@@ -501,12 +501,16 @@ uint64_t ObjectStore::allocate(const State &s, uint64_t blocks) const
         at = std::max(at, e.block + e.blocks);
     }
     if (at > s.total_blocks || s.total_blocks - at < blocks) {
-        uint64_t in_use = 0;
-        for (const Extent &e : used) in_use += e.blocks;
-        throw Error("object store: no room for " + std::to_string(blocks * block_) + " bytes (" +
-                        std::to_string((s.total_blocks - kFirstDataBlock - std::min(in_use, s.total_blocks - kFirstDataBlock)) *
-                                       block_) +
-                        " free)",
+        // what is free in all, and the largest range (an object takes one range of blocks)
+        uint64_t free = 0, largest = 0, end = kFirstDataBlock;
+        for (const Extent &e : used) {
+            if (e.block > end) free += e.block - end, largest = std::max(largest, e.block - end);
+            end = std::max(end, e.block + e.blocks);
+        }
+        if (s.total_blocks > end) free += s.total_blocks - end, largest = std::max(largest, s.total_blocks - end);
+        throw Error("object store: no room for " + std::to_string(blocks * block_) + " bytes in one range (" +
+                        std::to_string(free * block_) + " free, the largest free range " +
+                        std::to_string(largest * block_) + " bytes)",
                     ENOSPC);
     }
     return at;

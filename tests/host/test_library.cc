@@ -408,6 +408,34 @@ TEST_F(Store, PutGetListRemoveAndReopen)
     EXPECT_THROW(s.read("tensor", 3999, 2, mid), Error);
 }
 
+// An object takes one range of blocks: where the free space is in pieces, "no room" says how
+// much is free in all and the largest range (it said only the first, which looked like room).
+TEST_F(Store, NoRoomSaysTheLargestFreeRange)
+{
+    ObjectStore s(*dev);
+    const uint64_t blk = s.block_size(), free0 = s.free_bytes();
+    if (free0 > (96u << 20)) GTEST_SKIP() << "fills the store: drives of up to 96 MiB free";
+    const uint64_t piece = free0 / 8 / blk * blk;
+    const std::vector<uint8_t> v(piece, 7);
+    for (int i = 0; i < 8; i++) s.put("o" + std::to_string(i), v.data(), v.size());
+    for (int i = 0; i < 8; i += 2) s.remove("o" + std::to_string(i));  // four ranges of one piece free
+    const std::vector<uint8_t> two(2 * piece, 1);
+    try {
+        s.put("two", two.data(), two.size());
+        ADD_FAILURE() << "two pieces stored where no two free pieces are together";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), ENOSPC);
+        const std::string w = e.what();
+        const size_t at = w.find("the largest free range ");
+        ASSERT_NE(at, std::string::npos) << w;
+        const uint64_t largest = std::stoull(w.substr(at + 23));
+        EXPECT_GE(largest, piece) << w;
+        EXPECT_LT(largest, 2 * piece) << w;
+        EXPECT_NE(w.find(" (" + std::to_string(s.free_bytes()) + " free"), std::string::npos) << w;
+    }
+    EXPECT_FALSE(s.exists("two"));
+}
+
 // A structured dtype (a numpy records array) keeps its whole description, recorded in the
 // form numpy's .npy header uses; other spellings numpy accepts are recorded in that form;
 // what numpy could not load back (object dtypes, text that is no dtype) is refused.
