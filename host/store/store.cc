@@ -854,7 +854,7 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
             }
             if (known && got > size - o.bytes) {
                 throw Error("put of object '" + name + "': its source gave more than the " + std::to_string(size) +
-                                " bytes it promised; nothing stored",
+                                " bytes it promised (a file written to while it is read does this); nothing stored",
                             EIO);
             }
             if (got == 0) break;

@@ -234,26 +234,35 @@ TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
 // bounds leave a loaded machine room (make test runs this beside two TCG guests on two
 // cores: the 2 ms version missed "< 20 ms, no overrun" there every time): at most half the
 // one-after-another time, and fewer than half the Reads posted late (one after another,
-// all but the first would be).
+// all but the first would be). A round the machine was too busy for is run again, up to
+// three rounds: waiting one after another misses the bounds in every round.
 TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
 {
     auto slow = Device::open(g_path + "&model=ll-nand-gen5&model.media-read-latency-ns=20000000");
     const uint32_t n = 32;
-    Queues qs(1, 64, n * 4096, lba);
-    QueueProcessor proc(*slow, qs.set, 0, 1);
-    const Statistics before = slow->stats();
-    for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(i * 7, 1, i * 4096));
-    const auto t0 = std::chrono::steady_clock::now();
-    qs.ring(0);
-    for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_GE(ms, 20.0) << "completed before the modelled finish";
+    double ms = 0;
+    uint64_t overruns = 0;
+    for (int round = 0; round < 3; round++) {
+        Queues qs(1, 64, n * 4096, lba);
+        QueueProcessor proc(*slow, qs.set, 0, 1);
+        const Statistics before = slow->stats();
+        for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(i * 7, 1, i * 4096));
+        const auto t0 = std::chrono::steady_clock::now();
+        qs.ring(0);
+        for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        overruns = slow->stats().model_overruns - before.model_overruns;
+        EXPECT_GE(ms, 20.0) << "completed before the modelled finish";
+        EXPECT_EQ(proc.timed().completions, n);
+        std::vector<uint8_t> want(lba);
+        slow->read_lbas(3 * 7, 1, want.data());
+        EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
+        if (ms < n * 20.0 / 2 && overruns < n / 2) break;
+        std::printf("round %d: %.1f ms, %llu of %u Reads posted late: the machine was busy; again\n", round, ms,
+                    static_cast<unsigned long long>(overruns), n);
+    }
     EXPECT_LT(ms, n * 20.0 / 2) << "the Reads' modelled latencies were waited out one after another";
-    EXPECT_LT(slow->stats().model_overruns - before.model_overruns, n / 2);
-    EXPECT_EQ(proc.timed().completions, n);
-    std::vector<uint8_t> want(lba);
-    slow->read_lbas(3 * 7, 1, want.data());
-    EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
+    EXPECT_LT(overruns, n / 2);
 }
 
 // A poller takes at most a burst of 8 entries from a queue before it turns to its next queue
