@@ -73,7 +73,7 @@ class _Reader:
         self.at += n
         if self.kind == "str":
             return piece.hex()
-        return {"bytearray": bytearray, "memoryview": memoryview, "numpy": np.frombuffer}[self.kind](piece)
+        return {"bytearray": bytearray, "memoryview": memoryview, "numpy": lambda b: np.frombuffer(b, dtype=np.uint8)}[self.kind](piece)
 
 
 def test_put_file_from_readers_giving_any_bytes_like(dev, data):
