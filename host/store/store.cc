@@ -1067,7 +1067,9 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
             });
     } else if (const uint8_t *ns = sink.takes_mapped() ? dev_.namespace_host_pointer() : nullptr) {
         *mapped = true;
-        const uint8_t *bytes = ns + first_lba(o) * dev_.ns().lba_size;
+        const uint32_t lba = dev_.ns().lba_size;
+        dev_.read_lbas_mapped(first_lba(o), std::max<uint64_t>(1, (o.bytes + lba - 1) / lba));  // the drive's Reads
+        const uint8_t *bytes = ns + first_lba(o) * lba;
         sink.land_mapped(o, bytes, [&](uint64_t pos, uint64_t n) {
             in_object(pos, n);
             piece_done(pos, n, csd_crc32c(bytes + pos, n));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "csd/in_process.hpp"
+#include "csd/store.hpp"
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
@@ -784,6 +785,55 @@ TEST_F(QueueProcessorTest, ADirectReadAfterADetachGetsTheDrivesAnswer)
     EXPECT_EQ(read_through(qs, 1400, n, lba, window), std::vector<uint16_t>(n, 0));
     EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
     EXPECT_EQ(proc.direct_reads(), n);
+}
+
+// A destination of the store that copies straight from the mapped namespace (takes_mapped).
+class MappedSink : public ObjectSink {
+public:
+    bool takes_mapped() const override { return true; }
+    void land(const ObjectInfo &, const Fill &) override { ADD_FAILURE() << "landed through commands"; }
+    void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &check) override
+    {
+        landed.assign(bytes, bytes + o.bytes);
+        check(0, o.bytes);
+    }
+    std::vector<uint8_t> landed;
+};
+
+// The store's landing from the mapped namespace runs the drive's Reads of the object first:
+// counted as Reads (commands and bytes from the device) and, on a namespace the drive no
+// longer has, its answer (Invalid Namespace or Format) with nothing copied. Before, the
+// bytes were copied from the old pages with no command: Success after a detach, nothing
+// counted.
+TEST_F(QueueProcessorTest, AStoreLandingFromTheMappingRunsTheDrivesReads)
+{
+    auto t = std::make_unique<Detachable>(dev->transport());
+    Detachable *ns = t.get();
+    Device d(std::move(t));
+    ASSERT_NE(d.namespace_host_pointer(), nullptr);
+    ObjectStore::format(d, true);
+    ObjectStore st(d);
+    std::vector<uint8_t> v(3 * d.transport().max_transfer() + 1000);
+    for (size_t i = 0; i < v.size(); i++) v[i] = static_cast<uint8_t>(i * 7 + 3);
+    st.put("x", v.data(), v.size());
+    const BusCounters b0 = d.bus();
+    MappedSink sink;
+    st.get_into("x", sink);
+    EXPECT_EQ(sink.landed, v);
+    const BusCounters b1 = d.bus();
+    const uint64_t lbas = (v.size() + lba - 1) / lba;
+    EXPECT_GE(b1.commands - b0.commands, 4u) << "the object's Reads, at most the largest transfer each";
+    EXPECT_GE(b1.bytes_from_device - b0.bytes_from_device, lbas * lba);
+    ns->detached = true;
+    MappedSink after;
+    try {
+        st.get_into("x", after);
+        ADD_FAILURE() << "landed from a detached namespace";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_NAMESPACE) << e.what();
+    }
+    EXPECT_TRUE(after.landed.empty());
+    ns->detached = false;
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)
