@@ -836,11 +836,8 @@ TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
 FilterSpec rare_records()
 {
     FilterSpec s;
-    s.record_size = 16;
-    s.field_offset = 4;
-    s.field_type = FieldType::u32;
-    s.op = CmpOp::gt;
-    s.lo = 4e9;
+    s.record_size = 16, s.field_offset = 4, s.field_type = FieldType::u32;
+    s.op = CmpOp::gt, s.lo = 4e9;
     return s;
 }
 
