@@ -13,6 +13,7 @@
 
 #include "csd/npy.hpp"
 #include "store_catalog.hpp"
+#include "store_internal.hpp"
 
 namespace csd {
 
@@ -86,8 +87,14 @@ template <class F>
 void DriveSet::on_each(const char *what, const F &f)
 {
     std::vector<std::future<void>> work;
+    // called from a streamed run's progress callback, the drives' calls are nested in it as
+    // they would be on this thread: none waits for SLM that run holds until the callback returns
+    const bool nested = in_streamed_call();
     for (size_t i = 0; i < drives_.size(); i++) {
-        work.push_back(std::async(std::launch::async, [&f, i] { f(i); }));
+        work.push_back(std::async(std::launch::async, [&f, i, nested] {
+            const NestedStreamScope scope(nested);
+            f(i);
+        }));
     }
     std::exception_ptr first;
     size_t first_drive = 0, failed = 0;

@@ -50,14 +50,7 @@ uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 
 std::string bytes_text(uint64_t b) { return std::to_string(b) + " bytes"; }
 
-// The streamed call this thread is in (streamed() below): why a refusal may be worth trying
-// again once other streamed runs of the process free SLM.
-struct StreamTurn {
-    bool cut_by_others = false;  // SLM it would have used alone was held by others when it planned
-    bool refused = false;        // refused for want of SLM (short_of_slm), not for its input
-    bool started = false;        // a piece ran (progress was told): it is not planned again
-};
-thread_local StreamTurn *t_turn = nullptr;
+thread_local StreamTurn *t_turn = nullptr;  // the streamed call this thread is in
 
 // Throws a refusal whose cause is the SLM the call may use (too small for a piece, a frame, a
 // block of gemm), marking it so that streamed() may wait for SLM and plan again.
@@ -105,6 +98,25 @@ R streamed(SlmAllocator &slm, Fn &&fn)
         }
     }
 }
+
+}  // namespace
+
+bool in_streamed_call() { return t_turn != nullptr; }
+
+NestedStreamScope::NestedStreamScope(bool nested)
+{
+    if (!nested || t_turn) return;
+    turn_.started = true;  // nothing here plans again
+    t_turn = &turn_;
+    set_ = true;
+}
+
+NestedStreamScope::~NestedStreamScope()
+{
+    if (set_) t_turn = nullptr;
+}
+
+namespace {
 
 // An SLM budget too small for even one record (row, element) and the buffers around it.
 [[noreturn]] void too_small(const std::string &what, uint64_t budget, uint64_t need)

@@ -3,6 +3,7 @@
 // guest's /dev/ng0n1,/dev/ng1n1,/dev/ng2n1): placement, striped objects, and every fan-out
 // checked against the same work on one drive or a host reference computation.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "csd/drive_set.hpp"
+#include "csd_crc32c.h"
 
 using namespace csd;
 
@@ -244,6 +246,59 @@ TEST_F(Drives, GemmByRowBlocksMatchesTheHost)
         }
     }
     EXPECT_EQ(set->list().size(), 3u);  // a, b (once), c
+}
+
+TEST_F(Drives, AFanOutFromAProgressCallbackDoesNotWaitForTheRunItIsIn)
+{
+    // A drive's streamed run whose progress callback runs a fan-out over the set: the fan-out's
+    // calls run on threads of their own, and the run holds its SLM until the callback returns,
+    // so the call on that drive must not wait for the run to free it (it would wait for ever,
+    // the callback waiting for it): it fails at once, as a call made in the callback's own
+    // thread does (docs/store.md).
+    if (g_paths[0].rfind("emu:", 0) != 0) GTEST_SKIP() << "fork after open is for the in-process device";
+    const uint64_t n = 30001;
+    const auto x = random_floats(n, 12);
+    set->put_striped("x", x.data(), n * 4, "<f4", {n});
+    std::vector<uint8_t> big(8 << 20);
+    for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<uint8_t>(i * 131 + (i >> 13));
+    set->store(0).put("big", big.data(), big.size());
+    SlmAllocator &slm = set->drive(0).slm();
+    SlmBuffer held = slm.alloc(slm.size() - (4 << 20));  // the run below takes the rest
+    // the run in a child, where a minute stands for for ever (SIGALRM ends the hang)
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        std::string r = "no progress";
+        StreamOptions o;  // no budget: the run takes all SLM free
+        o.progress = [&](uint64_t, uint64_t) {
+            if (r != "no progress") return;
+            try {
+                set->reduce("x", ReduceOp::max);
+                r = "ran";
+            } catch (const Error &e) {
+                r = e.errnum() == ENOMEM ? "refused" : e.what();
+            }
+        };
+        try {
+            if (set->store(0).checksum("big", ChecksumAlgo::crc32c, o) != csd_crc32c(big.data(), big.size())) r = "wrong";
+        } catch (const std::exception &e) {
+            r = e.what();
+        }
+        if (r != "refused" && r != "ran") fprintf(stderr, "child: %s\n", r.c_str());
+        _exit(r == "refused" || r == "ran" ? 0 : 1);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_FALSE(WIFSIGNALED(status)) << "the child was killed by signal " << WTERMSIG(status)
+                                      << " (SIGALRM: the fan-out's call on drive 0 waited for the run whose callback "
+                                         "waited for it)";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    held.reset();
+    for (size_t d = 0; d < set->size(); d++) {
+        EXPECT_EQ(set->drive(d).slm().largest_free(), set->drive(d).slm().size()) << d;
+        EXPECT_TRUE(set->store(d).reservations().empty()) << d;
+    }
 }
 
 TEST_F(Drives, AFailingDriveIsNamedNotAPartialAnswer)
