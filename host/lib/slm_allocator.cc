@@ -145,8 +145,16 @@ void SlmAllocator::stream_end()
 bool SlmAllocator::wait_for_release(uint64_t releases)
 {
     std::unique_lock<std::mutex> g(mu_);
-    freed_->wait(g, [&] { return releases_ != releases || streams_ == 0; });
-    return releases_ != releases;
+    const uint64_t stops = stops_;
+    freed_->wait(g, [&] { return releases_ != releases || streams_ == 0 || stops_ != stops; });
+    return releases_ != releases && stops_ == stops;
+}
+
+void SlmAllocator::stop_waits()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    stops_++;
+    freed_->notify_all();
 }
 
 }  // namespace csd

@@ -74,7 +74,10 @@ void PyDevice::close()
         while (in_flight > mine) {
             Device *dv = dev.get();
             g.unlock();
-            if (dv) dv->abort_executes();  // dev lives: only close() clears it, after the wait
+            if (dv) {  // dev lives: only close() clears it, after the wait
+                dv->abort_executes();
+                dv->slm().stop_waits();  // a call waiting for SLM may wait for a run in this close()
+            }
             g.lock();
             // again until they end: an Execute sent after the abort is asked to stop too
             drained.wait_for(g, std::chrono::milliseconds(20), [&] { return in_flight <= mine; });

@@ -221,6 +221,50 @@ def progress_closes(where, repeats):
     return errors, "ok"
 
 
+def progress_closes_with_a_call_waiting_for_slm(where, repeats):
+    """A streamed run (no budget: all of the drive's SLM) whose progress callback closes the
+    device while another thread's streamed call waits for that SLM (docs/store.md, "Streamed
+    calls running at once"): close() waited for the waiting call, which waited for the run
+    whose callback was in close(): a hang. The waiting call now stops waiting and fails as it
+    would alone (cannot hold one piece), or raises DeviceClosed if it starts after close()."""
+    import errno
+    errors = []
+    for r in range(repeats):
+        d = nvme_csd.open(f"emu:{where}/w{r}.img?size=64M&slm=1M")
+        d.store.format()
+        d.store["big"] = np.arange(16 << 20, dtype=np.uint8)
+        d.store["other"] = np.arange(4 << 20, dtype=np.uint8)
+        other = []
+
+        def waits():
+            try:
+                d.store.checksum("other")
+                other.append("ran")
+            except ENDED:
+                other.append("ended")
+            except nvme_csd.CsdError as e:
+                other.append("refused" if e.errno == errno.ENOMEM else f"{type(e).__name__}: {e}")
+
+        t = threading.Thread(target=waits)
+
+        def progress(done, total):
+            if t.ident is None:
+                t.start()
+                time.sleep(0.5)  # it finds the SLM this run holds and waits for it
+                d.close()
+
+        try:
+            d.store.checksum("big", progress=progress)
+        except ENDED:
+            pass
+        t.join()
+        if not d.closed:
+            errors.append("not closed")
+        if other not in (["ran"], ["ended"], ["refused"]):
+            errors.append(f"the other call: {other}")
+    return errors, "ok"
+
+
 if __name__ == "__main__":
     scenario, where = sys.argv[1], sys.argv[2]
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 1

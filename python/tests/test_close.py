@@ -23,11 +23,12 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("scenario,repeats", [("chase", 20), ("mixed", 8), ("with_and_gc", 5), ("forked", 10),
-                                              ("progress_closes", 10)])
-def test_close_racing_calls(scenario, repeats, tmp_path):
+@pytest.mark.parametrize("scenario,repeats,seconds", [("chase", 20, 600), ("mixed", 8, 600), ("with_and_gc", 5, 600),
+                                                      ("forked", 10, 600), ("progress_closes", 10, 600),
+                                                      ("progress_closes_with_a_call_waiting_for_slm", 3, 120)])
+def test_close_racing_calls(scenario, repeats, seconds, tmp_path):
     r = subprocess.run([sys.executable, str(HERE / "close_race.py"), scenario, str(tmp_path), str(repeats)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=seconds)
     assert r.returncode == 0 and r.stdout.startswith("ok"), \
         f"{scenario}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
 

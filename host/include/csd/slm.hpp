@@ -65,6 +65,10 @@ public:
     // streamed run is counted in; true if one was (try again), false at once when no other
     // streamed run holds SLM (what is held is held by buffers that may never be freed).
     bool wait_for_release(uint64_t releases);
+    // Makes every streamed run waiting in wait_for_release now stop waiting (false: it fails as
+    // it would have alone): the device is closing, and one of the runs it waits for may be
+    // waiting for it (a progress callback that closes the device).
+    void stop_waits();
 
 private:
     mutable std::mutex mu_;
@@ -72,6 +76,7 @@ private:
     std::map<uint64_t, uint64_t> free_;  // offset -> length, non-adjacent
     uint64_t releases_ = 0;              // ranges released so far
     unsigned streams_ = 0;               // streamed runs counted in (this process)
+    uint64_t stops_ = 0;                 // stop_waits calls so far
     // Signalled on each release and stream_end. A pointer: a child of fork() gets a new one
     // (waiters of the parent's threads, which the child does not have, would stall it).
     std::unique_ptr<std::condition_variable> freed_;
