@@ -9,6 +9,12 @@
 
 namespace csd {
 
+namespace {
+// The allocator whose streamed run this thread is in (stream_begin to stream_end): what it
+// allocates meanwhile is the run's, freed when it ends.
+thread_local const SlmAllocator *t_streaming = nullptr;
+}  // namespace
+
 SlmAllocator::SlmAllocator(uint64_t size) : freed_(std::make_unique<std::condition_variable>())
 {
     reset(size);
@@ -49,6 +55,7 @@ void SlmAllocator::reset(uint64_t size)
     std::lock_guard<std::mutex> g(mu_);
     size_ = size;
     free_.clear();
+    streams_hold_.clear();
     releases_++;
     if (freed_) freed_->notify_all();
     if (size) {
@@ -77,6 +84,7 @@ SlmBuffer SlmAllocator::alloc(uint64_t size, uint64_t align)
         if (after) {
             free_[start + size] = after;
         }
+        if (t_streaming == this) streams_hold_[start] = size;
         return SlmBuffer(this, start, size);
     }
     uint64_t largest = 0;
@@ -93,6 +101,7 @@ void SlmAllocator::release(uint64_t offset, uint64_t size)
     std::lock_guard<std::mutex> g(mu_);
     releases_++;
     freed_->notify_all();
+    streams_hold_.erase(offset);
     auto next = free_.lower_bound(offset);
     if (next != free_.end() && next->first == offset + size) {  // merge with the following range
         size += next->second;
@@ -132,6 +141,7 @@ uint64_t SlmAllocator::stream_begin()
 {
     std::lock_guard<std::mutex> g(mu_);
     streams_++;
+    t_streaming = this;
     return releases_;
 }
 
@@ -139,15 +149,35 @@ void SlmAllocator::stream_end()
 {
     std::lock_guard<std::mutex> g(mu_);
     if (streams_) streams_--;
+    if (t_streaming == this) t_streaming = nullptr;
     freed_->notify_all();
 }
 
-bool SlmAllocator::wait_for_release(uint64_t releases)
+uint64_t SlmAllocator::largest_without_streams() const
+{
+    uint64_t best = 0, at = 0, len = 0;  // the range being merged: [at, at + len)
+    auto f = free_.begin();
+    auto h = streams_hold_.begin();
+    while (f != free_.end() || h != streams_hold_.end()) {
+        const bool take_free = h == streams_hold_.end() || (f != free_.end() && f->first < h->first);
+        const auto &r = take_free ? *f++ : *h++;
+        if (len && at + len == r.first) {
+            len += r.second;
+        } else {
+            at = r.first, len = r.second;
+        }
+        best = std::max(best, len);
+    }
+    return best;
+}
+
+bool SlmAllocator::wait_for_release(uint64_t releases, uint64_t need)
 {
     std::unique_lock<std::mutex> g(mu_);
     const uint64_t stops = stops_;
-    freed_->wait(g, [&] { return releases_ != releases || streams_ == 0 || stops_ != stops; });
-    return releases_ != releases && stops_ == stops;
+    auto hopeless = [&] { return need && largest_without_streams() < need; };
+    freed_->wait(g, [&] { return releases_ != releases || streams_ == 0 || stops_ != stops || hopeless(); });
+    return releases_ != releases && stops_ == stops && !hopeless();
 }
 
 void SlmAllocator::stop_waits()

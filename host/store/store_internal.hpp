@@ -17,6 +17,7 @@ struct StreamTurn {
     bool cut_by_others = false;  // SLM it would have used alone was held by others when it planned
     bool refused = false;        // refused for want of SLM (short_of_slm), not for its input
     bool started = false;        // a piece ran (progress was told): it is not planned again
+    uint64_t need = 0;           // refused: the SLM in one range it needs at least (0: unknown)
 };
 
 // Whether this thread is in a streamed call of the store (its progress callback included).

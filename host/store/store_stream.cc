@@ -53,10 +53,11 @@ std::string bytes_text(uint64_t b) { return std::to_string(b) + " bytes"; }
 thread_local StreamTurn *t_turn = nullptr;  // the streamed call this thread is in
 
 // Throws a refusal whose cause is the SLM the call may use (too small for a piece, a frame, a
-// block of gemm), marking it so that streamed() may wait for SLM and plan again.
-[[noreturn]] void short_of_slm(const std::string &what, int errnum)
+// block of gemm), marking it so that streamed() may wait for SLM and plan again: for at least
+// `need` bytes in one range where that is known (0: not).
+[[noreturn]] void short_of_slm(const std::string &what, int errnum, uint64_t need = 0)
 {
-    if (t_turn) t_turn->refused = true;
+    if (t_turn) t_turn->refused = true, t_turn->need = need;
     throw Error(what, errnum);
 }
 
@@ -90,7 +91,7 @@ R streamed(SlmAllocator &slm, Fn &&fn)
             slm.stream_end();
             // refused what it planned with because others held SLM, or lost an allocation to them
             const bool for_others = turn.refused ? turn.cut_by_others : e.errnum() == ENOMEM;
-            if (!for_others || turn.started || !slm.wait_for_release(releases)) throw;
+            if (!for_others || turn.started || !slm.wait_for_release(releases, turn.refused ? turn.need : 0)) throw;
         } catch (...) {
             t_turn = nullptr;
             slm.stream_end();
@@ -123,7 +124,7 @@ namespace {
 {
     short_of_slm(what + ": the SLM it may use (" + bytes_text(budget) + ") cannot hold one piece and its buffers (" +
                      bytes_text(need) + " needed)",
-                 ENOMEM);
+                 ENOMEM, need);
 }
 
 // One piece of an object: bytes [pos, pos + len), and the records (rows, elements) it holds.
@@ -434,7 +435,7 @@ uint64_t ObjectStore::checksum(const std::string &name, ChecksumAlgo algo, const
                                 bytes_text(per) +
                                 " fit: an XXH64 digest cannot be combined from its pieces' digests, and the checksum "
                                 "program returns no state to carry on from; crc32c streams an object of any size",
-                            EINVAL);
+                            EINVAL, slack + in.bytes);
             }
             per = std::max<uint64_t>(lba, round_down(units_per_piece(what, budget, 2 * slack, 2, UINT64_MAX), lba));
         }
@@ -754,7 +755,7 @@ void ObjectStore::gemm(const std::string &a, const std::string &b, const std::st
                                 "): the drive computes C csd_gemm_block_rows(n, k) rows by csd_gemm_block_k(n, k) "
                                 "of depth at a time, and OpenBLAS's bits depend on the shape of each call, so smaller "
                                 "pieces would not give one Execute's result; give it more SLM",
-                            EINVAL);
+                            EINVAL, fixed + bbuf(std::min(k, drive_depth)));
             }
             depth = std::min(k, drive_depth);
             b_bufs = budget >= fixed + 2 * bbuf(depth) ? 2 : 1;

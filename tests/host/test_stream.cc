@@ -901,6 +901,55 @@ TEST_F(Stream, ANoBudgetRunShortOfSlmThatABufferHoldsFailsAtOnce)
     expect_clean();
 }
 
+TEST_F(Stream, ARunShortOfSlmThatABufferHoldsFailsAtOnceWhileOthersStream)
+{
+    // A buffer holds all SLM but 1 MiB; two threads stream in loops within that MiB. A filter
+    // of 1 MiB records can never fit beside the buffer, whatever the streams free: it must
+    // fail at once, not wait for (and plan again after) each of their runs, which went on for
+    // as long as they did. 1000 runs of the loops stand for for ever.
+    const std::vector<uint8_t> v = random_bytes(1 << 20, 12);
+    st->put("x", v.data(), v.size());
+    const uint32_t crc = csd_crc32c(v.data(), v.size());
+    SlmBuffer held = dev->slm().alloc(dev->slm().size() - (1 << 20));
+    std::atomic<bool> done{false};
+    std::atomic<int> runs{0};
+    std::mutex mu;
+    std::vector<std::string> errors;
+    std::vector<std::thread> loops;
+    for (int t = 0; t < 2; t++) {
+        loops.emplace_back([&] {
+            try {
+                while (!done && runs < 1000) {
+                    if (st->checksum("x", ChecksumAlgo::crc32c, budget(256 << 10)) != crc) {
+                        throw std::runtime_error("wrong checksum");
+                    }
+                    runs++;
+                }
+            } catch (const std::exception &e) {
+                std::lock_guard<std::mutex> g(mu);
+                errors.push_back(e.what());
+            }
+        });
+    }
+    while (runs < 2) std::this_thread::yield();
+    FilterSpec s;
+    s.record_size = 1 << 20;
+    try {
+        st->filter("x", s, "y");
+        ADD_FAILURE() << "a filter of 1 MiB records ran beside a buffer that leaves 1 MiB of SLM";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), ENOMEM) << e.what();
+    }
+    const int seen = runs;
+    done = true;
+    for (auto &t : loops) t.join();
+    EXPECT_LT(seen, 1000) << "the filter waited for the other threads' runs until they stopped";
+    for (const std::string &e : errors) ADD_FAILURE() << e;
+    held.reset();
+    EXPECT_FALSE(st->exists("y"));
+    expect_clean();
+}
+
 TEST_F(Stream, AChildForkedDuringAStreamedRunDoesNotWaitForIt)
 {
     // The parent's streamed run is a thread the child does not have: a run in the child that

@@ -63,17 +63,23 @@ public:
     void stream_end();
     // Waits until a range is released after `releases` (stream_begin's answer) while another
     // streamed run is counted in; true if one was (try again), false at once when no other
-    // streamed run holds SLM (what is held is held by buffers that may never be freed).
-    bool wait_for_release(uint64_t releases);
+    // streamed run holds SLM (what is held is held by buffers that may never be freed), or
+    // when no range of `need` bytes (0: unknown) would be free even if every streamed run
+    // freed what it holds (the rest is held by buffers).
+    bool wait_for_release(uint64_t releases, uint64_t need = 0);
     // Makes every streamed run waiting in wait_for_release now stop waiting (false: it fails as
     // it would have alone): the device is closing, and one of the runs it waits for may be
     // waiting for it (a progress callback that closes the device).
     void stop_waits();
 
 private:
+    // The largest free range there would be if every streamed run freed what it holds.
+    uint64_t largest_without_streams() const;
+
     mutable std::mutex mu_;
     uint64_t size_ = 0;
     std::map<uint64_t, uint64_t> free_;  // offset -> length, non-adjacent
+    std::map<uint64_t, uint64_t> streams_hold_;  // offset -> length: allocated by streamed runs' threads
     uint64_t releases_ = 0;              // ranges released so far
     unsigned streams_ = 0;               // streamed runs counted in (this process)
     uint64_t stops_ = 0;                 // stop_waits calls so far
