@@ -46,7 +46,10 @@ struct csd_option {
     unsigned embeddings; /* CSD_OPTION_QEMU | CSD_OPTION_EMU */
 };
 
-/* The i-th option, NULL past the last. */
+/* The most rows the option table has (csd_config's given masks: one bit a row). */
+#define CSD_OPTIONS_MAX 64
+
+/* The i-th option, NULL past the last (i < CSD_OPTIONS_MAX). */
 const struct csd_option *csd_option_at(unsigned i);
 /* The type's name as help output writes it ("size", "bool"). */
 const char *csd_option_type_name(enum csd_option_type type);

@@ -106,7 +106,7 @@ const Row kRows[] = {
 #undef MODEL_RATE
 #undef MODEL_NS
 constexpr unsigned kRowCount = sizeof(kRows) / sizeof(kRows[0]);
-static_assert(kRowCount <= 64, "csd_config's given and model_given masks hold 64 options");
+static_assert(kRowCount <= CSD_OPTIONS_MAX, "csd_config's given and model_given masks hold 64 options");
 
 const char kModelPrefix[] = "model.";
 
