@@ -89,6 +89,12 @@ int csd_config_set(struct csd_config *c, const char *name, const char *value, ch
  */
 int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_t err_len);
 /*
+ * An embedding's options read from a list (csd_config_set_list) into *c, which
+ * csd_config_init fills first with no prefix, and finished (csd_config_finish): 0 (the
+ * caller clears *c); 1 for "help", -1 with a message in err, *c cleared either way.
+ */
+int csd_config_read_list(struct csd_config *c, unsigned embedding, const char *list, char *err, size_t err_len);
+/*
  * Checks the options together and settles the timing model and the compute units:
  * 0, or -1 with a message in err.
  */

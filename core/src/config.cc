@@ -309,6 +309,15 @@ int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_
     return 0;
 }
 
+int csd_config_read_list(struct csd_config *c, unsigned embedding, const char *list, char *err, size_t err_len)
+{
+    csd_config_init(c, "", embedding);
+    int read = csd_config_set_list(c, list, err, err_len);
+    if (read == 0 && csd_config_finish(c, err, err_len) != 0) read = -1;
+    if (read != 0) csd_config_clear(c);
+    return read;
+}
+
 int csd_config_finish(struct csd_config *c, char *err, size_t err_len)
 {
     const char *p = c->prefix;

@@ -381,6 +381,13 @@ uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port 
     return st;
 }
 
+int csd_core_read_path(const csd_core *core, const csd_cmd *cmd, int admin)
+{
+    if (admin || cmd->opcode != 0x02 || csd_core_cs_csi(core, cmd->nsid)) return CSD_READ_SUBMIT;
+    if (!csd_core_model_on(core)) return CSD_READ_NOW;
+    return csd_core_exact(core) ? CSD_READ_SUBMIT : CSD_READ_DEFERRED;
+}
+
 void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }
 
 int csd_core_vendor(const csd_core *core) { return core->vendor ? 1 : 0; }
