@@ -45,7 +45,8 @@ struct csd_cmd {
 struct csd_ctx {
     uint64_t lba_count;    /* LBAs in the namespace the command addresses */
     uint32_t lba_size;     /* bytes per LBA (a power of two) */
-    uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit */
+    uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit; the
+                              core's copy of port->max_transfer (ns_info leaves it) */
     uint32_t zoned;        /* non-zero: a zoned namespace (ZNS), whose writes follow zone
                               rules (write pointer, zone states) the core does not keep */
     uint32_t metadata;     /* metadata bytes per LBA (protection information included), 0:

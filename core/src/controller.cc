@@ -43,10 +43,13 @@ namespace csd::core {
 
 bool is_cs_csi(uint8_t csi) { return csi == NVME_CS_CSI_SLM || csi == NVME_CS_CSI_CP; }
 
-// What the core knows of an NVM namespace through the port (or none: Invalid Namespace).
+// What the core knows of an NVM namespace through the port (or none: Invalid Namespace),
+// with the port's transfer limit.
 bool ns_ctx(const csd_port *port, uint32_t nsid, csd_ctx *ctx)
 {
-    return port->ns_info && port->ns_info(port->opaque, nsid, ctx) == 0;
+    if (!port->ns_info || port->ns_info(port->opaque, nsid, ctx) != 0) return false;
+    ctx->max_transfer = port->max_transfer;
+    return true;
 }
 
 // Whether an NSID can name a namespace of this controller: 1..max_nsid (QEMU's

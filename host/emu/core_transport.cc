@@ -265,14 +265,14 @@ uint16_t CoreTransport::to_host(void *req, const void *buf, uint64_t len)
     return 0;
 }
 
-// What the core knows of the namespace and this device's transfer limit: its metadata (a
-// plain drive's format in host mode; the in-process device's file has none), so that the
-// core refuses to move its blocks without their protection information.
+// What the core knows of the namespace: its metadata too (a plain drive's format in host
+// mode; the in-process device's file has none), so that the core refuses to move its blocks
+// without their protection information.
 int CoreTransport::ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
 {
     const auto *t = static_cast<const CoreTransport *>(self);
     if (nsid != t->ns_.nsid) return -1;
-    *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, t->backing_->max_transfer(), 0, t->ns_.metadata};
+    *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, 0, 0, t->ns_.metadata};  // max_transfer: the port's
     return 0;
 }
 
