@@ -55,6 +55,11 @@ LANES = {"vm": "guests", "crash": "guests", "smoke": "guests", "packages": "gues
          "harness": "harness"}
 STREAMING_LANE = "guests"
 CPU: dict[str, float] = {}   # CPU seconds each suite run so far took (its processes, all cores)
+FAILED_LINES: dict[str, list[str]] = {}  # lines naming a failed test, per suite (the summary repeats them)
+# A line naming one failed test: GoogleTest's, pytest's, the guest harness's, a shell suite's.
+FAILED_TEST = re.compile(r"^(\[  FAILED  \] (?!\d+ tests?, listed below)\S.*|FAILED \S.*|FAIL \S.*|"
+                         r"\S+: FAIL\b.*|not ok \d+.*)$")
+KEPT_FAILED_LINES = 20
 
 
 def closing_line(name: str) -> "re.Pattern[str]":
@@ -82,9 +87,13 @@ def run_suite(name: str, argv: list[str], print=print) -> tuple[int, int, int, f
         print(f"===== {name}: cannot start ({e}); counted as a failure")
         return 0, 1, 0, 0.0
     last = None
+    failed_lines = FAILED_LINES.setdefault(name, [])
     assert proc.stdout
     for line in proc.stdout:
         print(line, end="", flush=True)
+        if FAILED_TEST.match(line.rstrip("\n")) and line.rstrip("\n") not in failed_lines \
+                and len(failed_lines) < KEPT_FAILED_LINES:
+            failed_lines.append(line.rstrip("\n"))
         m = closing.match(line)
         if m:
             last = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
@@ -158,6 +167,10 @@ def main() -> int:
     print(f"===== summary ({time.monotonic() - start:.0f} s in all, {sum(CPU.values()):.0f} s CPU; "
           f"load average {os.getloadavg()[0]:.1f} at the end)")
     print("\n".join(summary))
+    for name in wanted:  # which tests failed, where a log's tail is all that is kept (CI)
+        if results.get(name, (0, 1))[1]:
+            for line in FAILED_LINES.get(name) or ["(no line of it names a failed test: see its output above)"]:
+                print(f"  failed in {name}: {line}")
     print(f"{total_p} passed, {total_f} failed, {total_s} skipped")
     return 1 if total_f else 0
 

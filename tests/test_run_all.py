@@ -70,5 +70,15 @@ rc, lines, took = run_main({"g": sleeper[:2] + [sleeper[2], "g"], "h": sleeper[:
                             "i": sleeper[:2] + [sleeper[2], "i"]}, {"g": "guests"}, ["g", "h", "i"])
 check(rc == 0 and lines[-1] == "3 passed, 0 failed, 0 skipped" and 1.9 < took < 2.8,
       f"lanes run side by side, the suites of one lane in turn (three 1 s suites, two lanes: {took:.1f} s)")
+# The summary names each failed test (a CI log keeps only its tail), and no passing one.
+rc, lines, _ = run_main({"u": ["sh", "-c", "echo '[  FAILED  ] Stream.Flaky (3 ms)'; echo '[  FAILED  ] 1 test, listed below:';"
+                                      " echo '[  FAILED  ] Stream.Flaky'; echo 'FAIL timing-model.sh (3.0 s)';"
+                                      " echo '[       OK ] Stream.Fine'; echo 'u: 5 passed, 2 failed'; exit 1"],
+                         "v": ["sh", "-c", "echo '[  FAILED  ] Other.Test'; echo 'v: 1 passed, 0 failed'"]},
+                        {}, ["u", "v"])
+named = [line for line in lines if line.startswith("  failed in ")]
+check(rc == 1 and named == ["  failed in u: [  FAILED  ] Stream.Flaky (3 ms)", "  failed in u: [  FAILED  ] Stream.Flaky",
+                            "  failed in u: FAIL timing-model.sh (3.0 s)"] and lines[-1].startswith("6 passed, 2 failed"),
+      f"the summary names the failed tests of failed suites only: {named}")
 print(f"runner: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

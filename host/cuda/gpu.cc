@@ -481,6 +481,7 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
                     throw Error("lbas_to_gpu: LBAs outside the namespace", ERANGE);
                 }
                 const auto t0 = std::chrono::steady_clock::now();
+                dev_.read_lbas_mapped(slba, nlb);  // the drive's Reads: checked and counted, no bytes moved
                 copy_mapped(ns + slba * lba, nlb * lba, static_cast<uint8_t *>(dst), stream);
                 return CopyReport{kPeerToPeer, nlb * lba, since(t0), {}};
             }
@@ -525,8 +526,11 @@ std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::st
                 if (registered) {
                     std::lock_guard<std::mutex> g(l_->run_mu_);
                     const auto t0 = std::chrono::steady_clock::now();
+                    const uint64_t lba = l_->dev_.ns().lba_size, first = static_cast<uint64_t>(mapped - ns_) / lba;
                     for (uint64_t pos = 0; pos < o.bytes; pos += kMappedPiece) {
                         const uint64_t n = std::min(kMappedPiece, o.bytes - pos);
+                        // the drive's Reads of the piece's LBAs (checked, counted), then its DMA
+                        l_->dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
                         l_->checker_->make_room(window_, landed);  // paced: no DMA far ahead of progress
                         check(cudaMemcpyAsync(dst_ + pos, mapped + pos, n, cudaMemcpyHostToDevice, stream_),
                               "cudaMemcpyAsync");

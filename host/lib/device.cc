@@ -541,6 +541,28 @@ void Device::read_lbas(uint64_t slba, uint64_t nlb, void *data)
     rw_lbas(kNvmRead, slba, nlb, static_cast<uint8_t *>(data), "Read");
 }
 
+void Device::read_lbas_mapped(uint64_t slba, uint64_t nlb)
+{
+    InProcess *in = in_process(*transport_);
+    if (!in || !in->namespace_host_pointer()) {
+        throw Error("mapped Read: the namespace is not mapped into this process", ENOTSUP);
+    }
+    const NamespaceInfo info = ns();
+    const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(transport_->max_transfer() / info.lba_size, kMaxNlb));
+    for (; nlb > 0;) {
+        const uint64_t n = std::min(nlb, per);
+        Command c = io(kNvmRead, info.nsid);
+        set_lo_hi(c.cdw10, c.cdw11, slba);
+        c.cdw12 = static_cast<uint32_t>(n - 1);
+        c.data_len = static_cast<uint32_t>(n * info.lba_size);  // no buffer: the caller copies from the mapping
+        if (counts_sends_) count(c);
+        const Completion r = in->submit_mapped_read(c);
+        if (r.status != 0) throw Error("Read", r.status, r.dw0(), r.dw1());
+        slba += n;
+        nlb -= n;
+    }
+}
+
 void Device::write_lbas(uint64_t slba, uint64_t nlb, const void *data)
 {
     rw_lbas(kNvmWrite, slba, nlb, static_cast<uint8_t *>(const_cast<void *>(data)), "Write");

@@ -9,10 +9,17 @@
 
 namespace csd {
 
-SlmAllocator::SlmAllocator(uint64_t size)
+SlmAllocator::SlmAllocator(uint64_t size) : freed_(std::make_unique<std::condition_variable>())
 {
     reset(size);
-    fork_hold_add(this, ForkLevel::allocator, [this] { mu_.lock(); }, [this](bool) { mu_.unlock(); });
+    fork_hold_add(this, ForkLevel::allocator, [this] { mu_.lock(); }, [this](bool child) {
+        if (child) {  // the parent's streamed runs and waiters are threads the child does not have
+            streams_ = 0;
+            (void)freed_.release();  // never destroyed: it may count the parent's waiters
+            freed_ = std::make_unique<std::condition_variable>();
+        }
+        mu_.unlock();
+    });
 }
 
 SlmAllocator::~SlmAllocator() { fork_hold_remove(this); }
@@ -42,6 +49,8 @@ void SlmAllocator::reset(uint64_t size)
     std::lock_guard<std::mutex> g(mu_);
     size_ = size;
     free_.clear();
+    releases_++;
+    if (freed_) freed_->notify_all();
     if (size) {
         free_[0] = size;
     }
@@ -82,6 +91,8 @@ SlmBuffer SlmAllocator::alloc(uint64_t size, uint64_t align)
 void SlmAllocator::release(uint64_t offset, uint64_t size)
 {
     std::lock_guard<std::mutex> g(mu_);
+    releases_++;
+    freed_->notify_all();
     auto next = free_.lower_bound(offset);
     if (next != free_.end() && next->first == offset + size) {  // merge with the following range
         size += next->second;
@@ -115,6 +126,27 @@ uint64_t SlmAllocator::largest_free() const
         m = std::max(m, f.second);
     }
     return m;
+}
+
+uint64_t SlmAllocator::stream_begin()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    streams_++;
+    return releases_;
+}
+
+void SlmAllocator::stream_end()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    if (streams_) streams_--;
+    freed_->notify_all();
+}
+
+bool SlmAllocator::wait_for_release(uint64_t releases)
+{
+    std::unique_lock<std::mutex> g(mu_);
+    freed_->wait(g, [&] { return releases_ != releases || streams_ == 0; });
+    return releases_ != releases;
 }
 
 }  // namespace csd

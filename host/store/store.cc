@@ -501,12 +501,16 @@ uint64_t ObjectStore::allocate(const State &s, uint64_t blocks) const
         at = std::max(at, e.block + e.blocks);
     }
     if (at > s.total_blocks || s.total_blocks - at < blocks) {
-        uint64_t in_use = 0;
-        for (const Extent &e : used) in_use += e.blocks;
-        throw Error("object store: no room for " + std::to_string(blocks * block_) + " bytes (" +
-                        std::to_string((s.total_blocks - kFirstDataBlock - std::min(in_use, s.total_blocks - kFirstDataBlock)) *
-                                       block_) +
-                        " free)",
+        // what is free in all, and the largest range (an object takes one range of blocks)
+        uint64_t free = 0, largest = 0, end = kFirstDataBlock;
+        for (const Extent &e : used) {
+            if (e.block > end) free += e.block - end, largest = std::max(largest, e.block - end);
+            end = std::max(end, e.block + e.blocks);
+        }
+        if (s.total_blocks > end) free += s.total_blocks - end, largest = std::max(largest, s.total_blocks - end);
+        throw Error("object store: no room for " + std::to_string(blocks * block_) + " bytes in one range (" +
+                        std::to_string(free * block_) + " free, the largest free range " +
+                        std::to_string(largest * block_) + " bytes)",
                     ENOSPC);
     }
     return at;
@@ -850,7 +854,7 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
             }
             if (known && got > size - o.bytes) {
                 throw Error("put of object '" + name + "': its source gave more than the " + std::to_string(size) +
-                                " bytes it promised; nothing stored",
+                                " bytes it promised (a file written to while it is read does this); nothing stored",
                             EIO);
             }
             if (got == 0) break;
@@ -1063,7 +1067,9 @@ uint32_t ObjectStore::land_once(const ObjectInfo &o, ObjectSink &sink, const Pro
             });
     } else if (const uint8_t *ns = sink.takes_mapped() ? dev_.namespace_host_pointer() : nullptr) {
         *mapped = true;
-        const uint8_t *bytes = ns + first_lba(o) * dev_.ns().lba_size;
+        const uint32_t lba = dev_.ns().lba_size;
+        dev_.read_lbas_mapped(first_lba(o), std::max<uint64_t>(1, (o.bytes + lba - 1) / lba));  // the drive's Reads
+        const uint8_t *bytes = ns + first_lba(o) * lba;
         sink.land_mapped(o, bytes, [&](uint64_t pos, uint64_t n) {
             in_object(pos, n);
             piece_done(pos, n, csd_crc32c(bytes + pos, n));

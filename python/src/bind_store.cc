@@ -101,7 +101,9 @@ void bind_device_store(PyDeviceClass &cls)
             const Use u(p);
             const auto s = u.store();
             PyProgress pr(std::move(progress));
-            // read(n) -> bytes (b"" at the end), as a file object's read
+            // read(n) -> bytes-like (b"" at the end), as a file object's read (raw files and
+            // sockets' readers give bytes; io.BytesIO's getbuffer, readinto-style wrappers and
+            // numpy give bytearray or memoryview: any C-contiguous buffer)
             struct Reader : ObjectSource {
                 PyProgress &pr;
                 py::object &fn;
@@ -111,17 +113,25 @@ void bind_device_store(PyDeviceClass &cls)
                 uint64_t read(uint8_t *buf, uint64_t want) override
                 {
                     return pr.call("read", [&]() -> uint64_t {
-                        const py::bytes b = fn(want);
-                        const std::string_view v(b);
-                        if (v.size() > want) throw Error("read(n) gave more than n bytes", EINVAL);
-                        std::memcpy(buf, v.data(), v.size());
-                        return v.size();
+                        const py::object got = fn(want);
+                        Py_buffer view;
+                        if (got.is_none() || PyObject_GetBuffer(got.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
+                            PyErr_Clear();
+                            throw Error("read(n) returned " + py::type::of(got).attr("__name__").cast<std::string>() +
+                                            ", not bytes, bytearray or a contiguous memoryview",
+                                        EINVAL);
+                        }
+                        const uint64_t len = static_cast<uint64_t>(view.len);
+                        if (len <= want) std::memcpy(buf, view.buf, len);
+                        PyBuffer_Release(&view);
+                        if (len > want) throw Error("read(n) gave more than n bytes", EINVAL);
+                        return len;
                     });
                 }
             } src(pr, read, size < 0 ? ObjectSource::kUnknownSize : uint64_t(size));
             pr.run([&] { s->put(name, src, dtype, shape, pr.callback()); });
         }, py::arg("name"), py::arg("read"), py::arg("size"), py::arg("dtype"), py::arg("shape"),
-           py::arg("progress") = py::none(), "streams an object from read(n) -> bytes (size < 0: until b\"\")")
+           py::arg("progress") = py::none(), "streams an object from read(n) -> bytes-like (size < 0: until empty)")
         .def("store_put_mapped", [](PyDevice &p, const std::string &name, const py::buffer &b, const std::string &dtype,
                                     const std::vector<uint64_t> &shape, py::object progress) {
             const Use u(p);

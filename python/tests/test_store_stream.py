@@ -60,6 +60,32 @@ def test_put_file_from_a_path_file_objects_a_pipe_and_a_memory_map(dev, tmp_path
     assert dev.store.reservations() == []
 
 
+
+class _Reader:
+    """A file-like object with only read(n), giving its bytes as `kind` in pieces of 1 MiB at most."""
+
+    def __init__(self, data, kind):
+        self.data, self.at, self.kind = data, 0, kind
+
+    def read(self, n):
+        n = min(n, 1 << 20, len(self.data) - self.at)
+        piece = self.data[self.at:self.at + n]
+        self.at += n
+        if self.kind == "str":
+            return piece.hex()
+        return {"bytearray": bytearray, "memoryview": memoryview, "numpy": lambda b: np.frombuffer(b, dtype=np.uint8)}[self.kind](piece)
+
+
+def test_put_file_from_readers_giving_any_bytes_like(dev, data):
+    """read(n) may give bytes, bytearray, a memoryview or a numpy array (a buffer), as file
+    objects and their wrappers do; anything else is a clear error that stores nothing."""
+    for kind in ("bytearray", "memoryview", "numpy"):
+        dev.store.put_file(kind, _Reader(data, kind))
+        assert dev.store[kind] == data, kind
+    with pytest.raises(nvme_csd.errors.InvalidArgument, match="read.n. returned str, not bytes"):
+        dev.store.put_file("text", _Reader(data, "str"))
+    assert "text" not in dev.store and dev.store.reservations() == []
+
 def test_npy_files_stream_in_and_out_with_their_dtype_and_shape(dev, tmp_path):
     rec = np.dtype([("id", "<u4"), ("v", "<f8", (2,))])
     for a in (np.arange(6 << 18, dtype="<i2").reshape(3, -1), np.zeros(70000, dtype=rec)):

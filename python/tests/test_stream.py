@@ -133,3 +133,39 @@ def test_downloaded_program_numbers_records_across_pieces(dev):
         assert np.array_equal(np.frombuffer(dev.store["m"].tobytes(), "<u8"), want)
         _, total = dev.store.run_program(prog, "reduce", "r", params=[3], slm_budget=BUDGET)
         assert total == int(want.sum(dtype=np.uint64))
+
+
+def test_threads_with_no_budget_take_turns_for_slm(tmp_path):
+    """Python threads streaming objects twice the drive's SLM, none given a budget: the first
+    takes all SLM free, the others wait for it instead of failing (docs/store.md); every
+    answer is numpy's. Each thread's call releases the GIL while the drive works."""
+    import os
+    import threading
+    if os.environ.get("CSD_TEST_DEVICE"):
+        pytest.skip("the in-process device's options")
+    with nvme_csd.open(f"emu:{tmp_path}/t.img?size=64M&slm=4M") as d:
+        d.store.format()
+        rec = np.dtype([("id", "<u4"), ("score", "<f4"), ("pad", "<u8")])
+        a = np.zeros((8 << 20) // rec.itemsize + 7, dtype=rec)
+        a["id"] = np.arange(len(a))
+        a["score"] = np.random.default_rng(3).random(len(a), dtype=np.float32)
+        d.store["recs"] = a
+        want = np.nonzero(a["score"] > np.float32(0.9))[0].astype("<u4")
+        errors = []
+
+        def run(k):
+            try:
+                for _ in range(2):
+                    d.store.filter("recs", f"hot{k}", record_size=16, field_offset=4, field_type=np.float32,
+                                   op=">", lo=0.9, indices=True)
+                    if not np.array_equal(d.store[f"hot{k}"], want):
+                        errors.append(f"thread {k}: wrong answer")
+            except Exception as e:  # noqa: BLE001 - every thread's failure is reported
+                errors.append(f"thread {k}: {e}")
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "csd/in_process.hpp"
+#include "csd/store.hpp"
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
@@ -234,26 +235,35 @@ TEST_F(QueueProcessorTest, AFullCompletionQueueWaitsForItsConsumer)
 // bounds leave a loaded machine room (make test runs this beside two TCG guests on two
 // cores: the 2 ms version missed "< 20 ms, no overrun" there every time): at most half the
 // one-after-another time, and fewer than half the Reads posted late (one after another,
-// all but the first would be).
+// all but the first would be). A round the machine was too busy for is run again, up to
+// three rounds: waiting one after another misses the bounds in every round.
 TEST_F(QueueProcessorTest, ModelledReadsCompleteAtTheirFinishNotOneAfterAnother)
 {
     auto slow = Device::open(g_path + "&model=ll-nand-gen5&model.media-read-latency-ns=20000000");
     const uint32_t n = 32;
-    Queues qs(1, 64, n * 4096, lba);
-    QueueProcessor proc(*slow, qs.set, 0, 1);
-    const Statistics before = slow->stats();
-    for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(i * 7, 1, i * 4096));
-    const auto t0 = std::chrono::steady_clock::now();
-    qs.ring(0);
-    for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_GE(ms, 20.0) << "completed before the modelled finish";
+    double ms = 0;
+    uint64_t overruns = 0;
+    for (int round = 0; round < 3; round++) {
+        Queues qs(1, 64, n * 4096, lba);
+        QueueProcessor proc(*slow, qs.set, 0, 1);
+        const Statistics before = slow->stats();
+        for (uint32_t i = 0; i < n; i++) qs.put(0, read_sqe(i * 7, 1, i * 4096));
+        const auto t0 = std::chrono::steady_clock::now();
+        qs.ring(0);
+        for (uint32_t i = 0; i < n; i++) EXPECT_EQ(status(qs.next(0)), 0);
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        overruns = slow->stats().model_overruns - before.model_overruns;
+        EXPECT_GE(ms, 20.0) << "completed before the modelled finish";
+        EXPECT_EQ(proc.timed().completions, n);
+        std::vector<uint8_t> want(lba);
+        slow->read_lbas(3 * 7, 1, want.data());
+        EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
+        if (ms < n * 20.0 / 2 && overruns < n / 2) break;
+        std::printf("round %d: %.1f ms, %llu of %u Reads posted late: the machine was busy; again\n", round, ms,
+                    static_cast<unsigned long long>(overruns), n);
+    }
     EXPECT_LT(ms, n * 20.0 / 2) << "the Reads' modelled latencies were waited out one after another";
-    EXPECT_LT(slow->stats().model_overruns - before.model_overruns, n / 2);
-    EXPECT_EQ(proc.timed().completions, n);
-    std::vector<uint8_t> want(lba);
-    slow->read_lbas(3 * 7, 1, want.data());
-    EXPECT_EQ(std::memcmp(qs.arena() + 3 * 4096, want.data(), lba), 0);
+    EXPECT_LT(overruns, n / 2);
 }
 
 // A poller takes at most a burst of 8 entries from a queue before it turns to its next queue
@@ -775,6 +785,55 @@ TEST_F(QueueProcessorTest, ADirectReadAfterADetachGetsTheDrivesAnswer)
     EXPECT_EQ(read_through(qs, 1400, n, lba, window), std::vector<uint16_t>(n, 0));
     EXPECT_EQ(std::memcmp(m.window(), data.data(), data.size()), 0);
     EXPECT_EQ(proc.direct_reads(), n);
+}
+
+// A destination of the store that copies straight from the mapped namespace (takes_mapped).
+class MappedSink : public ObjectSink {
+public:
+    bool takes_mapped() const override { return true; }
+    void land(const ObjectInfo &, const Fill &) override { ADD_FAILURE() << "landed through commands"; }
+    void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &check) override
+    {
+        landed.assign(bytes, bytes + o.bytes);
+        check(0, o.bytes);
+    }
+    std::vector<uint8_t> landed;
+};
+
+// The store's landing from the mapped namespace runs the drive's Reads of the object first:
+// counted as Reads (commands and bytes from the device) and, on a namespace the drive no
+// longer has, its answer (Invalid Namespace or Format) with nothing copied. Before, the
+// bytes were copied from the old pages with no command: Success after a detach, nothing
+// counted.
+TEST_F(QueueProcessorTest, AStoreLandingFromTheMappingRunsTheDrivesReads)
+{
+    auto t = std::make_unique<Detachable>(dev->transport());
+    Detachable *ns = t.get();
+    Device d(std::move(t));
+    ASSERT_NE(d.namespace_host_pointer(), nullptr);
+    ObjectStore::format(d, true);
+    ObjectStore st(d);
+    std::vector<uint8_t> v(3 * d.transport().max_transfer() + 1000);
+    for (size_t i = 0; i < v.size(); i++) v[i] = static_cast<uint8_t>(i * 7 + 3);
+    st.put("x", v.data(), v.size());
+    const BusCounters b0 = d.bus();
+    MappedSink sink;
+    st.get_into("x", sink);
+    EXPECT_EQ(sink.landed, v);
+    const BusCounters b1 = d.bus();
+    const uint64_t lbas = (v.size() + lba - 1) / lba;
+    EXPECT_GE(b1.commands - b0.commands, 4u) << "the object's Reads, at most the largest transfer each";
+    EXPECT_GE(b1.bytes_from_device - b0.bytes_from_device, lbas * lba);
+    ns->detached = true;
+    MappedSink after;
+    try {
+        st.get_into("x", after);
+        ADD_FAILURE() << "landed from a detached namespace";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), CSD_STATUS_INVALID_NAMESPACE) << e.what();
+    }
+    EXPECT_TRUE(after.landed.empty());
+    ns->detached = false;
 }
 
 TEST_F(QueueProcessorTest, RefusesBadLayouts)

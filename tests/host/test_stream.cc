@@ -6,6 +6,7 @@
 // $CSD_TEST_DEVICE, else on an in-process device of 8 MiB of SLM ($CSD_FRONT_END picks).
 #include <gtest/gtest.h>
 #include <lz4frame.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -828,6 +830,125 @@ TEST(StreamModel, PiecesCostWhatTheirOwnRangesAreWorth)
         SCOPED_TRACE("convert f16 to f32");
         expect_model(m, want, elems * 2);
     }
+}
+
+// Records of 16 bytes whose u32 at 4 is above 4e9 (about 7 % of random ones).
+FilterSpec rare_records()
+{
+    FilterSpec s;
+    s.record_size = 16, s.field_offset = 4, s.field_type = FieldType::u32;
+    s.op = CmpOp::gt, s.lo = 4e9;
+    return s;
+}
+
+TEST_F(Stream, ConcurrentRunsWithNoBudgetTakeTurnsForSlm)
+{
+    // Threads of one process, each streaming an object twice the drive's SLM with no budget:
+    // the first to plan takes all SLM free; the others wait for it instead of failing with
+    // "cannot hold one piece" (docs/store.md), and every answer is the one a lone run gives.
+    // (twice 8 MiB where the SLM is larger, as host mode's: the namespace holds 64 MiB)
+    const uint64_t bytes = 2 * std::min<uint64_t>(dev->slm().size(), 8 << 20) + 16 * 1000;
+    const std::vector<uint8_t> v = random_bytes(bytes, 7);
+    st->put("recs", v.data(), v.size());
+    FilterSpec s = rare_records();
+    s.indices = true;  // each run reserves room for every record's index, not every record
+    st->filter("recs", s, "ref", budget(kBudget));
+    const std::vector<uint8_t> ref = st->get("ref");
+    const uint32_t crc = csd_crc32c(v.data(), v.size());
+    std::mutex mu;
+    std::vector<std::string> errors;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++) {
+        threads.emplace_back([&, t] {
+            for (int round = 0; round < 2; round++) {
+                try {
+                    if (t == 3) {
+                        if (st->checksum("recs", ChecksumAlgo::crc32c) != crc) throw std::runtime_error("wrong checksum");
+                        continue;
+                    }
+                    const std::string out = "hot" + std::to_string(t);
+                    st->filter("recs", s, out);
+                    if (st->get(out) != ref) throw std::runtime_error(out + " differs from the lone run's");
+                } catch (const std::exception &e) {
+                    std::lock_guard<std::mutex> g(mu);
+                    errors.push_back("thread " + std::to_string(t) + ": " + e.what());
+                }
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    for (const std::string &e : errors) ADD_FAILURE() << e;
+    expect_clean();
+}
+
+TEST_F(Stream, ANoBudgetRunShortOfSlmThatABufferHoldsFailsAtOnce)
+{
+    // SLM held by a buffer (not a streamed run) may never be freed: no waiting for it.
+    const std::vector<uint8_t> v = random_bytes(1 << 20, 8);
+    st->put("x", v.data(), v.size());
+    {
+        SlmBuffer held = dev->slm().alloc(dev->slm().size() - (64 << 10));
+        FilterSpec s;
+        s.record_size = 64 << 10;
+        try {
+            st->filter("x", s, "y");
+            ADD_FAILURE() << "a filter ran in 64 KiB of SLM with records of 64 KiB";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), ENOMEM) << e.what();
+        }
+    }
+    EXPECT_FALSE(st->exists("y"));
+    expect_clean();
+}
+
+TEST_F(Stream, AChildForkedDuringAStreamedRunDoesNotWaitForIt)
+{
+    // The parent's streamed run is a thread the child does not have: a run in the child that
+    // finds its SLM held must not wait for it to end (it never will there).
+    if (g_path.rfind("emu:", 0) != 0) GTEST_SKIP() << "fork after open is for the in-process device";
+    const uint64_t bytes = 2 * std::min<uint64_t>(dev->slm().size(), 8 << 20);
+    const std::vector<uint8_t> v = random_bytes(bytes, 9);
+    st->put("recs", v.data(), v.size());
+    FilterSpec s = rare_records();
+    s.indices = true;
+    std::atomic<bool> go{true};
+    std::atomic<int> runs{0};
+    std::string error;
+    std::thread t([&] {
+        try {
+            while (go) {
+                st->filter("recs", s, "hot");
+                runs++;
+            }
+        } catch (const std::exception &e) {
+            error = e.what();
+        }
+    });
+    while (dev->slm().largest_free() == dev->slm().size()) std::this_thread::yield();  // one holds SLM
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        int rc = 1;
+        try {
+            st->filter("recs", s, "child");
+            rc = 0;
+        } catch (const Error &e) {
+            rc = e.errnum() == ENOMEM ? 3 : 1;  // refused at once for want of SLM: fine
+        } catch (...) {
+        }
+        _exit(rc);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    go = false;
+    t.join();
+    EXPECT_FALSE(WIFSIGNALED(status)) << "the child was killed by signal " << WTERMSIG(status)
+                                      << " (SIGALRM: it waited for the parent's run)";
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3)) << status;
+    EXPECT_GT(runs.load(), 0);
+    EXPECT_EQ(error, "");
+    expect_clean();
 }
 
 TEST_F(Stream, TooSmallABudgetSaysSo)

@@ -168,6 +168,12 @@ public:
     void slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset);
     // Plain NVMe Read / Write / Flush of the namespace.
     void read_lbas(uint64_t slba, uint64_t nlb, void *data);
+    // Reads of LBAs [slba, slba + nlb) that move no bytes, for a caller about to copy them
+    // from namespace_host_pointer() (InProcess::submit_mapped_read, in pieces of the largest
+    // transfer): the drive checks and counts them as any Read; throws csd::Error with the
+    // first one's status (the namespace detached, LBAs out of range), ENOTSUP where the
+    // namespace is not mapped into this process.
+    void read_lbas_mapped(uint64_t slba, uint64_t nlb);
     void write_lbas(uint64_t slba, uint64_t nlb, const void *data);
     void flush();
     // Compare and Write (8Dh): writes `desired` over nlb LBAs from slba only if they hold

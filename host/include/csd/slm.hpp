@@ -4,8 +4,10 @@
 // processes). First fit over a free list, coalescing on free, any power-of-two alignment.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace csd {
@@ -53,10 +55,26 @@ public:
     uint64_t free_bytes() const;
     uint64_t largest_free() const;  // the largest allocation that can succeed (align 1)
 
+    // Streamed runs (ObjectStore's programs over objects of any size) say while they hold
+    // SLM, so that one finding too little free waits for another to end instead of failing.
+    // Counts a streamed run in; returns the count of releases so far (for wait_for_release).
+    uint64_t stream_begin();
+    // Counts a streamed run out.
+    void stream_end();
+    // Waits until a range is released after `releases` (stream_begin's answer) while another
+    // streamed run is counted in; true if one was (try again), false at once when no other
+    // streamed run holds SLM (what is held is held by buffers that may never be freed).
+    bool wait_for_release(uint64_t releases);
+
 private:
     mutable std::mutex mu_;
     uint64_t size_ = 0;
     std::map<uint64_t, uint64_t> free_;  // offset -> length, non-adjacent
+    uint64_t releases_ = 0;              // ranges released so far
+    unsigned streams_ = 0;               // streamed runs counted in (this process)
+    // Signalled on each release and stream_end. A pointer: a child of fork() gets a new one
+    // (waiters of the parent's threads, which the child does not have, would stall it).
+    std::unique_ptr<std::condition_variable> freed_;
 };
 
 }  // namespace csd

@@ -53,7 +53,8 @@ class Program;
 // are combined exactly as one Execute over the whole object would give them.
 struct StreamOptions {
     // SLM bytes the call may hold at once; 0: the largest free range of this process's SLM
-    // when the call starts (SlmAllocator::largest_free).
+    // when the call starts (SlmAllocator::largest_free). A call short of SLM that other
+    // streamed calls of the process hold waits for them to free some (docs/store.md).
     uint64_t slm_budget = 0;
     // Called after each piece with the input bytes done and the total; an exception it throws
     // (a cancel) stops the run: nothing is stored, the SLM and the space reserved are freed,
@@ -92,7 +93,8 @@ public:
     // each, from any threads, while the copy runs; return (or throw) only when the copy is
     // done and no call of check is running. The store then confirms that the object was not
     // replaced meanwhile (its space cannot have been reused while it stayed in the catalog),
-    // so the bytes checked are the bytes copied. Called only where takes_mapped() is true.
+    // so the bytes checked are the bytes copied. Called only where takes_mapped() is true,
+    // after the drive ran the object's Reads (Device::read_lbas_mapped: checked, counted).
     virtual void land_mapped(const ObjectInfo &o, const uint8_t *bytes, const Check &check);
 
     // Reports the CRC-32C of bytes [pos, pos + n) of the object as they landed; safe to call
@@ -103,7 +105,9 @@ public:
     virtual bool checks_landed() const { return false; }
     // One attempt at landing o, checked where it landed: copy its bytes from `mapped` (o.bytes
     // of them in the mapped namespace, read-only) where that is not null and the destination
-    // can, else through fill (which then reads without checking), and report through landed
+    // can — after the drive ran those LBAs' Reads (Device::read_lbas_mapped), so that they are
+    // checked and counted as any Read — else through fill (which then reads without
+    // checking), and report through landed
     // the CRC-32C, computed over the landed copy, of pieces that cover [0, o.bytes) once each;
     // return (or throw) only when no call of fill is running. The check covers the bytes the
     // user gets, so the store needs no confirmation that the object stayed put. Called only
