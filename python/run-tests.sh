@@ -19,7 +19,7 @@ nice -n 10 meson compile -C "$mb" -j 2 csdctl $bpf > /dev/null ||
       echo "python: 0 passed, 1 failed (build)"; exit 1; }
 export CSDCTL=${CSDCTL:-$mb/host/csdctl} CSD_BPF_DIR=${CSD_BPF_DIR:-$mb/examples/bpf}
 cd "$top"   # not python/, so the installed package is the one imported
-out=$("${CSD_VENV:-$top/build/venv}/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1)
+out=$("${CSD_VENV:-$top/build/venv}/bin/python" -m pytest -q -rfEs -p no:cacheprovider python/tests 2>&1)
 rc=$?
 echo "$out"
 p=$(grep -oE '[0-9]+ passed' <<<"$out" | tail -1 | cut -d' ' -f1)

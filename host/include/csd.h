@@ -135,7 +135,8 @@ int csd_store_get_fd(csd_dev *dev, const char *name, int fd, uint64_t *len);
 /* Programs over stored objects of any size (docs/store.md, "Objects larger than SLM"): an
  * object larger than the SLM a call may use streams through SLM in pieces, the SLM Load of
  * the next overlapping the Execute of this one, with the results one Execute over the whole
- * would give. opts may be NULL (all free SLM, no progress). */
+ * would give. opts may be NULL (all free SLM, no progress). Calls of one process at once
+ * take turns for SLM: one short of SLM that other streamed calls hold waits for them. */
 typedef struct csd_stream_opts {
     uint64_t slm_budget; /* SLM bytes the call may use; 0: the largest free range */
     /* called after each piece with the input bytes done and the total (may be NULL); a

@@ -101,7 +101,7 @@ class Device:
         """
     def store_put_reader(self, name: str, read: typing.Any, size: typing.SupportsInt | typing.SupportsIndex, dtype: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], progress: typing.Any = None) -> None:
         """
-        streams an object from read(n) -> bytes (size < 0: until b"")
+        streams an object from read(n) -> bytes-like (size < 0: until empty)
         """
     def store_read_into(self, arg0: str, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
         ...
