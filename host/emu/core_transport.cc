@@ -104,8 +104,7 @@ Completion CoreTransport::submit(const Command &cmd)
     if (read_path(cmd) == CSD_READ_NOW) {
         if (!port_.nvm_io) return backing_->forward(cmd);  // the drive behind answers Reads
         const InFlightGate::Scope counted(gate_);
-        uint64_t finish;
-        return nvm(cmd, &finish);
+        return nvm(cmd);
     }
     const InFlightGate::Scope counted(gate_);
     return dispatch(cmd, true).get();  // the drive behind answers what the core does not, on this thread
@@ -158,13 +157,12 @@ std::future<Completion> CoreBacking::forward_async(const Command &cmd) { return 
 // drive behind does in host mode, counted on the bus there) and nothing is moved.
 Completion CoreTransport::submit_mapped_read(const Command &cmd)
 {
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !namespace_host_pointer()) {
+    if (cmd.nsid != ns_.nsid || read_path(cmd) != CSD_READ_NOW || !backing_->mapping()) {
         return with_data_dropped(cmd, [this](const Command &c) { return submit(c); });  // no mapped Read: as it is
     }
     if (!port_.nvm_io) return backing_->forward_mapped_read(cmd);  // the drive behind answers Reads
     const InFlightGate::Scope counted(gate_);
-    uint64_t finish;
-    return nvm(cmd, &finish, false);
+    return nvm(cmd, nullptr, false);
 }
 
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
@@ -245,7 +243,8 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish, bool moved)
 {
     Cmd c{this, &cmd, !moved};
     const csd_cmd dw = core_cmd(cmd);
-    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    uint64_t none;  // the model is off: no finish
+    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish ? finish : &none), 0};
 }
 
 // The port: host memory is the command's buffer.
