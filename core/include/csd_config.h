@@ -46,7 +46,10 @@ struct csd_option {
     unsigned embeddings; /* CSD_OPTION_QEMU | CSD_OPTION_EMU */
 };
 
-/* The i-th option, NULL past the last. */
+/* The most rows the option table has (csd_config's given masks: one bit a row). */
+#define CSD_OPTIONS_MAX 64
+
+/* The i-th option, NULL past the last (i < CSD_OPTIONS_MAX). */
 const struct csd_option *csd_option_at(unsigned i);
 /* The type's name as help output writes it ("size", "bool"). */
 const char *csd_option_type_name(enum csd_option_type type);
@@ -85,6 +88,12 @@ int csd_config_set(struct csd_config *c, const char *name, const char *value, ch
  * "help" (nothing read); -1 with csd_config_set's message, or "option 'x' needs a value".
  */
 int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_t err_len);
+/*
+ * An embedding's options read from a list (csd_config_set_list) into *c, which
+ * csd_config_init fills first with no prefix, and finished (csd_config_finish): 0 (the
+ * caller clears *c); 1 for "help", -1 with a message in err, *c cleared either way.
+ */
+int csd_config_read_list(struct csd_config *c, unsigned embedding, const char *list, char *err, size_t err_len);
 /*
  * Checks the options together and settles the timing model and the compute units:
  * 0, or -1 with a message in err.

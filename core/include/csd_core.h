@@ -45,7 +45,8 @@ struct csd_cmd {
 struct csd_ctx {
     uint64_t lba_count;    /* LBAs in the namespace the command addresses */
     uint32_t lba_size;     /* bytes per LBA (a power of two) */
-    uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit */
+    uint64_t max_transfer; /* largest data transfer of one command (MDTS), 0: no limit; the
+                              core's copy of port->max_transfer (ns_info leaves it) */
     uint32_t zoned;        /* non-zero: a zoned namespace (ZNS), whose writes follow zone
                               rules (write pointer, zone states) the core does not keep */
     uint32_t metadata;     /* metadata bytes per LBA (protection information included), 0:
@@ -371,6 +372,21 @@ uint16_t csd_core_submit(csd_core *core, const struct csd_sqe *sqe, const struct
  */
 uint16_t csd_core_nvm_submit(csd_core *core, const struct csd_cmd *cmd, const struct csd_port *port, void *req,
                              uint64_t *finish_ns);
+
+/*
+ * How an embedding with port->nvm_io may answer command cmd on the thread that asks, with
+ * no request of its own (nothing for an Abort to find, nothing the model holds):
+ * CSD_READ_NOW: an NVM Read (02h) of an NVM namespace with the model off, which
+ * csd_core_nvm_submit answers as csd_core_submit would; CSD_READ_DEFERRED: such a Read under
+ * the model on the host's clock (exact mode off), whose modelled finish from
+ * csd_core_nvm_submit the caller may wait out itself (csd_core_model_hold counts it);
+ * CSD_READ_SUBMIT: any other command, and every Read on exact mode's virtual clock: through
+ * csd_core_submit.
+ */
+#define CSD_READ_SUBMIT 0
+#define CSD_READ_NOW 1
+#define CSD_READ_DEFERRED 2
+int csd_core_read_path(const csd_core *core, const struct csd_cmd *cmd, int admin);
 
 /* Turns the standard front end on with its memory namespace at mem_nsid and its compute
  * namespace at mem_nsid + 1 (0: off). Call before the first command. */

@@ -106,7 +106,7 @@ const Row kRows[] = {
 #undef MODEL_RATE
 #undef MODEL_NS
 constexpr unsigned kRowCount = sizeof(kRows) / sizeof(kRows[0]);
-static_assert(kRowCount <= 64, "csd_config's given and model_given masks hold 64 options");
+static_assert(kRowCount <= CSD_OPTIONS_MAX, "csd_config's given and model_given masks hold 64 options");
 
 const char kModelPrefix[] = "model.";
 
@@ -307,6 +307,15 @@ int csd_config_set_list(struct csd_config *c, const char *list, char *err, size_
         if (csd_config_set(c, name.c_str(), value.c_str(), err, err_len) != 0) return -1;
     }
     return 0;
+}
+
+int csd_config_read_list(struct csd_config *c, unsigned embedding, const char *list, char *err, size_t err_len)
+{
+    csd_config_init(c, "", embedding);
+    int read = csd_config_set_list(c, list, err, err_len);
+    if (read == 0 && csd_config_finish(c, err, err_len) != 0) read = -1;
+    if (read != 0) csd_config_clear(c);
+    return read;
 }
 
 int csd_config_finish(struct csd_config *c, char *err, size_t err_len)

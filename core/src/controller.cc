@@ -43,10 +43,13 @@ namespace csd::core {
 
 bool is_cs_csi(uint8_t csi) { return csi == NVME_CS_CSI_SLM || csi == NVME_CS_CSI_CP; }
 
-// What the core knows of an NVM namespace through the port (or none: Invalid Namespace).
+// What the core knows of an NVM namespace through the port (or none: Invalid Namespace),
+// with the port's transfer limit.
 bool ns_ctx(const csd_port *port, uint32_t nsid, csd_ctx *ctx)
 {
-    return port->ns_info && port->ns_info(port->opaque, nsid, ctx) == 0;
+    if (!port->ns_info || port->ns_info(port->opaque, nsid, ctx) != 0) return false;
+    ctx->max_transfer = port->max_transfer;
+    return true;
 }
 
 // Whether an NSID can name a namespace of this controller: 1..max_nsid (QEMU's
@@ -379,6 +382,13 @@ uint16_t csd_core_nvm_submit(csd_core *core, const csd_cmd *cmd, const csd_port 
     }
     if (!st && modelled) *finish_ns = csd_core_model_nvm(core, cmd, ctx.lba_size, arrived);  // refused: no media time
     return st;
+}
+
+int csd_core_read_path(const csd_core *core, const csd_cmd *cmd, int admin)
+{
+    if (admin || cmd->opcode != 0x02 || csd_core_cs_csi(core, cmd->nsid)) return CSD_READ_SUBMIT;
+    if (!csd_core_model_on(core)) return CSD_READ_NOW;
+    return csd_core_exact(core) ? CSD_READ_SUBMIT : CSD_READ_DEFERRED;
 }
 
 void csd_core_set_vendor(csd_core *core, int on) { core->vendor = on != 0; }

@@ -90,17 +90,21 @@ CoreTransport::~CoreTransport()
     csd_core_free(core_);
 }
 
+// The core's path for cmd (csd_core_read_path): a Read it answers at once needs no request.
+int CoreTransport::read_path(const Command &cmd) const
+{
+    const csd_cmd dw = core_cmd(cmd);
+    return csd_core_read_path(core_, &dw, cmd.admin);
+}
+
 Completion CoreTransport::submit(const Command &cmd)
 {
-    // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read of
-    // the namespace answered by the core at once, with no future made; everything else (a
-    // Memory Read of the memory namespace too), and every Read under a timing model, goes
-    // through dispatch().
-    if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !csd_core_model_on(core_)) {
+    // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read the
+    // core answers at once, with no future made; everything else goes through dispatch().
+    if (read_path(cmd) == CSD_READ_NOW) {
         if (!port_.nvm_io) return backing_->forward(cmd);  // the drive behind answers Reads
         const InFlightGate::Scope counted(gate_);
-        uint64_t finish;
-        return nvm(cmd, &finish);
+        return nvm(cmd);
     }
     const InFlightGate::Scope counted(gate_);
     return dispatch(cmd, true).get();  // the drive behind answers what the core does not, on this thread
@@ -111,23 +115,21 @@ Completion CoreTransport::submit(const Command &cmd)
 Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    if (!cmd.admin && cmd.opcode == 0x02 && cmd.nsid == ns_.nsid && !port_.nvm_io) {
-        return backing_->forward_deferred(cmd, finish_ns);  // the drive behind answers Reads
-    }
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !csd_core_model_on(core_) || csd_core_exact(core_)) {
-        return submit(cmd);  // a virtual clock's finish is no host time to wait for
-    }
+    const int path = read_path(cmd);
+    if (path != CSD_READ_SUBMIT && !port_.nvm_io) return backing_->forward_deferred(cmd, finish_ns);  // the drive's Reads
+    if (path != CSD_READ_DEFERRED) return submit(cmd);  // nothing held, or a virtual clock's finish
     const InFlightGate::Scope counted(gate_);
     const Completion r = nvm(cmd, finish_ns);
     csd_core_model_hold(core_, &port_, nullptr, *finish_ns);  // counts; the caller waits
     return r;
 }
 
-// The simulated peer-to-peer drive: the namespace's mapping (none under a timing model,
-// whose Reads must be commands).
+// The simulated peer-to-peer drive: the namespace's mapping, while the core answers a Read
+// at once (none under a timing model, whose Reads must be commands).
 const uint8_t *CoreTransport::namespace_host_pointer()
 {
-    return csd_core_model_on(core_) ? nullptr : backing_->mapping();
+    const Command read{0x02, false, ns_.nsid};
+    return read_path(read) == CSD_READ_NOW ? backing_->mapping() : nullptr;
 }
 
 namespace {
@@ -149,17 +151,18 @@ Completion CoreBacking::forward_mapped_read(const Command &cmd)
     return with_data_dropped(cmd, [this](const Command &c) { return forward(c); });
 }
 
+std::future<Completion> CoreBacking::forward_async(const Command &cmd) { return ready(forward(cmd)); }
+
 // A Read the caller copies from the mapping itself: the core checks it as any Read (the
 // drive behind does in host mode, counted on the bus there) and nothing is moved.
 Completion CoreTransport::submit_mapped_read(const Command &cmd)
 {
-    if (cmd.admin || cmd.opcode != 0x02 || cmd.nsid != ns_.nsid || !namespace_host_pointer()) {
+    if (cmd.nsid != ns_.nsid || read_path(cmd) != CSD_READ_NOW || !backing_->mapping()) {
         return with_data_dropped(cmd, [this](const Command &c) { return submit(c); });  // no mapped Read: as it is
     }
     if (!port_.nvm_io) return backing_->forward_mapped_read(cmd);  // the drive behind answers Reads
     const InFlightGate::Scope counted(gate_);
-    uint64_t finish;
-    return nvm(cmd, &finish, false);
+    return nvm(cmd, nullptr, false);
 }
 
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
@@ -240,7 +243,8 @@ Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish, bool moved)
 {
     Cmd c{this, &cmd, !moved};
     const csd_cmd dw = core_cmd(cmd);
-    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish), 0};
+    uint64_t none;  // the model is off: no finish
+    return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish ? finish : &none), 0};
 }
 
 // The port: host memory is the command's buffer.
@@ -260,14 +264,14 @@ uint16_t CoreTransport::to_host(void *req, const void *buf, uint64_t len)
     return 0;
 }
 
-// What the core knows of the namespace and this device's transfer limit: its metadata (a
-// plain drive's format in host mode; the in-process device's file has none), so that the
-// core refuses to move its blocks without their protection information.
+// What the core knows of the namespace: its metadata too (a plain drive's format in host
+// mode; the in-process device's file has none), so that the core refuses to move its blocks
+// without their protection information.
 int CoreTransport::ns_info(void *self, uint32_t nsid, csd_ctx *ctx)
 {
     const auto *t = static_cast<const CoreTransport *>(self);
     if (nsid != t->ns_.nsid) return -1;
-    *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, t->backing_->max_transfer(), 0, t->ns_.metadata};
+    *ctx = csd_ctx{t->ns_.lba_count, t->ns_.lba_size, 0, 0, t->ns_.metadata};  // max_transfer: the port's
     return 0;
 }
 
@@ -308,13 +312,13 @@ int CoreTransport::exclusive(void *req, uint32_t, uint64_t off, uint64_t len, in
     return static_cast<Cmd *>(req)->t->backing_->exclusive(off, len, on != 0);
 }
 
-// The port's NVM I/O (the core checked the command): the backing's.
+// The port's NVM I/O (the core checked the command): the backing's, into the command's buffer.
 uint16_t CoreTransport::port_nvm_io(void *req, uint32_t, int write, uint64_t off, uint64_t len)
 {
     const Cmd *r = static_cast<Cmd *>(req);
     if (r->cmd->data_len < len) return kInvalidField;
     if (r->mapped) return CSD_STATUS_SUCCESS;  // its bytes are copied from the mapping by the caller
-    return r->t->backing_->nvm_io(*r->cmd, write != 0, off, len);
+    return r->t->backing_->io(write != 0, off, static_cast<uint8_t *>(r->cmd->data), len);
 }
 
 }  // namespace csd

@@ -36,18 +36,18 @@ public:
     virtual uint32_t max_transfer() const = 0;
     // The backing file, or "" where there is none.
     virtual std::string file() const { return {}; }
-    // len bytes at byte pos of the namespace from (write) or into buf; an NVMe status.
+    // len bytes at byte pos of the namespace from (write) or into buf (the port's ns_io, and
+    // its nvm_io where the core is the whole controller: a Flush is a write of 0 bytes); an
+    // NVMe status.
     virtual uint16_t io(bool write, uint64_t pos, uint8_t *buf, uint64_t len) = 0;
     // Whether the core is the whole controller (it answers NVM Read / Write / Flush over
     // nvm_io, and Identify); else those go to forward().
     virtual bool whole_controller() const = 0;
-    // The port's nvm_io (whole controller only): len bytes between byte off of the
-    // namespace and cmd's buffer; a Flush is a write of 0 bytes. An NVMe status.
-    virtual uint16_t nvm_io(const Command &, bool, uint64_t, uint64_t) { return CSD_STATUS_INTERNAL_ERROR; }
-    // A command the core does not answer (CSD_CORE_NOT_MINE), sent to the drive behind.
-    virtual Completion forward(const Command &cmd) = 0;
+    // A command the core does not answer (CSD_CORE_NOT_MINE), sent to the drive behind
+    // (none behind a whole controller: Invalid Opcode).
+    virtual Completion forward(const Command &) { return {CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR, 0}; }
     // The same, its completion in a future.
-    virtual std::future<Completion> forward_async(const Command &cmd) = 0;
+    virtual std::future<Completion> forward_async(const Command &cmd);
     // The same as InProcess::submit_deferred of the drive behind (its modelled finish).
     virtual Completion forward_deferred(const Command &cmd, uint64_t *finish_ns)
     {
@@ -101,9 +101,11 @@ private:
     // on this thread, not through the drive's asynchronous path).
     std::future<Completion> dispatch(const Command &cmd, bool sync);
     void unlist(Req *req);
-    // An NVM command through the core (csd_core_nvm_submit); moved: false for a mapped Read
-    // (the port's nvm_io checks it and moves nothing).
-    Completion nvm(const Command &cmd, uint64_t *finish, bool moved = true);
+    int read_path(const Command &cmd) const;
+    // An NVM command through the core (csd_core_nvm_submit), its modelled finish in *finish
+    // (nullptr: the model is off); moved: false for a mapped Read (the port's nvm_io checks
+    // it and moves nothing).
+    Completion nvm(const Command &cmd, uint64_t *finish = nullptr, bool moved = true);
     static uint16_t from_host(void *req, void *buf, uint64_t len);
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);

@@ -113,15 +113,13 @@ private:
 std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive, uint64_t slm_size, uint32_t units,
                                                std::function<void(const Command &)> on_bus)
 {
-    struct Config : csd_config {
-        Config() { csd_config_init(this, "", CSD_OPTION_EMU); }
-        ~Config() { csd_config_clear(this); }
-    } cfg;
+    csd_config cfg;
     char why[512];
     const std::string options = "slm-size=" + std::to_string(slm_size) + "&compute-units=" + std::to_string(units);
-    if (csd_config_set_list(&cfg, options.c_str(), why, sizeof why) != 0 || csd_config_finish(&cfg, why, sizeof why) != 0) {
+    if (csd_config_read_list(&cfg, CSD_OPTION_EMU, options.c_str(), why, sizeof why) != 0) {
         throw Error(std::string("host mode: ") + why, EINVAL);
     }
+    const std::unique_ptr<csd_config, void (*)(csd_config *)> cleared(&cfg, csd_config_clear);
     csd_core *core = csd_core_open(&cfg, kCoreMaxNsid, nullptr, nullptr, why, sizeof why);  // nvme-cs off
     if (!core) {
         throw Error("host mode: SLM of " + std::to_string(slm_size) + " bytes of host memory: " + why, ENOMEM);

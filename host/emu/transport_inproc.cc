@@ -37,16 +37,6 @@ namespace {
 
 constexpr uint16_t kInternal = CSD_STATUS_INTERNAL_ERROR;
 constexpr uint32_t kMaxTransfer = 8 << 20;  // per command; no kernel limits this device
-constexpr uint16_t kInvalidOpcode = CSD_STATUS_INVALID_OPCODE | CSD_STATUS_DNR;
-
-// The emu: options, one line each (the core's option table, as QEMU's -device nvme,help).
-std::string options_help()
-{
-    char *text = csd_options_help(CSD_OPTION_EMU, "");
-    std::string s = text ? text : "";
-    std::free(text);
-    return s;
-}
 
 // The namespace in a backing file: the core is the whole controller over it.
 class FileBacking : public CoreBacking {
@@ -81,18 +71,18 @@ public:
     std::string file() const override { return path_; }
     bool whole_controller() const override { return true; }
     const uint8_t *mapping() override { return map_->data(); }
-    // The core answers every command: nothing is left for a drive behind.
-    Completion forward(const Command &) override { return {kInvalidOpcode, 0}; }
-    std::future<Completion> forward_async(const Command &) override
-    {
-        std::promise<Completion> p;
-        p.set_value({kInvalidOpcode, 0});
-        return p.get_future();
-    }
 
-    // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if short.
+    // len bytes at byte pos of the backing file from (write) or into buf; Internal Error if
+    // short. A small Read copies from the mapped namespace, with no system call (a large one
+    // stays pread(), which costs the same copy and maps no pages into this process). A write
+    // of 0 bytes (an NVM Flush) is fdatasync().
     uint16_t io(bool write, uint64_t pos, uint8_t *buf, uint64_t len) override
     {
+        if (write && !len) return fdatasync(fd_) == 0 ? 0 : kInternal;
+        if (!write && len <= kMappedReadMax && map_->data()) {
+            std::memcpy(buf, map_->data() + pos, len);
+            return 0;
+        }
         uint64_t done = 0;
         while (done < len) {
             const ssize_t n = write ? pwrite(fd_, buf + done, len - done, static_cast<off_t>(pos + done))
@@ -101,21 +91,6 @@ public:
             done += static_cast<uint64_t>(n);
         }
         return 0;
-    }
-
-    // The command's buffer from or into the backing file; a small Read copies from the
-    // mapped namespace, with no system call (a large one stays pread(), which costs the
-    // same copy and maps no pages into this process). A Flush is fdatasync().
-    uint16_t nvm_io(const Command &cmd, bool write, uint64_t off, uint64_t len) override
-    {
-        if (write && !len) return fdatasync(fd_) == 0 ? 0 : kInternal;
-        if (!write && len <= kMappedReadMax && map_->data()) {
-            std::memcpy(cmd.data, map_->data() + off, len);
-            return 0;
-        }
-        const ssize_t n = write ? pwrite(fd_, cmd.data, len, static_cast<off_t>(off))
-                                : pread(fd_, cmd.data, len, static_cast<off_t>(off));
-        return n == static_cast<ssize_t>(len) ? 0 : kInternal;
     }
 
     // Compare and Write's range against every other device on the backing file (of this
@@ -177,14 +152,16 @@ std::unique_ptr<Transport> make_inproc_transport(const std::string &spec, bool r
     const std::string path = spec.substr(0, q);
     // The core's option table reads and checks every option (csd_config.h): the names,
     // values and messages of QEMU's csd.<name> properties, with "emu: " before them.
-    struct Config : csd_config {
-        Config() { csd_config_init(this, "", CSD_OPTION_EMU); }
-        ~Config() { csd_config_clear(this); }
-    } cfg;
+    csd_config cfg;
     char why[512];
-    const int read = csd_config_set_list(&cfg, q == std::string::npos ? "" : spec.c_str() + q + 1, why, sizeof why);
-    if (read > 0) throw Error("emu: the in-process device's options:\n" + options_help(), EINVAL);
-    if (read < 0 || csd_config_finish(&cfg, why, sizeof why) != 0) throw Error(std::string("emu: ") + why, EINVAL);
+    const int read = csd_config_read_list(&cfg, CSD_OPTION_EMU, q == std::string::npos ? "" : spec.c_str() + q + 1,
+                                          why, sizeof why);
+    if (read > 0) {  // help: the emu: options, one line each (as QEMU's -device nvme,help)
+        const std::unique_ptr<char, void (*)(void *)> help(csd_options_help(CSD_OPTION_EMU, ""), std::free);
+        throw Error(std::string("emu: the in-process device's options:\n") + (help ? help.get() : ""), EINVAL);
+    }
+    if (read < 0) throw Error(std::string("emu: ") + why, EINVAL);
+    const std::unique_ptr<csd_config, void (*)(csd_config *)> cleared(&cfg, csd_config_clear);
     if (path.empty()) throw Error("emu: no backing file given (emu:<file>)", EINVAL);
     auto backing = std::make_unique<FileBacking>(path, static_cast<uint32_t>(cfg.lba_size), cfg.backing_size,
                                                   read_only);

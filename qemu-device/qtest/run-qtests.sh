@@ -112,6 +112,17 @@ result $? "an nvme-ns beside the csd.nvme-cs namespaces moved past it starts" "$
 out=$(cs_subsys "" "")
 result $? "an nvme-ns without nsid skips the csd.nvme-cs NSIDs" "$out"
 
+# The csd.<name> properties through QOM: the text given, the table's default where none was
+# given, and no change once the device is realized.
+out=$(printf '%s\n' 'qom-get /machine/peripheral/c0 csd.slm-size' 'qom-get /machine/peripheral/c0 csd.vendor' \
+        'qom-set /machine/peripheral/c0 csd.slm-size 32M' quit |
+      timeout 20 "$qemu" -M pc -nodefaults -display none -S -monitor stdio \
+        -drive if=none,id=d,file=null-co://,format=raw -device nvme,id=c0,serial=x,drive=d,csd=on,csd.slm-size=16M 2>&1 |
+      tr -d '\r' | grep -v '^(qemu)')
+grep -qx '"16M"' <<<"$out" && grep -qx '"on"' <<<"$out" &&
+    grep -q "Attempt to set property 'csd.slm-size' on device 'c0' (type 'nvme') after it was realized" <<<"$out"
+result $? "options: qom-get reads a csd.<name> given or its default, qom-set after realize is refused" "$out"
+
 # One option table (core/src/config.cc): QEMU's csd.<name> properties and the
 # in-process device's emu: options are the core's rows, name for name, and a bad value is
 # refused by both with the core's one message (QEMU's after "csd.", the emu: one's after

@@ -94,6 +94,26 @@ TEST(Config, AListOfOptions)
     EXPECT_STREQ(err, "compute-units: 0 .. 256, not '300'");
 }
 
+// An embedding's list read and finished in one call: filled and settled on success, cleared
+// with help or an error (a value's, or the options' together).
+TEST(Config, AListReadAndFinished)
+{
+    csd_config c;
+    char err[512] = "";
+    ASSERT_EQ(csd_config_read_list(&c, CSD_OPTION_EMU, "slm=16M&model=gen3x4-4core", err, sizeof err), 0) << err;
+    EXPECT_EQ(c.slm_size, 16u << 20);
+    EXPECT_EQ(c.compute_units, 4u) << "finished: the model's compute units settled";
+    EXPECT_TRUE(csd_model_enabled(&c.model));
+    csd_config_clear(&c);
+    EXPECT_EQ(csd_config_read_list(&c, CSD_OPTION_EMU, "cu=2&help", err, sizeof err), 1);
+    EXPECT_EQ(c.model_preset, nullptr) << "cleared";
+    EXPECT_EQ(csd_config_read_list(&c, CSD_OPTION_EMU, "model=gen3x4-4core&cu=2", err, sizeof err), -1);
+    EXPECT_NE(std::string(err).find("compute-units=2 but the timing model has 4"), std::string::npos) << err;
+    EXPECT_EQ(c.model_preset, nullptr) << "cleared";
+    EXPECT_EQ(csd_config_read_list(&c, CSD_OPTION_EMU, "nvme-cs.mem-nsid=5", err, sizeof err), -1);
+    EXPECT_STREQ(err, "nvme-cs.mem-nsid: not an option of this device (only of QEMU's)");
+}
+
 // A bad value: one message, naming the option with the embedding's prefix, its range and
 // the value; the same text for QEMU ("csd.") and the in-process device (no prefix).
 TEST(Config, BadValuesNameTheOption)

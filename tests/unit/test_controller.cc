@@ -60,6 +60,18 @@ protected:
     }
 };
 
+// MDTS is the port's alone: an NVM namespace's context carries port->max_transfer whatever
+// ns_info leaves in it (QEMU's changes with CC.MPS; ns_info here says 8 MiB).
+TEST_F(Controller, TheTransferLimitIsThePorts)
+{
+    HostBuffer in{std::vector<uint8_t>(8192, 0x5A)};
+    port.max_transfer = 4096;
+    EXPECT_EQ(submit(in, CSD_OPC_SLM_WRITE, 1, 0, 0, 8192), CSD_STATUS_INVALID_FIELD | CSD_STATUS_DNR);
+    EXPECT_EQ(submit(in, CSD_OPC_SLM_WRITE, 1, 0, 0, 4096), 0);
+    port.max_transfer = 0;  // no limit
+    EXPECT_EQ(submit(in, CSD_OPC_SLM_WRITE, 1, 0, 0, 8192), 0);
+}
+
 TEST_F(Controller, SlmWriteAndReadAnsweredAndCountedOnce)
 {
     HostBuffer in{std::vector<uint8_t>(4096, 0x5A)}, out{std::vector<uint8_t>(4096)};

@@ -65,6 +65,28 @@ TEST(ModelOff, ByDefaultNothingIsModelled)
     csd_core_free(core);
 }
 
+// Which NVM Reads an embedding may answer on the asking thread: with the model off, every NVM
+// Read of an NVM namespace; under the model on the host's clock, the same with its finish
+// deferred; on exact mode's virtual clock none; never an admin command, another opcode or a
+// Read of the standard front end's namespaces.
+TEST(ReadPath, TheCoreSaysWhichReadsNeedNoRequest)
+{
+    csd_core *core = csd_core_new(1 << 20, 1);
+    csd_core_cs_attach(core, 2);
+    const csd_cmd read{0x02, 1, 0, 0, 7}, write{0x01, 1}, cs_read{0x02, 2};
+    EXPECT_EQ(csd_core_read_path(core, &read, 0), CSD_READ_NOW);
+    EXPECT_EQ(csd_core_read_path(core, &read, 1), CSD_READ_SUBMIT) << "Get Log Page is 02h too";
+    EXPECT_EQ(csd_core_read_path(core, &write, 0), CSD_READ_SUBMIT);
+    EXPECT_EQ(csd_core_read_path(core, &cs_read, 0), CSD_READ_SUBMIT) << "the memory namespace's";
+    csd_model_params p{};
+    ASSERT_EQ(csd_model_preset("gen4x4-8core", &p), 0);
+    csd_core_set_model(core, &p);
+    EXPECT_EQ(csd_core_read_path(core, &read, 0), CSD_READ_DEFERRED);
+    csd_core_set_exact(core, 1);
+    EXPECT_EQ(csd_core_read_path(core, &read, 0), CSD_READ_SUBMIT) << "a virtual clock's finish";
+    csd_core_free(core);
+}
+
 TEST_F(Model, ReadIsMediaThenLinkThenLatency)
 {
     // 1 MiB: 50 us media latency, 1048576 / 2 ns out of the media, / 4 ns over the link, 1 us.
