@@ -21,6 +21,7 @@ SlmAllocator::SlmAllocator(uint64_t size) : freed_(std::make_unique<std::conditi
     fork_hold_add(this, ForkLevel::allocator, [this] { mu_.lock(); }, [this](bool child) {
         if (child) {  // the parent's streamed runs and waiters are threads the child does not have
             streams_ = 0;
+            queued_ = 0;
             (void)freed_.release();  // never destroyed: it may count the parent's waiters
             freed_ = std::make_unique<std::condition_variable>();
         }
@@ -137,12 +138,26 @@ uint64_t SlmAllocator::largest_free() const
     return m;
 }
 
-uint64_t SlmAllocator::stream_begin()
+uint64_t SlmAllocator::stream_begin(bool queued)
 {
-    std::lock_guard<std::mutex> g(mu_);
+    std::unique_lock<std::mutex> g(mu_);
+    if (!queued) freed_->wait(g, [&] { return queued_ == 0; });
     streams_++;
     t_streaming = this;
     return releases_;
+}
+
+void SlmAllocator::join_stream_queue()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    queued_++;
+}
+
+void SlmAllocator::leave_stream_queue()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    if (queued_) queued_--;
+    freed_->notify_all();
 }
 
 void SlmAllocator::stream_end()

@@ -18,6 +18,7 @@ struct StreamTurn {
     bool refused = false;        // refused for want of SLM (short_of_slm), not for its input
     bool started = false;        // a piece ran (progress was told): it is not planned again
     uint64_t need = 0;           // refused: the SLM in one range it needs at least (0: unknown)
+    SlmAllocator *queued = nullptr;  // queued for SLM there (SlmAllocator::join_stream_queue) until its first piece
 };
 
 // Whether this thread is in a streamed call of the store (its progress callback included).

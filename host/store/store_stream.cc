@@ -66,34 +66,52 @@ thread_local StreamTurn *t_turn = nullptr;  // the streamed call this thread is 
 // thread) while SLM it would have used was held by other streamed runs of this process, it
 // waits for that run to free some and plans again, so concurrent calls with no budget take
 // turns instead of failing; a call nested in another's (a progress callback's) does not wait.
+// Refused again and again while calls started later take what is freed (a call whose
+// smallest piece is large, beside calls of small pieces in loops), a refused call queues: calls
+// started after it wait until it has run its first piece or given up.
 template <class R, class Fn>
 R streamed(SlmAllocator &slm, Fn &&fn)
 {
     if (t_turn) return fn();
+    struct Queued {  // leaves the queue on every way out, unless the first piece left it
+        SlmAllocator &slm;
+        SlmAllocator *at = nullptr;
+        ~Queued()
+        {
+            if (at) at->leave_stream_queue();
+        }
+    } queued{slm};
     for (;;) {
         StreamTurn turn;
-        const uint64_t releases = slm.stream_begin();
+        const uint64_t releases = slm.stream_begin(queued.at != nullptr);
+        turn.queued = queued.at;
         t_turn = &turn;
         try {
             if constexpr (std::is_void_v<R>) {
                 fn();
                 t_turn = nullptr;
+                if (!turn.queued) queued.at = nullptr;  // served (its first piece left the queue)
                 slm.stream_end();
                 return;
             } else {
                 R r = fn();
                 t_turn = nullptr;
+                if (!turn.queued) queued.at = nullptr;
                 slm.stream_end();
                 return r;
             }
         } catch (const Error &e) {
             t_turn = nullptr;
+            if (!turn.queued) queued.at = nullptr;
             slm.stream_end();
             // refused what it planned with because others held SLM, or lost an allocation to them
             const bool for_others = turn.refused ? turn.cut_by_others : e.errnum() == ENOMEM;
-            if (!for_others || turn.started || !slm.wait_for_release(releases, turn.refused ? turn.need : 0)) throw;
+            if (!for_others || turn.started) throw;
+            if (!queued.at) slm.join_stream_queue(), queued.at = &slm;
+            if (!slm.wait_for_release(releases, turn.refused ? turn.need : 0)) throw;
         } catch (...) {
             t_turn = nullptr;
+            if (!turn.queued) queued.at = nullptr;
             slm.stream_end();
             throw;
         }
@@ -179,7 +197,10 @@ public:
             return std::async(std::launch::async, [this, slba, nlb, at] { d_.slm_load(slba, nlb, at); });
         };
         const bool overlap = pieces.size() > 1 && n_ > 1;
-        if (t_turn) t_turn->started = true;
+        if (t_turn) {
+            t_turn->started = true;
+            if (t_turn->queued) t_turn->queued->leave_stream_queue(), t_turn->queued = nullptr;  // served
+        }
         if (!pieces.empty() && overlap) next = load(0, true);
         for (size_t k = 0; k < pieces.size(); k++) {
             try {

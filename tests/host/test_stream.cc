@@ -1000,6 +1000,51 @@ TEST_F(Stream, AChildForkedDuringAStreamedRunDoesNotWaitForIt)
     expect_clean();
 }
 
+TEST(StreamTurns, ARefusedCallIsNotStarvedByCallsStartedAfterIt)
+{
+    // An XXH64 checksum needs its object in SLM whole (700 KiB of 1 MiB); four threads loop
+    // CRC-32C checksums with 256 KiB budgets. Refused while they hold SLM, the checksum queues:
+    // their next calls wait until it has run. Before the queue each range freed went to a
+    // looping call started later, and it ran only once the loops stopped (20,003 loop runs).
+    if (std::getenv("CSD_TEST_DEVICE")) GTEST_SKIP() << "needs an emu: drive with 1 MiB of SLM";
+    std::string path = g_path.substr(0, g_path.find('?')) + "-turns" + g_path.substr(g_path.find('?'));
+    path.replace(path.find("slm=8M"), 6, "slm=1M");  // the suite's drive (its front end) with 1 MiB of SLM
+    auto dev = Device::open(path);
+    ObjectStore::format(*dev, true);
+    ObjectStore st(*dev);
+    const std::vector<uint8_t> x = random_bytes(1 << 20, 11), w = random_bytes(700 << 10, 12);
+    st.put("x", x.data(), x.size());
+    st.put("w", w.data(), w.size());
+    std::atomic<bool> done{false};
+    std::atomic<long> runs{0};
+    std::vector<std::thread> loops;
+    for (int t = 0; t < 4; t++) {
+        loops.emplace_back([&] {
+            StreamOptions o;
+            o.slm_budget = 256 << 10;
+            while (!done && runs < 5000) {
+                st.checksum("x", ChecksumAlgo::crc32c, o);
+                runs++;
+            }
+        });
+    }
+    while (runs < 4) std::this_thread::yield();
+    const long before = runs;
+    std::string error;
+    try {
+        st.checksum("w", ChecksumAlgo::xxh64);
+    } catch (const std::exception &e) {
+        error = e.what();
+    }
+    const long after = runs;
+    done = true;
+    for (auto &t : loops) t.join();
+    EXPECT_EQ(error, "");
+    EXPECT_LT(after - before, 200) << "loop runs while the XXH64 checksum waited";
+    EXPECT_EQ(dev->slm().largest_free(), dev->slm().size());
+    unlink(path.substr(4, path.find('?') - 4).c_str());
+}
+
 TEST_F(Stream, TooSmallABudgetSaysSo)
 {
     const std::vector<uint8_t> v = random_bytes(1 << 20, 5);

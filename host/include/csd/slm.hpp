@@ -58,7 +58,13 @@ public:
     // Streamed runs (ObjectStore's programs over objects of any size) say while they hold
     // SLM, so that one finding too little free waits for another to end instead of failing.
     // Counts a streamed run in; returns the count of releases so far (for wait_for_release).
-    uint64_t stream_begin();
+    // A new run (queued false) first waits while runs refused SLM are queued for it
+    // (join_stream_queue), so that runs started later cannot take every range freed for them.
+    uint64_t stream_begin(bool queued = false);
+    // A run refused SLM queues for it (before wait_for_release) until it runs its first piece
+    // or gives up: leave_stream_queue.
+    void join_stream_queue();
+    void leave_stream_queue();
     // Counts a streamed run out.
     void stream_end();
     // Waits until a range is released after `releases` (stream_begin's answer) while another
@@ -82,6 +88,7 @@ private:
     std::map<uint64_t, uint64_t> streams_hold_;  // offset -> length: allocated by streamed runs' threads
     uint64_t releases_ = 0;              // ranges released so far
     unsigned streams_ = 0;               // streamed runs counted in (this process)
+    unsigned queued_ = 0;                // runs refused SLM, queued for it
     uint64_t stops_ = 0;                 // stop_waits calls so far
     // Signalled on each release and stream_end. A pointer: a child of fork() gets a new one
     // (waiters of the parent's threads, which the child does not have, would stall it).
