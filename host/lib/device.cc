@@ -185,12 +185,13 @@ const uint8_t *Device::namespace_host_pointer()
     return in ? in->namespace_host_pointer() : nullptr;
 }
 
-// One command to the drive, counted on the bus (host mode counts what it sends the drive).
-Completion Device::send(const Command &cmd)
+// One command to the drive, counted on the bus (host mode counts what it sends the drive);
+// `mapped`: a Read the drive runs moving no bytes (InProcess::submit_mapped_read).
+Completion Device::send(const Command &cmd, InProcess *mapped)
 {
     if (read_only_) refuse_if_writes(cmd, ns().nsid);  // host mode's SLM Store too
     if (counts_sends_) count(cmd);
-    return transport_->submit(cmd);
+    return mapped ? mapped->submit_mapped_read(cmd) : transport_->submit(cmd);
 }
 
 void Device::count(const Command &cmd)
@@ -205,9 +206,9 @@ BusCounters Device::bus() const
     return {commands_.load(), to_device_.load(), from_device_.load()};
 }
 
-Completion Device::run(Command cmd, const char *what)
+Completion Device::run(Command cmd, const char *what, InProcess *mapped)
 {
-    const Completion r = send(cmd);
+    const Completion r = send(cmd, mapped);
     if (r.status != 0) {
         throw Error(what, r.status, r.dw0(), r.dw1());
     }
@@ -515,7 +516,9 @@ void Device::slm_store(uint64_t slba, uint64_t nlb, uint64_t slm_offset)
     slm_lbas(CSD_OPC_SLM_STORE, slba, nlb, slm_offset, "SLM Store");
 }
 
-void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what)
+// Read or Write of LBAs in commands of at most the largest transfer; `mapped` (p null): Reads
+// that move no bytes, their caller copying them from the mapped namespace.
+void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what, InProcess *mapped)
 {
     const NamespaceInfo info = ns();
     const uint32_t lba = info.lba_size;
@@ -529,10 +532,10 @@ void Device::rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, co
         if (prinfo && info.pi_type != 3) c.cdw14 = static_cast<uint32_t>(slba);  // ILBRT: type 1/2 reference tag
         c.data = p;
         c.data_len = static_cast<uint32_t>(n * lba);
-        run(c, what);
+        run(c, what, mapped);
         slba += n;
         nlb -= n;
-        p += n * lba;
+        if (p) p += n * lba;
     }
 }
 
@@ -547,20 +550,7 @@ void Device::read_lbas_mapped(uint64_t slba, uint64_t nlb)
     if (!in || !in->namespace_host_pointer()) {
         throw Error("mapped Read: the namespace is not mapped into this process", ENOTSUP);
     }
-    const NamespaceInfo info = ns();
-    const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(transport_->max_transfer() / info.lba_size, kMaxNlb));
-    for (; nlb > 0;) {
-        const uint64_t n = std::min(nlb, per);
-        Command c = io(kNvmRead, info.nsid);
-        set_lo_hi(c.cdw10, c.cdw11, slba);
-        c.cdw12 = static_cast<uint32_t>(n - 1);
-        c.data_len = static_cast<uint32_t>(n * info.lba_size);  // no buffer: the caller copies from the mapping
-        if (counts_sends_) count(c);
-        const Completion r = in->submit_mapped_read(c);
-        if (r.status != 0) throw Error("Read", r.status, r.dw0(), r.dw1());
-        slba += n;
-        nlb -= n;
-    }
+    rw_lbas(kNvmRead, slba, nlb, nullptr, "Read", in);
 }
 
 void Device::write_lbas(uint64_t slba, uint64_t nlb, const void *data)

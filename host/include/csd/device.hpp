@@ -19,6 +19,8 @@
 
 namespace csd {
 
+class InProcess;
+
 // One program of the capabilities log.
 struct ProgramInfo {
     uint16_t id = 0;
@@ -203,14 +205,15 @@ public:
     void program_unload(uint16_t slot);
 
 private:
-    Completion send(const Command &cmd);
+    Completion send(const Command &cmd, InProcess *mapped = nullptr);
     std::vector<uint8_t> get_log(uint8_t lid, uint32_t size, const char *what);
     void read_standard_capabilities();
     uint64_t probe_slm_size();
-    Completion run(Command cmd, const char *what);
+    Completion run(Command cmd, const char *what, InProcess *mapped = nullptr);
     void forget_execute(const Command &c);
     void count(const Command &cmd);
-    void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what);
+    void rw_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint8_t *p, const char *what,
+                 InProcess *mapped = nullptr);
     void slm_lbas(uint8_t opcode, uint64_t slba, uint64_t nlb, uint64_t slm_offset, const char *what);
     void slm_cmd(uint8_t opcode, uint64_t offset, void *data, uint64_t n);
     void read_capabilities();
