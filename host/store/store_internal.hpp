@@ -11,6 +11,17 @@ namespace csd {
 // Throws EROFS for what (a write of the store) where the device was opened read-only.
 void refuse_read_only(const Device &dev, const std::string &what);
 
+// The queue for SLM a refused streamed call joined (SlmAllocator::join_stream_queue): left when
+// its first piece runs or on its way out, whichever comes first.
+struct StreamQueue {
+    SlmAllocator *at = nullptr;  // the allocator it queues at; null: not queued
+    void leave()
+    {
+        if (at) at->leave_stream_queue(), at = nullptr;
+    }
+    ~StreamQueue() { leave(); }
+};
+
 // The streamed call a thread is in (store_stream.cc's streamed()): why a refusal may be worth
 // trying again once other streamed runs of the process free SLM.
 struct StreamTurn {
@@ -18,7 +29,7 @@ struct StreamTurn {
     bool refused = false;        // refused for want of SLM (short_of_slm), not for its input
     bool started = false;        // a piece ran (progress was told): it is not planned again
     uint64_t need = 0;           // refused: the SLM in one range it needs at least (0: unknown)
-    SlmAllocator *queued = nullptr;  // queued for SLM there (SlmAllocator::join_stream_queue) until its first piece
+    StreamQueue *queue = nullptr;  // the call's place in the queue for SLM, left by its first piece
 };
 
 // Whether this thread is in a streamed call of the store (its progress callback included).

@@ -29,7 +29,6 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <type_traits>
 
 #include "csd/error.hpp"
 #include "csd/npy.hpp"
@@ -73,47 +72,30 @@ template <class R, class Fn>
 R streamed(SlmAllocator &slm, Fn &&fn)
 {
     if (t_turn) return fn();
-    struct Queued {  // leaves the queue on every way out, unless the first piece left it
+    // While an attempt runs: this thread's turn, counted in at the allocator.
+    struct InTurn {
         SlmAllocator &slm;
-        SlmAllocator *at = nullptr;
-        ~Queued()
+        InTurn(SlmAllocator &s, StreamTurn &turn) : slm(s) { t_turn = &turn; }
+        ~InTurn()
         {
-            if (at) at->leave_stream_queue();
+            t_turn = nullptr;
+            slm.stream_end();
         }
-    } queued{slm};
+    };
+    StreamQueue queue;
     for (;;) {
         StreamTurn turn;
-        const uint64_t releases = slm.stream_begin(queued.at != nullptr);
-        turn.queued = queued.at;
-        t_turn = &turn;
+        turn.queue = &queue;
+        const uint64_t releases = slm.stream_begin(queue.at != nullptr);
         try {
-            if constexpr (std::is_void_v<R>) {
-                fn();
-                t_turn = nullptr;
-                if (!turn.queued) queued.at = nullptr;  // served (its first piece left the queue)
-                slm.stream_end();
-                return;
-            } else {
-                R r = fn();
-                t_turn = nullptr;
-                if (!turn.queued) queued.at = nullptr;
-                slm.stream_end();
-                return r;
-            }
-        } catch (const Error &e) {
-            t_turn = nullptr;
-            if (!turn.queued) queued.at = nullptr;
-            slm.stream_end();
+            const InTurn in(slm, turn);
+            return fn();
+        } catch (const Error &e) {  // counted out already (InTurn), as wait_for_release needs
             // refused what it planned with because others held SLM, or lost an allocation to them
             const bool for_others = turn.refused ? turn.cut_by_others : e.errnum() == ENOMEM;
             if (!for_others || turn.started) throw;
-            if (!queued.at) slm.join_stream_queue(), queued.at = &slm;
+            if (!queue.at) slm.join_stream_queue(), queue.at = &slm;
             if (!slm.wait_for_release(releases, turn.refused ? turn.need : 0)) throw;
-        } catch (...) {
-            t_turn = nullptr;
-            if (!turn.queued) queued.at = nullptr;
-            slm.stream_end();
-            throw;
         }
     }
 }
@@ -199,7 +181,7 @@ public:
         const bool overlap = pieces.size() > 1 && n_ > 1;
         if (t_turn) {
             t_turn->started = true;
-            if (t_turn->queued) t_turn->queued->leave_stream_queue(), t_turn->queued = nullptr;  // served
+            if (t_turn->queue) t_turn->queue->leave();  // served
         }
         if (!pieces.empty() && overlap) next = load(0, true);
         for (size_t k = 0; k < pieces.size(); k++) {
