@@ -90,21 +90,23 @@ CoreTransport::~CoreTransport()
     csd_core_free(core_);
 }
 
-// The core's path for cmd (csd_core_read_path): a Read it answers at once needs no request.
-int CoreTransport::read_path(const Command &cmd) const
+// The core's path for cmd (csd_core_read_path), with *dw the command as the core reads it: a
+// Read it answers at once needs no request.
+int CoreTransport::read_path(const Command &cmd, csd_cmd *dw) const
 {
-    const csd_cmd dw = core_cmd(cmd);
-    return csd_core_read_path(core_, &dw, cmd.admin);
+    *dw = core_cmd(cmd);
+    return csd_core_read_path(core_, dw, cmd.admin);
 }
 
 Completion CoreTransport::submit(const Command &cmd)
 {
     // The hot path of small random reads (GPU-initiated, or host threads): an NVM Read the
     // core answers at once, with no future made; everything else goes through dispatch().
-    if (read_path(cmd) == CSD_READ_NOW) {
+    csd_cmd dw;
+    if (read_path(cmd, &dw) == CSD_READ_NOW) {
         if (!port_.nvm_io) return backing_->forward(cmd);  // the drive behind answers Reads
         const InFlightGate::Scope counted(gate_);
-        return nvm(cmd);
+        return nvm(cmd, dw);
     }
     const InFlightGate::Scope counted(gate_);
     return dispatch(cmd, true).get();  // the drive behind answers what the core does not, on this thread
@@ -115,11 +117,12 @@ Completion CoreTransport::submit(const Command &cmd)
 Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_ns)
 {
     *finish_ns = 0;
-    const int path = read_path(cmd);
+    csd_cmd dw;
+    const int path = read_path(cmd, &dw);
     if (path != CSD_READ_SUBMIT && !port_.nvm_io) return backing_->forward_deferred(cmd, finish_ns);  // the drive's Reads
     if (path != CSD_READ_DEFERRED) return submit(cmd);  // nothing held, or a virtual clock's finish
     const InFlightGate::Scope counted(gate_);
-    const Completion r = nvm(cmd, finish_ns);
+    const Completion r = nvm(cmd, dw, finish_ns);
     csd_core_model_hold(core_, &port_, nullptr, *finish_ns);  // counts; the caller waits
     return r;
 }
@@ -129,7 +132,8 @@ Completion CoreTransport::submit_deferred(const Command &cmd, uint64_t *finish_n
 const uint8_t *CoreTransport::namespace_host_pointer()
 {
     const Command read{0x02, false, ns_.nsid};
-    return read_path(read) == CSD_READ_NOW ? backing_->mapping() : nullptr;
+    csd_cmd dw;
+    return read_path(read, &dw) == CSD_READ_NOW ? backing_->mapping() : nullptr;
 }
 
 namespace {
@@ -157,12 +161,13 @@ std::future<Completion> CoreBacking::forward_async(const Command &cmd) { return 
 // drive behind does in host mode, counted on the bus there) and nothing is moved.
 Completion CoreTransport::submit_mapped_read(const Command &cmd)
 {
-    if (cmd.nsid != ns_.nsid || read_path(cmd) != CSD_READ_NOW || !backing_->mapping()) {
+    csd_cmd dw;
+    if (cmd.nsid != ns_.nsid || read_path(cmd, &dw) != CSD_READ_NOW || !backing_->mapping()) {
         return with_data_dropped(cmd, [this](const Command &c) { return submit(c); });  // no mapped Read: as it is
     }
     if (!port_.nvm_io) return backing_->forward_mapped_read(cmd);  // the drive behind answers Reads
     const InFlightGate::Scope counted(gate_);
-    return nvm(cmd, nullptr, false);
+    return nvm(cmd, dw, nullptr, false);
 }
 
 std::future<Completion> CoreTransport::submit_async(const Command &cmd)
@@ -238,11 +243,11 @@ void CoreTransport::unlist(Req *req)
     reqs_.erase(req);
 }
 
-// An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit).
-Completion CoreTransport::nvm(const Command &cmd, uint64_t *finish, bool moved)
+// An NVM Read, Write or Flush answered by the core at once (csd_core_nvm_submit); dw: cmd as
+// the core reads it (read_path's).
+Completion CoreTransport::nvm(const Command &cmd, const csd_cmd &dw, uint64_t *finish, bool moved)
 {
     Cmd c{this, &cmd, !moved};
-    const csd_cmd dw = core_cmd(cmd);
     uint64_t none;  // the model is off: no finish
     return {csd_core_nvm_submit(core_, &dw, &port_, &c, finish ? finish : &none), 0};
 }

@@ -101,11 +101,11 @@ private:
     // on this thread, not through the drive's asynchronous path).
     std::future<Completion> dispatch(const Command &cmd, bool sync);
     void unlist(Req *req);
-    int read_path(const Command &cmd) const;
+    int read_path(const Command &cmd, csd_cmd *dw) const;
     // An NVM command through the core (csd_core_nvm_submit), its modelled finish in *finish
     // (nullptr: the model is off); moved: false for a mapped Read (the port's nvm_io checks
     // it and moves nothing).
-    Completion nvm(const Command &cmd, uint64_t *finish = nullptr, bool moved = true);
+    Completion nvm(const Command &cmd, const csd_cmd &dw, uint64_t *finish = nullptr, bool moved = true);
     static uint16_t from_host(void *req, void *buf, uint64_t len);
     static uint16_t to_host(void *req, const void *buf, uint64_t len);
     static int ns_info(void *self, uint32_t nsid, csd_ctx *ctx);
