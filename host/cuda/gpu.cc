@@ -110,7 +110,8 @@ private:
 };
 
 // Computes the CRC-32C of landed pieces on its own stream, each behind its copy on the
-// landing's stream, and reports them (oldest first) as they come back.
+// landing's stream, and reports each (oldest first, through the Landed given with it) as they
+// come back.
 class Landing::Checker {
 public:
     using Landed = ObjectSink::Landed;
@@ -132,27 +133,37 @@ public:
         cudaStreamDestroy(stream_);
     }
     // Reports the oldest pieces while `window` or more are in flight (window capped at the slots).
-    void make_room(size_t window, const Landed &landed)
+    void make_room(size_t window)
     {
         window = std::max<size_t>(1, std::min<size_t>(window, crc_.slots()));
-        while (inflight_.size() >= window) report_oldest(landed);
+        while (inflight_.size() >= window) report_oldest();
     }
     // Queues the CRC of the n bytes at d (the object's [pos, pos + n)) behind what `after` has
-    // queued so far, once fewer than `window` pieces are in flight.
-    void add(const uint8_t *d, uint64_t pos, uint64_t n, cudaStream_t after, size_t window, const Landed &landed)
+    // queued so far, once fewer than `window` pieces are in flight; landed reports it.
+    void add(const uint8_t *d, uint64_t pos, uint64_t n, cudaStream_t after, size_t window, Landed landed)
     {
-        make_room(window, landed);
+        make_room(window);
         const int slot = static_cast<int>(next_++ % crc_.slots());
         check(cudaEventRecord(copied_[slot], after), "cudaEventRecord");
         check(cudaStreamWaitEvent(stream_, copied_[slot], 0), "cudaStreamWaitEvent");
         crc_.launch(d, n, slot, stream_);
         check(cudaEventRecord(done_[slot], stream_), "cudaEventRecord");
-        inflight_.push_back({slot, pos, n});
+        inflight_.push_back({slot, pos, n, std::move(landed)});
     }
     // Reports the pieces in flight, in order, as their CRCs come back.
-    void report_all(const Landed &landed)
+    void report_all()
     {
-        while (!inflight_.empty()) report_oldest(landed);
+        while (!inflight_.empty()) report_oldest();
+    }
+    // Reports the oldest pieces whose CRCs are back already, without waiting.
+    void report_ready()
+    {
+        while (!inflight_.empty()) {
+            const cudaError_t e = cudaEventQuery(done_[inflight_.front().slot]);
+            if (e == cudaErrorNotReady) return;
+            check(e, "cudaEventQuery(CRC-32C)");
+            report_oldest();
+        }
     }
     // Forgets the pieces in flight (a landing that failed), once their kernels are done.
     void abandon()
@@ -165,13 +176,14 @@ private:
     struct Piece {
         int slot;
         uint64_t pos, n;
+        Landed landed;
     };
-    void report_oldest(const Landed &landed)
+    void report_oldest()
     {
-        const Piece p = inflight_.front();
+        Piece p = std::move(inflight_.front());
         inflight_.pop_front();
         check(cudaEventSynchronize(done_[p.slot]), "cudaEventSynchronize(CRC-32C)");
-        landed(p.pos, p.n, crc_.result(p.slot));
+        p.landed(p.pos, p.n, crc_.result(p.slot));
     }
     GpuCrc32c crc_;
     cudaStream_t stream_ = nullptr;
@@ -195,10 +207,11 @@ public:
         thread_.join();
     }
     // Runs f on the worker; its result or exception through the future.
-    std::future<CopyReport> post(std::function<CopyReport()> f)
+    template <class R>
+    std::future<R> post(std::function<R()> f)
     {
-        auto task = std::make_shared<std::packaged_task<CopyReport()>>(std::move(f));
-        std::future<CopyReport> fut = task->get_future();
+        auto task = std::make_shared<std::packaged_task<R()>>(std::move(f));
+        std::future<R> fut = task->get_future();
         {
             std::lock_guard<std::mutex> g(mu_);
             queue_.push_back([task] { (*task)(); });
@@ -258,7 +271,7 @@ Landing::~Landing()
             cudaEventSynchronize(b.done);
             cudaEventDestroy(b.done);
         }
-        if (b.host) cudaFreeHost(b.host);
+        if (b.host) after_resident_kernels([p = b.host] { cudaFreeHost(p); });  // would wait for a resident kernel
     }
     // slm_reg_ and ns_reg_ let go of their registrations after the copies above finished
 }
@@ -350,91 +363,170 @@ CopyReport Landing::pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t
     return {"pinned-pipeline", len, since(t0), {}};
 }
 
-// A transfer of several chunks: the fill threads take the slices of one chunk after another
-// with no barrier between chunks (a thread done with its slice takes the next chunk's while
-// another still reads), each chunk's buffer once the copy that last used it finished; this
-// thread queues each chunk's copy as soon as its last slice is in.
+// The chunks of one or more ranges (each with its fill and destination) through the pinned
+// buffers: the fill threads take the slices of one chunk after another, across ranges, with no
+// barrier between chunks or ranges (a thread done with its slice takes the next chunk's while
+// another still reads), each chunk's buffer once the copy that last used it finished; the
+// thread in run() queues each chunk's copy as soon as its last slice is in. Ranges may be added
+// from other threads while it runs, until close().
+class Landing::ChunkStream {
+public:
+    ChunkStream(Landing &l, cudaStream_t stream)
+        : l_(l),
+          stream_(stream),
+          nbuf_(l.buffers_.size()),
+          slice_(std::max<uint64_t>((l.chunk_ / l.readers_ + 4095) & ~4095ull, 4096)),
+          per_chunk_((l.chunk_ + slice_ - 1) / slice_),
+          allowed_(nbuf_)
+    {
+    }
+    // Appends a range of len bytes: fill reads them, each chunk is copied to dst + its position,
+    // then copied(pos, n) is called on run()'s thread. False (nothing added) once the stream
+    // stopped or was closed.
+    bool add(uint64_t len, Fill fill, uint8_t *dst, Copied copied)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stop_ || closed_) return false;
+        ranges_.push_back({std::move(fill), dst, std::move(copied)});
+        for (uint64_t pos = 0; pos < len; pos += l_.chunk_) {
+            const uint64_t n = std::min(l_.chunk_, len - pos);
+            chunks_.push_back({ranges_.size() - 1, pos, n, static_cast<uint32_t>((n + slice_ - 1) / slice_)});
+        }
+        cv_.notify_all();
+        return true;
+    }
+    // No range comes after those added: run() returns once their chunks are copied.
+    void close()
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        closed_ = true;
+        cv_.notify_all();
+    }
+    // Runs the stream until it is closed and every chunk's copy is queued and done; idle() is
+    // called about every 100 us while there is nothing to copy. Rethrows a fill's error (once
+    // every fill has returned; the stream takes no range after it).
+    void run(const std::function<void()> &idle = {})
+    {
+        for (Buffer &b : l_.buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+        l_.pool_->start(std::vector<std::function<void()>>(static_cast<size_t>(l_.pool_->threads()), [this] { read(); }));
+        try {
+            copy_all(idle);
+        } catch (...) {
+            {
+                std::lock_guard<std::mutex> g(mu_);
+                stop_ = true;
+                if (!err_) err_ = std::current_exception();
+            }
+            cv_.notify_all();
+        }
+        l_.pool_->wait();  // every fill returned (they report their errors through err_)
+        for (Buffer &b : l_.buffers_) cudaEventSynchronize(b.done);
+        std::lock_guard<std::mutex> g(mu_);
+        stop_ = true;
+        if (err_) std::rethrow_exception(err_);
+    }
+
+private:
+    struct Range {
+        Fill fill;
+        uint8_t *dst;
+        Copied copied;
+    };
+    struct Chunk {
+        size_t range;
+        uint64_t pos, n;
+        uint32_t left;  // slices still being read
+    };
+    // A fill thread: slice after slice, in order across chunks and ranges.
+    void read()
+    {
+        for (;;) {
+            const uint64_t w = next_.fetch_add(1);
+            const uint64_t i = w / per_chunk_, off = w % per_chunk_ * slice_;
+            const Fill *fill;
+            uint64_t pos, n;
+            {
+                std::unique_lock<std::mutex> g(mu_);
+                cv_.wait(g, [&] { return stop_ || (i < chunks_.size() && i < allowed_) || (closed_ && i >= chunks_.size()); });
+                if (stop_ || i >= chunks_.size()) return;
+                const Chunk &c = chunks_[i];
+                if (off >= c.n) continue;  // a range's last chunk is shorter
+                fill = &ranges_[c.range].fill;
+                pos = c.pos + off;
+                n = std::min(slice_, c.n - off);
+            }
+            try {
+                (*fill)(pos, n, l_.buffers_[i % nbuf_].host + off);
+            } catch (...) {
+                std::lock_guard<std::mutex> g(mu_);
+                stop_ = true;
+                if (!err_) err_ = std::current_exception();
+                cv_.notify_all();
+                return;
+            }
+            std::lock_guard<std::mutex> g(mu_);
+            if (--chunks_[i].left == 0) cv_.notify_all();
+        }
+    }
+    // run()'s thread: each chunk's copy once its slices are in, in order.
+    void copy_all(const std::function<void()> &idle)
+    {
+        for (uint64_t i = 0;; i++) {
+            Chunk c;
+            Range *r;
+            {
+                std::unique_lock<std::mutex> g(mu_);
+                auto ready = [&] {
+                    return stop_ || (i < chunks_.size() && chunks_[i].left == 0) || (closed_ && i >= chunks_.size());
+                };
+                while (!ready()) {
+                    if (!idle) {
+                        cv_.wait(g, ready);
+                        break;
+                    }
+                    g.unlock();
+                    idle();
+                    g.lock();
+                    cv_.wait_for(g, std::chrono::microseconds(100), ready);
+                }
+                if (stop_ || i >= chunks_.size()) return;
+                c = chunks_[i];
+                r = &ranges_[c.range];
+            }
+            Buffer &b = l_.buffers_[i % nbuf_];
+            check(cudaMemcpyAsync(r->dst + c.pos, b.host, c.n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+            check(cudaEventRecord(b.done, stream_), "cudaEventRecord");
+            if (r->copied) r->copied(c.pos, c.n);
+            // the copy before this one (its buffer) done: the chunk that reuses that buffer may be read
+            if (i >= 1) {
+                check(cudaEventSynchronize(l_.buffers_[(i - 1) % nbuf_].done), "cudaEventSynchronize");
+                std::lock_guard<std::mutex> g(mu_);
+                allowed_ = i - 1 + nbuf_ + 1;
+                cv_.notify_all();
+            }
+        }
+    }
+    Landing &l_;
+    cudaStream_t stream_;
+    const uint64_t nbuf_, slice_, per_chunk_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<uint64_t> next_{0};  // the next slice a fill thread takes (chunk * per_chunk_ + slice)
+    uint64_t allowed_;                // chunks whose buffer may be filled: [0, allowed_)
+    std::deque<Range> ranges_;        // deques: references stay valid while ranges are added
+    std::deque<Chunk> chunks_;
+    bool closed_ = false, stop_ = false;
+    std::exception_ptr err_;
+};
+
+// A transfer of several chunks: one range through a ChunkStream.
 void Landing::streamed(uint64_t len, const Fill &fill, uint8_t *dst, cudaStream_t stream,
                        const std::function<void(uint64_t pos, uint64_t n)> &copied)
 {
-    const uint64_t chunks = (len + chunk_ - 1) / chunk_;
-    const uint64_t nbuf = buffers_.size();
-    const uint64_t slice = std::max<uint64_t>((chunk_ / readers_ + 4095) & ~4095ull, 4096);
-    const uint64_t per_chunk = (chunk_ + slice - 1) / slice;
-    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
-    std::mutex mu;
-    std::condition_variable cv;
-    std::atomic<uint64_t> next{0};
-    uint64_t allowed = std::min(chunks, nbuf);  // chunks whose buffer may be filled: [0, allowed)
-    std::vector<uint32_t> left(chunks);          // slices of each chunk still being read
-    for (uint64_t i = 0; i < chunks; i++) {
-        const uint64_t n = std::min(chunk_, len - i * chunk_);
-        left[i] = static_cast<uint32_t>((n + slice - 1) / slice);
-    }
-    bool stop = false;
-    auto reader = [&] {
-        for (;;) {
-            const uint64_t w = next.fetch_add(1);
-            const uint64_t i = w / per_chunk, off = w % per_chunk * slice;
-            if (i >= chunks) return;
-            const uint64_t n = std::min(chunk_, len - i * chunk_);
-            if (off >= n) continue;  // the last chunk is shorter
-            {
-                std::unique_lock<std::mutex> g(mu);
-                cv.wait(g, [&] { return stop || i < allowed; });
-                if (stop) return;
-            }
-            try {
-                fill(i * chunk_ + off, std::min(slice, n - off), buffers_[i % nbuf].host + off);
-            } catch (...) {
-                std::lock_guard<std::mutex> g(mu);
-                stop = true;
-                cv.notify_all();
-                throw;
-            }
-            std::lock_guard<std::mutex> g(mu);
-            if (--left[i] == 0) cv.notify_all();
-        }
-    };
-    const int threads = static_cast<int>(std::min<uint64_t>(pool_->threads(), chunks * per_chunk));
-    pool_->start(std::vector<std::function<void()>>(static_cast<size_t>(threads), reader));
-    auto give_up = [&] {
-        {
-            std::lock_guard<std::mutex> g(mu);
-            stop = true;
-        }
-        cv.notify_all();
-        try {
-            pool_->wait();
-        } catch (...) {  // the first error is the one to report
-        }
-    };
-    try {
-        for (uint64_t i = 0; i < chunks; i++) {
-            {
-                std::unique_lock<std::mutex> g(mu);
-                cv.wait(g, [&] { return stop || left[i] == 0; });
-                if (stop) break;  // a reader failed: its error comes from wait() below
-            }
-            Buffer &b = buffers_[i % nbuf];
-            const uint64_t n = std::min(chunk_, len - i * chunk_);
-            check(cudaMemcpyAsync(dst + i * chunk_, b.host, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-            check(cudaEventRecord(b.done, stream), "cudaEventRecord");
-            if (copied) copied(i * chunk_, n);
-            // the copy before this one (its buffer) done: the chunk that reuses that buffer may be read
-            if (i >= 1 && i - 1 + nbuf < chunks) {
-                check(cudaEventSynchronize(buffers_[(i - 1) % nbuf].done), "cudaEventSynchronize");
-                std::lock_guard<std::mutex> g(mu);
-                allowed = i - 1 + nbuf + 1;
-                cv.notify_all();
-            }
-        }
-    } catch (...) {
-        give_up();
-        throw;
-    }
-    pool_->wait();  // every reader returned (rethrows a reader's error)
-    for (Buffer &b : buffers_) check(cudaEventSynchronize(b.done), "cudaEventSynchronize");
+    ChunkStream cs(*this, stream);
+    cs.add(len, fill, dst, copied);
+    cs.close();
+    cs.run();
 }
 
 std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
@@ -442,7 +534,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
 {
     uint8_t *slm = dev_.slm_host_pointer();
     if (direct && slm) {
-        return worker_->post([=] {
+        return worker_->post<CopyReport>([=] {
             std::lock_guard<std::mutex> g(run_mu_);
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
@@ -460,7 +552,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
             return CopyReport{"slm-registered", len, since(t0), {}};
         });
     }
-    return worker_->post([=] {
+    return worker_->post<CopyReport>([=] {
         return pipeline(len, [this, offset](uint64_t pos, uint64_t n, uint8_t *d) { dev_.slm_read(offset + pos, d, n); },
                         static_cast<uint8_t *>(dst), stream);
     });
@@ -473,7 +565,7 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
     if (chunk_ % lba != 0) {
         throw Error("lbas_to_gpu: the chunk size must be a multiple of the LBA size", EINVAL);
     }
-    return worker_->post([=] {
+    return worker_->post<CopyReport>([=] {
         if (direct) {  // the simulated peer-to-peer drive, where the namespace is registered
             std::unique_lock<std::mutex> g(run_mu_);
             if (const uint8_t *ns = registered_namespace()) {
@@ -495,8 +587,8 @@ std::future<CopyReport> Landing::lbas_to_gpu(uint64_t slba, uint64_t nlb, void *
     });
 }
 
-std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
-                                               uint64_t dst_bytes, cudaStream_t stream, Progress progress, bool direct)
+CopyReport Landing::land_object(ObjectStore &store, const std::string &name, uint8_t *dst, uint64_t dst_bytes,
+                                cudaStream_t stream, const Progress &progress, const uint8_t *ns)
 {
     // The store's destination: DMAs from the registered namespace (the simulated
     // peer-to-peer drive) or the pinned pipeline (whose fill threads only read), each piece's
@@ -531,19 +623,19 @@ std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::st
                         const uint64_t n = std::min(kMappedPiece, o.bytes - pos);
                         // the drive's Reads of the piece's LBAs (checked, counted), then its DMA
                         l_->dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
-                        l_->checker_->make_room(window_, landed);  // paced: no DMA far ahead of progress
+                        l_->checker_->make_room(window_);  // paced: no DMA far ahead of progress
                         check(cudaMemcpyAsync(dst_ + pos, mapped + pos, n, cudaMemcpyHostToDevice, stream_),
                               "cudaMemcpyAsync");
                         l_->checker_->add(dst_ + pos, pos, n, stream_, window_, landed);
                     }
-                    l_->checker_->report_all(landed);
+                    l_->checker_->report_all();
                     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
                     report = {kPeerToPeer, o.bytes, since(t0), {}};
                 } else {
                     report = l_->pipeline(o.bytes, fill, dst_, stream_, [&](uint64_t pos, uint64_t n) {
                         l_->checker_->add(dst_ + pos, pos, n, stream_, window_, landed);
                     });
-                    l_->checker_->report_all(landed);
+                    l_->checker_->report_all();
                 }
             } catch (...) {
                 l_->checker_->abandon();
@@ -562,20 +654,152 @@ std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::st
         uint64_t ns_bytes_;
         size_t window_;
     };
-    return worker_->post([=, &store] {
-        const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
+    ToGpu sink(this, dst, dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size, static_cast<bool>(progress));
+    sink.report.object = store.get_into(name, sink, progress);
+    sink.report.bytes = sink.report.object.bytes;
+    if (sink.report.path.empty()) sink.report.path = "pinned-pipeline";  // an empty object copies nothing
+    sink.report.seconds = since(t0);
+    return sink.report;
+}
+
+std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::string &name, void *dst,
+                                               uint64_t dst_bytes, cudaStream_t stream, Progress progress, bool direct)
+{
+    return worker_->post<CopyReport>([=, &store] {
         const uint8_t *ns = nullptr;
         if (direct) {
             std::lock_guard<std::mutex> g(run_mu_);
             ns = registered_namespace();
         }
-        ToGpu sink(this, static_cast<uint8_t *>(dst), dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size,
-                   static_cast<bool>(progress));
-        sink.report.object = store.get_into(name, sink, progress);
-        sink.report.bytes = sink.report.object.bytes;
-        if (sink.report.path.empty()) sink.report.path = "pinned-pipeline";  // an empty object copies nothing
-        sink.report.seconds = since(t0);
-        return sink.report;
+        return land_object(store, name, static_cast<uint8_t *>(dst), dst_bytes, stream, progress, ns);
+    });
+}
+
+std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const std::vector<ObjectTarget> &targets,
+                                                       cudaStream_t stream)
+{
+    // Each object's store call (callers_, kCallers at once) adds the object's bytes to one
+    // ChunkStream as a range and waits until the CRC-32C of each of its chunks came back; this
+    // thread queues the copies and reports the CRCs. A fill's error stops the stream: every
+    // object still landing gets it, once no fill runs and no copy writes GPU memory.
+    struct Shared {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::exception_ptr stopped;
+    };
+    class IntoStream : public ObjectSink {
+    public:
+        IntoStream(Landing *l, ChunkStream *cs, Shared *sh, const ObjectTarget &t, cudaStream_t s)
+            : l_(l), cs_(cs), sh_(sh), t_(t), stream_(s)
+        {
+        }
+        bool checks_landed() const override { return true; }
+        void land(const ObjectInfo &o, const Fill &) override
+        {
+            throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
+        }
+        void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *, const Landed &landed) override
+        {
+            if (o.bytes > t_.dst_bytes) {
+                throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
+                                " bytes; the destination in GPU memory holds " + std::to_string(t_.dst_bytes),
+                            ENOSPC);
+            }
+            uint64_t left = (o.bytes + l_->chunk_ - 1) / l_->chunk_;  // chunks whose CRC is still to come
+            if (!left) return;
+            uint8_t *dst = static_cast<uint8_t *>(t_.dst);
+            Landed one_back = [this, &left, &landed](uint64_t pos, uint64_t n, uint32_t crc) {
+                landed(pos, n, crc);
+                std::lock_guard<std::mutex> g(sh_->mu);
+                if (--left == 0) sh_->cv.notify_all();
+            };
+            const bool added = cs_->add(o.bytes, fill, dst, [this, dst, &one_back](uint64_t pos, uint64_t n) {
+                l_->checker_->add(dst + pos, pos, n, stream_, kCrcSlots, one_back);
+            });
+            std::unique_lock<std::mutex> g(sh_->mu);
+            if (!added) {
+                if (sh_->stopped) std::rethrow_exception(sh_->stopped);
+                throw Error("landing object '" + o.name + "': the landing of the objects ended", ECANCELED);
+            }
+            sh_->cv.wait(g, [&] { return left == 0 || sh_->stopped; });
+            if (left) std::rethrow_exception(sh_->stopped);
+        }
+
+    private:
+        Landing *l_;
+        ChunkStream *cs_;
+        Shared *sh_;
+        const ObjectTarget &t_;
+        cudaStream_t stream_;
+    };
+    std::lock_guard<std::mutex> g(run_mu_);
+    if (!callers_) callers_ = std::make_unique<FillPool>(kCallers);
+    const auto t0 = std::chrono::steady_clock::now();
+    ChunkStream cs(*this, stream);
+    Shared sh;
+    std::vector<CopyReport> reports(targets.size());
+    std::vector<std::exception_ptr> errors(targets.size());
+    std::atomic<size_t> outstanding{targets.size()};
+    std::vector<std::function<void()>> calls;
+    for (size_t k = 0; k < targets.size(); k++) {
+        calls.push_back([&, k] {
+            try {
+                IntoStream sink(this, &cs, &sh, targets[k], stream);
+                reports[k].object = store.get_into(targets[k].name, sink, {});
+                reports[k].bytes = reports[k].object.bytes;
+                reports[k].path = "pinned-pipeline";
+                reports[k].seconds = since(t0);
+            } catch (...) {
+                errors[k] = std::current_exception();
+            }
+            if (--outstanding == 0) cs.close();
+        });
+    }
+    if (calls.empty()) cs.close();
+    callers_->start(std::move(calls));
+    try {
+        cs.run([this] { checker_->report_ready(); });
+        checker_->report_all();
+    } catch (...) {
+        checker_->abandon();
+        cudaStreamSynchronize(stream);  // no copy still writing GPU memory when the objects give up
+        {
+            std::lock_guard<std::mutex> sg(sh.mu);
+            sh.stopped = std::current_exception();
+        }
+        sh.cv.notify_all();
+    }
+    callers_->wait();
+    for (const std::exception_ptr &e : errors) {
+        if (e) std::rethrow_exception(e);
+    }
+    return reports;
+}
+
+std::future<std::vector<CopyReport>> Landing::objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
+                                                             cudaStream_t stream, bool direct)
+{
+    return worker_->post<std::vector<CopyReport>>([=, &store] {
+        const uint8_t *ns = nullptr;
+        if (direct) {
+            std::lock_guard<std::mutex> g(run_mu_);
+            ns = registered_namespace();
+        }
+        if (!ns) return land_objects_streamed(store, targets, stream);
+        // the simulated peer-to-peer drive: one object after another, each its DMAs
+        std::vector<CopyReport> reports;
+        std::exception_ptr first;
+        for (const ObjectTarget &t : targets) {
+            try {
+                reports.push_back(land_object(store, t.name, static_cast<uint8_t *>(t.dst), t.dst_bytes, stream, {}, ns));
+            } catch (...) {
+                if (!first) first = std::current_exception();
+                reports.emplace_back();
+            }
+        }
+        if (first) std::rethrow_exception(first);
+        return reports;
     });
 }
 

@@ -75,6 +75,19 @@ public:
     // namespace; chunks in the pipeline, which fills one more) ahead of the progress reported.
     std::future<CopyReport> object_to_gpu(ObjectStore &store, const std::string &name, void *dst, uint64_t dst_bytes,
                                           cudaStream_t stream, Progress progress = {}, bool direct = true);
+    // One stored object to land and where: GPU memory at dst, which holds dst_bytes.
+    struct ObjectTarget {
+        std::string name;
+        void *dst = nullptr;
+        uint64_t dst_bytes = 0;
+    };
+    // Several stored objects -> GPU memory, each as object_to_gpu lands it (checked on the GPU,
+    // landed again when replaced); on the pinned pipeline as one stream of chunks: the fill
+    // threads go from one object's chunks to the next's with no pause between objects (a layer's
+    // tensors land at the rate of one large object). The reports in the order of targets;
+    // rethrows the first object's error (the others' landings are finished or given up first).
+    std::future<std::vector<CopyReport>> objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
+                                                        cudaStream_t stream, bool direct = true);
     // Why the namespace could not be registered with CUDA ("" if it was, or was not tried).
     std::string peer_to_peer_error() const;
 
@@ -84,18 +97,32 @@ private:
         cudaEvent_t done = nullptr;
     };
     using Fill = std::function<void(uint64_t pos, uint64_t n, uint8_t *dst)>;
+    using Copied = std::function<void(uint64_t pos, uint64_t n)>;
     // copied(pos, n) is called once each chunk's copy to dst + pos is queued on stream.
     CopyReport pipeline(uint64_t len, Fill fill, uint8_t *dst, cudaStream_t stream,
                         const std::function<void(uint64_t pos, uint64_t n)> &copied = {});
     // pipeline()'s transfers of several chunks, with no barrier between chunks.
     void streamed(uint64_t len, const Fill &fill, uint8_t *dst, cudaStream_t stream,
                   const std::function<void(uint64_t pos, uint64_t n)> &copied);
+    // The chunks of one or more ranges, each with its fill and destination, through the pinned
+    // buffers; ranges may be added while it runs.
+    class ChunkStream;
+    // One object landing through the store (object_to_gpu's work, on the worker thread);
+    // ns: the registered namespace, or nullptr for the pinned pipeline.
+    CopyReport land_object(ObjectStore &store, const std::string &name, uint8_t *dst, uint64_t dst_bytes,
+                           cudaStream_t stream, const Progress &progress, const uint8_t *ns);
+    // objects_to_gpu's pinned pipeline: every target's chunks in one ChunkStream (worker thread).
+    std::vector<CopyReport> land_objects_streamed(ObjectStore &store, const std::vector<ObjectTarget> &targets,
+                                                  cudaStream_t stream);
     void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
                        const std::function<void(uint64_t off, uint64_t len)> &filled);
 
     // Persistent threads that fill slices of a pinned buffer.
     class FillPool;
     std::unique_ptr<FillPool> pool_;
+    // Threads that run objects_to_gpu's store calls side by side (made at its first call).
+    std::unique_ptr<FillPool> callers_;
+    static constexpr int kCallers = 4;  // objects whose store calls run at once
     // CRC-32C of landed pieces on the GPU, on a stream of its own behind their copies.
     class Checker;
     std::unique_ptr<Checker> checker_;

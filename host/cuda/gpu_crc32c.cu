@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "csd/error.hpp"
+#include "host_registration.hpp"
 
 namespace csd::gpu {
 
@@ -137,18 +138,24 @@ GpuCrc32c::GpuCrc32c(uint64_t max_piece, int slots) : max_piece_(max_piece), slo
         check(cudaMalloc(&blocks_, blocks_per_slot_ * slots_ * 4), "cudaMalloc(CRC scratch)");
         check(cudaHostAlloc(reinterpret_cast<void **>(&host_out_), slots_ * 4, cudaHostAllocMapped), "cudaHostAlloc(CRC results)");
     } catch (...) {
-        cudaFree(tables_);
-        cudaFree(blocks_);
-        if (host_out_) cudaFreeHost(host_out_);
+        release();
         throw;
     }
 }
 
+void GpuCrc32c::release()
+{
+    // a resident kernel may run (GpuQueues): cudaFree and cudaFreeHost would wait for it
+    after_resident_kernels([tables = tables_, blocks = blocks_, out = host_out_] {
+        cudaFree(tables);
+        cudaFree(blocks);
+        if (out) cudaFreeHost(out);
+    });
+}
+
 GpuCrc32c::~GpuCrc32c()
 {
-    cudaFree(tables_);
-    cudaFree(blocks_);
-    cudaFreeHost(host_out_);
+    release();
 }
 
 void GpuCrc32c::launch(const uint8_t *data, uint64_t n, int slot, cudaStream_t stream)
@@ -166,8 +173,16 @@ void GpuCrc32c::launch(const uint8_t *data, uint64_t n, int slot, cudaStream_t s
 uint32_t crc32c_on_gpu(const void *data, uint64_t n)
 {
     GpuCrc32c crc(n ? n : 1, 1);
-    crc.launch(static_cast<const uint8_t *>(data), n, 0, nullptr);
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    cudaStream_t s = nullptr;  // of its own, not blocking: a resident kernel may run meanwhile
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    try {
+        crc.launch(static_cast<const uint8_t *>(data), n, 0, s);
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    } catch (...) {
+        cudaStreamDestroy(s);
+        throw;
+    }
+    cudaStreamDestroy(s);
     return crc.result(0);
 }
 

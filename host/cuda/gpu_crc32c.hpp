@@ -29,6 +29,7 @@ public:
     uint32_t result(int slot) const { return host_out_[slot]; }
 
 private:
+    void release();  // frees what it holds (once no resident kernel runs: after_resident_kernels)
     uint64_t max_piece_;
     int slots_;
     uint32_t *tables_ = nullptr;    // device: 8 x 256 slicing tables

@@ -470,6 +470,7 @@ private:
         if (by_ != MoveBy::resident) return;
         // launched from a thread of its own: under compute-sanitizer a launch can return only
         // once the kernel has ended, which this one does only when the lane stops
+        resident_ = std::make_unique<ResidentKernel>();  // counted before the launch: frees wait till it ends
         launcher_ = std::thread([this] {
             cudaSetDevice(device_);
             resident_mover<<<blocks_, warps_ * 32, 0, stream_>>>(copies_gpu_, ring(), ctl_gpu_, done_gpu_);
@@ -488,16 +489,20 @@ private:
         stop();
         if (launcher_.joinable()) launcher_.join();
         if (stream_) cudaStreamSynchronize(stream_);
+        resident_.reset();  // the kernel returned: what was put off meanwhile is released
         for (Slab &s : slabs_) {
             if (s.done) cudaEventDestroy(s.done);
             s.done = nullptr;
         }
         if (stream_) cudaStreamDestroy(stream_);
-        if (copies_) cudaFreeHost(copies_);
-        if (ctl_) cudaFreeHost(ctl_);
-        if (done_) cudaFreeHost(done_);
+        // another lane's resident kernel may still run: freeing pinned memory would wait for it
+        after_resident_kernels([copies = copies_, ctl = ctl_, done = done_, staging = staging_] {
+            if (copies) cudaFreeHost(copies);
+            if (ctl) cudaFreeHost(ctl);
+            if (done) cudaFreeHost(done);
+            if (staging) cudaFreeHost(staging);
+        });
         ctl_ = nullptr, done_ = nullptr;
-        if (staging_) cudaFreeHost(staging_);
         stream_ = nullptr, copies_ = nullptr, staging_ = nullptr;
     }
 
@@ -522,6 +527,7 @@ private:
     uint64_t published_ = 0;                  // resident: copies handed to the kernel (its head)
     unsigned warps_, blocks_;
     std::thread launcher_;           // resident: launches the kernel (start())
+    std::unique_ptr<ResidentKernel> resident_;  // resident: counts the kernel while it may run
     std::atomic<int> launched_{0};   // resident: 1 once launched, -1 if the launch failed
     bool failed_ = false, bound_ = false;
 };

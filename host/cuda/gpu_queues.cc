@@ -6,6 +6,7 @@
 #include <string>
 
 #include "csd/error.hpp"
+#include "host_registration.hpp"
 
 namespace csd::gpu {
 
@@ -72,8 +73,10 @@ GpuQueues::~GpuQueues()
 {
     proc_.reset();  // the pollers stop (and their lanes finish their copies) before the memory they read goes
     mover_.reset();
-    cudaFreeHost(arena_);
-    cudaFreeHost(mem_);
+    after_resident_kernels([arena = arena_, mem = mem_] {  // another queue set's resident kernel may run
+        if (arena) cudaFreeHost(arena);
+        cudaFreeHost(mem);
+    });
 }
 
 }  // namespace csd::gpu

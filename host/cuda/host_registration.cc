@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "csd/error.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 struct Registered {
     unsigned holds = 0;
     uint64_t gpu = 0;
+    bool unregister_pending = false;  // no hold left, unregistered once no resident kernel runs
 };
 
 // The registrations by (first byte, size); never destroyed (holds may outlive static
@@ -35,14 +37,65 @@ std::map<std::pair<const uint8_t *, uint64_t>, Registered> &registry()
     return *r;
 }
 
+// Resident kernels running (under registry_mu) and the releases put off until none does.
+unsigned resident_kernels = 0;
+std::vector<std::function<void()>> &put_off()
+{
+    static auto *v = new std::vector<std::function<void()>>;
+    return *v;
+}
+
 }  // namespace
+
+void after_resident_kernels(std::function<void()> release)
+{
+    // under the lock: no resident kernel can be launched while release waits for the device
+    std::lock_guard<std::mutex> g(registry_mu());
+    if (resident_kernels == 0) {
+        release();
+    } else {
+        put_off().push_back(std::move(release));
+    }
+}
+
+ResidentKernel::ResidentKernel()
+{
+    std::lock_guard<std::mutex> g(registry_mu());
+    resident_kernels++;
+}
+
+ResidentKernel::~ResidentKernel()
+{
+    std::lock_guard<std::mutex> g(registry_mu());
+    if (--resident_kernels) return;
+    for (auto it = registry().begin(); it != registry().end();) {
+        if (it->second.holds == 0 && it->second.unregister_pending) {
+            cudaHostUnregister(const_cast<uint8_t *>(it->first.first));
+            cudaGetLastError();
+            it = registry().erase(it);
+        } else {
+            ++it;
+        }
+    }
+    std::vector<std::function<void()>> v;
+    v.swap(put_off());
+    for (auto &f : v) f();
+}
+
+unsigned ResidentKernel::running()
+{
+    std::lock_guard<std::mutex> g(registry_mu());
+    return resident_kernels;
+}
 
 HostRegistration::HostRegistration(const void *p, uint64_t bytes) : p_(static_cast<const uint8_t *>(p)), bytes_(bytes)
 {
     if (!p || bytes == 0) throw Error("registering host memory with CUDA: an empty range", EINVAL);
     std::lock_guard<std::mutex> g(registry_mu());
     Registered &r = registry()[{p_, bytes_}];
-    if (r.holds == 0) {
+    if (r.unregister_pending) {
+        r.unregister_pending = false;  // still registered: held again
+    } else if (r.holds == 0) {
         void *m = const_cast<uint8_t *>(p_);
         const unsigned base = cudaHostRegisterMapped | cudaHostRegisterPortable;
         // read-only where the platform pins so (the GPU only reads it), else as any host memory
@@ -70,6 +123,10 @@ HostRegistration::~HostRegistration()
     std::lock_guard<std::mutex> g(registry_mu());
     auto it = registry().find({p_, bytes_});
     if (it == registry().end() || --it->second.holds) return;
+    if (resident_kernels) {  // cudaHostUnregister would wait for the resident kernel
+        it->second.unregister_pending = true;
+        return;
+    }
     cudaHostUnregister(const_cast<uint8_t *>(p_));
     cudaGetLastError();
     registry().erase(it);

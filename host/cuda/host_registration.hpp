@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace csd::gpu {
@@ -33,6 +34,25 @@ private:
     const uint8_t *p_;
     uint64_t bytes_;
     uint64_t gpu_ = 0;
+};
+
+// cudaFree, cudaFreeHost and cudaHostUnregister wait for every kernel running on the device
+// (measured on the H200: bench/gpu/sync_probe.cu, docs/gpu.md), and a resident kernel (GpuQueues'
+// copy kernel) runs until its queues stop: a Landing, a loader or a second GpuQueues ending while
+// it ran would wait for it. So those calls go through here: run now when no resident kernel runs
+// in this process, else once the last one has returned (the memory stays allocated till then).
+void after_resident_kernels(std::function<void()> release);
+
+// Counts a resident kernel of this process from before its launch until it has returned
+// (destroy it after the kernel's stream is synchronised): what after_resident_kernels waits for.
+class ResidentKernel {
+public:
+    ResidentKernel();
+    ~ResidentKernel();  // the last one runs the releases put off meanwhile
+    ResidentKernel(const ResidentKernel &) = delete;
+    ResidentKernel &operator=(const ResidentKernel &) = delete;
+    // How many resident kernels run in this process now.
+    static unsigned running();
 };
 
 }  // namespace csd::gpu

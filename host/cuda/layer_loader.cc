@@ -178,49 +178,58 @@ LayerTiming *LayerLoader::timing(uint64_t n)
 
 std::string LayerLoader::land_layer(int layer, uint8_t *dst)
 {
-    // Every tensor posted to the landing at once: its thread goes from one to the next with no
-    // round trip through this one. All are waited for before an error is reported (each writes
-    // into the buffer).
-    // With several lanes, the largest tensors first, each to the lane with the fewest bytes so
-    // far; each lane on a stream of its own (the landing waits for its copies on it).
     const std::vector<LayerTensor> &tensors = layers_[static_cast<size_t>(layer)].tensors;
-    std::vector<size_t> order(tensors.size());
-    for (size_t i = 0; i < order.size(); i++) order[i] = i;
-    if (lanes_.size() > 1) {
+    std::vector<CopyReport> reports(tensors.size());
+    std::exception_ptr err;
+    if (lanes_.size() == 1) {
+        // One lane: every tensor in one call, so that on the pinned pipeline the layer is one
+        // stream of chunks (no pause between tensors).
+        std::vector<Landing::ObjectTarget> targets;
+        for (const LayerTensor &t : tensors) targets.push_back({t.name, dst + t.offset, t.bytes});
+        reports = lanes_[0]->objects_to_gpu(store_, std::move(targets), streams_[0], direct_).get();
+    } else {
+        // Several lanes: the largest tensors first, each to the lane with the fewest bytes so
+        // far; each lane on a stream of its own (the landing waits for its copies on it). Every
+        // tensor posted at once; all are waited for before an error is reported (each writes
+        // into the buffer).
+        std::vector<size_t> order(tensors.size());
+        for (size_t i = 0; i < order.size(); i++) order[i] = i;
         std::stable_sort(order.begin(), order.end(),
                          [&](size_t x, size_t y) { return tensors[x].bytes > tensors[y].bytes; });
-    }
-    std::vector<uint64_t> load(lanes_.size(), 0);
-    std::vector<std::pair<size_t, std::future<CopyReport>>> landed;
-    std::exception_ptr err;
-    for (size_t i : order) {
-        const size_t lane = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-        load[lane] += tensors[i].bytes + 1;
-        const LayerTensor &t = tensors[i];
-        try {
-            landed.emplace_back(i, lanes_[lane]->object_to_gpu(store_, t.name, dst + t.offset, t.bytes, streams_[lane],
-                                                               {}, direct_ && lane == 0));
-        } catch (...) {
-            err = std::current_exception();
-            break;
+        std::vector<uint64_t> load(lanes_.size(), 0);
+        std::vector<std::pair<size_t, std::future<CopyReport>>> landed;
+        for (size_t i : order) {
+            const size_t lane = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+            load[lane] += tensors[i].bytes + 1;
+            const LayerTensor &t = tensors[i];
+            try {
+                landed.emplace_back(i, lanes_[lane]->object_to_gpu(store_, t.name, dst + t.offset, t.bytes,
+                                                                   streams_[lane], {}, direct_ && lane == 0));
+            } catch (...) {
+                err = std::current_exception();
+                break;
+            }
         }
+        for (auto &[i, f] : landed) {
+            try {
+                reports[i] = f.get();
+            } catch (...) {
+                if (!err) err = std::current_exception();
+            }
+        }
+        if (err) std::rethrow_exception(err);
     }
     std::string path;
-    for (auto &[i, f] : landed) {
-        try {
-            const CopyReport r = f.get();
-            if (r.object.bytes != tensors[i].bytes) {
-                throw Error("layer loader: tensor '" + tensors[i].name + "' of layer " + std::to_string(layer) +
-                                " now has " + std::to_string(r.object.bytes) + " bytes, " +
-                                std::to_string(tensors[i].bytes) + " when the loader was made (replaced since)",
-                            EAGAIN);
-            }
-            if (r.bytes && path.find(r.path) == std::string::npos) path += (path.empty() ? "" : " + ") + r.path;
-        } catch (...) {
-            if (!err) err = std::current_exception();
+    for (size_t i = 0; i < tensors.size(); i++) {
+        const CopyReport &r = reports[i];
+        if (r.object.bytes != tensors[i].bytes) {
+            throw Error("layer loader: tensor '" + tensors[i].name + "' of layer " + std::to_string(layer) + " now has " +
+                            std::to_string(r.object.bytes) + " bytes, " + std::to_string(tensors[i].bytes) +
+                            " when the loader was made (replaced since)",
+                        EAGAIN);
         }
+        if (r.bytes && path.find(r.path) == std::string::npos) path += (path.empty() ? "" : " + ") + r.path;
     }
-    if (err) std::rethrow_exception(err);
     return path;
 }
 

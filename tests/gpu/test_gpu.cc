@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "csd_crc32c.h"
+#include "csd_spec.h"
 #include "gpu.hpp"
 #include "gpu_crc32c.hpp"
 
@@ -315,6 +316,165 @@ TEST_F(Gpu, AFailedReadMidPipelineFailsTheTransferAndTheNextLands)
     EXPECT_EQ(land.slm_to_gpu(slm - n, n, d, stream, false).get().bytes, n);
     EXPECT_EQ(from_gpu(d, n), data);
     cudaFree(d);
+}
+
+// Several objects in one objects_to_gpu: on the pinned pipeline one stream of 1 MiB chunks
+// across them (sizes that end mid-chunk, an empty object, objects of one short chunk), on the
+// simulated peer-to-peer drive one after another; each lands byte for byte where its target
+// says, and the reports come in the targets' order.
+TEST_F(Gpu, ObjectsToGpuLandEveryObjectWhereItsTargetSays)
+{
+    ObjectStore::format(*dev, true);
+    ObjectStore store(*dev);
+    const std::vector<size_t> sizes = {(3 << 20) + 5, 0, 4097, 1 << 20, (5 << 20) + 777, 100};
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<size_t> at;
+    size_t total = 0;
+    for (size_t i = 0; i < sizes.size(); i++) {
+        data.push_back(random(sizes[i], 40 + static_cast<uint32_t>(i)));
+        store.put("o" + std::to_string(i), data[i].data(), sizes[i]);
+        at.push_back(total);
+        total += (sizes[i] + 255) / 256 * 256 + 256;
+    }
+    uint8_t *d = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d), total), cudaSuccess);
+    std::vector<gpu::Landing::ObjectTarget> targets;
+    for (size_t i = 0; i < sizes.size(); i++) targets.push_back({"o" + std::to_string(i), d + at[i], sizes[i]});
+    gpu::Landing land(*dev, 1 << 20, 2, 3);
+    for (bool direct : {false, true}) {
+        for (int round = 0; round < 2; round++) {  // a Landing lands again after a batch
+            ASSERT_EQ(cudaMemset(d, 0xa5, total), cudaSuccess);
+            const std::vector<gpu::CopyReport> r = land.objects_to_gpu(store, targets, stream, direct).get();
+            ASSERT_EQ(r.size(), sizes.size());
+            for (size_t i = 0; i < sizes.size(); i++) {
+                EXPECT_EQ(r[i].object.name, "o" + std::to_string(i));
+                EXPECT_EQ(r[i].bytes, sizes[i]);
+                if (sizes[i]) {
+                    EXPECT_EQ(r[i].path, direct ? gpu::kPeerToPeer : "pinned-pipeline") << i;
+                }
+                EXPECT_EQ(from_gpu(d + at[i], sizes[i]), data[i]) << "object " << i << " direct " << direct;
+            }
+        }
+    }
+    EXPECT_TRUE(land.objects_to_gpu(store, {}, stream, false).get().empty());
+    cudaFree(d);
+}
+
+// A damaged object among several fails the call with get()'s error (EIO); the objects beside
+// it land byte for byte, on both paths; repaired, all land.
+TEST_F(Gpu, ObjectsToGpuADamagedObjectFailsAsGetAndTheOthersLand)
+{
+    ObjectStore::format(*dev, true);
+    ObjectStore store(*dev);
+    const std::vector<size_t> sizes = {(3 << 20) + 1, (2 << 20) + 9, 4 << 20};
+    std::vector<std::vector<uint8_t>> data;
+    for (size_t i = 0; i < sizes.size(); i++) {
+        data.push_back(random(sizes[i], 60 + static_cast<uint32_t>(i)));
+        store.put("o" + std::to_string(i), data[i].data(), sizes[i]);
+    }
+    const uint32_t lba = dev->ns().lba_size;
+    const uint64_t bad = store.first_lba(store.stat("o1")) + (sizes[1] / 2) / lba;
+    std::vector<uint8_t> sector(lba);
+    dev->read_lbas(bad, 1, sector.data());
+    sector[3] ^= 0x10;
+    dev->write_lbas(bad, 1, sector.data());
+    std::string want;
+    try {
+        store.get("o1");
+    } catch (const Error &e) {
+        want = e.what();
+    }
+    ASSERT_FALSE(want.empty()) << "get() did not see the damage";
+    std::vector<uint8_t *> d(sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d[i]), sizes[i]), cudaSuccess);
+    std::vector<gpu::Landing::ObjectTarget> targets;
+    for (size_t i = 0; i < sizes.size(); i++) targets.push_back({"o" + std::to_string(i), d[i], sizes[i]});
+    gpu::Landing land(*dev, 1 << 20, 2, 3);
+    for (bool direct : {false, true}) {
+        for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMemset(d[i], 0, sizes[i]), cudaSuccess);
+        try {
+            land.objects_to_gpu(store, targets, stream, direct).get();
+            ADD_FAILURE() << "a damaged object landed without an error (direct " << direct << ")";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), EIO);
+            EXPECT_EQ(std::string(e.what()), want);
+        }
+        EXPECT_EQ(from_gpu(d[0], sizes[0]), data[0]) << "direct " << direct;
+        EXPECT_EQ(from_gpu(d[2], sizes[2]), data[2]) << "direct " << direct;
+    }
+    sector[3] ^= 0x10;
+    dev->write_lbas(bad, 1, sector.data());
+    EXPECT_EQ(land.objects_to_gpu(store, targets, stream, false).get().size(), sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++) EXPECT_EQ(from_gpu(d[i], sizes[i]), data[i]) << i;
+    for (uint8_t *p : d) cudaFree(p);
+}
+
+// The drive behind a transport whose Reads of chosen LBAs fail (Unrecovered Read Error) while armed.
+class FailingReads : public Transport {
+public:
+    FailingReads(Transport &t, uint64_t lo, uint64_t hi) : t_(t), lo_(lo), hi_(hi) {}
+    const char *name() const override { return t_.name(); }
+    Completion submit(const Command &cmd) override
+    {
+        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
+        if (armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_) {
+            return Completion{0x0281 | CSD_STATUS_DNR, 0};  // Media and Data Integrity Errors: Unrecovered Read Error
+        }
+        return t_.submit(cmd);
+    }
+    uint32_t max_transfer() const override { return t_.max_transfer(); }
+    NamespaceInfo ns() const override { return t_.ns(); }
+    std::atomic<bool> armed{true};
+
+private:
+    Transport &t_;
+    uint64_t lo_, hi_;
+};
+
+// A Read that fails in the middle of a stream of several objects' chunks (the fill threads
+// already on later chunks and objects) fails the call with the read's error once no fill runs;
+// the Landing then lands every object byte for byte.
+TEST_F(Gpu, ObjectsToGpuAFailedReadStopsTheStreamAndTheNextLands)
+{
+    ObjectStore::format(*dev, true);
+    const std::vector<size_t> sizes = {(6 << 20) + 3, 6 << 20, (6 << 20) + 4000, 3 << 20};
+    std::vector<std::vector<uint8_t>> data;
+    {
+        ObjectStore store(*dev);
+        for (size_t i = 0; i < sizes.size(); i++) {
+            data.push_back(random(sizes[i], 80 + static_cast<uint32_t>(i)));
+            store.put("o" + std::to_string(i), data[i].data(), sizes[i]);
+        }
+    }
+    uint64_t lo, hi;
+    {
+        ObjectStore store(*dev);
+        lo = store.first_lba(store.stat("o1")) + (4 << 20) / dev->ns().lba_size;  // o1's fifth MiB
+        hi = lo + 8;
+    }
+    auto t = std::make_unique<FailingReads>(dev->transport(), lo, hi);
+    FailingReads *fail = t.get();
+    Device fd(std::move(t));
+    ObjectStore store(fd);
+    std::vector<uint8_t *> d(sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d[i]), sizes[i]), cudaSuccess);
+    std::vector<gpu::Landing::ObjectTarget> targets;
+    for (size_t i = 0; i < sizes.size(); i++) targets.push_back({"o" + std::to_string(i), d[i], sizes[i]});
+    gpu::Landing land(fd, 1 << 20, 2, 3);
+    try {
+        land.objects_to_gpu(store, targets, stream, false).get();
+        ADD_FAILURE() << "a failed Read went unnoticed";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos) << e.what();
+    }
+    fail->armed = false;
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMemset(d[i], 0, sizes[i]), cudaSuccess);
+        const auto r = land.objects_to_gpu(store, targets, stream, false).get();
+        ASSERT_EQ(r.size(), sizes.size());
+        for (size_t i = 0; i < sizes.size(); i++) EXPECT_EQ(from_gpu(d[i], sizes[i]), data[i]) << i;
+    }
+    for (uint8_t *p : d) cudaFree(p);
 }
 
 }  // namespace

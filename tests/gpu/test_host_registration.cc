@@ -177,3 +177,68 @@ TEST_F(SharedRegistration, LandingAndGpuQueuesShareTheNamespacesRegistration)
     cudaFree(land_dst);
     cudaFree(win);
 }
+
+// A Landing ends on the caller's thread while GpuQueues' resident copy kernel runs: what it frees
+// (pinned buffers, the CRC's GPU memory) and unregisters (SLM, which only it held) would wait for
+// every running kernel (cudaFreeHost, cudaFree, cudaHostUnregister: bench/gpu/sync_probe.cu), so
+// it is put off until the kernel returns. The queues serve Reads after it; a new Landing holds
+// SLM's registration again (the put-off unregistration dropped) and copies straight from it; once
+// the queues went, no resident kernel is counted and the device has no error. Before, the
+// Landing's end waited until the queues stopped.
+TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
+{
+    const uint32_t nlb = kRec / lba, n = 8;
+    const std::vector<uint8_t> data = random_bytes(uint64_t(2) * n * kRec, 21);
+    dev->write_lbas(2000, data.size() / lba, data.data());
+    const std::vector<uint8_t> slm_data = random_bytes(1 << 20, 22);
+    dev->slm_write(0, slm_data.data(), slm_data.size());
+    uint8_t *slm = dev->slm_host_pointer();
+    ASSERT_NE(slm, nullptr);
+    const uint64_t slm_bytes = dev->caps().slm_size;
+    void *win = nullptr, *dst = nullptr;
+    ASSERT_EQ(cudaMalloc(&win, 2 * n * kRec), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dst, 1 << 20), cudaSuccess);
+    gpu::GpuWindow w;
+    w.base = win, w.bytes = 2 * n * kRec, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+    auto qs = std::make_unique<gpu::GpuQueues>(*dev, 1, 64, 1 << 20, 1, w);
+    EXPECT_EQ(gpu::ResidentKernel::running(), 1u);
+    HostSubmitter sub(qs->host_view());
+    const uint64_t base = reinterpret_cast<uint64_t>(win);
+    for (uint32_t i = 0; i < n; i++) EXPECT_EQ(sub.read(2000 + uint64_t(i) * nlb, nlb, base + uint64_t(i) * kRec), 0);
+    auto from_gpu = [](const void *d, size_t bytes) {
+        std::vector<uint8_t> v(bytes);
+        EXPECT_EQ(cudaMemcpy(v.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        return v;
+    };
+    for (int round = 0; round < 2; round++) {
+        SCOPED_TRACE("Landing " + std::to_string(round + 1));
+        auto land = std::make_unique<gpu::Landing>(*dev, 4 << 20, 2, 2);
+        ASSERT_EQ(cudaMemset(dst, 0, 1 << 20), cudaSuccess);
+        EXPECT_EQ(land->slm_to_gpu(0, 1 << 20, dst, stream, true).get().path, "slm-registered");
+        EXPECT_EQ(from_gpu(dst, 1 << 20), slm_data);
+        EXPECT_EQ(gpu::HostRegistration::holds(slm, slm_bytes), 1u);
+        EXPECT_EQ(land->slm_to_gpu(0, 1 << 20, dst, stream, false).get().path, "pinned-pipeline");
+        auto gone = std::async(std::launch::async, [&] { land.reset(); });
+        if (gone.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+            ADD_FAILURE() << "the Landing's end waits for the resident kernel";
+            qs.reset();  // the kernel returns: the end finishes
+            gone.wait();
+            break;
+        }
+        EXPECT_EQ(gpu::HostRegistration::holds(slm, slm_bytes), 0u);
+        for (uint32_t i = 0; i < n; i++) {
+            EXPECT_EQ(sub.read(2000 + uint64_t(n + i) * nlb, nlb, base + uint64_t(n + i) * kRec), 0);
+        }
+        EXPECT_EQ(from_gpu(static_cast<uint8_t *>(win) + n * kRec, n * kRec),
+                  std::vector<uint8_t>(data.begin() + n * kRec, data.end()));
+    }
+    if (qs) {
+        EXPECT_EQ(qs->errors(), 0u);
+    }
+    qs.reset();
+    EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    cudaFree(win);
+    cudaFree(dst);
+}

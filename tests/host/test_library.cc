@@ -2815,3 +2815,15 @@ int main(int argc, char **argv)
     if (!tmp.empty()) unlink(tmp.c_str());
     return rc;
 }
+
+// A drive's media errors (SCT 2h) are named in words, as every status the command sets name:
+// a real drive's failed Read says "Unrecovered Read Error", not a number alone.
+TEST(Errors, MediaAndDataIntegrityStatusesAreNamed)
+{
+    EXPECT_EQ(status_name(0x0281 | CSD_STATUS_DNR), "Unrecovered Read Error");
+    EXPECT_EQ(status_name(0x0280), "Write Fault");
+    EXPECT_EQ(status_name(0x0287), "Deallocated or Unwritten Logical Block");
+    EXPECT_EQ(status_name(CSD_STATUS_COMPARE_FAILURE), "Compare Failure");
+    EXPECT_EQ(status_name(0x0288), "Status 0x288");
+    EXPECT_EQ(std::string(Error("read", static_cast<uint16_t>(0x4281)).what()), "read: Unrecovered Read Error (NVMe status 0x4281)");
+}
