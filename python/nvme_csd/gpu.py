@@ -285,8 +285,9 @@ class LayerLoader:
     budget_layers) some layers stay resident and the others go through a ring of `ring` GPU
     buffers, each landed by the path store.get(device="cuda") takes (the pinned pipeline, or
     the simulated peer-to-peer drive when direct), CRC-32C checked on the GPU, on a thread of
-    the loader's own; `lanes` landings side by side on each layer (default: 1 when direct, else
-    2; lanes beyond the first take the pinned pipeline). layers: tensor names (grouped by group_layers), a list of each layer's
+    the loader's own; `lanes` landings side by side on each layer (default 1: on the pinned
+    pipeline one lane lands a layer's tensors as one stream of chunks, faster than several lanes
+    of a pipeline a tensor, docs/perf.md; lanes beyond the first take the pinned pipeline). layers: tensor names (grouped by group_layers), a list of each layer's
     names, or a name prefix (every stored name that starts with it). progress(done, total) is
     called at each layer acquired (layers of the current pass). The layers are visited in
     order, pass after pass; acquire() out of order restarts the stream there."""
@@ -309,7 +310,7 @@ class LayerLoader:
                                       "list of strings), or a name prefix")
         if progress is not None and not callable(progress):
             raise InvalidArgumentType("progress must be a callable(done, total) or None")
-        self.lanes = _positive_int(lanes, "lanes") if lanes is not None else 1 if direct else 2
+        self.lanes = _positive_int(lanes, "lanes") if lanes is not None else 1
         self._torch, self.device, self._progress = torch, torch.device(device), progress
         if self.device.type != "cuda":
             raise InvalidArgument(f"device {device!r}: the layer loader lands in CUDA memory")

@@ -195,7 +195,7 @@ def test_loader_lands_every_layer_byte_for_byte(dev, tmp_path, direct, lanes):
     seen = []
     with gpu.LayerLoader(dev, "model.layers.", budget_layers=3, direct=direct, lanes=lanes,
                          progress=lambda d, t: seen.append((d, t))) as loader:
-        assert loader.lanes == (lanes or (1 if direct else 2))
+        assert loader.lanes == (lanes or 1)
         assert loader.ring == 2 and loader.resident == [4] and loader.streamed == [0, 1, 2, 3]
         for _ in range(3):
             for i in range(len(loader)):

@@ -134,7 +134,7 @@ TEST_F(SharedRegistration, LandingAndGpuQueuesShareTheNamespacesRegistration)
             EXPECT_EQ(qs->direct_reads(), n) << "the queues' Reads were staged, not copied from the namespace";
             if (!landing_registers_first) lands(1000, 0);
             EXPECT_EQ(gpu::HostRegistration::holds(ns, ns_bytes), 2u);
-            // the first goes (a Landing's end waits for the resident kernel's: a thread of its own)
+            // the first goes (the Landing on a thread of its own, while the queues serve Reads)
             std::future<void> gone;
             if (landing_goes_first) {
                 gone = std::async(std::launch::async, [&] { land.reset(); });
