@@ -385,15 +385,14 @@ public:
     // stopped or was closed.
     bool add(uint64_t len, Fill fill, uint8_t *dst, Copied copied)
     {
-        std::lock_guard<std::mutex> g(mu_);
-        if (stop_ || closed_) return false;
-        ranges_.push_back({std::move(fill), dst, std::move(copied)});
-        for (uint64_t pos = 0; pos < len; pos += l_.chunk_) {
-            const uint64_t n = std::min(l_.chunk_, len - pos);
-            chunks_.push_back({ranges_.size() - 1, pos, n, static_cast<uint32_t>((n + slice_ - 1) / slice_)});
-        }
-        cv_.notify_all();
-        return true;
+        return append(len, {std::move(fill), nullptr, {}, dst, std::move(copied)});
+    }
+    // Appends a range of len bytes already in host memory that CUDA can copy from (registered)
+    // at mapped: no fill; on run()'s thread, before(pos, n), then each chunk's copy straight from
+    // mapped + pos, then copied(pos, n).
+    bool add_mapped(uint64_t len, const uint8_t *mapped, Copied before, uint8_t *dst, Copied copied)
+    {
+        return append(len, {{}, mapped, std::move(before), dst, std::move(copied)});
     }
     // No range comes after those added: run() returns once their chunks are copied.
     void close()
@@ -428,15 +427,30 @@ public:
 
 private:
     struct Range {
-        Fill fill;
+        Fill fill;                // or
+        const uint8_t *mapped;    // the bytes, copied from where they are
+        Copied before;            // mapped: called before each chunk's copy
         uint8_t *dst;
         Copied copied;
     };
     struct Chunk {
         size_t range;
         uint64_t pos, n;
-        uint32_t left;  // slices still being read
+        uint32_t left;  // slices still being read (none for a mapped range's)
     };
+    bool append(uint64_t len, Range r)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stop_ || closed_) return false;
+        const bool mapped = r.mapped != nullptr;
+        ranges_.push_back(std::move(r));
+        for (uint64_t pos = 0; pos < len; pos += l_.chunk_) {
+            const uint64_t n = std::min(l_.chunk_, len - pos);
+            chunks_.push_back({ranges_.size() - 1, pos, n, mapped ? 0u : static_cast<uint32_t>((n + slice_ - 1) / slice_)});
+        }
+        cv_.notify_all();
+        return true;
+    }
     // A fill thread: slice after slice, in order across chunks and ranges.
     void read()
     {
@@ -450,7 +464,7 @@ private:
                 cv_.wait(g, [&] { return stop_ || (i < chunks_.size() && i < allowed_) || (closed_ && i >= chunks_.size()); });
                 if (stop_ || i >= chunks_.size()) return;
                 const Chunk &c = chunks_[i];
-                if (off >= c.n) continue;  // a range's last chunk is shorter
+                if (off >= c.n || ranges_[c.range].mapped) continue;  // a shorter last chunk; nothing to fill
                 fill = &ranges_[c.range].fill;
                 pos = c.pos + off;
                 n = std::min(slice_, c.n - off);
@@ -494,8 +508,14 @@ private:
                 r = &ranges_[c.range];
             }
             Buffer &b = l_.buffers_[i % nbuf_];
-            check(cudaMemcpyAsync(r->dst + c.pos, b.host, c.n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-            check(cudaEventRecord(b.done, stream_), "cudaEventRecord");
+            if (r->mapped) {  // straight from where the bytes are: no buffer
+                if (r->before) r->before(c.pos, c.n);
+                check(cudaMemcpyAsync(r->dst + c.pos, r->mapped + c.pos, c.n, cudaMemcpyHostToDevice, stream_),
+                      "cudaMemcpyAsync");
+            } else {
+                check(cudaMemcpyAsync(r->dst + c.pos, b.host, c.n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+                check(cudaEventRecord(b.done, stream_), "cudaEventRecord");
+            }
             if (r->copied) r->copied(c.pos, c.n);
             // the copy before this one (its buffer) done: the chunk that reuses that buffer may be read
             if (i >= 1) {
@@ -677,12 +697,15 @@ std::future<CopyReport> Landing::object_to_gpu(ObjectStore &store, const std::st
 }
 
 std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const std::vector<ObjectTarget> &targets,
-                                                       cudaStream_t stream)
+                                                       cudaStream_t stream, const uint8_t *ns)
 {
     // Each object's store call (callers_, kCallers at once) adds the object's bytes to one
-    // ChunkStream as a range and waits until the CRC-32C of each of its chunks came back; this
-    // thread queues the copies and reports the CRCs. A fill's error stops the stream: every
-    // object still landing gets it, once no fill runs and no copy writes GPU memory.
+    // ChunkStream as a range — straight from the registered namespace where the store's device
+    // maps the object there (ns: the simulated peer-to-peer drive, the drive's Reads run before
+    // each chunk's DMA), else filled through the pinned buffers — and waits until the CRC-32C of
+    // each of its chunks came back; this thread queues the copies and reports the CRCs. A fill's
+    // or a Read's error stops the stream: every object still landing gets it, once no fill runs
+    // and no copy writes GPU memory.
     struct Shared {
         std::mutex mu;
         std::condition_variable cv;
@@ -690,16 +713,17 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
     };
     class IntoStream : public ObjectSink {
     public:
-        IntoStream(Landing *l, ChunkStream *cs, Shared *sh, const ObjectTarget &t, cudaStream_t s)
-            : l_(l), cs_(cs), sh_(sh), t_(t), stream_(s)
+        IntoStream(Landing *l, ChunkStream *cs, Shared *sh, const ObjectTarget &t, cudaStream_t s, const uint8_t *ns)
+            : l_(l), cs_(cs), sh_(sh), t_(t), stream_(s), ns_(ns)
         {
         }
+        std::string path = "pinned-pipeline";  // the path of the last attempt
         bool checks_landed() const override { return true; }
         void land(const ObjectInfo &o, const Fill &) override
         {
             throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
         }
-        void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *, const Landed &landed) override
+        void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed) override
         {
             if (o.bytes > t_.dst_bytes) {
                 throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
@@ -714,9 +738,25 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
                 std::lock_guard<std::mutex> g(sh_->mu);
                 if (--left == 0) sh_->cv.notify_all();
             };
-            const bool added = cs_->add(o.bytes, fill, dst, [this, dst, &one_back](uint64_t pos, uint64_t n) {
+            auto crc = [this, dst, &one_back](uint64_t pos, uint64_t n) {
                 l_->checker_->add(dst + pos, pos, n, stream_, kCrcSlots, one_back);
-            });
+            };
+            // the store's device maps the namespace where this landing registered it
+            const uint64_t ns_bytes = l_->dev_.ns().lba_count * l_->dev_.ns().lba_size;
+            const bool registered = mapped && ns_ && mapped >= ns_ && o.bytes <= ns_bytes &&
+                                    static_cast<uint64_t>(mapped - ns_) <= ns_bytes - o.bytes;
+            bool added;
+            if (registered) {
+                path = kPeerToPeer;
+                const uint64_t lba = l_->dev_.ns().lba_size, first = static_cast<uint64_t>(mapped - ns_) / lba;
+                added = cs_->add_mapped(o.bytes, mapped, [this, first, lba](uint64_t pos, uint64_t n) {
+                    // the drive's Reads of the chunk's LBAs (checked, counted), then its DMA
+                    l_->dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
+                }, dst, crc);
+            } else {
+                path = "pinned-pipeline";
+                added = cs_->add(o.bytes, fill, dst, crc);
+            }
             std::unique_lock<std::mutex> g(sh_->mu);
             if (!added) {
                 if (sh_->stopped) std::rethrow_exception(sh_->stopped);
@@ -732,6 +772,7 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
         Shared *sh_;
         const ObjectTarget &t_;
         cudaStream_t stream_;
+        const uint8_t *ns_;
     };
     std::lock_guard<std::mutex> g(run_mu_);
     if (!callers_) callers_ = std::make_unique<FillPool>(kCallers);
@@ -745,10 +786,10 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
     for (size_t k = 0; k < targets.size(); k++) {
         calls.push_back([&, k] {
             try {
-                IntoStream sink(this, &cs, &sh, targets[k], stream);
+                IntoStream sink(this, &cs, &sh, targets[k], stream, ns);
                 reports[k].object = store.get_into(targets[k].name, sink, {});
                 reports[k].bytes = reports[k].object.bytes;
-                reports[k].path = "pinned-pipeline";
+                reports[k].path = sink.path;
                 reports[k].seconds = since(t0);
             } catch (...) {
                 errors[k] = std::current_exception();
@@ -786,20 +827,7 @@ std::future<std::vector<CopyReport>> Landing::objects_to_gpu(ObjectStore &store,
             std::lock_guard<std::mutex> g(run_mu_);
             ns = registered_namespace();
         }
-        if (!ns) return land_objects_streamed(store, targets, stream);
-        // the simulated peer-to-peer drive: one object after another, each its DMAs
-        std::vector<CopyReport> reports;
-        std::exception_ptr first;
-        for (const ObjectTarget &t : targets) {
-            try {
-                reports.push_back(land_object(store, t.name, static_cast<uint8_t *>(t.dst), t.dst_bytes, stream, {}, ns));
-            } catch (...) {
-                if (!first) first = std::current_exception();
-                reports.emplace_back();
-            }
-        }
-        if (first) std::rethrow_exception(first);
-        return reports;
+        return land_objects_streamed(store, targets, stream, ns);
     });
 }
 

@@ -82,10 +82,11 @@ public:
         uint64_t dst_bytes = 0;
     };
     // Several stored objects -> GPU memory, each as object_to_gpu lands it (checked on the GPU,
-    // landed again when replaced); on the pinned pipeline as one stream of chunks: the fill
-    // threads go from one object's chunks to the next's with no pause between objects (a layer's
-    // tensors land at the rate of one large object). The reports in the order of targets;
-    // rethrows the first object's error (the others' landings are finished or given up first).
+    // landed again when replaced), all as one stream of chunks: on the pinned pipeline the fill
+    // threads go from one object's chunks to the next's with no pause between objects, on the
+    // simulated peer-to-peer path the DMAs follow each other across objects (a layer's tensors
+    // land at the rate of one large object). The reports in the order of targets; rethrows the
+    // first object's error (the others' landings are finished or given up first).
     std::future<std::vector<CopyReport>> objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
                                                         cudaStream_t stream, bool direct = true);
     // Why the namespace could not be registered with CUDA ("" if it was, or was not tried).
@@ -111,9 +112,10 @@ private:
     // ns: the registered namespace, or nullptr for the pinned pipeline.
     CopyReport land_object(ObjectStore &store, const std::string &name, uint8_t *dst, uint64_t dst_bytes,
                            cudaStream_t stream, const Progress &progress, const uint8_t *ns);
-    // objects_to_gpu's pinned pipeline: every target's chunks in one ChunkStream (worker thread).
+    // objects_to_gpu's work: every target's chunks in one ChunkStream (worker thread); ns: the
+    // registered namespace (DMAs straight from it), or nullptr for the pinned pipeline.
     std::vector<CopyReport> land_objects_streamed(ObjectStore &store, const std::vector<ObjectTarget> &targets,
-                                                  cudaStream_t stream);
+                                                  cudaStream_t stream, const uint8_t *ns);
     void fill_parallel(uint64_t pos, uint64_t n, uint8_t *dst, const Fill &fill,
                        const std::function<void(uint64_t off, uint64_t len)> &filled);
 

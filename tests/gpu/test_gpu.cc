@@ -12,6 +12,7 @@
 
 #include "csd_crc32c.h"
 #include "csd_spec.h"
+#include "csd/in_process.hpp"
 #include "gpu.hpp"
 #include "gpu_crc32c.hpp"
 
@@ -409,70 +410,94 @@ TEST_F(Gpu, ObjectsToGpuADamagedObjectFailsAsGetAndTheOthersLand)
     for (uint8_t *p : d) cudaFree(p);
 }
 
-// The drive behind a transport whose Reads of chosen LBAs fail (Unrecovered Read Error) while armed.
-class FailingReads : public Transport {
+// The in-process drive behind a transport whose Reads of chosen LBAs fail (Unrecovered Read
+// Error) while armed: the Reads that move bytes and those of the mapped namespace
+// (submit_mapped_read: the simulated peer-to-peer path's).
+class FailingReads : public Transport, public InProcess {
 public:
-    FailingReads(Transport &t, uint64_t lo, uint64_t hi) : t_(t), lo_(lo), hi_(hi) {}
+    FailingReads(Transport &t, uint64_t lo, uint64_t hi) : t_(t), in_(*in_process(t)), lo_(lo), hi_(hi) {}
     const char *name() const override { return t_.name(); }
     Completion submit(const Command &cmd) override
     {
-        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
-        if (armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_) {
-            return Completion{0x0281 | CSD_STATUS_DNR, 0};  // Media and Data Integrity Errors: Unrecovered Read Error
-        }
+        if (fails(cmd)) return Completion{0x0281 | CSD_STATUS_DNR, 0};  // Media and Data Integrity Errors
         return t_.submit(cmd);
     }
     uint32_t max_transfer() const override { return t_.max_transfer(); }
     NamespaceInfo ns() const override { return t_.ns(); }
+    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
+    std::string backing_file() const override { return in_.backing_file(); }
+    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
+    Completion submit_mapped_read(const Command &cmd) override
+    {
+        if (fails(cmd)) return Completion{0x0281 | CSD_STATUS_DNR, 0};
+        return in_.submit_mapped_read(cmd);
+    }
+    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
+    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
+    {
+        *finish_ns = 0;
+        return submit(cmd);
+    }
     std::atomic<bool> armed{true};
 
 private:
+    bool fails(const Command &cmd) const
+    {
+        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
+        return armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_;
+    }
     Transport &t_;
+    InProcess &in_;
     uint64_t lo_, hi_;
 };
 
-// A Read that fails in the middle of a stream of several objects' chunks (the fill threads
-// already on later chunks and objects) fails the call with the read's error once no fill runs;
-// the Landing then lands every object byte for byte.
+// A Read that fails in the middle of a stream of several objects' chunks (on the pipeline the
+// fill threads already on later chunks and objects; on the simulated peer-to-peer path the
+// drive's Reads before a DMA) fails the call with the Read's error once no fill runs and no
+// copy writes; the Landing then lands every object byte for byte.
 TEST_F(Gpu, ObjectsToGpuAFailedReadStopsTheStreamAndTheNextLands)
 {
     ObjectStore::format(*dev, true);
     const std::vector<size_t> sizes = {(6 << 20) + 3, 6 << 20, (6 << 20) + 4000, 3 << 20};
     std::vector<std::vector<uint8_t>> data;
+    uint64_t lo;
     {
         ObjectStore store(*dev);
         for (size_t i = 0; i < sizes.size(); i++) {
             data.push_back(random(sizes[i], 80 + static_cast<uint32_t>(i)));
             store.put("o" + std::to_string(i), data[i].data(), sizes[i]);
         }
-    }
-    uint64_t lo, hi;
-    {
-        ObjectStore store(*dev);
         lo = store.first_lba(store.stat("o1")) + (4 << 20) / dev->ns().lba_size;  // o1's fifth MiB
-        hi = lo + 8;
     }
-    auto t = std::make_unique<FailingReads>(dev->transport(), lo, hi);
+    auto t = std::make_unique<FailingReads>(dev->transport(), lo, lo + 8);
     FailingReads *fail = t.get();
     Device fd(std::move(t));
+    ASSERT_NE(fd.namespace_host_pointer(), nullptr) << "the wrapper maps the namespace as the device does";
     ObjectStore store(fd);
     std::vector<uint8_t *> d(sizes.size());
     for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d[i]), sizes[i]), cudaSuccess);
     std::vector<gpu::Landing::ObjectTarget> targets;
     for (size_t i = 0; i < sizes.size(); i++) targets.push_back({"o" + std::to_string(i), d[i], sizes[i]});
     gpu::Landing land(fd, 1 << 20, 2, 3);
-    try {
-        land.objects_to_gpu(store, targets, stream, false).get();
-        ADD_FAILURE() << "a failed Read went unnoticed";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos) << e.what();
-    }
-    fail->armed = false;
-    for (int round = 0; round < 2; round++) {
-        for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMemset(d[i], 0, sizes[i]), cudaSuccess);
-        const auto r = land.objects_to_gpu(store, targets, stream, false).get();
-        ASSERT_EQ(r.size(), sizes.size());
-        for (size_t i = 0; i < sizes.size(); i++) EXPECT_EQ(from_gpu(d[i], sizes[i]), data[i]) << i;
+    for (bool direct : {false, true}) {
+        SCOPED_TRACE(direct ? "simulated peer-to-peer" : "pinned pipeline");
+        fail->armed = true;
+        try {
+            land.objects_to_gpu(store, targets, stream, direct).get();
+            ADD_FAILURE() << "a failed Read went unnoticed";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos) << e.what();
+        }
+        fail->armed = false;
+        for (int round = 0; round < 2; round++) {
+            for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMemset(d[i], 0, sizes[i]), cudaSuccess);
+            const auto r = land.objects_to_gpu(store, targets, stream, direct).get();
+            ASSERT_EQ(r.size(), sizes.size());
+            for (size_t i = 0; i < sizes.size(); i++) {
+                EXPECT_EQ(r[i].path, direct ? gpu::kPeerToPeer : "pinned-pipeline");
+                EXPECT_EQ(from_gpu(d[i], sizes[i]), data[i]) << i;
+            }
+        }
     }
     for (uint8_t *p : d) cudaFree(p);
 }
