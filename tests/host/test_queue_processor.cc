@@ -21,6 +21,7 @@
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
+#include "forwarding_in_process.hpp"
 
 using namespace csd;
 
@@ -689,13 +690,12 @@ std::vector<uint16_t> read_through(Queues &qs, uint64_t slba, uint32_t n, uint32
 // The in-process device behind a namespace that goes away on demand (as the stream tests'):
 // every command then answers Invalid Namespace or Format, as a drive's does once the
 // namespace is detached; its mapping stays (a drive's pages outlive a detach).
-class Detachable : public Transport, public InProcess {
+class Detachable : public test::ForwardingInProcess {
 public:
-    explicit Detachable(Transport &t) : t_(t), in_(*in_process(t)) {}
-    const char *name() const override { return t_.name(); }
-    Completion submit(const Command &cmd) override
-    {
-        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
+    explicit Detachable(Transport &t) : ForwardingInProcess(t) {}
+    uint16_t answer(const Command &) const override { return detached ? CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR : 0; }
+    std::atomic<bool> detached{false};
+};
         return t_.submit(cmd);
     }
     uint32_t max_transfer() const override { return t_.max_transfer(); }
