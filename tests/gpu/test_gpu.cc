@@ -427,26 +427,6 @@ public:
 private:
     uint64_t lo_, hi_;
 };
-        return in_.submit_mapped_read(cmd);
-    }
-    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
-    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
-    {
-        *finish_ns = 0;
-        return submit(cmd);
-    }
-    std::atomic<bool> armed{true};
-
-private:
-    bool fails(const Command &cmd) const
-    {
-        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
-        return armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_;
-    }
-    Transport &t_;
-    InProcess &in_;
-    uint64_t lo_, hi_;
-};
 
 // A Read that fails in the middle of a stream of several objects' chunks (on the pipeline the
 // fill threads already on later chunks and objects; on the simulated peer-to-peer path the

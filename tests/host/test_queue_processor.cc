@@ -696,30 +696,6 @@ public:
     uint16_t answer(const Command &) const override { return detached ? CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR : 0; }
     std::atomic<bool> detached{false};
 };
-        return t_.submit(cmd);
-    }
-    uint32_t max_transfer() const override { return t_.max_transfer(); }
-    NamespaceInfo ns() const override { return t_.ns(); }
-    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
-    std::string backing_file() const override { return in_.backing_file(); }
-    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
-    Completion submit_mapped_read(const Command &cmd) override
-    {
-        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
-        return in_.submit_mapped_read(cmd);
-    }
-    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
-    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
-    {
-        *finish_ns = 0;
-        return submit(cmd);
-    }
-    std::atomic<bool> detached{false};
-
-private:
-    Transport &t_;
-    InProcess &in_;
-};
 
 }  // namespace
 
