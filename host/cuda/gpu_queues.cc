@@ -12,6 +12,19 @@ namespace csd::gpu {
 
 namespace {
 
+// Frees the queues' pinned memory, once no resident kernel runs (another queue set's may).
+void free_pinned(void *arena, void *mem)
+{
+    after_resident_kernels([arena, mem] {
+        if (arena) cudaFreeHost(arena);
+        if (mem) cudaFreeHost(mem);
+    });
+}
+
+}  // namespace
+
+namespace {
+
 void check(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) throw Error(std::string("GPU queues: ") + what + ": " + cudaGetErrorString(e), EIO);
@@ -63,8 +76,7 @@ GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t aren
         }
         proc_ = std::make_unique<QueueProcessor>(dev, host_, reinterpret_cast<uint64_t>(gpu_.arena), pollers, mover_.get());
     } catch (...) {
-        if (arena_) cudaFreeHost(arena_);
-        cudaFreeHost(mem_);
+        free_pinned(arena_, mem_);
         throw;
     }
 }
@@ -73,10 +85,7 @@ GpuQueues::~GpuQueues()
 {
     proc_.reset();  // the pollers stop (and their lanes finish their copies) before the memory they read goes
     mover_.reset();
-    after_resident_kernels([arena = arena_, mem = mem_] {  // another queue set's resident kernel may run
-        if (arena) cudaFreeHost(arena);
-        cudaFreeHost(mem);
-    });
+    free_pinned(arena_, mem_);
 }
 
 }  // namespace csd::gpu
