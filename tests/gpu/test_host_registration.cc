@@ -242,3 +242,88 @@ TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
     cudaFree(win);
     cudaFree(dst);
 }
+
+// A Landing on a second device ends while GpuQueues' resident kernel (on the fixture's device)
+// runs: its hold on that device's namespace registration was the last, so the unregistration is
+// put off ("unregister pending"). The device then closes (its namespace mapping goes, still
+// registered with CUDA), and a new device on another file maps its namespace at the same address
+// (the kernel reuses the hole; tools/harness: /tmp/review44s6-harness/slm_reuse.cc showed it on
+// the CPU machine). A Landing on the new device must land the new device's bytes: its
+// HostRegistration of (address, size) must not take back the pending registration of pages that
+// belonged to the closed device. EXPECTED TO FAIL on main (review44s6): lbas_to_gpu's direct path
+// lands the closed device's bytes (the pinned old pages), object_to_gpu fails with a false EIO.
+TEST_F(SharedRegistration, APendingUnregistrationIsNotTakenBackByANewMappingAtTheSameAddress)
+{
+    const uint32_t n = 8;
+    void *win = nullptr, *dst = nullptr;
+    const uint64_t bytes = 1 << 20;
+    ASSERT_EQ(cudaMalloc(&win, 2 * n * kRec), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dst, bytes), cudaSuccess);
+    gpu::GpuWindow w;
+    w.base = win, w.bytes = 2 * n * kRec, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+    auto qs = std::make_unique<gpu::GpuQueues>(*dev, 1, 64, 1 << 20, 1, w);
+    ASSERT_EQ(gpu::ResidentKernel::running(), 1u);
+    std::vector<std::string> files;
+    auto open_device = [&] {
+        char name[] = "/tmp/csd-gpu-reg2-XXXXXX";
+        close(mkstemp(name));
+        unlink(name);
+        files.push_back(name);
+        return Device::open("emu:" + files.back() + "?size=64M&slm=16M");
+    };
+    auto from_gpu = [](const void *d, size_t len) {
+        std::vector<uint8_t> v(len);
+        EXPECT_EQ(cudaMemcpy(v.data(), d, len, cudaMemcpyDeviceToHost), cudaSuccess);
+        return v;
+    };
+    const uint8_t *old_ns = nullptr;
+    uint64_t ns_bytes = 0;
+    {
+        auto b = open_device();
+        const std::vector<uint8_t> data_b = random_bytes(bytes, 31);
+        b->write_lbas(0, bytes / lba, data_b.data());
+        old_ns = b->namespace_host_pointer();
+        ASSERT_NE(old_ns, nullptr);
+        ns_bytes = b->ns().lba_count * lba;
+        gpu::Landing land(*b, 4 << 20, 2, 2);
+        const gpu::CopyReport r = land.lbas_to_gpu(0, bytes / lba, dst, stream, true).get();
+        EXPECT_EQ(r.path, gpu::kPeerToPeer) << land.peer_to_peer_error();
+        EXPECT_EQ(from_gpu(dst, bytes), data_b);
+        EXPECT_EQ(gpu::HostRegistration::holds(old_ns, ns_bytes), 1u);
+    }  // the Landing ends (unregistration put off: the resident kernel runs), then the device
+    std::vector<std::unique_ptr<Device>> opened;
+    for (int i = 0; i < 4; i++) {
+        opened.push_back(open_device());
+        if (opened.back()->namespace_host_pointer() == old_ns) break;
+    }
+    Device &c = *opened.back();
+    ASSERT_EQ(c.namespace_host_pointer(), old_ns) << "no new namespace mapping at the closed device's address";
+    ASSERT_EQ(c.ns().lba_count * lba, ns_bytes);
+    const std::vector<uint8_t> data_c = random_bytes(bytes, 32);
+    c.write_lbas(0, bytes / lba, data_c.data());
+    {
+        gpu::Landing land(c, 4 << 20, 2, 2);
+        ASSERT_EQ(cudaMemset(dst, 0, bytes), cudaSuccess);
+        const gpu::CopyReport r = land.lbas_to_gpu(0, bytes / lba, dst, stream, true).get();
+        EXPECT_EQ(from_gpu(dst, bytes), data_c)
+            << "path " << r.path << ": the GPU read the closed device's pages (a registration left pending, taken back)";
+        // the store's path checks what landed: it must land, not fail as damaged
+        ObjectStore::format(c, true);
+        ObjectStore store(c);
+        store.put("t", data_c.data(), data_c.size());
+        ASSERT_EQ(cudaMemset(dst, 0, bytes), cudaSuccess);
+        try {
+            EXPECT_EQ(land.object_to_gpu(store, "t", dst, bytes, stream, {}, true).get().path, gpu::kPeerToPeer);
+            EXPECT_EQ(from_gpu(dst, bytes), data_c);
+        } catch (const Error &e) {
+            ADD_FAILURE() << "object_to_gpu on the new device: " << e.what();
+        }
+    }
+    opened.clear();
+    qs.reset();
+    EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    for (const std::string &f : files) unlink(f.c_str());
+    cudaFree(win);
+    cudaFree(dst);
+}
