@@ -313,7 +313,7 @@ TEST_F(SharedRegistration, APendingUnregistrationIsNotTakenBackByANewMappingAtTh
         store.put("t", data_c.data(), data_c.size());
         ASSERT_EQ(cudaMemset(dst, 0, bytes), cudaSuccess);
         try {
-            EXPECT_EQ(land.object_to_gpu(store, "t", dst, bytes, stream, {}, true).get().path, gpu::kPeerToPeer);
+            land.object_to_gpu(store, "t", dst, bytes, stream, {}, true).get();  // either path: the right bytes
             EXPECT_EQ(from_gpu(dst, bytes), data_c);
         } catch (const Error &e) {
             ADD_FAILURE() << "object_to_gpu on the new device: " << e.what();
