@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <random>
@@ -326,4 +327,44 @@ TEST_F(SharedRegistration, APendingUnregistrationIsNotTakenBackByANewMappingAtTh
     for (const std::string &f : files) unlink(f.c_str());
     cudaFree(win);
     cudaFree(dst);
+}
+
+// An object lands (CRC-32C on the GPU) while GpuQueues' resident kernel runs, in a process whose
+// first CRC kernel launch comes after the queues started (a fresh process: the death test's
+// "threadsafe" style runs the statement in a new exec of this binary, where no earlier test has
+// loaded the CRC kernel). CUDA loads a kernel at its first launch (lazy loading) and that load
+// can wait for the kernels running (docs/gpu.md; the movers load theirs before launching for
+// that reason) — the library's CRC kernel is loaded by nobody before, so the landing would wait
+// for the queues' end. Exit 0: landed byte for byte within 20 s; 2: it hangs. Written by the
+// review44s6 review; expected to FAIL on the GPU unless the CRC kernels are loaded before the
+// resident kernel starts (or CUDA_MODULE_LOADING=EAGER).
+TEST_F(SharedRegistration, AnObjectLandsWhileTheResidentKernelRunsInAFreshProcess)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    auto in_a_fresh_process = [&] {
+        const uint64_t bytes = 4 << 20;
+        void *win = nullptr, *dst = nullptr;
+        if (cudaMalloc(&win, 1 << 20) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess) _exit(3);
+        gpu::GpuWindow w;
+        w.base = win, w.bytes = 1 << 20, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+        gpu::GpuQueues qs(*dev, 1, 64, 1 << 20, 1, w);
+        if (gpu::ResidentKernel::running() != 1) _exit(4);
+        ObjectStore::format(*dev, true);
+        ObjectStore store(*dev);
+        const std::vector<uint8_t> data = random_bytes(bytes, 41);
+        store.put("t", data.data(), data.size());
+        gpu::Landing land(*dev, 1 << 20, 2, 2);
+        for (bool direct : {false, true}) {
+            auto f = land.object_to_gpu(store, "t", dst, bytes, stream, {}, direct);
+            if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+                std::fprintf(stderr, "the object landing (direct %d) hangs while the resident kernel runs\n", direct);
+                _exit(2);
+            }
+            f.get();
+            std::vector<uint8_t> back(bytes);
+            if (cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost) != cudaSuccess || back != data) _exit(5);
+        }
+        _exit(0);
+    };
+    EXPECT_EXIT(in_a_fresh_process(), ::testing::ExitedWithCode(0), "");
 }
