@@ -375,3 +375,43 @@ TEST_F(SharedRegistration, AnObjectLandsWhileTheResidentKernelRunsInAFreshProces
     };
     EXPECT_EXIT(in_a_fresh_process(), ::testing::ExitedWithCode(0), "");
 }
+
+// A second GpuQueues whose construction fails (a staging area too small: EINVAL from its mover)
+// while the first's resident kernel runs: the error comes at once. GpuQueues' constructor frees
+// what it allocated with cudaFreeHost on the way out (host/cuda/gpu_queues.cc), which waits for
+// every running kernel — the first queues' resident kernel, which returns only when those queues
+// stop: the failed construction waits for them (a thread that would stop them next deadlocks).
+// Written by the review44s6 review; expected to FAIL on the GPU at main 8ee567a.
+TEST_F(SharedRegistration, ASecondGpuQueuesThatFailsToStartDoesNotWaitForTheFirstsKernel)
+{
+    void *win = nullptr, *win2 = nullptr;
+    ASSERT_EQ(cudaMalloc(&win, 1 << 20), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&win2, 1 << 20), cudaSuccess);
+    gpu::GpuWindow w;
+    w.base = win, w.bytes = 1 << 20, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+    auto qs = std::make_unique<gpu::GpuQueues>(*dev, 1, 64, 1 << 20, 1, w);
+    ASSERT_EQ(gpu::ResidentKernel::running(), 1u);
+    gpu::GpuWindow bad = w;
+    bad.base = win2, bad.staging = 1;  // too small: the mover refuses it
+    auto second = std::async(std::launch::async, [&] {
+        try {
+            gpu::GpuQueues q2(*dev, 1, 64, 1 << 20, 1, bad);
+            return 0;
+        } catch (const Error &e) {
+            return e.errnum();
+        }
+    });
+    if (second.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        ADD_FAILURE() << "the failed GpuQueues construction waits for the running queues' resident kernel";
+        qs.reset();  // the kernel returns: the construction finishes
+    }
+    EXPECT_EQ(second.get(), EINVAL);
+    if (qs) {  // the first queues still serve Reads
+        HostSubmitter sub(qs->host_view());
+        EXPECT_EQ(sub.read(0, kRec / lba, reinterpret_cast<uint64_t>(win)), 0);
+    }
+    qs.reset();
+    EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
+    cudaFree(win);
+    cudaFree(win2);
+}
