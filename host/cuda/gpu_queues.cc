@@ -25,6 +25,16 @@ T *device_address(T *host)
     return static_cast<T *>(d);
 }
 
+// Frees the queues' pinned memory (either may be null): once no resident kernel runs, as
+// cudaFreeHost would wait for it (another queue set's may run).
+void free_pinned(void *arena, void *mem)
+{
+    after_resident_kernels([arena, mem] {
+        if (arena) cudaFreeHost(arena);
+        if (mem) cudaFreeHost(mem);
+    });
+}
+
 }  // namespace
 
 GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t arena_bytes, int pollers)
@@ -63,8 +73,7 @@ GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t aren
         }
         proc_ = std::make_unique<QueueProcessor>(dev, host_, reinterpret_cast<uint64_t>(gpu_.arena), pollers, mover_.get());
     } catch (...) {
-        if (arena_) cudaFreeHost(arena_);
-        cudaFreeHost(mem_);
+        free_pinned(arena_, mem_);
         throw;
     }
 }
@@ -73,10 +82,7 @@ GpuQueues::~GpuQueues()
 {
     proc_.reset();  // the pollers stop (and their lanes finish their copies) before the memory they read goes
     mover_.reset();
-    after_resident_kernels([arena = arena_, mem = mem_] {  // another queue set's resident kernel may run
-        if (arena) cudaFreeHost(arena);
-        cudaFreeHost(mem);
-    });
+    free_pinned(arena_, mem_);
 }
 
 }  // namespace csd::gpu
