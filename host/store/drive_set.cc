@@ -304,7 +304,6 @@ double DriveSet::reduce(const std::string &name, ReduceOp op)
     if (!striped(name) || (info.dtype != "<f4" && info.dtype != "<f8")) {
         throw Error("reduce over a drive set: '" + name + "' must be a striped f32 or f64 tensor", EINVAL);
     }
-    const DType dt = info.dtype == "<f4" ? DType::f32 : DType::f64;
     const uint64_t esize = npy::itemsize(info.dtype);
     const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
     // Each block: its element count, its result, and (argmax/argmin) its extreme value.
@@ -372,7 +371,7 @@ void DriveSet::gemm(const std::string &a, const std::string &b, const std::strin
                         EINVAL);
         }
         const ObjectInfo pa = store(i).stat(part_name(a, i));
-        const uint64_t m = pa.shape[0], k = ai.shape[1], n = bi.shape[1];
+        const uint64_t m = pa.shape[0], n = bi.shape[1];
         const std::string pc = part_name(c, i);
         if (store(i).exists(pc)) store(i).remove(pc);
         if (m == 0) {

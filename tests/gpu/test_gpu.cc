@@ -12,7 +12,7 @@
 
 #include "csd_crc32c.h"
 #include "csd_spec.h"
-#include "csd/in_process.hpp"
+#include "forwarding_in_process.hpp"
 #include "gpu.hpp"
 #include "gpu_crc32c.hpp"
 
@@ -413,41 +413,18 @@ TEST_F(Gpu, ObjectsToGpuADamagedObjectFailsAsGetAndTheOthersLand)
 // The in-process drive behind a transport whose Reads of chosen LBAs fail (Unrecovered Read
 // Error) while armed: the Reads that move bytes and those of the mapped namespace
 // (submit_mapped_read: the simulated peer-to-peer path's).
-class FailingReads : public Transport, public InProcess {
+class FailingReads : public test::ForwardingInProcess {
 public:
-    FailingReads(Transport &t, uint64_t lo, uint64_t hi) : t_(t), in_(*in_process(t)), lo_(lo), hi_(hi) {}
-    const char *name() const override { return t_.name(); }
-    Completion submit(const Command &cmd) override
+    FailingReads(Transport &t, uint64_t lo, uint64_t hi) : ForwardingInProcess(t), lo_(lo), hi_(hi) {}
+    uint16_t answer(const Command &cmd) const override
     {
-        if (fails(cmd)) return Completion{0x0281 | CSD_STATUS_DNR, 0};  // Media and Data Integrity Errors
-        return t_.submit(cmd);
-    }
-    uint32_t max_transfer() const override { return t_.max_transfer(); }
-    NamespaceInfo ns() const override { return t_.ns(); }
-    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
-    std::string backing_file() const override { return in_.backing_file(); }
-    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
-    Completion submit_mapped_read(const Command &cmd) override
-    {
-        if (fails(cmd)) return Completion{0x0281 | CSD_STATUS_DNR, 0};
-        return in_.submit_mapped_read(cmd);
-    }
-    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
-    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
-    {
-        *finish_ns = 0;
-        return submit(cmd);
+        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
+        const bool fails = armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_;
+        return fails ? 0x0281 | CSD_STATUS_DNR : 0;  // Media and Data Integrity Errors: Unrecovered Read Error
     }
     std::atomic<bool> armed{true};
 
 private:
-    bool fails(const Command &cmd) const
-    {
-        const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
-        return armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_;
-    }
-    Transport &t_;
-    InProcess &in_;
     uint64_t lo_, hi_;
 };
 

@@ -314,7 +314,9 @@ TEST_F(Library, BtreeLookupsChaseInTheDrive)
         const auto v = btree_lookup(lookup, tree, k);
         const auto it = dict.find(k);
         EXPECT_EQ(v.has_value(), it != dict.end()) << k;
-        if (v && it != dict.end()) EXPECT_EQ(*v, it->second);
+        if (v && it != dict.end()) {
+            EXPECT_EQ(*v, it->second);
+        }
         absent += it == dict.end();
     }
     EXPECT_GT(absent, 1000);
@@ -2463,7 +2465,9 @@ TEST_F(Store, StreamingPutOfUnknownLengthGrowsInPlaceOrMoves)
         EXPECT_EQ(reports.front().first, kStreamChunk) << "the first report comes after the first chunk";
         EXPECT_EQ(reports.back().first, data.size());
         for (const auto &r : reports) EXPECT_EQ(r.second, 0u) << "the total is unknown";
-        if (neighbour) EXPECT_EQ(s.get("neighbour"), other);
+        if (neighbour) {
+            EXPECT_EQ(s.get("neighbour"), other);
+        }
         expect_no_space_leaked(s, empty_free);
         s.remove("piped");
     }

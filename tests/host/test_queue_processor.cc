@@ -21,6 +21,7 @@
 #include "queue_processor.hpp"
 #include "csd_crc32c.h"
 #include "csd_spec.h"
+#include "forwarding_in_process.hpp"
 
 using namespace csd;
 
@@ -689,36 +690,11 @@ std::vector<uint16_t> read_through(Queues &qs, uint64_t slba, uint32_t n, uint32
 // The in-process device behind a namespace that goes away on demand (as the stream tests'):
 // every command then answers Invalid Namespace or Format, as a drive's does once the
 // namespace is detached; its mapping stays (a drive's pages outlive a detach).
-class Detachable : public Transport, public InProcess {
+class Detachable : public test::ForwardingInProcess {
 public:
-    explicit Detachable(Transport &t) : t_(t), in_(*in_process(t)) {}
-    const char *name() const override { return t_.name(); }
-    Completion submit(const Command &cmd) override
-    {
-        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
-        return t_.submit(cmd);
-    }
-    uint32_t max_transfer() const override { return t_.max_transfer(); }
-    NamespaceInfo ns() const override { return t_.ns(); }
-    uint8_t *slm_host_pointer() override { return in_.slm_host_pointer(); }
-    std::string backing_file() const override { return in_.backing_file(); }
-    const uint8_t *namespace_host_pointer() override { return in_.namespace_host_pointer(); }
-    Completion submit_mapped_read(const Command &cmd) override
-    {
-        if (detached) return Completion{CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR, 0};
-        return in_.submit_mapped_read(cmd);
-    }
-    uint64_t model_clock_ns() const override { return in_.model_clock_ns(); }
-    Completion submit_deferred(const Command &cmd, uint64_t *finish_ns) override
-    {
-        *finish_ns = 0;
-        return submit(cmd);
-    }
+    explicit Detachable(Transport &t) : ForwardingInProcess(t) {}
+    uint16_t answer(const Command &) const override { return detached ? CSD_STATUS_INVALID_NAMESPACE | CSD_STATUS_DNR : 0; }
     std::atomic<bool> detached{false};
-
-private:
-    Transport &t_;
-    InProcess &in_;
 };
 
 }  // namespace
