@@ -758,9 +758,10 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
                 added = cs_->add(o.bytes, fill, dst, crc);
             }
             std::unique_lock<std::mutex> g(sh_->mu);
-            if (!added) {
-                if (sh_->stopped) std::rethrow_exception(sh_->stopped);
-                throw Error("landing object '" + o.name + "': the landing of the objects ended", ECANCELED);
+            if (!added) {  // stopped (it closes only once every call is out): the stream's error, once the
+                           // worker has it - an error of this object's own would hide it (the first is reported)
+                sh_->cv.wait(g, [&] { return sh_->stopped != nullptr; });
+                std::rethrow_exception(sh_->stopped);
             }
             sh_->cv.wait(g, [&] { return left == 0 || sh_->stopped; });
             if (left) std::rethrow_exception(sh_->stopped);

@@ -38,6 +38,16 @@ T *device_address(T *host)
     return static_cast<T *>(d);
 }
 
+// Frees the queues' pinned memory (either may be null): once no resident kernel runs, as
+// cudaFreeHost would wait for it (another queue set's may run).
+void free_pinned(void *arena, void *mem)
+{
+    after_resident_kernels([arena, mem] {
+        if (arena) cudaFreeHost(arena);
+        if (mem) cudaFreeHost(mem);
+    });
+}
+
 }  // namespace
 
 GpuQueues::GpuQueues(Device &dev, uint32_t queues, uint32_t depth, uint64_t arena_bytes, int pollers)
