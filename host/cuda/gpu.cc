@@ -553,26 +553,26 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
                                             bool direct)
 {
     uint8_t *slm = dev_.slm_host_pointer();
-    if (direct && slm) {
-        return worker_->post<CopyReport>([=] {
-            std::lock_guard<std::mutex> g(run_mu_);
+    return worker_->post<CopyReport>([=] {
+        if (direct && slm) {
+            std::unique_lock<std::mutex> g(run_mu_);
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
             }
             if (!slm_reg_) {  // pin SLM once; later copies go straight from it
                 try {
                     slm_reg_ = std::make_unique<HostRegistration>(slm, dev_.caps().slm_size);
-                } catch (const Error &e) {
-                    throw Error("SLM", e);
+                } catch (const Error &e) {  // the pipeline still works (tried again next time)
+                    ns_error_ = std::string("SLM: ") + e.what();
                 }
             }
-            const auto t0 = std::chrono::steady_clock::now();
-            check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-            check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-            return CopyReport{"slm-registered", len, since(t0), {}};
-        });
-    }
-    return worker_->post<CopyReport>([=] {
+            if (slm_reg_) {
+                const auto t0 = std::chrono::steady_clock::now();
+                check(cudaMemcpyAsync(dst, slm + offset, len, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+                check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+                return CopyReport{"slm-registered", len, since(t0), {}};
+            }
+        }
         return pipeline(len, [this, offset](uint64_t pos, uint64_t n, uint8_t *d) { dev_.slm_read(offset + pos, d, n); },
                         static_cast<uint8_t *>(dst), stream);
     });

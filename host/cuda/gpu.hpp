@@ -57,7 +57,8 @@ public:
     Landing &operator=(const Landing &) = delete;
 
     // SLM [offset, offset + len) -> GPU memory at dst, ordered on stream. direct=true
-    // lets an in-process device's SLM be copied without staging (registered once).
+    // lets an in-process device's SLM be copied without staging (registered once; where it
+    // cannot be registered, the pipeline, and peer_to_peer_error() says why).
     std::future<CopyReport> slm_to_gpu(uint64_t offset, uint64_t len, void *dst, cudaStream_t stream,
                                        bool direct = true);
     // Namespace LBAs -> GPU memory; direct=true takes the simulated peer-to-peer path where
@@ -89,7 +90,8 @@ public:
     // first object's error (the others' landings are finished or given up first).
     std::future<std::vector<CopyReport>> objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
                                                         cudaStream_t stream, bool direct = true);
-    // Why the namespace could not be registered with CUDA ("" if it was, or was not tried).
+    // Why the namespace or SLM could not be registered with CUDA, the last time that failed
+    // ("" if it never did).
     std::string peer_to_peer_error() const;
 
 private:

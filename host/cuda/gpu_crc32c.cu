@@ -127,8 +127,16 @@ std::vector<uint32_t> slicing_tables()
 
 }  // namespace
 
+void load_crc32c_kernels()
+{
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, crc_blocks), "loading the CRC-32C kernel");
+    check(cudaFuncGetAttributes(&fa, crc_finish), "loading the CRC-32C kernel");
+}
+
 GpuCrc32c::GpuCrc32c(uint64_t max_piece, int slots) : max_piece_(max_piece), slots_(slots < 1 ? 1 : slots)
 {
+    load_crc32c_kernels();
     blocks_per_slot_ = (max_piece_ + kBlockBytes - 1) / kBlockBytes;
     if (blocks_per_slot_ == 0) blocks_per_slot_ = 1;
     const std::vector<uint32_t> t = slicing_tables();

@@ -38,6 +38,11 @@ private:
     uint64_t blocks_per_slot_ = 0;
 };
 
+// Loads the CRC kernels' code on the current device now. CUDA loads a kernel at its first use
+// (lazy loading), which can wait for the kernels running; GpuQueues loads these before its
+// resident kernel starts, so that a Landing made while it runs does not wait for it.
+void load_crc32c_kernels();
+
 // CRC-32C of n bytes of device memory (a test and a one-off: synchronous).
 uint32_t crc32c_on_gpu(const void *data, uint64_t n);
 

@@ -14,6 +14,7 @@
 #include <cuda/atomic>
 
 #include "csd/error.hpp"
+#include "gpu_crc32c.hpp"
 #include "gpu_mover.hpp"
 
 namespace csd::gpu {
@@ -569,6 +570,7 @@ GpuMover::GpuMover(const GpuWindow &window, uint32_t max_transfer, const uint8_t
     cudaFuncAttributes fa{};
     check(cudaFuncGetAttributes(&fa, move_blocks), "loading the copy kernel");
     check(cudaFuncGetAttributes(&fa, resident_mover), "loading the resident copy kernel");
+    load_crc32c_kernels();  // a Landing's, made while the resident kernel runs, would load them then
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     move_blocks<<<1, kThreads, 0, s>>>(nullptr);

@@ -12,19 +12,6 @@ namespace csd::gpu {
 
 namespace {
 
-// Frees the queues' pinned memory, once no resident kernel runs (another queue set's may).
-void free_pinned(void *arena, void *mem)
-{
-    after_resident_kernels([arena, mem] {
-        if (arena) cudaFreeHost(arena);
-        if (mem) cudaFreeHost(mem);
-    });
-}
-
-}  // namespace
-
-namespace {
-
 void check(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) throw Error(std::string("GPU queues: ") + what + ": " + cudaGetErrorString(e), EIO);

@@ -20,7 +20,6 @@ namespace {
 struct Registered {
     unsigned holds = 0;
     uint64_t gpu = 0;
-    bool unregister_pending = false;  // no hold left, unregistered once no resident kernel runs
 };
 
 // The registrations by (first byte, size); never destroyed (holds may outlive static
@@ -68,15 +67,6 @@ ResidentKernel::~ResidentKernel()
 {
     std::lock_guard<std::mutex> g(registry_mu());
     if (--resident_kernels) return;
-    for (auto it = registry().begin(); it != registry().end();) {
-        if (it->second.holds == 0 && it->second.unregister_pending) {
-            cudaHostUnregister(const_cast<uint8_t *>(it->first.first));
-            cudaGetLastError();
-            it = registry().erase(it);
-        } else {
-            ++it;
-        }
-    }
     std::vector<std::function<void()>> v;
     v.swap(put_off());
     for (auto &f : v) f();
@@ -93,9 +83,7 @@ HostRegistration::HostRegistration(const void *p, uint64_t bytes) : p_(static_ca
     if (!p || bytes == 0) throw Error("registering host memory with CUDA: an empty range", EINVAL);
     std::lock_guard<std::mutex> g(registry_mu());
     Registered &r = registry()[{p_, bytes_}];
-    if (r.unregister_pending) {
-        r.unregister_pending = false;  // still registered: held again
-    } else if (r.holds == 0) {
+    if (r.holds == 0) {
         void *m = const_cast<uint8_t *>(p_);
         const unsigned base = cudaHostRegisterMapped | cudaHostRegisterPortable;
         // read-only where the platform pins so (the GPU only reads it), else as any host memory
@@ -123,13 +111,21 @@ HostRegistration::~HostRegistration()
     std::lock_guard<std::mutex> g(registry_mu());
     auto it = registry().find({p_, bytes_});
     if (it == registry().end() || --it->second.holds) return;
-    if (resident_kernels) {  // cudaHostUnregister would wait for the resident kernel
-        it->second.unregister_pending = true;
-        return;
-    }
-    cudaHostUnregister(const_cast<uint8_t *>(p_));
-    cudaGetLastError();
+    // Out of the registry at once: its owner may unmap the memory now and another mapping come
+    // to the same address, which must not be taken for this one. While a resident kernel runs
+    // the unregistration is put off (it would wait for the kernel); meanwhile CUDA refuses to
+    // register the range again, and the caller takes its path without the registration.
     registry().erase(it);
+    void *m = const_cast<uint8_t *>(p_);
+    auto unregister = [m] {
+        cudaHostUnregister(m);
+        cudaGetLastError();
+    };
+    if (resident_kernels) {
+        put_off().push_back(unregister);
+    } else {
+        unregister();
+    }
 }
 
 unsigned HostRegistration::holds(const void *p, uint64_t bytes)

@@ -41,6 +41,9 @@ private:
 // copy kernel) runs until its queues stop: a Landing, a loader or a second GpuQueues ending while
 // it ran would wait for it. So those calls go through here: run now when no resident kernel runs
 // in this process, else once the last one has returned (the memory stays allocated till then).
+// A HostRegistration whose last hold goes meanwhile leaves the registry at once (its memory may be
+// unmapped and the address reused); its range is unregistered later, and until then registering
+// it again fails (the callers take their paths without the registration).
 void after_resident_kernels(std::function<void()> release);
 
 // Counts a resident kernel of this process from before its launch until it has returned

@@ -182,10 +182,10 @@ TEST_F(SharedRegistration, LandingAndGpuQueuesShareTheNamespacesRegistration)
 // A Landing ends on the caller's thread while GpuQueues' resident copy kernel runs: what it frees
 // (pinned buffers, the CRC's GPU memory) and unregisters (SLM, which only it held) would wait for
 // every running kernel (cudaFreeHost, cudaFree, cudaHostUnregister: bench/gpu/sync_probe.cu), so
-// it is put off until the kernel returns. The queues serve Reads after it; a new Landing holds
-// SLM's registration again (the put-off unregistration dropped) and copies straight from it; once
-// the queues went, no resident kernel is counted and the device has no error. Before, the
-// Landing's end waited until the queues stopped.
+// it is put off until the kernel returns. The queues serve Reads after it; a new Landing cannot
+// register SLM while its unregistration is put off and lands by the pipeline (the same bytes);
+// once the queues went, no resident kernel is counted, a Landing copies straight from SLM again
+// and the device has no error. Before, the Landing's end waited until the queues stopped.
 TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
 {
     const uint32_t nlb = kRec / lba, n = 8;
@@ -215,9 +215,12 @@ TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
         SCOPED_TRACE("Landing " + std::to_string(round + 1));
         auto land = std::make_unique<gpu::Landing>(*dev, 4 << 20, 2, 2);
         ASSERT_EQ(cudaMemset(dst, 0, 1 << 20), cudaSuccess);
-        EXPECT_EQ(land->slm_to_gpu(0, 1 << 20, dst, stream, true).get().path, "slm-registered");
+        // the second Landing: SLM's unregistration by the first is put off, so no registration
+        EXPECT_EQ(land->slm_to_gpu(0, 1 << 20, dst, stream, true).get().path,
+                  round == 0 ? "slm-registered" : "pinned-pipeline");
+        EXPECT_EQ(land->peer_to_peer_error().find("SLM") != std::string::npos, round == 1) << land->peer_to_peer_error();
         EXPECT_EQ(from_gpu(dst, 1 << 20), slm_data);
-        EXPECT_EQ(gpu::HostRegistration::holds(slm, slm_bytes), 1u);
+        EXPECT_EQ(gpu::HostRegistration::holds(slm, slm_bytes), round == 0 ? 1u : 0u);
         EXPECT_EQ(land->slm_to_gpu(0, 1 << 20, dst, stream, false).get().path, "pinned-pipeline");
         auto gone = std::async(std::launch::async, [&] { land.reset(); });
         if (gone.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
@@ -238,6 +241,12 @@ TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
     }
     qs.reset();
     EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
+    {
+        gpu::Landing land(*dev, 4 << 20, 2, 2);  // what was put off is done: SLM registers again
+        ASSERT_EQ(cudaMemset(dst, 0, 1 << 20), cudaSuccess);
+        EXPECT_EQ(land.slm_to_gpu(0, 1 << 20, dst, stream, true).get().path, "slm-registered") << land.peer_to_peer_error();
+        EXPECT_EQ(from_gpu(dst, 1 << 20), slm_data);
+    }
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
     cudaFree(win);
@@ -246,13 +255,14 @@ TEST_F(SharedRegistration, ALandingEndsWhileTheResidentKernelRuns)
 
 // A Landing on a second device ends while GpuQueues' resident kernel (on the fixture's device)
 // runs: its hold on that device's namespace registration was the last, so the unregistration is
-// put off ("unregister pending"). The device then closes (its namespace mapping goes, still
-// registered with CUDA), and a new device on another file maps its namespace at the same address
-// (the kernel reuses the hole; tools/harness: /tmp/review44s6-harness/slm_reuse.cc showed it on
-// the CPU machine). A Landing on the new device must land the new device's bytes: its
-// HostRegistration of (address, size) must not take back the pending registration of pages that
-// belonged to the closed device. EXPECTED TO FAIL on main (review44s6): lbas_to_gpu's direct path
-// lands the closed device's bytes (the pinned old pages), object_to_gpu fails with a false EIO.
+// put off. The device then closes (its namespace mapping goes, still registered with CUDA), and a
+// new device on another file maps its namespace at the same address (the kernel reuses the hole,
+// as a CPU harness of the review44s6 review showed). A Landing on the new device must land the
+// new device's bytes: the registration put off left the registry at once, so nothing takes it
+// for the new mapping (CUDA refuses to register the range again until the put-off unregistration
+// ran; the Landing takes the pipeline). Seen failing with the registration kept in the registry
+// as "unregister pending" and taken back by the next hold of the same range: lbas_to_gpu's
+// direct path landed the closed device's bytes, object_to_gpu failed with a false EIO.
 TEST_F(SharedRegistration, APendingUnregistrationIsNotTakenBackByANewMappingAtTheSameAddress)
 {
     const uint32_t n = 8;
@@ -343,8 +353,8 @@ TEST_F(SharedRegistration, APendingUnregistrationIsNotTakenBackByANewMappingAtTh
 // can wait for the kernels running (docs/gpu.md; the movers load theirs before launching for
 // that reason) — the library's CRC kernel is loaded by nobody before, so the landing would wait
 // for the queues' end. Exit 0: landed byte for byte within 20 s; 2: it hangs. Written by the
-// review44s6 review; expected to FAIL on the GPU unless the CRC kernels are loaded before the
-// resident kernel starts (or CUDA_MODULE_LOADING=EAGER).
+// review44s6 review; GpuQueues now loads the CRC kernels with its movers' before the resident
+// kernel starts (load_crc32c_kernels).
 TEST_F(SharedRegistration, AnObjectLandsWhileTheResidentKernelRunsInAFreshProcess)
 {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -380,8 +390,8 @@ TEST_F(SharedRegistration, AnObjectLandsWhileTheResidentKernelRunsInAFreshProces
 // while the first's resident kernel runs: the error comes at once. GpuQueues' constructor frees
 // what it allocated with cudaFreeHost on the way out (host/cuda/gpu_queues.cc), which waits for
 // every running kernel — the first queues' resident kernel, which returns only when those queues
-// stop: the failed construction waits for them (a thread that would stop them next deadlocks).
-// Written by the review44s6 review; expected to FAIL on the GPU at main 8ee567a.
+// stop: the failed construction waited for them (a thread that would stop them next deadlocks)
+// until it freed through after_resident_kernels as the destructor does (review44s6).
 TEST_F(SharedRegistration, ASecondGpuQueuesThatFailsToStartDoesNotWaitForTheFirstsKernel)
 {
     void *win = nullptr, *win2 = nullptr;
