@@ -4,6 +4,7 @@
 // from those pages): both take their direct path whichever registers first, and either may
 // go first without unregistering pages the other still reads. Skips without a CUDA device.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -424,4 +425,57 @@ TEST_F(SharedRegistration, ASecondGpuQueuesThatFailsToStartDoesNotWaitForTheFirs
     EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
     cudaFree(win);
     cudaFree(win2);
+}
+
+// The same as the test above, made to happen: while GpuQueues' resident kernel runs, the last
+// hold of a registered range goes (its unregistration put off), its memory is unmapped and new
+// memory with other bytes is mapped at the very same address (MAP_FIXED_NOREPLACE). A hold of that
+// range now must not be the old registration: either CUDA refuses it (the put-off unregistration
+// has not run) or, registered anew, the GPU reads the new bytes. Seen failing with the old
+// registration kept as "unregister pending" and taken back: the GPU read the old pages' bytes.
+TEST_F(SharedRegistration, APutOffUnregistrationIsNeverTakenForANewMappingAtTheSameAddress)
+{
+    void *win = nullptr, *dst = nullptr;
+    const uint64_t bytes = 1 << 20;
+    ASSERT_EQ(cudaMalloc(&win, 1 << 20), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dst, bytes), cudaSuccess);
+    gpu::GpuWindow w;
+    w.base = win, w.bytes = 1 << 20, w.by = gpu::MoveBy::resident, w.staging = 1 << 20;
+    auto qs = std::make_unique<gpu::GpuQueues>(*dev, 1, 64, 1 << 20, 1, w);
+    ASSERT_EQ(gpu::ResidentKernel::running(), 1u);
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    std::memset(p, 0x11, bytes);
+    {
+        gpu::HostRegistration old_hold(p, bytes);
+        EXPECT_EQ(gpu::HostRegistration::holds(p, bytes), 1u);
+    }  // the last hold goes while the kernel runs: the unregistration is put off
+    ASSERT_EQ(munmap(p, bytes), 0);
+    void *q = mmap(p, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    ASSERT_EQ(q, p) << "no new mapping at the same address";
+    std::memset(q, 0x22, bytes);
+    try {
+        gpu::HostRegistration new_hold(q, bytes);
+        ASSERT_EQ(cudaMemcpy(dst, new_hold.host(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        std::vector<uint8_t> got(bytes);
+        ASSERT_EQ(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(got, std::vector<uint8_t>(bytes, 0x22)) << "the GPU read the old mapping's pages";
+        // the GPU's own view of the registration (mapped host memory read in place)
+        ASSERT_EQ(cudaMemcpy(dst, reinterpret_cast<void *>(new_hold.gpu()), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(got, std::vector<uint8_t>(bytes, 0x22)) << "the registration maps the old mapping's pages";
+    } catch (const Error &e) {  // refused while the old registration's unregistration is put off
+        EXPECT_EQ(e.errnum(), EIO) << e.what();
+    }
+    qs.reset();
+    EXPECT_EQ(gpu::ResidentKernel::running(), 0u);
+    EXPECT_EQ(gpu::HostRegistration::holds(q, bytes), 0u);
+    {
+        gpu::HostRegistration again(q, bytes);  // what was put off ran: it registers
+        EXPECT_EQ(gpu::HostRegistration::holds(q, bytes), 1u);
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    munmap(q, bytes);
+    cudaFree(win);
+    cudaFree(dst);
 }
