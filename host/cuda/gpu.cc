@@ -822,6 +822,19 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
 std::future<std::vector<CopyReport>> Landing::objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
                                                              cudaStream_t stream, bool direct)
 {
+    // Destinations that overlap would land in an order nobody chose, and one object's check on
+    // the GPU could read another's bytes: refused before anything lands.
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;
+    for (const ObjectTarget &t : targets) {
+        const auto at = reinterpret_cast<uintptr_t>(t.dst);
+        if (t.dst_bytes) spans.emplace_back(at, at + t.dst_bytes);
+    }
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); i++) {
+        if (spans[i].first < spans[i - 1].second) {
+            throw Error("objects_to_gpu: two targets' destinations in GPU memory overlap", EINVAL);
+        }
+    }
     return worker_->post<std::vector<CopyReport>>([=, &store] {
         const uint8_t *ns = nullptr;
         if (direct) {

@@ -87,7 +87,8 @@ public:
     // threads go from one object's chunks to the next's with no pause between objects, on the
     // simulated peer-to-peer path the DMAs follow each other across objects (a layer's tensors
     // land at the rate of one large object). The reports in the order of targets; rethrows the
-    // first object's error (the others' landings are finished or given up first).
+    // first object's error (the others' landings are finished or given up first). Targets whose
+    // destinations [dst, dst + dst_bytes) overlap are refused (EINVAL) before anything lands.
     std::future<std::vector<CopyReport>> objects_to_gpu(ObjectStore &store, std::vector<ObjectTarget> targets,
                                                         cudaStream_t stream, bool direct = true);
     // Why the namespace or SLM could not be registered with CUDA, the last time that failed

@@ -358,6 +358,13 @@ TEST_F(Gpu, ObjectsToGpuLandEveryObjectWhereItsTargetSays)
         }
     }
     EXPECT_TRUE(land.objects_to_gpu(store, {}, stream, false).get().empty());
+    // destinations that overlap are refused before anything lands
+    try {
+        land.objects_to_gpu(store, {{"o0", d, sizes[0]}, {"o2", d + sizes[0] - 1, sizes[2]}}, stream, false).get();
+        ADD_FAILURE() << "overlapping destinations were taken";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL) << e.what();
+    }
     cudaFree(d);
 }
 
