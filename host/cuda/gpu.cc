@@ -37,6 +37,48 @@ constexpr uint64_t kMappedPiece = 8 << 20;
 // Pieces whose CRC may be in flight at once (a ring of slots), without a progress callback.
 constexpr int kCrcSlots = 16;
 
+// What the store's destinations in GPU memory share (object_to_gpu's, objects_to_gpu's): each
+// checks the landed copy on the GPU, so the store calls land_checked only; an object larger than
+// the destination is refused; an object whose bytes the store's device maps inside the namespace
+// this landing registered is copied from there, after the drive's Reads of its LBAs.
+class GpuSink : public ObjectSink {
+public:
+    GpuSink(Device &dev, uint64_t cap, const uint8_t *ns) : dev_(dev), cap_(cap), ns_(ns) {}
+    bool checks_landed() const override { return true; }
+    void land(const ObjectInfo &o, const Fill &) override
+    {
+        throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
+    }
+
+protected:
+    // Refuses (ENOSPC) an object larger than the destination.
+    void check_fits(const ObjectInfo &o) const
+    {
+        if (o.bytes > cap_) {
+            throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
+                            " bytes; the destination in GPU memory holds " + std::to_string(cap_),
+                        ENOSPC);
+        }
+    }
+    // Whether o's bytes at mapped (the store's device's mapping) lie in the registered namespace.
+    bool registered(const ObjectInfo &o, const uint8_t *mapped) const
+    {
+        const uint64_t ns_bytes = dev_.ns().lba_count * dev_.ns().lba_size;
+        return mapped && ns_ && mapped >= ns_ && o.bytes <= ns_bytes &&
+               static_cast<uint64_t>(mapped - ns_) <= ns_bytes - o.bytes;
+    }
+    // The drive's Reads (checked, counted, moving no bytes) of the LBAs under [pos, pos + n) of
+    // the object whose bytes are at mapped in the registered namespace.
+    void read_mapped(const uint8_t *mapped, uint64_t pos, uint64_t n) const
+    {
+        const uint64_t lba = dev_.ns().lba_size, first = static_cast<uint64_t>(mapped - ns_) / lba;
+        dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
+    }
+    Device &dev_;
+    const uint64_t cap_;
+    const uint8_t *const ns_;
+};
+
 }  // namespace
 
 // A fixed set of threads that run the slices of one fill at a time.
@@ -555,7 +597,7 @@ std::future<CopyReport> Landing::slm_to_gpu(uint64_t offset, uint64_t len, void 
     uint8_t *slm = dev_.slm_host_pointer();
     return worker_->post<CopyReport>([=] {
         if (direct && slm) {
-            std::unique_lock<std::mutex> g(run_mu_);
+            std::lock_guard<std::mutex> g(run_mu_);
             if (offset > dev_.caps().slm_size || len > dev_.caps().slm_size - offset) {
                 throw Error("slm_to_gpu: range outside SLM", ERANGE);
             }
@@ -613,36 +655,22 @@ CopyReport Landing::land_object(ObjectStore &store, const std::string &name, uin
     // The store's destination: DMAs from the registered namespace (the simulated
     // peer-to-peer drive) or the pinned pipeline (whose fill threads only read), each piece's
     // CRC-32C computed on the GPU over the bytes where it landed, behind its copy.
-    class ToGpu : public ObjectSink {
+    class ToGpu : public GpuSink {
     public:
-        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s, const uint8_t *ns, uint64_t ns_bytes, bool paced)
-            : l_(l), dst_(dst), cap_(cap), stream_(s), ns_(ns), ns_bytes_(ns_bytes), window_(paced ? 2 : kCrcSlots)
+        ToGpu(Landing *l, uint8_t *dst, uint64_t cap, cudaStream_t s, const uint8_t *ns, bool paced)
+            : GpuSink(l->dev_, cap, ns), l_(l), dst_(dst), stream_(s), window_(paced ? 2 : kCrcSlots)
         {
-        }
-        bool checks_landed() const override { return true; }
-        void land(const ObjectInfo &o, const Fill &) override
-        {
-            throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
         }
         void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed) override
         {
-            if (o.bytes > cap_) {
-                throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
-                                " bytes; the destination in GPU memory holds " + std::to_string(cap_),
-                            ENOSPC);
-            }
-            // the store's device maps the namespace where this landing registered it
-            const bool registered = mapped && ns_ && mapped >= ns_ && o.bytes <= ns_bytes_ &&
-                                    static_cast<uint64_t>(mapped - ns_) <= ns_bytes_ - o.bytes;
+            check_fits(o);
             try {
-                if (registered) {
+                if (registered(o, mapped)) {
                     std::lock_guard<std::mutex> g(l_->run_mu_);
                     const auto t0 = std::chrono::steady_clock::now();
-                    const uint64_t lba = l_->dev_.ns().lba_size, first = static_cast<uint64_t>(mapped - ns_) / lba;
                     for (uint64_t pos = 0; pos < o.bytes; pos += kMappedPiece) {
                         const uint64_t n = std::min(kMappedPiece, o.bytes - pos);
-                        // the drive's Reads of the piece's LBAs (checked, counted), then its DMA
-                        l_->dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
+                        read_mapped(mapped, pos, n);  // the drive's Reads of the piece's LBAs, then its DMA
                         l_->checker_->make_room(window_);  // paced: no DMA far ahead of progress
                         check(cudaMemcpyAsync(dst_ + pos, mapped + pos, n, cudaMemcpyHostToDevice, stream_),
                               "cudaMemcpyAsync");
@@ -668,14 +696,11 @@ CopyReport Landing::land_object(ObjectStore &store, const std::string &name, uin
     private:
         Landing *l_;
         uint8_t *dst_;
-        uint64_t cap_;
         cudaStream_t stream_;
-        const uint8_t *ns_;
-        uint64_t ns_bytes_;
         size_t window_;
     };
     const auto t0 = std::chrono::steady_clock::now();
-    ToGpu sink(this, dst, dst_bytes, stream, ns, dev_.ns().lba_count * dev_.ns().lba_size, static_cast<bool>(progress));
+    ToGpu sink(this, dst, dst_bytes, stream, ns, static_cast<bool>(progress));
     sink.report.object = store.get_into(name, sink, progress);
     sink.report.bytes = sink.report.object.bytes;
     if (sink.report.path.empty()) sink.report.path = "pinned-pipeline";  // an empty object copies nothing
@@ -711,25 +736,16 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
         std::condition_variable cv;
         std::exception_ptr stopped;
     };
-    class IntoStream : public ObjectSink {
+    class IntoStream : public GpuSink {
     public:
         IntoStream(Landing *l, ChunkStream *cs, Shared *sh, const ObjectTarget &t, cudaStream_t s, const uint8_t *ns)
-            : l_(l), cs_(cs), sh_(sh), t_(t), stream_(s), ns_(ns)
+            : GpuSink(l->dev_, t.dst_bytes, ns), l_(l), cs_(cs), sh_(sh), t_(t), stream_(s)
         {
         }
         std::string path = "pinned-pipeline";  // the path of the last attempt
-        bool checks_landed() const override { return true; }
-        void land(const ObjectInfo &o, const Fill &) override
-        {
-            throw Error("landing object '" + o.name + "' into GPU memory: unchecked", ENOTSUP);
-        }
         void land_checked(const ObjectInfo &o, const Fill &fill, const uint8_t *mapped, const Landed &landed) override
         {
-            if (o.bytes > t_.dst_bytes) {
-                throw Error("object '" + o.name + "' has " + std::to_string(o.bytes) +
-                                " bytes; the destination in GPU memory holds " + std::to_string(t_.dst_bytes),
-                            ENOSPC);
-            }
+            check_fits(o);
             uint64_t left = (o.bytes + l_->chunk_ - 1) / l_->chunk_;  // chunks whose CRC is still to come
             if (!left) return;
             uint8_t *dst = static_cast<uint8_t *>(t_.dst);
@@ -741,17 +757,11 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
             auto crc = [this, dst, &one_back](uint64_t pos, uint64_t n) {
                 l_->checker_->add(dst + pos, pos, n, stream_, kCrcSlots, one_back);
             };
-            // the store's device maps the namespace where this landing registered it
-            const uint64_t ns_bytes = l_->dev_.ns().lba_count * l_->dev_.ns().lba_size;
-            const bool registered = mapped && ns_ && mapped >= ns_ && o.bytes <= ns_bytes &&
-                                    static_cast<uint64_t>(mapped - ns_) <= ns_bytes - o.bytes;
             bool added;
-            if (registered) {
+            if (registered(o, mapped)) {
                 path = kPeerToPeer;
-                const uint64_t lba = l_->dev_.ns().lba_size, first = static_cast<uint64_t>(mapped - ns_) / lba;
-                added = cs_->add_mapped(o.bytes, mapped, [this, first, lba](uint64_t pos, uint64_t n) {
-                    // the drive's Reads of the chunk's LBAs (checked, counted), then its DMA
-                    l_->dev_.read_lbas_mapped(first + pos / lba, (pos + n + lba - 1) / lba - pos / lba);
+                added = cs_->add_mapped(o.bytes, mapped, [this, mapped](uint64_t pos, uint64_t n) {
+                    read_mapped(mapped, pos, n);  // the drive's Reads of the chunk's LBAs, then its DMA
                 }, dst, crc);
             } else {
                 path = "pinned-pipeline";
@@ -773,7 +783,6 @@ std::vector<CopyReport> Landing::land_objects_streamed(ObjectStore &store, const
         Shared *sh_;
         const ObjectTarget &t_;
         cudaStream_t stream_;
-        const uint8_t *ns_;
     };
     std::lock_guard<std::mutex> g(run_mu_);
     if (!callers_) callers_ = std::make_unique<FillPool>(kCallers);
