@@ -180,7 +180,6 @@ std::string LayerLoader::land_layer(int layer, uint8_t *dst)
 {
     const std::vector<LayerTensor> &tensors = layers_[static_cast<size_t>(layer)].tensors;
     std::vector<CopyReport> reports(tensors.size());
-    std::exception_ptr err;
     if (lanes_.size() == 1) {
         // One lane: every tensor in one call, so that on the pinned pipeline the layer is one
         // stream of chunks (no pause between tensors).
@@ -198,6 +197,7 @@ std::string LayerLoader::land_layer(int layer, uint8_t *dst)
                          [&](size_t x, size_t y) { return tensors[x].bytes > tensors[y].bytes; });
         std::vector<uint64_t> load(lanes_.size(), 0);
         std::vector<std::pair<size_t, std::future<CopyReport>>> landed;
+        std::exception_ptr err;
         for (size_t i : order) {
             const size_t lane = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
             load[lane] += tensors[i].bytes + 1;
