@@ -46,6 +46,28 @@ protected:
         for (auto &b : v) b = static_cast<uint8_t>(g());
         return v;
     }
+    // Flips one bit in the middle of the stored object `name`, behind the store (again: repaired).
+    void flip_bit_mid_object(ObjectStore &store, const std::string &name)
+    {
+        const ObjectInfo o = store.stat(name);
+        const uint32_t lba = dev->ns().lba_size;
+        const uint64_t at = store.first_lba(o) + (o.bytes / 2) / lba;
+        std::vector<uint8_t> sector(lba);
+        dev->read_lbas(at, 1, sector.data());
+        sector[7] ^= 0x40;
+        dev->write_lbas(at, 1, sector.data());
+    }
+    // get()'s error for the object `name` ("" if it has none), with its errno in *errnum.
+    static std::string get_error(ObjectStore &store, const std::string &name, int *errnum)
+    {
+        try {
+            store.get(name);
+        } catch (const Error &e) {
+            *errnum = e.errnum();
+            return e.what();
+        }
+        return "";
+    }
     std::vector<uint8_t> from_gpu(const void *d, size_t n)
     {
         std::vector<uint8_t> v(n);
@@ -126,20 +148,11 @@ TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
     const size_t n = (20 << 20) + 777;
     auto data = random(n, 3);
     store.put("t", data.data(), n);
-    const uint32_t lba = dev->ns().lba_size;
-    const uint64_t at = store.first_lba(store.stat("t")) + (n / 2) / lba;  // one bit, mid-object
-    std::vector<uint8_t> sector(lba);
-    dev->read_lbas(at, 1, sector.data());
-    sector[7] ^= 0x40;
-    dev->write_lbas(at, 1, sector.data());
-    std::string want;
-    try {
-        store.get("t");
-    } catch (const Error &e) {
-        want = e.what();
-        EXPECT_EQ(e.errnum(), EIO);
-    }
+    flip_bit_mid_object(store, "t");
+    int errnum = 0;
+    const std::string want = get_error(store, "t", &errnum);
     ASSERT_FALSE(want.empty()) << "get() did not see the corruption";
+    EXPECT_EQ(errnum, EIO);
     void *d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, n), cudaSuccess);
     gpu::Landing land(*dev, 4 << 20, 2, 2);
@@ -153,8 +166,7 @@ TEST_F(Gpu, CorruptedObjectFailsTheLandingLikeGet)
         }
     }
     // repaired, it lands by the simulated peer-to-peer path: the failure was the check's
-    sector[7] ^= 0x40;
-    dev->write_lbas(at, 1, sector.data());
+    flip_bit_mid_object(store, "t");
     EXPECT_EQ(land.object_to_gpu(store, "t", d, n, stream, {}, true).get().path, gpu::kPeerToPeer);
     EXPECT_EQ(from_gpu(d, n), data);
     cudaFree(d);
@@ -380,18 +392,9 @@ TEST_F(Gpu, ObjectsToGpuADamagedObjectFailsAsGetAndTheOthersLand)
         data.push_back(random(sizes[i], 60 + static_cast<uint32_t>(i)));
         store.put("o" + std::to_string(i), data[i].data(), sizes[i]);
     }
-    const uint32_t lba = dev->ns().lba_size;
-    const uint64_t bad = store.first_lba(store.stat("o1")) + (sizes[1] / 2) / lba;
-    std::vector<uint8_t> sector(lba);
-    dev->read_lbas(bad, 1, sector.data());
-    sector[3] ^= 0x10;
-    dev->write_lbas(bad, 1, sector.data());
-    std::string want;
-    try {
-        store.get("o1");
-    } catch (const Error &e) {
-        want = e.what();
-    }
+    flip_bit_mid_object(store, "o1");
+    int errnum = 0;
+    const std::string want = get_error(store, "o1", &errnum);
     ASSERT_FALSE(want.empty()) << "get() did not see the damage";
     std::vector<uint8_t *> d(sizes.size());
     for (size_t i = 0; i < sizes.size(); i++) ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d[i]), sizes[i]), cudaSuccess);
@@ -410,8 +413,7 @@ TEST_F(Gpu, ObjectsToGpuADamagedObjectFailsAsGetAndTheOthersLand)
         EXPECT_EQ(from_gpu(d[0], sizes[0]), data[0]) << "direct " << direct;
         EXPECT_EQ(from_gpu(d[2], sizes[2]), data[2]) << "direct " << direct;
     }
-    sector[3] ^= 0x10;
-    dev->write_lbas(bad, 1, sector.data());
+    flip_bit_mid_object(store, "o1");
     EXPECT_EQ(land.objects_to_gpu(store, targets, stream, false).get().size(), sizes.size());
     for (size_t i = 0; i < sizes.size(); i++) EXPECT_EQ(from_gpu(d[i], sizes[i]), data[i]) << i;
     for (uint8_t *p : d) cudaFree(p);

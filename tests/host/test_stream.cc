@@ -66,6 +66,18 @@ protected:
         o.stats = stats;
         return o;
     }
+    // A filter of "x" into "y" with records of `record` bytes fails short of SLM (ENOMEM) at once.
+    void expect_filter_short_of_slm(uint32_t record, const std::string &why)
+    {
+        FilterSpec s;
+        s.record_size = record;
+        try {
+            st->filter("x", s, "y");
+            ADD_FAILURE() << why;
+        } catch (const Error &e) {
+            EXPECT_EQ(e.errnum(), ENOMEM) << e.what();
+        }
+    }
     // Every allocation returned and every reservation released after a run.
     void expect_clean()
     {
@@ -132,11 +144,15 @@ TEST_F(Stream, FilterMatchesOneExecuteAtSizesAroundSlmMultiples)
                 const FilterResult r = st->filter("recs", s, "hot", budget(kBudget, &stats));
                 SCOPED_TRACE("records of " + std::to_string(rs) + " bytes, " + std::to_string(n) + " records, " +
                              (indices ? "indices" : "records") + ", " + std::to_string(stats.pieces) + " pieces");
-                if (n * rs > kBudget) EXPECT_GE(stats.pieces, 2u);
+                if (n * rs > kBudget) {
+                    EXPECT_GE(stats.pieces, 2u);
+                }
                 EXPECT_EQ(st->get("hot"), once);  // get checks the CRC combined from the pieces'
                 EXPECT_EQ(r.bytes, once.size());
                 EXPECT_EQ(r.matches, once.size() / (indices ? 4 : rs));
-                if (indices) EXPECT_EQ(st->stat("hot").dtype, "<u4");
+                if (indices) {
+                    EXPECT_EQ(st->stat("hot").dtype, "<u4");
+                }
             }
         }
     }
@@ -888,14 +904,7 @@ TEST_F(Stream, ANoBudgetRunShortOfSlmThatABufferHoldsFailsAtOnce)
     st->put("x", v.data(), v.size());
     {
         SlmBuffer held = dev->slm().alloc(dev->slm().size() - (64 << 10));
-        FilterSpec s;
-        s.record_size = 64 << 10;
-        try {
-            st->filter("x", s, "y");
-            ADD_FAILURE() << "a filter ran in 64 KiB of SLM with records of 64 KiB";
-        } catch (const Error &e) {
-            EXPECT_EQ(e.errnum(), ENOMEM) << e.what();
-        }
+        expect_filter_short_of_slm(64 << 10, "a filter ran in 64 KiB of SLM with records of 64 KiB");
     }
     EXPECT_FALSE(st->exists("y"));
     expect_clean();
@@ -932,14 +941,7 @@ TEST_F(Stream, ARunShortOfSlmThatABufferHoldsFailsAtOnceWhileOthersStream)
         });
     }
     while (runs < 2) std::this_thread::yield();
-    FilterSpec s;
-    s.record_size = 1 << 20;
-    try {
-        st->filter("x", s, "y");
-        ADD_FAILURE() << "a filter of 1 MiB records ran beside a buffer that leaves 1 MiB of SLM";
-    } catch (const Error &e) {
-        EXPECT_EQ(e.errnum(), ENOMEM) << e.what();
-    }
+    expect_filter_short_of_slm(1 << 20, "a filter of 1 MiB records ran beside a buffer that leaves 1 MiB of SLM");
     const int seen = runs;
     done = true;
     for (auto &t : loops) t.join();
