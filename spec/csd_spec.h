@@ -144,6 +144,15 @@ static inline int csd_opcode_changes_lbas(uint8_t opc)
 #define CSD_STATUS_HOST_ABORTED 0x0371
 #define CSD_STATUS_COMMAND_INTERRUPTED 0x0021 /* retry (a host retries it; not answered now) */
 #define CSD_STATUS_COMPARE_FAILURE 0x0285     /* SCT 2h: the expected data differed */
+/* Media and Data Integrity Errors (SCT 2h, NVMe base specification) a drive's Read or Write may
+ * end with; not answered by this command set, named so that a real drive's failure reads in words. */
+#define CSD_STATUS_WRITE_FAULT 0x0280
+#define CSD_STATUS_UNRECOVERED_READ_ERROR 0x0281
+#define CSD_STATUS_E2E_GUARD_CHECK_ERROR 0x0282
+#define CSD_STATUS_E2E_APP_TAG_CHECK_ERROR 0x0283
+#define CSD_STATUS_E2E_REF_TAG_CHECK_ERROR 0x0284
+#define CSD_STATUS_ACCESS_DENIED 0x0286
+#define CSD_STATUS_DEALLOCATED_OR_UNWRITTEN 0x0287
 /* Command specific (SCT 1h), vendor specific codes. */
 #define CSD_STATUS_INVALID_PROGRAM 0x01C0
 #define CSD_STATUS_INVALID_DESCRIPTOR 0x01C1
@@ -175,6 +184,13 @@ static inline const char *csd_status_name(uint16_t status)
     case CSD_STATUS_HOST_ABORTED: return "Host Aborted Command";
     case CSD_STATUS_COMMAND_INTERRUPTED: return "Command Interrupted";
     case CSD_STATUS_COMPARE_FAILURE: return "Compare Failure";
+    case CSD_STATUS_WRITE_FAULT: return "Write Fault";
+    case CSD_STATUS_UNRECOVERED_READ_ERROR: return "Unrecovered Read Error";
+    case CSD_STATUS_E2E_GUARD_CHECK_ERROR: return "End-to-end Guard Check Error";
+    case CSD_STATUS_E2E_APP_TAG_CHECK_ERROR: return "End-to-end Application Tag Check Error";
+    case CSD_STATUS_E2E_REF_TAG_CHECK_ERROR: return "End-to-end Reference Tag Check Error";
+    case CSD_STATUS_ACCESS_DENIED: return "Access Denied";
+    case CSD_STATUS_DEALLOCATED_OR_UNWRITTEN: return "Deallocated or Unwritten Logical Block";
     case CSD_STATUS_INVALID_PROGRAM: return "Invalid Program";
     case CSD_STATUS_INVALID_DESCRIPTOR: return "Invalid Descriptor";
     case CSD_STATUS_SLM_OUT_OF_BOUNDS: return "SLM Range Out of Bounds";

@@ -9,31 +9,12 @@
 
 namespace csd {
 
-// Media and Data Integrity Errors (SCT 2h) a drive's Read or Write may end with (NVMe base
-// specification), named where the command sets' tables do not.
-static const char *media_status_name(uint16_t status)
-{
-    switch (CSD_STATUS_CODE(status)) {
-    case 0x280: return "Write Fault";
-    case 0x281: return "Unrecovered Read Error";
-    case 0x282: return "End-to-end Guard Check Error";
-    case 0x283: return "End-to-end Application Tag Check Error";
-    case 0x284: return "End-to-end Reference Tag Check Error";
-    case 0x286: return "Access Denied";
-    case 0x287: return "Deallocated or Unwritten Logical Block";
-    default: return nullptr;
-    }
-}
-
 std::string status_name(uint16_t status)
 {
     if (const char *n = csd_status_name(status)) {
         return n;
     }
     if (const char *n = nvme_cs_status_name(status)) {  // the standard front end's (SCT 1h, 85h-9Bh)
-        return n;
-    }
-    if (const char *n = media_status_name(status)) {
         return n;
     }
     char buf[48];

@@ -429,7 +429,7 @@ public:
     {
         const uint64_t slba = cmd.cdw10 | uint64_t(cmd.cdw11) << 32, nlb = (cmd.cdw12 & 0xFFFF) + 1ull;
         const bool fails = armed && !cmd.admin && cmd.opcode == 0x02 && slba < hi_ && slba + nlb > lo_;
-        return fails ? 0x0281 | CSD_STATUS_DNR : 0;  // Media and Data Integrity Errors: Unrecovered Read Error
+        return fails ? CSD_STATUS_UNRECOVERED_READ_ERROR | CSD_STATUS_DNR : 0;
     }
     std::atomic<bool> armed{true};
 

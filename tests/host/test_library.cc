@@ -2824,7 +2824,7 @@ int main(int argc, char **argv)
 // a real drive's failed Read says "Unrecovered Read Error", not a number alone.
 TEST(Errors, MediaAndDataIntegrityStatusesAreNamed)
 {
-    EXPECT_EQ(status_name(0x0281 | CSD_STATUS_DNR), "Unrecovered Read Error");
+    EXPECT_EQ(status_name(CSD_STATUS_UNRECOVERED_READ_ERROR | CSD_STATUS_DNR), "Unrecovered Read Error");
     EXPECT_EQ(status_name(0x0280), "Write Fault");
     EXPECT_EQ(status_name(0x0287), "Deallocated or Unwritten Logical Block");
     EXPECT_EQ(status_name(CSD_STATUS_COMPARE_FAILURE), "Compare Failure");
