@@ -137,11 +137,15 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     front_end_ = front_end;
     char model[41] = {};
     std::memcpy(model, id.data() + 24, 40);
+    for (size_t n = std::strlen(model); n && model[n - 1] == ' '; n--) model[n - 1] = 0;  // Identify pads with spaces
     if (front_end_ == FrontEnd::NvmeCs && !speaks_nvme_cs()) {
+        const bool in_process = transport_->name() == std::string("inproc");
         throw Error(std::string("the drive does not speak the standard computational storage command sets "
                                 "(Identify CNS 1Ch reports no SLM and CP, or it has no memory and compute "
                                 "namespaces; model '") +
-                        model + "'): is the QEMU device started with csd.nvme-cs=on?",
+                        model + "'): " +
+                        (in_process ? "open the in-process device with nvme-cs=on (emu:FILE?nvme-cs=on)"
+                                    : "is the QEMU device started with csd.nvme-cs=on?"),
                     ENODEV);
     }
     if (front_end_ == FrontEnd::Vendor && !speaks_vendor_) {
@@ -687,13 +691,15 @@ void Device::program_unload(uint16_t slot)
     read_capabilities();
 }
 
-// What an Execute error names: the program as the capabilities log lists it, else the spec's name.
+// What an Execute error names: the program as the capabilities log lists it, else the spec's
+// name, else its id alone (a slot that holds none: "Execute of program 0100h").
 static std::string exec_what(const Capabilities &caps, uint16_t program)
 {
-    char buf[64];
+    char buf[96];
     const ProgramInfo *listed = caps.program(program);
     const char *name = listed ? listed->name.c_str() : csd_program_name(program);
-    std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
+    if (name) std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name, program);
+    else std::snprintf(buf, sizeof buf, "Execute of program %04xh", program);
     return buf;
 }
 

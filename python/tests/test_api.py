@@ -34,6 +34,18 @@ def test_host_side_argument_errors_are_value_and_type_errors(dev):
     assert isinstance(e.value, nvme_csd.SlmOutOfBounds) and not isinstance(e.value, ValueError)
 
 
+def test_a_front_end_the_in_process_device_lacks_says_how_to_open_it(tmp_path):
+    """front_end="nvme-cs" on an in-process device opened without nvme-cs=on names the
+    option that gives it (it asked whether a QEMU device had csd.nvme-cs=on), and the model
+    it names carries no Identify padding."""
+    with pytest.raises(nvme_csd.CsdError, match=r"does not speak the standard") as e:
+        nvme_csd.open(f"emu:{tmp_path}/d.img?size=16M", front_end="nvme-cs")
+    assert "emu:FILE?nvme-cs=on" in str(e.value) and "QEMU" not in str(e.value), e.value
+    assert "model 'nvme-csd in-process device')" in str(e.value), e.value
+    with nvme_csd.open(f"emu:{tmp_path}/d.img?nvme-cs=on", front_end="nvme-cs") as d:
+        assert d.front_end == "nvme-cs"
+
+
 def test_drive_statuses_form_a_class_hierarchy():
     assert issubclass(nvme_csd.InvalidOpcode, nvme_csd.GenericCommandStatus)
     assert issubclass(nvme_csd.InvalidProgram, nvme_csd.CommandSpecificStatus)

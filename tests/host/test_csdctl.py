@@ -448,6 +448,45 @@ class Csdctl(unittest.TestCase):
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
         self.assertIn("name the FILE.o", err["error"])
 
+    def test_program_chase_takes_a_file_and_says_why_a_slot_is_empty(self):
+        """program chase, as program run, takes FILE.o (loaded, run and unloaded in this
+        csdctl: on emu: the only way, and it took a slot alone, so a chase could never run
+        there); a run on a slot that holds no program (chase, btree lookup --slot) says why,
+        as program run's does, and names the program by its slot ("Execute of program
+        0100h", not "Execute ?")."""
+        obj = TOP / "build" / "meson" / "examples" / "bpf" / "btree_lookup.o"
+        if not obj.exists():
+            self.skipTest(f"{obj} not built (no clang)")
+        self.run_ok("btree", "build", "20000", "--count", "1000")  # keys 0, 1, ... values 10 x key
+        out = self.json_ok("program", "chase", str(obj), "--record-size", "512", "--start", "20000", "--param", "5")
+        self.assertEqual((out["value"] & 0xFFFFFFFF, out["hops"]), (50, 3), out)
+        for args, instead in ((["program", "chase", "0x100", "--record-size", "512", "--start", "20000"],
+                               "name the FILE.o instead of the slot"),
+                              (["btree", "lookup", "20000", "5", "--slot", "0x100"],
+                               "name --program btree_lookup.o instead of --slot")):
+            err = self.json_error(EXIT_STATUS, *args)
+            self.assertIn("holds no program (on emu:", err["error"])
+            self.assertIn(instead, err["error"])
+            self.assertIn("Execute of program 0100h: Invalid Program", err["error"])
+            self.assertEqual(err["status"], "Invalid Program")
+
+    def test_every_front_end_csdctl_takes_is_offered(self):
+        """--front-end's help, the man page and the completion offer what csdctl accepts: auto,
+        vendor, nvme-cs and host (host mode, docs/library.md; they left host out)."""
+        taken = set(re.search(r"expected ([a-z, -]+?) or ([a-z-]+)",
+                              self.json_error(EXIT_USAGE, "--front-end", "bogus", "ls")["error"]).group(1, 2))
+        taken = {w.strip() for part in taken for w in part.split(",")}
+        self.assertEqual(taken, {"auto", "vendor", "nvme-cs", "host"})
+        helps = " ".join(self.run_ok("--help").stdout.decode().split())
+        self.assertIn("--front-end vendor|nvme-cs|host|auto", helps)
+        option = re.search(r"--front-end TEXT (.*?) --json", helps).group(1)
+        man = MAN.read_text()
+        for name in taken:
+            self.assertIn(name, option, f"--front-end's help leaves out {name}")
+            self.assertIn(name.replace("-", r"\-"), re.search(r"\.BR \\-\\-front\\-end \"([^\"]*)\"", man).group(1))
+        self.assertEqual(set(self.complete("--front-end", "")), taken)
+        self.assertEqual(self.json_ok("--front-end", "host", "info")["front_end"], "host")
+
     # ------------------------------------------------------------ u64 values
     def test_u64_values_at_and_above_2_63(self):
         values = [1, 2**63 - 1, 2**63, 2**64 - 1]

@@ -2,6 +2,7 @@
 // btree_commands.cc - csdctl btree build|lookup: a B+-tree on the namespace (the node format
 // of spec/csd_btree.h), looked up in the drive by the chase example.
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <iostream>
 
@@ -57,7 +58,13 @@ int cmd_btree_lookup(Device &d, const Opts &o, uint16_t slot, const std::string 
     json list = json::array();
     for (const std::string &k : keys) {
         uint32_t hops = 0;
-        const auto v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+        std::optional<uint64_t> v;
+        try {
+            v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+        } catch (const Error &e) {
+            if (file.empty() && names_no_program(e)) no_program(d, "btree lookup", hex(slot, 4) + "h", e, "--program btree_lookup.o instead of --slot");
+            throw;
+        }
         if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops}});
         else if (v) std::printf("%s %llu (%u hops)\n", k.c_str(), static_cast<unsigned long long>(*v), hops);
         else std::printf("%s absent (%u hops)\n", k.c_str(), hops);
