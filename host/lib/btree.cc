@@ -66,10 +66,11 @@ std::vector<uint8_t> btree_blocks(const std::vector<uint64_t> &keys, const std::
 }
 
 BtreeLayout btree_write(Device &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
-                        uint64_t base_lba, uint32_t fanout)
+                        uint64_t base_lba, uint32_t fanout, const std::function<void(uint64_t, uint64_t)> &before_write)
 {
     BtreeLayout t;
     const std::vector<uint8_t> blocks = btree_blocks(keys, values, base_lba, d.ns().lba_size, fanout, &t);
+    if (before_write) before_write(base_lba, t.blocks);
     d.write_lbas(base_lba, t.blocks, blocks.data());
     return t;
 }

@@ -342,6 +342,37 @@ void ObjectStore::check_blank(Device &dev)
     }
 }
 
+void ObjectStore::check_raw_write(Device &dev, uint64_t slba, uint64_t nlb, const std::string &what)
+{
+    if (!nlb) return;
+    std::unique_ptr<ObjectStore> st;
+    try {
+        st = std::make_unique<ObjectStore>(dev);
+    } catch (const Error &e) {
+        if (e.errnum() == ENOENT) return;  // no store here
+        throw;
+    }
+    const State s = st->locked([&] { return st->refresh(); });
+    const uint64_t lpb = st->lbas_per_block_, first = slba / lpb, last = (slba + nlb - 1) / lpb;
+    std::vector<std::pair<Extent, std::string>> used{{{0, kFirstDataBlock}, "its superblocks"},
+                                                     {s.base, "its catalog"}};
+    for (const auto &[n, o] : s.contents.objects) used.push_back({{o.block, st->blocks_for(o.bytes)}, "object '" + n + "'"});
+    for (const auto &[id, r] : s.contents.reservations) {
+        used.push_back({{r.block, r.blocks}, "space reserved by " + (r.owner.empty() ? std::string("a put") : r.owner)});
+    }
+    uint64_t end = 0;
+    for (const auto &u : used) end = std::max(end, u.first.block + u.first.blocks);
+    for (const auto &[e, name] : used) {
+        if (!e.blocks || e.block > last || e.block + e.blocks <= first) continue;
+        throw Error(what + ": LBAs " + std::to_string(slba) + ".." + std::to_string(slba + nlb - 1) + " hold " + name +
+                        " of the object store on this namespace (LBAs " + std::to_string(e.block * lpb) + ".." +
+                        std::to_string((e.block + e.blocks) * lpb - 1) + "); writing there would destroy it: "
+                        "write from LBA " + std::to_string(end * lpb) + " (past what the store uses now; a later "
+                        "put may still take those blocks) or onto a namespace of its own",
+                    EEXIST);
+    }
+}
+
 void ObjectStore::format(Device &dev, bool force)
 {
     refuse_read_only(dev, "format");

@@ -470,6 +470,26 @@ class Csdctl(unittest.TestCase):
             self.assertIn("Execute of program 0100h: Invalid Program", err["error"])
             self.assertEqual(err["status"], "Invalid Program")
 
+    def test_btree_build_over_a_stored_object_is_refused(self):
+        """btree build writes raw blocks: over an object of the store on the same namespace
+        (or its superblocks) it is refused (exit 3, EEXIST) naming the object and a free LBA,
+        and the object stays intact; where the store uses nothing it builds (it overwrote the
+        object, which then failed its CRC-32C)."""
+        data = os.urandom(1 << 20)
+        (self.dir / "obj.bin").write_bytes(data)
+        self.run_ok("put", "obj", "obj.bin")  # from store block 2: LBA 16 on
+        for lba in ("100", "0"):
+            err = self.json_error(EXIT_SYSTEM, "btree", "build", lba, "--count", "1000")
+            self.assertEqual(err["errno"], "EEXIST", err)
+            self.assertIn("of the object store on this namespace", err["error"])
+            self.assertIn("object 'obj'" if lba == "100" else "its superblocks", err["error"])
+            free = int(re.search(r"write from LBA (\d+)", err["error"]).group(1))
+            self.assertGreaterEqual(free, 16 + (1 << 20) // 512)
+        self.run_ok("get", "obj", "back.bin")
+        self.assertEqual((self.dir / "back.bin").read_bytes(), data)
+        self.assertEqual(self.json_ok("btree", "build", str(free), "--count", "1000")["root_lba"], free)
+        self.run_ok("get", "obj", "back.bin")
+
     def test_every_front_end_csdctl_takes_is_offered(self):
         """--front-end's help, the man page and the completion offer what csdctl accepts: auto,
         vendor, nvme-cs and host (host mode, docs/library.md; they left host out)."""

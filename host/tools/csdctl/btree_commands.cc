@@ -41,7 +41,9 @@ int cmd_btree_build(Device &d, const Opts &o, const BtreeArgs &a)
     }
     std::vector<uint64_t> keys, values;
     for (const auto &[k, v] : pairs) keys.push_back(k), values.push_back(v);
-    const BtreeLayout t = btree_write(d, keys, values, parse_u64("lba", a.lba), a.fanout);
+    const BtreeLayout t = btree_write(d, keys, values, parse_u64("lba", a.lba), a.fanout, [&](uint64_t slba, uint64_t nlb) {
+        ObjectStore::check_raw_write(d, slba, nlb, "btree build");  // not over the store's objects
+    });
     if (o.json) print({{"root_lba", t.root_lba}, {"blocks", t.blocks}, {"depth", t.depth}, {"keys", keys.size()}});
     else std::printf("%zu keys: root at LBA %llu, %llu blocks, depth %u\n", keys.size(),
                      static_cast<unsigned long long>(t.root_lba), static_cast<unsigned long long>(t.blocks), t.depth);

@@ -84,5 +84,5 @@ def softmax(arg0: nvme_csd._core.Device, arg1: tuple[typing.SupportsInt | typing
     """
 def write_blocks(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
     """
-    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live
+    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; refused (EEXIST) over an object store's blocks
     """

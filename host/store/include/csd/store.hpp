@@ -139,6 +139,11 @@ public:
     // Throws the error format() without force gives (EEXIST, naming what it found) where the
     // namespace holds something format would overwrite; returns where it holds nothing known.
     static void check_blank(Device &dev);
+    // Throws EEXIST, naming what is there, where LBAs [slba, slba + nlb) hold part of an
+    // object store on the namespace (its superblocks, catalog, an object or reserved space):
+    // a raw write there (a B+-tree, a media program's table) would destroy it. Returns where
+    // the namespace holds no store or the blocks are free in it (a later put may take them).
+    static void check_raw_write(Device &dev, uint64_t slba, uint64_t nlb, const std::string &what);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
