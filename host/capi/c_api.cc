@@ -391,6 +391,10 @@ int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struc
                      const csd_stream_opts *opts, uint64_t *matches, uint64_t *bytes)
 {
     if (!dev || !src || !dst || !p) return bad_arg("csd_store_filter: NULL dev, src, dst or params");
+    if (p->output_mode != CSD_FILTER_RECORDS && p->output_mode != CSD_FILTER_INDICES) {
+        return bad_arg(("csd_store_filter: output_mode " + std::to_string(p->output_mode) +
+                        " is neither CSD_FILTER_RECORDS nor CSD_FILTER_INDICES").c_str());
+    }
     return guard([&] {
         csd::FilterSpec s;
         s.record_size = p->record_size;

@@ -269,6 +269,17 @@ int main(int argc, char **argv)
         memcpy(fp.lo, &lo, 8);
         CHECK(csd_store_filter(dev, "recs", "hot", &fp, &so, &matches, &bytes) == 0 && matches == want && bytes == want * 16,
               "csd_store_filter streamed");
+        fp.output_mode = 7;
+        CHECK(csd_store_filter(dev, "recs", "hot7", &fp, &so, &matches, &bytes) == -EINVAL &&
+                  strstr(csd_last_error(), "output_mode 7") != NULL && csd_store_get(dev, "hot7", NULL, 0, &len) == -ENOENT,
+              "csd_store_filter with an output_mode that is neither records nor indices is -EINVAL, nothing stored");
+        fp.output_mode = CSD_FILTER_RECORDS;
+        CHECK(csd_store_checksum(dev, "recs", 7, &so, &sum) == -EIO && (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PARAMETERS &&
+                  strstr(csd_last_error(), "xxh64") == NULL,
+              "csd_store_checksum of an unknown algorithm streamed: the drive's Invalid Parameters, not the xxh64 refusal");
+        CHECK(csd_store_decompress(dev, "recs", 9, "out9", &so, &bytes) == -EINVAL &&
+                  strstr(csd_last_error(), "unknown codec 9") != NULL,
+              "csd_store_decompress of an unknown codec is -EINVAL naming it");
         uint64_t rows = 0, res[1];
         CHECK(csd_store_reduce(dev, "recs", CSD_RED_MAX, &so, res, 1, &rows) == -EINVAL, "csd_store_reduce of a blob is -EINVAL");
         csd_stream_opts stop = {256u << 10, stop_piece, NULL};
