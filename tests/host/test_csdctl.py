@@ -116,6 +116,13 @@ class Csdctl(unittest.TestCase):
         self.assertIsInstance(self.json_ok("programs"), list)
         self.assertIsInstance(self.json_ok("stats"), dict)
         self.assertIsInstance(self.json_ok("info"), dict)
+        # run gather: a summary with --out (it wrote nothing on stdout); without, the bytes on
+        # stdout and the summary on stderr, as get NAME - does
+        self.assertEqual(self.json_ok("run", "gather", "0:0:8", "0:8:4", "--out", "g.bin"),
+                         {"entries": 2, "bytes": 12, "out": "g.bin"})
+        self.assertEqual((self.dir / "g.bin").read_bytes()[:8], b"CSDSTOR1")
+        p = self.run_ok("--json", "run", "gather", "0:0:8")
+        self.assertEqual((p.stdout, json.loads(p.stderr)), (b"CSDSTOR1", {"entries": 1, "bytes": 8}))
 
     def test_text_output_of_reduce_and_gemm_unchanged(self):
         self.put_tensor("m", "<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6))

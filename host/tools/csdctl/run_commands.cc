@@ -40,7 +40,9 @@ uint32_t f16_bits_to_f32_bits(uint16_t h)
     return sign | (exp + 127 - 15) << 23 | man << 13;
 }
 
-int cmd_gather(Device &d, const std::vector<std::string> &pieces, const std::string &file)
+// The gathered bytes into file, or onto stdout; with --json a summary on stdout (on stderr
+// where stdout carries the bytes, as get NAME - does).
+int cmd_gather(Device &d, const Opts &o, const std::vector<std::string> &pieces, const std::string &file)
 {
     std::vector<csd_gather_entry> es;
     for (const std::string &p : pieces) {
@@ -59,6 +61,12 @@ int cmd_gather(Device &d, const std::vector<std::string> &pieces, const std::str
         std::ofstream f(file, std::ios::binary);
         f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         if (!f) throw Error("gather: cannot write " + file, EIO);
+    }
+    if (o.json) {
+        json j = {{"entries", es.size()}, {"bytes", bytes.size()}};
+        if (!file.empty()) j["out"] = file;
+        std::fflush(stdout);
+        print(j, file.empty() ? stderr : stdout);
     }
     return 0;
 }
@@ -336,7 +344,7 @@ void add_run_commands(Cli &c)
     auto *gather = run->add_subcommand("gather", "bytes of the namespace gathered by the drive (LBA:OFFSET:LENGTH ...)");
     gather->add_option("pieces", a.pieces, "LBA:OFFSET:LENGTH, in output order")->required();
     gather->add_option("--out", a.file, "file for the gathered bytes (default: standard output)");
-    gather->callback([&] { c.action = [&](Device &d) { return cmd_gather(d, a.pieces, a.file); }; });
+    gather->callback([&] { c.action = [&](Device &d) { return cmd_gather(d, o, a.pieces, a.file); }; });
     BagArgs &ba = a.bag;
     auto *bag = run->add_subcommand("embedding-bag", "pooled rows of a table on the namespace, computed in the drive");
     bag->add_option("--table-lba", ba.spec.table_lba, "first LBA of the table")->required();
