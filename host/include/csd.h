@@ -3,7 +3,8 @@
  * csd.h - the C API of libcsd. Every call returns 0 on success or a negative errno
  * (-EIO when the drive answered with an NVMe status); csd_last_error() then names the
  * failure in words and csd_last_status() gives the NVMe status (0 for OS errors).
- * Errors are kept per thread.
+ * Errors are kept per thread. Threads may share one csd_dev; on the in-process device
+ * (emu:) a child forked after csd_open may go on using it (docs/library.md).
  */
 #ifndef CSD_H
 #define CSD_H
