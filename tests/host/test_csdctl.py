@@ -275,6 +275,43 @@ class Csdctl(unittest.TestCase):
         self.assertEqual(p.returncode, EXIT_SYSTEM)
         self.assertIn("holds an object store", p.stderr.decode())
 
+    def test_btree_build_refuses_what_the_namespace_holds(self):
+        """btree build writes raw LBAs: over a filesystem, a store, or blocks that hold data
+        no tree wrote, it refuses as format does (exit 3, EEXIST, naming what it found and
+        --force) and writes nothing; --force writes; a tree is rebuilt in place without it.
+        On the vendor front end and in host mode."""
+        for front_end in ("vendor", "host"):
+            img = self.dir / f"{front_end}.img"
+            with open(img, "wb") as f:
+                f.truncate(64 << 20)
+                f.seek(1080)
+                f.write(b"\x53\xef")
+            dev = ["--front-end", front_end, "-d", f"emu:{img}"]
+            before = img.read_bytes()
+            p = self.run_csdctl(*dev, "btree", "build", "1000", "--count", "100")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+            self.assertIn("holds an ext2/3/4 filesystem", p.stderr.decode())
+            self.assertIn("csdctl btree build --force", p.stderr.decode())
+            self.assertEqual(self.json_error(EXIT_SYSTEM, *dev, "btree", "build", "1000", "--count", "100")["errno"],
+                             "EEXIST")
+            self.assertEqual(img.read_bytes(), before, "the refused btree build wrote")
+            self.assertEqual(self.json_ok(*dev, "btree", "build", "1000", "--count", "100", "--force")["blocks"], 5)
+            img.write_bytes(bytes(64 << 20))
+            self.run_ok(*dev, "btree", "build", "1000", "--count", "100")
+            self.run_ok(*dev, "btree", "build", "1000", "--count", "300")  # over its own nodes
+            with open(img, "r+b") as f:
+                f.seek(1020 * 512)
+                f.write(b"data")
+            before = img.read_bytes()
+            p = self.run_csdctl(*dev, "btree", "build", "1000", "--count", "1000")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+            self.assertIn("LBA 1020 holds data that is no B+-tree node", p.stderr.decode())
+            self.assertEqual(img.read_bytes(), before, "the refused btree build wrote")
+        p = self.run_csdctl("btree", "build", "100000", "--count", "10")  # setUp's store
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+        self.assertIn("holds an object store", p.stderr.decode())
+        self.assertIn("0 objects", self.run_ok("ls").stdout.decode())
+
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
