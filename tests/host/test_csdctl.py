@@ -611,6 +611,8 @@ class Csdctl(unittest.TestCase):
         self.assertIn("between", self.complete("run", "filter", "--op", ""))
         self.assertIn("u64", self.complete("run", "filter", "--type", ""))
         self.assertEqual(self.complete("--front-end", "nv"), ["nvme-cs"])
+        self.assertEqual(self.complete("--front-end", "h"), ["host"])  # docs/real-drives.md: host on every drive
+        self.assertRegex(self.run_ok("--help").stdout.decode(), r"--front-end[^\n]*host")
         self.assertIn("--npy", self.complete("put", "a", "--n"))
         (self.dir / "data.npy").write_bytes(b"")
         self.assertEqual(self.complete("put", "a", "dat"), ["data.npy"])
