@@ -118,7 +118,8 @@ void bind_programs(py::module_ &m)
         const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout, force);
         return std::make_tuple(t.root_lba, t.blocks, t.depth);
     }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth); unless force, refused "
-       "(EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's");
+       "(EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's",
+       py::arg("dev"), py::arg("keys"), py::arg("values"), py::arg("base_lba"), py::arg("fanout"), py::arg("force") = false);
     p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
         const Use u(d);
         py::gil_scoped_release g;
