@@ -152,7 +152,14 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     }
     if (front_end_ == FrontEnd::Host) {  // the core in this process over the plain drive
         const char *env = std::getenv("CSD_HOST_SLM");
-        const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
+        uint64_t slm = opts.host_slm ? opts.host_slm : 64ull << 20;
+        if (!opts.host_slm && env) {
+            try {
+                slm = parse_size(env);
+            } catch (const Error &e) {
+                throw Error("CSD_HOST_SLM (host mode's SLM)", e);
+            }
+        }
         const unsigned hw = std::thread::hardware_concurrency();
         const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
         counts_sends_ = false;  // only what host mode sends to the drive crosses the bus

@@ -312,6 +312,16 @@ class Csdctl(unittest.TestCase):
         self.assertIn("holds an object store", p.stderr.decode())
         self.assertIn("0 objects", self.run_ok("ls").stdout.decode())
 
+    def test_host_slm_size_from_the_environment(self):
+        """CSD_HOST_SLM sets host mode's SLM (docs/real-drives.md: CSD_HOST_SLM=256M); a bad
+        value is a usage error that names the variable."""
+        self.env["CSD_HOST_SLM"] = "256M"
+        self.assertEqual(self.json_ok("--front-end", "host", "info")["slm_size"], 256 << 20)
+        self.env["CSD_HOST_SLM"] = "lots"
+        p = self.run_csdctl("--front-end", "host", "info")
+        self.assertEqual(p.returncode, EXIT_USAGE, p.stdout + p.stderr)
+        self.assertIn("CSD_HOST_SLM", p.stderr.decode())
+
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))

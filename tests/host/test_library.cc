@@ -297,7 +297,7 @@ TEST_F(Library, BtreeLookupsChaseInTheDrive)
         vals.push_back(g() >> 4);
         dict[k] = vals.back();
     }
-    const BtreeLayout tree = btree_write(*dev, keys, vals, 64);
+    const BtreeLayout tree = btree_write(*dev, keys, vals, 64, 31, true);  // over earlier tests' bytes: told to
     EXPECT_EQ(tree.depth, 3u);  // 323 leaves, 11 inner nodes, the root
     EXPECT_EQ(tree.blocks, 323u + 11 + 1);
     Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
