@@ -322,6 +322,41 @@ class Csdctl(unittest.TestCase):
         self.assertEqual(p.returncode, EXIT_USAGE, p.stdout + p.stderr)
         self.assertIn("CSD_HOST_SLM", p.stderr.decode())
 
+    def test_every_program_run_says_where_it_ran(self):
+        """docs/real-drives.md: csdctl says where each call ran, 'ran on the ...' on stderr
+        and "where" in --json output: the media programs (gather, embedding-bag, a chase's
+        btree lookup) and program run included, on the drive and in host mode."""
+        bpf = TOP / "build" / "meson" / "examples" / "bpf"
+        if not (bpf / "threshold.o").exists():
+            self.skipTest(f"no example programs in {bpf}")
+        self.run_ok("put", "recs", "-", stdin=struct.pack("<if8x", 300, 0.5) * 64)
+        self.run_ok("btree", "build", "100000", "--count", "50", "--force")  # beside the store, past its objects
+        with open(self.dir / "drive.img", "r+b") as f:  # a one-row f32 table at LBA 120000
+            f.seek(120000 * 512)
+            f.write(struct.pack("<4f", 1, 2, 3, 4))
+        commands = [
+            ["run", "gather", "120000:0:8", "--out", "g.bin"],
+            ["run", "embedding-bag", "--table-lba", "120000", "--rows", "1", "--dim", "4", "--indices", "0",
+             "--offsets", "0"],
+            ["program", "run", str(bpf / "threshold.o"), "recs", "--record-size", "16", "--param", "250",
+             "--out", "hot"],
+            ["program", "run", str(bpf / "threshold.o"), "recs", "--record-size", "16", "--mode", "reduce"],
+            ["btree", "lookup", "100000", "7", "--program", str(bpf / "btree_lookup.o")],
+        ]
+        for front_end, where in (("vendor", "device"), ("host", "host")):
+            for cmd in commands:
+                args = ["--front-end", front_end, *cmd]
+                p = self.run_ok(*args)
+                self.assertIn(f"ran on the {where}", p.stderr.decode(), args)
+                got = self.json_ok(*args)
+                for entry in got if isinstance(got, list) else [got]:
+                    self.assertEqual(entry.get("where"), where, (args, got))
+        self.assertEqual(self.json_ok("run", "embedding-bag", "--table-lba", "120000", "--rows", "1", "--dim", "4",
+                                      "--indices", "0", "--offsets", "0")["values"], [[1, 2, 3, 4]])
+        p = self.run_csdctl("--json", "run", "gather", "120000:0:8")  # the bytes on stdout, the JSON on stderr
+        self.assertEqual((p.returncode, p.stdout), (0, struct.pack("<2f", 1, 2)), p.stderr)
+        self.assertEqual(json.loads(p.stderr)["bytes"], 8)
+
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))

@@ -59,11 +59,13 @@ int cmd_btree_lookup(Device &d, const Opts &o, uint16_t slot, const std::string 
     for (const std::string &k : keys) {
         uint32_t hops = 0;
         const auto v = btree_lookup(prog, t, parse_u64("key", k), &hops);
-        if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops}});
+        if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops},
+                                    {"where", where_name(d.where())}});
         else if (v) std::printf("%s %llu (%u hops)\n", k.c_str(), static_cast<unsigned long long>(*v), hops);
         else std::printf("%s absent (%u hops)\n", k.c_str(), hops);
     }
     if (o.json) print(list);
+    say_where(d, o);
     return 0;
 }
 

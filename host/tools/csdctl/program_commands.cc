@@ -108,15 +108,15 @@ int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const O
     const unsigned long long n = count;
     if (a.mode == "reduce") {
         const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
-        if (o.json) print({{"records", n}, {"sum", sum}});
+        if (o.json) print({{"records", n}, {"sum", sum}, {"where", where_name(d.where())}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
         st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
-        if (o.json) print({{"records", n}, {"object", out}});
+        if (o.json) print({{"records", n}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu values -> object %s\n", n, out.c_str());
     } else {
         const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
-        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
+        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
                          static_cast<unsigned long long>(r.bytes), out.c_str());
     }
@@ -138,7 +138,7 @@ int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &
     Program prog = Program::attach(d, slot, a.record_size);
     prog.keep();
     const ChaseResult r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
-    if (o.json) print({{"value", r.value}, {"hops", r.hops}});
+    if (o.json) print({{"value", r.value}, {"hops", r.hops}, {"where", where_name(d.where())}});
     else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
                      static_cast<unsigned long long>(r.value), r.hops);
     say_where(d, o);
