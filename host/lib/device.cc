@@ -700,7 +700,8 @@ static std::string exec_what(const Capabilities &caps, uint16_t program)
     char buf[64];
     const ProgramInfo *listed = caps.program(program);
     const char *name = listed ? listed->name.c_str() : csd_program_name(program);
-    std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
+    if (name) std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name, program);
+    else std::snprintf(buf, sizeof buf, "Execute of program %04xh (none listed there)", program);
     return buf;
 }
 

@@ -529,6 +529,13 @@ class Csdctl(unittest.TestCase):
         self.assertIn("slot 0x100 holds no program (on emu:", err["error"])
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
         self.assertIn("name the FILE.o", err["error"])
+        # the other commands on a slot say the same (a chase, a lookup), never "Execute ?"
+        for cmd in (["program", "chase", "0x100", "--record-size", "512", "--start", "0"],
+                    ["btree", "lookup", "0", "1", "--slot", "0x100"]):
+            err = self.json_error(EXIT_STATUS, *cmd)
+            self.assertIn(f"{cmd[0]} {cmd[1]}: slot 0100h holds no program (on emu:", err["error"])
+            self.assertIn("name the FILE.o", err["error"])
+            self.assertIn("Execute of program 0100h (none listed there)", err["error"])
 
     # ------------------------------------------------------------ u64 values
     def test_u64_values_at_and_above_2_63(self):

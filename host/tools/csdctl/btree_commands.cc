@@ -58,7 +58,13 @@ int cmd_btree_lookup(Device &d, const Opts &o, uint16_t slot, const std::string 
     json list = json::array();
     for (const std::string &k : keys) {
         uint32_t hops = 0;
-        const auto v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+        std::optional<uint64_t> v;
+        auto look = [&] {
+            v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+            return 0;
+        };
+        if (file.empty()) on_slot(d, "btree lookup", hex(slot, 4) + "h", look);  // a slot of the user's
+        else look();
         if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops},
                                     {"where", where_name(d.where())}});
         else if (v) std::printf("%s %llu (%u hops)\n", k.c_str(), static_cast<unsigned long long>(*v), hops);

@@ -59,19 +59,6 @@ Program program_for_run(Device &d, const std::string &target, uint32_t record_si
     return prog;
 }
 
-// An error of a run on slot `target` that found no program there, said with why: on the
-// in-process device (emu:) a program lives only as long as the process that loaded it.
-[[noreturn]] void no_program(Device &d, const std::string &target, const Error &e)
-{
-    const bool emu = d.transport().name() == std::string("inproc");
-    throw Error("program run: slot " + target + " holds no program" +
-                    (emu ? " (on emu: the in-process device lives in the process that opened it, so a program loaded "
-                           "by an earlier csdctl went with it: name the FILE.o instead of the slot to load, run and "
-                           "unload it in one csdctl)"
-                         : " (csdctl program list shows the loaded ones)"),
-                e);
-}
-
 int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
                const std::vector<uint64_t> &params);
 
@@ -86,14 +73,7 @@ int cmd_program_run(Device &d, const Opts &o, const std::string &target, const s
             std::to_string(a.record_size) + "-byte records");
     }
     Program prog = program_for_run(d, target, a.record_size);
-    try {
-        return run_loaded(d, o, prog, st, info, a, params);
-    } catch (const Error &e) {
-        if (e.code() == CSD_STATUS_INVALID_PROGRAM || status_name(e.code()) == "Invalid Program Index") {
-            no_program(d, target, e);
-        }
-        throw;
-    }
+    return on_slot(d, "program run", target, [&] { return run_loaded(d, o, prog, st, info, a, params); });
 }
 
 // cmd_program_run's run of prog over object info with params, its result stored or printed.
@@ -137,7 +117,11 @@ int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
     Program prog = Program::attach(d, slot, a.record_size);
     prog.keep();
-    const ChaseResult r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
+    ChaseResult r;
+    on_slot(d, "program chase", hex(slot, 4) + "h", [&] {
+        r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
+        return 0;
+    });
     if (o.json) print({{"value", r.value}, {"hops", r.hops}, {"where", where_name(d.where())}});
     else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
                      static_cast<unsigned long long>(r.value), r.hops);
@@ -146,6 +130,22 @@ int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &
 }
 
 }  // namespace
+
+int on_slot(Device &d, const std::string &what, const std::string &slot, const std::function<int()> &run)
+{
+    try {
+        return run();
+    } catch (const Error &e) {
+        if (e.code() != CSD_STATUS_INVALID_PROGRAM && status_name(e.code()) != "Invalid Program Index") throw;
+        const bool emu = d.transport().name() == std::string("inproc");
+        throw Error(what + ": slot " + slot + " holds no program" +
+                        (emu ? " (on emu: the in-process device lives in the process that opened it, so a program "
+                               "loaded by an earlier csdctl went with it: name the FILE.o instead of the slot to load, "
+                               "run and unload it in one csdctl)"
+                             : " (csdctl program list shows the loaded ones)"),
+                    e);
+    }
+}
 
 // What the program commands take.
 struct ProgramArgs {
