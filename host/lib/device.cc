@@ -156,7 +156,14 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     }
     if (front_end_ == FrontEnd::Host) {  // the core in this process over the plain drive
         const char *env = std::getenv("CSD_HOST_SLM");
-        const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
+        uint64_t slm = opts.host_slm ? opts.host_slm : 64ull << 20;
+        if (!opts.host_slm && env) {
+            try {
+                slm = parse_size(env);
+            } catch (const Error &e) {
+                throw Error("CSD_HOST_SLM (host mode's SLM)", e);
+            }
+        }
         const unsigned hw = std::thread::hardware_concurrency();
         const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
         counts_sends_ = false;  // only what host mode sends to the drive crosses the bus
@@ -691,15 +698,14 @@ void Device::program_unload(uint16_t slot)
     read_capabilities();
 }
 
-// What an Execute error names: the program as the capabilities log lists it, else the spec's
-// name, else its id alone (a slot that holds none: "Execute of program 0100h").
+// What an Execute error names: the program as the capabilities log lists it, else the spec's name.
 static std::string exec_what(const Capabilities &caps, uint16_t program)
 {
-    char buf[96];
+    char buf[64];
     const ProgramInfo *listed = caps.program(program);
     const char *name = listed ? listed->name.c_str() : csd_program_name(program);
     if (name) std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name, program);
-    else std::snprintf(buf, sizeof buf, "Execute of program %04xh", program);
+    else std::snprintf(buf, sizeof buf, "Execute of program %04xh (none listed there)", program);
     return buf;
 }
 

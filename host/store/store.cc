@@ -324,7 +324,7 @@ void refuse_read_only(const Device &dev, const std::string &what)
     }
 }
 
-void ObjectStore::check_blank(Device &dev)
+std::string ObjectStore::holds(Device &dev)
 {
     const uint32_t lba = dev.ns().lba_size;
     const uint64_t head_lbas = std::min<uint64_t>(dev.ns().lba_count, (kSignatureBytes + lba - 1) / lba);
@@ -332,7 +332,12 @@ void ObjectStore::check_blank(Device &dev)
     std::vector<uint8_t> head(head_lbas * lba), tail(tail_lbas * lba);
     dev.read_lbas(0, head_lbas, head.data());
     dev.read_lbas(dev.ns().lba_count - tail_lbas, tail_lbas, tail.data());
-    const std::string found = signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
+    return signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
+}
+
+void ObjectStore::check_blank(Device &dev)
+{
+    const std::string found = holds(dev);
     if (!found.empty()) {
         throw Error("format: the namespace holds " + found +
                         "; formatting would overwrite it: format with force (csdctl format --force, "

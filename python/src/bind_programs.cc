@@ -113,14 +113,14 @@ void bind_programs(py::module_ &m)
         return prog.chase_value(start_lba, params, max_hops);
     }, "the same chase as one command: its value from the completion (no hop count read back)");
     p.def("btree_write", [](PyDevice &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
-                            uint64_t base_lba, uint32_t fanout) {
+                            uint64_t base_lba, uint32_t fanout, bool force) {
         const Use u(d);
         py::gil_scoped_release g;
-        const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout, [&](uint64_t slba, uint64_t nlb) {
-            ObjectStore::check_raw_write(u.d(), slba, nlb, "BTree.build");  // not over the store's objects
-        });
+        const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout, force);
         return std::make_tuple(t.root_lba, t.blocks, t.depth);
-    }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)");
+    }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth); unless force, refused "
+       "(EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's",
+       py::arg("dev"), py::arg("keys"), py::arg("values"), py::arg("base_lba"), py::arg("fanout"), py::arg("force") = false);
     p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
         const Use u(d);
         py::gil_scoped_release g;

@@ -168,21 +168,6 @@ std::string hex(uint64_t v, int width)
 
 
 // How a program over an object streams: a bar, and a stop signal between two pieces.
-bool names_no_program(const Error &e)
-{
-    return e.code() == CSD_STATUS_INVALID_PROGRAM || status_name(e.code()) == "Invalid Program Index";
-}
-
-void no_program(Device &d, const std::string &cmd, const std::string &slot, const Error &e, const std::string &instead)
-{
-    const bool emu = d.transport().name() == std::string("inproc");
-    throw Error(cmd + ": slot " + slot + " holds no program" +
-                    (emu ? " (on emu: the in-process device lives in the process that opened it, so a program loaded "
-                           "by an earlier csdctl went with it: name " + instead + " to load, run and unload it in one csdctl)"
-                         : " (csdctl program list shows the loaded ones)"),
-                e);
-}
-
 StreamOptions stream_options(const Opts &o, const Cancellable &c, const std::string &what, uint64_t bytes)
 {
     StreamOptions s;

@@ -73,12 +73,7 @@ int cmd_program_run(Device &d, const Opts &o, const std::string &target, const s
             std::to_string(a.record_size) + "-byte records");
     }
     Program prog = program_for_run(d, "program run", target, a.record_size);
-    try {
-        return run_loaded(d, o, prog, st, info, a, params);
-    } catch (const Error &e) {
-        if (names_no_program(e)) no_program(d, "program run", target, e);
-        throw;
-    }
+    return on_slot(d, "program run", target, [&] { return run_loaded(d, o, prog, st, info, a, params); });
 }
 
 // cmd_program_run's run of prog over object info with params, its result stored or printed.
@@ -93,15 +88,15 @@ int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const O
     const unsigned long long n = count;
     if (a.mode == "reduce") {
         const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
-        if (o.json) print({{"records", n}, {"sum", sum}});
+        if (o.json) print({{"records", n}, {"sum", sum}, {"where", where_name(d.where())}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
         st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
-        if (o.json) print({{"records", n}, {"object", out}});
+        if (o.json) print({{"records", n}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu values -> object %s\n", n, out.c_str());
     } else {
         const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
-        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
+        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
                          static_cast<unsigned long long>(r.bytes), out.c_str());
     }
@@ -121,15 +116,13 @@ int cmd_program_chase(Device &d, const Opts &o, const ChaseArgs &a)
     std::vector<uint64_t> params;
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
     const uint64_t start = parse_u64("--start", a.start);
-    Program prog = program_for_run(d, "program chase", a.target, a.record_size);
+    Program prog = program_for_run(d, "program chase", a.target, a.record_size);  // a FILE.o: the only way on emu:
     ChaseResult r;
-    try {
+    on_slot(d, "program chase", a.target, [&] {
         r = prog.run_chase(start, params, a.max_hops);
-    } catch (const Error &e) {
-        if (names_no_program(e)) no_program(d, "program chase", a.target, e);
-        throw;
-    }
-    if (o.json) print({{"value", r.value}, {"hops", r.hops}});
+        return 0;
+    });
+    if (o.json) print({{"value", r.value}, {"hops", r.hops}, {"where", where_name(d.where())}});
     else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
                      static_cast<unsigned long long>(r.value), r.hops);
     say_where(d, o);
@@ -137,6 +130,22 @@ int cmd_program_chase(Device &d, const Opts &o, const ChaseArgs &a)
 }
 
 }  // namespace
+
+int on_slot(Device &d, const std::string &what, const std::string &slot, const std::function<int()> &run)
+{
+    try {
+        return run();
+    } catch (const Error &e) {
+        if (e.code() != CSD_STATUS_INVALID_PROGRAM && status_name(e.code()) != "Invalid Program Index") throw;
+        const bool emu = d.transport().name() == std::string("inproc");
+        throw Error(what + ": slot " + slot + " holds no program" +
+                        (emu ? " (on emu: the in-process device lives in the process that opened it, so a program "
+                               "loaded by an earlier csdctl went with it: name the FILE.o instead of the slot to load, "
+                               "run and unload it in one csdctl)"
+                             : " (csdctl program list shows the loaded ones)"),
+                    e);
+    }
+}
 
 // What the program commands take.
 struct ProgramArgs {

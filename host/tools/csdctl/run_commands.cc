@@ -40,8 +40,6 @@ uint32_t f16_bits_to_f32_bits(uint16_t h)
     return sign | (exp + 127 - 15) << 23 | man << 13;
 }
 
-// The gathered bytes into file, or onto stdout; with --json a summary on stdout (on stderr
-// where stdout carries the bytes, as get NAME - does).
 int cmd_gather(Device &d, const Opts &o, const std::vector<std::string> &pieces, const std::string &file)
 {
     std::vector<csd_gather_entry> es;
@@ -62,12 +60,12 @@ int cmd_gather(Device &d, const Opts &o, const std::vector<std::string> &pieces,
         f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         if (!f) throw Error("gather: cannot write " + file, EIO);
     }
+    // --json: one object, on stderr where stdout carries the bytes (as get - does)
     if (o.json) {
-        json j = {{"entries", es.size()}, {"bytes", bytes.size()}};
-        if (!file.empty()) j["out"] = file;
-        std::fflush(stdout);
-        print(j, file.empty() ? stderr : stdout);
+        print({{"bytes", bytes.size()}, {"file", file.empty() ? "-" : file}, {"where", where_name(d.where())}},
+              file.empty() ? stderr : stdout);
     }
+    say_where(d, o);
     return 0;
 }
 
@@ -96,13 +94,14 @@ int cmd_embedding_bag(Device &d, const Opts &o, BagArgs &a)
         }
     }
     if (o.json) {
-        std::cout << nlohmann::json(rows).dump() << "\n";
+        print({{"bags", s.num_bags}, {"dim", s.row_dim}, {"values", rows}, {"where", where_name(d.where())}});
         return 0;
     }
     for (const auto &r : rows) {
         for (size_t i = 0; i < r.size(); i++) std::printf("%s%g", i ? " " : "", static_cast<double>(r[i]));
         std::printf("\n");
     }
+    say_where(d, o);
     return 0;
 }
 
