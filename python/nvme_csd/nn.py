@@ -33,7 +33,7 @@ class EmbeddingBag(torch.nn.Module):
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, *, device,
-                 table_lba=0, dtype=torch.float32, _freeze=False):
+                 table_lba=0, dtype=torch.float32, force=False, _freeze=False):
         super().__init__()
         if not isinstance(device, Device):
             raise TypeError("device is an nvme_csd.Device")
@@ -62,28 +62,29 @@ class EmbeddingBag(torch.nn.Module):
             _weight = torch.empty(self.num_embeddings, self.embedding_dim).normal_()  # torch's initialisation
             if padding_idx is not None:
                 _weight[padding_idx] = 0  # as torch: the padding row starts as zeros
-        self._store(torch.as_tensor(_weight).to(dtype))
+        self._store(torch.as_tensor(_weight).to(dtype), force)
         self._grad = {}  # row -> accumulated f32 gradient (the touched rows only)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                         mode="mean", sparse=False, include_last_offset=False, padding_idx=None, *, device,
-                        table_lba=0):
+                        table_lba=0, force=False):
         """A module whose table is embeddings (2-D, stored on the drive as they are)."""
         if embeddings.dim() != 2:
             raise ValueError("embeddings is 2-D")
         rows, dim = embeddings.shape
         return cls(rows, dim, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
-                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, _freeze=freeze)
+                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, force=force,
+                   _freeze=freeze)
 
     # ---------------------------------------------------------------- the table on the drive
-    def _store(self, weight):
+    def _store(self, weight, force=True):
         if tuple(weight.shape) != (self.num_embeddings, self.embedding_dim):
             raise ValueError(f"the table is {self.num_embeddings} x {self.embedding_dim}")
         data = np.zeros(self.blocks * self.block, dtype=np.uint8)  # the last block's tail: zeros
         raw = _raw(weight).reshape(-1).view(np.uint8)
         data[:raw.size] = raw
-        _core_programs().write_blocks(self.dev._dev, self.table_lba, data)
+        _core_programs().write_blocks(self.dev._dev, self.table_lba, data, force)  # unless force: not over a store
 
     @property
     def weight(self):
@@ -338,7 +339,7 @@ class EmbeddingBag(torch.nn.Module):
             for at, k in spans[i:j + 1]:
                 o = at - run_lo * self.block
                 data[o:o + self.row_bytes] = raw[k]
-            _core_programs().write_blocks(self.dev._dev, run_lo, data)
+            _core_programs().write_blocks(self.dev._dev, run_lo, data, True)  # its own table's blocks
             i = j + 1
         self._grad = {}
 

@@ -117,8 +117,9 @@ int cmd_program_chase(Device &d, const Opts &o, const ChaseArgs &a)
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
     const uint64_t start = parse_u64("--start", a.start);
     Program prog = program_for_run(d, "program chase", a.target, a.record_size);  // a FILE.o: the only way on emu:
+    const bool slot = std::isdigit(static_cast<unsigned char>(a.target[0]));  // else a file (program_for_run)
     ChaseResult r;
-    on_slot(d, "program chase", a.target, [&] {
+    on_slot(d, "program chase", slot ? hex(parse_u64("slot", a.target), 4) + "h" : a.target, [&] {
         r = prog.run_chase(start, params, a.max_hops);
         return 0;
     });

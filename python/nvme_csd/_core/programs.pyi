@@ -82,7 +82,7 @@ def softmax(arg0: nvme_csd._core.Device, arg1: tuple[typing.SupportsInt | typing
     """
     softmax of each row
     """
-def write_blocks(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
+def write_blocks(dev: nvme_csd._core.Device, slba: typing.SupportsInt | typing.SupportsIndex, data: typing_extensions.Buffer, force: bool = False) -> None:
     """
-    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; refused (EEXIST) over an object store's blocks
+    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; unless force, refused (EEXIST) over an object store's blocks
     """
