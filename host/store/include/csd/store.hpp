@@ -142,6 +142,11 @@ public:
     // What the namespace holds that format would overwrite, in words ("an ext2/3/4 filesystem
     // (magic EF53h at byte 1080)"); "" where it holds nothing format knows.
     static std::string holds(Device &dev);
+    // Throws EEXIST, writing nothing, where the namespace holds what holds() names: what (a
+    // writer of raw LBAs: a B+-tree, an embedding table) at LBAs lba..lba+blocks-1 would
+    // write into it; force_how says how to write anyway. Returns where it holds nothing known.
+    static void refuse_raw_write(Device &dev, const std::string &what, uint64_t lba, uint64_t blocks,
+                                 const std::string &force_how);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
