@@ -29,11 +29,13 @@ def _raw(t):
 class EmbeddingBag(torch.nn.Module):
     """torch.nn.EmbeddingBag with its table on the drive (device: an open nvme_csd.Device
     on the vendor front end). forward(input, offsets, per_sample_weights) equals
-    torch.nn.functional.embedding_bag's (accumulation in f32, in index order)."""
+    torch.nn.functional.embedding_bag's (accumulation in f32, in index order). Unless
+    force=True, the table is not written to a namespace that holds a partition table, a
+    filesystem or volume signature or an object store (CsdError, errno EEXIST)."""
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, *, device,
-                 table_lba=0, dtype=torch.float32, _freeze=False):
+                 table_lba=0, dtype=torch.float32, force=False, _freeze=False):
         super().__init__()
         if not isinstance(device, Device):
             raise TypeError("device is an nvme_csd.Device")
@@ -62,19 +64,22 @@ class EmbeddingBag(torch.nn.Module):
             _weight = torch.empty(self.num_embeddings, self.embedding_dim).normal_()  # torch's initialisation
             if padding_idx is not None:
                 _weight[padding_idx] = 0  # as torch: the padding row starts as zeros
+        if not force:  # a real drive treated with care, as the store's format: docs/store.md
+            _core_programs().refuse_raw_write(self.dev._dev, "EmbeddingBag's table", self.table_lba, self.blocks,
+                                              "nvme_csd.nn.EmbeddingBag(..., force=True)")
         self._store(torch.as_tensor(_weight).to(dtype))
         self._grad = {}  # row -> accumulated f32 gradient (the touched rows only)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                         mode="mean", sparse=False, include_last_offset=False, padding_idx=None, *, device,
-                        table_lba=0):
+                        table_lba=0, force=False):
         """A module whose table is embeddings (2-D, stored on the drive as they are)."""
         if embeddings.dim() != 2:
             raise ValueError("embeddings is 2-D")
         rows, dim = embeddings.shape
         return cls(rows, dim, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
-                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, _freeze=freeze)
+                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, force=force, _freeze=freeze)
 
     # ---------------------------------------------------------------- the table on the drive
     def _store(self, weight):

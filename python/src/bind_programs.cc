@@ -153,6 +153,14 @@ void bind_programs(py::module_ &m)
         u.d().write_lbas(slba, in.size() / lba, in.ptr());
     }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; "
        "refused (EEXIST) over an object store's blocks");
+    p.def("refuse_raw_write", [](PyDevice &d, const std::string &what, uint64_t slba, uint64_t blocks,
+                                 const std::string &force_how) {
+        const Use u(d);
+        py::gil_scoped_release g;
+        ObjectStore::refuse_raw_write(u.d(), what, slba, blocks, force_how);
+    }, "raises (EEXIST) where the namespace holds a partition table, a filesystem or volume signature or an object "
+       "store that what, writing blocks from slba, would write into", py::arg("dev"), py::arg("what"), py::arg("slba"),
+       py::arg("blocks"), py::arg("force_how"));
     p.def("read_blocks_into", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
         const Use u(d);
         OutBuf out(b);
