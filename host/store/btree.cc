@@ -83,13 +83,10 @@ bool zero_or_node(const uint8_t *block, uint32_t size)
 // user may want: what ObjectStore::format would refuse, or a block that is no tree's.
 void refuse_overwrite(Device &d, const BtreeLayout &t)
 {
-    const std::string force = ": write with force (csdctl btree build --force, btree_write(..., force = true), "
-                              "BTree.build(..., force=True)) if that is what you want";
-    const std::string where = "a B+-tree at LBAs " + std::to_string(t.root_lba) + "-" +
-                              std::to_string(t.root_lba + t.blocks - 1);
+    const std::string force = "write with force (csdctl btree build --force, btree_write(..., force = true), "
+                              "BTree.build(..., force=True))";
     if (t.root_lba >= d.ns().lba_count || t.blocks > d.ns().lba_count - t.root_lba) return;  // the drive refuses it
-    const std::string found = ObjectStore::holds(d);
-    if (!found.empty()) throw Error("btree build: the namespace holds " + found + "; " + where + " would write into it" + force, EEXIST);
+    ObjectStore::refuse_raw_write(d, "btree build", t.root_lba, t.blocks, force);
     const uint32_t lba = d.ns().lba_size;
     const uint64_t step = std::max<uint64_t>(1, (1u << 20) / lba);
     std::vector<uint8_t> buf;
@@ -100,7 +97,9 @@ void refuse_overwrite(Device &d, const BtreeLayout &t)
         for (uint64_t b = 0; b < n; b++) {
             if (!zero_or_node(buf.data() + b * lba, lba)) {
                 throw Error("btree build: LBA " + std::to_string(t.root_lba + i + b) +
-                                " holds data that is no B+-tree node; " + where + " would overwrite it" + force,
+                                " holds data that is no B+-tree node; a B+-tree at LBAs " + std::to_string(t.root_lba) +
+                                "-" + std::to_string(t.root_lba + t.blocks - 1) + " would overwrite it: " + force +
+                                " if that is what you want",
                             EEXIST);
             }
         }

@@ -335,6 +335,16 @@ std::string ObjectStore::holds(Device &dev)
     return signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
 }
 
+void ObjectStore::refuse_raw_write(Device &dev, const std::string &what, uint64_t lba, uint64_t blocks,
+                                   const std::string &force_how)
+{
+    const std::string found = holds(dev);
+    if (found.empty()) return;
+    throw Error(what + ": the namespace holds " + found + "; writing LBAs " + std::to_string(lba) + "-" +
+                    std::to_string(lba + blocks - 1) + " would write into it: " + force_how + " if that is what you want",
+                EEXIST);
+}
+
 void ObjectStore::check_blank(Device &dev)
 {
     const std::string found = holds(dev);

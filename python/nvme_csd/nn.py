@@ -29,7 +29,9 @@ def _raw(t):
 class EmbeddingBag(torch.nn.Module):
     """torch.nn.EmbeddingBag with its table on the drive (device: an open nvme_csd.Device
     on the vendor front end). forward(input, offsets, per_sample_weights) equals
-    torch.nn.functional.embedding_bag's (accumulation in f32, in index order)."""
+    torch.nn.functional.embedding_bag's (accumulation in f32, in index order). Unless
+    force=True, the table is not written to a namespace that holds a partition table, a
+    filesystem or volume signature or an object store (CsdError, errno EEXIST)."""
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, *, device,
@@ -62,7 +64,10 @@ class EmbeddingBag(torch.nn.Module):
             _weight = torch.empty(self.num_embeddings, self.embedding_dim).normal_()  # torch's initialisation
             if padding_idx is not None:
                 _weight[padding_idx] = 0  # as torch: the padding row starts as zeros
-        self._store(torch.as_tensor(_weight).to(dtype), force)
+        if not force:  # a real drive treated with care, as the store's format: docs/store.md
+            _core_programs().refuse_raw_write(self.dev._dev, "EmbeddingBag's table", self.table_lba, self.blocks,
+                                              "nvme_csd.nn.EmbeddingBag(..., force=True)")
+        self._store(torch.as_tensor(_weight).to(dtype))
         self._grad = {}  # row -> accumulated f32 gradient (the touched rows only)
 
     @classmethod
@@ -74,17 +79,16 @@ class EmbeddingBag(torch.nn.Module):
             raise ValueError("embeddings is 2-D")
         rows, dim = embeddings.shape
         return cls(rows, dim, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
-                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, force=force,
-                   _freeze=freeze)
+                   padding_idx, device=device, table_lba=table_lba, dtype=embeddings.dtype, force=force, _freeze=freeze)
 
     # ---------------------------------------------------------------- the table on the drive
-    def _store(self, weight, force=True):
+    def _store(self, weight):
         if tuple(weight.shape) != (self.num_embeddings, self.embedding_dim):
             raise ValueError(f"the table is {self.num_embeddings} x {self.embedding_dim}")
         data = np.zeros(self.blocks * self.block, dtype=np.uint8)  # the last block's tail: zeros
         raw = _raw(weight).reshape(-1).view(np.uint8)
         data[:raw.size] = raw
-        _core_programs().write_blocks(self.dev._dev, self.table_lba, data, force)  # unless force: not over a store
+        _core_programs().write_blocks(self.dev._dev, self.table_lba, data)
 
     @property
     def weight(self):
@@ -339,7 +343,7 @@ class EmbeddingBag(torch.nn.Module):
             for at, k in spans[i:j + 1]:
                 o = at - run_lo * self.block
                 data[o:o + self.row_bytes] = raw[k]
-            _core_programs().write_blocks(self.dev._dev, run_lo, data, True)  # its own table's blocks
+            _core_programs().write_blocks(self.dev._dev, run_lo, data)
             i = j + 1
         self._grad = {}
 

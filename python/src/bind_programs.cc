@@ -142,18 +142,25 @@ void bind_programs(py::module_ &m)
         py::gil_scoped_release g;
         programs::embedding_bag(u.d(), s, rng(indices), rng(offsets), rng(weights), rng(out));
     }, "embedding_bag of a table on the namespace into out (weights: length 0 for none)");
-    p.def("write_blocks", [](PyDevice &d, uint64_t slba, const py::buffer &b, bool force) {
+    p.def("write_blocks", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
         const Use u(d);
         InBuf in(b);
         const uint32_t lba = u.d().ns().lba_size;
         if (in.size() % lba) throw py::value_error("a whole number of blocks is written");
         py::gil_scoped_release g;
         if (!in.size()) return;
-        if (!force) ObjectStore::check_raw_write(u.d(), slba, in.size() / lba, "the table's blocks");
+        ObjectStore::check_raw_write(u.d(), slba, in.size() / lba, "the table's blocks");  // not over the store's objects
         u.d().write_lbas(slba, in.size() / lba, in.ptr());
     }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; "
-       "unless force, refused (EEXIST) over an object store's blocks",
-       py::arg("dev"), py::arg("slba"), py::arg("data"), py::arg("force") = false);
+       "refused (EEXIST) over an object store's blocks");
+    p.def("refuse_raw_write", [](PyDevice &d, const std::string &what, uint64_t slba, uint64_t blocks,
+                                 const std::string &force_how) {
+        const Use u(d);
+        py::gil_scoped_release g;
+        ObjectStore::refuse_raw_write(u.d(), what, slba, blocks, force_how);
+    }, "raises (EEXIST) where the namespace holds a partition table, a filesystem or volume signature or an object "
+       "store that what, writing blocks from slba, would write into", py::arg("dev"), py::arg("what"), py::arg("slba"),
+       py::arg("blocks"), py::arg("force_how"));
     p.def("read_blocks_into", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
         const Use u(d);
         OutBuf out(b);

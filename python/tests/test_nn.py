@@ -19,16 +19,17 @@ def vendor_drive(path):
     if "embedding_bag" not in d.programs:
         d.close()
         pytest.skip("the drive has no embedding_bag (command set 1.2)")
-    # the drive under test may hold the last test's store, whose blocks a table may not take
-    # (docs/store.md): its two superblocks zeroed, the tables here are written anywhere
-    blocks = 2 * max(4096, d.namespace["lba_size"])
-    nvme_csd._core.programs.write_blocks(d._dev, 0, np.zeros(blocks, dtype=np.uint8), True)
     return d
 
 
 @pytest.fixture
 def vdev(tmp_path):
     d = vendor_drive(os.environ.get("CSD_TEST_DEVICE") or f"emu:{tmp_path}/ns.img?size=64M&slm=32M")
+    if os.environ.get("CSD_TEST_DEVICE"):  # the drive under test may hold the last test's store: a blank one
+        lba, count = d.namespace["lba_size"], d.namespace["lba_count"]
+        zeros = np.zeros(256 << 10, dtype=np.uint8)
+        nvme_csd._core.programs.write_blocks(d._dev, 0, zeros)  # where the signatures lie (docs/store.md)
+        nvme_csd._core.programs.write_blocks(d._dev, count - zeros.size // lba, zeros)
     yield d
     d.close()
 
@@ -42,6 +43,33 @@ def exact_table(rows, dim, seed):
 def bags(n_idx, rows, offsets, seed):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, rows, (n_idx,), generator=g), torch.tensor(offsets)
+
+
+def test_the_table_is_not_written_over_a_store_or_a_filesystem(vdev, tmp_path):
+    """A real drive treated with care (docs/store.md): over the object store, or a namespace
+    holding a filesystem, the table (default table_lba 0: the store's superblock) is refused
+    with CsdError EEXIST naming it and force=True, and nothing is written; force=True writes.
+    Before, the table went over the store's superblock and every object was lost."""
+    import errno
+    vdev.store.format(force=True)
+    vdev.store["kept"] = np.arange(1000)
+    table = exact_table(20, 4, 9)
+    for make in (lambda **k: EmbeddingBag.from_pretrained(table, device=vdev, **k),
+                 lambda **k: EmbeddingBag(20, 4, device=vdev, table_lba=64, **k)):
+        with pytest.raises(nvme_csd.CsdError, match="holds an object store") as e:
+            make()
+        assert e.value.errno == errno.EEXIST and "EmbeddingBag(..., force=True)" in str(e.value)
+        assert (vdev.store["kept"] == np.arange(1000)).all(), "the refused table was written"
+    assert torch.equal(EmbeddingBag.from_pretrained(table, device=vdev, table_lba=2048, force=True).weight, table)
+    img = tmp_path / "fs.img"
+    with open(img, "wb") as f:
+        f.truncate(16 << 20)
+        f.seek(1080)
+        f.write(b"\x53\xef")
+    with vendor_drive(f"emu:{img}") as d:
+        with pytest.raises(nvme_csd.CsdError, match="ext2/3/4 filesystem"):
+            EmbeddingBag.from_pretrained(table, device=d, table_lba=8)
+    assert img.read_bytes()[8 * 512:16 * 512] == bytes(8 * 512), "the refused table was written"
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])

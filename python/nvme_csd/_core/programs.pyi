@@ -7,7 +7,7 @@ import collections.abc
 import nvme_csd._core
 import typing
 import typing_extensions
-__all__: list[str] = ['btree_write', 'chase', 'chase_value', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
+__all__: list[str] = ['btree_write', 'chase', 'chase_value', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'refuse_raw_write', 'softmax', 'write_blocks']
 def btree_write(dev: nvme_csd._core.Device, keys: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], values: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], base_lba: typing.SupportsInt | typing.SupportsIndex, fanout: typing.SupportsInt | typing.SupportsIndex, force: bool = False) -> tuple[int, int, int]:
     """
     the chase example's B+-tree written from base_lba: (root_lba, blocks, depth); unless force, refused (EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's
@@ -78,11 +78,15 @@ def reduce(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.Suppor
     """
     reduce: one 8-byte result per row into out
     """
+def refuse_raw_write(dev: nvme_csd._core.Device, what: str, slba: typing.SupportsInt | typing.SupportsIndex, blocks: typing.SupportsInt | typing.SupportsIndex, force_how: str) -> None:
+    """
+    raises (EEXIST) where the namespace holds a partition table, a filesystem or volume signature or an object store that what, writing blocks from slba, would write into
+    """
 def softmax(arg0: nvme_csd._core.Device, arg1: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg2: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex], arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     softmax of each row
     """
-def write_blocks(dev: nvme_csd._core.Device, slba: typing.SupportsInt | typing.SupportsIndex, data: typing_extensions.Buffer, force: bool = False) -> None:
+def write_blocks(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
     """
-    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; unless force, refused (EEXIST) over an object store's blocks
+    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; refused (EEXIST) over an object store's blocks
     """

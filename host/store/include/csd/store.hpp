@@ -147,6 +147,11 @@ public:
     // a raw write there (a media program's table) would destroy it. Returns where
     // the namespace holds no store or the blocks are free in it (a later put may take them).
     static void check_raw_write(Device &dev, uint64_t slba, uint64_t nlb, const std::string &what);
+    // Throws EEXIST, writing nothing, where the namespace holds what holds() names: what (a
+    // writer of raw LBAs: a B+-tree, an embedding table) at LBAs lba..lba+blocks-1 would
+    // write into it; force_how says how to write anyway. Returns where it holds nothing known.
+    static void refuse_raw_write(Device &dev, const std::string &what, uint64_t lba, uint64_t blocks,
+                                 const std::string &force_how);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);
