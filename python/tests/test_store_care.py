@@ -140,21 +140,24 @@ def test_read_only_open_serves_reads_and_refuses_writes(tmp_path, front_end):
 
 
 def test_a_table_is_not_written_over_stored_objects(tmp_path):
-    """An EmbeddingBag's table is written as raw blocks of the namespace: over an object of
-    the store there (or its superblocks) it is refused (EEXIST, naming the object and an LBA
-    past what the store uses) and the object stays intact; from that LBA it is written. It
-    overwrote the object (which then failed its CRC-32C) or the superblock (the store came
-    back empty)."""
+    """An EmbeddingBag's table is written as raw blocks of the namespace: on a namespace that
+    holds a store it is refused unless force=True, and even told to, never over the store's
+    own blocks (an object, its superblocks: EEXIST naming it and an LBA past what the store
+    uses), the object intact; from that LBA it is written. It overwrote the object (which then
+    failed its CRC-32C) or the superblock (the store came back empty)."""
     nn = pytest.importorskip("nvme_csd.nn")  # torch
     with nvme_csd.open(f"emu:{tmp_path}/d.img?size=64M") as dev:
         dev.store.format()
         x = np.random.default_rng(1).random(1 << 18, dtype=np.float32)  # 1 MiB from LBA 16
         dev.store["x"] = x
+        with pytest.raises(nvme_csd.CsdError, match="holds an object store") as e:
+            nn.EmbeddingBag(100, 8, device=dev, table_lba=100000)
+        assert e.value.errno == errno.EEXIST and "force=True" in str(e.value), e.value
         for lba, what in ((100, "object 'x'"), (0, "its superblocks")):
             with pytest.raises(nvme_csd.CsdError, match="of the object store on this namespace") as e:
-                nn.EmbeddingBag(100, 8, device=dev, table_lba=lba)
+                nn.EmbeddingBag(100, 8, device=dev, table_lba=lba, force=True)
             assert e.value.errno == errno.EEXIST and what in str(e.value), e.value
         free = int(re.search(r"write from LBA (\d+)", str(e.value)).group(1))
         assert free >= 16 + x.nbytes // 512
-        nn.EmbeddingBag(100, 8, device=dev, table_lba=free)
+        nn.EmbeddingBag(100, 8, device=dev, table_lba=free, force=True)
         assert np.array_equal(dev.store["x"], x) and list(dev.store) == ["x"]
