@@ -53,7 +53,18 @@ WAYS = [
     ("driveset", "DriveSet", "guest", "a DriveSet of two drives: each row on each drive, its own bytes"),
     ("host", "host mode", "guest", "libcsd's host mode: the core in the process over the drive's NVM Reads and Writes"),
     ("inproc", "in-process device", "host", "emu: the core in the process over a file (host suite)"),
+    ("snia", "SNIA CS API", "host", "the SNIA Computational Storage API (libcsd-snia, cs.h) over emu: storage, copy "
+                                    "and compute requests of one CSx (host suite)"),
+    ("snia-kmod-part", "SNIA CS API, csd.ko partition", "guest",
+     "the SNIA API over /dev/csd0 as a user whose partition starts at 32 MiB"),
 ]
+# The ways through the SNIA API (csd-matrix --api snia): each is its libcsd way's cell seen
+# through the API (the same drive and transport), its statuses the API's.
+SNIA_OF = {"snia": "inproc", "snia-kmod-part": "kmod-part"}
+# What the SNIA API answers for a status libcsd names (host/snia/cs.cc's status_of).
+SNIA_STATUS = {"Invalid Namespace or Format": "CS_INVALID_FUNCTION", "Invalid Command Opcode": "CS_UNSUPPORTED",
+               "EIO": "CS_DEVICE_ERROR", "ENODEV": "CS_ENODEV"}
+SNIA_ROWS_NA = {"caw", "nvm"}
 # (id, title, the guest layout: csdvm '# vm:' settings)
 FORMATS = [
     ("512", "512-byte LBAs", "csd=on drives=2 device=csd.nvme-cs=on"),
@@ -86,6 +97,12 @@ class Expect:
 
 def expect(row: str, way: str, fmt: str) -> Expect:
     """The description of one cell."""
+    if way in SNIA_OF:
+        if row in SNIA_ROWS_NA:
+            return Expect("na", "the SNIA API has no NVM I/O to host memory nor Compare and Write: its storage "
+                                "requests move LBAs to and from AFDM")
+        e = expect(row, SNIA_OF[way], fmt)
+        return Expect(e.kind, e.why, tuple(SNIA_STATUS.get(n, n) for n in e.names))
     if way == "inproc" and fmt in ("pi", "zoned", "detached"):
         return Expect("na", "the in-process device's namespace is a file: no metadata, zones or attachment")
     if way == "driveset" and fmt in ("pi", "zoned", "detached"):
@@ -181,11 +198,12 @@ def verdict(cell, res: dict | None, known: dict | None) -> str:
     return ""
 
 
-def judge(place: str, files: list[str], name: str) -> int:
-    """Judges fresh results of one place (host, or a guest format id): every cell of it."""
+def judge(place: str, files: list[str], name: str, ways: list[str] | None = None) -> int:
+    """Judges fresh results of one place (host, or a guest format id): every cell of it, or
+    of the given ways only."""
     fresh, known = load(files), committed()
-    mine = [c for c in cells() if (place == "host" and place_of(c[1]) == "host")
-            or (place != "host" and place_of(c[1]) == "guest" and c[2] == place)]
+    mine = [c for c in cells() if ((place == "host" and place_of(c[1]) == "host")
+            or (place != "host" and place_of(c[1]) == "guest" and c[2] == place)) and (not ways or c[1] in ways)]
     passed = failed = 0
     for c in mine:
         if expect(*c).kind == "na":
@@ -230,7 +248,7 @@ def render(results=None) -> str:
         "words that name their absolute LBA and drive, so another tenant's or drive's bytes, or a",
         "write that landed elsewhere, fail the cell), *refused* names the NVMe status the drive",
         "answered or, marked (errno), the error the kernel or libcsd gave, and n/a is a cell the",
-        "test layouts cannot provide; below each table, why (n/a, refused) and notes. A crash, a",
+        "test layouts or the way's API cannot provide; below each table, why (n/a, refused) and notes. A crash, a",
         "hang, a wrong byte, an unnamed error or a success where a refusal is due fails `make",
         "test`; so does a cell that differs from this page (`tests/repo/check_feature_matrix.py`).",
         "",

@@ -39,7 +39,7 @@ def main() -> int:
                 dev = f"emu:{img}?size=128M&{OPTIONS[fmt]}&nvme-cs=1"
                 subprocess.run([str(BIN), "--stamp", dev, "0"], check=True)
                 argv = [str(BIN), "--way", way, "--format", fmt, "--rows", ",".join(rows), "--device", dev,
-                        "--check", str(img), "--bpf-dir", str(BPF)]
+                        "--check", str(img), "--bpf-dir", str(BPF)] + (["--api", "snia"] if way in matrix.SNIA_OF else [])
                 try:
                     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
                     why = f"the driver ended with {r.returncode}: {r.stderr.strip()[-300:]}"
