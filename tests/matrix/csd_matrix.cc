@@ -56,25 +56,13 @@
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
 #include "matrix_driver.hpp"
+#include "fio_rows.hpp"
 #include "snia_rows.hpp"
 
 using namespace csd;
 using namespace csd_matrix;
 
 namespace {
-
-// The name of an errno value (ENODEV), for a refusal that carries no NVMe status.
-std::string errno_name(int e)
-{
-    static const std::map<int, const char *> names{
-        {EPERM, "EPERM"}, {ENOENT, "ENOENT"}, {EIO, "EIO"}, {ENXIO, "ENXIO"}, {EBADF, "EBADF"},
-        {EAGAIN, "EAGAIN"}, {ENOMEM, "ENOMEM"}, {EACCES, "EACCES"}, {EBUSY, "EBUSY"}, {ENODEV, "ENODEV"},
-        {EINVAL, "EINVAL"}, {ENOSPC, "ENOSPC"}, {ENOTTY, "ENOTTY"}, {EOPNOTSUPP, "EOPNOTSUPP"},
-        {ETIMEDOUT, "ETIMEDOUT"}, {ECANCELED, "ECANCELED"}, {ENOLINK, "ENOLINK"}, {ESHUTDOWN, "ESHUTDOWN"},
-        {EREMOTEIO, "EREMOTEIO"}, {ENOTCONN, "ENOTCONN"}, {ERANGE, "ERANGE"}, {EFAULT, "EFAULT"}};
-    auto it = names.find(e);
-    return it != names.end() ? it->second : "errno " + std::to_string(e);
-}
 
 // ---------------------------------------------------------------- the rows
 // namespace -> SLM: SLM Load (vendor) / Memory Copy format 2h (the standard front end).
@@ -260,7 +248,8 @@ int stamp(const std::string &path, uint32_t salt)
                  "usage: csd-matrix --stamp DEVICE SALT\n"
                  "       csd-matrix --way W --format F --rows R1,R2 --device PATH [--device PATH ...] [--uring]\n"
                  "                  [--front-end vendor|nvme-cs|host] [--base LBA] [--check FILE ...] [--salt N ...]\n"
-                 "                  [--as-user NAME] [--bpf-dir DIR] [--zones FIRST,LBAS] [--go FILE] [--api libcsd|snia]\n");
+                 "                  [--as-user NAME] [--bpf-dir DIR] [--zones FIRST,LBAS] [--go FILE]\n"
+                 "                  [--api libcsd|snia|fio] [--fio-engine SO]\n");
     std::exit(2);
 }
 
@@ -277,7 +266,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    std::string way, format, rows, user, bpf_dir = ".", go, api = "libcsd";
+    std::string way, format, rows, user, bpf_dir = ".", go, api = "libcsd", fio_engine;
     std::vector<std::string> devices, checks;
     std::vector<uint32_t> salts;
     OpenOptions o;
@@ -308,11 +297,16 @@ int main(int argc, char **argv)
         else if (a == "--bpf-dir") bpf_dir = val();
         else if (a == "--go") go = val();
         else if (a == "--api") api = val();
+        else if (a == "--fio-engine") fio_engine = val();
         else usage();
     }
-    if (way.empty() || format.empty() || rows.empty() || devices.empty() || (api != "libcsd" && api != "snia")) usage();
-    if (api == "snia" && (devices.size() != 1 || o.use_uring)) {
-        std::fprintf(stderr, "csd-matrix: the SNIA API's way takes one --device and no --uring\n");
+    if (way.empty() || format.empty() || rows.empty() || devices.empty() || (api != "libcsd" && api != "snia" && api != "fio")) usage();
+    if (api != "libcsd" && (devices.size() != 1 || o.use_uring)) {
+        std::fprintf(stderr, "csd-matrix: the SNIA API's and fio's ways take one --device and no --uring\n");
+        return 2;
+    }
+    if (api == "fio" && fio_engine.empty()) {
+        std::fprintf(stderr, "csd-matrix: --api fio needs --fio-engine\n");
         return 2;
     }
     std::vector<int> fds;
@@ -373,6 +367,24 @@ int main(int argc, char **argv)
             line(row, snia_row(row, c));
         }
         snia_close();
+        return 0;
+    }
+    if (api == "fio") {  // jobs of fio's csd engine over the way's path (fio_rows.cc)
+        if (o.front_end != FrontEnd::Auto) setenv("CSD_FRONT_END", front_end_name(o.front_end), 1);
+        uint32_t lba_size = 0;
+        try {  // the LBA size, from a device open only for that
+            lba_size = Device::open(devices[0], o)->ns().lba_size;
+        } catch (const Error &e) {
+            Outcome r = e.status() ? Outcome{"refused", status_name(e.code()), e.what()}
+                                   : e.errnum() ? Outcome{"refused", errno_name(e.errnum()), e.what()}
+                                                : fail(std::string("open: ") + e.what());
+            for (const auto &row : wanted) line(row, r);
+            return 0;
+        }
+        for (const auto &row : wanted) {
+            Ctx c = ctx({nullptr, salts.empty() ? 0 : salts[0], fds.empty() ? -1 : fds[0]}, lba_size, row, 0);
+            line(row, fio_row(row, c, fio_engine, devices[0]));
+        }
         return 0;
     }
     // Open the way: one device, or a DriveSet of several.

@@ -97,6 +97,8 @@ def setup(way):
     lba_part = PART // LBA
     if way in matrix.SNIA_OF:  # the SNIA API over its libcsd way's drive
         return setup(matrix.SNIA_OF[way]) + ["--api", "snia"]
+    if way in matrix.FIO_OF:  # fio's csd engine (the guest's fio) over its libcsd way's drive
+        return setup(matrix.FIO_OF[way]) + ["--api", "fio", "--fio-engine", "/csd/lib/csd-fio.so"]
     if way in ("kmod", "kmod-part"):
         if FMT == "detached" and os.path.exists("/sys/module/csd"):
             sh("rmmod csd")  # it keeps the namespace it found at load: a fresh one for each cell

@@ -57,6 +57,9 @@ WAYS = [
                                     "and compute requests of one CSx (host suite)"),
     ("snia-kmod-part", "SNIA CS API, csd.ko partition", "guest",
      "the SNIA API over /dev/csd0 as a user whose partition starts at 32 MiB"),
+    ("fio", "fio engine", "host", "jobs of fio's csd engine (host/fio-engine) over emu: (host suite)"),
+    ("fio-kmod-part", "fio engine, csd.ko partition", "guest",
+     "jobs of fio's csd engine over /dev/csd0 as a user whose partition starts at 32 MiB"),
 ]
 # The ways through the SNIA API (csd-matrix --api snia): each is its libcsd way's cell seen
 # through the API (the same drive and transport), its statuses the API's.
@@ -65,6 +68,11 @@ SNIA_OF = {"snia": "inproc", "snia-kmod-part": "kmod-part"}
 SNIA_STATUS = {"Invalid Namespace or Format": "CS_INVALID_FUNCTION", "Invalid Command Opcode": "CS_UNSUPPORTED",
                "EIO": "CS_DEVICE_ERROR", "ENODEV": "CS_ENODEV"}
 SNIA_ROWS_NA = {"caw", "nvm"}
+# The ways through fio's csd engine (csd-matrix --api fio): each its libcsd way's cell as fio's
+# jobs see it, their errors fio's errnos.
+FIO_OF = {"fio": "inproc", "fio-kmod-part": "kmod-part"}
+FIO_ROWS = {"store", "exec"}
+FIO_STATUS = {"Invalid Namespace or Format": "EIO", "Invalid Command Opcode": "EIO"}
 # (id, title, the guest layout: csdvm '# vm:' settings)
 FORMATS = [
     ("512", "512-byte LBAs", "csd=on drives=2 device=csd.nvme-cs=on"),
@@ -103,6 +111,13 @@ def expect(row: str, way: str, fmt: str) -> Expect:
                                 "requests move LBAs to and from AFDM")
         e = expect(row, SNIA_OF[way], fmt)
         return Expect(e.kind, e.why, tuple(SNIA_STATUS.get(n, n) for n in e.names))
+    if way in FIO_OF:
+        if row not in FIO_ROWS:
+            return Expect("na", "fio's csd engine moves LBAs to and from the job's SLM and runs programs there: its "
+                                "media reads leave the blocks where nothing can check them, and it sends no NVM I/O, "
+                                "Compare and Write or media program")
+        e = expect(row, FIO_OF[way], fmt)
+        return Expect(e.kind, e.why, tuple(FIO_STATUS.get(n, n) for n in e.names))
     if way == "inproc" and fmt in ("pi", "zoned", "detached"):
         return Expect("na", "the in-process device's namespace is a file: no metadata, zones or attachment")
     if way == "driveset" and fmt in ("pi", "zoned", "detached"):

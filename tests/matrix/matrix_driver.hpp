@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +104,19 @@ struct Mismatch : std::runtime_error {
 inline void expect(bool cond, const std::string &what)
 {
     if (!cond) throw Mismatch(what);
+}
+
+// The name of an errno value (ENODEV), for a refusal that carries no NVMe status.
+inline std::string errno_name(int e)
+{
+    static const std::map<int, const char *> names{
+        {EPERM, "EPERM"}, {ENOENT, "ENOENT"}, {EIO, "EIO"}, {ENXIO, "ENXIO"}, {EBADF, "EBADF"},
+        {EAGAIN, "EAGAIN"}, {ENOMEM, "ENOMEM"}, {EACCES, "EACCES"}, {EBUSY, "EBUSY"}, {ENODEV, "ENODEV"},
+        {EINVAL, "EINVAL"}, {ENOSPC, "ENOSPC"}, {ENOTTY, "ENOTTY"}, {EOPNOTSUPP, "EOPNOTSUPP"},
+        {ETIMEDOUT, "ETIMEDOUT"}, {ECANCELED, "ECANCELED"}, {ENOLINK, "ENOLINK"}, {ESHUTDOWN, "ESHUTDOWN"},
+        {EREMOTEIO, "EREMOTEIO"}, {ENOTCONN, "ENOTCONN"}, {ERANGE, "ERANGE"}, {EFAULT, "EFAULT"}};
+    auto it = names.find(e);
+    return it != names.end() ? it->second : "errno " + std::to_string(e);
 }
 
 // One drive of the way: the device, its stamp salt and where its namespace's bytes lie.
