@@ -8,6 +8,8 @@
 // back when it completes: csFreeMem and csCloseCSx refuse memory and devices in use.
 #include "cs.h"
 
+#include <pthread.h>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -418,7 +421,10 @@ CS_STATUS open_drives(const std::string &name, std::vector<std::shared_ptr<Drive
 
 // ---------------------------------------------------------------- asynchronous work
 
-// A growing pool of detached threads (never destroyed: its threads may outlive main).
+// A growing pool of detached threads (never destroyed: its threads may outlive main). A
+// child of fork() has none of its parent's threads: it starts threads of its own for what it
+// queues, and runs none of the requests its parent had queued (they are the parent's, and
+// run there); a request the parent was running when it forked never completes in the child.
 class Pool {
 public:
     void submit(std::function<void()> f)
@@ -431,6 +437,23 @@ public:
         } else {
             cv_.notify_one();
         }
+    }
+
+    // Before fork(): no thread takes a request or changes the counts until after it.
+    void before_fork() { mu_.lock(); }
+
+    // After fork(): in the child, no thread of the pool (the parent's stay there), no queue.
+    void after_fork(bool child)
+    {
+        if (child) {
+            new (&cv_) std::condition_variable;  // its waiters were the parent's threads
+            threads_ = idle_ = 0;
+            std::deque<std::function<void()>> parents;
+            parents.swap(q_);
+            mu_.unlock();
+            return;  // the parent's requests dropped here, their AFDM and CSx no longer held
+        }
+        mu_.unlock();
     }
 
 private:
@@ -454,9 +477,14 @@ private:
     unsigned idle_ = 0, threads_ = 0;
 };
 
+// The process's pool, with its fork() handlers.
 Pool &pool()
 {
-    static Pool *p = new Pool;
+    static Pool *p = [] {
+        static Pool *made = new Pool;
+        pthread_atfork([] { made->before_fork(); }, [] { made->after_fork(false); }, [] { made->after_fork(true); });
+        return made;
+    }();
     return *p;
 }
 
