@@ -354,37 +354,28 @@ int main(int argc, char **argv)
         c.rng.seed(std::hash<std::string>{}(way + format + row) + i);
         return c;
     };
-    if (api == "snia") {  // the SNIA Computational Storage API over the way's path (snia_rows.cc)
+    if (api != "libcsd") {  // the SNIA API's requests (snia_rows.cc) or fio's jobs (fio_rows.cc) over the path
         if (o.front_end != FrontEnd::Auto) setenv("CSD_FRONT_END", front_end_name(o.front_end), 1);
+        uint32_t lba_size = 0;
         Outcome refused;
-        const uint32_t lba_size = snia_open(devices[0], &refused);
+        if (api != "snia" || snia_open(devices[0], &refused)) {  // a CSx the API refuses: the API's status
+            try {  // the LBA size, from a device opened only for that
+                lba_size = Device::open(devices[0], o)->ns().lba_size;
+            } catch (const Error &e) {
+                refused = e.status() ? Outcome{"refused", status_name(e.code()), e.what()}
+                                     : e.errnum() ? Outcome{"refused", errno_name(e.errnum()), e.what()}
+                                                  : fail(std::string("open: ") + e.what());
+            }
+        }
         for (const auto &row : wanted) {
             if (!lba_size) {  // the way cannot be opened at all: every row says so
                 line(row, refused);
                 continue;
             }
             Ctx c = ctx({nullptr, salts.empty() ? 0 : salts[0], fds.empty() ? -1 : fds[0]}, lba_size, row, 0);
-            line(row, snia_row(row, c));
+            line(row, api == "snia" ? snia_row(row, c) : fio_row(row, c, fio_engine, devices[0]));
         }
-        snia_close();
-        return 0;
-    }
-    if (api == "fio") {  // jobs of fio's csd engine over the way's path (fio_rows.cc)
-        if (o.front_end != FrontEnd::Auto) setenv("CSD_FRONT_END", front_end_name(o.front_end), 1);
-        uint32_t lba_size = 0;
-        try {  // the LBA size, from a device open only for that
-            lba_size = Device::open(devices[0], o)->ns().lba_size;
-        } catch (const Error &e) {
-            Outcome r = e.status() ? Outcome{"refused", status_name(e.code()), e.what()}
-                                   : e.errnum() ? Outcome{"refused", errno_name(e.errnum()), e.what()}
-                                                : fail(std::string("open: ") + e.what());
-            for (const auto &row : wanted) line(row, r);
-            return 0;
-        }
-        for (const auto &row : wanted) {
-            Ctx c = ctx({nullptr, salts.empty() ? 0 : salts[0], fds.empty() ? -1 : fds[0]}, lba_size, row, 0);
-            line(row, fio_row(row, c, fio_engine, devices[0]));
-        }
+        if (api == "snia") snia_close();
         return 0;
     }
     // Open the way: one device, or a DriveSet of several.

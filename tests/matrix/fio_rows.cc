@@ -56,12 +56,32 @@ FioRun fio(const std::string &engine, const std::string &device, const std::stri
     return r;
 }
 
-// A run's outcome when it did not do its job: the errno its job reports, by name, or a failure.
+// The lines of fio's output that say what went wrong (the engine's 'csd: JOB: ...', fio's own).
+std::string complaints(const std::string &out)
+{
+    std::string said;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("csd: ", 0) == 0 || line.rfind("fio: ", 0) == 0) said += (said.empty() ? "" : " | ") + line;
+    }
+    return said.empty() ? out.substr(out.size() > 600 ? out.size() - 600 : 0) : said;
+}
+
+// A run's outcome when it did not do its job: the errno its job reports, or the one the
+// engine's words end with when the job could not start (fio reports no job error then), by
+// name; a failure when neither names one.
 Outcome not_done(const FioRun &r)
 {
-    const std::string tail = r.out.size() > 600 ? r.out.substr(r.out.size() - 600) : r.out;
-    if (r.job_error > 0) return {"refused", errno_name(r.job_error), tail};
-    return fail("fio ended with " + std::to_string(r.rc) + " and no job error: " + tail);
+    const std::string said = complaints(r.out);
+    if (r.job_error > 0) return {"refused", errno_name(r.job_error), said};
+    for (int e = 1; e < 134; e++) {
+        const std::string name = errno_name(e), text = std::string(": ") + std::strerror(e);
+        if (name.rfind("errno ", 0) != 0 && said.find("csd: ") != std::string::npos &&
+            said.find(text) != std::string::npos) {
+            return {"refused", name, said};
+        }
+    }
+    return fail("fio ended with " + std::to_string(r.rc) + " and no job error: " + said);
 }
 
 // SLM -> namespace: 64 KiB of media writes at the store area; the blocks hold the job's SLM

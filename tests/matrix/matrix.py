@@ -64,9 +64,10 @@ WAYS = [
 # The ways through the SNIA API (csd-matrix --api snia): each is its libcsd way's cell seen
 # through the API (the same drive and transport), its statuses the API's.
 SNIA_OF = {"snia": "inproc", "snia-kmod-part": "kmod-part"}
-# What the SNIA API answers for a status libcsd names (host/snia/cs.cc's status_of).
-SNIA_STATUS = {"Invalid Namespace or Format": "CS_INVALID_FUNCTION", "Invalid Command Opcode": "CS_UNSUPPORTED",
-               "EIO": "CS_DEVICE_ERROR", "ENODEV": "CS_ENODEV"}
+# What the SNIA API answers for a status libcsd names (host/snia/cs.cc's status_of): a namespace
+# the drive refuses is the function's for a compute request, the drive's error for a storage one.
+SNIA_STATUS = {"Invalid Command Opcode": "CS_UNSUPPORTED", "EIO": "CS_DEVICE_ERROR", "ENODEV": "CS_ENODEV"}
+SNIA_STORAGE_ROWS = {"load", "store"}
 SNIA_ROWS_NA = {"caw", "nvm"}
 # The ways through fio's csd engine (csd-matrix --api fio): each its libcsd way's cell as fio's
 # jobs see it, their errors fio's errnos.
@@ -110,7 +111,10 @@ def expect(row: str, way: str, fmt: str) -> Expect:
             return Expect("na", "the SNIA API has no NVM I/O to host memory nor Compare and Write: its storage "
                                 "requests move LBAs to and from AFDM")
         e = expect(row, SNIA_OF[way], fmt)
-        return Expect(e.kind, e.why, tuple(SNIA_STATUS.get(n, n) for n in e.names))
+        # a chase's tree goes in by a store request, which a drive refusing the namespace refuses first
+        ns = ("CS_DEVICE_ERROR",) if row in SNIA_STORAGE_ROWS else \
+            ("CS_INVALID_FUNCTION", "CS_DEVICE_ERROR") if row == "chase" else ("CS_INVALID_FUNCTION",)
+        return Expect(e.kind, e.why, tuple(x for n in e.names for x in (ns if n == INVALID_NS else (SNIA_STATUS.get(n, n),))))
     if way in FIO_OF:
         if row not in FIO_ROWS:
             return Expect("na", "fio's csd engine moves LBAs to and from the job's SLM and runs programs there: its "
@@ -155,6 +159,10 @@ def expect(row: str, way: str, fmt: str) -> Expect:
     if fmt == "detached":
         if row == "exec":
             return Expect("any", "SLM commands name the NVM namespace too (vendor front end)")
+        if way in ("kmod", "kmod-part"):
+            return Expect("refusal", "the namespace is gone: waiting Executes are refused by the drive; csd.ko "
+                                     "answers a later command, or opening /dev/csd0 anew, ENODEV",
+                          ("ENODEV", INVALID_NS))
         return Expect("refusal", "the namespace is gone: waiting Executes are refused by the drive, later "
                                  "commands by the drive or the kernel")
     return Expect("result")

@@ -11,8 +11,8 @@
 
 namespace csd_matrix {
 
-// Opens path as a CSx and its first CSE; its LBA size, or 0 with *refused saying why not.
-uint32_t snia_open(const std::string &path, Outcome *refused);
+// Opens path as a CSx and its first CSE; false with *refused saying why not.
+bool snia_open(const std::string &path, Outcome *refused);
 // Runs one row through the open CSx: the reference result, a refusal (the SNIA status's name,
 // the drive's status in words in the detail) or a failure.
 Outcome snia_row(const std::string &row, Ctx &c);
