@@ -208,8 +208,10 @@ const char *kStatusNames[] = {
     "CS_UNKNOWN_COMPUTE_FUNCTION", "CS_UNSUPPORTED",
 };
 
-// The status a libcsd failure is, in the draft's terms.
-CS_STATUS status_of(const csd::Error &e)
+// The status a libcsd failure is, in the draft's terms; compute: the failure of a compute
+// request's Execute (a namespace the drive refuses is then the function's: a media program
+// where the drive has no NVM namespace; for any other command the drive's error).
+CS_STATUS status_of(const csd::Error &e, bool compute = false)
 {
     if (e.status() != 0) {
         switch (e.code()) {
@@ -223,7 +225,7 @@ CS_STATUS status_of(const csd::Error &e)
         case CSD_STATUS_LBA_OUT_OF_RANGE:
         case CSD_STATUS_INVALID_FIELD:
         case CSD_STATUS_HOP_LIMIT_EXCEEDED: return CS_INVALID_ARG;
-        case CSD_STATUS_INVALID_NAMESPACE: return CS_INVALID_FUNCTION;  // a media program on the standard front end
+        case CSD_STATUS_INVALID_NAMESPACE: return compute ? CS_INVALID_FUNCTION : CS_DEVICE_ERROR;
         case CSD_STATUS_OUTPUT_OVERFLOW: return CS_INVALID_LENGTH;
         case CSD_STATUS_PROGRAM_FAULT:
         case CSD_STATUS_ABORT_REQUESTED:
@@ -706,7 +708,7 @@ CS_STATUS prepare_compute(Registry &r, const CsComputeRequest *req, const CsComp
             s = CS_SUCCESS;
         } catch (const csd::Error &e) {
             *comp = e.dw0() | uint64_t{e.dw1()} << 32;  // Output Overflow: what it needed
-            s = fail(status_of(e), e.what());
+            s = fail(status_of(e, true), e.what());
         }
         const uint64_t us = static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
