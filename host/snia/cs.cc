@@ -255,6 +255,7 @@ CS_STATUS status_of(const csd::Error &e, bool compute = false)
     case ETIMEDOUT: return CS_IO_TIMEOUT;
     case EBUSY: return CS_DEVICE_NOT_AVAILABLE;
     case ENOSPC: return CS_NOT_ENOUGH_MEMORY;
+    case EDQUOT: return CS_OUT_OF_RESOURCES;  // csd.ko's program quota: as the drive's own limits
     default: return CS_DEVICE_ERROR;
     }
 }
