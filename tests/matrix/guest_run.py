@@ -6,6 +6,7 @@ driver under a timeout (no line for a cell: it crashed or hung), reports each ce
 ('@@CSD RESULT matrix-FORMAT JSON', kept in build/results/) and judges them against the
 description and the committed results. For 'detached' every cell detaches the namespace
 meanwhile: an Execute is queued behind busy compute units first, other commands come after;
+'reset' resets the controller the same way (nvme reset, the namespace staying);
 for 'exact' (a timing model, csd.exact=on) no drive may count an overrun of its model.
 
 Usage: python3 /csd/matrix/guest_run.py FORMAT [WAY,WAY...]   (default: every guest way)"""
@@ -219,9 +220,9 @@ def detached_try(way, args, row, gemms):
         open(go, "w").close()
         time.sleep(0.5)  # submitted; waiting behind the gemms
         detach_at = time.monotonic()
-        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+        meanwhile()
     else:
-        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+        meanwhile()
         open(go, "w").close()
     try:
         out, err = p.communicate(timeout=TIMEOUT)
@@ -232,12 +233,22 @@ def detached_try(way, args, row, gemms):
         res = parse(out, way, [row], f"hang: no answer in {TIMEOUT} s")
     for t in busy:
         t.join(120)
-    sh(f"nvme attach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+    if FMT == "detached":
+        sh(f"nvme attach-ns /dev/nvme0 -n 1 -c {CNTLID}")
     NG, BLK, _ = wait_node("nvme0")
     for f in (go, go + ".ready"):
         if os.path.exists(f):
             os.unlink(f)
     return res, not waits or any(e > detach_at for e in ends)
+
+
+def meanwhile():
+    """What happens while a cell's command waits: the namespace detached, or the controller
+    reset (nvme reset returns once the controller is live again)."""
+    if FMT == "detached":
+        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+    else:
+        sh("nvme reset /dev/nvme0")
 
 
 CNTLID = cntlid() if FMT == "detached" else 0
@@ -252,7 +263,7 @@ for way in guest_ways:
     except SystemExit as e:  # a way that cannot be set up fails its cells, saying why
         results += parse("", way, rows, f"set-up failed: {e}")
         continue
-    if FMT == "detached":
+    if FMT in ("detached", "reset"):
         for row in rows:
             results += detached_cell(way, None, row)
     else:
