@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "csd/device.hpp"
@@ -14,11 +15,23 @@
 #include "csd/programs.hpp"
 #include "csd/store.hpp"
 #include "csd/store_io.hpp"
+#include "fork_hold.hpp"
 
+// One open device, shared by the caller's threads: mu guards the allocations and the store
+// pointer, held only to change them (no other lock is taken under it: stores and buffers are
+// made and dropped outside it), and held still across fork() (a child may go on using the
+// device). A call holds its own reference to the store, so a format on another thread does
+// not free the store under it.
 struct csd_dev {
+    csd_dev()
+    {
+        csd::fork_hold_add(this, csd::ForkLevel::allocator, [this] { mu.lock(); }, [this](bool) { mu.unlock(); });
+    }
+    ~csd_dev() { csd::fork_hold_remove(this); }
     std::unique_ptr<csd::Device> dev;
+    std::mutex mu;
     std::map<uint64_t, csd::SlmBuffer> allocations;
-    std::unique_ptr<csd::ObjectStore> store;
+    std::shared_ptr<csd::ObjectStore> store;
 };
 
 namespace {
@@ -54,10 +67,17 @@ int bad_arg(const char *what)
     return -EINVAL;
 }
 
-csd::ObjectStore &store_of(csd_dev *d)
+// The device's store, opened on first use (one kept, whatever the threads), held for the call.
+std::shared_ptr<csd::ObjectStore> store_of(csd_dev *d)
 {
-    if (!d->store) d->store = std::make_unique<csd::ObjectStore>(*d->dev);
-    return *d->store;
+    {
+        std::lock_guard<std::mutex> g(d->mu);
+        if (d->store) return d->store;
+    }
+    auto made = std::make_shared<csd::ObjectStore>(*d->dev);  // reads the superblock: not under mu
+    std::lock_guard<std::mutex> g(d->mu);
+    if (!d->store) d->store = std::move(made);
+    return d->store;  // another thread's, if it was first: made goes when this returns
 }
 
 // The C++ StreamOptions of a csd_stream_opts (NULL: the defaults); a progress that returns
@@ -164,16 +184,22 @@ int csd_slm_alloc(csd_dev *dev, uint64_t size, uint64_t align, uint64_t *offset)
     return guard([&] {
         csd::SlmBuffer b = dev->dev->slm().alloc(size, align ? align : 4096);
         *offset = b.offset();
-        dev->allocations.emplace(b.offset(), std::move(b));
+        std::lock_guard<std::mutex> g(dev->mu);
+        dev->allocations.emplace(b.offset(), std::move(b));  // moves the buffer: nothing freed
     });
 }
 
 int csd_slm_free(csd_dev *dev, uint64_t offset)
 {
     if (!dev) return bad_arg("csd_slm_free: dev is NULL");
-    auto it = dev->allocations.find(offset);
-    if (it == dev->allocations.end()) return bad_arg("csd_slm_free: no allocation starts at that offset");
-    dev->allocations.erase(it);
+    csd::SlmBuffer gone;  // freed when this returns, after mu (the allocator has its own lock)
+    {
+        std::lock_guard<std::mutex> g(dev->mu);
+        auto it = dev->allocations.find(offset);
+        if (it == dev->allocations.end()) return bad_arg("csd_slm_free: no allocation starts at that offset");
+        gone = std::move(it->second);
+        dev->allocations.erase(it);
+    }
     return 0;
 }
 
@@ -281,7 +307,11 @@ int csd_store_format_flags(csd_dev *dev, unsigned flags)
     if (!dev) return bad_arg("csd_store_format: dev is NULL");
     if (flags & ~CSD_FORMAT_FORCE) return bad_arg("csd_store_format_flags: unknown flags");
     return guard([&] {
-        dev->store.reset();
+        std::shared_ptr<csd::ObjectStore> old;  // dropped after mu (a store leaves the fork registry)
+        {
+            std::lock_guard<std::mutex> g(dev->mu);
+            old.swap(dev->store);  // the next call opens the new store; calls under way keep theirs
+        }
         csd::ObjectStore::format(*dev->dev, flags & CSD_FORMAT_FORCE);
     });
 }
@@ -289,15 +319,15 @@ int csd_store_format_flags(csd_dev *dev, unsigned flags)
 int csd_store_put(csd_dev *dev, const char *name, const void *data, uint64_t len)
 {
     if (!dev || !name || (!data && len)) return bad_arg("csd_store_put: NULL dev, name or data");
-    return guard([&] { store_of(dev).put(name, data, len); });
+    return guard([&] { store_of(dev)->put(name, data, len); });
 }
 
 int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint64_t *len)
 {
     if (!dev || !name || !len) return bad_arg("csd_store_get: NULL dev, name or len");
     int rc = guard([&] {
-        auto &s = store_of(dev);
-        *len = s.stat(name).bytes;
+        const auto s = store_of(dev);
+        *len = s->stat(name).bytes;
         if (*len > cap) throw csd::Error("csd_store_get: buffer of " + std::to_string(cap) + " bytes for object '" +
                                              std::string(name) + "' of " + std::to_string(*len),
                                          ENOSPC);
@@ -305,9 +335,9 @@ int csd_store_get(csd_dev *dev, const char *name, void *buf, uint64_t cap, uint6
         // (not copied past cap), and *len then says its size.
         csd::MemorySink sink(buf, cap);
         try {
-            *len = s.get_into(name, sink).bytes;
+            *len = s->get_into(name, sink).bytes;
         } catch (const csd::Error &e) {
-            if (e.errnum() == ENOSPC) *len = s.stat(name).bytes;
+            if (e.errnum() == ENOSPC) *len = s->stat(name).bytes;
             throw;
         }
     });
@@ -347,7 +377,7 @@ int csd_store_put_stream(csd_dev *dev, const char *name, uint64_t len, csd_read_
     if (!dev || !name || !read) return bad_arg("csd_store_put_stream: NULL dev, name or read");
     return guard([&] {
         CallbackSource src(len, read, ctx);
-        store_of(dev).put(name, src);
+        store_of(dev)->put(name, src);
     });
 }
 
@@ -359,7 +389,7 @@ int csd_store_get_stream(csd_dev *dev, const char *name, csd_write_fn write, voi
             const int rc = write(ctx, pos, data, n);
             if (rc < 0) throw csd::Error("csd_store_get_stream: the write callback", -rc);
         });
-        *len = store_of(dev).get_into(name, sink).bytes;
+        *len = store_of(dev)->get_into(name, sink).bytes;
     });
 }
 
@@ -368,7 +398,7 @@ int csd_store_put_fd(csd_dev *dev, const char *name, int fd)
     if (!dev || !name || fd < 0) return bad_arg("csd_store_put_fd: NULL dev or name, or no fd");
     return guard([&] {
         csd::FdSource src(fd, "fd " + std::to_string(fd));
-        store_of(dev).put(name, src);
+        store_of(dev)->put(name, src);
     });
 }
 
@@ -377,20 +407,24 @@ int csd_store_get_fd(csd_dev *dev, const char *name, int fd, uint64_t *len)
     if (!dev || !name || fd < 0 || !len) return bad_arg("csd_store_get_fd: NULL dev, name or len, or no fd");
     return guard([&] {
         csd::FdSink sink(fd, "fd " + std::to_string(fd));
-        *len = store_of(dev).get_into(name, sink).bytes;
+        *len = store_of(dev)->get_into(name, sink).bytes;
     });
 }
 
 int csd_store_remove(csd_dev *dev, const char *name)
 {
     if (!dev || !name) return bad_arg("csd_store_remove: NULL dev or name");
-    return guard([&] { store_of(dev).remove(name); });
+    return guard([&] { store_of(dev)->remove(name); });
 }
 
 int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struct csd_filter_params *p,
                      const csd_stream_opts *opts, uint64_t *matches, uint64_t *bytes)
 {
     if (!dev || !src || !dst || !p) return bad_arg("csd_store_filter: NULL dev, src, dst or params");
+    if (p->output_mode != CSD_FILTER_RECORDS && p->output_mode != CSD_FILTER_INDICES) {
+        return bad_arg(("csd_store_filter: output_mode " + std::to_string(p->output_mode) +
+                        " is neither CSD_FILTER_RECORDS nor CSD_FILTER_INDICES").c_str());
+    }
     return guard([&] {
         csd::FilterSpec s;
         s.record_size = p->record_size;
@@ -405,7 +439,7 @@ int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struc
             std::memcpy(&s.lo, p->lo, 8);
             std::memcpy(&s.hi, p->hi, 8);
         }
-        const csd::FilterResult r = store_of(dev).filter(src, s, dst, stream_of(opts));
+        const csd::FilterResult r = store_of(dev)->filter(src, s, dst, stream_of(opts));
         if (matches) *matches = r.matches;
         if (bytes) *bytes = r.bytes;
     });
@@ -414,7 +448,7 @@ int csd_store_filter(csd_dev *dev, const char *src, const char *dst, const struc
 int csd_store_checksum(csd_dev *dev, const char *name, uint32_t algo, const csd_stream_opts *opts, uint64_t *sum)
 {
     if (!dev || !name || !sum) return bad_arg("csd_store_checksum: NULL dev, name or sum");
-    return guard([&] { *sum = store_of(dev).checksum(name, static_cast<csd::ChecksumAlgo>(algo), stream_of(opts)); });
+    return guard([&] { *sum = store_of(dev)->checksum(name, static_cast<csd::ChecksumAlgo>(algo), stream_of(opts)); });
 }
 
 int csd_store_reduce(csd_dev *dev, const char *name, uint32_t op, const csd_stream_opts *opts, uint64_t *out,
@@ -422,15 +456,15 @@ int csd_store_reduce(csd_dev *dev, const char *name, uint32_t op, const csd_stre
 {
     if (!dev || !name || !rows || (!out && cap)) return bad_arg("csd_store_reduce: NULL dev, name, rows or out");
     return guard([&] {
-        auto &s = store_of(dev);
-        const csd::ObjectInfo o = s.stat(name);
+        const auto s = store_of(dev);
+        const csd::ObjectInfo o = s->stat(name);
         *rows = o.shape.size() > 1 ? o.shape[0] : 1;
         if (*rows > cap) {
             throw csd::Error("csd_store_reduce: room for " + std::to_string(cap) + " results, object '" +
                                  std::string(name) + "' has " + std::to_string(*rows) + " rows",
                              ENOSPC);
         }
-        const std::vector<uint64_t> r = s.reduce(name, static_cast<csd::ReduceOp>(op), stream_of(opts));
+        const std::vector<uint64_t> r = s->reduce(name, static_cast<csd::ReduceOp>(op), stream_of(opts));
         *rows = r.size();
         if (!r.empty()) std::memcpy(out, r.data(), r.size() * 8);
     });
@@ -441,7 +475,7 @@ int csd_store_convert(csd_dev *dev, const char *src, uint32_t op, const char *ds
 {
     if (!dev || !src || !dst) return bad_arg("csd_store_convert: NULL dev, src or dst");
     return guard([&] {
-        const uint64_t n = store_of(dev).convert(src, static_cast<csd::ConvertOp>(op), dst, scale, zero_point, stream_of(opts));
+        const uint64_t n = store_of(dev)->convert(src, static_cast<csd::ConvertOp>(op), dst, scale, zero_point, stream_of(opts));
         if (bytes) *bytes = n;
     });
 }
@@ -451,7 +485,7 @@ int csd_store_decompress(csd_dev *dev, const char *src, uint32_t codec, const ch
 {
     if (!dev || !src || !dst) return bad_arg("csd_store_decompress: NULL dev, src or dst");
     return guard([&] {
-        const uint64_t n = store_of(dev).decompress(src, static_cast<csd::Codec>(codec), dst, stream_of(opts));
+        const uint64_t n = store_of(dev)->decompress(src, static_cast<csd::Codec>(codec), dst, stream_of(opts));
         if (bytes) *bytes = n;
     });
 }
@@ -459,7 +493,7 @@ int csd_store_decompress(csd_dev *dev, const char *src, uint32_t codec, const ch
 int csd_store_gemm(csd_dev *dev, const char *a, const char *b, const char *c, const csd_stream_opts *opts)
 {
     if (!dev || !a || !b || !c) return bad_arg("csd_store_gemm: NULL dev, a, b or c");
-    return guard([&] { store_of(dev).gemm(a, b, c, stream_of(opts)); });
+    return guard([&] { store_of(dev)->gemm(a, b, c, stream_of(opts)); });
 }
 
 int csd_store_program_run(csd_dev *dev, uint16_t slot, uint32_t record_size, uint32_t mode, const char *src,
@@ -470,7 +504,7 @@ int csd_store_program_run(csd_dev *dev, uint16_t slot, uint32_t record_size, uin
     return guard([&] {
         csd::Program prog = csd::Program::attach(*dev->dev, slot, record_size);
         prog.keep();  // loaded until csd_program_unload
-        const csd::FilterResult r = store_of(dev).run_program(prog, mode, src, dst ? dst : "",
+        const csd::FilterResult r = store_of(dev)->run_program(prog, mode, src, dst ? dst : "",
                                                               std::vector<uint64_t>(params, params + nr_params),
                                                               stream_of(opts));
         res[0] = r.matches;

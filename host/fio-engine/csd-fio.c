@@ -282,7 +282,9 @@ static int csd_setup_program(struct thread_data *td, struct csd_fio *c, struct c
 		if (!err) {
 			int rc = csd_program_load(c->dev, image, (uint32_t)size, c->elem, &c->loaded, &fault);
 
-			if (rc)
+			if (rc && fault == 0xFFFFFFFFu) /* no instruction: the image is no ELF object it takes */
+				err = csd_fail(td, rc, "csd_bpf=%s refused: %s", o->bpf, csd_last_error());
+			else if (rc)
 				err = csd_fail(td, rc, "csd_bpf=%s refused: %s (instruction %u)", o->bpf,
 					       csd_last_error(), fault);
 		}
@@ -456,6 +458,10 @@ static int csd_init(struct thread_data *td)
 		return rc;
 	if (c->mode != MODE_EXEC && (o->program || o->bpf))
 		return csd_fail(td, EINVAL, "csd_program and csd_bpf need csd_mode=exec");
+	if (c->mode != MODE_EXEC && c->verify)
+		return csd_fail(td, EINVAL, "csd_verify checks programs' results: csd_mode=%s runs none%s",
+				c->mode == MODE_SLM ? "slm" : "media",
+				c->mode == MODE_SLM ? " (fio's verify checks SLM data)" : "");
 	if (c->mode == MODE_MEDIA && td->o.verify != VERIFY_NONE)
 		return csd_fail(td, EINVAL, "csd_mode=media moves no data to the host: fio's verify cannot apply");
 	if (c->mode == MODE_EXEC && (td_write(td) || td_trim(td)))

@@ -3,7 +3,8 @@
  * csd.h - the C API of libcsd. Every call returns 0 on success or a negative errno
  * (-EIO when the drive answered with an NVMe status); csd_last_error() then names the
  * failure in words and csd_last_status() gives the NVMe status (0 for OS errors).
- * Errors are kept per thread.
+ * Errors are kept per thread. Threads may share one csd_dev; on the in-process device
+ * (emu:) a child forked after csd_open may go on using it (docs/library.md).
  */
 #ifndef CSD_H
 #define CSD_H
@@ -47,8 +48,10 @@ const char *csd_version(void);
 /* The same as MAJOR * 10000 + MINOR * 100 + PATCH, to compare with CSD_VERSION_NUMBER. */
 unsigned csd_version_number(void);
 
-/* The command set the device is spoken to with: "vendor" or "nvme-cs" (the standard NVMe
- * computational storage command sets; $CSD_FRONT_END picks, else vendor where the drive has it). */
+/* The command set the device is spoken to with: "vendor", "nvme-cs" (the standard NVMe
+ * computational storage command sets) or "host" (host mode: none, the programs run in this
+ * process over the bytes read from the drive); $CSD_FRONT_END picks, else vendor where the
+ * drive has it, else nvme-cs, else host. */
 const char *csd_front_end(csd_dev *dev);
 
 /* The timing model's clock in ns: the in-process device's virtual clock with exact=on (the

@@ -137,11 +137,15 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     front_end_ = front_end;
     char model[41] = {};
     std::memcpy(model, id.data() + 24, 40);
+    for (size_t n = std::strlen(model); n && model[n - 1] == ' '; n--) model[n - 1] = 0;  // Identify pads with spaces
     if (front_end_ == FrontEnd::NvmeCs && !speaks_nvme_cs()) {
+        const bool in_process = transport_->name() == std::string("inproc");
         throw Error(std::string("the drive does not speak the standard computational storage command sets "
                                 "(Identify CNS 1Ch reports no SLM and CP, or it has no memory and compute "
                                 "namespaces; model '") +
-                        model + "'): is the QEMU device started with csd.nvme-cs=on?",
+                        model + "'): " +
+                        (in_process ? "open the in-process device with nvme-cs=on (emu:FILE?nvme-cs=on)"
+                                    : "is the QEMU device started with csd.nvme-cs=on?"),
                     ENODEV);
     }
     if (front_end_ == FrontEnd::Vendor && !speaks_vendor_) {
@@ -152,7 +156,14 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     }
     if (front_end_ == FrontEnd::Host) {  // the core in this process over the plain drive
         const char *env = std::getenv("CSD_HOST_SLM");
-        const uint64_t slm = opts.host_slm ? opts.host_slm : env ? parse_size(env) : 64ull << 20;
+        uint64_t slm = opts.host_slm ? opts.host_slm : 64ull << 20;
+        if (!opts.host_slm && env) {
+            try {
+                slm = parse_size(env);
+            } catch (const Error &e) {
+                throw Error("CSD_HOST_SLM (host mode's SLM)", e);
+            }
+        }
         const unsigned hw = std::thread::hardware_concurrency();
         const uint32_t units = std::max(1u, std::min(hw ? hw : 1u, 8u));
         counts_sends_ = false;  // only what host mode sends to the drive crosses the bus
@@ -693,7 +704,8 @@ static std::string exec_what(const Capabilities &caps, uint16_t program)
     char buf[64];
     const ProgramInfo *listed = caps.program(program);
     const char *name = listed ? listed->name.c_str() : csd_program_name(program);
-    std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name ? name : "?", program);
+    if (name) std::snprintf(buf, sizeof buf, "Execute %s (program %04xh)", name, program);
+    else std::snprintf(buf, sizeof buf, "Execute of program %04xh (none listed there)", program);
     return buf;
 }
 

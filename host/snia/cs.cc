@@ -685,7 +685,7 @@ CS_STATUS prepare_compute(Registry &r, const CsComputeRequest *req, const CsComp
         }
         case CS_STREAM_TYPE:
         case CS_DESCRIPTOR_TYPE: return fail(CS_UNSUPPORTED, what + ": stream and descriptor arguments are unsupported");
-        default: return fail(CS_INVALID_ARG, what + ": Type " + std::to_string(a.Type) + " is no argument type");
+        default: return fail(CS_INVALID_OPTION, what + ": Type " + std::to_string(a.Type) + " is no argument type");
         }
     }
     if (!csx) return fail(CS_INVALID_HANDLE, "compute request: no CSEHandle and no AFDM argument name a drive");

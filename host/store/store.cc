@@ -324,7 +324,7 @@ void refuse_read_only(const Device &dev, const std::string &what)
     }
 }
 
-void ObjectStore::check_blank(Device &dev)
+std::string ObjectStore::holds(Device &dev)
 {
     const uint32_t lba = dev.ns().lba_size;
     const uint64_t head_lbas = std::min<uint64_t>(dev.ns().lba_count, (kSignatureBytes + lba - 1) / lba);
@@ -332,12 +332,48 @@ void ObjectStore::check_blank(Device &dev)
     std::vector<uint8_t> head(head_lbas * lba), tail(tail_lbas * lba);
     dev.read_lbas(0, head_lbas, head.data());
     dev.read_lbas(dev.ns().lba_count - tail_lbas, tail_lbas, tail.data());
-    const std::string found = signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
+    return signature_found(head, tail, dev.ns().lba_count * lba, block_size_for(dev));
+}
+
+void ObjectStore::check_blank(Device &dev)
+{
+    const std::string found = holds(dev);
     if (!found.empty()) {
         throw Error("format: the namespace holds " + found +
                         "; formatting would overwrite it: format with force (csdctl format --force, "
                         "ObjectStore::format(dev, true), csd_store_format_flags(dev, CSD_FORMAT_FORCE), "
                         "store.format(force=True)) if that is what you want",
+                    EEXIST);
+    }
+}
+
+void ObjectStore::check_raw_write(Device &dev, uint64_t slba, uint64_t nlb, const std::string &what)
+{
+    if (!nlb) return;
+    std::unique_ptr<ObjectStore> st;
+    try {
+        st = std::make_unique<ObjectStore>(dev);
+    } catch (const Error &e) {
+        if (e.errnum() == ENOENT) return;  // no store here
+        throw;
+    }
+    const State s = st->locked([&] { return st->refresh(); });
+    const uint64_t lpb = st->lbas_per_block_, first = slba / lpb, last = (slba + nlb - 1) / lpb;
+    std::vector<std::pair<Extent, std::string>> used{{{0, kFirstDataBlock}, "its superblocks"},
+                                                     {s.base, "its catalog"}};
+    for (const auto &[n, o] : s.contents.objects) used.push_back({{o.block, st->blocks_for(o.bytes)}, "object '" + n + "'"});
+    for (const auto &[id, r] : s.contents.reservations) {
+        used.push_back({{r.block, r.blocks}, "space reserved by " + (r.owner.empty() ? std::string("a put") : r.owner)});
+    }
+    uint64_t end = 0;
+    for (const auto &u : used) end = std::max(end, u.first.block + u.first.blocks);
+    for (const auto &[e, name] : used) {
+        if (!e.blocks || e.block > last || e.block + e.blocks <= first) continue;
+        throw Error(what + ": LBAs " + std::to_string(slba) + ".." + std::to_string(slba + nlb - 1) + " hold " + name +
+                        " of the object store on this namespace (LBAs " + std::to_string(e.block * lpb) + ".." +
+                        std::to_string((e.block + e.blocks) * lpb - 1) + "); writing there would destroy it: "
+                        "write from LBA " + std::to_string(end * lpb) + " (past what the store uses now; a later "
+                        "put may still take those blocks) or onto a namespace of its own",
                     EEXIST);
     }
 }

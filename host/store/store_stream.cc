@@ -433,7 +433,7 @@ uint64_t ObjectStore::checksum(const std::string &name, ChecksumAlgo algo, const
         const std::string what = "checksum of object '" + name + "'";
         uint64_t per = units_per_piece(what, budget, slack, 1, UINT64_MAX);
         if (per < in.bytes) {
-            if (algo != ChecksumAlgo::crc32c) {
+            if (algo == ChecksumAlgo::xxh64) {  // another algorithm: the drive's answer for it (Invalid Parameters)
                 short_of_slm(what + " (" + bytes_text(in.bytes) + ") by xxh64 needs it in SLM whole, and " +
                                 bytes_text(per) +
                                 " fit: an XXH64 digest cannot be combined from its pieces' digests, and the checksum "
@@ -810,10 +810,28 @@ struct Frame {
     uint64_t pos, len, max_out;
 };
 
+// A frame size for `split -b` that fits a piece of `fits` bytes in and out: the largest power
+// of two of at most half of it (a compressed frame may be a little larger than its data), as
+// split writes it ("512K", "1M").
+std::string split_size(uint64_t fits)
+{
+    uint64_t s = 1;
+    while (s * 2 <= fits / 2) s *= 2;
+    if (s >= (1u << 20)) return std::to_string(s >> 20) + "M";
+    if (s >= 1024) return std::to_string(s >> 10) + "K";
+    return std::to_string(s);
+}
+
 }  // namespace
 
 uint64_t ObjectStore::decompress(const std::string &src, Codec codec, const std::string &dst, const StreamOptions &opt)
 {
+    if (codec != Codec::zstd && codec != Codec::lz4) {  // its frames could not be found: say so, not "no LZ4 frame"
+        throw Error("decompress of object '" + src + "': unknown codec " + std::to_string(static_cast<uint32_t>(codec)) +
+                        " (zstd " + std::to_string(static_cast<uint32_t>(Codec::zstd)) + ", lz4 " +
+                        std::to_string(static_cast<uint32_t>(Codec::lz4)) + ")",
+                    EINVAL);
+    }
     return streamed<uint64_t>(dev_.slm(), [&]() -> uint64_t {
         refuse_read_only(dev_, "decompress into object '" + dst + "'");
         const ObjectInfo in = stat(src);
@@ -915,7 +933,12 @@ uint64_t ObjectStore::decompress(const std::string &src, Codec codec, const std:
                                 ", up to " + bytes_text(f.max_out) + " decompressed) does not fit in a piece of the SLM it may use (" +
                                 bytes_text(in_max) + " in, " + bytes_text(out_max) +
                                 " out): a frame's blocks refer back into its own window, so a frame cannot be split; "
-                                "compress in smaller frames (zstd's --long-free -B, pzstd, lz4 -B) or give it more SLM",
+                                "compress it in frames of at most " + split_size(std::min(in_max, out_max)) +
+                                " each (split -b " + split_size(std::min(in_max, out_max)) + " --filter='" +
+                                (codec == Codec::zstd ? "zstd" : "lz4") + " -c' FILE > FILE." +
+                                (codec == Codec::zstd ? "zst" : "lz4") +
+                                ": the tools read concatenated frames back as one stream; zstd's --block-size and lz4's "
+                                "-B size the blocks inside one frame) or give it more SLM",
                             EINVAL);
             }
             if (!pieces.empty() && pieces.back().len + f.len <= in_max && piece_out.back() + f.max_out <= out_max) {

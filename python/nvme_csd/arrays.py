@@ -3,12 +3,13 @@
 buffers) and SlmArray, an array that lives in SLM."""
 
 import ast
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from . import _core
 from .errors import CsdError, InvalidArgument, InvalidArgumentType
+from .wire import FIELD_TYPES, _NP
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -42,6 +43,28 @@ def as_numpy(x: Any, dtype: Any = None, name: str = "argument") -> np.ndarray:
     if not a.flags.c_contiguous:
         raise InvalidArgument(f"{name}: not C-contiguous (use numpy.ascontiguousarray or .contiguous())")
     return a
+
+
+def code_of(table: Dict[str, int], name: Any, what: str, kind: str = "op") -> int:
+    """The command set's code for a name (an op, algo, codec or mode: kind) from one of
+    nvme_csd.wire's tables; InvalidArgument naming the known ones for any other."""
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise InvalidArgument(f"{what}: unknown {kind} {name!r}; known: {sorted(table)}") from None
+
+
+def field_type_code(field_type: Any, what: str) -> int:
+    """The filter's field type code for a numpy dtype (np.float32, "<f4") or the command
+    set's name of it ("f32", as csdctl's --type); InvalidArgument for any other."""
+    try:
+        dt = np.dtype(_NP.get(field_type, field_type) if isinstance(field_type, str) else field_type)
+    except TypeError:
+        dt = None
+    if dt not in FIELD_TYPES:
+        raise InvalidArgument(f"{what}: field type {field_type!r} is not one of {sorted(_NP)} "
+                              "(or their numpy dtypes)")
+    return FIELD_TYPES[dt]
 
 
 def catalog_dtype(dtype: Any, what: str) -> str:

@@ -20,13 +20,16 @@ class BTree:
         self.program, self.root_lba, self.depth = program, int(root_lba), int(depth)
 
     @classmethod
-    def build(cls, dev, pairs, lba, program, fanout=31):
+    def build(cls, dev, pairs, lba, program, fanout=31, force=False):
         """Writes a tree of pairs (a dict, or (key, value) pairs; keys and values unsigned,
-        values below 2^61) from LBA lba (the root; the levels below follow it)."""
+        values below 2^61) from LBA lba (the root; the levels below follow it). Unless
+        force, refuses (CsdError, errno EEXIST, nothing written) a namespace holding a
+        partition table, a filesystem or volume signature or an object store, and blocks
+        that hold anything but zeros or an earlier tree's nodes."""
         items = sorted(dict(pairs).items())
         keys = [int(k) for k, _ in items]
         values = [int(v) for _, v in items]
-        root, blocks, depth = _core.programs.btree_write(dev._dev, keys, values, int(lba), int(fanout))
+        root, blocks, depth = _core.programs.btree_write(dev._dev, keys, values, int(lba), int(fanout), bool(force))
         tree = cls(program, root, depth)
         tree.blocks = blocks
         return tree

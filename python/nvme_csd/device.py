@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 import numpy as np
 
 from . import _core
-from .arrays import SlmArray, _is_torch, as_buffer, as_numpy, byte_view  # noqa: F401  (part of this module's API)
+from .arrays import SlmArray, _is_torch, as_buffer, as_numpy, byte_view, code_of  # noqa: F401  (part of this module's API)
 from .errors import CsdError, InvalidArgument
 from .store import Store
 from .wire import (CHECKSUM_ALGOS, CMP_OPS, CODECS, CONVERT, EW_OPS, FIELD_TYPES,  # noqa: F401
@@ -211,12 +211,11 @@ class Device:
     def elementwise(self, op: str, x: ArrayLike, y: Optional[ArrayLike] = None, *, a: float = 0.0, b: float = 0.0,
                     out: Optional[SlmArray] = None) -> Any:
         """out = x op y (add sub mul div max min) or op(x) (relu sigmoid tanh gelu axpb exp abs)."""
-        if op not in EW_OPS:
-            raise InvalidArgument(f"elementwise: unknown op {op!r}; known: {sorted(EW_OPS)}")
+        code = code_of(EW_OPS, op, "elementwise")
         X = self.to_slm(x, np.float32)
         n = int(np.prod(X.shape, dtype=np.int64))
         Y = None
-        if EW_OPS[op] < FIRST_UNARY_EW_OP:
+        if code < FIRST_UNARY_EW_OP:
             if y is None:
                 raise InvalidArgument(f"elementwise {op} needs y")
             Y = self.to_slm(y, np.float32)
@@ -224,9 +223,9 @@ class Device:
                 raise InvalidArgument(f"elementwise {op}: shapes {X.shape} and {Y.shape} differ")
         O = out if isinstance(out, SlmArray) else self.alloc(X.shape, np.float32)
         if Y is not None:
-            _P.elementwise(self._dev, EW_OPS[op], X.range(), Y.range(), O.range(), n)
+            _P.elementwise(self._dev, code, X.range(), Y.range(), O.range(), n)
         else:
-            _P.elementwise(self._dev, EW_OPS[op], X.range(), O.range(), n, a, b)
+            _P.elementwise(self._dev, code, X.range(), O.range(), n, a, b)
         return self._finish(O, x, out, [(x, X), (y, Y)])
 
     def _finish(self, O: SlmArray, like: Any, out: Any, temps: Sequence[Tuple[Any, Optional[SlmArray]]]) -> Any:
@@ -248,8 +247,7 @@ class Device:
     def reduce(self, x: ArrayLike, op: str = "sum") -> Any:
         """One result per row of a 2-D array (1-D: one result): sum min max mean (float64
         for floats, int64 for integer sums/min/max), argmax argmin (int64)."""
-        if op not in REDUCE_OPS:
-            raise InvalidArgument(f"reduce: unknown op {op!r}; known: {sorted(REDUCE_OPS)}")
+        code = code_of(REDUCE_OPS, op, "reduce")
         X = self.to_slm(x)
         if X.dtype not in REDUCE_DTYPES:
             raise InvalidArgument(f"reduce: dtype {X.dtype} not one of float32 float64 int32 int64")
@@ -257,7 +255,7 @@ class Device:
         out_dtype = np.int64 if op in ("argmax", "argmin") or (X.dtype.kind == "i" and op != "mean") \
             else np.float64
         O = self.alloc((rows,), out_dtype)
-        _P.reduce(self._dev, REDUCE_OPS[op], REDUCE_DTYPES[X.dtype], X.range(), O.range(), rows, cols)
+        _P.reduce(self._dev, code, REDUCE_DTYPES[X.dtype], X.range(), O.range(), rows, cols)
         return self._finish(O, x, None, [(x, X)])
 
     def filter(self, records: ArrayLike, field: str, op: str, lo: Union[int, float], hi: Union[int, float] = 0, *,
@@ -273,8 +271,7 @@ class Device:
         ftype, foff = dt.fields[field][0], dt.fields[field][1]
         if ftype not in FIELD_TYPES:
             raise InvalidArgument(f"filter: field {field!r} has dtype {ftype}, not i4 i8 u4 u8 f4 f8")
-        if op not in CMP_OPS:
-            raise InvalidArgument(f"filter: unknown op {op!r}; known: {sorted(CMP_OPS)}")
+        cmp = code_of(CMP_OPS, op, "filter")
         R = self.to_slm(r) if r is not None else records
         count = int(np.prod(R.shape, dtype=np.int64))
         code = FIELD_TYPES[ftype]
@@ -290,7 +287,7 @@ class Device:
             O = self.alloc((cap * unit,), np.uint8)
             try:
                 dw0, matches = _P.filter(self._dev, R.range(), O.range(), dt.itemsize, count, foff, code,
-                                         CMP_OPS[op], bool(indices), *bounds)
+                                         cmp, bool(indices), *bounds)
                 break
             except CsdError as e:
                 O.free()
@@ -332,12 +329,11 @@ class Device:
 
     def checksum(self, data: ArrayLike, algo: str = "crc32c") -> int:
         """CRC-32C or XXH64 (seed 0) of the data, computed in the drive."""
-        if algo not in CHECKSUM_ALGOS:
-            raise InvalidArgument(f"checksum: algo must be one of {sorted(CHECKSUM_ALGOS)}")
+        code = code_of(CHECKSUM_ALGOS, algo, "checksum", "algo")
         D = self.to_slm(data) if not isinstance(data, SlmArray) else data
         if D.nbytes == 0:
             raise InvalidArgument("checksum: empty data")
-        value = _P.checksum(self._dev, CHECKSUM_ALGOS[algo], D.range())
+        value = _P.checksum(self._dev, code, D.range())
         if D is not data:
             D.free()
         return value
@@ -366,12 +362,11 @@ class Device:
     def decompress(self, data: ArrayLike, out_size: int, codec: str = "zstd") -> bytes:
         """Decompresses zstd frames or an LZ4 frame inside the drive; out_size is an upper
         bound of the result's size. Returns bytes."""
-        if codec not in CODECS:
-            raise InvalidArgument(f"decompress: codec must be one of {sorted(CODECS)}")
+        code = code_of(CODECS, codec, "decompress", "codec")
         D = self.to_slm(data)
         O = self.alloc((max(int(out_size), 4),), np.uint8)
         try:
-            n = _P.decompress(self._dev, CODECS[codec], D.range(), O.range())
+            n = _P.decompress(self._dev, code, D.range(), O.range())
             return O.numpy()[:n].tobytes()
         finally:
             D.free()

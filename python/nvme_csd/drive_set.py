@@ -9,9 +9,9 @@ from typing import Any, Dict, Iterable, List, Tuple, Union
 import numpy as np
 
 from . import _core
-from .arrays import as_numpy, byte_view, catalog_dtype, numpy_dtype
+from .arrays import as_numpy, byte_view, catalog_dtype, code_of, field_type_code, numpy_dtype
 from .errors import DeviceClosed, InvalidArgument
-from .wire import CMP_OPS, FIELD_TYPES, REDUCE_OPS
+from .wire import CMP_OPS, REDUCE_OPS
 
 
 class DriveSet:
@@ -121,16 +121,14 @@ class DriveSet:
                lo: Union[int, float], hi: Union[int, float] = 0) -> int:
         """filter of a striped table into the striped object dst, on every drive at once;
         returns the number of matching records."""
-        code = FIELD_TYPES[np.dtype(field_type)]
-        return self._set.filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
+        code = field_type_code(field_type, "filter")
+        return self._set.filter(src, dst, record_size, field_offset, code, code_of(CMP_OPS, op, "filter"),
                                 float(lo), float(hi), int(lo), int(hi))
 
     def reduce(self, name: str, op: str) -> Union[int, float]:
         """sum, min, max, mean, argmax or argmin of a whole striped f32/f64 tensor, each drive
         reducing its block (argmax/argmin: the flat index, an int)."""
-        if op not in REDUCE_OPS:
-            raise InvalidArgument(f"reduce: unknown op {op!r}; known: {sorted(REDUCE_OPS)}")
-        v = self._set.reduce(name, REDUCE_OPS[op])
+        v = self._set.reduce(name, code_of(REDUCE_OPS, op, "reduce"))
         return int(v) if op in ("argmax", "argmin") else v
 
     def gemm(self, a: str, b: str, c: str) -> None:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 import numpy as np
 
 from . import _core
-from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, numpy_dtype
+from .arrays import SlmArray, _is_torch, as_numpy, byte_view, catalog_dtype, code_of, field_type_code, numpy_dtype
 from .errors import CsdError, InvalidArgument, InvalidArgumentType, NotFound
 from .progress import ProgressArg, reporter
-from .wire import CHECKSUM_ALGOS, CMP_OPS, CODECS, FIELD_TYPES, PROGRAM_MODES, REDUCE_OPS, _W
+from .wire import CHECKSUM_ALGOS, CMP_OPS, CODECS, PROGRAM_MODES, REDUCE_OPS, _W
 
 if TYPE_CHECKING:
     from .device import Device
@@ -331,9 +331,10 @@ class Store(MutableMapping[str, Any]):
                lo: Union[int, float], hi: Union[int, float] = 0, indices: bool = False, slm_budget: int = 0,
                progress: ProgressArg = None) -> int:
         """filter object src into object dst inside the drive; returns the match count."""
-        code = FIELD_TYPES[np.dtype(field_type)]
+        code = field_type_code(field_type, "store.filter")
+        cmp = code_of(CMP_OPS, op, "store.filter")
         with reporter(progress, f"filter {src}") as cb:
-            matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, CMP_OPS[op],
+            matches, _ = self._dev.store_filter(src, dst, record_size, field_offset, code, cmp,
                                                 float(lo), float(hi), int(lo), int(hi), indices, slm_budget, cb)
         return int(matches)
 
@@ -341,8 +342,9 @@ class Store(MutableMapping[str, Any]):
         """The checksum of an object (crc32c or xxh64), computed in the drive. crc32c of any
         size; xxh64 only of an object that fits in SLM whole (InvalidArgument otherwise: its
         digest cannot be combined from its pieces')."""
+        code = code_of(CHECKSUM_ALGOS, algo, "store.checksum", "algo")
         with reporter(progress, f"checksum {name}") as cb:
-            return int(self._dev.store_checksum(name, CHECKSUM_ALGOS[algo], slm_budget, cb))
+            return int(self._dev.store_checksum(name, code, slm_budget, cb))
 
     def reduce(self, name: str, op: str, *, whole: bool = False, slm_budget: int = 0,
                progress: ProgressArg = None) -> np.ndarray:
@@ -351,9 +353,10 @@ class Store(MutableMapping[str, Any]):
         computed in the drive: float64 for float inputs and means, int64 for integer
         sum/min/max, uint64 for argmin/argmax. A row wider than SLM streams too (an int64 mean
         of such a row is InvalidArgument: its exact 128-bit sum cannot come back)."""
+        code = code_of(REDUCE_OPS, op, "store.reduce")
         info = self.stat(name)
         with reporter(progress, f"reduce {name}") as cb:
-            raw = self._dev.store_reduce(name, REDUCE_OPS[op], slm_budget, cb, whole)
+            raw = self._dev.store_reduce(name, code, slm_budget, cb, whole)
         if op in ("argmax", "argmin"):
             kind = "<u8"
         elif op != "mean" and info["dtype"] in ("<i4", "<i8"):
@@ -366,17 +369,18 @@ class Store(MutableMapping[str, Any]):
                 progress: ProgressArg = None) -> int:
         """Object dst = object src's elements converted by op (f32_f16, f32_bf16, f16_f32,
         bf16_f32, i8_f32, f32_i8, u8_f32) in the drive, same shape; returns its bytes."""
+        code = code_of(dict(_W["convert_ops"]), op, "store.convert")
         with reporter(progress, f"convert {src}") as cb:
-            return int(self._dev.store_convert(src, dict(_W["convert_ops"])[op], dst, scale, zero_point,
-                                               slm_budget, cb))
+            return int(self._dev.store_convert(src, code, dst, scale, zero_point, slm_budget, cb))
 
     def decompress(self, src: str, dst: str, codec: str = "zstd", *, slm_budget: int = 0,
                    progress: ProgressArg = None) -> int:
         """Object dst = object src's zstd (or lz4) frames decompressed in the drive; returns
         its bytes. A piece is whole frames: a frame larger than the SLM it may use is
         InvalidArgument (a frame cannot be split)."""
+        code = code_of(CODECS, codec, "store.decompress", "codec")
         with reporter(progress, f"decompress {src}") as cb:
-            return int(self._dev.store_decompress(src, CODECS[codec], dst, slm_budget, cb))
+            return int(self._dev.store_decompress(src, code, dst, slm_budget, cb))
 
     def gemm(self, a: str, b: str, c: str, *, slm_budget: int = 0, progress: ProgressArg = None) -> None:
         """Object c = a @ b for 2-D float32 tensors, in the drive (tiled by rows of A and C,
@@ -390,9 +394,10 @@ class Store(MutableMapping[str, Any]):
         "filter" (kept records into object dst), "map" (one uint64 per record into dst) or
         "reduce" (the wrapping u64 sum). Returns (matches, bytes) for filter, (records, bytes)
         for map, (records, sum) for reduce."""
+        code = code_of({k: v for k, v in PROGRAM_MODES.items() if k != "chase"}, mode, "store.run_program", "mode")
         ps = [int(p) & (2 ** 64 - 1) for p in params]
         with reporter(progress, f"program {src}") as cb:
-            a, b = self._dev.store_run_program(program.id, program.record_size, PROGRAM_MODES[mode], src, dst, ps,
+            a, b = self._dev.store_run_program(program.id, program.record_size, code, src, dst, ps,
                                                slm_budget, cb)
         return int(a), int(b)
 

@@ -7,6 +7,7 @@
 #include "csd/btree.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
+#include "csd/store.hpp"
 
 #include "bindings.hpp"
 
@@ -112,12 +113,14 @@ void bind_programs(py::module_ &m)
         return prog.chase_value(start_lba, params, max_hops);
     }, "the same chase as one command: its value from the completion (no hop count read back)");
     p.def("btree_write", [](PyDevice &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
-                            uint64_t base_lba, uint32_t fanout) {
+                            uint64_t base_lba, uint32_t fanout, bool force) {
         const Use u(d);
         py::gil_scoped_release g;
-        const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout);
+        const BtreeLayout t = btree_write(u.d(), keys, values, base_lba, fanout, force);
         return std::make_tuple(t.root_lba, t.blocks, t.depth);
-    }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)");
+    }, "the chase example's B+-tree written from base_lba: (root_lba, blocks, depth); unless force, refused "
+       "(EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's",
+       py::arg("dev"), py::arg("keys"), py::arg("values"), py::arg("base_lba"), py::arg("fanout"), py::arg("force") = false);
     p.def("gather", [](PyDevice &d, PyRange entries, uint32_t count, PyRange out) {
         const Use u(d);
         py::gil_scoped_release g;
@@ -145,8 +148,11 @@ void bind_programs(py::module_ &m)
         const uint32_t lba = u.d().ns().lba_size;
         if (in.size() % lba) throw py::value_error("a whole number of blocks is written");
         py::gil_scoped_release g;
-        if (in.size()) u.d().write_lbas(slba, in.size() / lba, in.ptr());
-    }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live");
+        if (!in.size()) return;
+        ObjectStore::check_raw_write(u.d(), slba, in.size() / lba, "the table's blocks");  // not over the store's objects
+        u.d().write_lbas(slba, in.size() / lba, in.ptr());
+    }, "writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; "
+       "refused (EEXIST) over an object store's blocks");
     p.def("read_blocks_into", [](PyDevice &d, uint64_t slba, const py::buffer &b) {
         const Use u(d);
         OutBuf out(b);

@@ -28,7 +28,7 @@ def open_dev(where, name, model=""):
 def tree(d, depth_fanout=2, keys=100):
     prog = d.load_program(BPF / "btree_lookup.o", RECORD_SIZE)
     at = d.namespace["lba_count"] - 4096  # past what the store writes
-    t = BTree.build(d, {i: i * 3 for i in range(keys)}, at, prog, fanout=depth_fanout)
+    t = BTree.build(d, {i: i * 3 for i in range(keys)}, at, prog, fanout=depth_fanout, force=True)  # beside the store
     return prog, t
 
 

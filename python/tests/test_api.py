@@ -34,6 +34,18 @@ def test_host_side_argument_errors_are_value_and_type_errors(dev):
     assert isinstance(e.value, nvme_csd.SlmOutOfBounds) and not isinstance(e.value, ValueError)
 
 
+def test_a_front_end_the_in_process_device_lacks_says_how_to_open_it(tmp_path):
+    """front_end="nvme-cs" on an in-process device opened without nvme-cs=on names the
+    option that gives it (it asked whether a QEMU device had csd.nvme-cs=on), and the model
+    it names carries no Identify padding."""
+    with pytest.raises(nvme_csd.CsdError, match=r"does not speak the standard") as e:
+        nvme_csd.open(f"emu:{tmp_path}/d.img?size=16M", front_end="nvme-cs")
+    assert "emu:FILE?nvme-cs=on" in str(e.value) and "QEMU" not in str(e.value), e.value
+    assert "model 'nvme-csd in-process device')" in str(e.value), e.value
+    with nvme_csd.open(f"emu:{tmp_path}/d.img?nvme-cs=on", front_end="nvme-cs") as d:
+        assert d.front_end == "nvme-cs"
+
+
 def test_drive_statuses_form_a_class_hierarchy():
     assert issubclass(nvme_csd.InvalidOpcode, nvme_csd.GenericCommandStatus)
     assert issubclass(nvme_csd.InvalidProgram, nvme_csd.CommandSpecificStatus)
@@ -153,3 +165,52 @@ def test_core_stubs_match_the_module(tmp_path):
     committed = {p.relative_to(top / "python" / "nvme_csd" / "_core"): p.read_text()
                  for p in (top / "python" / "nvme_csd" / "_core").rglob("*.pyi")}
     assert made and made == committed, "stale stubs: run python/gen-stubs.sh and commit python/nvme_csd/_core"
+
+
+def test_the_signatures_docs_python_md_prints_are_the_real_ones():
+    """Each call docs/python.md writes as a signature takes its arguments as written: the
+    names before a `*` positionally in that order, those after it by keyword, and every
+    default it prints is the real one (it printed keyword-only ones as positional:
+    dev.load_program("x.o", 16, 0x100) was a TypeError)."""
+    import inspect
+    import re
+    if not (top / "docs" / "python.md").is_file():
+        pytest.skip("no docs/python.md beside the tests (the guest's copy)")
+    doc = (top / "docs" / "python.md").read_text()
+    from nvme_csd import program, store
+    try:
+        from nvme_csd import data  # needs torch
+        torch_only = {"StoreDataset": data.StoreDataset, "Prefetcher": data.Prefetcher}
+    except ImportError:
+        torch_only = {"StoreDataset": None, "Prefetcher": None}
+    calls = {"nvme_csd.open": nvme_csd.open, "gemm": nvme_csd.Device.gemm, "elementwise": nvme_csd.Device.elementwise,
+             "filter": nvme_csd.Device.filter, "convert": nvme_csd.Device.convert, "conv2d": nvme_csd.Device.conv2d,
+             "dev.load_program": nvme_csd.Device.load_program, "prefetch": store.Store.prefetch,
+             "prog.chase": program.Program.chase, "nvme_csd.data.StoreDataset": torch_only["StoreDataset"],
+             "Prefetcher": torch_only["Prefetcher"]}
+    for name, fn in calls.items():
+        written = re.search(r"`" + re.escape(name) + r"\(([^`]*)\)`", doc)
+        assert written, f"docs/python.md writes no signature of {name}"
+        if fn is None:
+            continue
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        names = [p.name for p in params]
+        positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+        keyword_only, at = False, 0
+        for arg in (a.strip() for a in " ".join(written.group(1).split()).split(",")):
+            if arg in ("*", "..."):
+                keyword_only = keyword_only or arg == "*"
+                continue
+            pname, _, default = arg.partition("=")
+            if not keyword_only:  # taken positionally, in this order
+                assert at < len(positional), f"{name}: {pname} cannot be given positionally"
+                real = positional[at]
+                at += 1
+                if pname not in ("path_or_bytes", "ds"):  # named for what it takes
+                    assert real.name == pname, f"{name}: argument {at} is {real.name}, the doc says {pname}"
+            else:
+                assert pname in names, f"{name} takes no {pname}"
+                real = params[names.index(pname)]
+            if default and real.default is not inspect.Parameter.empty:
+                assert repr(real.default) == default.replace('"', "'"), \
+                    f"{name}: {pname} defaults to {real.default!r}, the doc says {default}"

@@ -33,7 +33,7 @@ def test_lookups_equal_a_dict(lookup):
     g = np.random.default_rng(4)
     keys = np.unique(g.integers(0, 10 ** 12, 5000, dtype=np.uint64))
     pairs = {int(k): int(v) for k, v in zip(keys, g.integers(0, 2 ** 61, len(keys), dtype=np.uint64))}
-    tree = BTree.build(dev, pairs, 32, prog)
+    tree = BTree.build(dev, pairs, 32, prog, force=True)  # over the fixture's store
     assert tree.depth == 3
     for k, v in pairs.items():
         assert tree[k] == v
@@ -44,7 +44,7 @@ def test_lookups_equal_a_dict(lookup):
 
 def test_hop_limit_and_lba_past_the_namespace(lookup):
     dev, prog = lookup
-    tree = BTree.build(dev, {i: i for i in range(100)}, 32, prog, fanout=2)  # depth 7
+    tree = BTree.build(dev, {i: i for i in range(100)}, 32, prog, fanout=2, force=True)  # depth 7
     assert tree.depth == 7
     with pytest.raises(nvme_csd.HopLimitExceeded) as e:
         prog.chase(tree.root_lba, [50], max_hops=3)
@@ -67,7 +67,7 @@ def test_a_lookup_is_one_execute_of_mode_chase(lookup):
     # range, as libcsd's Program::run sends it), its answer in the completion; what the
     # trend script times (bench/trends/dependent_lookups.py)
     dev, prog = lookup
-    tree = BTree.build(dev, {i * 3: i + 7 for i in range(500)}, 32, prog, fanout=4)
+    tree = BTree.build(dev, {i * 3: i + 7 for i in range(500)}, 32, prog, fanout=4, force=True)
     out = dev.alloc(16)
     try:
         for key, want in ((30, (1 << 62) | 17), (31, 0)):
@@ -76,3 +76,35 @@ def test_a_lookup_is_one_execute_of_mode_chase(lookup):
             assert dw0 | dw1 << 32 == want
     finally:
         out.free()
+
+
+def test_build_refuses_what_the_namespace_holds(dev, tmp_path):
+    """As format does (docs/store.md): over the fixture's store, or an ext2/3/4 filesystem,
+    or blocks holding data no tree wrote, BTree.build raises CsdError EEXIST naming it and
+    writes nothing; force=True writes; a tree is rebuilt in place without it. Before, a
+    tree at LBA 64 beside docs/python.md's store silently broke the store's objects."""
+    import errno
+    dev.store["kept"] = np.arange(1000)
+    with pytest.raises(nvme_csd.CsdError, match="holds an object store") as e:
+        BTree.build(dev, {1: 10}, 64, None)
+    assert e.value.errno == errno.EEXIST and "force=True" in str(e.value)
+    assert (dev.store["kept"] == np.arange(1000)).all()
+    img = tmp_path / "fs.img"
+    with open(img, "wb") as f:
+        f.truncate(16 << 20)
+        f.seek(1080)
+        f.write(b"\x53\xef")
+    with nvme_csd.open(f"emu:{img}", front_end="host") as plain:
+        with pytest.raises(nvme_csd.CsdError, match="ext2/3/4 filesystem"):
+            BTree.build(plain, {1: 10}, 1000, None)
+        assert img.read_bytes()[1000 * 512:1001 * 512] == bytes(512), "the refused build wrote"
+        assert BTree.build(plain, {1: 10}, 1000, None, force=True).blocks == 1
+    img.write_bytes(bytes(16 << 20))
+    with nvme_csd.open(f"emu:{img}", front_end="host") as plain:
+        BTree.build(plain, {i: i for i in range(100)}, 1000, None)
+        BTree.build(plain, {i: i for i in range(200)}, 1000, None)  # over its own nodes
+        with open(img, "r+b") as f:
+            f.seek(1020 * 512)
+            f.write(b"data")
+        with pytest.raises(nvme_csd.CsdError, match="LBA 1020 holds data"):
+            BTree.build(plain, {i: i for i in range(1000)}, 1000, None)

@@ -40,7 +40,7 @@ def test_what_a_device_made_raises_device_closed_after_close(tmp_path):
     d.store.format()
     d.store["x"] = np.arange(10)
     prog = d.load_program(BPF / "btree_lookup.o", RECORD_SIZE)
-    tree = BTree.build(d, {1: 2, 3: 4}, 4096, prog)
+    tree = BTree.build(d, {1: 2, 3: 4}, 4096, prog, force=True)  # over the store's free space
     a = d.to_slm(np.arange(16, dtype=np.float32))
     view = a.numpy(copy=False)
     bag = nvme_csd.nn.EmbeddingBag(10, 4, device=d, table_lba=8192, mode="sum")

@@ -47,6 +47,13 @@ def test_fan_out_matches_numpy(drives):
     n = drives.filter("rec", "hot", record_size=8, field_offset=4, field_type=np.float32, op=">", lo=0.9)
     got = drives.get("hot").view(rec.dtype).reshape(-1)
     assert n == int((rec["v"] > 0.9).sum()) and np.array_equal(got, rec[rec["v"] > 0.9])
+    # the field type by the command set's name, as csdctl's --type; unknown names are
+    # InvalidArgument naming the known ones (they were KeyError and numpy's TypeError)
+    assert drives.filter("rec", "hot", record_size=8, field_offset=4, field_type="f32", op=">", lo=0.9) == n
+    with pytest.raises(nvme_csd.InvalidArgument, match="unknown op 'bogus'; known"):
+        drives.filter("rec", "hot", record_size=8, field_offset=4, field_type=np.float32, op="bogus", lo=0.9)
+    with pytest.raises(nvme_csd.InvalidArgument, match="field type 'f128' is not one of"):
+        drives.filter("rec", "hot", record_size=8, field_offset=4, field_type="f128", op=">", lo=0.9)
     a = rng.standard_normal((97, 40)).astype(np.float32)
     b = rng.standard_normal((40, 21)).astype(np.float32)
     drives.put("a", a, placement="striped")

@@ -4,8 +4,10 @@ partition table, a filesystem or a store unless told force=True; an exception fr
 progress callback cancels the put (nothing stored, its reservation released); read-only
 opens serve reads and refuse writes."""
 import contextlib
+import errno
 import fcntl
 import os
+import re
 import struct
 
 import numpy as np
@@ -135,3 +137,24 @@ def test_read_only_open_serves_reads_and_refuses_writes(tmp_path, front_end):
                     write()
             assert np.array_equal(dev.store["a"], a)
     assert path.read_bytes() == before, "a read-only open changed the image"
+
+
+def test_a_table_is_not_written_over_stored_objects(tmp_path):
+    """An EmbeddingBag's table is written as raw blocks of the namespace: over an object of
+    the store there (or its superblocks) it is refused (EEXIST, naming the object and an LBA
+    past what the store uses) and the object stays intact; from that LBA it is written. It
+    overwrote the object (which then failed its CRC-32C) or the superblock (the store came
+    back empty)."""
+    nn = pytest.importorskip("nvme_csd.nn")  # torch
+    with nvme_csd.open(f"emu:{tmp_path}/d.img?size=64M") as dev:
+        dev.store.format()
+        x = np.random.default_rng(1).random(1 << 18, dtype=np.float32)  # 1 MiB from LBA 16
+        dev.store["x"] = x
+        for lba, what in ((100, "object 'x'"), (0, "its superblocks")):
+            with pytest.raises(nvme_csd.CsdError, match="of the object store on this namespace") as e:
+                nn.EmbeddingBag(100, 8, device=dev, table_lba=lba)
+            assert e.value.errno == errno.EEXIST and what in str(e.value), e.value
+        free = int(re.search(r"write from LBA (\d+)", str(e.value)).group(1))
+        assert free >= 16 + x.nbytes // 512
+        nn.EmbeddingBag(100, 8, device=dev, table_lba=free)
+        assert np.array_equal(dev.store["x"], x) and list(dev.store) == ["x"]

@@ -2,6 +2,9 @@
 """The store's programs over objects larger than the SLM they may use (docs/store.md,
 "Objects larger than SLM"): streamed runs against numpy and against a run that fits in SLM
 whole, at sizes around multiples of the budget; a cancel from progress stores nothing."""
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -169,3 +172,64 @@ def test_threads_with_no_budget_take_turns_for_slm(tmp_path):
         for t in threads:
             t.join()
         assert errors == []
+
+
+def test_unknown_names_are_invalid_arguments_before_anything_runs(dev):
+    """An op, algo, codec, mode or field type the command set does not know is refused as
+    docs/python.md says arguments are (InvalidArgument, a ValueError, naming the known ones)
+    by the store's programs and a drive set's as by the Device's (they raised KeyError or
+    numpy's TypeError), and nothing is stored. The filter's field type also takes the
+    command set's own names ("f32", as csdctl's --type)."""
+    rec = np.dtype([("id", "<u4"), ("score", "<f4")])
+    a = np.zeros(1000, dtype=rec)
+    a["score"] = np.linspace(0, 1, 1000, dtype=np.float32)
+    st = dev.store
+    st["recs"] = a
+    kw = dict(record_size=8, field_offset=4)
+    calls = [
+        ("unknown op 'bogus'", lambda: st.filter("recs", "out", **kw, field_type=np.float32, op="bogus", lo=0.5)),
+        ("field type 'f128'", lambda: st.filter("recs", "out", **kw, field_type="f128", op=">", lo=0.5)),
+        ("field type .*float16", lambda: st.filter("recs", "out", **kw, field_type=np.float16, op=">", lo=0.5)),
+        ("unknown algo 'md5'", lambda: st.checksum("recs", "md5")),
+        ("unknown op 'median'", lambda: st.reduce("recs", "median")),
+        ("unknown op 'f32_f64'", lambda: st.convert("recs", "out", "f32_f64")),
+        ("unknown codec 'gzip'", lambda: st.decompress("recs", "out", "gzip")),
+        ("unknown op 'maybe'", lambda: dev.filter(a, "score", "maybe", 0.5)),
+    ]
+    bpf = Path(os.environ.get("CSD_BPF_DIR") or Path(__file__).resolve().parents[2] / "build/meson/examples/bpf")
+    if (bpf / "threshold.o").exists() and dev.caps["program_types"] & 2:
+        prog = dev.load_program(bpf / "threshold.o", rec.itemsize)
+        calls.append(("unknown mode 'chase'", lambda: st.run_program(prog, "chase", "recs", "out")))
+    for what, call in calls:
+        with pytest.raises(nvme_csd.InvalidArgument, match=what) as e:
+            call()
+        assert isinstance(e.value, ValueError) and ("known" in str(e.value) or "not one of" in str(e.value)), e.value
+    assert "out" not in st
+    assert st.filter("recs", "out", **kw, field_type="f32", op=">", lo=0.5) == (a["score"] > np.float32(0.5)).sum()
+
+
+@pytest.mark.parametrize("codec,tool", [("zstd", "zstd"), ("lz4", "lz4")])
+def test_the_way_out_a_frame_too_large_names_works(dev, tmp_path, codec, tool):
+    """A frame larger than a piece is refused naming how to compress in frames that fit; the
+    command it names, run as written, gives an object that streams (it named zstd's
+    --block-size and lz4's -B, which size the blocks inside one frame: refused again)."""
+    import re
+    import shutil
+    import subprocess
+    if not shutil.which(tool) or not shutil.which("split"):
+        pytest.skip(f"no {tool} or split")
+    raw = np.random.default_rng(3).integers(0, 16, 3 << 20, dtype=np.uint8).tobytes()
+    src = tmp_path / "raw"
+    src.write_bytes(raw)
+    one = tmp_path / f"one.{codec}"
+    subprocess.run([tool, "-q", "-c", str(src)], stdout=one.open("wb"), check=True)
+    dev.store.put_file("one", one)
+    with pytest.raises(nvme_csd.InvalidArgument, match="cannot be split") as e:
+        dev.store.decompress("one", "out", codec, slm_budget=1 << 20)
+    cmd = re.search(r"\((split -b \S+ --filter='[^']+' FILE > FILE\.\w+):", str(e.value))
+    assert cmd, f"the error names no command: {e.value}"
+    subprocess.run(cmd.group(1).replace(" FILE", " raw"), shell=True, check=True, cwd=tmp_path)  # FILE: the file
+    made = tmp_path / ("raw." + cmd.group(1).rsplit(".", 1)[1])
+    dev.store.put_file("framed", made)
+    assert dev.store.decompress("framed", "out", codec, slm_budget=1 << 20) == len(raw)
+    assert dev.store.read("out", 0, len(raw)) == raw

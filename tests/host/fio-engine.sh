@@ -77,5 +77,12 @@ refused "filter without csd_lo" "filter needs csd_lo" --csd_program=filter --csd
 refused "a bad mode" "csd_mode=dma: not slm, media or exec" --csd_mode=dma --rw=read
 refused "media I/O not in whole LBAs" "is not in whole LBAs" --csd_mode=media --rw=read --bs=100
 refused "a drive that is not there" "csd: bad: /nonexistent/ng0n1: open /nonexistent/ng0n1" --csd_device=/nonexistent/ng0n1 --rw=read
+refused "csd_verify without a program (slm)" "csd_verify checks programs' results: csd_mode=slm runs none" \
+    --csd_mode=slm --csd_verify=1 --rw=read
+refused "csd_verify without a program (media)" "csd_mode=media runs none" --csd_mode=media --csd_verify=1 --rw=read
+printf 'no ELF' > "$tmp/not-elf.o"
+refused "an image that is no ELF object" "not a BPF ELF object the device accepts" \
+    --csd_bpf="$tmp/not-elf.o" --csd_record_size=16 --rw=read
+if grep -q "instruction 4294967295" "$tmp/out"; then bad "a bad ELF object names instruction FFFFFFFFh: $(grep csd: "$tmp/out")"; else ok; fi
 echo "fio-engine: $pass passed, $fail failed"
 [ $fail = 0 ]

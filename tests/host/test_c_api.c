@@ -2,11 +2,14 @@
 /* The C API of libcsd, from C: open, SLM, Execute, errors in words, the store.
  * Device: argv[1] or a fresh in-process device. Prints 'c-api: N passed, N failed'. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "csd.h"
 #include "csd_crc32c.h"
@@ -74,6 +77,79 @@ static int stop_piece(void *arg, uint64_t done, uint64_t total)
 {
     (void)arg, (void)done, (void)total;
     return 1;
+}
+
+/* One csd_dev shared by threads (from its first store call: the store is opened once, and
+ * SLM allocations are shared state) and, on the in-process device, by a child forked while
+ * they run: what each thread puts it gets back, its errors are its own. */
+struct sharer {
+    csd_dev *dev;
+    pthread_barrier_t *start;
+    int id, bad;
+};
+
+static void *share_work(void *arg)
+{
+    struct sharer *w = arg;
+    char name[32], buf[4096], got[4096];
+    uint64_t len = 0, at = 0;
+    if (w->start) pthread_barrier_wait(w->start);
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof name, "share%d_%d", w->id, i);
+        memset(buf, w->id + i, sizeof buf);
+        w->bad += csd_store_put(w->dev, name, buf, sizeof buf) != 0;
+        w->bad += csd_store_get(w->dev, name, got, sizeof got, &len) != 0 || len != sizeof buf ||
+                  memcmp(got, buf, sizeof buf) != 0;
+        w->bad += csd_store_get(w->dev, "share-missing", got, sizeof got, &len) != -ENOENT ||
+                  strstr(csd_last_error(), "share-missing") == NULL;
+        w->bad += csd_slm_alloc(w->dev, 8192, 4096, &at) != 0 || csd_slm_free(w->dev, at) != 0;
+    }
+    return NULL;
+}
+
+static void threads_share_a_device(const char *path, int may_fork)
+{
+    enum { THREADS = 4, ROUNDS = 6 };
+    int bad = 0, child_ok = 1;
+    for (int round = 0; round < ROUNDS; round++) {
+        csd_dev *dev = NULL;
+        if (csd_open(path, &dev) != 0) {
+            bad++;
+            break;
+        }
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, THREADS + 1);
+        pthread_t t[THREADS];
+        struct sharer w[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            w[i] = (struct sharer){dev, &start, i + 1, 0};
+            pthread_create(&t[i], NULL, share_work, &w[i]);
+        }
+        pthread_barrier_wait(&start);
+        pid_t child = may_fork ? fork() : -1;
+        if (child == 0) {  /* the child goes on with the parent's device, alone */
+            struct sharer c = {dev, NULL, 100 + round, 0};
+            share_work(&c);
+            _exit(c.bad ? 1 : 0);
+        }
+        for (int i = 0; i < THREADS; i++) {
+            pthread_join(t[i], NULL);
+            bad += w[i].bad;
+        }
+        if (child > 0) {  /* a child that hangs (a lock held across fork) is killed after 60 s */
+            int status = 0, waited = 0;
+            while (waitpid(child, &status, WNOHANG) == 0 && waited++ < 600) usleep(100000);
+            if (waited > 600) {
+                kill(child, SIGKILL);
+                waitpid(child, &status, 0);
+            }
+            child_ok &= waited <= 600 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }
+        pthread_barrier_destroy(&start);
+        csd_close(dev);
+    }
+    CHECK(bad == 0, "threads sharing one csd_dev from its first store call: every put read back, errors per thread");
+    if (may_fork) CHECK(child_ok, "a child forked while they ran goes on with the device (no lock held across fork)");
 }
 
 int main(int argc, char **argv)
@@ -269,6 +345,17 @@ int main(int argc, char **argv)
         memcpy(fp.lo, &lo, 8);
         CHECK(csd_store_filter(dev, "recs", "hot", &fp, &so, &matches, &bytes) == 0 && matches == want && bytes == want * 16,
               "csd_store_filter streamed");
+        fp.output_mode = 7;
+        CHECK(csd_store_filter(dev, "recs", "hot7", &fp, &so, &matches, &bytes) == -EINVAL &&
+                  strstr(csd_last_error(), "output_mode 7") != NULL && csd_store_get(dev, "hot7", NULL, 0, &len) == -ENOENT,
+              "csd_store_filter with an output_mode that is neither records nor indices is -EINVAL, nothing stored");
+        fp.output_mode = CSD_FILTER_RECORDS;
+        CHECK(csd_store_checksum(dev, "recs", 7, &so, &sum) == -EIO && (csd_last_status() & 0x7FF) == CSD_STATUS_INVALID_PARAMETERS &&
+                  strstr(csd_last_error(), "xxh64") == NULL,
+              "csd_store_checksum of an unknown algorithm streamed: the drive's Invalid Parameters, not the xxh64 refusal");
+        CHECK(csd_store_decompress(dev, "recs", 9, "out9", &so, &bytes) == -EINVAL &&
+                  strstr(csd_last_error(), "unknown codec 9") != NULL,
+              "csd_store_decompress of an unknown codec is -EINVAL naming it");
         uint64_t rows = 0, res[1];
         CHECK(csd_store_reduce(dev, "recs", CSD_RED_MAX, &so, res, 1, &rows) == -EINVAL, "csd_store_reduce of a blob is -EINVAL");
         csd_stream_opts stop = {256u << 10, stop_piece, NULL};
@@ -299,6 +386,7 @@ int main(int argc, char **argv)
     }
     CHECK(csd_store_get(dev, "kept", got, sizeof got, &len) == 0 && len == sizeof msg, "the object stayed");
     csd_close(dev);
+    threads_share_a_device(path, argc <= 1);  /* fork: the in-process device's promise (docs/library.md) */
     if (tmpfd >= 0) unlink(tmpl);
     printf("c-api: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -275,6 +275,88 @@ class Csdctl(unittest.TestCase):
         self.assertEqual(p.returncode, EXIT_SYSTEM)
         self.assertIn("holds an object store", p.stderr.decode())
 
+    def test_btree_build_refuses_what_the_namespace_holds(self):
+        """btree build writes raw LBAs: over a filesystem, a store, or blocks that hold data
+        no tree wrote, it refuses as format does (exit 3, EEXIST, naming what it found and
+        --force) and writes nothing; --force writes; a tree is rebuilt in place without it.
+        On the vendor front end and in host mode."""
+        for front_end in ("vendor", "host"):
+            img = self.dir / f"{front_end}.img"
+            with open(img, "wb") as f:
+                f.truncate(64 << 20)
+                f.seek(1080)
+                f.write(b"\x53\xef")
+            dev = ["--front-end", front_end, "-d", f"emu:{img}"]
+            before = img.read_bytes()
+            p = self.run_csdctl(*dev, "btree", "build", "1000", "--count", "100")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+            self.assertIn("holds an ext2/3/4 filesystem", p.stderr.decode())
+            self.assertIn("csdctl btree build --force", p.stderr.decode())
+            self.assertEqual(self.json_error(EXIT_SYSTEM, *dev, "btree", "build", "1000", "--count", "100")["errno"],
+                             "EEXIST")
+            self.assertEqual(img.read_bytes(), before, "the refused btree build wrote")
+            self.assertEqual(self.json_ok(*dev, "btree", "build", "1000", "--count", "100", "--force")["blocks"], 5)
+            img.write_bytes(bytes(64 << 20))
+            self.run_ok(*dev, "btree", "build", "1000", "--count", "100")
+            self.run_ok(*dev, "btree", "build", "1000", "--count", "300")  # over its own nodes
+            with open(img, "r+b") as f:
+                f.seek(1020 * 512)
+                f.write(b"data")
+            before = img.read_bytes()
+            p = self.run_csdctl(*dev, "btree", "build", "1000", "--count", "1000")
+            self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+            self.assertIn("LBA 1020 holds data that is no B+-tree node", p.stderr.decode())
+            self.assertEqual(img.read_bytes(), before, "the refused btree build wrote")
+        p = self.run_csdctl("btree", "build", "100000", "--count", "10")  # setUp's store
+        self.assertEqual(p.returncode, EXIT_SYSTEM, p.stdout + p.stderr)
+        self.assertIn("holds an object store", p.stderr.decode())
+        self.assertIn("0 objects", self.run_ok("ls").stdout.decode())
+
+    def test_host_slm_size_from_the_environment(self):
+        """CSD_HOST_SLM sets host mode's SLM (docs/real-drives.md: CSD_HOST_SLM=256M); a bad
+        value is a usage error that names the variable."""
+        self.env["CSD_HOST_SLM"] = "256M"
+        self.assertEqual(self.json_ok("--front-end", "host", "info")["slm_size"], 256 << 20)
+        self.env["CSD_HOST_SLM"] = "lots"
+        p = self.run_csdctl("--front-end", "host", "info")
+        self.assertEqual(p.returncode, EXIT_USAGE, p.stdout + p.stderr)
+        self.assertIn("CSD_HOST_SLM", p.stderr.decode())
+
+    def test_every_program_run_says_where_it_ran(self):
+        """docs/real-drives.md: csdctl says where each call ran, 'ran on the ...' on stderr
+        and "where" in --json output: the media programs (gather, embedding-bag, a chase's
+        btree lookup) and program run included, on the drive and in host mode."""
+        bpf = TOP / "build" / "meson" / "examples" / "bpf"
+        if not (bpf / "threshold.o").exists():
+            self.skipTest(f"no example programs in {bpf}")
+        self.run_ok("put", "recs", "-", stdin=struct.pack("<if8x", 300, 0.5) * 64)
+        self.run_ok("btree", "build", "100000", "--count", "50", "--force")  # beside the store, past its objects
+        with open(self.dir / "drive.img", "r+b") as f:  # a one-row f32 table at LBA 120000
+            f.seek(120000 * 512)
+            f.write(struct.pack("<4f", 1, 2, 3, 4))
+        commands = [
+            ["run", "gather", "120000:0:8", "--out", "g.bin"],
+            ["run", "embedding-bag", "--table-lba", "120000", "--rows", "1", "--dim", "4", "--indices", "0",
+             "--offsets", "0"],
+            ["program", "run", str(bpf / "threshold.o"), "recs", "--record-size", "16", "--param", "250",
+             "--out", "hot"],
+            ["program", "run", str(bpf / "threshold.o"), "recs", "--record-size", "16", "--mode", "reduce"],
+            ["btree", "lookup", "100000", "7", "--program", str(bpf / "btree_lookup.o")],
+        ]
+        for front_end, where in (("vendor", "device"), ("host", "host")):
+            for cmd in commands:
+                args = ["--front-end", front_end, *cmd]
+                p = self.run_ok(*args)
+                self.assertIn(f"ran on the {where}", p.stderr.decode(), args)
+                got = self.json_ok(*args)
+                for entry in got if isinstance(got, list) else [got]:
+                    self.assertEqual(entry.get("where"), where, (args, got))
+        self.assertEqual(self.json_ok("run", "embedding-bag", "--table-lba", "120000", "--rows", "1", "--dim", "4",
+                                      "--indices", "0", "--offsets", "0")["values"], [[1, 2, 3, 4]])
+        p = self.run_csdctl("--json", "run", "gather", "120000:0:8")  # the bytes on stdout, the JSON on stderr
+        self.assertEqual((p.returncode, p.stdout), (0, struct.pack("<2f", 1, 2)), p.stderr)
+        self.assertEqual(json.loads(p.stderr)["bytes"], 8)
+
     def test_json_errors_name_the_status_and_code(self):
         err = self.json_error(EXIT_STATUS, "program", "unload", "0x100")  # no program there
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
@@ -447,6 +529,52 @@ class Csdctl(unittest.TestCase):
         self.assertIn("slot 0x100 holds no program (on emu:", err["error"])
         self.assertIn(err["status"], ("Invalid Program", "Invalid Program Index"))
         self.assertIn("name the FILE.o", err["error"])
+        # the other commands on a slot say the same (a chase, a lookup), never "Execute ?"
+        for cmd in (["program", "chase", "0x100", "--record-size", "512", "--start", "0"],
+                    ["btree", "lookup", "0", "1", "--slot", "0x100"]):
+            err = self.json_error(EXIT_STATUS, *cmd)
+            self.assertIn(f"{cmd[0]} {cmd[1]}: slot 0100h holds no program (on emu:", err["error"])
+            self.assertIn("name the FILE.o", err["error"])
+            self.assertIn("Execute of program 0100h (none listed there)", err["error"])
+
+    def test_program_chase_takes_a_file_and_says_why_a_slot_is_empty(self):
+        """program chase, as program run, takes FILE.o (loaded, run and unloaded in this
+        csdctl: on emu: the only way, and it took a slot alone, so a chase could never run
+        there); a run on a slot that holds no program (chase, btree lookup --slot) says why,
+        as program run's does, and names the program by its slot ("Execute of program
+        0100h", not "Execute ?")."""
+        obj = TOP / "build" / "meson" / "examples" / "bpf" / "btree_lookup.o"
+        if not obj.exists():
+            self.skipTest(f"{obj} not built (no clang)")
+        self.run_ok("btree", "build", "20000", "--count", "1000", "--force")  # keys 0, 1, ... values 10 x key
+        out = self.json_ok("program", "chase", str(obj), "--record-size", "512", "--start", "20000", "--param", "5")
+        self.assertEqual((out["value"] & 0xFFFFFFFF, out["hops"]), (50, 3), out)
+        for args, instead in ((["program", "chase", "0x100", "--record-size", "512", "--start", "20000"],
+                               "name the FILE.o instead of the slot"),
+                              (["btree", "lookup", "20000", "5", "--slot", "0x100"],
+                               "name the FILE.o instead of the slot")):
+            err = self.json_error(EXIT_STATUS, *args)
+            self.assertIn("holds no program (on emu:", err["error"])
+            self.assertIn(instead, err["error"])
+            self.assertIn("Execute of program 0100h (none listed there): Invalid Program", err["error"])
+            self.assertEqual(err["status"], "Invalid Program")
+
+    def test_every_front_end_csdctl_takes_is_offered(self):
+        """--front-end's help, the man page and the completion offer what csdctl accepts: auto,
+        vendor, nvme-cs and host (host mode, docs/library.md; they left host out)."""
+        taken = set(re.search(r"expected ([a-z, -]+?) or ([a-z-]+)",
+                              self.json_error(EXIT_USAGE, "--front-end", "bogus", "ls")["error"]).group(1, 2))
+        taken = {w.strip() for part in taken for w in part.split(",")}
+        self.assertEqual(taken, {"auto", "vendor", "nvme-cs", "host"})
+        helps = " ".join(self.run_ok("--help").stdout.decode().split())
+        self.assertIn("--front-end vendor|nvme-cs|host|auto", helps)
+        option = re.search(r"--front-end TEXT (.*?) --json", helps).group(1)
+        man = MAN.read_text()
+        for name in taken:
+            self.assertIn(name, option, f"--front-end's help leaves out {name}")
+            self.assertIn(name.replace("-", r"\-"), re.search(r"\.BR \\-\\-front\\-end \"([^\"]*)\"", man).group(1))
+        self.assertEqual(set(self.complete("--front-end", "")), taken)
+        self.assertEqual(self.json_ok("--front-end", "host", "info")["front_end"], "host")
 
     # ------------------------------------------------------------ u64 values
     def test_u64_values_at_and_above_2_63(self):
@@ -574,6 +702,8 @@ class Csdctl(unittest.TestCase):
         self.assertIn("between", self.complete("run", "filter", "--op", ""))
         self.assertIn("u64", self.complete("run", "filter", "--type", ""))
         self.assertEqual(self.complete("--front-end", "nv"), ["nvme-cs"])
+        self.assertEqual(self.complete("--front-end", "h"), ["host"])  # docs/real-drives.md: host on every drive
+        self.assertRegex(self.run_ok("--help").stdout.decode(), r"--front-end[^\n]*host")
         self.assertIn("--npy", self.complete("put", "a", "--n"))
         (self.dir / "data.npy").write_bytes(b"")
         self.assertEqual(self.complete("put", "a", "dat"), ["data.npy"])

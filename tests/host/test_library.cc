@@ -297,7 +297,7 @@ TEST_F(Library, BtreeLookupsChaseInTheDrive)
         vals.push_back(g() >> 4);
         dict[k] = vals.back();
     }
-    const BtreeLayout tree = btree_write(*dev, keys, vals, 64);
+    const BtreeLayout tree = btree_write(*dev, keys, vals, 64, 31, true);  // over earlier tests' bytes: told to
     EXPECT_EQ(tree.depth, 3u);  // 323 leaves, 11 inner nodes, the root
     EXPECT_EQ(tree.blocks, 323u + 11 + 1);
     Program lookup(*dev, g_bpf_dir + "/btree_lookup.o", 512);
@@ -2263,6 +2263,58 @@ TEST(Drives, FormatRefusesWhatTheNamespaceHolds)
     EXPECT_TRUE(ObjectStore(*dev).exists("kept"));
     ObjectStore::format(*dev, true);
     EXPECT_FALSE(ObjectStore(*dev).exists("kept"));
+}
+
+// A real drive treated with care, as format is: btree build refuses a namespace that holds a
+// partition table, a filesystem or volume signature or a store, and blocks that hold data
+// that is no tree's, naming what it found and writing nothing, unless forced; a tree is
+// rebuilt in place without force. On the vendor front end and in host mode (a plain drive).
+TEST(Drives, BtreeBuildRefusesWhatTheNamespaceHolds)
+{
+    unsetenv_scoped no_env("CSD_FRONT_END");
+    std::vector<uint64_t> keys, vals;
+    for (uint64_t k = 1; k <= 100; k++) keys.push_back(k), vals.push_back(10 * k);
+    for (const FrontEnd fe : {FrontEnd::Vendor, FrontEnd::Host}) {
+        SCOPED_TRACE(fe == FrontEnd::Host ? "host mode" : "vendor");
+        OpenOptions o;
+        o.front_end = fe;
+        // refused with what it found and the way to force it; the drive's bytes unchanged
+        auto refused = [&](Device &dev, const std::string &found, uint64_t lba) {
+            std::vector<uint8_t> before(8 * 512), after(8 * 512);
+            dev.read_lbas(lba, 8, before.data());
+            try {
+                btree_write(dev, keys, vals, lba);
+                ADD_FAILURE() << "a tree written over " << found;
+            } catch (const Error &e) {
+                EXPECT_EQ(e.errnum(), EEXIST) << e.what();
+                EXPECT_NE(std::string(e.what()).find(found), std::string::npos) << e.what();
+                EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+            }
+            dev.read_lbas(lba, 8, after.data());
+            EXPECT_EQ(before, after) << "the refused build wrote";
+        };
+        for (const auto &[found, pos, bytes] : std::vector<std::tuple<std::string, uint64_t, std::string>>{
+                 {"ext2/3/4 filesystem", 1080, "\x53\xEF"}, {"GPT partition table", 512, "EFI PART"}}) {
+            TempDrive t;
+            zero_file(t.file);
+            write_at(t.file, pos, bytes);
+            auto dev = Device::open("emu:" + t.file, o);
+            refused(*dev, found, 1000);
+            EXPECT_EQ(btree_write(*dev, keys, vals, 1000, 31, true).blocks, 5u) << "told to";
+        }
+        TempDrive t;
+        zero_file(t.file);
+        auto dev = Device::open("emu:" + t.file, o);
+        EXPECT_EQ(btree_write(*dev, keys, vals, 1000).depth, 2u) << "zeroed blocks need no force";
+        EXPECT_EQ(btree_write(*dev, keys, vals, 1000).depth, 2u) << "nor a tree rebuilt in place";
+        write_at(t.file, 1003 * 512 + 511, "x");  // a byte past a node's 504
+        refused(*dev, "LBA 1003 holds data that is no B+-tree node", 1000);
+        write_at(t.file, 2000 * 512, "data");
+        refused(*dev, "LBA 2000 holds data", 1998);
+        ObjectStore::format(*dev, true);
+        refused(*dev, "object store", 100000);
+        EXPECT_EQ(btree_write(*dev, keys, vals, 100000, 31, true).blocks, 5u) << "told to";
+    }
 }
 
 // A backing file this process cannot open to write: mode 0444 and, for root (whom modes do

@@ -357,7 +357,7 @@ static void on_drive(const char *path, csd_dev *lib)
     EXPECT(csQueueComputeRequest(req, NULL, NULL, NULL, &comp), CS_UNKNOWN_COMPUTE_FUNCTION, "compute of function 100000h");
     req->FunctionId = 8;
     req->Args[1].Type = (CS_COMPUTE_ARG_TYPE)42;
-    EXPECT(csQueueComputeRequest(req, NULL, NULL, NULL, &comp), CS_INVALID_ARG, "compute argument of type 42");
+    EXPECT(csQueueComputeRequest(req, NULL, NULL, NULL, &comp), CS_INVALID_OPTION, "compute argument of type 42");
     req->Args[1].Type = CS_STREAM_TYPE;
     EXPECT(csQueueComputeRequest(req, NULL, NULL, NULL, &comp), CS_UNSUPPORTED, "compute stream argument");
     req->Args[1].Type = CS_DESCRIPTOR_TYPE;
@@ -721,6 +721,14 @@ static void on_drive(const char *path, csd_dev *lib)
     csHelperReconfigureBatchEntry(bh, i1, e);
     csFreeMem(gone);
     EXPECT(csQueueBatchRequest(bh, NULL, NULL, NULL, &comp), CS_UNKNOWN_MEMORY, "a batch with freed AFDM");
+    /* an entry with a compute argument of no type: a type out of range, nothing runs */
+    e->ReqType = CS_QUEUE_COMPUTE;
+    e->reqLength = sizeof(CsComputeRequest) + sizeof(CsComputeArg);
+    memcpy(&e->u.Compute, req, e->reqLength);
+    e->u.Compute.Args[1].Type = (CS_COMPUTE_ARG_TYPE)42;
+    s = csHelperReconfigureBatchEntry(bh, i1, e);
+    if (s == CS_SUCCESS) s = csQueueBatchRequest(bh, NULL, NULL, NULL, &comp);
+    CHECK(s == CS_INVALID_OPTION, "a batch entry's compute argument of type 42");
     EXPECT(csFreeBatchRequest(bh), CS_SUCCESS, "csFreeBatchRequest");
     EXPECT(csFreeBatchRequest(bh), CS_INVALID_HANDLE, "csFreeBatchRequest twice");
     /* parallel: 8 checksums of 8 buffers at once, asynchronously */

@@ -176,6 +176,17 @@ TEST_F(Stream, ChecksumCombinesCrcAndRefusesXxh64)
             EXPECT_EQ(e.errnum(), EINVAL);
             EXPECT_NE(std::string(e.what()).find("cannot be combined"), std::string::npos) << e.what();
         }
+        // an algorithm the drive does not know: its answer (Invalid Parameters), streamed or
+        // whole, not the xxh64 refusal
+        for (uint64_t budget_bytes : {kBudget, uint64_t{0}}) {
+            try {
+                st->checksum("x", static_cast<ChecksumAlgo>(7), budget(budget_bytes));
+                ADD_FAILURE() << "checksum algorithm 7 ran";
+            } catch (const Error &e) {
+                EXPECT_EQ(e.code(), CSD_STATUS_INVALID_PARAMETERS) << e.what();
+                EXPECT_EQ(std::string(e.what()).find("xxh64"), std::string::npos) << e.what();
+            }
+        }
         SlmBuffer b = st->load("x");
         EXPECT_EQ(st->checksum("x", ChecksumAlgo::xxh64), programs::checksum(*dev, ChecksumAlgo::xxh64, Range{b.offset(), n}));
     }
@@ -321,6 +332,17 @@ TEST_F(Stream, DecompressStreamsWholeFramesAndRefusesOneTooLarge)
     } catch (const Error &e) {
         EXPECT_EQ(e.errnum(), EINVAL);
         EXPECT_NE(std::string(e.what()).find("cannot be split"), std::string::npos) << e.what();
+        // the way out it names makes frames (zstd's --block-size and lz4's -B make one frame)
+        EXPECT_NE(std::string(e.what()).find("--filter='zstd -c' FILE > FILE.zst"), std::string::npos)
+            << e.what();
+    }
+    // a codec that is neither zstd nor lz4: said so, not "no LZ4 frame at byte 0"
+    try {
+        st->decompress("c1", static_cast<Codec>(9), "d1");
+        ADD_FAILURE() << "codec 9 decompressed";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.errnum(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("unknown codec 9"), std::string::npos) << e.what();
     }
     // a budget that holds no piece at all: refused saying so (not "0 bytes in, 0 bytes out")
     try {

@@ -18,6 +18,7 @@ struct BtreeArgs {
     std::string lba, pairs;
     uint64_t count = 0;
     uint32_t fanout = 31;
+    bool force = false;
 };
 
 // A B+-tree (spec/csd_btree.h) on the namespace: pairs "KEY VALUE" a line from a file
@@ -40,7 +41,7 @@ int cmd_btree_build(Device &d, const Opts &o, const BtreeArgs &a)
     }
     std::vector<uint64_t> keys, values;
     for (const auto &[k, v] : pairs) keys.push_back(k), values.push_back(v);
-    const BtreeLayout t = btree_write(d, keys, values, parse_u64("lba", a.lba), a.fanout);
+    const BtreeLayout t = btree_write(d, keys, values, parse_u64("lba", a.lba), a.fanout, a.force);
     if (o.json) print({{"root_lba", t.root_lba}, {"blocks", t.blocks}, {"depth", t.depth}, {"keys", keys.size()}});
     else std::printf("%zu keys: root at LBA %llu, %llu blocks, depth %u\n", keys.size(),
                      static_cast<unsigned long long>(t.root_lba), static_cast<unsigned long long>(t.blocks), t.depth);
@@ -57,12 +58,20 @@ int cmd_btree_lookup(Device &d, const Opts &o, uint16_t slot, const std::string 
     json list = json::array();
     for (const std::string &k : keys) {
         uint32_t hops = 0;
-        const auto v = btree_lookup(prog, t, parse_u64("key", k), &hops);
-        if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops}});
+        std::optional<uint64_t> v;
+        auto look = [&] {
+            v = btree_lookup(prog, t, parse_u64("key", k), &hops);
+            return 0;
+        };
+        if (file.empty()) on_slot(d, "btree lookup", hex(slot, 4) + "h", look);  // a slot of the user's
+        else look();
+        if (o.json) list.push_back({{"key", parse_u64("key", k)}, {"found", v.has_value()}, {"value", v.value_or(0)}, {"hops", hops},
+                                    {"where", where_name(d.where())}});
         else if (v) std::printf("%s %llu (%u hops)\n", k.c_str(), static_cast<unsigned long long>(*v), hops);
         else std::printf("%s absent (%u hops)\n", k.c_str(), hops);
     }
     if (o.json) print(list);
+    say_where(d, o);
     return 0;
 }
 
@@ -82,12 +91,15 @@ void add_btree_commands(Cli &c)
     BtreeCommandArgs &a = c.keep<BtreeCommandArgs>();
     auto *btree = c.group("btree", "a B+-tree on the namespace, looked up in the drive (examples/bpf/btree_lookup.c)");
     BtreeArgs &bt = a.tree;
-    auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA");
+    auto *bbuild = btree->add_subcommand("build", "write a B+-tree whose root is at LBA (refused over a partition "
+                                                   "table, a filesystem, a store or other data, unless --force)");
     c.writers.push_back({bbuild});
     bbuild->add_option("lba", bt.lba, "the root's LBA (the levels below follow it)")->required();
     bbuild->add_option("--pairs", bt.pairs, "file of KEY VALUE lines (- for stdin)");
     bbuild->add_option("--count", bt.count, "or keys 1..N with value 10 x key");
     bbuild->add_option("--fanout", bt.fanout, "entries per node")->check(CLI::Range(2u, kBtreeMaxFanout));
+    bbuild->add_flag("--force", bt.force, "write even where the namespace holds a partition table, a filesystem or a "
+                                          "store, or the blocks hold data that is no tree's");
     bbuild->callback([&] { c.action = [&](Device &d) { return cmd_btree_build(d, o, bt); }; });
     auto *blookup = btree->add_subcommand("lookup", "look KEYs up in the tree at LBA, one chase each");
     blookup->add_option("lba", bt.lba, "the root's LBA")->required();

@@ -171,6 +171,10 @@ std::string hex(uint64_t v, int width);
 StreamOptions stream_options(const Opts &o, const Cancellable &c, const std::string &what, uint64_t bytes);
 // After a command that ran programs: where they ran, on stderr (device_commands.cc).
 void say_where(const Device &d, const Opts &o);
+// Runs run(); an Invalid Program it throws is rethrown as what (a command) finding no
+// program in slot, said with why: on emu: a program goes with the csdctl that loaded it
+// (program_commands.cc).
+int on_slot(Device &d, const std::string &what, const std::string &slot, const std::function<int()> &run);
 // An object's catalog entry as JSON, and as one line (store_commands.cc).
 json object_json(const ObjectInfo &i);
 void print_object(const ObjectInfo &i);

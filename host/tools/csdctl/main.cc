@@ -25,8 +25,9 @@ const char *kDevices = R"(device (--device, else $CSD_DEVICE, else /dev/ng0n1):
   /dev/csdN[?slm=16M]        through csd.ko (no root needed)
   emu:FILE[?slm=64M&lba=512&cu=2&size=256M&nvme-cs=1]   the in-process device over FILE (FILE?help: its options)
                              (nvme-cs=1: with the standard front end too)
-front end: --front-end vendor|nvme-cs|auto, else $CSD_FRONT_END, else auto (vendor where the
-  drive speaks it, else the standard NVMe computational storage command sets))";
+front end: --front-end vendor|nvme-cs|host|auto, else $CSD_FRONT_END, else auto (vendor where the
+  drive speaks it, else the standard NVMe computational storage command sets, else host mode: the
+  programs run in csdctl over the drive's bytes; host works on every drive))";
 
 // Reports a failure on stderr (with --json: as one JSON object on stdout, as nvme-cli's
 // -o json does: the message, the NVMe status in words and its code, or the errno) and
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
     app.set_version_flag("--version", std::string("csdctl ") + CSD_VERSION_STRING + " (libcsd " + csd_version() + ")");
     Opts o;
     Cli c{app, o};
-    c.choices["--front-end"] = {"auto", "vendor", "nvme-cs"};
+    c.choices["--front-end"] = {"auto", "vendor", "nvme-cs", "host"};
     if (const char *env = std::getenv("CSD_DEVICE")) o.device = env;
     auto *device_opt = app.add_option("-d,--device", o.device, "the device (see below)");
     app.add_flag("--uring", o.uring, "io_uring passthrough instead of ioctl on /dev/ngXnY");
@@ -79,8 +80,9 @@ int main(int argc, char **argv)
                                              "that only read work; what would write is refused");
     std::string front_end = "auto";
     app.add_option("--front-end", front_end,
-                   "command set to speak: vendor, nvme-cs (the standard one) or auto (vendor where the drive has it; "
-                   "also CSD_FRONT_END)");
+                   "command set to speak: vendor, nvme-cs (the standard one), host (host mode: programs run in "
+                   "csdctl, on every drive) or auto (vendor where the drive has it, else nvme-cs, else host; also "
+                   "CSD_FRONT_END)");
     app.add_flag("--json", o.json, "machine-readable output");
     app.add_flag("--bus-stats", o.bus_stats, "print the commands and bytes this run moved across the bus (stderr)");
     app.add_flag_callback("--progress", [&] { o.progress = 1; },

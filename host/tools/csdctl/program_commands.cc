@@ -42,34 +42,21 @@ struct ProgramRunArgs {
     std::vector<std::string> params;
 };
 
-// The program `program run` names: a slot holding a downloaded program (kept loaded), or
-// an eBPF object file loaded for this run and unloaded after it.
-Program program_for_run(Device &d, const std::string &target, uint32_t record_size)
+// The program `program run` or `program chase` (cmd) names: a slot holding a downloaded
+// program (kept loaded), or an eBPF object file loaded for this run and unloaded after it.
+Program program_for_run(Device &d, const std::string &cmd, const std::string &target, uint32_t record_size)
 {
     const bool number = !target.empty() && std::isdigit(static_cast<unsigned char>(target[0])) &&
                         target.find_first_not_of("0123456789abcdefABCDEFxX") == std::string::npos;
     if (!number) {
-        if (access(target.c_str(), R_OK) != 0) die("program run: " + target + " is neither a slot nor a readable eBPF object file");
+        if (access(target.c_str(), R_OK) != 0) die(cmd + ": " + target + " is neither a slot nor a readable eBPF object file");
         return Program(d, target, record_size);  // unloaded when it goes
     }
     const uint64_t slot = parse_u64("slot", target);
-    if (slot > 0xFFFF) die("program run: slot " + target + " is out of range (0x100..0x1FF)");
+    if (slot > 0xFFFF) die(cmd + ": slot " + target + " is out of range (0x100..0x1FF)");
     Program prog = Program::attach(d, static_cast<uint16_t>(slot), record_size);
     prog.keep();  // stays loaded
     return prog;
-}
-
-// An error of a run on slot `target` that found no program there, said with why: on the
-// in-process device (emu:) a program lives only as long as the process that loaded it.
-[[noreturn]] void no_program(Device &d, const std::string &target, const Error &e)
-{
-    const bool emu = d.transport().name() == std::string("inproc");
-    throw Error("program run: slot " + target + " holds no program" +
-                    (emu ? " (on emu: the in-process device lives in the process that opened it, so a program loaded "
-                           "by an earlier csdctl went with it: name the FILE.o instead of the slot to load, run and "
-                           "unload it in one csdctl)"
-                         : " (csdctl program list shows the loaded ones)"),
-                e);
 }
 
 int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const ObjectInfo &info, const ProgramRunArgs &a,
@@ -85,15 +72,8 @@ int cmd_program_run(Device &d, const Opts &o, const std::string &target, const s
         die("object '" + name + "' holds " + std::to_string(info.bytes) + " bytes, not a whole number of " +
             std::to_string(a.record_size) + "-byte records");
     }
-    Program prog = program_for_run(d, target, a.record_size);
-    try {
-        return run_loaded(d, o, prog, st, info, a, params);
-    } catch (const Error &e) {
-        if (e.code() == CSD_STATUS_INVALID_PROGRAM || status_name(e.code()) == "Invalid Program Index") {
-            no_program(d, target, e);
-        }
-        throw;
-    }
+    Program prog = program_for_run(d, "program run", target, a.record_size);
+    return on_slot(d, "program run", target, [&] { return run_loaded(d, o, prog, st, info, a, params); });
 }
 
 // cmd_program_run's run of prog over object info with params, its result stored or printed.
@@ -108,15 +88,15 @@ int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const O
     const unsigned long long n = count;
     if (a.mode == "reduce") {
         const uint64_t sum = st.run_program(prog, CSD_BPF_REDUCE, name, "", params, so).bytes;
-        if (o.json) print({{"records", n}, {"sum", sum}});
+        if (o.json) print({{"records", n}, {"sum", sum}, {"where", where_name(d.where())}});
         else std::printf("%llu\n", static_cast<unsigned long long>(sum));
     } else if (a.mode == "map") {
         st.run_program(prog, CSD_BPF_MAP, name, out, params, so);
-        if (o.json) print({{"records", n}, {"object", out}});
+        if (o.json) print({{"records", n}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu values -> object %s\n", n, out.c_str());
     } else {
         const FilterResult r = st.run_program(prog, CSD_BPF_FILTER, name, out, params, so);
-        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}});
+        if (o.json) print({{"records", n}, {"matches", r.matches}, {"bytes", r.bytes}, {"object", out}, {"where", where_name(d.where())}});
         else std::printf("%llu of %llu records matched (%llu bytes) -> object %s\n", static_cast<unsigned long long>(r.matches), n,
                          static_cast<unsigned long long>(r.bytes), out.c_str());
     }
@@ -124,21 +104,25 @@ int run_loaded(Device &d, const Opts &o, Program &prog, ObjectStore &st, const O
     return 0;
 }
 
-// What `program chase` takes beyond the slot.
+// What `program chase` takes: the slot or eBPF object file, and the chase.
 struct ChaseArgs {
     uint32_t record_size = 0, max_hops = CSD_BPF_MAX_HOPS;
-    std::string start;
+    std::string target, start;
     std::vector<std::string> params;
 };
 
-int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &a)
+int cmd_program_chase(Device &d, const Opts &o, const ChaseArgs &a)
 {
     std::vector<uint64_t> params;
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
-    Program prog = Program::attach(d, slot, a.record_size);
-    prog.keep();
-    const ChaseResult r = prog.run_chase(parse_u64("--start", a.start), params, a.max_hops);
-    if (o.json) print({{"value", r.value}, {"hops", r.hops}});
+    const uint64_t start = parse_u64("--start", a.start);
+    Program prog = program_for_run(d, "program chase", a.target, a.record_size);  // a FILE.o: the only way on emu:
+    ChaseResult r;
+    on_slot(d, "program chase", a.target, [&] {
+        r = prog.run_chase(start, params, a.max_hops);
+        return 0;
+    });
+    if (o.json) print({{"value", r.value}, {"hops", r.hops}, {"where", where_name(d.where())}});
     else std::printf("value %llu (%#llx) after %u hops\n", static_cast<unsigned long long>(r.value),
                      static_cast<unsigned long long>(r.value), r.hops);
     say_where(d, o);
@@ -146,6 +130,22 @@ int cmd_program_chase(Device &d, const Opts &o, uint16_t slot, const ChaseArgs &
 }
 
 }  // namespace
+
+int on_slot(Device &d, const std::string &what, const std::string &slot, const std::function<int()> &run)
+{
+    try {
+        return run();
+    } catch (const Error &e) {
+        if (e.code() != CSD_STATUS_INVALID_PROGRAM && status_name(e.code()) != "Invalid Program Index") throw;
+        const bool emu = d.transport().name() == std::string("inproc");
+        throw Error(what + ": slot " + slot + " holds no program" +
+                        (emu ? " (on emu: the in-process device lives in the process that opened it, so a program "
+                               "loaded by an earlier csdctl went with it: name the FILE.o instead of the slot to load, "
+                               "run and unload it in one csdctl)"
+                             : " (csdctl program list shows the loaded ones)"),
+                    e);
+    }
+}
 
 // What the program commands take.
 struct ProgramArgs {
@@ -195,13 +195,13 @@ void add_program_commands(Cli &c)
     prun->callback([&] { c.action = [&](Device &d) { return cmd_program_run(d, o, a.run_target, a.name, pr); }; });
     ChaseArgs &ca = a.chase;
     auto *pchase = program->add_subcommand("chase", "chase blocks of the namespace with the program in SLOT (1.2)");
-    pchase->add_option("slot", a.slot, "slot (e.g. 0x100)")->required();
+    pchase->add_option("slot", ca.target, "slot (e.g. 0x100), or an eBPF object FILE: loaded, run and unloaded")->required();
     pchase->add_option("--record-size", ca.record_size, "bytes of each block the program reads (as loaded)")->required()
         ->check(CLI::Range(1u, CSD_MAX_RECORD_SIZE));
     pchase->add_option("--start", ca.start, "the first block's LBA (the program's params[0])")->required();
     pchase->add_option("--param", ca.params, "a u64 parameter, params[1..] (repeat, at most 7)")->expected(0, CSD_BPF_MAX_PARAMS - 1);
     pchase->add_option("--max-hops", ca.max_hops, "blocks it may read")->check(CLI::Range(1u, CSD_BPF_MAX_HOPS));
-    pchase->callback([&] { c.action = [&](Device &d) { return cmd_program_chase(d, o, a.slot, ca); }; });
+    pchase->callback([&] { c.action = [&](Device &d) { return cmd_program_chase(d, o, ca); }; });
 }
 
 }  // namespace csdctl

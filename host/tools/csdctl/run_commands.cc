@@ -40,7 +40,7 @@ uint32_t f16_bits_to_f32_bits(uint16_t h)
     return sign | (exp + 127 - 15) << 23 | man << 13;
 }
 
-int cmd_gather(Device &d, const std::vector<std::string> &pieces, const std::string &file)
+int cmd_gather(Device &d, const Opts &o, const std::vector<std::string> &pieces, const std::string &file)
 {
     std::vector<csd_gather_entry> es;
     for (const std::string &p : pieces) {
@@ -60,6 +60,12 @@ int cmd_gather(Device &d, const std::vector<std::string> &pieces, const std::str
         f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         if (!f) throw Error("gather: cannot write " + file, EIO);
     }
+    // --json: one object, on stderr where stdout carries the bytes (as get - does)
+    if (o.json) {
+        print({{"bytes", bytes.size()}, {"file", file.empty() ? "-" : file}, {"where", where_name(d.where())}},
+              file.empty() ? stderr : stdout);
+    }
+    say_where(d, o);
     return 0;
 }
 
@@ -88,13 +94,14 @@ int cmd_embedding_bag(Device &d, const Opts &o, BagArgs &a)
         }
     }
     if (o.json) {
-        std::cout << nlohmann::json(rows).dump() << "\n";
+        print({{"bags", s.num_bags}, {"dim", s.row_dim}, {"values", rows}, {"where", where_name(d.where())}});
         return 0;
     }
     for (const auto &r : rows) {
         for (size_t i = 0; i < r.size(); i++) std::printf("%s%g", i ? " " : "", static_cast<double>(r[i]));
         std::printf("\n");
     }
+    say_where(d, o);
     return 0;
 }
 
@@ -336,7 +343,7 @@ void add_run_commands(Cli &c)
     auto *gather = run->add_subcommand("gather", "bytes of the namespace gathered by the drive (LBA:OFFSET:LENGTH ...)");
     gather->add_option("pieces", a.pieces, "LBA:OFFSET:LENGTH, in output order")->required();
     gather->add_option("--out", a.file, "file for the gathered bytes (default: standard output)");
-    gather->callback([&] { c.action = [&](Device &d) { return cmd_gather(d, a.pieces, a.file); }; });
+    gather->callback([&] { c.action = [&](Device &d) { return cmd_gather(d, o, a.pieces, a.file); }; });
     BagArgs &ba = a.bag;
     auto *bag = run->add_subcommand("embedding-bag", "pooled rows of a table on the namespace, computed in the drive");
     bag->add_option("--table-lba", ba.spec.table_lba, "first LBA of the table")->required();

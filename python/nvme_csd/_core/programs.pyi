@@ -8,9 +8,9 @@ import nvme_csd._core
 import typing
 import typing_extensions
 __all__: list[str] = ['btree_write', 'chase', 'chase_value', 'checksum', 'conv2d', 'convert', 'copy', 'decompress', 'downloaded', 'elementwise', 'embedding_bag', 'filter', 'gather', 'gemm', 'read_blocks_into', 'reduce', 'softmax', 'write_blocks']
-def btree_write(arg0: nvme_csd._core.Device, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int, int]:
+def btree_write(dev: nvme_csd._core.Device, keys: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], values: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], base_lba: typing.SupportsInt | typing.SupportsIndex, fanout: typing.SupportsInt | typing.SupportsIndex, force: bool = False) -> tuple[int, int, int]:
     """
-    the chase example's B+-tree written from base_lba: (root_lba, blocks, depth)
+    the chase example's B+-tree written from base_lba: (root_lba, blocks, depth); unless force, refused (EEXIST) over a partition table, a filesystem, a store or blocks that are no tree's
     """
 def chase(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing.SupportsInt | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     """
@@ -84,5 +84,5 @@ def softmax(arg0: nvme_csd._core.Device, arg1: tuple[typing.SupportsInt | typing
     """
 def write_blocks(arg0: nvme_csd._core.Device, arg1: typing.SupportsInt | typing.SupportsIndex, arg2: typing_extensions.Buffer) -> None:
     """
-    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live
+    writes whole blocks of the namespace from slba (NVMe Write): where media programs' tables live; refused (EEXIST) over an object store's blocks
     """

@@ -131,14 +131,22 @@ private:
 class ObjectStore {
 public:
     // Writes an empty store over the whole namespace (existing objects are forgotten). Unless
-    // force, refuses (EEXIST, naming what it found) a namespace whose first 72 KiB or last LBA
-    // hold a partition table (MBR, GPT), a filesystem or volume signature (ext2/3/4, XFS,
+    // force, refuses (EEXIST, naming what it found) a namespace whose first 256 KiB or last
+    // 128 KiB hold a partition table (MBR, GPT), a filesystem or volume signature (ext2/3/4, XFS,
     // btrfs, swap, LUKS, FAT, NTFS, exFAT, ISO 9660, LVM2, md) or an object store: a real
     // drive is not overwritten by mistake. A zeroed namespace needs no force.
     static void format(Device &dev, bool force = false);
     // Throws the error format() without force gives (EEXIST, naming what it found) where the
     // namespace holds something format would overwrite; returns where it holds nothing known.
     static void check_blank(Device &dev);
+    // What the namespace holds that format would overwrite, in words ("an ext2/3/4 filesystem
+    // (magic EF53h at byte 1080)"); "" where it holds nothing format knows.
+    static std::string holds(Device &dev);
+    // Throws EEXIST, naming what is there, where LBAs [slba, slba + nlb) hold part of an
+    // object store on the namespace (its superblocks, catalog, an object or reserved space):
+    // a raw write there (a media program's table) would destroy it. Returns where
+    // the namespace holds no store or the blocks are free in it (a later put may take them).
+    static void check_raw_write(Device &dev, uint64_t slba, uint64_t nlb, const std::string &what);
     // Opens the store on the device's namespace; throws csd::Error (ENOENT) if there is
     // none ("run csdctl format") or if both superblocks are damaged.
     explicit ObjectStore(Device &dev);

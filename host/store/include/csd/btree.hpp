@@ -29,8 +29,13 @@ struct BtreeLayout {
 std::vector<uint8_t> btree_blocks(const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
                                   uint64_t base_lba, uint32_t lba_size, uint32_t fanout, BtreeLayout *layout);
 // The same written to the namespace of d from base_lba (LBA Out of Range past its end).
+// Unless force, refuses (EEXIST, nothing written, naming what it found) a namespace that
+// holds a partition table, a filesystem or volume signature or an object store
+// (ObjectStore::holds), and blocks to be written that hold anything but zeros or nodes of
+// this format (a tree rebuilt in place needs no force): a real drive is not overwritten by
+// mistake.
 BtreeLayout btree_write(Device &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
-                        uint64_t base_lba, uint32_t fanout = 31);
+                        uint64_t base_lba, uint32_t fanout = 31, bool force = false);
 // One lookup in the drive: the value of key, or none; *hops (if given) = the blocks read.
 // lookup: examples/bpf/btree_lookup.o loaded for 512-byte records. A block that is no node
 // of the format: csd::Error EIO.

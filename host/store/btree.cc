@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "csd/store.hpp"
 #include "csd_btree.h"  // spec: the node format the program reads
 
 namespace csd {
@@ -65,11 +66,55 @@ std::vector<uint8_t> btree_blocks(const std::vector<uint64_t> &keys, const std::
     return out;
 }
 
+namespace {
+
+// Whether a block of the namespace is zeros or a node of spec/csd_btree.h (kind, count and
+// nothing past the node): what a tree may be written over without force.
+bool zero_or_node(const uint8_t *block, uint32_t size)
+{
+    bt_node n;
+    std::memcpy(&n, block, sizeof n);
+    const bool node = (n.kind == BT_INNER || n.kind == BT_LEAF) && n.count >= 1 && n.count <= BT_FANOUT;
+    const uint32_t from = node ? sizeof n : 0;
+    return std::all_of(block + from, block + size, [](uint8_t b) { return b == 0; });
+}
+
+// Throws EEXIST (nothing written) where writing t's blocks would overwrite something the
+// user may want: what ObjectStore::format would refuse, or a block that is no tree's.
+void refuse_overwrite(Device &d, const BtreeLayout &t)
+{
+    const std::string force = ": write with force (csdctl btree build --force, btree_write(..., force = true), "
+                              "BTree.build(..., force=True)) if that is what you want";
+    const std::string where = "a B+-tree at LBAs " + std::to_string(t.root_lba) + "-" +
+                              std::to_string(t.root_lba + t.blocks - 1);
+    if (t.root_lba >= d.ns().lba_count || t.blocks > d.ns().lba_count - t.root_lba) return;  // the drive refuses it
+    const std::string found = ObjectStore::holds(d);
+    if (!found.empty()) throw Error("btree build: the namespace holds " + found + "; " + where + " would write into it" + force, EEXIST);
+    const uint32_t lba = d.ns().lba_size;
+    const uint64_t step = std::max<uint64_t>(1, (1u << 20) / lba);
+    std::vector<uint8_t> buf;
+    for (uint64_t i = 0; i < t.blocks; i += step) {
+        const uint64_t n = std::min(step, t.blocks - i);
+        buf.resize(n * lba);
+        d.read_lbas(t.root_lba + i, n, buf.data());
+        for (uint64_t b = 0; b < n; b++) {
+            if (!zero_or_node(buf.data() + b * lba, lba)) {
+                throw Error("btree build: LBA " + std::to_string(t.root_lba + i + b) +
+                                " holds data that is no B+-tree node; " + where + " would overwrite it" + force,
+                            EEXIST);
+            }
+        }
+    }
+}
+
+}  // namespace
+
 BtreeLayout btree_write(Device &d, const std::vector<uint64_t> &keys, const std::vector<uint64_t> &values,
-                        uint64_t base_lba, uint32_t fanout)
+                        uint64_t base_lba, uint32_t fanout, bool force)
 {
     BtreeLayout t;
     const std::vector<uint8_t> blocks = btree_blocks(keys, values, base_lba, d.ns().lba_size, fanout, &t);
+    if (!force) refuse_overwrite(d, t);  // a real drive treated with care: look before writing over it
     d.write_lbas(base_lba, t.blocks, blocks.data());
     return t;
 }
