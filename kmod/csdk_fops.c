@@ -400,6 +400,14 @@ static int csdk_open(struct inode *inode, struct file *file)
 
 	if (!cf)
 		return -ENOMEM;
+	/*
+	 * The namespace detached or removed since the module found it: no device to open (its
+	 * capacity of 0 would otherwise fit no partition and read as a bad argument, EINVAL).
+	 */
+	if (test_bit(NVME_NS_REMOVING, &cd->ns->flags) || !get_capacity(cd->ns->disk)) {
+		kfree(cf);
+		return -ENODEV;
+	}
 	cf->cd = cd;
 	cf->uid = current_fsuid();
 	init_rwsem(&cf->free_sem);

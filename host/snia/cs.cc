@@ -8,6 +8,8 @@
 // back when it completes: csFreeMem and csCloseCSx refuse memory and devices in use.
 #include "cs.h"
 
+#include <pthread.h>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -205,8 +208,10 @@ const char *kStatusNames[] = {
     "CS_UNKNOWN_COMPUTE_FUNCTION", "CS_UNSUPPORTED",
 };
 
-// The status a libcsd failure is, in the draft's terms.
-CS_STATUS status_of(const csd::Error &e)
+// The status a libcsd failure is, in the draft's terms; compute: the failure of a compute
+// request's Execute (a namespace the drive refuses is then the function's: a media program
+// where the drive has no NVM namespace; for any other command the drive's error).
+CS_STATUS status_of(const csd::Error &e, bool compute = false)
 {
     if (e.status() != 0) {
         switch (e.code()) {
@@ -220,7 +225,7 @@ CS_STATUS status_of(const csd::Error &e)
         case CSD_STATUS_LBA_OUT_OF_RANGE:
         case CSD_STATUS_INVALID_FIELD:
         case CSD_STATUS_HOP_LIMIT_EXCEEDED: return CS_INVALID_ARG;
-        case CSD_STATUS_INVALID_NAMESPACE: return CS_INVALID_FUNCTION;  // a media program on the standard front end
+        case CSD_STATUS_INVALID_NAMESPACE: return compute ? CS_INVALID_FUNCTION : CS_DEVICE_ERROR;
         case CSD_STATUS_OUTPUT_OVERFLOW: return CS_INVALID_LENGTH;
         case CSD_STATUS_PROGRAM_FAULT:
         case CSD_STATUS_ABORT_REQUESTED:
@@ -250,6 +255,7 @@ CS_STATUS status_of(const csd::Error &e)
     case ETIMEDOUT: return CS_IO_TIMEOUT;
     case EBUSY: return CS_DEVICE_NOT_AVAILABLE;
     case ENOSPC: return CS_NOT_ENOUGH_MEMORY;
+    case EDQUOT: return CS_OUT_OF_RESOURCES;  // csd.ko's program quota: as the drive's own limits
     default: return CS_DEVICE_ERROR;
     }
 }
@@ -418,7 +424,10 @@ CS_STATUS open_drives(const std::string &name, std::vector<std::shared_ptr<Drive
 
 // ---------------------------------------------------------------- asynchronous work
 
-// A growing pool of detached threads (never destroyed: its threads may outlive main).
+// A growing pool of detached threads (never destroyed: its threads may outlive main). A
+// child of fork() has none of its parent's threads: it starts threads of its own for what it
+// queues, and runs none of the requests its parent had queued (they are the parent's, and
+// run there); a request the parent was running when it forked never completes in the child.
 class Pool {
 public:
     void submit(std::function<void()> f)
@@ -431,6 +440,23 @@ public:
         } else {
             cv_.notify_one();
         }
+    }
+
+    // Before fork(): no thread takes a request or changes the counts until after it.
+    void before_fork() { mu_.lock(); }
+
+    // After fork(): in the child, no thread of the pool (the parent's stay there), no queue.
+    void after_fork(bool child)
+    {
+        if (child) {
+            new (&cv_) std::condition_variable;  // its waiters were the parent's threads
+            threads_ = idle_ = 0;
+            std::deque<std::function<void()>> parents;
+            parents.swap(q_);
+            mu_.unlock();
+            return;  // the parent's requests dropped here, their AFDM and CSx no longer held
+        }
+        mu_.unlock();
     }
 
 private:
@@ -454,9 +480,14 @@ private:
     unsigned idle_ = 0, threads_ = 0;
 };
 
+// The process's pool, with its fork() handlers.
 Pool &pool()
 {
-    static Pool *p = new Pool;
+    static Pool *p = [] {
+        static Pool *made = new Pool;
+        pthread_atfork([] { made->before_fork(); }, [] { made->after_fork(false); }, [] { made->after_fork(true); });
+        return made;
+    }();
     return *p;
 }
 
@@ -678,7 +709,7 @@ CS_STATUS prepare_compute(Registry &r, const CsComputeRequest *req, const CsComp
             s = CS_SUCCESS;
         } catch (const csd::Error &e) {
             *comp = e.dw0() | uint64_t{e.dw1()} << 32;  // Output Overflow: what it needed
-            s = fail(status_of(e), e.what());
+            s = fail(status_of(e, true), e.what());
         }
         const uint64_t us = static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());

@@ -782,12 +782,24 @@ bool ObjectStore::reserve_at(uint64_t block, uint64_t blocks, Reservation *out)
     return free;
 }
 
+// How long a release after a failure keeps trying while the kernel answers EAGAIN (the
+// controller resetting, say: the failure that stopped the run may be that very reset).
+constexpr auto kReleaseRetryFor = std::chrono::seconds(5);
+
 void ObjectStore::release_quietly(const std::vector<uint64_t> &ids)
 {
     for (const uint64_t id : ids) {
-        try {
-            release(id);
-        } catch (...) {  // the first error is the one to report
+        const auto until = std::chrono::steady_clock::now() + kReleaseRetryFor;
+        for (auto wait = std::chrono::milliseconds(20);; wait = std::min(wait * 2, std::chrono::milliseconds(500))) {
+            try {
+                release(id);
+                break;
+            } catch (const Error &e) {  // the first error is the one to report; a transient one is tried again
+                if (e.status() || e.errnum() != EAGAIN || std::chrono::steady_clock::now() + wait > until) break;
+                std::this_thread::sleep_for(wait);
+            } catch (...) {
+                break;
+            }
         }
     }
 }

@@ -273,10 +273,10 @@ public:
     ~StreamedOutput()
     {
         if (!reserved_) return;
-        try {
+        try {  // the error that stopped the run is the one to report
             std::lock_guard<std::mutex> g(st_.mu_);
-            st_.release(r_.id);
-        } catch (...) {  // the error that stopped the run is the one to report
+            st_.release_quietly({r_.id});
+        } catch (...) {
         }
     }
     StreamedOutput(const StreamedOutput &) = delete;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -801,6 +802,68 @@ static void on_drive(const char *path, csd_dev *lib)
 }
 
 /* A set of two drives: CSEs of both, AFDM on either, StorageIndex picks the drive. */
+/* Asynchronous requests in a child of fork(): the child has none of the library's threads,
+ * yet its queued request completes (it polled CS_NOT_DONE for ever before, and its CSx stayed
+ * in use), and the parent's requests go on completing. */
+static void forked(const char *path)
+{
+    CS_DEV_HANDLE dev = NULL;
+    CS_CSE_HANDLE cse = NULL;
+    CS_FUNCTION_ID fid = 0;
+    char cses[256];
+    unsigned len = sizeof cses;
+    EXPECT(csOpenCSx((char *)path, NULL, &dev), CS_SUCCESS, "fork: csOpenCSx");
+    if (!dev) return;
+    EXPECT(csGetCSEFromCSx(dev, &len, cses), CS_SUCCESS, "fork: csGetCSEFromCSx");
+    cses[strcspn(cses, ",")] = 0;
+    EXPECT(csOpenCSE(cses, NULL, &cse), CS_SUCCESS, "fork: csOpenCSE");
+    EXPECT(csGetFunction(cse, "checksum", NULL, &fid), CS_SUCCESS, "fork: csGetFunction checksum");
+    CS_MEM_HANDLE m = alloc(dev, 9);
+    EXPECT(copy(m, 0, "123456789", 9, CS_COPY_TO_DEVICE), CS_SUCCESS, "fork: copy to the device");
+    CsComputeRequest *req = request(cse, fid, 2);
+    csHelperSetComputeArg(&req->Args[0], CS_AFDM_TYPE, m, 0);
+    csHelperSetComputeArg(&req->Args[1], CS_32BIT_VALUE_TYPE, CSD_CKSUM_CRC32C);
+    /* one queued request in each process: the first makes the parent's pool (a thread waits there) */
+    for (int who = 0; who < 3; who++) {
+        pid_t child = who == 1 ? fork() : -1;
+        if (who == 1 && child < 0) {
+            CHECK(0, "fork: fork()");
+            break;
+        }
+        CS_EVT_HANDLE evt = NULL;
+        u64 comp = 0;
+        void *ctx = NULL;
+        csCreateEvent(&evt);
+        if (child == 0) alarm(60); /* a child that hangs is killed, and fails below */
+        s = csQueueComputeRequest(req, NULL, NULL, evt, &comp);
+        if (s == CS_QUEUED) /* polled for up to 20 s */
+            for (int i = 0; (s = csPollEvent(evt, &ctx)) == CS_NOT_DONE && i < 20000; i++) usleep(1000);
+        const int done = s == CS_SUCCESS && comp == 0xe3069283u;
+        if (child == 0) { /* the child: its request done, its event and CSx free again */
+            const int freed = csDeleteEvent(evt) == CS_SUCCESS && csFreeMem(m) == CS_SUCCESS &&
+                              csCloseCSE(cse) == CS_SUCCESS && csCloseCSx(dev) == CS_SUCCESS;
+            if (!done) printf("FAIL [%s] fork: the child's request: %s (%s)\n", kind, csd_snia_status_name(s), csd_snia_last_error());
+            fflush(stdout);
+            _exit(done && freed ? 0 : !done ? 2 : 3);
+        }
+        CHECK(done, who == 0 ? "fork: a queued request before the fork" : "fork: the parent's queued request after the fork");
+        EXPECT(csDeleteEvent(evt), CS_SUCCESS, "fork: csDeleteEvent");
+        if (child > 0) {
+            int st = 0;
+            waitpid(child, &st, 0);
+            s = CS_SUCCESS;
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  !WIFEXITED(st) ? "fork: the child's queued request never completed (killed)"
+                  : WEXITSTATUS(st) == 2 ? "fork: the child's queued request failed"
+                                         : "fork: the child could not free its event, AFDM and CSx");
+        }
+    }
+    free(req);
+    EXPECT(csFreeMem(m), CS_SUCCESS, "fork: csFreeMem");
+    EXPECT(csCloseCSE(cse), CS_SUCCESS, "fork: csCloseCSE");
+    EXPECT(csCloseCSx(dev), CS_SUCCESS, "fork: csCloseCSx");
+}
+
 static void on_set(const char *p0, const char *p1)
 {
     char name[1024];
@@ -896,6 +959,7 @@ int main(int argc, char **argv)
         }
         discovery(path);
         on_drive(path, lib);
+        forked(path);
         csd_close(lib);
         unlink(tmpl);
     }

@@ -55,172 +55,14 @@
 #include "csd/drive_set.hpp"
 #include "csd/program.hpp"
 #include "csd/programs.hpp"
+#include "matrix_driver.hpp"
+#include "fio_rows.hpp"
+#include "snia_rows.hpp"
 
 using namespace csd;
+using namespace csd_matrix;
 
 namespace {
-
-constexpr uint64_t kStampBytes = 64ull << 20;  // the stamped part of every namespace
-// Where the rows work, in bytes from the way's LBA 0 (all inside the stamped part).
-constexpr uint64_t kReadAt = 1ull << 20;    // reads only: load, gather, embedding_bag, nvm
-constexpr uint64_t kStoreAt = 8ull << 20;   // store
-constexpr uint64_t kCawAt = 9ull << 20;     // Compare and Write (restored after)
-constexpr uint64_t kNvmAt = 10ull << 20;    // NVM Write
-constexpr uint64_t kTreeAt = 12ull << 20;   // the chase's B+-tree
-
-// The f32 value of word k of absolute block lba of drive salt: a multiple of 1/4 below
-// 2048, so that sums of a few thousand are exact in f32 whatever their order.
-float stamp_word(uint64_t lba, uint64_t k, uint32_t salt)
-{
-    return static_cast<float>((lba * 977 + k * 13 + salt * 4099) % 8191) * 0.25f;
-}
-
-// Bytes [off, off + len) of the stamped namespace (absolute byte offsets).
-std::vector<uint8_t> stamp_bytes(uint64_t off, uint64_t len, uint32_t lba_size, uint32_t salt)
-{
-    std::vector<uint8_t> out(len);
-    for (uint64_t i = 0; i < len;) {
-        const uint64_t b = off + i, lba = b / lba_size, word = (b % lba_size) / 4;
-        const float f = stamp_word(lba, word, salt);
-        uint8_t w[4];
-        std::memcpy(w, &f, 4);
-        for (uint64_t j = b % 4; j < 4 && i < len; j++) out[i++] = w[j];
-    }
-    return out;
-}
-
-// CRC-32C (Castagnoli, reflected), bit by bit: the exec row's reference, kept apart from
-// the wire format's implementation on purpose.
-uint32_t crc32c(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int b = 0; b < 8; b++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-    }
-    return ~c;
-}
-
-// A JSON string literal.
-std::string js(const std::string &s)
-{
-    std::string o = "\"";
-    for (char ch : s) {
-        if (ch == '"' || ch == '\\') o += '\\';
-        if (static_cast<unsigned char>(ch) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-            o += buf;
-        } else {
-            o += ch;
-        }
-    }
-    return o + "\"";
-}
-
-// What a row found: the reference result, a named refusal, or a failure.
-struct Outcome {
-    std::string outcome, status, detail;
-};
-// The reference result (detail: something worth saying about it).
-Outcome ok(const std::string &detail = "") { return {"ok", "", detail}; }
-// A failure, in words.
-Outcome fail(const std::string &detail) { return {"fail", "", detail}; }
-
-// A row's check failed: its words say what differed.
-struct Mismatch : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-// Throws Mismatch(what) unless cond.
-void expect(bool cond, const std::string &what)
-{
-    if (!cond) throw Mismatch(what);
-}
-
-// The name of an errno value (ENODEV), for a refusal that carries no NVMe status.
-std::string errno_name(int e)
-{
-    static const std::map<int, const char *> names{
-        {EPERM, "EPERM"}, {ENOENT, "ENOENT"}, {EIO, "EIO"}, {ENXIO, "ENXIO"}, {EBADF, "EBADF"},
-        {EAGAIN, "EAGAIN"}, {ENOMEM, "ENOMEM"}, {EACCES, "EACCES"}, {EBUSY, "EBUSY"}, {ENODEV, "ENODEV"},
-        {EINVAL, "EINVAL"}, {ENOSPC, "ENOSPC"}, {ENOTTY, "ENOTTY"}, {EOPNOTSUPP, "EOPNOTSUPP"},
-        {ETIMEDOUT, "ETIMEDOUT"}, {ECANCELED, "ECANCELED"}, {ENOLINK, "ENOLINK"}, {ESHUTDOWN, "ESHUTDOWN"},
-        {EREMOTEIO, "EREMOTEIO"}, {ENOTCONN, "ENOTCONN"}, {ERANGE, "ERANGE"}, {EFAULT, "EFAULT"}};
-    auto it = names.find(e);
-    return it != names.end() ? it->second : "errno " + std::to_string(e);
-}
-
-// One drive of the way: the device, its stamp salt and where its namespace's bytes lie.
-struct Drive {
-    Device *dev = nullptr;
-    uint32_t salt = 0;
-    int check_fd = -1;  // the namespace's bytes (absolute), or -1
-};
-
-// What every row is given.
-struct Ctx {
-    Drive drive;
-    uint64_t base = 0;       // the way's LBA 0 is this block of the namespace
-    uint64_t fresh_lba = 0;  // zoned: the first of three empty zones (the way's), else 0
-    uint64_t zone_lbas = 0;  // zoned: LBAs a zone, else 0
-    bool zoned = false;
-    std::string bpf_dir, go;
-    std::mt19937_64 rng{1};
-    Device &d() { return *drive.dev; }                        // the drive
-    uint32_t L() { return drive.dev->ns().lba_size; }         // its LBA size
-    uint64_t lba(uint64_t byte_off) { return byte_off / L(); }  // a byte offset as an LBA
-    // The stamped bytes of the way's LBAs [lba, lba + nlb).
-    std::vector<uint8_t> stamps(uint64_t lba, uint64_t nlb)
-    {
-        return stamp_bytes((base + lba) * L(), nlb * L(), L(), drive.salt);
-    }
-    // The runner's turn (--go): the data is in place, the command is next.
-    void before_command()
-    {
-        if (go.empty()) return;
-        const std::string ready = go + ".ready";
-        int fd = ::open(ready.c_str(), O_CREAT | O_WRONLY, 0666);
-        if (fd >= 0) ::close(fd);
-        struct stat st;
-        for (int i = 0; i < 6000 && ::stat(go.c_str(), &st) != 0; i++) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        ::unlink(go.c_str());
-        ::unlink(ready.c_str());
-    }
-    // The namespace's bytes at the way's LBAs (absolute: base added), when --check gave them.
-    bool absolute(uint64_t lba, uint64_t nlb, std::vector<uint8_t> *out)
-    {
-        if (drive.check_fd < 0) return false;
-        const uint64_t len = nlb * L(), off = (base + lba) * L();
-        void *buf = nullptr;
-        if (posix_memalign(&buf, 4096, len + 4096)) return false;
-        const ssize_t n = ::pread(drive.check_fd, buf, len, static_cast<off_t>(off));
-        if (n != static_cast<ssize_t>(len)) {
-            std::free(buf);
-            throw Mismatch("the check read of the namespace's bytes failed: " + std::string(std::strerror(errno)));
-        }
-        out->assign(static_cast<uint8_t *>(buf), static_cast<uint8_t *>(buf) + len);
-        std::free(buf);
-        return true;
-    }
-    // Writes of the way landed at its LBAs (checked at their absolute place where possible).
-    void landed(uint64_t lba, const std::vector<uint8_t> &want, const char *what)
-    {
-        std::vector<uint8_t> got;
-        if (absolute(lba, want.size() / L(), &got)) {
-            expect(got == want, std::string(what) + ": the namespace does not hold the written bytes at block " +
-                                    std::to_string(base + lba) + " (written elsewhere)");
-        }
-    }
-    // n bytes of this row's own random stream.
-    std::vector<uint8_t> random_bytes(size_t n)
-    {
-        std::vector<uint8_t> v(n);
-        for (auto &b : v) b = static_cast<uint8_t>(rng());
-        return v;
-    }
-};
 
 // ---------------------------------------------------------------- the rows
 // namespace -> SLM: SLM Load (vendor) / Memory Copy format 2h (the standard front end).
@@ -261,16 +103,8 @@ Outcome row_store(Ctx &c)
 // gather (0Bh): pieces of blocks at odd offsets, some across block boundaries.
 Outcome row_gather(Ctx &c)
 {
-    const uint64_t first = c.lba(kReadAt), span = c.lba(256 << 10);
     std::vector<csd_gather_entry> es;
-    std::vector<uint8_t> want;
-    for (uint32_t i = 0; i < 40; i++) {
-        const uint64_t lba = first + (i * 37) % span;
-        const uint32_t off = (i * 101) % c.L(), len = 1 + (i * 53) % (2 * c.L());
-        es.push_back({lba, off, len});
-        const auto s = stamp_bytes((c.base + lba) * c.L() + off, len, c.L(), c.drive.salt);
-        want.insert(want.end(), s.begin(), s.end());
-    }
+    const std::vector<uint8_t> want = gather_case(c, &es);
     // the entries in SLM first: after the runner's turn (--go) the Execute alone
     SlmBuffer ent = c.d().slm().alloc(es.size() * sizeof es[0]), out = c.d().slm().alloc(want.size());
     c.d().slm_write(ent.offset(), es.data(), es.size() * sizeof es[0]);
@@ -286,26 +120,10 @@ Outcome row_gather(Ctx &c)
 // embedding_bag (0Ch): sum of stamped rows (8 f32 each) of a table at the read area.
 Outcome row_embedding_bag(Ctx &c)
 {
-    EmbeddingBagSpec spec;
-    spec.table_lba = c.lba(kReadAt);
-    spec.row_dim = 8;
-    spec.num_rows = (256 << 10) / 32;
-    spec.num_bags = 3;
-    const std::vector<int64_t> idx{5, 2047, 5, 0, 17, 100, 101, 8000, 3};
-    const std::vector<int64_t> offsets{0, 3, 3};
-    std::vector<float> want(spec.num_bags * spec.row_dim, 0.0f);
-    for (size_t bag = 0; bag < offsets.size(); bag++) {
-        const size_t end = bag + 1 < offsets.size() ? static_cast<size_t>(offsets[bag + 1]) : idx.size();
-        for (size_t i = static_cast<size_t>(offsets[bag]); i < end; i++) {
-            const auto row = stamp_bytes((c.base + spec.table_lba) * c.L() + static_cast<uint64_t>(idx[i]) * 32, 32,
-                                         c.L(), c.drive.salt);
-            for (uint32_t k = 0; k < spec.row_dim; k++) {
-                float f;
-                std::memcpy(&f, row.data() + 4 * k, 4);
-                want[bag * spec.row_dim + k] += f;
-            }
-        }
-    }
+    const EmbeddingBagCase e = embedding_bag_case(c);
+    const auto &spec = e.spec;
+    const auto &idx = e.indices, &offsets = e.offsets;
+    const auto &want = e.want;
     // indices and offsets (i64) in SLM first: after the runner's turn the Execute alone
     SlmBuffer ib = c.d().slm().alloc(idx.size() * 8), ob = c.d().slm().alloc(offsets.size() * 8),
               out = c.d().slm().alloc(want.size() * 4);
@@ -326,10 +144,7 @@ Outcome row_chase(Ctx &c)
         return {"refused", "no chase", "the drive's capabilities log says no chase (max_chase_hops 0)"};
     }
     std::vector<uint64_t> keys, vals;
-    for (uint64_t k = 10; keys.size() < 2000; k += 3) {
-        keys.push_back(k);
-        vals.push_back(k * 7 + 1);
-    }
+    chase_keys(&keys, &vals);
     const uint64_t at = c.zoned ? c.fresh_lba + 2 * c.zone_lbas : c.lba(kTreeAt);
     BtreeLayout tree;
     const auto blocks = btree_blocks(keys, vals, at, c.L(), 31, &tree);
@@ -433,7 +248,8 @@ int stamp(const std::string &path, uint32_t salt)
                  "usage: csd-matrix --stamp DEVICE SALT\n"
                  "       csd-matrix --way W --format F --rows R1,R2 --device PATH [--device PATH ...] [--uring]\n"
                  "                  [--front-end vendor|nvme-cs|host] [--base LBA] [--check FILE ...] [--salt N ...]\n"
-                 "                  [--as-user NAME] [--bpf-dir DIR] [--zones FIRST,LBAS] [--go FILE]\n");
+                 "                  [--as-user NAME] [--bpf-dir DIR] [--zones FIRST,LBAS] [--go FILE]\n"
+                 "                  [--api libcsd|snia|fio] [--fio-engine SO]\n");
     std::exit(2);
 }
 
@@ -450,7 +266,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    std::string way, format, rows, user, bpf_dir = ".", go;
+    std::string way, format, rows, user, bpf_dir = ".", go, api = "libcsd", fio_engine;
     std::vector<std::string> devices, checks;
     std::vector<uint32_t> salts;
     OpenOptions o;
@@ -480,9 +296,19 @@ int main(int argc, char **argv)
         else if (a == "--as-user") user = val();
         else if (a == "--bpf-dir") bpf_dir = val();
         else if (a == "--go") go = val();
+        else if (a == "--api") api = val();
+        else if (a == "--fio-engine") fio_engine = val();
         else usage();
     }
-    if (way.empty() || format.empty() || rows.empty() || devices.empty()) usage();
+    if (way.empty() || format.empty() || rows.empty() || devices.empty() || (api != "libcsd" && api != "snia" && api != "fio")) usage();
+    if (api != "libcsd" && (devices.size() != 1 || o.use_uring)) {
+        std::fprintf(stderr, "csd-matrix: the SNIA API's and fio's ways take one --device and no --uring\n");
+        return 2;
+    }
+    if (api == "fio" && fio_engine.empty()) {
+        std::fprintf(stderr, "csd-matrix: --api fio needs --fio-engine\n");
+        return 2;
+    }
     std::vector<int> fds;
     for (const auto &f : checks) {  // opened before dropping to the tenant
         const bool blockdev = f.rfind("/dev/", 0) == 0;
@@ -515,6 +341,43 @@ int main(int argc, char **argv)
                     js(r.detail).c_str());
         std::fflush(stdout);
     };
+    auto ctx = [&](const Drive &d, uint32_t lba_size, const std::string &row, size_t i) {
+        Ctx c;
+        c.drive = d;
+        c.lba_size = lba_size;
+        c.base = base;
+        c.fresh_lba = fresh;
+        c.zone_lbas = zone;
+        c.zoned = zone != 0;
+        c.bpf_dir = bpf_dir;
+        c.go = go;
+        c.rng.seed(std::hash<std::string>{}(way + format + row) + i);
+        return c;
+    };
+    if (api != "libcsd") {  // the SNIA API's requests (snia_rows.cc) or fio's jobs (fio_rows.cc) over the path
+        if (o.front_end != FrontEnd::Auto) setenv("CSD_FRONT_END", front_end_name(o.front_end), 1);
+        uint32_t lba_size = 0;
+        Outcome refused;
+        if (api != "snia" || snia_open(devices[0], &refused)) {  // a CSx the API refuses: the API's status
+            try {  // the LBA size, from a device opened only for that
+                lba_size = Device::open(devices[0], o)->ns().lba_size;
+            } catch (const Error &e) {
+                refused = e.status() ? Outcome{"refused", status_name(e.code()), e.what()}
+                                     : e.errnum() ? Outcome{"refused", errno_name(e.errnum()), e.what()}
+                                                  : fail(std::string("open: ") + e.what());
+            }
+        }
+        for (const auto &row : wanted) {
+            if (!lba_size) {  // the way cannot be opened at all: every row says so
+                line(row, refused);
+                continue;
+            }
+            Ctx c = ctx({nullptr, salts.empty() ? 0 : salts[0], fds.empty() ? -1 : fds[0]}, lba_size, row, 0);
+            line(row, api == "snia" ? snia_row(row, c) : fio_row(row, c, fio_engine, devices[0]));
+        }
+        if (api == "snia") snia_close();
+        return 0;
+    }
     // Open the way: one device, or a DriveSet of several.
     std::unique_ptr<Device> one;
     std::unique_ptr<DriveSet> set;
@@ -541,15 +404,7 @@ int main(int argc, char **argv)
     for (const auto &row : wanted) {
         Outcome r = ok();
         for (size_t i = 0; i < drives.size(); i++) {
-            Ctx c;
-            c.drive = drives[i];
-            c.base = base;
-            c.fresh_lba = fresh;
-            c.zone_lbas = zone;
-            c.zoned = zone != 0;
-            c.bpf_dir = bpf_dir;
-            c.go = go;
-            c.rng.seed(std::hash<std::string>{}(way + format + row) + i);
+            Ctx c = ctx(drives[i], drives[i].dev->ns().lba_size, row, i);
             Outcome one_r = run_row(row, c);
             if (drives.size() > 1 && !one_r.detail.empty()) one_r.detail = "drive " + std::to_string(i) + ": " + one_r.detail;
             if (one_r.outcome != "ok" || i == 0) r = one_r;

@@ -6,9 +6,10 @@ driver under a timeout (no line for a cell: it crashed or hung), reports each ce
 ('@@CSD RESULT matrix-FORMAT JSON', kept in build/results/) and judges them against the
 description and the committed results. For 'detached' every cell detaches the namespace
 meanwhile: an Execute is queued behind busy compute units first, other commands come after;
+'reset' resets the controller the same way (nvme reset, the namespace staying);
 for 'exact' (a timing model, csd.exact=on) no drive may count an overrun of its model.
 
-Usage: python3 /csd/matrix/guest_run.py FORMAT"""
+Usage: python3 /csd/matrix/guest_run.py FORMAT [WAY,WAY...]   (default: every guest way)"""
 import glob
 import json
 import os
@@ -24,6 +25,7 @@ import matrix  # noqa: E402
 from csd_guest import EXECUTE, passthru  # noqa: E402
 
 FMT = sys.argv[1]
+ONLY = sys.argv[2].split(",") if len(sys.argv) > 2 else None  # a subset of the ways (a run of new cells)
 BIN = "/csd/bin/csd-matrix"
 TIMEOUT = 180                      # seconds one driver run may take
 PART = 32 << 20                    # csd.ko: the partitioned tenant's first byte, and its size
@@ -85,7 +87,8 @@ for i, c in enumerate(CTRLS):  # every block of the first 64 MiB says its LBA an
     if r.returncode:
         raise SystemExit(f"matrix: stamping {NODES[c][0]}: {r.stderr}")
 
-guest_ways = [w for w in matrix.WAY_IDS if matrix.place_of(w) == "guest"]
+ALL_GUEST_WAYS = [w for w in matrix.WAY_IDS if matrix.place_of(w) == "guest"]  # a way's zones: by its place here
+guest_ways = [w for w in ALL_GUEST_WAYS if not ONLY or w in ONLY]
 wanted = {w: [r for r in matrix.ROW_IDS if matrix.expect(r, w, FMT).kind != "na"] for w in guest_ways}
 fabric = {}
 
@@ -93,6 +96,10 @@ fabric = {}
 def setup(way):
     """Sets a way up once (csd.ko, its partition; the NVMe/TCP loopback); its driver's options."""
     lba_part = PART // LBA
+    if way in matrix.SNIA_OF:  # the SNIA API over its libcsd way's drive
+        return setup(matrix.SNIA_OF[way]) + ["--api", "snia"]
+    if way in matrix.FIO_OF:  # fio's csd engine (the guest's fio) over its libcsd way's drive
+        return setup(matrix.FIO_OF[way]) + ["--api", "fio", "--fio-engine", "/csd/lib/csd-fio.so"]
     if way in ("kmod", "kmod-part"):
         if FMT == "detached" and os.path.exists("/sys/module/csd"):
             sh("rmmod csd")  # it keeps the namespace it found at load: a fresh one for each cell
@@ -141,7 +148,7 @@ def run_driver(way, args, rows, extra=()):
     """Runs csd-matrix for rows of way; its results (a crash or a hang fails the rows left)."""
     argv = [BIN, "--way", way, "--format", FMT, "--rows", ",".join(rows), "--bpf-dir", "/csd/bpf", *args, *extra]
     if ZONED:
-        argv += ["--zones", f"{(16 + 3 * guest_ways.index(way)) * ZONE_LBAS},{ZONE_LBAS}"]
+        argv += ["--zones", f"{(16 + 3 * ALL_GUEST_WAYS.index(way)) * ZONE_LBAS},{ZONE_LBAS}"]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
         why = f"the driver ended with {r.returncode} before this row: {r.stderr.strip()[-300:]}"
@@ -213,9 +220,9 @@ def detached_try(way, args, row, gemms):
         open(go, "w").close()
         time.sleep(0.5)  # submitted; waiting behind the gemms
         detach_at = time.monotonic()
-        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+        meanwhile()
     else:
-        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+        meanwhile()
         open(go, "w").close()
     try:
         out, err = p.communicate(timeout=TIMEOUT)
@@ -226,12 +233,22 @@ def detached_try(way, args, row, gemms):
         res = parse(out, way, [row], f"hang: no answer in {TIMEOUT} s")
     for t in busy:
         t.join(120)
-    sh(f"nvme attach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+    if FMT == "detached":
+        sh(f"nvme attach-ns /dev/nvme0 -n 1 -c {CNTLID}")
     NG, BLK, _ = wait_node("nvme0")
     for f in (go, go + ".ready"):
         if os.path.exists(f):
             os.unlink(f)
     return res, not waits or any(e > detach_at for e in ends)
+
+
+def meanwhile():
+    """What happens while a cell's command waits: the namespace detached, or the controller
+    reset (nvme reset returns once the controller is live again)."""
+    if FMT == "detached":
+        sh(f"nvme detach-ns /dev/nvme0 -n 1 -c {CNTLID}")
+    else:
+        sh("nvme reset /dev/nvme0")
 
 
 CNTLID = cntlid() if FMT == "detached" else 0
@@ -246,7 +263,7 @@ for way in guest_ways:
     except SystemExit as e:  # a way that cannot be set up fails its cells, saying why
         results += parse("", way, rows, f"set-up failed: {e}")
         continue
-    if FMT == "detached":
+    if FMT in ("detached", "reset"):
         for row in rows:
             results += detached_cell(way, None, row)
     else:
@@ -278,4 +295,4 @@ with open(path, "w") as f:
 for r in results:
     if r["outcome"] != "ok":
         print(f"  {r['way']} × {r['row']}: {r['outcome']} {r['status']} — {r['detail'][:200]}", flush=True)
-sys.exit(matrix.judge(FMT, [path], f"matrix-{FMT}"))
+sys.exit(matrix.judge(FMT, [path], f"matrix-{FMT}", ONLY))

@@ -19,8 +19,18 @@ TOP = HERE.parents[1]
 BIN = TOP / "build" / "meson" / "tests" / "matrix" / "csd-matrix"
 BPF = TOP / "build" / "meson" / "examples" / "bpf"
 OUT = TOP / "build" / "results" / "matrix-host.jsonl"
+FIO_ENGINE = TOP / "build" / "fio" / "csd-fio.so"  # make fio-engine (test-unit builds it)
 # the in-process device's formats: its options beyond size= and nvme-cs=
 OPTIONS = {"512": "lba=512", "4k": "lba=4096", "exact": "lba=512&model=gen4x4-8core&exact=on"}
+
+
+def api_args(way: str) -> list[str]:
+    """The driver's options for a way through another API than libcsd's (SNIA, fio)."""
+    if way in matrix.SNIA_OF:
+        return ["--api", "snia"]
+    if way in matrix.FIO_OF:
+        return ["--api", "fio", "--fio-engine", str(FIO_ENGINE)]
+    return []
 
 
 def main() -> int:
@@ -39,7 +49,7 @@ def main() -> int:
                 dev = f"emu:{img}?size=128M&{OPTIONS[fmt]}&nvme-cs=1"
                 subprocess.run([str(BIN), "--stamp", dev, "0"], check=True)
                 argv = [str(BIN), "--way", way, "--format", fmt, "--rows", ",".join(rows), "--device", dev,
-                        "--check", str(img), "--bpf-dir", str(BPF)]
+                        "--check", str(img), "--bpf-dir", str(BPF)] + api_args(way)
                 try:
                     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
                     why = f"the driver ended with {r.returncode}: {r.stderr.strip()[-300:]}"

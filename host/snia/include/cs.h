@@ -75,7 +75,7 @@ typedef enum {
     CS_NOT_DONE,                 /* csPollEvent: nothing has completed */
     CS_NOT_ENOUGH_MEMORY,        /* not enough AFDM (or host memory) */
     CS_NO_SUCH_ENTITY_EXISTS,    /* no such entity */
-    CS_OUT_OF_RESOURCES,         /* a batch is full */
+    CS_OUT_OF_RESOURCES,         /* a batch is full; a download past a limit (slot, bytes, quota) */
     CS_QUEUED,                   /* an asynchronous request was queued */
     CS_UNKNOWN_MEMORY,           /* a compute argument names no live AFDM */
     CS_UNKNOWN_COMPUTE_FUNCTION, /* no program with that id on the drive */

@@ -153,25 +153,33 @@ reads0 = host_read_commands()
 c.status(slm_load(0, (16 << 20) // 512, 0), 0, "an SLM Load of 16 MiB")
 c.ok(host_read_commands() - reads0 == 1, "the SMART log counts it as one read command")
 ctrl = cntlid()
-# 128 KiB of SLM: pieces of 28 KiB, about 2,300 of them, seconds of work; the detach comes at
-# the first progress line (a quarter done), while pieces are still being loaded and stored
-run = subprocess.Popen(["csdctl", "-d", "/dev/ng0n1", "--progress", "run", "filter", "big", "hot", "--record-size",
-                        "16", "--field-offset", "4", "--type", "f32", "--op", "gt", "--lo", "0.5", "--slm-budget", "131072"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-first = run.stderr.readline()
-print("progress:", first.strip(), flush=True)
-c.ok("%" in first, "the streamed filter is under way (its first progress line)")
-r = subprocess.run(["nvme", "detach-ns", "/dev/nvme0", "--namespace-id=1", f"--controllers={ctrl}"],
-                   capture_output=True, text=True)
-print("$ nvme detach-ns ->", r.returncode, (r.stdout + r.stderr).strip(), flush=True)
-try:
-    out, rest = run.communicate(timeout=120)
-    rc = run.returncode
-except subprocess.TimeoutExpired:
-    run.kill()
-    out, rest = run.communicate()
-    rc = None
-print("csdctl after the detach ->", rc, (out + rest).strip()[-400:], flush=True)
+
+
+def stream_meanwhile(what, argv):
+    """A streamed filter of big into hot on /dev/ng0n1 with 128 KiB of SLM (pieces of 28 KiB,
+    about 2,300 of them, seconds of work), argv run at its first progress line (a quarter
+    done), while pieces are still being loaded and stored; csdctl's (status, stdout, stderr),
+    status None if it hung."""
+    run = subprocess.Popen(["csdctl", "-d", "/dev/ng0n1", "--progress", "run", "filter", "big", "hot", "--record-size",
+                            "16", "--field-offset", "4", "--type", "f32", "--op", "gt", "--lo", "0.5", "--slm-budget",
+                            "131072"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = run.stderr.readline()
+    print("progress:", first.strip(), flush=True)
+    c.ok("%" in first, f"{what}: the streamed filter is under way (its first progress line)")
+    r = subprocess.run(argv, capture_output=True, text=True)
+    print(f"$ {' '.join(argv[:2])} ->", r.returncode, (r.stdout + r.stderr).strip(), flush=True)
+    try:
+        out, rest = run.communicate(timeout=120)
+        rc = run.returncode
+    except subprocess.TimeoutExpired:
+        run.kill()
+        out, rest = run.communicate()
+        rc = None
+    print(f"csdctl after the {what} ->", rc, (out + rest).strip()[-400:], flush=True)
+    return rc, out, rest
+
+
+rc, out, rest = stream_meanwhile("detach", ["nvme", "detach-ns", "/dev/nvme0", "--namespace-id=1", f"--controllers={ctrl}"])
 c.ok(rc is not None, "the streamed run came back after the detach (no hang)")
 c.ok(rc not in (None, 0) and re.search(r"Invalid Namespace|No such device|namespace", rest, re.I) is not None,
      "it failed with an error that says the namespace went")
@@ -199,6 +207,42 @@ sh("rm -f /tmp/hot.bin")
 got = np.fromfile("/tmp/hot.bin", dtype=np.float32).reshape(-1, 4) if sh(f"csdctl {D} get hot /tmp/hot.bin")[0] == 0 else None
 c.ok(rc == 0 and got is not None and got.shape == want.shape and (got.view(np.uint32) == want.view(np.uint32)).all(),
      "after the attach the same filter streams again, numpy's records")
+# ---------------------------------------------------------------- a controller reset mid-stream
+# The same streamed filter with an `nvme reset` at its first progress line: the piece in flight
+# is cancelled (the run stops with the drive's or the kernel's status for it, nothing stored),
+# or the run goes on after it; either way no hang, and the store keeps what it held and frees
+# what the run reserved (the namespace stayed: unlike the detach, the release reaches it).
+sh(f"csdctl {D} rm hot")
+rc, ls_before, _ = sh(f"csdctl {D} ls")
+rc, out, rest = stream_meanwhile("reset", ["nvme", "reset", "/dev/nvme0"])
+c.ok(rc is not None, "the streamed run came back after the reset (no hang)")
+hot = big[big[:, 1] > np.float32(0.5)]
+if rc == 0:  # the reset fell between its commands: the whole result
+    sh("rm -f /tmp/hot.bin")
+    got = np.fromfile("/tmp/hot.bin", dtype=np.float32).reshape(-1, 4) if sh(f"csdctl {D} get hot /tmp/hot.bin")[0] == 0 else None
+    c.ok(got is not None and got.shape == hot.shape and (got.view(np.uint32) == hot.view(np.uint32)).all(),
+         "reset: the run went on and stored numpy's records")
+    sh(f"csdctl {D} rm hot")
+else:
+    c.ok(re.search(r"Abort|nothing stored", rest) is not None, "reset: the run stopped saying the piece was aborted "
+                                                               "and nothing was stored")
+rc, ls_after, _ = sh(f"csdctl {D} ls")
+print("store before:", ls_before.strip().splitlines()[-1:], "after:", ls_after.strip().splitlines()[-1:], flush=True)
+
+
+def ageless(text):
+    """csdctl ls without the ages of reservations ('12 s ago'), which move on."""
+    return re.sub(r", [0-9]+ (s|min|h|d) ago", "", text)
+
+
+c.ok(rc == 0 and ageless(ls_after) == ageless(ls_before),
+     "reset: the store lists what it held, its free bytes as before (no reservation left)")
+rc, _, _ = sh(f"csdctl {D} run filter big hot --record-size 16 --field-offset 4 --type f32 --op gt --lo 0.5 "
+              f"--slm-budget 4194304")
+sh("rm -f /tmp/hot.bin")
+got = np.fromfile("/tmp/hot.bin", dtype=np.float32).reshape(-1, 4) if sh(f"csdctl {D} get hot /tmp/hot.bin")[0] == 0 else None
+c.ok(rc == 0 and got is not None and got.shape == hot.shape and (got.view(np.uint32) == hot.view(np.uint32)).all(),
+     "after the reset the same filter streams again, numpy's records")
 # Loads and Stores of many MiB (QEMU runs each as 4 MiB pieces at once: csd-ns-io.c.inc), every
 # byte checked: the checksum of the whole object with all the SLM there is (pieces of up to 32
 # MiB a command), and a filter that keeps every record, stored back by SLM Store and read back

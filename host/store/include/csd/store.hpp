@@ -283,7 +283,8 @@ private:
     struct StreamSpace;  // a streaming put's reservations (store.cc)
     // Makes sp hold at least need blocks, keeping the `written` bytes already in it.
     void grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch);
-    // Releases reservations, reporting none of their errors (a put giving up).
+    // Releases reservations, reporting none of their errors (a put or a streamed run giving up);
+    // tries again for a few seconds while the kernel answers EAGAIN (a controller reset).
     void release_quietly(const std::vector<uint64_t> &ids);
     // fn() with mu_ held (a catalog update of a put, whose data moves without it).
     template <class Fn>
