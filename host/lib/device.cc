@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "csd_spec.h"
+#include "fork_hold.hpp"
 #include "nvme_cs.h"
 #include "nvme_cs_commands.hpp"
 #include "synth.hpp"
@@ -103,7 +104,7 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end)
 {
 }
 
-Device::~Device() = default;
+Device::~Device() { fork_hold_remove(&executing_mu_); }
 
 Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path)
     : transport_(std::move(transport)), path_(path), read_only_(transport_->read_only())
@@ -171,6 +172,10 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     }
     read_capabilities();
     allocator_.reset(caps_.slm_size);
+    // abort_executes() and execute() hold the list of Executes briefly: never across fork(),
+    // or a child would inherit it locked (its transports are held before, ForkLevel::device)
+    fork_hold_add(&executing_mu_, ForkLevel::allocator, [this] { executing_mu_.lock(); },
+                  [this](bool) { executing_mu_.unlock(); });
 }
 
 const char *Device::speaks() const

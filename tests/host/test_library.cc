@@ -2045,6 +2045,61 @@ TEST(Drives, HostModeRunsTheMediaProgramsOnEveryKindOfDrive)
     }
 }
 
+// review41: a child forked while another thread is in abort_executes() (which holds the
+// Device's list of Executes while it asks the transport) inherits that lock held: its first
+// execute() never returned. On the in-process device and in host mode alike.
+TEST(Drives, ForkWhileAbortExecutesLeavesTheChildUsable)
+{
+    TempDrive t;
+    for (const bool host : {false, true}) {
+        SCOPED_TRACE(host ? "host mode" : "in-process");
+        OpenOptions o;
+        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
+        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        const uint32_t m = 64;
+        std::vector<float> a(m * m, 1.0f);
+        dev->slm_write(0, a.data(), a.size() * 4);
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> ts;
+        for (uint64_t i = 0; i < 2; i++) {
+            ts.emplace_back([&, i] {
+                const csd_gemm_params p{m, m, m, 0, 1.0f, 0.0f};
+                while (!stop) {
+                    try {
+                        dev->execute(CSD_PROG_GEMM, {{0, m * m * 4ull}, {0, m * m * 4ull}, {(1 + i) * m * m * 4, m * m * 4ull}},
+                                     &p, sizeof p);
+                    } catch (const Error &) {  // Command Abort Requested
+                    }
+                }
+            });
+        }
+        ts.emplace_back([&] {
+            while (!stop) dev->abort_executes();
+        });
+        int hung = 0;
+        for (int i = 0; i < 40 && !hung; i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            const pid_t pid = fork();
+            if (pid == 0) {
+                alarm(10);  // a child that hangs dies of SIGALRM
+                try {
+                    dev->execute(CSD_PROG_COPY, {{0, 4096}, {1 << 20, 4096}});
+                } catch (const Error &) {
+                    _exit(3);
+                }
+                _exit(0);
+            }
+            int st = 0;
+            waitpid(pid, &st, 0);
+            if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) hung++;
+            EXPECT_TRUE(WIFEXITED(st) || WTERMSIG(st) == SIGALRM) << "child status " << st;
+        }
+        stop = true;
+        for (auto &x : ts) x.join();
+        EXPECT_EQ(hung, 0) << "a child forked during abort_executes() hung in its first execute()";
+    }
+}
+
 // Issue 42 item 5: exact=on gives the in-process device a virtual clock. A command's time is
 // the model's whatever the host: a 0.5 s media latency costs 0.5 s of the model's clock and
 // no wait on the host's; a gemm the model runs faster than this host takes the model's
