@@ -57,8 +57,8 @@ public:
             Completion r;
             try {
                 r = forward(c);
-            } catch (const Error &) {  // the OS refused the drive's command: the core sees Internal Error
-                return CSD_STATUS_INTERNAL_ERROR;
+            } catch (...) {  // the OS refused the drive's command (csd::Error), or the drive threw: Internal Error
+                return CSD_STATUS_INTERNAL_ERROR;  // this runs on the core's worker threads: nothing may escape
             }
             if (r.status) return r.status;
             slba += n;

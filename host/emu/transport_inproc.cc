@@ -28,6 +28,7 @@
 #include "csd_config.h"
 #include "csd_core.h"
 #include "core_transport.hpp"
+#include "mapped_copy.hpp"
 #include "ns_map.hpp"
 #include "transports.hpp"
 
@@ -79,9 +80,8 @@ public:
     uint16_t io(bool write, uint64_t pos, uint8_t *buf, uint64_t len) override
     {
         if (write && !len) return fdatasync(fd_) == 0 ? 0 : kInternal;
-        if (!write && len <= kMappedReadMax && map_->data()) {
-            std::memcpy(buf, map_->data() + pos, len);
-            return 0;
+        if (!write && len <= kMappedReadMax && map_->data() && copy_from_mapping(buf, map_->data() + pos, len)) {
+            return 0;  // else the file shrank under the mapping, or its page could not be read: pread() says
         }
         uint64_t done = 0;
         while (done < len) {

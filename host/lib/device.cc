@@ -104,7 +104,11 @@ Device::Device(std::unique_ptr<Transport> transport, FrontEnd front_end)
 {
 }
 
-Device::~Device() { fork_hold_remove(&executing_mu_); }
+Device::~Device()
+{
+    fork_hold_remove(&slm_edge_mu_);
+    fork_hold_remove(&executing_mu_);
+}
 
 Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, const std::string &path)
     : transport_(std::move(transport)), path_(path), read_only_(transport_->read_only())
@@ -176,6 +180,10 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     // or a child would inherit it locked (its transports are held before, ForkLevel::device)
     fork_hold_add(&executing_mu_, ForkLevel::allocator, [this] { executing_mu_.lock(); },
                   [this](bool) { executing_mu_.unlock(); });
+    // slm_write's edge runs SLM commands under its lock: held before the transports (as a
+    // store's update), so that a fork() waits for it and a child never inherits it locked
+    fork_hold_add(&slm_edge_mu_, ForkLevel::store, [this] { slm_edge_mu_.lock(); },
+                  [this](bool) { slm_edge_mu_.unlock(); });
 }
 
 const char *Device::speaks() const
@@ -449,10 +457,14 @@ void Device::slm_write(uint64_t offset, const void *data, uint64_t len)
         const uint64_t base = offset & ~3ull;
         if (base != offset || len < 4) {
             uint8_t word[4];
-            slm_cmd(CSD_OPC_SLM_READ, base, word, 4);
             const uint64_t n = std::min<uint64_t>(len, 4 - (offset - base));
-            std::memcpy(word + (offset - base), p, n);
-            slm_cmd(CSD_OPC_SLM_WRITE, base, word, 4);
+            {
+                // another thread's edge in the same word must not write back its stale bytes over ours
+                const std::lock_guard<std::mutex> g(slm_edge_mu_);
+                slm_cmd(CSD_OPC_SLM_READ, base, word, 4);
+                std::memcpy(word + (offset - base), p, n);
+                slm_cmd(CSD_OPC_SLM_WRITE, base, word, 4);
+            }
             offset += n;
             p += n;
             len -= n;

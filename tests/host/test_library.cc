@@ -35,6 +35,7 @@
 #include "csd/store_io.hpp"
 #include "csd/transport.hpp"
 #include "csd_crc32c.h"
+#include "forwarding_in_process.hpp"
 #include "nvme_cs.h"
 
 using namespace csd;
@@ -2097,6 +2098,121 @@ TEST(Drives, ForkWhileAbortExecutesLeavesTheChildUsable)
         stop = true;
         for (auto &x : ts) x.join();
         EXPECT_EQ(hung, 0) << "a child forked during abort_executes() hung in its first execute()";
+    }
+}
+
+// review41: the in-process device copies a small Read from its file's mapping; a file
+// truncated under it (or a page the disk cannot give) raised SIGBUS there and ended the
+// process, on the in-process device and in host mode over it. Now such a Read answers
+// Internal Error, as a large one (pread) did.
+TEST(Drives, AReadPastABackingFileTruncatedUnderTheDeviceIsAnError)
+{
+    for (const bool host : {false, true}) {
+        SCOPED_TRACE(host ? "host mode" : "in-process");
+        TempDrive t;
+        OpenOptions o;
+        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
+        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        const uint32_t lba = dev->ns().lba_size;
+        std::vector<uint8_t> block(lba, 0x5a), back(lba);
+        dev->write_lbas(1000, 1, block.data());
+        dev->read_lbas(1000, 1, back.data());
+        ASSERT_EQ(back, block);
+        ASSERT_EQ(truncate(t.file.c_str(), 4096), 0);  // another process shrinks the file
+        try {
+            dev->read_lbas(1000, 1, back.data());
+            ADD_FAILURE() << "a Read past the end of the truncated file succeeded";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("Internal Error"), std::string::npos) << e.what();
+        }
+        dev->read_lbas(0, 1, back.data());  // what the file still holds reads as before
+    }
+}
+
+// review41: host mode's core reads the plain drive on its worker threads; a drive whose
+// submit threw anything but csd::Error (std::runtime_error, std::bad_alloc) ended the process
+// in std::terminate. Now the command that needed the Read answers Internal Error, and the
+// next one runs.
+TEST(Drives, HostModeOverADriveThatThrowsAnswersInternalError)
+{
+    TempDrive t;
+    auto inner = open_transport("emu:" + t.file + "?size=16M");
+    struct Throwing : test::ForwardingInProcess {
+        using ForwardingInProcess::ForwardingInProcess;
+        uint16_t answer(const Command &) const override { return 0; }
+        Completion submit(const Command &cmd) override
+        {
+            if (armed && !cmd.admin && cmd.opcode == 0x02) throw std::runtime_error("the drive's own failure");
+            return ForwardingInProcess::submit(cmd);
+        }
+        std::atomic<bool> armed{false};
+    };
+    auto drive = std::make_unique<Throwing>(*inner);
+    Throwing &d = *drive;
+    OpenOptions o;
+    o.front_end = FrontEnd::Host;
+    Device dev(std::move(drive), o);
+    d.armed = true;
+    try {
+        dev.slm_load(0, 8, 0);
+        ADD_FAILURE() << "an SLM Load whose Reads threw succeeded";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("Internal Error"), std::string::npos) << e.what();
+    }
+    d.armed = false;
+    dev.slm_load(0, 8, 0);  // the core goes on
+}
+
+// review41: slm_write's unaligned edges are a read-modify-write of their 4-byte word: two
+// threads writing disjoint 6-byte records into one buffer wrote each other's old bytes back
+// (records came back damaged). Also with a child forked meanwhile, which must not inherit
+// the edge's lock held.
+TEST(Drives, ThreadsWritingDisjointUnalignedRecordsKeepEachOthersBytes)
+{
+    TempDrive t;
+    for (const bool host : {false, true}) {
+        SCOPED_TRACE(host ? "host mode" : "in-process");
+        OpenOptions o;
+        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
+        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        constexpr uint32_t kRec = 6, kPer = 3000, kThreads = 4;
+        std::vector<std::thread> ts;
+        for (uint32_t w = 0; w < kThreads; w++) {
+            ts.emplace_back([&, w] {
+                for (uint32_t i = w; i < kPer * kThreads; i += kThreads) {  // records interleaved: neighbours share words
+                    uint8_t rec[kRec];
+                    for (uint32_t b = 0; b < kRec; b++) rec[b] = static_cast<uint8_t>(i * 7 + b + 1);
+                    dev->slm_write(static_cast<uint64_t>(i) * kRec, rec, kRec);
+                }
+            });
+        }
+        int hung = 0;
+        for (int i = 0; i < 5; i++) {
+            const pid_t pid = fork();
+            if (pid == 0) {
+                alarm(10);  // a child that inherited the lock held dies of SIGALRM
+                uint8_t b = 1;
+                dev->slm_write((64u << 10) + 1, &b, 1);
+                _exit(0);
+            }
+            int st = 0;
+            waitpid(pid, &st, 0);
+            if (WIFSIGNALED(st)) hung++;
+        }
+        for (auto &x : ts) x.join();
+        EXPECT_EQ(hung, 0) << "a child forked during slm_write hung";
+        std::vector<uint8_t> back(static_cast<size_t>(kPer) * kThreads * kRec);
+        dev->slm_read(0, back.data(), back.size());
+        uint32_t damaged = 0;
+        for (uint32_t i = 0; i < kPer * kThreads; i++) {
+            for (uint32_t b = 0; b < kRec; b++) {
+                if (back[static_cast<size_t>(i) * kRec + b] != static_cast<uint8_t>(i * 7 + b + 1)) {
+                    damaged++;
+                    break;
+                }
+            }
+        }
+        EXPECT_EQ(damaged, 0u) << "records damaged of " << kPer * kThreads;
     }
 }
 

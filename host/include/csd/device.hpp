@@ -160,7 +160,8 @@ public:
     SlmAllocator &slm() { return allocator_; }          // this process's SLM allocator
     BusCounters bus() const;                            // data moved so far by this Device
 
-    // Host memory -> SLM at any offset and length (chunked, unaligned ends patched).
+    // Host memory -> SLM at any offset and length (chunked, unaligned ends patched; threads of
+    // this Device writing disjoint bytes of one word keep each other's bytes).
     void slm_write(uint64_t offset, const void *data, uint64_t len);
     // SLM -> host memory at any offset and length.
     void slm_read(uint64_t offset, void *data, uint64_t len);
@@ -235,6 +236,7 @@ private:
     SlmAllocator allocator_;
     std::atomic<uint64_t> commands_{0}, to_device_{0}, from_device_{0};
     std::mutex executing_mu_;                 // executing_
+    std::mutex slm_edge_mu_;  // slm_write's read-modify-write of an unaligned edge's word (between its threads)
     std::vector<const Command *> executing_;  // the Executes execute() waits for (abort_executes)
 };
 
