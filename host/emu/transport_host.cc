@@ -9,6 +9,7 @@
 // Compare and Write is off: the plain drive cannot make it atomic against other hosts.
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -108,6 +109,26 @@ private:
     std::function<void(const Command &)> on_bus_;
 };
 
+// The timing model's options for host mode's core from CSD_HOST_OPTIONS (model=NAME,
+// model.NAME=VALUE, joined by '&'), as "&..." to add to the core's option list, which checks
+// them; any other option (the emulated drive's own: sizes, front ends, exact) is refused.
+std::string host_model_options()
+{
+    const char *env = std::getenv("CSD_HOST_OPTIONS");
+    if (!env || !*env) return {};
+    const std::string s(env);
+    for (size_t at = 0; at <= s.size();) {
+        const size_t end = std::min(s.find('&', at), s.size());
+        const std::string name = s.substr(at, std::min(s.find('=', at), end) - at);
+        if (name != "model" && name.rfind("model.", 0) != 0) {
+            throw Error("CSD_HOST_OPTIONS: host mode takes the timing model's options (model=NAME, "
+                        "model.NAME=VALUE), not '" + name + "'", EINVAL);
+        }
+        at = end + 1;
+    }
+    return "&" + s;
+}
+
 }  // namespace
 
 std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive, uint64_t slm_size, uint32_t units,
@@ -115,9 +136,12 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
 {
     csd_config cfg;
     char why[512];
-    const std::string options = "slm-size=" + std::to_string(slm_size) + "&compute-units=" + std::to_string(units);
+    const std::string model = host_model_options();
+    // under a model the modelled drive's compute units are the workers, else this host's
+    const std::string options = "slm-size=" + std::to_string(slm_size) +
+                                (model.empty() ? "&compute-units=" + std::to_string(units) : model);
     if (csd_config_read_list(&cfg, CSD_OPTION_EMU, options.c_str(), why, sizeof why) != 0) {
-        throw Error(std::string("host mode: ") + why, EINVAL);
+        throw Error(std::string(model.empty() ? "host mode: " : "host mode (CSD_HOST_OPTIONS): ") + why, EINVAL);
     }
     const std::unique_ptr<csd_config, void (*)(csd_config *)> cleared(&cfg, csd_config_clear);
     csd_core *core = csd_core_open(&cfg, kCoreMaxNsid, nullptr, nullptr, why, sizeof why);  // nvme-cs off
@@ -127,7 +151,7 @@ std::unique_ptr<Transport> make_host_transport(std::unique_ptr<Transport> drive,
     csd_core_set_compare_write(core, 0);
     const char *name = drive->name();  // the drive's transport (ioctl, uring, inproc): a string literal
     auto backing = std::make_unique<DriveBacking>(std::move(drive), std::move(on_bus));
-    return std::make_unique<CoreTransport>(name, core, std::move(backing), units, "", "");
+    return std::make_unique<CoreTransport>(name, core, std::move(backing), cfg.compute_units, "", "");
 }
 
 }  // namespace csd
