@@ -2171,7 +2171,7 @@ TEST(Drives, HostModeOverADriveThatThrowsAnswersInternalError)
 TEST(Drives, HostModeRunsTheTimingModelCsdHostOptionsNames)
 {
     TempDrive t;
-    { auto make = Device::open("emu:" + t.file + "?size=16M"); }
+    open_transport("emu:" + t.file + "?size=16M");  // the file (whatever CSD_FRONT_END says)
     OpenOptions o;
     o.front_end = FrontEnd::Host;
     setenv("CSD_HOST_OPTIONS", "model=gen4x4-8core&model.media-read-latency-ns=50000000", 1);
