@@ -1804,6 +1804,14 @@ struct TempDrive {
     ~TempDrive() { unlink(file.c_str()); }
 };
 
+// The in-process device on t's file (16 MiB), as the vendor drive or in host mode over it.
+std::unique_ptr<Device> open_vendor_or_host(const TempDrive &t, bool host)
+{
+    OpenOptions o;
+    o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
+    return Device::open("emu:" + t.file + "?size=16M", o);
+}
+
 // The emulator's switch vendor=off (QEMU: csd.vendor=off): exactly a drive that speaks only
 // the standard. No CSD1 signature in Identify, no vendor opcode (Compare and Write
 // included), no log page C0h or C1h; the standard front end answers; libcsd, told nothing,
@@ -2054,9 +2062,7 @@ TEST(Drives, ForkWhileAbortExecutesLeavesTheChildUsable)
     TempDrive t;
     for (const bool host : {false, true}) {
         SCOPED_TRACE(host ? "host mode" : "in-process");
-        OpenOptions o;
-        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
-        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        auto dev = open_vendor_or_host(t, host);
         const uint32_t m = 64;
         std::vector<float> a(m * m, 1.0f);
         dev->slm_write(0, a.data(), a.size() * 4);
@@ -2110,9 +2116,7 @@ TEST(Drives, AReadPastABackingFileTruncatedUnderTheDeviceIsAnError)
     for (const bool host : {false, true}) {
         SCOPED_TRACE(host ? "host mode" : "in-process");
         TempDrive t;
-        OpenOptions o;
-        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
-        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        auto dev = open_vendor_or_host(t, host);
         const uint32_t lba = dev->ns().lba_size;
         std::vector<uint8_t> block(lba, 0x5a), back(lba);
         dev->write_lbas(1000, 1, block.data());
@@ -2201,9 +2205,7 @@ TEST(Drives, ThreadsWritingDisjointUnalignedRecordsKeepEachOthersBytes)
     TempDrive t;
     for (const bool host : {false, true}) {
         SCOPED_TRACE(host ? "host mode" : "in-process");
-        OpenOptions o;
-        o.front_end = host ? FrontEnd::Host : FrontEnd::Vendor;
-        auto dev = Device::open("emu:" + t.file + "?size=16M", o);
+        auto dev = open_vendor_or_host(t, host);
         constexpr uint32_t kRec = 6, kPer = 3000, kThreads = 4;
         std::vector<std::thread> ts;
         for (uint32_t w = 0; w < kThreads; w++) {
