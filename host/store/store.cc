@@ -792,7 +792,7 @@ void ObjectStore::release_quietly(const std::vector<uint64_t> &ids)
         const auto until = std::chrono::steady_clock::now() + kReleaseRetryFor;
         for (auto wait = std::chrono::milliseconds(20);; wait = std::min(wait * 2, std::chrono::milliseconds(500))) {
             try {
-                release(id);
+                locked([&] { release(id); });
                 break;
             } catch (const Error &e) {  // the first error is the one to report; a transient one is tried again
                 if (e.status() || e.errnum() != EAGAIN || std::chrono::steady_clock::now() + wait > until) break;
@@ -833,7 +833,7 @@ void ObjectStore::put(const std::string &name, const void *data, uint64_t bytes,
         dev_.flush();
         locked([&] { commit_put(o, r.id); });
     } catch (...) {
-        locked([&] { release_quietly({r.id}); });
+        release_quietly({r.id});
         throw;
     }
 }
@@ -876,10 +876,10 @@ void ObjectStore::grow(StreamSpace &sp, uint64_t need, uint64_t written, std::ve
             dev_.write_lbas(r.block * lbas_per_block_ + at / lba, n / lba, scratch.data());
         }
     } catch (...) {
-        locked([&] { release_quietly({r.id}); });
+        release_quietly({r.id});
         throw;
     }
-    locked([&] { release_quietly(sp.ids); });
+    release_quietly(sp.ids);
     sp = {{r.id}, r.block, blocks};
 }
 
@@ -935,7 +935,7 @@ void ObjectStore::put(const std::string &name, ObjectSource &src, const std::str
         o.block = sp.start;
         locked([&] { commit_put(o, sp.ids[0], std::vector<uint64_t>(sp.ids.begin() + 1, sp.ids.end())); });
     } catch (...) {
-        locked([&] { release_quietly(sp.ids); });
+        release_quietly(sp.ids);
         throw;
     }
 }

@@ -274,7 +274,6 @@ public:
     {
         if (!reserved_) return;
         try {  // the error that stopped the run is the one to report
-            std::lock_guard<std::mutex> g(st_.mu_);
             st_.release_quietly({r_.id});
         } catch (...) {
         }

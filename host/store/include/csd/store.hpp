@@ -284,7 +284,8 @@ private:
     // Makes sp hold at least need blocks, keeping the `written` bytes already in it.
     void grow(StreamSpace &sp, uint64_t need, uint64_t written, std::vector<uint8_t> &scratch);
     // Releases reservations, reporting none of their errors (a put or a streamed run giving up);
-    // tries again for a few seconds while the kernel answers EAGAIN (a controller reset).
+    // tries again for a few seconds while the kernel answers EAGAIN (a controller reset). Takes
+    // mu_ for each try (the caller holds it not), never while it waits.
     void release_quietly(const std::vector<uint64_t> &ids);
     // fn() with mu_ held (a catalog update of a put, whose data moves without it).
     template <class Fn>
