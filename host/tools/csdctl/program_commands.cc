@@ -42,13 +42,18 @@ struct ProgramRunArgs {
     std::vector<std::string> params;
 };
 
+// Whether a program command's target names a slot (a number), not an eBPF object file.
+bool names_slot(const std::string &target)
+{
+    return !target.empty() && std::isdigit(static_cast<unsigned char>(target[0])) &&
+           target.find_first_not_of("0123456789abcdefABCDEFxX") == std::string::npos;
+}
+
 // The program `program run` or `program chase` (cmd) names: a slot holding a downloaded
 // program (kept loaded), or an eBPF object file loaded for this run and unloaded after it.
 Program program_for_run(Device &d, const std::string &cmd, const std::string &target, uint32_t record_size)
 {
-    const bool number = !target.empty() && std::isdigit(static_cast<unsigned char>(target[0])) &&
-                        target.find_first_not_of("0123456789abcdefABCDEFxX") == std::string::npos;
-    if (!number) {
+    if (!names_slot(target)) {
         if (access(target.c_str(), R_OK) != 0) die(cmd + ": " + target + " is neither a slot nor a readable eBPF object file");
         return Program(d, target, record_size);  // unloaded when it goes
     }
@@ -117,9 +122,8 @@ int cmd_program_chase(Device &d, const Opts &o, const ChaseArgs &a)
     for (const auto &p : a.params) params.push_back(parse_u64("--param", p));
     const uint64_t start = parse_u64("--start", a.start);
     Program prog = program_for_run(d, "program chase", a.target, a.record_size);  // a FILE.o: the only way on emu:
-    const bool slot = std::isdigit(static_cast<unsigned char>(a.target[0]));  // else a file (program_for_run)
     ChaseResult r;
-    on_slot(d, "program chase", slot ? hex(parse_u64("slot", a.target), 4) + "h" : a.target, [&] {
+    on_slot(d, "program chase", names_slot(a.target) ? hex(parse_u64("slot", a.target), 4) + "h" : a.target, [&] {
         r = prog.run_chase(start, params, a.max_hops);
         return 0;
     });
