@@ -144,12 +144,12 @@ Device::Device(std::unique_ptr<Transport> transport, const OpenOptions &opts, co
     std::memcpy(model, id.data() + 24, 40);
     for (size_t n = std::strlen(model); n && model[n - 1] == ' '; n--) model[n - 1] = 0;  // Identify pads with spaces
     if (front_end_ == FrontEnd::NvmeCs && !speaks_nvme_cs()) {
-        const bool in_process = transport_->name() == std::string("inproc");
+        const bool emu_device = in_process(*transport_) != nullptr;  // an emu: device (or a wrapper of one)
         throw Error(std::string("the drive does not speak the standard computational storage command sets "
                                 "(Identify CNS 1Ch reports no SLM and CP, or it has no memory and compute "
                                 "namespaces; model '") +
                         model + "'): " +
-                        (in_process ? "open the in-process device with nvme-cs=on (emu:FILE?nvme-cs=on)"
+                        (emu_device ? "open the in-process device with nvme-cs=on (emu:FILE?nvme-cs=on)"
                                     : "is the QEMU device started with csd.nvme-cs=on?"),
                     ENODEV);
     }
